@@ -1,0 +1,1 @@
+"""leanrpc.client: Python client for the leanrpc Verifier service."""

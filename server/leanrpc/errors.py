@@ -1,0 +1,91 @@
+"""The error tree. Lean-level failures are data in results, never exceptions.
+
+    LeanServiceError
+     +-- RequestError        bad input                   -> INVALID_ARGUMENT
+     |    +-- OverloadedError queue full                 -> RESOURCE_EXHAUSTED
+     |    +-- AuthError       missing/bad credentials    -> UNAUTHENTICATED
+     +-- WorkerError         a REPL failed us            -> UNAVAILABLE
+     |    +-- WorkerTimeout                              -> DEADLINE_EXCEEDED
+     |    +-- WorkerCrashed
+     |    +-- WorkerOutOfMemory                          -> RESOURCE_EXHAUSTED
+     |    +-- WorkerBootError
+     +-- NotServingError     circuit open, shutting down -> UNAVAILABLE
+     +-- ModelNotConfigured  formalize without weights   -> FAILED_PRECONDITION
+     +-- InternalError       our bug                     -> INTERNAL
+          +-- ProtocolError  unparseable REPL output
+
+The mapping to gRPC codes lives in one table, leanrpc.edge.errors.
+"""
+
+from __future__ import annotations
+
+
+class LeanServiceError(Exception):
+    """Root of every error leanrpc raises on purpose."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        # Extra context for logs and error strings, e.g. a REPL's stderr tail.
+        self.detail = detail
+
+    def __str__(self) -> str:
+        if self.detail:
+            return f"{self.message}\n{self.detail}"
+        return self.message
+
+
+class RequestError(LeanServiceError, ValueError):
+    """The caller sent something we cannot accept."""
+
+
+class OverloadedError(RequestError):
+    """The admission queue is full; retry after `retry_after_s`."""
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class AuthError(RequestError):
+    """Missing or invalid credentials."""
+
+
+class WorkerError(LeanServiceError):
+    """A REPL worker failed while serving a request."""
+
+    def __init__(self, message: str, *, detail: str = "", stderr_tail: str = "") -> None:
+        super().__init__(message, detail=detail)
+        self.stderr_tail = stderr_tail
+
+
+class WorkerTimeout(WorkerError):
+    """The request ran past its timeout; the worker was killed."""
+
+
+class WorkerCrashed(WorkerError):
+    """The REPL exited, or printed output we could not parse."""
+
+
+class WorkerOutOfMemory(WorkerError):
+    """The worker passed its memory limit and was killed."""
+
+
+class WorkerBootError(WorkerError):
+    """The REPL process could not be started or failed its handshake."""
+
+
+class NotServingError(LeanServiceError):
+    """The service cannot take requests now (circuit open, shutting down)."""
+
+
+class ModelNotConfigured(NotServingError):
+    """Formalize was called but no model weights are configured."""
+
+
+class InternalError(LeanServiceError):
+    """A bug in leanrpc: an invariant did not hold."""
+
+
+class ProtocolError(InternalError):
+    """The REPL's output broke the wire protocol."""
