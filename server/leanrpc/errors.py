@@ -89,3 +89,26 @@ class InternalError(LeanServiceError):
 
 class ProtocolError(InternalError):
     """The REPL's output broke the wire protocol."""
+
+
+class FramingError(ProtocolError):
+    """The REPL's byte stream could not be cut into JSON frames."""
+
+
+class FrameTooLarge(FramingError):
+    """A frame grew past the decoder's max_frame limit."""
+
+
+class FrameDecodeError(FramingError):
+    """A frame was not valid UTF-8 JSON of an object."""
+
+
+class HeaderLoadError(RequestError):
+    """The snippet's import header did not load (unknown module, errors).
+
+    Reported to the caller as a REJECTED result, never as wrong proofs.
+    """
+
+    def __init__(self, message: str, *, messages: list | None = None) -> None:
+        super().__init__(message)
+        self.messages = messages or []

@@ -1,1 +1,16 @@
-"""leanrpc.core."""
+"""leanrpc.core: the bottom layer, free of I/O, asyncio, grpc and logging.
+
+    framing  REPL stdout bytes -> frames -> dicts; requests -> bytes
+    headers  snippet -> imports / preamble / body
+    trie     prefix trie over command texts (reuse of REPL work)
+
+Each facade module loads its compiled twin from leanrpc._native and exposes
+IMPLEMENTATION ("native" or "python"); the pure-Python twins (*_py) load
+only under LEANRPC_NO_EXTENSIONS=1. Log IMPLEMENTATION at startup.
+"""
+
+from . import framing, headers, trie
+
+NATIVE_ACTIVE = all(module.IMPLEMENTATION == "native" for module in (framing, headers, trie))
+
+__all__ = ["NATIVE_ACTIVE", "framing", "headers", "trie"]

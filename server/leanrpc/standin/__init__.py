@@ -1,1 +1,33 @@
-"""leanrpc.standin."""
+"""leanrpc.standin: a protocol-faithful stand-in for the Lean 4 REPL (a test double, not Lean).
+
+Run it as ``leanrpc-repl-standin`` or ``python -m leanrpc.standin``. It speaks
+the leanprover-community/repl protocol on stdin/stdout (``--fork``: the
+augustepoiroux fork LeanInteract uses) and imports only the standard library,
+so a worker starts in well under 150 ms.
+
+Answers come from, in order:
+
+1. **replay** (``replay.py``): a request recorded in ``shared/fixtures`` in the
+   same state (same command text and options on an env/proof state with the
+   same history) gets the recorded answer, ids renumbered to this process's
+   counters; Kimina proofs match on their "core" (see ``replay.core_of``) and
+   come back with their lines shifted to the command's lines;
+2. **plausible mode** (``elab.py``): a deterministic imitation for everything
+   else (sorries, warnings, ``#eval Lean.versionString``, ``#print axioms``,
+   unknown identifiers, import rules, tactic mode, info trees ...).
+
+Directive lines ``--@standin: NAME[=VALUE]`` (Lean line comments) inject
+faults and costs; see ``faults.py`` and the ``--help`` text. The stand-in
+never passes as Lean: ``#eval Lean.versionString`` answers
+``"<lean-version> (leanrpc stand-in)"`` and ``--version`` prints
+``leanrpc-repl-standin <version>``.
+
+Module map: ``wire`` (line reader, JSON decoding, request shapes),
+``jsonfmt`` (Lean's JSON printer), ``repl`` (state, numbering, handlers),
+``replay`` (fixture index and cache), ``elab`` (plausible mode), ``faults``
+(directives and CPU/memory costs), ``__main__`` (command line).
+"""
+
+from .. import __version__
+
+__all__ = ["__version__"]

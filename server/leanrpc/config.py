@@ -1,0 +1,219 @@
+"""One typed configuration object, loadable from TOML and from CLI flags.
+
+Every knob has a default that works on the embedded stand-in REPL, so
+`leanrpc serve` with no configuration runs. A real Lean setup changes only
+`[repl]` (see README, "Real Lean").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .errors import RequestError
+
+
+def _default_repl_command() -> list[str]:
+    return [sys.executable, "-m", "leanrpc.standin"]
+
+
+def usable_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclasses.dataclass
+class ReplConfig:
+    """How to start one REPL process."""
+
+    # Any REPL command line; `lake env repl` (or the binary path) in a Lean
+    # project for real use. The default is the embedded stand-in.
+    command: list[str] = dataclasses.field(default_factory=_default_repl_command)
+    cwd: str | None = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Identity of the toolchain, part of every header-cache key. Detected by a
+    # probe at boot (`#eval Lean.versionString`) when left empty.
+    lean_version: str = ""
+    repl_revision: str = ""
+    project_revision: str = ""
+    # "auto": send `incrementality: true` only when the REPL is known to be
+    # the augustepoiroux fork; "on"/"off" force it.
+    incrementality: str = "auto"
+    # Turn on Elab.async via setOptions (fork, Lean >= 4.19).
+    elab_async: bool = False
+
+
+@dataclasses.dataclass
+class LimitsConfig:
+    """Per-worker resource limits and restart triggers."""
+
+    # Resident memory of the worker's whole process tree; checked during each
+    # request (every memory_poll_s) and at release. 0 disables.
+    max_worker_rss_mb: int = 0
+    # Recycle idle workers (largest first) when system memory use passes this
+    # percentage. 0 disables.
+    max_system_memory_percent: float = 92.0
+    # Hard RLIMIT_AS for the REPL, in MB. Off by default: Mathlib's mmapped
+    # .olean files count towards it (9+ GB for `import Mathlib`).
+    address_space_mb: int = 0
+    cpu_seconds: int = 0          # RLIMIT_CPU per process, 0 = unlimited
+    max_processes: int = 0        # RLIMIT_NPROC, 0 = unlimited
+    max_file_size_mb: int = 0     # RLIMIT_FSIZE, 0 = unlimited
+    max_open_files: int = 0       # RLIMIT_NOFILE, 0 = inherited
+    memory_poll_s: float = 0.1
+    # Recycle a worker after this many bodies (each keeps an env alive).
+    max_requests_per_worker: int = 2000
+    max_frame_mb: int = 256
+
+
+@dataclasses.dataclass
+class PoolConfig:
+    workers: int = dataclasses.field(default_factory=usable_cores)
+    queue_limit: int = 100_000
+    default_timeout_s: float = 60.0
+    max_timeout_s: float = 3600.0
+    header_timeout_s: float = 600.0
+    # Retries of a request whose worker crashed or printed garbage.
+    max_retries: int = 1
+    # Circuit breaker: this many consecutive boot failures open it.
+    boot_failure_limit: int = 3
+    breaker_cooldown_s: float = 30.0
+    # Start this many workers (with no header) at startup.
+    min_warm: int = 1
+    # Headers to pre-load into idle workers at startup and after restarts.
+    warm_headers: list[str] = dataclasses.field(default_factory=list)
+    # Keep this many idle workers loaded with the most used headers.
+    warm_spares: int = 0
+    # A queued request that has waited this long takes any idle worker, even
+    # if that means loading its header there (bounds header starvation).
+    max_wait_for_warm_s: float = 2.0
+    # Per-worker history of elaborated bodies kept for prefix routing.
+    prefix_history: int = 64
+    shutdown_grace_s: float = 10.0
+
+
+@dataclasses.dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    max_message_mb: int = 64
+    max_snippets_per_batch: int = 10_000
+    max_code_chars: int = 1_000_000
+    max_concurrent_per_client: int = 0  # 0 = unlimited
+    # Bearer tokens: inline, from a file (one per line), or from an env var.
+    auth_tokens: list[str] = dataclasses.field(default_factory=list)
+    auth_token_file: str = ""
+    auth_token_env: str = "LEANRPC_TOKENS"
+    # Auth may be off only when explicitly allowed and bound to loopback.
+    allow_unauthenticated_loopback: bool = True
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_client_ca: str = ""  # set for mTLS
+    metrics_port: int = 0  # 0 = no Prometheus endpoint
+    log_json: bool = False
+
+
+@dataclasses.dataclass
+class SandboxConfig:
+    # "auto": use the strongest sandbox the machine supports; "off"; "bwrap";
+    # "unshare".
+    mode: str = "off"
+    user: str = ""  # run workers as this user (Popen(user=...))
+    scratch_root: str = ""
+
+
+@dataclasses.dataclass
+class FormalizeSection:
+    model_dir: str = ""
+    adapter_dirs: list[str] = dataclasses.field(default_factory=list)
+    device: str = "auto"
+    quantize: bool = True
+    max_batch: int = 8
+    max_new_tokens: int = 256
+    default_header: str = "import Mathlib"
+
+
+@dataclasses.dataclass
+class Config:
+    repl: ReplConfig = dataclasses.field(default_factory=ReplConfig)
+    limits: LimitsConfig = dataclasses.field(default_factory=LimitsConfig)
+    pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
+    server: ServerConfig = dataclasses.field(default_factory=ServerConfig)
+    sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
+    formalize: FormalizeSection = dataclasses.field(default_factory=FormalizeSection)
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike) -> "Config":
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        config = cls.from_dict(data)
+        if config.repl.cwd:
+            config.repl.cwd = str((Path(path).parent / config.repl.cwd).resolve())
+        return config
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Config":
+        config = cls()
+        for section_name, section_data in data.items():
+            if not hasattr(config, section_name):
+                raise RequestError(f"unknown config section [{section_name}]")
+            section = getattr(config, section_name)
+            if not isinstance(section_data, dict):
+                raise RequestError(f"config section [{section_name}] must be a table")
+            _update_section(section, section_name, section_data)
+        return config
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _update_section(section: Any, name: str, values: dict[str, Any]) -> None:
+    fields = {f.name: f for f in dataclasses.fields(section)}
+    for key, value in values.items():
+        if key not in fields:
+            raise RequestError(f"unknown config key {name}.{key}")
+        current = getattr(section, key)
+        if key == "command" and isinstance(value, str):
+            value = shlex.split(value)
+        if isinstance(current, bool) and not isinstance(value, bool):
+            raise RequestError(f"config key {name}.{key} must be a boolean")
+        if isinstance(current, (int, float)) and not isinstance(current, bool):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise RequestError(f"config key {name}.{key} must be a number")
+            value = type(current)(value)
+        setattr(section, key, value)
+
+
+def to_toml(config: Config) -> str:
+    """Renders a config as TOML (used by `leanrpc setup`)."""
+    lines: list[str] = []
+    for section_name, section in config.to_dict().items():
+        lines.append(f"[{section_name}]")
+        for key, value in section.items():
+            if value is None:
+                continue
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'"{escaped}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot render {type(value).__name__} as TOML")

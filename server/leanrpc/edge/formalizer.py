@@ -1,0 +1,149 @@
+"""gRPC servicer for leanrpc.v1.Formalizer: protobuf <-> leanrpc.formalize types.
+
+One bidirectional stream is one FormalizeSession: a reader task turns inbound
+messages into `submit`/`cancel` calls, and the handler forwards the session's
+events. When the client half-closes, the stream ends after the last job's
+Outcome; when the client cancels (or the deadline passes), every job on the
+stream is cancelled and generation stops within a few tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import grpc
+
+from ..errors import LeanServiceError, RequestError
+from ..formalize.config import FormalizeConfig
+from ..formalize.types import (
+    Candidate,
+    FormalizeEvent,
+    FormalizeRequest,
+    Outcome,
+    Sampling,
+    TokenChunk,
+)
+from ..formalize.wellformed import WellFormedness
+from ..services.formalize import FormalizeService
+from ..v1 import formalizer_pb2 as pb
+from ..v1 import formalizer_pb2_grpc
+from .convert import result_to_pb
+from .errors import abort_with
+
+log = logging.getLogger("leanrpc.edge.formalizer")
+
+
+def request_from_pb(msg: pb.FormalizeRequest) -> FormalizeRequest:
+    s = msg.sampling
+    return FormalizeRequest(
+        id=msg.id,
+        informal_statement=msg.informal_statement,
+        header=msg.header,
+        max_iterations=msg.max_iterations,
+        sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens, seed=s.seed),
+        stream_tokens=msg.stream_tokens,
+        retrieval=msg.retrieval,
+    )
+
+
+def well_formed_to_pb(wf: WellFormedness) -> pb.WellFormedness:
+    return pb.WellFormedness(
+        balanced_delimiters=wf.balanced_delimiters,
+        has_theorem_signature=wf.has_theorem_signature,
+        ends_with_by_sorry=wf.ends_with_by_sorry,
+        ok=wf.ok,
+        reason=wf.reason,
+    )
+
+
+def event_to_pb(event: FormalizeEvent) -> pb.FormalizeEvent:
+    p = event.payload
+    if isinstance(p, TokenChunk):
+        return pb.FormalizeEvent(id=event.job_id, token=pb.TokenChunk(iteration=p.iteration, text=p.text))
+    if isinstance(p, Candidate):
+        cand = pb.Candidate(iteration=p.iteration, lean_statement=p.lean_statement,
+                            well_formed=well_formed_to_pb(p.well_formed))
+        if p.verify_result is not None:
+            cand.verify_result.CopyFrom(result_to_pb(p.verify_result))
+        return pb.FormalizeEvent(id=event.job_id, candidate=cand)
+    if isinstance(p, Outcome):
+        return pb.FormalizeEvent(id=event.job_id, outcome=pb.Outcome(
+            status=int(p.status), iterations=p.iterations, lean_statement=p.lean_statement, error=p.error,
+            generation_s=p.generation_s, generated_tokens=p.generated_tokens))
+    raise TypeError(f"unknown Formalize payload {type(p).__name__}")
+
+
+class FormalizerServicer(formalizer_pb2_grpc.FormalizerServicer):
+    """Formalizer.Formalize on top of a FormalizeService."""
+
+    def __init__(self, service: FormalizeService) -> None:
+        self.service = service
+
+    async def Formalize(self, request_iterator, context: grpc.aio.ServicerContext):
+        try:
+            session = self.service.open_session()  # ModelNotConfigured -> FAILED_PRECONDITION
+        except LeanServiceError as exc:
+            await abort_with(context, exc)
+            return
+        reader = asyncio.create_task(self._read(request_iterator, session))
+        try:
+            async for event in session.events():
+                yield event_to_pb(event)
+            await reader
+        except LeanServiceError as exc:
+            await abort_with(context, exc)
+        finally:
+            reader.cancel()
+            await session.aclose()
+
+    @staticmethod
+    async def _read(request_iterator, session) -> None:
+        try:
+            async for msg in request_iterator:
+                kind = msg.WhichOneof("kind")
+                if kind == "request":
+                    session.submit(request_from_pb(msg.request))
+                elif kind == "cancel_id":
+                    session.cancel(msg.cancel_id)
+                else:
+                    raise RequestError("FormalizeClientMessage has neither request nor cancel_id")
+        except asyncio.CancelledError:
+            raise
+        except LeanServiceError as exc:
+            session.fail(exc)
+            return
+        except Exception as exc:  # the client stream broke; nothing more will come
+            log.debug("Formalize request stream ended: %r", exc)
+            session.cancel_all()
+        session.end_input()
+
+
+def formalize_config_from(section) -> FormalizeConfig:
+    """FormalizeConfig from the server's `[formalize]` section (any object with matching attributes)."""
+    cfg = FormalizeConfig()
+    for field in FormalizeConfig.__dataclass_fields__:
+        if hasattr(section, field):
+            value = getattr(section, field)
+            if field in ("model_dir", "tokenizer_dir") and value == "":
+                value = None
+            setattr(cfg, field, list(value) if field == "adapter_dirs" else value)
+    return cfg
+
+
+def add_formalizer_to_server(server: grpc.aio.Server, config, verify_service) -> FormalizeService:
+    """Registers the Formalizer on `server`; returns the FormalizeService (serving_status(), close()).
+
+    `config` is the server Config (its `formalize` section is read) and
+    `verify_service` a leanrpc.services.verify.VerifyService. The model loads
+    in a background thread; until then serving_status() is (False, "loading ...").
+    """
+    from ..services.verify import VerifyOptions
+
+    async def verify(code: str):
+        return await verify_service.verify("formalize", code, VerifyOptions())
+
+    fconfig = formalize_config_from(getattr(config, "formalize", config))
+    service = FormalizeService.start_loading(fconfig, verify)
+    formalizer_pb2_grpc.add_FormalizerServicer_to_server(FormalizerServicer(service), server)
+    return service

@@ -1,0 +1,75 @@
+"""FormalizeConfig: everything the Formalize stack reads from the server's configuration."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+DEFAULT_HEADER = "import Mathlib"
+DEFAULT_MATHLIB_NAMES = "/work/shared/datasets/mathlib-decl-names/mathlib_decls.tsv"
+
+
+@dataclasses.dataclass
+class FormalizeConfig:
+    """Formalize settings. The server fills it from TOML or flags.
+
+    With `model_dir` unset the service still starts, reports NOT_SERVING with a
+    reason, and answers Formalize with FAILED_PRECONDITION.
+    """
+
+    # Local hub-layout checkpoint of a Qwen3-MoE model (config.json + safetensors).
+    model_dir: str | None = None
+    # PEFT adapter directories (LoRA or DoRA), applied in order and all active.
+    adapter_dirs: list[str] = dataclasses.field(default_factory=list)
+    # Where the tokenizer files are; default: model_dir.
+    tokenizer_dir: str | None = None
+    # "auto" (CUDA if available), "cpu", "cuda" or "cuda:N".
+    device: str = "auto"
+    # Whole-model NF4 with double quantization (bitsandbytes). Off: bf16 on CUDA, fp32 on CPU.
+    quantize: bool = True
+    # Compute dtype of the 4-bit layers.
+    compute_dtype: str = "bfloat16"
+
+    # Generation engine: sequences decoded together in one forward pass.
+    max_batch: int = 8
+    max_new_tokens: int = 512
+    max_prompt_tokens: int = 8192
+    # Server-side sampling knobs (temperature, top_p and seed come from each request;
+    # temperature 0 = greedy). Qwen's own defaults are top_k 20, repetition_penalty 1.05.
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+
+    # Repair loop.
+    default_max_iterations: int = 5
+    max_iterations_limit: int = 16
+    default_header: str = DEFAULT_HEADER
+    error_feedback_chars: int = 800
+
+    # Retrieval. System A ("Did you mean" for unknown identifiers) is on whenever
+    # the names file exists; System B (top-k declarations in the first prompt) is
+    # per request (FormalizeRequest.retrieval) or forced with retrieval_default.
+    mathlib_names_path: str | None = DEFAULT_MATHLIB_NAMES
+    retrieval_top_k: int = 8
+    retrieval_default: bool = False
+    did_you_mean_k: int = 5
+
+    # Jobs one Formalize stream may have in flight at once.
+    max_jobs_per_stream: int = 64
+
+    def validate(self) -> None:
+        """Raises ValueError for settings that can never work (a missing model_dir is not one)."""
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"formalize.device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
+        if self.compute_dtype not in ("bfloat16", "float16", "float32"):
+            raise ValueError(f"formalize.compute_dtype must be bfloat16, float16 or float32, not {self.compute_dtype!r}")
+        for name in ("max_batch", "max_new_tokens", "max_prompt_tokens", "default_max_iterations",
+                     "max_iterations_limit", "error_feedback_chars", "max_jobs_per_stream"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"formalize.{name} must be >= 1")
+        if self.default_max_iterations > self.max_iterations_limit:
+            raise ValueError("formalize.default_max_iterations exceeds max_iterations_limit")
+        if self.retrieval_top_k < 0 or self.did_you_mean_k < 0:
+            raise ValueError("formalize.retrieval_top_k and did_you_mean_k must be >= 0")
+
+    def names_available(self) -> bool:
+        return bool(self.mathlib_names_path) and os.path.isfile(self.mathlib_names_path)

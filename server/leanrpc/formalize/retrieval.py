@@ -1,0 +1,272 @@
+"""Mathlib name retrieval.
+
+System A, `MathlibNames.did_you_mean(name)`: fuzzy candidates for a name Lean did
+not know. Candidates come from three cheap sources (case-insensitive exact
+match, same last component, shared name words weighted by IDF) and are
+re-ranked by `difflib` similarity, so a lookup costs milliseconds on 170k names.
+
+System B, `MathlibNames.search(text)`: BM25 over each declaration's name words
+and module path words, queried with the informal statement (lower-cased words,
+crude plural stripping, a small table from math English and LaTeX to Mathlib's
+vocabulary). Definitions and classes get a small boost: a statement needs the
+concepts, rarely a specific lemma. Dense retrieval is not implemented.
+
+The names file is `shared/datasets/mathlib-decl-names/mathlib_decls.tsv`
+(name, kind, module; Mathlib of June 2024). It is stale for newer toolchains,
+so suggestions are hints for the model, which Lean still checks.
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import functools
+import math
+import re
+import threading
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+", re.U)
+_WORD = re.compile(r"[A-Za-z]+")
+
+# Informal/LaTeX words -> Mathlib name words.
+_SYNONYMS = {
+    "integer": ["int"], "integers": ["int"], "natural": ["nat"], "naturals": ["nat"],
+    "rational": ["rat"], "rationals": ["rat"], "complex": ["complex"], "real": ["real"], "reals": ["real"],
+    "divides": ["dvd"], "divisible": ["dvd"], "divisor": ["divisor", "dvd"], "divisors": ["divisors"],
+    "gcd": ["gcd"], "lcm": ["lcm"], "greatest": ["gcd"], "modulo": ["mod", "modeq"], "congruent": ["modeq"],
+    "remainder": ["mod"], "square": ["sq", "pow"], "root": ["sqrt", "root"], "sqrt": ["sqrt"],
+    "logarithm": ["log"], "log": ["log"], "ln": ["log"], "exponential": ["exp"], "exp": ["exp"],
+    "sum": ["sum"], "product": ["prod"], "prod": ["prod"], "absolute": ["abs"], "factorial": ["factorial"],
+    "binomial": ["choose"], "choose": ["choose"], "derivative": ["deriv"], "differentiable": ["differentiable"],
+    "integral": ["integral"], "continuous": ["continuous"], "limit": ["tendsto", "lim"], "converges": ["tendsto"],
+    "sequence": ["seq", "tendsto"], "polynomial": ["polynomial"], "degree": ["degree"], "prime": ["prime"],
+    "primes": ["prime"], "odd": ["odd"], "even": ["even"], "floor": ["floor"], "ceiling": ["ceil"],
+    "sin": ["sin"], "cos": ["cos"], "tan": ["tan"], "pi": ["pi"], "group": ["group"], "subgroup": ["subgroup"],
+    "normal": ["normal"], "abelian": ["comm"], "commutative": ["comm"], "ring": ["ring"], "field": ["field"],
+    "ideal": ["ideal"], "matrix": ["matrix"], "determinant": ["det"], "vector": ["module"], "space": ["space"],
+    "order": ["order", "orderof"], "finite": ["finite", "fintype"], "cardinality": ["card"], "set": ["set"],
+    "mathbb": [], "frac": ["div"], "cdot": ["mul"], "le": ["le"], "leq": ["le"], "geq": ["le"], "lt": ["lt"],
+    "infinitely": ["infinite"], "infinite": ["infinite"], "bijective": ["bijective"], "injective": ["injective"],
+    "surjective": ["surjective"], "homomorphism": ["hom"], "isomorphic": ["equiv", "iso"], "compact": ["compact"],
+    "open": ["open"], "closed": ["closed"], "metric": ["metric"], "norm": ["norm"], "inner": ["inner"],
+}
+_BLACKBOARD = {"R": "real", "Z": "int", "N": "nat", "Q": "rat", "C": "complex"}
+_STOP = frozenset(
+    "a an the of and or to in is are be for that this with as by on at it its if then there let show prove "
+    "such all any each every some from we which what when where where find value values number numbers "
+    "given suppose assume holds hold has have one two three x y z n m k b c d f g h".split()
+)
+_DEF_KINDS = ("def", "class", "structure", "abbrev", "inductive", "irreducible_def")
+
+
+def name_words(name: str) -> list[str]:
+    """`Nat.Prime.two_le` -> ['nat', 'prime', 'two', 'le']; `IsNormalSubgroup` -> ['is', 'normal', 'subgroup']."""
+    words = []
+    for part in re.split(r"[._']", name):
+        words.extend(w.lower() for w in _CAMEL.findall(part))
+    return words
+
+
+def _stem(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def query_words(text: str) -> list[str]:
+    words: list[str] = []
+    for letter, word in _BLACKBOARD.items():
+        if re.search(r"\\mathbb\{?" + letter, text):
+            words.append(word)
+    for raw in _WORD.findall(text):
+        w = raw.lower()
+        if w in _SYNONYMS:
+            words.extend(_SYNONYMS[w])
+            continue
+        if w in _STOP or len(w) < 2:
+            continue
+        words.append(_stem(w))
+    return words
+
+
+class MathlibNames:
+    """The declaration list with both indexes; construct once and share (thread-safe reads)."""
+
+    def __init__(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self.modules: list[str] = []
+        for name, kind, module in rows:
+            self.names.append(name)
+            self.kinds.append(kind)
+            self.modules.append(module)
+        self._lower: dict[str, int] = {}
+        self._by_last: dict[str, list[int]] = collections.defaultdict(list)
+        self._name_index: dict[str, list[int]] = collections.defaultdict(list)
+        for i, name in enumerate(self.names):
+            low = name.lower()
+            self._lower.setdefault(low, i)
+            self._by_last[low.rsplit(".", 1)[-1]].append(i)
+            for w in set(name_words(name)):
+                self._name_index[w].append(i)
+        n = max(1, len(self.names))
+        self._idf_name = {w: math.log(1 + n / len(ids)) for w, ids in self._name_index.items()}
+        self._bm25: _BM25 | None = None
+        self._bm25_lock = threading.Lock()
+
+    @classmethod
+    def from_tsv(cls, path: str) -> "MathlibNames":
+        def rows():
+            with open(path, encoding="utf-8") as f:
+                header = f.readline().rstrip("\n").split("\t")
+                if header[:3] != ["name", "kind", "module"]:
+                    raise ValueError(f"{path}: expected a name/kind/module TSV header, got {header}")
+                for line in f:
+                    parts = line.rstrip("\n").split("\t")
+                    if len(parts) >= 3 and parts[0]:
+                        yield parts[0], parts[1], parts[2]
+
+        return cls(rows())
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: str) -> bool:
+        i = self._lower.get(name.lower())
+        return i is not None and self.names[i] == name
+
+    # ---------------------------------------------------------------- System A
+    def did_you_mean(self, name: str, k: int = 5, *, cutoff: float = 0.55) -> list[str]:
+        """Up to k known names close to `name`, best first."""
+        if not name or k <= 0:
+            return []
+        low = name.lower()
+        last = low.rsplit(".", 1)[-1]
+        cands: set[int] = set()
+        exact = self._lower.get(low)
+        if exact is not None:
+            cands.add(exact)
+        cands.update(self._by_last.get(last, ())[:2000])
+        weights: collections.Counter[int] = collections.Counter()
+        for w in set(name_words(name)):
+            ids = self._name_index.get(w)
+            if ids is None or len(ids) > 20000:  # 'nat', 'le'... say little on their own
+                continue
+            idf = self._idf_name[w]
+            for i in ids:
+                weights[i] += idf
+        cands.update(i for i, _ in weights.most_common(400))
+        if not cands:
+            return []
+        scored = []
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(low)
+        for i in cands:
+            cand = self.names[i]
+            if cand == name:
+                continue
+            cl = cand.lower()
+            matcher.set_seq1(cl)
+            score = matcher.ratio()
+            cand_last = cl.rsplit(".", 1)[-1]
+            if cand_last == last:
+                score += 0.15
+            elif difflib.SequenceMatcher(None, cand_last, last).ratio() > 0.85:
+                score += 0.05
+            if cl == low:
+                score += 0.5  # only the capitalization differs
+            scored.append((score, len(cand), cand))
+        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+        return [c for s, _, c in scored[:k] if s >= cutoff]
+
+    # ---------------------------------------------------------------- System B
+    def search(self, text: str, k: int = 8) -> list[tuple[str, str, str]]:
+        """Top-k (name, kind, module) for an informal statement, by BM25."""
+        if k <= 0:
+            return []
+        with self._bm25_lock:
+            if self._bm25 is None:
+                self._bm25 = _BM25([name_words(n) + _module_words(m) for n, m in zip(self.names, self.modules)])
+        scores = self._bm25.scores(query_words(text))
+        if scores is None:
+            return []
+        import numpy as np
+
+        scores *= self._def_boost
+        top = np.argpartition(-scores, min(k * 3, len(scores) - 1))[: k * 3]
+        top = top[np.argsort(-scores[top])]
+        out, seen = [], set()
+        for i in top:
+            if scores[i] <= 0 or len(out) >= k:
+                break
+            name = self.names[i]
+            if name in seen:
+                continue
+            seen.add(name)
+            out.append((name, self.kinds[i], self.modules[i]))
+        return out
+
+    @functools.cached_property
+    def _def_boost(self) -> "np.ndarray":
+        import numpy as np
+
+        arr = np.ones(len(self.names), dtype=np.float32)
+        arr[[i for i, kd in enumerate(self.kinds) if kd.split("(")[0] in _DEF_KINDS]] = 1.3
+        return arr
+
+
+@functools.lru_cache(maxsize=4096)
+def _module_words(module: str) -> list[str]:
+    parts = module.split(".")
+    if parts and parts[0] == "Mathlib":
+        parts = parts[1:]
+    return name_words(".".join(parts))
+
+
+class _BM25:
+    def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> None:
+        import numpy as np
+
+        self.k1, self.b = k1, b
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        lengths = np.zeros(len(docs), dtype=np.float32)
+        for i, words in enumerate(docs):
+            lengths[i] = len(words)
+            for w, tf in collections.Counter(_stem(x) for x in words).items():
+                ids, tfs = postings.setdefault(w, ([], []))
+                ids.append(i)
+                tfs.append(tf)
+        self.n = len(docs)
+        self.norm = k1 * (1 - b + b * lengths / max(1.0, float(lengths.mean()) if len(docs) else 1.0))
+        self.postings = {w: (np.asarray(ids, dtype=np.int32), np.asarray(tfs, dtype=np.float32))
+                         for w, (ids, tfs) in postings.items()}
+
+    def scores(self, words: list[str]) -> "np.ndarray | None":
+        import numpy as np
+
+        scores = np.zeros(self.n, dtype=np.float32)
+        hit = False
+        for w, qtf in collections.Counter(_stem(w) for w in words).items():
+            p = self.postings.get(w)
+            if p is None:
+                continue
+            ids, tfs = p
+            idf = math.log(1 + (self.n - len(ids) + 0.5) / (len(ids) + 0.5))
+            scores[ids] += qtf * idf * tfs * (self.k1 + 1) / (tfs + self.norm[ids])
+            hit = True
+        return scores if hit else None
+
+
+_SHARED: dict[str, MathlibNames] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def load_names(path: str) -> MathlibNames:
+    """One MathlibNames per path per process (building takes a few seconds)."""
+    with _SHARED_LOCK:
+        idx = _SHARED.get(path)
+        if idx is None:
+            idx = _SHARED[path] = MathlibNames.from_tsv(path)
+        return idx

@@ -1,0 +1,288 @@
+"""Directives (``--@standin: NAME[=VALUE]`` lines) and simulated costs.
+
+A directive line is a Lean line comment, so the same text is harmless when it
+reaches a real REPL. Directive lines never count in replay keys.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+
+__all__ = ["scan", "burn", "grow", "Directives"]
+
+_LINE = re.compile(r"^[ \t]*--@standin:?[ \t]*(.*?)[ \t]*$")
+
+# Memory handed out by `grow` and `--base-memory-mb`: kept for the process
+# lifetime, like a REPL's environments.
+_HELD: list = []
+
+
+class Directives:
+    __slots__ = ("items", "lines")
+
+    def __init__(self):
+        self.items: list[tuple[str, str | None]] = []
+        self.lines: list[tuple[int, str]] = []  # (1-based line, text) of each directive line
+
+    def get(self, name: str):
+        for k, v in self.items:
+            if k == name:
+                return v if v is not None else ""
+        return None
+
+    def all(self, name: str) -> list[str]:
+        return [v or "" for k, v in self.items if k == name]
+
+    def __bool__(self):
+        return bool(self.items)
+
+
+def scan(text: str) -> tuple[Directives | None, str, list[int] | None]:
+    """Finds directive lines.
+
+    Returns (directives or None, the text without directive lines, and the
+    line map: ``line_map[k]`` is the original line number of line ``k + 1``
+    of the stripped text; None when no line was removed).
+    """
+    if "--@standin" not in text:
+        return None, text, None
+    d = Directives()
+    kept: list[str] = []
+    line_map: list[int] = []
+    for no, line in enumerate(text.split("\n"), 1):
+        m = _LINE.match(line)
+        if m is None:
+            kept.append(line)
+            line_map.append(no)
+            continue
+        d.lines.append((no, line))
+        for item in m.group(1).split():
+            name, eq, value = item.partition("=")
+            d.items.append((name.strip().lower(), value if eq else None))
+    return d, "\n".join(kept), line_map
+
+
+# --------------------------------------------------------------------------
+# costs
+
+
+def burn(seconds: float) -> None:
+    """Busy CPU loop of ``seconds`` of this process's CPU time (never sleeps)."""
+    if seconds <= 0:
+        return
+    clock = time.process_time
+    deadline = clock() + seconds
+    x = 0
+    while clock() < deadline:
+        for i in range(2000):
+            x ^= i * i
+
+
+def grow(mb: float) -> None:
+    """Allocates ``mb`` MiB, touches every page and keeps it forever."""
+    n = int(mb * 1048576)
+    if n <= 0:
+        return
+    block = bytearray(n)
+    block[::4096] = b"\x01" * len(range(0, n, 4096))
+    _HELD.append(block)
+
+
+def parse_seconds(value: str | None, default: float = 0.0) -> float:
+    try:
+        return float(value) if value not in (None, "") else default
+    except ValueError:
+        return default
+
+
+# --------------------------------------------------------------------------
+# faults
+
+
+def _no_core() -> None:
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):  # pragma: no cover
+        pass
+
+
+def crash(mode: str, stdout) -> None:
+    """Dies mid-request, writing nothing more on stdout."""
+    mode = mode or "exit"
+    if mode == "abort":
+        _no_core()
+        sys.stderr.write("Stack overflow detected. Aborting.\n")
+        sys.stderr.flush()
+        signal.signal(signal.SIGABRT, signal.SIG_DFL)
+        os.abort()
+    if mode == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "segv":
+        _no_core()
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    # exit (also the fallback for unknown modes): like a Lean uncaught exception
+    try:
+        stdout.flush()
+    except OSError:  # pragma: no cover
+        pass
+    sys.stderr.write("uncaught exception: leanrpc stand-in: crash directive\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
+def hang(mode: str | None) -> None:
+    if mode == "busy":
+        while True:
+            pass
+    while True:
+        time.sleep(3600)
+
+
+def flood_stderr(nbytes: int) -> None:
+    line = b"leanrpc stand-in stderr flood: " + b"x" * 96 + b"\n"
+    chunk = line * (65536 // len(line) + 1)
+    out = sys.stderr.buffer
+    left = nbytes
+    while left > 0:
+        piece = chunk[:left] if left < len(chunk) else chunk
+        out.write(piece)
+        left -= len(piece)
+    sys.stderr.flush()
+
+
+def panic() -> None:
+    sys.stderr.write(
+        "PANIC at LeanRpc.StandIn.panicDirective LeanRpc.StandIn:1:0: panic directive (leanrpc stand-in)\n"
+    )
+    sys.stderr.flush()
+
+
+def garbage(mode: str | None, stdout) -> None:
+    if mode == "inline":
+        data = b"@@ leanrpc stand-in garbage, not JSON @@ "
+    elif mode == "binary":
+        data = b"\xff\xfe\x00garbage\xc3(\n\n"
+    else:
+        data = b"@@ leanrpc stand-in garbage: {not json]] @@\n\n"
+    stdout.write(data)
+    stdout.flush()
+
+
+# -- escape attempts: each is reported, none may crash the process
+
+
+def _blocked(e: BaseException) -> str:
+    detail = getattr(e, "strerror", None) or str(e) or type(e).__name__
+    return f"blocked ({type(e).__name__}: {detail})"
+
+
+def _escape_write() -> list[str]:
+    home = os.environ.get("HOME")
+    targets = ["/etc/leanrpc-escape-test"]
+    targets.append(os.path.join(home, ".leanrpc-escape-test") if home else None)
+    out = []
+    for path in targets:
+        if path is None:
+            out.append("escape write $HOME: blocked (HOME is not set)")
+            continue
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.write(fd, b"leanrpc stand-in escape test\n")
+            finally:
+                os.close(fd)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            out.append(f"escape write {path}: SUCCEEDED")
+        except OSError as e:
+            out.append(f"escape write {path}: {_blocked(e)}")
+    return out
+
+
+def _escape_socket() -> list[str]:
+    import socket
+
+    try:
+        s = socket.create_connection(("1.1.1.1", 53), timeout=1.0)
+        s.close()
+        return ["escape socket 1.1.1.1:53: SUCCEEDED"]
+    except OSError as e:
+        return [f"escape socket 1.1.1.1:53: {_blocked(e)}"]
+
+
+def _escape_spawn() -> list[str]:
+    try:
+        pid = os.posix_spawn("/bin/true", ["/bin/true"], dict(os.environ))
+        os.waitpid(pid, 0)
+        return ["escape spawn /bin/true: SUCCEEDED"]
+    except OSError as e:
+        return [f"escape spawn /bin/true: {_blocked(e)}"]
+
+
+def _escape_shadow() -> list[str]:
+    try:
+        with open("/etc/shadow", "rb") as f:
+            f.read(1)
+        return ["escape shadow /etc/shadow: SUCCEEDED"]
+    except OSError as e:
+        return [f"escape shadow /etc/shadow: {_blocked(e)}"]
+
+
+def _escape_remount() -> list[str]:
+    # `mount -o remount,rw /` done as a *bind* remount that keeps every
+    # per-mount flag except read-only: the least invasive form of the attempt,
+    # and a no-op where / is already writable.
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        flags = os.statvfs("/").f_flag & ~1  # ST_* bits equal MS_* bits; drop ST_RDONLY
+        ms_remount, ms_bind = 32, 4096
+        rc = libc.mount(b"none", b"/", None, ctypes.c_ulong(ms_remount | ms_bind | flags), None)
+        if rc == 0:
+            return ["escape remount /: SUCCEEDED"]
+        err = ctypes.get_errno()
+        return [f"escape remount /: {_blocked(OSError(err, os.strerror(err)))}"]
+    except Exception as e:  # noqa: BLE001 - report, never crash
+        return [f"escape remount /: {_blocked(e)}"]
+
+
+_ESCAPES = {
+    "write": _escape_write,
+    "socket": _escape_socket,
+    "spawn": _escape_spawn,
+    "shadow": _escape_shadow,
+    "remount": _escape_remount,
+}
+
+
+def escapes(values: list[str]) -> list[str]:
+    kinds: list[str] = []
+    for v in values:
+        for k in v.split(","):
+            k = k.strip().lower()
+            if k == "all":
+                kinds.extend(_ESCAPES)
+            elif k:
+                kinds.append(k)
+    out: list[str] = []
+    for k in kinds:
+        fn = _ESCAPES.get(k)
+        if fn is None:
+            out.append(f"escape {k}: blocked (unknown escape kind)")
+            continue
+        try:
+            out.extend(fn())
+        except Exception as e:  # noqa: BLE001 - never crash on an attempt
+            out.append(f"escape {k}: {_blocked(e)}")
+    return out

@@ -1,0 +1,95 @@
+"""How a REPL process is started, apart from what the pool decides.
+
+A `Launcher` turns a `LaunchSpec` into a running child with stdin, stdout and
+stderr pipes (jupyter_client's provisioner idea). The plain launcher applies
+rlimits right after spawn with prlimit(2): `preexec_fn` is unsafe in a
+threaded server (gRPC runs threads). Sandboxing launchers live in
+leanrpc.security and implement the same interface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import resource
+import signal
+
+from ..config import LimitsConfig
+
+
+@dataclasses.dataclass
+class LaunchSpec:
+    argv: list[str]
+    cwd: str | None = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    # (resource, soft=hard limit) pairs applied to the child.
+    rlimits: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    # Private scratch directory for the worker (sandboxes make it the only
+    # writable place).
+    scratch_dir: str | None = None
+
+
+def rlimits_from_config(limits: LimitsConfig) -> list[tuple[int, int]]:
+    pairs = []
+    mb = 1024 * 1024
+    if limits.address_space_mb:
+        pairs.append((resource.RLIMIT_AS, limits.address_space_mb * mb))
+    if limits.cpu_seconds:
+        pairs.append((resource.RLIMIT_CPU, limits.cpu_seconds))
+    if limits.max_processes:
+        pairs.append((resource.RLIMIT_NPROC, limits.max_processes))
+    if limits.max_file_size_mb:
+        pairs.append((resource.RLIMIT_FSIZE, limits.max_file_size_mb * mb))
+    if limits.max_open_files:
+        pairs.append((resource.RLIMIT_NOFILE, limits.max_open_files))
+    return pairs
+
+
+class Launcher:
+    """Starts REPL processes. Subclasses wrap argv (sandboxes) or set users."""
+
+    name = "plain"
+
+    def describe(self) -> str:
+        return "no sandbox: workers run with the server's privileges"
+
+    def wrap(self, spec: LaunchSpec) -> tuple[list[str], dict]:
+        """Returns the final argv and extra keyword arguments for exec."""
+        return list(spec.argv), {}
+
+    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+        argv, extra = self.wrap(spec)
+        env = dict(os.environ)
+        env.update(spec.env)
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=spec.cwd,
+            env=env,
+            # Own process group, so the whole tree (lake -> repl) is killed
+            # together.
+            start_new_session=True,
+            limit=2**20,
+            **extra,
+        )
+        for which, value in spec.rlimits:
+            try:
+                resource.prlimit(process.pid, which, (value, value))
+            except (ProcessLookupError, PermissionError, ValueError, OSError):
+                # The child may already be gone (boot failure); the reader
+                # reports that. A limit we may not set is not fatal either.
+                pass
+        return process
+
+
+def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,39 @@
+import pathlib
+
+import pytest
+
+from leanrpc.formalize.config import FormalizeConfig
+from leanrpc.formalize.retrieval import MathlibNames
+
+from formalize_support import SMALL_NAMES
+
+NAMES_TSV = pathlib.Path("/work/shared/datasets/mathlib-decl-names/mathlib_decls.tsv")
+
+
+@pytest.fixture
+def small_names() -> MathlibNames:
+    return MathlibNames(SMALL_NAMES)
+
+
+@pytest.fixture
+def config() -> FormalizeConfig:
+    # No names file: tests pass `small_names` explicitly when they want retrieval.
+    return FormalizeConfig(mathlib_names_path=None)
+
+
+@pytest.fixture(scope="session")
+def full_names():
+    if not NAMES_TSV.is_file():
+        pytest.skip("shared/datasets/mathlib-decl-names is not available")
+    from leanrpc.formalize.retrieval import load_names
+
+    return load_names(str(NAMES_TSV))
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory) -> pathlib.Path:
+    """A tiny hub-layout Qwen3-MoE checkpoint with the real Qwen3 tokenizer (built once per session)."""
+    pytest.importorskip("torch")
+    from leanrpc.formalize.tiny import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-qwen3-moe"))
