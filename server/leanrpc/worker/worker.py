@@ -273,6 +273,8 @@ class Worker:
         the worker is already being killed. A cancellation of the caller also
         kills the worker (the REPL cannot abandon a command).
         """
+        if self.state in (WorkerState.STOPPING, WorkerState.DEAD):
+            raise WorkerCrashed(f"worker {self.name} is gone ({self.exit_cause and self.exit_cause.value})", stderr_tail=self.stderr_tail())
         if self.state not in (WorkerState.BUSY, WorkerState.WARMING):
             raise InternalError(f"worker {self.name}: request in state {self.state.value}")
         self._stderr_seen_at_request = self.stderr_bytes
