@@ -248,7 +248,7 @@ class Pool:
         while self._queue:
             idle = [w for w in self.workers if w.state is WorkerState.IDLE]
             starting = sum(1 for w in self.workers if w.state is WorkerState.SPAWNING)
-            free_slots = self.size - len([w for w in self.workers if w.alive or w.state is WorkerState.STOPPING])
+            free_slots = self._free_slots()
             if not idle and free_slots <= 0:
                 return
             if self._assign_warm(idle):
@@ -303,11 +303,10 @@ class Pool:
         if len(candidates) == 1 or not self.incrementality:
             return max(candidates, key=lambda w: w.last_used)
         body = job.split.padded_body
-        best = max(
+        return max(
             candidates,
-            key=lambda w: (w.reusable_prefix(w.preamble_envs.get(job.split.preamble_key, w.imports_env) if job.split.preamble_key else w.imports_env, body), w.last_used),
+            key=lambda w: (w.reusable_prefix(w.cached_base_env(job.split.preamble_key), body), w.last_used),
         )
-        return best
 
     def _someone_will_hold(self, import_key: str) -> bool:
         return any(
@@ -471,6 +470,10 @@ class Pool:
 
     # -- workers -----------------------------------------------------------------
 
+    def _free_slots(self) -> int:
+        # A stopping worker still holds its process, so it still takes a slot.
+        return self.size - sum(1 for w in self.workers if w.alive or w.state is WorkerState.STOPPING)
+
     def _spawn_worker(self) -> Worker:
         name = f"w{next(self._names)}"
         spec = LaunchSpec(
@@ -553,19 +556,15 @@ class Pool:
         So a timeout kill never makes the next caller pay a cold import.
         """
         imports = self._imports_text.get(import_key)
-        if imports is None or self._queue_has_cold_work():
+        # When jobs are waiting, dispatch starts workers on demand instead.
+        if imports is None or self._queue:
             return
         self._preload_header(imports)
-
-    def _queue_has_cold_work(self) -> bool:
-        # When jobs are waiting, dispatch starts workers on demand instead.
-        return bool(self._queue)
 
     def _preload_header(self, imports: str) -> None:
         from ..core.headers import split_header
 
-        free_slots = self.size - len([w for w in self.workers if w.alive or w.state is WorkerState.STOPPING])
-        if free_slots <= 0 or self._closing:
+        if self._free_slots() <= 0 or self._closing:
             return
         split = split_header(imports)
         worker = self._spawn_worker()

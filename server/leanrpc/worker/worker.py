@@ -386,6 +386,12 @@ class Worker:
         self.imports_env = env
         return time.monotonic() - started
 
+    def cached_base_env(self, preamble_key: str) -> int | None:
+        """The env a body with this preamble would run on, if already built."""
+        if not preamble_key:
+            return self.imports_env
+        return self.preamble_envs.get(preamble_key)
+
     async def ensure_preamble(self, preamble: str, preamble_key: str, timeout: float) -> tuple[int, float]:
         """Returns the env for this preamble on the loaded header, and time spent."""
         if self.imports_env is None:
