@@ -102,6 +102,7 @@ PACKAGES = [
     "leanrpc.formalize",
     "leanrpc.security",
     "leanrpc.ops",
+    "leanrpc.ray",
     "leanrpc.client",
 ]
 

@@ -28,9 +28,13 @@ def _load_config(args) -> Config:
 
 def cmd_serve(args) -> int:
     from .edge.server import serve
+    from .ops.logging import configure_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(serve(_load_config(args)))
+    config = _load_config(args)
+    if getattr(args, "metrics_port", None) is not None:
+        config.server.metrics_port = args.metrics_port
+    configure_logging(json_lines=config.server.log_json or bool(getattr(args, "log_json", False)))
+    asyncio.run(serve(config))
     return 0
 
 
@@ -87,7 +91,29 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--workers", type=int)
     serve.add_argument("--repl-cmd", help='REPL command line, e.g. "lake env repl"')
     serve.add_argument("--config", help="TOML configuration file")
+    serve.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port (/metrics)")
+    serve.add_argument("--log-json", action="store_true", help="one JSON object per log line")
     serve.set_defaults(func=cmd_serve)
+
+    setup = sub.add_parser("setup", help="install a real Lean toolchain, project and REPL; write a config")
+    setup.add_argument("--lean", required=True, metavar="VERSION", help="Lean release, e.g. v4.19.0")
+    setup.add_argument("--mathlib", action="store_true", help="a project that depends on Mathlib (+ cache get)")
+    setup.add_argument("--project", help="use this lake project instead of creating one")
+    setup.add_argument("--workdir", help="where the project and REPL go (default ~/.leanrpc/lean-VERSION)")
+    setup.add_argument("--repl", choices=["upstream", "fork"], default="upstream",
+                       help="leanprover-community/repl or the augustepoiroux/repl incrementality fork")
+    setup.add_argument("--repl-rev", help="REPL git revision (default: the Lean version tag)")
+    setup.add_argument("--output", help="config file to write (default WORKDIR/leanrpc.toml)")
+    setup.add_argument("--workers", type=int, help="pool size to write into the config")
+    setup.add_argument("--dry-run", action="store_true", help="print the steps; run nothing")
+    setup.set_defaults(func=lambda a: __import__("leanrpc.ops.setup_lean", fromlist=["main_setup"]).main_setup(a))
+
+    doctor = sub.add_parser("doctor", help="check the configured REPL: versions, handshake, import time and memory")
+    doctor.add_argument("--config", help="TOML configuration file (default: the embedded stand-in)")
+    doctor.add_argument("--repl-cmd", help="REPL command line instead of the config's")
+    doctor.add_argument("--header", help='header to time (default "import Mathlib" for Mathlib projects)')
+    doctor.add_argument("--require-lean", action="store_true", help="fail when the REPL is the stand-in")
+    doctor.set_defaults(func=lambda a: __import__("leanrpc.ops.doctor", fromlist=["main_doctor"]).main_doctor(a))
 
     verify = sub.add_parser("verify", help="verify .lean files through a running server")
     verify.add_argument("paths", nargs="+")

@@ -46,8 +46,9 @@ class ReplConfig:
     # "auto": send `incrementality: true` only when the REPL is known to be
     # the augustepoiroux fork; "on"/"off" force it.
     incrementality: str = "auto"
-    # Turn on Elab.async via setOptions (fork, Lean >= 4.19).
-    elab_async: bool = False
+    # Turn on Elab.async via setOptions: "auto" (the fork at Lean >= 4.19),
+    # "on"/true or "off"/false.
+    elab_async: str | bool = "auto"
 
 
 @dataclasses.dataclass
@@ -96,6 +97,12 @@ class PoolConfig:
     max_wait_for_warm_s: float = 2.0
     # Per-worker history of elaborated bodies kept for prefix routing.
     prefix_history: int = 64
+    # Route each body to the worker with the longest reusable prefix (pool
+    # trie); false: the most recently used idle worker of the header.
+    prefix_routing: bool = True
+    # Named sessions (see docs/REUSE.md): open at once, and envs per session.
+    max_sessions: int = 256
+    max_session_commands: int = 10_000
     shutdown_grace_s: float = 10.0
 
 
@@ -122,22 +129,41 @@ class ServerConfig:
 
 @dataclasses.dataclass
 class SandboxConfig:
-    # "auto": use the strongest sandbox the machine supports; "off"; "bwrap";
-    # "unshare".
-    mode: str = "off"
-    user: str = ""  # run workers as this user (Popen(user=...))
-    scratch_root: str = ""
+    # "auto": "unshare" where the machine supports it, else off with a logged
+    # warning; "unshare": refuse to start without it; "off". See docs/SECURITY.md.
+    mode: str = "auto"
+    user: str = ""  # all workers as this user; default: a fresh uid per worker
+    scratch_root: str = ""  # where the scratch mountpoint is created (default: $TMPDIR)
+    scratch_mb: int = 512  # size of each worker's private tmpfs scratch
+    # Extra paths the workers must read (bind-mounted read-only past 0700 parents).
+    expose: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
 class FormalizeSection:
-    model_dir: str = ""
+    """`[formalize]`: one key per leanrpc.formalize.config.FormalizeConfig field
+    (meanings there); "" stands for None, which TOML cannot spell."""
+
+    model_dir: str = ""  # "": no model, the Formalizer reports NOT_SERVING
     adapter_dirs: list[str] = dataclasses.field(default_factory=list)
+    tokenizer_dir: str = ""  # "": model_dir
     device: str = "auto"
     quantize: bool = True
+    compute_dtype: str = "bfloat16"
     max_batch: int = 8
-    max_new_tokens: int = 256
+    max_new_tokens: int = 512
+    max_prompt_tokens: int = 8192
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    default_max_iterations: int = 5
+    max_iterations_limit: int = 16
     default_header: str = "import Mathlib"
+    error_feedback_chars: int = 800
+    mathlib_names_path: str = "/work/shared/datasets/mathlib-decl-names/mathlib_decls.tsv"  # "": no retrieval
+    retrieval_top_k: int = 8
+    retrieval_default: bool = False
+    did_you_mean_k: int = 5
+    max_jobs_per_stream: int = 64
 
 
 @dataclasses.dataclass
@@ -187,7 +213,17 @@ def _update_section(section: Any, name: str, values: dict[str, Any]) -> None:
         if isinstance(current, (int, float)) and not isinstance(current, bool):
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 raise RequestError(f"config key {name}.{key} must be a number")
+            if isinstance(current, int) and not float(value).is_integer():
+                raise RequestError(f"config key {name}.{key} must be an integer, not {value!r}")
             value = type(current)(value)
+        elif isinstance(current, list) and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise RequestError(f"config key {name}.{key} must be a list of strings")
+        elif isinstance(current, dict) and not isinstance(value, dict):
+            raise RequestError(f"config key {name}.{key} must be a table")
+        elif (current is None or isinstance(current, str)) and not isinstance(value, str):
+            # `str | bool` fields (elab_async) also take a boolean.
+            if not (isinstance(value, bool) and "bool" in str(fields[key].type)):
+                raise RequestError(f"config key {name}.{key} must be a string")
         setattr(section, key, value)
 
 

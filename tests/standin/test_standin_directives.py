@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import time
 
 import pytest
@@ -123,12 +124,16 @@ _OUTCOME = re.compile(r"^escape (\w+) (\S+): (blocked \(.+\)|SUCCEEDED)$")
 
 
 def test_escape_attempts_are_reported(standin, tmp_path):
-    kinds = ["write", "spawn", "shadow", "socket"]
+    # The socket attempt targets a loopback listener of ours: tests never leave the machine.
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    kinds = ["write", "spawn", "shadow", f"socket:127.0.0.1:{port}"]
     root_writable = os.statvfs("/").f_flag & os.ST_RDONLY == 0
     if root_writable:
         kinds.append("remount")  # a no-op bind remount where / is already writable
     p = standin(cwd=tmp_path)
     r = p.request({"cmd": "--@standin: escape=" + ",".join(kinds) + "\ndef f := 1"}, timeout=30)
+    listener.close()
     assert r["env"] == 0
     msgs = r["messages"]
     seen = []
@@ -137,7 +142,8 @@ def test_escape_attempts_are_reported(standin, tmp_path):
         match = _OUTCOME.match(m["data"])
         assert match, m["data"]
         seen.append(match.group(1))
-    assert seen == ["write", "write"] + kinds[1:]
+    assert seen == ["write", "write"] + [k.partition(":")[0] for k in kinds[1:]]
+    assert f"escape socket 127.0.0.1:{port}: SUCCEEDED" in [m["data"] for m in msgs], "unsandboxed: loopback reachable"
     assert not os.path.exists("/etc/leanrpc-escape-test")
     # the process keeps working after every attempt
     assert p.request({"cmd": "def g := 1", "env": 0}) == {"env": 1}

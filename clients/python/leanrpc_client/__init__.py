@@ -14,8 +14,11 @@ asked (or for long batches on a terminal). Results are plain dataclasses.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
+import hashlib
 import random
+import re
 import sys
 import time
 from typing import Iterable, Sequence
@@ -25,7 +28,7 @@ import grpc
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 
-__all__ = ["AsyncClient", "Client", "Message", "Result", "TacticStep", "Declaration", "ClientError"]
+__all__ = ["AsyncClient", "Client", "Message", "Result", "SessionResult", "TacticStep", "Declaration", "ClientError", "header_hash", "HEADER_HASH_KEY"]
 
 _STATUS_NAMES = {v: k for k, v in pb.Status.items()}
 _SEVERITY_NAMES = {v: k for k, v in pb.Severity.items()}
@@ -37,6 +40,33 @@ _INFOTREE = {
     "full": pb.INFOTREE_MODE_FULL,
 }
 _RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+# How VerifyStream answers a snippet the full queue refused (status REJECTED).
+_OVERLOADED = re.compile(r"^RESOURCE_EXHAUSTED: .*?(?:retry after (?P<ms>\d+) ms)?$", re.S)
+# Request metadata a header-hash balancer (Envoy ring hash) routes on, so one
+# import header keeps reaching the replicas that hold it warm (docs/DEPLOY.md).
+HEADER_HASH_KEY = "x-leanrpc-header-hash"
+
+
+def header_hash(code: str) -> str:
+    """sha256 of the leading `import` lines (stripped, joined by newlines), 16 hex digits.
+
+    The Node client (clients/node) computes the same value.
+    """
+    imports = []
+    for raw in code.split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("--"):
+            continue
+        if not line.startswith("import "):
+            break
+        imports.append(line)
+    return hashlib.sha256("\n".join(imports).encode()).hexdigest()[:16]
+
+
+def _header_metadata(codes: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    # A call carries one key: the batch's most common header decides.
+    counts = collections.Counter(header_hash(code) for code in codes)
+    return ((HEADER_HASH_KEY, counts.most_common(1)[0][0]),) if counts else ()
 
 
 class ClientError(Exception):
@@ -76,6 +106,7 @@ class Result:
     verifier_description: str
     infotree_json: str = ""
     axioms: list[str] = dataclasses.field(default_factory=list)
+    worker: str = ""  # the pool worker that answered (Reuse.worker)
 
     @property
     def valid(self) -> bool:
@@ -131,13 +162,36 @@ def result_from_pb(r: pb.Result) -> Result:
         verifier_description=r.verifier.description,
         infotree_json=r.infotree_json,
         axioms=list(r.axioms),
+        worker=r.reuse.worker,
     )
 
 
-def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool) -> pb.VerifyOptions:
+@dataclasses.dataclass
+class SessionResult:
+    """A session call's outcome: `env` is the new session env id (None if
+    the code made none); it stays valid across server-side worker restarts."""
+
+    session: str
+    env: int | None
+    result: Result
+    replayed_commands: int = 0
+
+
+def session_result_from_pb(r: pb.SessionResponse) -> SessionResult:
+    return SessionResult(
+        session=r.session,
+        env=r.env if r.HasField("env") else None,
+        result=result_from_pb(r.result),
+        replayed_commands=r.replayed_commands,
+    )
+
+
+def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "") -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
-    return pb.VerifyOptions(timeout_s=timeout_s, infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms)
+    return pb.VerifyOptions(
+        timeout_s=timeout_s, infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session
+    )
 
 
 def _as_snippets(snippets: Iterable) -> list[tuple[str, str]]:
@@ -188,22 +242,24 @@ class AsyncClient:
     async def close(self) -> None:
         await self._channel.close()
 
-    async def _call(self, method, request, timeout: float | None):
+    async def _call(self, method, request, timeout: float | None, extra_metadata: tuple = ()):
         attempt = 0
         while True:
             try:
-                return await method(request, timeout=timeout, metadata=self._metadata)
+                return await method(request, timeout=timeout, metadata=self._metadata + extra_metadata)
             except grpc.aio.AioRpcError as exc:
                 attempt += 1
                 if exc.code() not in _RETRYABLE or attempt > self._max_retries:
                     raise ClientError(exc.code(), exc.details() or "") from exc
                 await asyncio.sleep(self._retry_delay(exc, attempt))
 
-    def _retry_delay(self, exc: grpc.aio.AioRpcError, attempt: int) -> float:
-        for key, value in exc.trailing_metadata() or ():
+    def _retry_delay(self, exc: grpc.aio.AioRpcError | None, attempt: int, hint_s: float = 0.0) -> float:
+        # The server's retry-after hint is a floor; the exponential backoff
+        # makes sure a long overload is not hammered at the hint's pace.
+        for key, value in (exc.trailing_metadata() or ()) if exc is not None else ():
             if key == "retry-after-ms":
-                return int(value) / 1000
-        return self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random())
+                hint_s = max(hint_s, int(value) / 1000)
+        return max(hint_s, self._backoff_s * (2 ** (attempt - 1)) * (0.5 + random.random()))
 
     async def verify_batch(
         self,
@@ -214,14 +270,16 @@ class AsyncClient:
         reuse: bool = True,
         check_axioms: bool = False,
         deadline_s: float | None = None,
+        session: str = "",
     ) -> list[Result]:
-        """One unary Verify call: results in input order."""
+        """One unary Verify call: results in input order. With `session`, each
+        snippet (no imports) runs on that session's env 0."""
         items = _as_snippets(snippets)
         request = pb.VerifyRequest(
             snippets=[pb.Snippet(id=i, code=c) for i, c in items],
-            options=_options(timeout_s, infotree, reuse, check_axioms),
+            options=_options(timeout_s, infotree, reuse, check_axioms, session),
         )
-        response = await self._call(self._stub.Verify, request, deadline_s)
+        response = await self._call(self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items))
         return [result_from_pb(r) for r in response.results]
 
     async def verify(
@@ -238,7 +296,10 @@ class AsyncClient:
         """Verifies any number of snippets over VerifyStream; input order kept.
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
-        whose stream broke with UNAVAILABLE are re-sent (with backoff).
+        whose stream broke with UNAVAILABLE, or that the server's full queue
+        refused (REJECTED, error "RESOURCE_EXHAUSTED: ... retry after N ms"),
+        are re-sent with backoff; after max_retries those REJECTED results
+        are returned as they are.
         """
         items = _as_snippets(snippets)
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
@@ -254,13 +315,26 @@ class AsyncClient:
         try:
             while len(results) < len(items):
                 todo = [(k, items[n][1]) for n, k in enumerate(keys) if k not in results]
+                overloaded: dict[str, tuple[Result, float]] = {}
                 try:
-                    await self._stream_once(todo, options, window, results, bar)
+                    await self._stream_once(todo, options, window, results, bar, overloaded)
                 except grpc.aio.AioRpcError as exc:
                     attempt += 1
                     if exc.code() not in _RETRYABLE or attempt > self._max_retries:
                         raise ClientError(exc.code(), exc.details() or "") from exc
                     await asyncio.sleep(self._retry_delay(exc, attempt))
+                    continue
+                if overloaded:
+                    attempt += 1
+                    if attempt > self._max_retries:
+                        # Out of retries: the REJECTED results are the answers.
+                        for key, (result, _hint) in overloaded.items():
+                            results[key] = result
+                            if bar is not None:
+                                bar.update(1)
+                    else:
+                        hint = max(h for _r, h in overloaded.values())
+                        await asyncio.sleep(self._retry_delay(None, attempt, hint))
         finally:
             if bar is not None:
                 bar.close()
@@ -271,8 +345,8 @@ class AsyncClient:
             ordered.append(result)
         return ordered
 
-    async def _stream_once(self, todo, options, window, results, bar) -> None:
-        call = self._stub.VerifyStream(metadata=self._metadata)
+    async def _stream_once(self, todo, options, window, results, bar, overloaded) -> None:
+        call = self._stub.VerifyStream(metadata=self._metadata + _header_metadata(c for _k, c in todo))
         slots = asyncio.Semaphore(window)
 
         async def send() -> None:
@@ -292,7 +366,12 @@ class AsyncClient:
                     break
                 received += 1
                 slots.release()
-                results[message.result.id] = result_from_pb(message.result)
+                result = result_from_pb(message.result)
+                refused = _OVERLOADED.match(result.error) if result.status == "REJECTED" else None
+                if refused:
+                    overloaded[result.id] = (result, int(refused.group("ms") or 0) / 1000)
+                    continue
+                results[result.id] = result
                 if bar is not None:
                     bar.update(1)
             await sender
@@ -335,6 +414,28 @@ class AsyncClient:
     async def server_info(self) -> pb.ServerInfo:
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
 
+    async def open_session(
+        self, code: str, *, name: str = "", timeout_s: float = 0.0, infotree: str | None = None,
+        deadline_s: float | None = None,
+    ) -> SessionResult:
+        """Opens a session from a header (+ shared preamble); its state is env 0."""
+        request = pb.OpenSessionRequest(name=name, code=code, options=_options(timeout_s, infotree, True, False))
+        return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
+
+    async def run_in_session(
+        self, session: str, code: str, *, env: int | None = None, timeout_s: float = 0.0,
+        infotree: str | None = None, deadline_s: float | None = None,
+    ) -> SessionResult:
+        """Runs commands (no imports) on session env `env` (default 0)."""
+        request = pb.RunInSessionRequest(session=session, code=code, options=_options(timeout_s, infotree, True, False))
+        if env is not None:
+            request.env = env
+        return session_result_from_pb(await self._call(self._stub.RunInSession, request, deadline_s))
+
+    async def close_session(self, session: str) -> bool:
+        response = await self._call(self._stub.CloseSession, pb.CloseSessionRequest(session=session), 30.0)
+        return response.closed
+
 
 class Client:
     """Blocking client: the AsyncClient run on a private event loop."""
@@ -369,3 +470,12 @@ class Client:
 
     def server_info(self) -> pb.ServerInfo:
         return self._loop.run_until_complete(self._async.server_info())
+
+    def open_session(self, code: str, **kwargs) -> SessionResult:
+        return self._loop.run_until_complete(self._async.open_session(code, **kwargs))
+
+    def run_in_session(self, session: str, code: str, **kwargs) -> SessionResult:
+        return self._loop.run_until_complete(self._async.run_in_session(session, code, **kwargs))
+
+    def close_session(self, session: str) -> bool:
+        return self._loop.run_until_complete(self._async.close_session(session))

@@ -92,3 +92,21 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
     if identity is not None:
         out.verifier.CopyFrom(identity)
     return out
+
+
+# A VerifyStream snippet refused because the queue is full comes back REJECTED
+# with this error text; clients match the prefix and the hint.
+OVERLOADED_PREFIX = "RESOURCE_EXHAUSTED: "
+
+
+def overloaded_error_text(exc) -> str:
+    """`RESOURCE_EXHAUSTED: <why>; retry after <N> ms` for an OverloadedError."""
+    return f"{OVERLOADED_PREFIX}{exc.message}; retry after {int(exc.retry_after_s * 1000)} ms"
+
+
+def session_result_to_pb(ran) -> pb.SessionResponse:
+    """services.sessions.SessionResult -> SessionResponse."""
+    out = pb.SessionResponse(session=ran.session, result=result_to_pb(ran.result), replayed_commands=ran.replayed_commands)
+    if ran.env is not None:
+        out.env = ran.env
+    return out

@@ -125,7 +125,7 @@ def formalize_config_from(section) -> FormalizeConfig:
     for field in FormalizeConfig.__dataclass_fields__:
         if hasattr(section, field):
             value = getattr(section, field)
-            if field in ("model_dir", "tokenizer_dir") and value == "":
+            if field in ("model_dir", "tokenizer_dir", "mathlib_names_path") and value == "":
                 value = None
             setattr(cfg, field, list(value) if field == "adapter_dirs" else value)
     return cfg

@@ -24,8 +24,8 @@ from ..services.extract import ExtractService
 from ..services.verify import VerifyService
 from ..v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2, verifier_pb2_grpc
 from ..worker.launcher import Launcher
-from .auth import AuthInterceptor, load_tokens
-from .verifier import VerifierServicer
+from .auth import build_access_interceptors
+from .verifier import VerifierServicer, add_verifier_to_server
 
 log = logging.getLogger("leanrpc.server")
 
@@ -54,6 +54,8 @@ class App:
             self._health_task.cancel()
         await self.server.stop(grace)
         await self.pool.close(grace)
+        if self.metrics is not None and hasattr(self.metrics, "close"):
+            await self.metrics.close()
         if self.formalize is not None and hasattr(self.formalize, "close"):
             await self.formalize.close()
 
@@ -67,6 +69,8 @@ def make_launcher(config: Config) -> Launcher:
 
 
 async def create_server(config: Config, *, launcher: Launcher | None = None) -> App:
+    # Unsafe access settings refuse to start before any worker is spawned.
+    access_interceptors = build_access_interceptors(config.server)
     launcher = launcher or make_launcher(config)
     log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
     log.info("sandbox: %s", launcher.describe())
@@ -75,10 +79,14 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     verify = VerifyService(pool, config)
     extract = ExtractService(verify)
 
-    tokens = load_tokens(config.server)
     interceptors = []
-    if tokens or not _loopback_only(config):
-        interceptors.append(AuthInterceptor(tokens))
+    metrics = None
+    if config.server.metrics_port:
+        from ..ops.metrics import Metrics
+
+        metrics = Metrics()
+        interceptors.append(metrics.interceptor)  # first: also counts refused calls
+    interceptors += access_interceptors
     max_bytes = config.server.max_message_mb * 2**20
     server = grpc.aio.server(
         interceptors=interceptors,
@@ -88,7 +96,7 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
             ("grpc.so_reuseport", 0),
         ],
     )
-    verifier_pb2_grpc.add_VerifierServicer_to_server(
+    add_verifier_to_server(
         VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE), server
     )
     formalize = _add_formalizer(config, server, verify)
@@ -111,15 +119,11 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     if config.server.metrics_port:
         from ..ops.metrics import start_metrics
 
-        app.metrics = start_metrics(app, config.server.metrics_port)
+        app.metrics = start_metrics(app, config.server.metrics_port, metrics)
     await _update_health(app)
     app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
     log.info("leanrpc serving on %s:%d (%s)", config.server.host, port, pool.identity.description if pool.identity else "no worker yet")
     return app
-
-
-def _loopback_only(config: Config) -> bool:
-    return config.server.allow_unauthenticated_loopback and config.server.host in ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 def _server_credentials(config: Config) -> grpc.ServerCredentials:

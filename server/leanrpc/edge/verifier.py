@@ -86,6 +86,10 @@ class VerifierServicer(pb_grpc.VerifierServicer):
                 result = await self._verify.verify(snippet_id, code, opts, deadline=_deadline(context))
             except asyncio.CancelledError:
                 result = VerifyResult(id=snippet_id, status=Status.CANCELLED, error="cancelled by the client")
+            except OverloadedError as exc:
+                # A stream cannot fail one snippet with a status code: the
+                # code goes into the error text, which clients parse.
+                result = VerifyResult(id=snippet_id, status=Status.REJECTED, error=convert.overloaded_error_text(exc))
             except RequestError as exc:
                 result = VerifyResult(id=snippet_id, status=Status.REJECTED, error=exc.message)
             except Exception as exc:  # not serving, internal: still one answer
@@ -171,6 +175,25 @@ class VerifierServicer(pb_grpc.VerifierServicer):
             info.verifier.CopyFrom(identity)
         return info
 
+    # ---- sessions (docs/REUSE.md) ----
+
+    @maps_errors
+    async def OpenSession(self, request: pb.OpenSessionRequest, context):
+        options = convert.options_from_pb(request.options if request.HasField("options") else None)
+        ran = await self._verify.sessions.open(request.name, request.code, options, deadline=_deadline(context))
+        return convert.session_result_to_pb(ran)
+
+    @maps_errors
+    async def RunInSession(self, request: pb.RunInSessionRequest, context):
+        options = convert.options_from_pb(request.options if request.HasField("options") else None)
+        env = request.env if request.HasField("env") else None
+        ran = await self._verify.sessions.run(request.session, request.code, env, options, deadline=_deadline(context))
+        return convert.session_result_to_pb(ran)
+
+    @maps_errors
+    async def CloseSession(self, request: pb.CloseSessionRequest, context):
+        return pb.CloseSessionResponse(closed=self._verify.sessions.close(request.session))
+
 
 def _position(p: Position) -> pb.Position:
     return pb.Position(line=p.line, column=p.column)
@@ -193,3 +216,69 @@ def _declaration_to_pb(declaration) -> pb.ExtractedDeclaration:
             for step in declaration.steps
         ],
     )
+
+
+# ---- registration -------------------------------------------------------------
+
+
+def add_verifier_to_server(servicer: pb_grpc.VerifierServicer, server: grpc.aio.Server) -> None:
+    """Registers the Verifier so that a request which does not parse (invalid
+    UTF-8 in a string field, broken wire format) gets INVALID_ARGUMENT with the
+    parser's reason, not gRPC's generic UNKNOWN."""
+    pb_grpc.add_VerifierServicer_to_server(servicer, _LenientRegistrar(server))
+
+
+class _Undecodable:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _LenientRegistrar:
+    """Takes the generated method table (so new RPCs are covered without
+    edits here) and registers it with lenient request parsing."""
+
+    def __init__(self, server: grpc.aio.Server) -> None:
+        self._server = server
+
+    def add_generic_rpc_handlers(self, handlers) -> None:
+        pass  # rebuilt from the method table in add_registered_method_handlers
+
+    def add_registered_method_handlers(self, service: str, method_handlers: dict) -> None:
+        lenient = {name: _lenient_handler(handler) for name, handler in method_handlers.items()}
+        self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, lenient),))
+        self._server.add_registered_method_handlers(service, lenient)
+
+
+def _lenient_handler(handler):
+    parse = handler.request_deserializer
+
+    def deserialize(data: bytes):
+        try:
+            return parse(data)
+        except Exception as exc:  # protobuf DecodeError; anything else is as bad
+            return _Undecodable(f"the request does not parse: {exc}")
+
+    if handler.unary_unary is not None:
+        behavior = handler.unary_unary
+
+        async def unary_unary(request, context):
+            if isinstance(request, _Undecodable):
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+            return await behavior(request, context)
+
+        return handler._replace(request_deserializer=deserialize, unary_unary=unary_unary)
+    if handler.stream_stream is not None:
+        behavior = handler.stream_stream
+
+        async def checked(request_iterator):
+            async for request in request_iterator:
+                if isinstance(request, _Undecodable):
+                    raise RequestError(request.reason)
+                yield request
+
+        async def stream_stream(request_iterator, context):
+            async for response in behavior(checked(request_iterator), context):
+                yield response
+
+        return handler._replace(request_deserializer=deserialize, stream_stream=stream_stream)
+    return handler  # no other shapes in this service

@@ -9,7 +9,11 @@
 Routing, in order, for each idle worker and the queued jobs (bounded look-ahead):
   1. an idle worker already holding the job's import header (the cache key is
      the normalized imports plus the verifier identity), preferring the one
-     that elaborated the longest prefix of the body before (prefix trie);
+     that elaborated the longest prefix of the body before (prefix trie) or
+     already built the job's session env. When a *busy* worker holds a longer
+     prefix (pool-level trie `prefix_index`) and the measured cost of the
+     extra text is more than the expected wait for it, the job waits for that
+     worker instead (bounded by `max_wait_for_warm_s`);
   2. a fresh worker that holds no header yet, or a free slot to start one;
   3. only for the job at the head of the queue, when no worker holds its
      header or it has waited `max_wait_for_warm_s`: the least recently used
@@ -29,12 +33,14 @@ import collections
 import dataclasses
 import itertools
 import logging
+import re
 import time
 
 import psutil
 
 from ..config import Config
 from ..core.headers import HeaderSplit
+from ..core.trie import PrefixTrie
 from ..errors import (
     HeaderLoadError,
     NotServingError,
@@ -48,11 +54,15 @@ from ..results import VerifierIdentity
 from ..worker.identity import identity_from_probe
 from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
+from .sessions import SessionCall, SessionCommand, SessionRegistry, realize
 
 log = logging.getLogger("leanrpc.pool")
 
 _LOOKAHEAD = 256
 _FORK_MARKS = ("augustepoiroux", "incremental", "--fork")
+_LEAN_VERSION = re.compile(r"(\d+)\.(\d+)")
+# Weight of the newest observation in the body-cost estimate.
+_COST_EWMA = 0.2
 
 
 @dataclasses.dataclass
@@ -66,6 +76,8 @@ class Job:
     # Command run on the body's env right after it (e.g. `#print axioms`).
     after_body: str | None = None
     deadline: float | None = None  # time.monotonic() based
+    # Set for a session job: the command runs on a session env, not the body.
+    session: SessionCall | None = None
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
     attempts: int = 0
     future: asyncio.Future | None = None
@@ -74,6 +86,19 @@ class Job:
     @property
     def import_key(self) -> str:
         return self.split.import_key
+
+    @property
+    def text(self) -> str:
+        """The command this job elaborates."""
+        return self.session.text if self.session is not None else self.split.padded_body
+
+    @property
+    def scope(self) -> str:
+        """What the text is elaborated on, in worker-independent terms."""
+        base = f"{self.split.import_key}\x01{self.split.preamble_key}"
+        if self.session is not None:
+            return f"{base}\x01session:{self.session.session.name}:{self.session.parent}"
+        return base
 
 
 @dataclasses.dataclass
@@ -87,6 +112,10 @@ class BodyOutcome:
     header_s: float
     body_s: float
     attempts: int
+    # Session jobs: the new session env id (None if not recorded), and how
+    # many session commands had to be replayed on this worker first.
+    session_env: int | None = None
+    replayed_commands: int = 0
 
 
 @dataclasses.dataclass
@@ -94,7 +123,11 @@ class PoolStats:
     header_loads: int = 0
     header_hits: int = 0
     header_switches: int = 0
-    prefix_routed: int = 0
+    prefix_routed: int = 0       # jobs that ran with a reused prefix
+    prefix_reused_chars: int = 0
+    prefix_waits: int = 0        # dispatch passes where a job waited for a busy prefix holder
+    session_replays: int = 0     # session commands replayed after a worker was lost
+    spares_started: int = 0
     jobs_submitted: int = 0
     jobs_finished: int = 0
     retries: int = 0
@@ -122,9 +155,20 @@ class Pool:
         # Exact import text per import key, to re-warm replacements.
         self._imports_text: dict[str, str] = {}
         self._started = asyncio.Event()
-        self.incrementality = config.repl.incrementality == "on" or (
-            config.repl.incrementality == "auto" and any(m in " ".join(config.repl.command) for m in _FORK_MARKS)
+        mode = config.repl.incrementality
+        self.incrementality = mode == "on" or (
+            mode == "auto" and any(m in " ".join(config.repl.command) for m in _FORK_MARKS)
         )
+        # "auto" without a telltale command line: ask the first REPL that boots.
+        self._probe_fork = mode == "auto" and not self.incrementality
+        self.elab_async = False  # decided once the Lean version is known
+        # Pool-level trie: "<scope>\0<text>\0<worker>" for every text a live
+        # worker still remembers; the payload is the worker name.
+        self.prefix_index = PrefixTrie()
+        self._body_s_ewma: float | None = None
+        self._chars_ewma: float | None = None
+        self._preloading: set[str] = set()
+        self.sessions = SessionRegistry(config.pool.max_sessions, config.pool.max_session_commands)
         self._state_listeners: list = []
 
     # -- public ----------------------------------------------------------------
@@ -251,31 +295,44 @@ class Pool:
             free_slots = self._free_slots()
             if not idle and free_slots <= 0:
                 return
-            if self._assign_warm(idle):
+            waiting_on: collections.Counter = collections.Counter()
+            if self._assign_warm(idle, waiting_on, now):
                 continue
-            head = self._queue[0]
+            head = self._first_not_waiting(waiting_on, now)
+            if head is None:
+                self._arm_timer(self._queue[0])
+                return
             fresh = [w for w in idle if w.import_key is None]
             if fresh:
-                self._queue.popleft()
+                self._queue.remove(head)
                 self._launch_job(head, fresh[0])
                 continue
             if free_slots > 0:
                 if starting and self._someone_will_hold(head.import_key):
                     return
-                self._queue.popleft()
+                self._queue.remove(head)
                 self._launch_job(head, None)
                 continue
             if idle and self._may_switch(head, now):
                 victim = min(idle, key=lambda w: w.last_used)
                 self.stats.header_switches += 1
-                self._retire(victim, ExitCause.HEADER_SWITCH)
-                self._queue.popleft()
+                # Kill now: a retire task would leave the victim IDLE until it
+                # runs, and this loop would pick it (and spawn) again.
+                victim.kill(ExitCause.HEADER_SWITCH)
+                self._queue.remove(head)
                 self._launch_job(head, None)
                 continue
             self._arm_timer(head)
             return
 
-    def _assign_warm(self, idle: list[Worker]) -> bool:
+    def _first_not_waiting(self, waiting_on: collections.Counter, now: float) -> Job | None:
+        """The oldest queued job that would not rather wait for a busy worker."""
+        for job in itertools.islice(self._queue, _LOOKAHEAD):
+            if not self._waits_for_holder(job, 0, waiting_on, now, count=False):
+                return job
+        return None
+
+    def _assign_warm(self, idle: list[Worker], waiting_on: collections.Counter, now: float) -> bool:
         """Gives idle workers queued jobs of their own header; True if any."""
         if not idle:
             return False
@@ -290,7 +347,9 @@ class Pool:
             candidates = by_key.get(job.import_key)
             if not candidates or not job.reuse:
                 continue
-            worker = self._best_for_prefix(candidates, job)
+            worker = self._best_for_prefix(candidates, job, waiting_on, now)
+            if worker is None:
+                continue
             candidates.remove(worker)
             self._queue.remove(job)
             self._launch_job(job, worker)
@@ -299,18 +358,89 @@ class Pool:
                 break
         return assigned
 
-    def _best_for_prefix(self, candidates: list[Worker], job: Job) -> Worker:
-        if len(candidates) == 1 or not self.incrementality:
+    def _best_for_prefix(
+        self, candidates: list[Worker], job: Job, waiting_on: collections.Counter | None = None, now: float = 0.0
+    ) -> Worker | None:
+        """The idle candidate holding the most of the job's work, or None when
+        the job should rather wait for a busy worker that holds more."""
+        if not self._routes_by_prefix(job):
             return max(candidates, key=lambda w: w.last_used)
-        body = job.split.padded_body
-        return max(
-            candidates,
-            key=lambda w: (w.reusable_prefix(w.cached_base_env(job.split.preamble_key), body), w.last_used),
-        )
+        scored = max(((self._affinity(w, job), w.last_used, w) for w in candidates), key=lambda t: t[:2])
+        if waiting_on is not None and self._waits_for_holder(job, scored[0], waiting_on, now):
+            return None
+        return scored[2]
+
+    def _routes_by_prefix(self, job: Job) -> bool:
+        if not self.config.pool.prefix_routing or not job.reuse:
+            return False
+        return job.session is not None or self.incrementality
+
+    def _affinity(self, worker: Worker, job: Job) -> int:
+        """Characters of the job's work this worker already did: the reusable
+        prefix of its text plus, for a session job, the session chain built there."""
+        if job.session is None:
+            return worker.reusable_prefix(worker.cached_base_env(job.split.preamble_key), job.text)
+        call = job.session
+        built = call.session.realized.get(worker.name) or {}
+        if not built and call.parent is not None:
+            return 0
+        chain = call.session.chain(call.parent)
+        done = sum(len(call.session.commands[k].text or "") + 1 for k in chain if k in built)
+        run_env = built.get(call.parent) if call.parent is not None else worker.cached_base_env(job.split.preamble_key)
+        if self.incrementality:
+            done += worker.reusable_prefix(run_env, call.text)
+        return done
+
+    def _holder(self, job: Job) -> tuple[Worker | None, int]:
+        """The busy worker holding the most of the job's work, and how much."""
+        if job.session is not None:
+            busy = [w for w in self.workers if w.state is WorkerState.BUSY and w.import_key == job.import_key]
+            if not busy:
+                return None, 0
+            best = max(busy, key=lambda w: self._affinity(w, job))
+            return best, self._affinity(best, job)
+        scope = job.scope + "\x00"
+        text = job.text
+        found = self.prefix_index.common_prefix(scope + text)
+        if found is None:
+            return None, 0
+        length, name = found
+        length = min(length - len(scope), len(text))
+        if length <= 0:
+            return None, 0
+        if length < len(text):
+            length = text.rfind("\n", 0, length) + 1
+        worker = next((w for w in self.workers if w.name == name), None)
+        if worker is None or worker.state is not WorkerState.BUSY:
+            return None, 0
+        return worker, length
+
+    def _waits_for_holder(self, job: Job, best_idle: int, waiting_on: collections.Counter, now: float,
+                          *, count: bool = True) -> bool:
+        """Whether the job should wait for a busy worker that holds more of its
+        work than the best idle choice: the saved elaboration, at the measured
+        cost per character, must beat the expected wait (the holder's current
+        request plus the jobs already waiting for it)."""
+        if not self._routes_by_prefix(job) or self._body_s_ewma is None:
+            return False
+        if now - job.enqueued_at >= self.config.pool.max_wait_for_warm_s:
+            return False
+        holder, held = self._holder(job)
+        if holder is None or held <= best_idle:
+            return False
+        per_char = self._body_s_ewma / max(1.0, self._chars_ewma or 1.0)
+        remaining = max(0.0, holder.busy_since + holder.expected_busy_s - now)
+        queued = waiting_on[holder.name] * per_char * max(1, len(job.text) - held)
+        if per_char * (held - best_idle) <= remaining + queued:
+            return False
+        if count:
+            waiting_on[holder.name] += 1
+            self.stats.prefix_waits += 1
+        return True
 
     def _someone_will_hold(self, import_key: str) -> bool:
         return any(
-            w.import_key == import_key and w.state in (WorkerState.BUSY, WorkerState.WARMING)
+            w.header_key == import_key and w.state in (WorkerState.BUSY, WorkerState.WARMING)
             for w in self.workers
         )
 
@@ -324,7 +454,9 @@ class Pool:
     def _arm_timer(self, head: Job) -> None:
         if self._timer is not None:
             return
-        delay = max(0.01, head.enqueued_at + self.config.pool.max_wait_for_warm_s - time.monotonic())
+        # The oldest job decides: no queued job waits past max_wait_for_warm_s.
+        oldest = min(j.enqueued_at for j in itertools.islice(self._queue, _LOOKAHEAD)) if self._queue else head.enqueued_at
+        delay = max(0.01, oldest + self.config.pool.max_wait_for_warm_s - time.monotonic())
         loop = asyncio.get_running_loop()
 
         def fire() -> None:
@@ -344,6 +476,9 @@ class Pool:
         else:
             # Reserve it now so the next dispatch pass does not hand it out.
             worker.mark_busy()
+            if self._body_s_ewma is not None:
+                per_char = self._body_s_ewma / max(1.0, self._chars_ewma or 1.0)
+                worker.expected_busy_s = per_char * max(1, len(job.text) - self._affinity(worker, job))
         job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
 
     # -- running a job -----------------------------------------------------------
@@ -368,22 +503,34 @@ class Pool:
                 job.split.preamble, job.split.preamble_key, self._header_timeout(job)
             )
             header_s += preamble_s
-            body = job.split.padded_body
-            reused = worker.reusable_prefix(base_env, body) if self.incrementality and job.reuse else 0
+            replayed = 0
+            run_env = base_env
+            if job.session is not None:
+                started = time.monotonic()
+                run_env, replayed = await realize(
+                    job.session.session, worker, base_env, job.session.parent, self._header_timeout(job)
+                )
+                self.stats.session_replays += replayed
+                header_s += time.monotonic() - started
+            body = job.text
+            reused = worker.reusable_prefix(run_env, body) if self.incrementality and job.reuse else 0
             if reused:
                 self.stats.prefix_routed += 1
-            payload: dict = {"cmd": body, "env": base_env}
+                self.stats.prefix_reused_chars += reused
+            payload: dict = {"cmd": body, "env": run_env}
             if job.infotree:
                 payload["infotree"] = job.infotree
             if self.incrementality and job.reuse:
                 payload["incrementality"] = True
-            if self.config.repl.elab_async:
+            if self.elab_async:
                 payload["setOptions"] = [[["Elab", "async"], True]]
             started = time.monotonic()
             response = await worker.request(payload, self._body_timeout(job))
             body_s = time.monotonic() - started
             worker.requests_served += 1
-            worker.remember_body(base_env, body)
+            self._observe_cost(body_s, len(body) - reused)
+            self._remember(worker, job, run_env)
+            session_env = self._record_session(job, worker, response)
             after = None
             if job.after_body and "env" in response:
                 after = await worker.request({"cmd": job.after_body, "env": response["env"]}, self._body_timeout(job))
@@ -399,6 +546,8 @@ class Pool:
                         header_s=header_s,
                         body_s=body_s,
                         attempts=job.attempts,
+                        session_env=session_env,
+                        replayed_commands=replayed,
                     )
                 )
         except asyncio.CancelledError:
@@ -412,7 +561,7 @@ class Pool:
             worker.kill(ExitCause.HEADER_FAILED)
             self._fail(job, exc)
         except WorkerBootError as exc:
-            self._on_boot_failure(exc)
+            # _boot already counted this failure for the breaker.
             if self._breaker_is_open() or job.attempts > self.config.pool.max_retries + 1:
                 self._fail(job, NotServingError(str(exc)) if self._breaker_is_open() else exc)
             else:
@@ -432,6 +581,38 @@ class Pool:
         finally:
             self._release(worker)
             self._dispatch()
+
+    def _observe_cost(self, body_s: float, chars: int) -> None:
+        if self._body_s_ewma is None:
+            self._body_s_ewma, self._chars_ewma = body_s, float(chars)
+        else:
+            self._body_s_ewma += _COST_EWMA * (body_s - self._body_s_ewma)
+            self._chars_ewma += _COST_EWMA * (chars - self._chars_ewma)
+
+    def _remember(self, worker: Worker, job: Job, run_env: int) -> None:
+        """Adds the job's text to the worker's history and the pool trie."""
+        key = f"{job.scope}\x00{job.text}\x00{worker.name}"
+        if key not in self.prefix_index:
+            self.prefix_index.insert(key, worker.name)
+        for forgotten in worker.remember_body(run_env, job.text, key):
+            if forgotten is not None and forgotten != key:
+                self.prefix_index.remove(forgotten)
+
+    def _record_session(self, job: Job, worker: Worker, response: dict) -> int | None:
+        call = job.session
+        if call is None or not call.record or "env" not in response:
+            return None
+        session = call.session
+        session_env = len(session.commands)
+        session.commands.append(SessionCommand(call.parent, call.text))
+        session.realized.setdefault(worker.name, {})[session_env] = response["env"]
+        return session_env
+
+    def _forget_worker(self, worker: Worker) -> None:
+        for key in worker.history_tags():
+            if key is not None:
+                self.prefix_index.remove(key)
+        self.sessions.forget_worker(worker.name)
 
     def _requeue(self, job: Job) -> None:
         job.task = None
@@ -506,6 +687,21 @@ class Pool:
         if self.identity is None:
             self.identity = identity_from_probe(worker.version_string, self.config.repl)
             log.info("verifier identity: %s", self.identity.description)
+        if self._probe_fork:
+            self._probe_fork = False
+            self.incrementality = await worker.probe_fork(self.config.pool.header_timeout_s)
+            log.info("REPL incrementality (fork) %s", "detected" if self.incrementality else "not detected")
+        self.elab_async = self._wants_elab_async()
+
+    def _wants_elab_async(self) -> bool:
+        setting = self.config.repl.elab_async
+        if setting in (True, "on"):
+            return True
+        if setting in (False, "off"):
+            return False
+        # auto: the fork accepts setOptions; Elab.async exists from Lean 4.19.
+        match = _LEAN_VERSION.search(self.identity.lean_version if self.identity else "")
+        return self.incrementality and match is not None and (int(match[1]), int(match[2])) >= (4, 19)
 
     def _on_boot_failure(self, exc: WorkerBootError) -> None:
         self.stats.boot_failures += 1
@@ -538,6 +734,8 @@ class Pool:
             self.stats.restarts[(worker.exit_cause or ExitCause.CRASH).value] += 1
             if worker in self.workers:
                 self.workers.remove(worker)
+            self._preloading.discard(worker.name)
+            self._forget_worker(worker)
             if not self._closing:
                 rewarm = worker.import_key
                 if rewarm is not None and worker.exit_cause not in (ExitCause.HEADER_SWITCH, ExitCause.HEADER_FAILED):
@@ -568,6 +766,8 @@ class Pool:
             return
         split = split_header(imports)
         worker = self._spawn_worker()
+        worker.loading_key = split.import_key
+        self._preloading.add(worker.name)
 
         async def warm() -> None:
             try:
@@ -581,6 +781,8 @@ class Pool:
                 if worker.alive:
                     worker.kill(ExitCause.HEADER_FAILED)
             finally:
+                self._preloading.discard(worker.name)
+                worker.loading_key = None
                 self._dispatch()
 
         self._schedule(warm())
@@ -614,10 +816,39 @@ class Pool:
                     break
 
     def _keep_warm_spares(self) -> None:
+        """Keeps `warm_spares` idle workers loaded with the most used headers
+        (spread round-robin over the top ones), so a killed worker's next
+        caller finds its header already imported."""
         wanted = self.config.pool.warm_spares
-        if not wanted or self._queue:
+        if not wanted or self._queue or self._closing:
             return
-        idle_loaded = collections.Counter(w.import_key for w in self.workers if w.state in (WorkerState.IDLE, WorkerState.WARMING) and w.import_key)
-        for import_key, _count in self._header_use.most_common(wanted):
-            if idle_loaded.get(import_key, 0) == 0 and import_key in self._imports_text:
-                self._preload_header(self._imports_text[import_key])
+        ranked = [key for key, _n in self._header_use.most_common(wanted) if key in self._imports_text]
+        if not ranked:
+            return
+        target: collections.Counter = collections.Counter()
+        for i in range(wanted):
+            target[ranked[i % len(ranked)]] += 1
+        have = collections.Counter(
+            w.header_key
+            for w in self.workers
+            if (w.state is WorkerState.IDLE and w.import_key) or w.name in self._preloading
+        )
+        for key, count in target.items():
+            for _ in range(count - have[key]):
+                if self._free_slots() <= 0:
+                    self._free_slot_for_spare(have, target)
+                    return
+                self.stats.spares_started += 1
+                self._preload_header(self._imports_text[key])
+
+    def _free_slot_for_spare(self, have: collections.Counter, target: collections.Counter) -> None:
+        """Retires the least recently used idle worker of a header that has
+        more idle workers than its spare target; the next pass loads the spare."""
+        surplus = [
+            w for w in self.workers
+            if w.state is WorkerState.IDLE and w.import_key and have[w.import_key] > target.get(w.import_key, 0)
+        ]
+        if surplus:
+            victim = min(surplus, key=lambda w: w.last_used)
+            self.stats.header_switches += 1
+            victim.kill(ExitCause.HEADER_SWITCH)

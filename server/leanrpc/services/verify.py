@@ -63,6 +63,9 @@ class VerifyService:
     def __init__(self, pool: Pool, config: Config) -> None:
         self.pool = pool
         self.config = config
+        from .sessions import SessionService
+
+        self.sessions = SessionService(self)
 
     def validate(self, code: str, options: VerifyOptions) -> None:
         """Raises RequestError for input the service refuses outright."""
@@ -81,11 +84,16 @@ class VerifyService:
         if "\x00" in code:
             raise RequestError("snippet code contains a NUL character")
         if options.session:
-            raise RequestError("sessions are not supported by this server yet")
+            self.sessions.check_exists(options.session)
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None) -> VerifyResult:
         arrived = time.monotonic()
         self.validate(code, options)
+        if options.session:
+            # Runs on the session's env 0 and leaves the session unchanged.
+            ran = await self.sessions.run(options.session, code, None, options, deadline=deadline,
+                                          record=False, result_id=snippet_id)
+            return ran.result
         split = split_header(code)
         timeout = options.timeout_s or self.config.pool.default_timeout_s
         after_body = None

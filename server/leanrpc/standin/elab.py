@@ -522,7 +522,7 @@ def facts_of(text: str) -> Facts:
             d = parse_decl(cmd, text)
             if d is not None and d.name:
                 full = ".".join(ns + [d.name])
-                info = (_signature(d, text), _axioms(d))
+                info = (_signature(d, text), _axioms(d, full, f.decls.get))
                 f.decls[full] = info
                 f.decls.setdefault(d.name, info)
     return f
@@ -561,12 +561,26 @@ def _signature(d: Decl, text: str) -> str:
     return sig
 
 
-def _axioms(d: Decl) -> list[str]:
+def _axioms(d: Decl, full_name: str | None = None, find=None) -> list[str]:
+    if d.kw == "axiom":
+        return [full_name or d.name]  # an axiom depends on itself
     out = [] if d.trivial else ["propext", "Classical.choice", "Quot.sound"]
     if d.sorry_toks or d.admit or d.errors:
         out.insert(1 if out else 0, "sorryAx")
     if d.native:
         out.insert(len(out) - 1 if "Quot.sound" in out else len(out), "Lean.ofReduceBool")
+    if find is not None:
+        # Like Lean's collectAxioms: a proof inherits the axioms of the
+        # declarations it names (`foo.elim` names `foo`).
+        for t in d.body:
+            if t.kind != "id":
+                continue
+            parts = t.text.split(".")
+            for k in range(len(parts), 0, -1):
+                info = find(".".join(parts[:k]))
+                if info is not None:
+                    out.extend(a for a in info[1] if a not in out)
+                    break
     return out
 
 
@@ -703,7 +717,7 @@ def elaborate(
                         tactic_nodes.append(node)
                 if d.name:
                     full = ".".join(ns + [d.name])
-                    local[full] = local[d.name] = (_signature(d, text), _axioms(d))
+                    local[full] = local[d.name] = (_signature(d, text), _axioms(d, full, find))
                 if declarations:
                     decl_entries.append(_declaration(d, text, P, ns))
         if infotree == "full":

@@ -183,15 +183,12 @@ def _blocked(e: BaseException) -> str:
     return f"blocked ({type(e).__name__}: {detail})"
 
 
-def _escape_write() -> list[str]:
-    home = os.environ.get("HOME")
-    targets = ["/etc/leanrpc-escape-test"]
-    targets.append(os.path.join(home, ".leanrpc-escape-test") if home else None)
+def _escape_write(arg: str | None = None) -> list[str]:
+    # Outside any sandbox scratch: /etc and the host's shared /tmp ($HOME and
+    # $TMPDIR are the scratch under a sandbox, where writing is allowed).
+    targets = ["/etc/leanrpc-escape-test", f"/tmp/leanrpc-escape-test-{os.getpid()}"]
     out = []
     for path in targets:
-        if path is None:
-            out.append("escape write $HOME: blocked (HOME is not set)")
-            continue
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
@@ -208,18 +205,21 @@ def _escape_write() -> list[str]:
     return out
 
 
-def _escape_socket() -> list[str]:
+def _escape_socket(arg: str | None = None) -> list[str]:
+    """Connects to `arg` (HOST:PORT, default 127.0.0.1:9); tests pass a loopback listener."""
     import socket
 
+    host, _, port = (arg or "127.0.0.1:9").rpartition(":")
+    target = f"{host}:{port}"
     try:
-        s = socket.create_connection(("1.1.1.1", 53), timeout=1.0)
+        s = socket.create_connection((host, int(port)), timeout=1.0)
         s.close()
-        return ["escape socket 1.1.1.1:53: SUCCEEDED"]
-    except OSError as e:
-        return [f"escape socket 1.1.1.1:53: {_blocked(e)}"]
+        return [f"escape socket {target}: SUCCEEDED"]
+    except (OSError, ValueError) as e:
+        return [f"escape socket {target}: {_blocked(e)}"]
 
 
-def _escape_spawn() -> list[str]:
+def _escape_spawn(arg: str | None = None) -> list[str]:
     try:
         pid = os.posix_spawn("/bin/true", ["/bin/true"], dict(os.environ))
         os.waitpid(pid, 0)
@@ -228,7 +228,7 @@ def _escape_spawn() -> list[str]:
         return [f"escape spawn /bin/true: {_blocked(e)}"]
 
 
-def _escape_shadow() -> list[str]:
+def _escape_shadow(arg: str | None = None) -> list[str]:
     try:
         with open("/etc/shadow", "rb") as f:
             f.read(1)
@@ -237,24 +237,57 @@ def _escape_shadow() -> list[str]:
         return [f"escape shadow /etc/shadow: {_blocked(e)}"]
 
 
-def _escape_remount() -> list[str]:
+def _libc():
+    import ctypes
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _remount_root_writable(libc) -> int:
+    import ctypes
+
+    flags = os.statvfs("/").f_flag & ~1  # ST_* bits equal MS_* bits; drop ST_RDONLY
+    ms_remount, ms_bind = 32, 4096
+    if libc.mount(b"none", b"/", None, ctypes.c_ulong(ms_remount | ms_bind | flags), None) == 0:
+        return 0
+    return ctypes.get_errno()
+
+
+def _escape_remount(arg: str | None = None) -> list[str]:
     # `mount -o remount,rw /` done as a *bind* remount that keeps every
     # per-mount flag except read-only: the least invasive form of the attempt,
     # and a no-op where / is already writable.
     try:
-        import ctypes
-        import ctypes.util
-
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        flags = os.statvfs("/").f_flag & ~1  # ST_* bits equal MS_* bits; drop ST_RDONLY
-        ms_remount, ms_bind = 32, 4096
-        rc = libc.mount(b"none", b"/", None, ctypes.c_ulong(ms_remount | ms_bind | flags), None)
-        if rc == 0:
+        err = _remount_root_writable(_libc())
+        if err == 0:
             return ["escape remount /: SUCCEEDED"]
-        err = ctypes.get_errno()
         return [f"escape remount /: {_blocked(OSError(err, os.strerror(err)))}"]
     except Exception as e:  # noqa: BLE001 - report, never crash
         return [f"escape remount /: {_blocked(e)}"]
+
+
+def _escape_userns(arg: str | None = None) -> list[str]:
+    """The same remount after unshare(user + mount namespaces), which any user may
+    do on most kernels and which grants every capability inside the new
+    namespace. Mount flags inherited from a more privileged namespace are
+    locked, so this must fail too. The process stays in the new namespaces: it
+    sees the same files with the same rights, so later requests are unaffected.
+    """
+    try:
+        import ctypes
+
+        libc = _libc()
+        clone_newuser, clone_newns = 0x10000000, 0x00020000
+        if libc.unshare(clone_newuser | clone_newns) != 0:
+            err = ctypes.get_errno()
+            return [f"escape userns /: {_blocked(OSError(err, os.strerror(err)))}"]
+        err = _remount_root_writable(libc)
+        if err == 0:
+            return ["escape userns /: SUCCEEDED"]
+        return [f"escape userns /: {_blocked(OSError(err, os.strerror(err)))}"]
+    except Exception as e:  # noqa: BLE001 - report, never crash
+        return [f"escape userns /: {_blocked(e)}"]
 
 
 _ESCAPES = {
@@ -263,26 +296,29 @@ _ESCAPES = {
     "spawn": _escape_spawn,
     "shadow": _escape_shadow,
     "remount": _escape_remount,
+    "userns": _escape_userns,
 }
 
 
 def escapes(values: list[str]) -> list[str]:
-    kinds: list[str] = []
+    """Runs each attempt in `values` ("write,socket:127.0.0.1:PORT,all", ...)."""
+    kinds: list[tuple[str, str | None]] = []
     for v in values:
-        for k in v.split(","):
-            k = k.strip().lower()
+        for item in v.split(","):
+            k, colon, arg = item.strip().partition(":")
+            k = k.lower()
             if k == "all":
-                kinds.extend(_ESCAPES)
+                kinds.extend((name, None) for name in _ESCAPES)
             elif k:
-                kinds.append(k)
+                kinds.append((k, arg if colon else None))
     out: list[str] = []
-    for k in kinds:
+    for k, arg in kinds:
         fn = _ESCAPES.get(k)
         if fn is None:
             out.append(f"escape {k}: blocked (unknown escape kind)")
             continue
         try:
-            out.extend(fn())
+            out.extend(fn(arg))
         except Exception as e:  # noqa: BLE001 - never crash on an attempt
             out.append(f"escape {k}: {_blocked(e)}")
     return out

@@ -58,23 +58,14 @@ class Launcher:
         """Returns the final argv and extra keyword arguments for exec."""
         return list(spec.argv), {}
 
-    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
-        argv, extra = self.wrap(spec)
+    def child_env(self, spec: LaunchSpec) -> dict[str, str]:
         env = dict(os.environ)
         env.update(spec.env)
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=spec.cwd,
-            env=env,
-            # Own process group, so the whole tree (lake -> repl) is killed
-            # together.
-            start_new_session=True,
-            limit=2**20,
-            **extra,
-        )
+        return env
+
+    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+        argv, extra = self.wrap(spec)
+        process = await spawn_with_pipes(argv, cwd=spec.cwd, env=self.child_env(spec), **extra)
         for which, value in spec.rlimits:
             try:
                 resource.prlimit(process.pid, which, (value, value))
@@ -83,6 +74,22 @@ class Launcher:
                 # reports that. A limit we may not set is not fatal either.
                 pass
         return process
+
+
+async def spawn_with_pipes(argv: list[str], *, cwd: str | None, env: dict[str, str], **extra) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        # Own process group, so the whole tree (lake -> repl) is killed
+        # together.
+        start_new_session=True,
+        limit=2**20,
+        **extra,
+    )
 
 
 def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:

@@ -17,6 +17,7 @@ import asyncio
 import collections
 import enum
 import logging
+import os
 import time
 
 import psutil
@@ -45,6 +46,7 @@ _READ_CHUNK = 1 << 16
 # real REPL answers a failed import with an empty env and no error (PR #73).
 HEADER_PROBE = "example : True := trivial"
 IDENTITY_PROBE = "#eval Lean.versionString"
+FORK_PROBE = "def leanrpcForkProbe : Nat := 0"
 
 
 class WorkerState(enum.Enum):
@@ -120,12 +122,20 @@ class Worker:
         self.requests_served = 0
         # The import header this process loaded (one per process, for life).
         self.import_key: str | None = None
+        # The header being loaded, so routing counts a warming worker as a
+        # future holder of it.
+        self.loading_key: str | None = None
         self.imports_env: int | None = None
         self.preamble_envs: collections.OrderedDict[str, int] = collections.OrderedDict()
         # Bodies elaborated on each base env, for prefix routing.
         self.history = PrefixTrie()
-        self._history_order: collections.deque[str] = collections.deque()
+        # (history key, caller's tag) oldest first; the tag lets the pool drop
+        # its own index entry when this bounded history forgets a body.
+        self._history_order: collections.deque[tuple[str, object]] = collections.deque()
         self._history_limit = history_limit
+        # Routing estimate: when the current request is expected to finish.
+        self.busy_since = 0.0
+        self.expected_busy_s = 0.0
         self.version_string = ""
         # Set when the worker must not be reused after its current request.
         self.recycle_reason: ExitCause | None = None
@@ -140,6 +150,8 @@ class Worker:
         self._stderr_task: asyncio.Task | None = None
         self._exited = asyncio.Event()
         self._psutil: psutil.Process | None = None
+        self._children: list[psutil.Process] = []
+        self._children_listed_at = float("-inf")
 
     # -- state -----------------------------------------------------------------
 
@@ -156,7 +168,14 @@ class Worker:
     def alive(self) -> bool:
         return self.state in (WorkerState.IDLE, WorkerState.BUSY, WorkerState.WARMING, WorkerState.SPAWNING)
 
+    @property
+    def header_key(self) -> str | None:
+        """The header this worker holds or is loading."""
+        return self.import_key if self.import_key is not None else self.loading_key
+
     def mark_busy(self) -> None:
+        if self.state is not WorkerState.BUSY:
+            self.busy_since = time.monotonic()
         self._set_state(WorkerState.BUSY)
 
     def mark_warming(self) -> None:
@@ -185,6 +204,7 @@ class Worker:
             self._psutil = psutil.Process(self.pid)
         except psutil.Error:
             self._psutil = None
+        self._watch_exit()
         self._reader_task = asyncio.create_task(self._read_stdout(), name=f"{self.name}-stdout")
         self._stderr_task = asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr")
         try:
@@ -197,6 +217,27 @@ class Worker:
             ) from exc
         self.version_string = _version_from_probe(response)
         self._set_state(WorkerState.IDLE)
+
+    def _watch_exit(self) -> None:
+        """Kills the process group as soon as the REPL itself exits.
+
+        A grandchild left behind (a shelled-out tool, `lake env`) keeps stdout
+        open, so EOF alone would leave the worker half-alive and the orphan
+        running.
+        """
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # pragma: no cover - old kernel
+            return
+        loop = asyncio.get_running_loop()
+        pid = self.pid
+
+        def on_exit() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            kill_process_group(pid)
+
+        loop.add_reader(pidfd, on_exit)
 
     async def _fail_boot(self) -> None:
         self.exit_cause = ExitCause.BOOT_FAILURE
@@ -351,7 +392,14 @@ class Worker:
         total = 0
         try:
             total += self._psutil.memory_info().rss
-            for child in self._psutil.children(recursive=True):
+            # Listing descendants scans all of /proc (milliseconds); reading
+            # one RSS is cheap. A process tree (lake -> repl) is set at boot,
+            # so refresh the list at most once a second.
+            now = time.monotonic()
+            if now - self._children_listed_at >= 1.0:
+                self._children = self._psutil.children(recursive=True)
+                self._children_listed_at = now
+            for child in self._children:
                 try:
                     total += child.memory_info().rss
                 except psutil.Error:
@@ -367,7 +415,11 @@ class Worker:
         if self.import_key is not None:
             raise InternalError(f"worker {self.name} already holds a header")
         started = time.monotonic()
-        response = await self.request({"cmd": imports}, timeout)
+        self.loading_key = import_key
+        try:
+            response = await self.request({"cmd": imports}, timeout)
+        finally:
+            self.loading_key = None
         if "env" not in response:
             raise HeaderLoadError(f"header failed to load: {response.get('message', response)!r}")
         errors = [m for m in response.get("messages", []) if m.get("severity") == "error"]
@@ -385,6 +437,15 @@ class Worker:
         self.import_key = import_key
         self.imports_env = env
         return time.monotonic() - started
+
+    async def probe_fork(self, timeout: float) -> bool:
+        """Whether this REPL is the augustepoiroux fork (incrementality).
+
+        Only the fork knows `declarations`; upstream ignores unknown keys.
+        Run before any header, on a worker that is about to go IDLE.
+        """
+        response = await self._roundtrip_with_timeout({"cmd": FORK_PROBE, "declarations": True}, timeout)
+        return "declarations" in response
 
     def cached_base_env(self, preamble_key: str) -> int | None:
         """The env a body with this preamble would run on, if already built."""
@@ -414,14 +475,23 @@ class Worker:
             self.preamble_envs.popitem(last=False)
         return response["env"], time.monotonic() - started
 
-    def remember_body(self, base_env: int, text: str) -> None:
+    def remember_body(self, base_env: int, text: str, tag: object = None) -> list[object]:
+        """Records a body elaborated on `base_env`; returns the tags of bodies
+        the bounded history forgot to make room (oldest first)."""
         key = f"{base_env}\x00{text}"
         if key in self.history:
-            return
+            return []
         self.history.insert(key, None)
-        self._history_order.append(key)
+        self._history_order.append((key, tag))
+        forgotten = []
         while len(self._history_order) > self._history_limit:
-            self.history.remove(self._history_order.popleft())
+            old_key, old_tag = self._history_order.popleft()
+            self.history.remove(old_key)
+            forgotten.append(old_tag)
+        return forgotten
+
+    def history_tags(self) -> list[object]:
+        return [tag for _key, tag in self._history_order]
 
     def reusable_prefix(self, base_env: int | None, text: str) -> int:
         """Characters of `text` this worker elaborated before on `base_env`."""

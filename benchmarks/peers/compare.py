@@ -1,0 +1,86 @@
+"""Side by side: leanrpc, Kimina Lean Server and LeanInteract on the same workload and REPL.
+
+    bash benchmarks/peers/setup.sh                       # once: the peers' virtualenv
+    python -m benchmarks.load compare --workers 2 --duration 40 --rounds 2 --json out.json
+
+Every target gets the same proofs (same order), the same stand-in REPL with the same simulated
+costs, the same worker count and the same closed-loop concurrency (one snippet per request:
+leanrpc unary `Verify`, Kimina `POST /api/check`, LeanInteract `server.run`). Targets run one at
+a time (2 cores), alternating within each round and in reverse order on the next, so machine
+noise hits all of them; the reported figures are means over rounds, and the ratios are taken
+between those means.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+from .. import load
+
+
+def ratios(results: dict[str, dict], reference: str = "leanrpc") -> dict[str, dict]:
+    """leanrpc's throughput and latency as multiples of each peer's."""
+    ours = results[reference]
+    out: dict[str, dict] = {}
+    for name, peer in results.items():
+        if name == reference:
+            continue
+
+        def ratio(a: float, b: float) -> float | None:
+            return round(a / b, 3) if b else None
+
+        out[name] = {
+            "throughput_x": ratio(ours["throughput_rps"], peer["throughput_rps"]),
+            "p50_x": ratio(ours["latency_ms"]["p50"], peer["latency_ms"]["p50"]),
+            "p99_x": ratio(ours["latency_ms"]["p99"], peer["latency_ms"]["p99"]),
+        }
+    return out
+
+
+def plot(results: dict[str, dict], out_dir: Path, workers: int) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(results)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    left.bar(names, [results[n]["throughput_rps"] for n in names])
+    left.axhline(results[names[0]]["ideal_rps"], ls="--", color="gray", label="ideal")
+    left.set_ylabel("proofs / s")
+    left.set_title(f"Throughput, {workers} workers, same REPL stand-in")
+    left.legend(fontsize=8)
+    width = 0.38
+    xs = range(len(names))
+    right.bar([x - width / 2 for x in xs], [results[n]["latency_ms"]["p50"] for n in names], width, label="p50")
+    right.bar([x + width / 2 for x in xs], [results[n]["latency_ms"]["p99"] for n in names], width, label="p99")
+    right.set_xticks(list(xs), names)
+    right.set_ylabel("latency, ms")
+    right.set_yscale("log")
+    right.set_title("Latency (queueing included)")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    path = out_dir / "compare_peers.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(args, base: "load.RunConfig") -> int:
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    if "leanrpc" not in targets:
+        targets.insert(0, "leanrpc")
+    configs = {t: dataclasses.replace(base, target=t, rpc="unary", mode="closed") for t in targets}
+    for cfg in configs.values():
+        cfg.validate()
+    results = asyncio.run(load.run_rounds(configs, args.rounds))
+    report = {"schema": load.SCHEMA, "kind": "compare", "results": results, "ratios": ratios(results)}
+    load._write(args.json, report)
+    print(load.table(list(results.values())))
+    print()
+    for peer, r in report["ratios"].items():
+        print(f"leanrpc vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x")
+    print(f"wrote {plot(results, Path(args.out_dir), base.workers)}")
+    return 0 if all(s["requests"]["lost"] == 0 for s in results.values()) else 1

@@ -1,0 +1,198 @@
+"""`leanrpc doctor`: checks a configured REPL before you serve it.
+
+Checks, in order: the REPL command resolves, the toolchain's versions (for a
+lake project), the REPL handshake (one worker boots and answers
+`#eval Lean.versionString`, which gives the verifier identity), then the time
+and memory of loading an import header (`import Mathlib` by default when the
+project depends on Mathlib). The stand-in passes these checks but is always
+reported as the stand-in, never as Lean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..config import Config
+from ..results import STAND_IN_KIND
+
+OK, WARN, FAIL = "ok", "warn", "FAIL"
+
+
+@dataclasses.dataclass
+class Check:
+    name: str
+    outcome: str  # OK, WARN or FAIL
+    detail: str
+
+
+@dataclasses.dataclass
+class DoctorReport:
+    checks: list[Check] = dataclasses.field(default_factory=list)
+    verifier_kind: str = ""
+    lean_version: str = ""
+    import_seconds: float | None = None
+    import_rss_mb: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.outcome != FAIL for c in self.checks)
+
+    @property
+    def is_stand_in(self) -> bool:
+        return self.verifier_kind == STAND_IN_KIND
+
+    def add(self, name: str, outcome: str, detail: str) -> Check:
+        check = Check(name, outcome, detail)
+        self.checks.append(check)
+        return check
+
+
+def default_header(config: Config) -> str:
+    cwd = Path(config.repl.cwd) if config.repl.cwd else None
+    if cwd is not None and (cwd / ".lake" / "packages" / "mathlib").exists():
+        return "import Mathlib"
+    if cwd is not None and "mathlib" in _read(cwd / "lakefile.toml") + _read(cwd / "lakefile.lean"):
+        return "import Mathlib"
+    return "import Mathlib" if config.pool.warm_headers == ["import Mathlib"] else ""
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").lower()
+    except OSError:
+        return ""
+
+
+async def run_doctor(config: Config, *, header: str | None = None, report=print) -> DoctorReport:
+    """Runs every check; `report` gets one line per finished check."""
+    result = DoctorReport()
+
+    def emit(check: Check) -> None:
+        report(f"{check.outcome:<4} {check.name}: {check.detail}")
+
+    command_ok = _check_command(config, result)
+    emit(result.checks[-1])
+    if not command_ok:
+        return result
+    for check in _check_versions(config):
+        result.checks.append(check)
+        emit(check)
+    await _check_repl(config, result, default_header(config) if header is None else header, emit)
+    return result
+
+
+def _check_command(config: Config, result: DoctorReport) -> bool:
+    argv = config.repl.command
+    if not argv:
+        result.add("repl command", FAIL, "[repl] command is empty")
+        return False
+    program = argv[0]
+    if shutil.which(program) is None and not Path(program).is_file():
+        result.add("repl command", FAIL, f"{program!r} not found (is elan's bin directory on PATH?)")
+        return False
+    if config.repl.cwd and not Path(config.repl.cwd).is_dir():
+        result.add("repl command", FAIL, f"[repl] cwd {config.repl.cwd} is not a directory")
+        return False
+    result.add("repl command", OK, " ".join(argv) + (f" (in {config.repl.cwd})" if config.repl.cwd else ""))
+    return True
+
+
+def _check_versions(config: Config) -> list[Check]:
+    program = Path(config.repl.command[0]).name
+    if program != "lake":
+        return [Check("toolchain", OK, f"no lake project check: the command runs {program!r} directly")]
+    cwd = Path(config.repl.cwd or ".")
+    checks = []
+    toolchain = _read(cwd / "lean-toolchain").strip()
+    checks.append(Check("lean-toolchain", OK if toolchain else WARN, toolchain or f"no lean-toolchain in {cwd}"))
+    lake = config.repl.command[0]
+    for name, argv in (("lake", [lake, "--version"]), ("lean", [lake, "env", "lean", "--version"])):
+        try:
+            done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300,
+                                  env=_child_env(config))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            checks.append(Check(name, FAIL, f"`{' '.join(argv)}` failed: {exc}"))
+            continue
+        text = (done.stdout or done.stderr).strip().splitlines()
+        outcome = OK if done.returncode == 0 else FAIL
+        checks.append(Check(name, outcome, text[0] if text else f"exit status {done.returncode}"))
+    return checks
+
+
+def _child_env(config: Config) -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    env.update(config.repl.env)
+    return env
+
+
+async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -> None:
+    from ..edge.server import make_launcher
+    from ..pool.pool import Pool
+    from ..services.verify import VerifyOptions, VerifyService
+
+    probe_config = copy.deepcopy(config)
+    probe_config.pool.workers = 1
+    probe_config.pool.min_warm = 1
+    probe_config.pool.warm_headers = []
+    probe_config.pool.warm_spares = 0
+    pool = Pool(probe_config, make_launcher(probe_config))
+    started = time.monotonic()
+    try:
+        await pool.start()
+        if pool.identity is None:
+            emit(result.add("handshake", FAIL, pool.not_serving_reason or "no worker booted"))
+            return
+        identity = pool.identity
+        result.verifier_kind = identity.kind
+        result.lean_version = identity.lean_version
+        took = time.monotonic() - started
+        if identity.kind == STAND_IN_KIND:
+            emit(result.add("handshake", WARN,
+                            f"STAND-IN, not Lean: {identity.description} ({took:.1f} s). Its results are "
+                            "test-double verdicts; configure a real REPL with `leanrpc setup`."))
+        else:
+            emit(result.add("handshake", OK, f"Lean {identity.lean_version}: {identity.description} ({took:.1f} s)"))
+        code = (f"{header}\n\n" if header else "") + "example : True := trivial\n"
+        verify = VerifyService(pool, probe_config)
+        answer = await verify.verify("doctor", code, VerifyOptions(timeout_s=probe_config.pool.header_timeout_s))
+        label = f"import ({header or 'no header'})"
+        if answer.status.name != "VALID":
+            emit(result.add(label, FAIL, f"{answer.status.name}: {answer.error or [m.text for m in answer.messages]}"))
+            return
+        result.import_seconds = answer.timings.header_s
+        worker = next((w for w in pool.workers if w.name == answer.reuse.worker), None)
+        rss = worker.tree_rss() if worker is not None else 0
+        result.import_rss_mb = rss / 2**20 if rss else None
+        memory = f", worker memory {result.import_rss_mb:.0f} MB" if result.import_rss_mb else ""
+        emit(result.add(label, OK, f"loaded in {answer.timings.header_s:.2f} s{memory}"))
+    except Exception as exc:  # a doctor reports, it does not crash
+        emit(result.add("handshake", FAIL, f"{type(exc).__name__}: {exc}"))
+    finally:
+        await pool.close(5.0)
+
+
+def main_doctor(args) -> int:
+    """Entry point for `leanrpc doctor`: 0 when healthy, 1 otherwise."""
+    config = Config.from_toml(args.config) if args.config else Config()
+    if getattr(args, "repl_cmd", None):
+        import shlex
+
+        config.repl.command = shlex.split(args.repl_cmd)
+    report = asyncio.run(run_doctor(config, header=args.header, report=lambda line: print(line, flush=True)))
+    if report.is_stand_in:
+        print("verifier: leanrpc stand-in (no Lean toolchain configured)", flush=True)
+        if args.require_lean:
+            print("FAIL --require-lean: the configured REPL is the stand-in", file=sys.stderr)
+            return 1
+    elif report.verifier_kind:
+        print(f"verifier: Lean {report.lean_version}", flush=True)
+    return 0 if report.ok else 1

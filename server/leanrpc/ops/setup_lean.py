@@ -1,0 +1,298 @@
+"""`leanrpc setup`: a real Lean toolchain, a (Mathlib) project and the REPL.
+
+The work is a plan of named steps. Each step knows how to tell that it is
+already done (so a rerun skips it) and is a list of actions: commands, or
+files to write. `plan()` builds the steps without touching anything;
+`execute()` runs them through a `Runner`, reporting progress per step. Tests
+drive it with a fake runner; `--dry-run` prints the plan.
+
+Layout under the work directory (default ~/.leanrpc/lean-<version>):
+
+    project/        lake project (lean-toolchain, lakefile.toml, Mathlib dep)
+    repl/           the REPL checkout, built with `lake build`
+    leanrpc.toml    the config `leanrpc serve --config` reads
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Protocol
+
+from ..config import Config, to_toml
+
+ELAN_INIT_URL = "https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh"
+REPL_REPOS = {
+    "upstream": "https://github.com/leanprover-community/repl",
+    # The incrementality fork: `incrementality: true` requests, prefix reuse.
+    "fork": "https://github.com/augustepoiroux/repl",
+}
+MATHLIB_GIT = "https://github.com/leanprover-community/mathlib4"
+
+
+@dataclasses.dataclass
+class Command:
+    argv: list[str]
+    cwd: Path | None = None
+
+    def describe(self) -> str:
+        where = f"(in {self.cwd}) " if self.cwd else ""
+        return where + " ".join(self.argv)
+
+
+@dataclasses.dataclass
+class WriteFile:
+    path: Path
+    text: str
+
+    def describe(self) -> str:
+        return f"write {self.path}"
+
+
+@dataclasses.dataclass
+class Step:
+    name: str
+    summary: str
+    actions: list[Command | WriteFile]
+    is_done: Callable[[], bool]
+
+
+@dataclasses.dataclass
+class SetupOptions:
+    lean_version: str                  # a Lean release tag, e.g. "v4.19.0"
+    mathlib: bool = False
+    workdir: Path | None = None
+    project: Path | None = None        # use this lake project instead of creating one
+    repl: str = "upstream"             # "upstream" or "fork"
+    repl_revision: str = ""            # default: the Lean version tag
+    config_path: Path | None = None
+    elan_home: Path | None = None
+    workers: int = 0                   # 0: leave the config default (one per core)
+
+    def __post_init__(self) -> None:
+        if not self.lean_version.startswith("v"):
+            self.lean_version = "v" + self.lean_version
+        if self.repl not in REPL_REPOS:
+            raise ValueError(f"--repl must be one of {sorted(REPL_REPOS)}")
+        self.workdir = Path(self.workdir or Path.home() / ".leanrpc" / f"lean-{self.lean_version}").expanduser().resolve()
+        self.elan_home = Path(self.elan_home or os.environ.get("ELAN_HOME") or Path.home() / ".elan").expanduser()
+        self.repl_revision = self.repl_revision or self.lean_version
+        self.config_path = Path(self.config_path or self.workdir / "leanrpc.toml").expanduser().resolve()
+        if self.project is not None:
+            self.project = Path(self.project).expanduser().resolve()
+
+    @property
+    def toolchain(self) -> str:
+        return f"leanprover/lean4:{self.lean_version}"
+
+    @property
+    def project_dir(self) -> Path:
+        return self.project or self.workdir / "project"
+
+    @property
+    def repl_dir(self) -> Path:
+        return self.workdir / "repl"
+
+    @property
+    def repl_binary(self) -> Path:
+        return self.repl_dir / ".lake" / "build" / "bin" / "repl"
+
+
+def plan(options: SetupOptions) -> list[Step]:
+    """The steps, in order; nothing runs here."""
+    elan = options.elan_home / "bin" / "elan"
+    toolchain_dir = options.elan_home / "toolchains" / options.toolchain.replace("/", "--").replace(":", "---")
+    project = options.project_dir
+    repl_marker = options.repl_dir / ".leanrpc-revision"
+    repl_source = f"{REPL_REPOS[options.repl]}@{options.repl_revision}"
+    steps = [
+        Step(
+            "elan", "install the Lean version manager",
+            [Command(["sh", "-c", f"curl -sSfL {ELAN_INIT_URL} | sh -s -- -y --no-modify-path --default-toolchain none"])],
+            lambda: elan.exists() or shutil.which("elan") is not None,
+        ),
+        Step(
+            "toolchain", f"install Lean {options.lean_version}",
+            [Command(["elan", "toolchain", "install", options.toolchain])],
+            toolchain_dir.is_dir,
+        ),
+    ]
+    if options.project is None:
+        steps.append(Step(
+            "project", f"create the lake project {project}",
+            [WriteFile(project / "lean-toolchain", options.toolchain + "\n"),
+             WriteFile(project / "lakefile.toml", _lakefile(options))],
+            lambda: (project / "lakefile.toml").exists() and (project / "lean-toolchain").read_text().strip() == options.toolchain,
+        ))
+    if options.mathlib:
+        mathlib_dir = project / ".lake" / "packages" / "mathlib"
+        steps += [
+            Step("dependencies", "fetch Mathlib and its dependencies (lake update)",
+                 [Command(["lake", "update"], project)],
+                 lambda: (mathlib_dir / ".git").exists() and (project / "lake-manifest.json").exists()),
+            Step("cache", "download the compiled Mathlib (lake exe cache get)",
+                 [Command(["lake", "exe", "cache", "get"], project)],
+                 lambda: _has_mathlib_oleans(mathlib_dir)),
+        ]
+    steps += [
+        Step(
+            "repl-source", f"check out the REPL ({repl_source})",
+            [Command(["git", "clone", REPL_REPOS[options.repl], str(options.repl_dir)]) if not (options.repl_dir / ".git").exists()
+             else Command(["git", "fetch", "--tags", "origin"], options.repl_dir),
+             Command(["git", "checkout", "--detach", options.repl_revision], options.repl_dir),
+             WriteFile(repl_marker, repl_source + "\n")],
+            lambda: repl_marker.exists() and repl_marker.read_text().strip() == repl_source,
+        ),
+        Step("repl-build", "build the REPL (lake build)",
+             [Command(["lake", "build"], options.repl_dir)],
+             lambda: options.repl_binary.exists() and _built_after(options.repl_binary, repl_marker)),
+    ]
+    config_text = render_config(options)
+    steps.append(Step(
+        "config", f"write {options.config_path}",
+        [WriteFile(options.config_path, config_text)],
+        lambda: options.config_path.exists() and options.config_path.read_text() == config_text,
+    ))
+    return steps
+
+
+def _lakefile(options: SetupOptions) -> str:
+    lines = ['name = "leanrpc_project"', 'defaultTargets = []', ""]
+    if options.mathlib:
+        lines += ["[[require]]", 'name = "mathlib"', f'git = "{MATHLIB_GIT}"', f'rev = "{options.lean_version}"', ""]
+    return "\n".join(lines)
+
+
+def _has_mathlib_oleans(mathlib_dir: Path) -> bool:
+    # The build layout moved between Lake versions.
+    return any((mathlib_dir / ".lake" / "build" / "lib" / sub / "Mathlib.olean").exists() for sub in ("lean", "."))
+
+
+def _built_after(binary: Path, marker: Path) -> bool:
+    return not marker.exists() or binary.stat().st_mtime >= marker.stat().st_mtime
+
+
+def build_config(options: SetupOptions) -> Config:
+    config = Config()
+    # elan's `lake` by absolute path: the server may run without elan on PATH.
+    # In the project directory it picks the project's lean-toolchain.
+    config.repl.command = [str(options.elan_home / "bin" / "lake"), "env", str(options.repl_binary)]
+    config.repl.cwd = str(options.project_dir)
+    config.repl.env = {"ELAN_HOME": str(options.elan_home)}
+    config.repl.lean_version = options.lean_version
+    config.repl.repl_revision = f"{'augustepoiroux/repl' if options.repl == 'fork' else 'leanprover-community/repl'}@{options.repl_revision}"
+    config.repl.project_revision = f"mathlib {options.lean_version}" if options.mathlib else ""
+    config.repl.incrementality = "on" if options.repl == "fork" else "off"
+    if options.mathlib:
+        config.pool.warm_headers = ["import Mathlib"]
+        config.pool.header_timeout_s = 900.0
+    if options.workers:
+        config.pool.workers = options.workers
+    return config
+
+
+def render_config(options: SetupOptions) -> str:
+    return (
+        f"# Written by `leanrpc setup --lean {options.lean_version}{' --mathlib' if options.mathlib else ''}`.\n"
+        f"# Serve with: leanrpc serve --config {options.config_path}\n\n" + to_toml(build_config(options))
+    )
+
+
+class Runner(Protocol):
+    def run(self, command: Command, env: dict[str, str]) -> None: ...
+
+    def write(self, action: WriteFile) -> None: ...
+
+
+class SubprocessRunner:
+    """Runs commands with their output passed through; raises on failure."""
+
+    def run(self, command: Command, env: dict[str, str]) -> None:
+        if command.cwd is not None:
+            command.cwd.mkdir(parents=True, exist_ok=True)
+        completed = subprocess.run(command.argv, cwd=command.cwd, env=env)
+        if completed.returncode != 0:
+            raise SetupError(f"`{command.describe()}` exited with status {completed.returncode}")
+
+    def write(self, action: WriteFile) -> None:
+        action.path.parent.mkdir(parents=True, exist_ok=True)
+        action.path.write_text(action.text, encoding="utf-8")
+
+
+class SetupError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass
+class StepReport:
+    name: str
+    outcome: str  # "done" (ran now), "skipped" (already done), "planned" (dry run)
+    seconds: float = 0.0
+
+
+def execute(
+    options: SetupOptions,
+    runner: Runner | None = None,
+    *,
+    dry_run: bool = False,
+    report: Callable[[str], None] = print,
+) -> list[StepReport]:
+    """Runs the plan; every step reports when it starts and how it ended."""
+    runner = runner or SubprocessRunner()
+    steps = plan(options)
+    env = dict(os.environ)
+    env["ELAN_HOME"] = str(options.elan_home)
+    env["PATH"] = f"{options.elan_home / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    reports: list[StepReport] = []
+    for number, step in enumerate(steps, 1):
+        prefix = f"[{number}/{len(steps)}] {step.name}"
+        if step.is_done():
+            report(f"{prefix}: already done, skipped ({step.summary})")
+            reports.append(StepReport(step.name, "skipped"))
+            continue
+        if dry_run:
+            report(f"{prefix}: would {step.summary}")
+            for action in step.actions:
+                report(f"      {action.describe()}")
+            reports.append(StepReport(step.name, "planned"))
+            continue
+        report(f"{prefix}: {step.summary} ...")
+        started = time.monotonic()
+        for action in step.actions:
+            report(f"      {action.describe()}")
+            if isinstance(action, WriteFile):
+                runner.write(action)
+            else:
+                runner.run(action, env)
+        seconds = time.monotonic() - started
+        report(f"{prefix}: done in {seconds:.1f} s")
+        reports.append(StepReport(step.name, "done", seconds))
+    if not dry_run:
+        report(f"config: {options.config_path}\nnext: leanrpc doctor --config {options.config_path}"
+               f" && leanrpc serve --config {options.config_path}")
+    return reports
+
+
+def main_setup(args) -> int:
+    """Entry point for `leanrpc setup` (arguments from cli.py)."""
+    try:
+        options = SetupOptions(
+            lean_version=args.lean,
+            mathlib=args.mathlib,
+            workdir=args.workdir,
+            project=args.project,
+            repl=args.repl,
+            repl_revision=args.repl_rev or "",
+            config_path=args.output,
+            workers=args.workers or 0,
+        )
+        execute(options, dry_run=args.dry_run, report=lambda line: print(line, flush=True))
+    except (SetupError, ValueError) as exc:
+        print(f"setup failed: {exc}", file=sys.stderr)
+        return 1
+    return 0

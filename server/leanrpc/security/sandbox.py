@@ -1,0 +1,240 @@
+"""Sandboxed worker launch: namespaces, read-only filesystem, unprivileged uid.
+
+`make_sandbox_launcher(config)` picks the launcher for `config.sandbox.mode`:
+
+* "unshare": every worker starts through `enter.py` (see there), which needs
+  only Python and a root server: new mount/net/IPC/UTS namespaces, all mounts
+  read-only, a private tmpfs scratch, rlimits, no capabilities, no_new_privs
+  and a uid of its own. The server refuses to start if that cannot work.
+* "auto" (default): "unshare" when it works on this machine, else no sandbox,
+  with a warning in the log and the reason in ServerInfo.sandbox.
+
+Each live worker gets a distinct uid (SANDBOX_UID_BASE + n) unless
+`sandbox.user` names one: workers then cannot signal or ptrace each other,
+and RLIMIT_NPROC (counted per uid) limits each worker on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import weakref
+
+import psutil
+
+from ..config import Config
+from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config, spawn_with_pipes
+
+log = logging.getLogger("leanrpc.security")
+
+ENTER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "enter.py")
+# Far above login users and the usual subuid ranges (100000 + 65536 * k).
+SANDBOX_UID_BASE = 1_800_000_000
+SANDBOX_UID_SPAN = 100_000
+# Environment the worker may see; everything else (tokens, cloud keys) stays out.
+ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "LEANRPC_NO_EXTENSIONS")
+ENV_ALLOWED_PREFIXES = ("LC_", "LEAN_", "ELAN_", "LAKE_", "LEANRPC_STANDIN_")
+MODES = ("auto", "unshare", "off")
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+def make_sandbox_launcher(config: Config) -> Launcher:
+    mode = config.sandbox.mode
+    if mode not in MODES:
+        raise ValueError(f"sandbox.mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode == "off":
+        return Launcher()
+    try:
+        launcher = UnshareLauncher(config)
+        launcher.probe()
+        return launcher
+    except SandboxUnavailable as exc:
+        if mode == "unshare":
+            raise
+        log.warning("SANDBOX OFF: %s; workers run untrusted code with the server's privileges", exc)
+        return UnsandboxedLauncher(f"no sandbox (auto: {exc}); workers run with the server's privileges")
+
+
+class UnsandboxedLauncher(Launcher):
+    """The plain launcher, saying why the sandbox is off (ServerInfo.sandbox)."""
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    def describe(self) -> str:
+        return self._reason
+
+
+class _UidPool:
+    """Hands out a uid no live process holds (ours or a stray child's)."""
+
+    def __init__(self, base: int, span: int) -> None:
+        self._base, self._span = base, span
+        self._live: dict[int, asyncio.subprocess.Process | None] = {}
+
+    def reserve(self) -> int:
+        for uid, process in list(self._live.items()):
+            if process is not None and process.returncode is not None:
+                del self._live[uid]
+        taken = set(self._live)
+        for proc in psutil.process_iter(["uids"]):
+            uids = proc.info.get("uids")
+            if uids is not None and self._base <= uids.real < self._base + self._span:
+                taken.add(uids.real)
+        for uid in range(self._base, self._base + self._span):
+            if uid not in taken:
+                self._live[uid] = None
+                return uid
+        raise SandboxUnavailable("no free sandbox uid")
+
+    def bind(self, uid: int, process: asyncio.subprocess.Process) -> None:
+        self._live[uid] = process
+
+    def release(self, uid: int) -> None:
+        self._live.pop(uid, None)
+
+
+class UnshareLauncher(Launcher):
+    name = "unshare"
+
+    def __init__(self, config: Config) -> None:
+        if not sys.platform.startswith("linux"):
+            raise SandboxUnavailable("namespaces need Linux")
+        if os.geteuid() != 0:
+            raise SandboxUnavailable("the server does not run as root, so it cannot create namespaces or switch uid")
+        sandbox = config.sandbox
+        self._config = config
+        self._fixed_user: tuple[int, int] | None = None
+        if sandbox.user:
+            try:
+                entry = pwd.getpwnam(sandbox.user)
+            except KeyError:
+                raise SandboxUnavailable(f"sandbox.user {sandbox.user!r} does not exist") from None
+            if entry.pw_uid == 0:
+                raise SandboxUnavailable("sandbox.user must not be root")
+            self._fixed_user = (entry.pw_uid, entry.pw_gid)
+        self._uids = _UidPool(SANDBOX_UID_BASE, SANDBOX_UID_SPAN)
+        # One empty mountpoint; each worker's namespace mounts its own tmpfs on it.
+        self.scratch_dir = tempfile.mkdtemp(prefix="leanrpc-sandbox-", dir=sandbox.scratch_root or None)
+        os.chmod(self.scratch_dir, 0o755)
+        weakref.finalize(self, shutil.rmtree, self.scratch_dir, True)
+        self._token_env = config.server.auth_token_env
+
+    def describe(self) -> str:
+        who = f"user {self._config.sandbox.user}" if self._fixed_user else f"a uid of its own ({SANDBOX_UID_BASE}+)"
+        return (
+            f"unshare sandbox: each worker runs as {who} without capabilities, in its own mount, network, "
+            f"IPC and UTS namespaces; no network; read-only filesystem except a private "
+            f"{self._config.sandbox.scratch_mb} MB tmpfs scratch; rlimits {self._rlimit_summary()}"
+        )
+
+    def _rlimits(self, spec: LaunchSpec) -> list[tuple[int, int]]:
+        import resource
+
+        pairs = dict(spec.rlimits or rlimits_from_config(self._config.limits))
+        # Threads count towards RLIMIT_NPROC; Lean runs one per core and more.
+        pairs.setdefault(resource.RLIMIT_NPROC, max(512, 8 * (os.cpu_count() or 1)))
+        pairs.setdefault(resource.RLIMIT_CORE, 0)
+        return sorted(pairs.items())
+
+    def _rlimit_summary(self) -> str:
+        import resource
+
+        names = {getattr(resource, n): n[len("RLIMIT_"):].lower() for n in dir(resource) if n.startswith("RLIMIT_")}
+        return ", ".join(f"{names.get(k, k)}={v}" for k, v in self._rlimits(LaunchSpec(argv=[])))
+
+    def child_env(self, spec: LaunchSpec) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if (k in ENV_ALLOWED or k.startswith(ENV_ALLOWED_PREFIXES)) and k != self._token_env
+        }
+        home = os.environ.get("HOME", "")
+        if "ELAN_HOME" not in env and home and os.path.isdir(os.path.join(home, ".elan")):
+            env["ELAN_HOME"] = os.path.join(home, ".elan")
+        env.update(spec.env)
+        env.pop(self._token_env, None)
+        env["HOME"] = env["TMPDIR"] = self.scratch_dir
+        return env
+
+    def _exposed_paths(self, spec: LaunchSpec, env: dict[str, str]) -> list[str]:
+        paths = [sys.prefix, sys.base_prefix, sys.exec_prefix]
+        # The leanrpc package itself (the stand-in imports it).
+        paths.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        if spec.cwd:
+            paths.append(spec.cwd)
+        if spec.argv:
+            exe = shutil.which(spec.argv[0], path=env.get("PATH"))
+            if exe:
+                # The toolchain around the binary (bin/..), e.g. an elan toolchain.
+                paths.append(os.path.dirname(os.path.dirname(os.path.realpath(exe))))
+        paths += [a for a in spec.argv[1:] if os.path.isabs(a) and os.path.exists(a)]
+        if "ELAN_HOME" in env:
+            paths.append(env["ELAN_HOME"])
+        paths += self._config.sandbox.expose
+        return paths
+
+    def plan(self, spec: LaunchSpec, uid: int, gid: int) -> list[str]:
+        env = self.child_env(spec)
+        plan = {
+            "uid": uid,
+            "gid": gid,
+            "scratch": self.scratch_dir,
+            "scratch_mb": self._config.sandbox.scratch_mb,
+            "expose": self._exposed_paths(spec, env),
+            "rlimits": self._rlimits(spec),
+            "cwd": spec.cwd,
+            "argv": list(spec.argv),
+            "env": env,
+        }
+        # -I: ignore PYTHON* and user site; -S: no site-packages needed.
+        return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)]
+
+    def _ids(self) -> tuple[int, int]:
+        if self._fixed_user:
+            return self._fixed_user
+        uid = self._uids.reserve()
+        return uid, uid
+
+    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+        uid, gid = self._ids()
+        try:
+            # The helper gets the server's environment only to start Python;
+            # the REPL gets plan["env"].
+            process = await spawn_with_pipes(self.plan(spec, uid, gid), cwd=None, env=_helper_env())
+        except BaseException:
+            self._uids.release(uid)
+            raise
+        if not self._fixed_user:
+            self._uids.bind(uid, process)
+        return process
+
+    def probe(self) -> None:
+        """Starts one sandboxed `python -c` to prove the sandbox works here."""
+        spec = LaunchSpec(argv=[sys.executable, "-I", "-S", "-c", "import os; print(os.getuid())"])
+        uid, gid = self._ids()
+        try:
+            done = subprocess.run(
+                self.plan(spec, uid, gid), env=_helper_env(), capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SandboxUnavailable(f"sandbox probe failed: {exc}") from exc
+        finally:
+            self._uids.release(uid)
+        if done.returncode != 0 or done.stdout.strip() != str(uid):
+            detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            raise SandboxUnavailable(f"sandbox probe failed: {detail}")
+
+
+def _helper_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}

@@ -1,0 +1,133 @@
+"""The Prometheus endpoint during a load: counters add up to what was sent."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import urllib.request
+
+import grpc
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from eco_support import free_port, snippet, start_app
+from leanrpc.client import AsyncClient, ClientError
+
+STREAMED = 60
+BATCHED = 18
+BAD_CALLS = 3
+
+
+def scrape(port: int) -> dict[str, dict[tuple, float]]:
+    """metric sample name -> {sorted label items: value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        assert response.status == 200
+        text = response.read().decode()
+    samples: dict[str, dict[tuple, float]] = collections.defaultdict(dict)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[sample.name][tuple(sorted(sample.labels.items()))] = sample.value
+    return samples
+
+
+def by_label(samples, name: str, label: str) -> dict[str, float]:
+    return {dict(labels)[label]: value for labels, value in samples.get(name, {}).items()}
+
+
+async def test_counters_add_up_under_load():
+    metrics_port = free_port()
+    app = await start_app(workers=2, metrics_port=metrics_port)
+    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+    try:
+        assert app.metrics.port == metrics_port
+        streamed = [snippet(i) for i in range(STREAMED)]
+        batched = [snippet(i) for i in range(STREAMED, STREAMED + BATCHED)]
+
+        async def load():
+            stream_task = asyncio.ensure_future(client.verify([(i, c) for i, c, _ in streamed], window=16))
+            batch = await client.verify_batch([(i, c) for i, c, _ in batched])
+            return await stream_task, batch
+
+        async def bad_calls():
+            for _ in range(BAD_CALLS):
+                with pytest.raises(ClientError) as info:
+                    await client.verify_batch([("empty", "   ")])
+                assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT
+
+        load_task = asyncio.ensure_future(load())
+        during = []
+        while not load_task.done():
+            during.append(await asyncio.to_thread(scrape, metrics_port))
+            await asyncio.sleep(0.05)
+        streamed_results, batch_results = await load_task
+        await bad_calls()
+
+        sent = STREAMED + BATCHED
+        expected = collections.Counter(status for _, _, status in streamed + batched)
+        got = collections.Counter(r.status for r in streamed_results + batch_results)
+        assert got == expected
+
+        assert during, "no scrape happened while the load ran"
+        for samples in during:
+            assert "leanrpc_queue_depth" in samples
+            assert sum(by_label(samples, "leanrpc_snippets_total", "status").values()) <= sent
+
+        final = await asyncio.to_thread(scrape, metrics_port)
+        # Every result sent is counted once, under its own status.
+        assert by_label(final, "leanrpc_snippets_total", "status") == {k: float(v) for k, v in expected.items()}
+        # Requests by gRPC code: one stream, one batch, the refused batches.
+        rpcs = {(dict(l)["method"], dict(l)["code"]): v for l, v in final["leanrpc_rpcs_total"].items()}
+        assert rpcs[("/leanrpc.v1.Verifier/VerifyStream", "OK")] == 1
+        assert rpcs[("/leanrpc.v1.Verifier/Verify", "OK")] == 1
+        assert rpcs[("/leanrpc.v1.Verifier/Verify", "INVALID_ARGUMENT")] == BAD_CALLS
+        assert final["leanrpc_rpc_duration_seconds_count"][(("method", "/leanrpc.v1.Verifier/Verify"),)] == 1 + BAD_CALLS
+        # Pool side: each job either hit a warm header or loaded one.
+        pool_jobs = final["leanrpc_jobs_finished_total"][()]
+        assert pool_jobs == sent
+        hits, loads = final["leanrpc_header_cache_hits_total"][()], final["leanrpc_header_cache_loads_total"][()]
+        assert 0 < hits < sent
+        assert hits + loads >= sent  # loads also count pre-warmed replacements
+        phases = final["leanrpc_snippet_phase_seconds_count"]
+        assert phases[(("phase", "total"),)] == sent
+        assert final["leanrpc_queue_depth"][()] == 0
+        workers = by_label(final, "leanrpc_workers", "state")
+        assert 1 <= workers["idle"] <= 2, (workers, app.pool.worker_states(), final["leanrpc_workers"])
+        assert final["leanrpc_workers_configured"][()] == 2
+        assert final["leanrpc_serving"][()] == 1
+        info = next(iter(final["leanrpc_build_info"]))
+        assert dict(info)["verifier_kind"] == "stand-in"
+    finally:
+        await client.close()
+        await app.stop(2.0)
+
+
+async def test_restarts_are_counted_by_cause():
+    metrics_port = free_port()
+    app = await start_app(workers=1, metrics_port=metrics_port)
+    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+    try:
+        code = "import Mathlib\n\ntheorem t : True := by\n  --@standin: hang\n  trivial\n"
+        [result] = await client.verify_batch([("hang", code)], timeout_s=0.5)
+        assert result.status == "TIMEOUT"
+        for _ in range(200):  # the killed worker is reaped asynchronously
+            samples = await asyncio.to_thread(scrape, metrics_port)
+            if by_label(samples, "leanrpc_worker_restarts_total", "cause").get("timeout"):
+                break
+            await asyncio.sleep(0.05)
+        assert by_label(samples, "leanrpc_worker_restarts_total", "cause")["timeout"] == 1
+        assert by_label(samples, "leanrpc_snippets_total", "status") == {"TIMEOUT": 1.0}
+        assert by_label(samples, "leanrpc_worker_transitions_total", "state")["dead"] >= 1
+    finally:
+        await client.close()
+        await app.stop(2.0)
+
+
+async def test_unknown_path_is_404():
+    metrics_port = free_port()
+    app = await start_app(workers=1, metrics_port=metrics_port)
+    try:
+        with pytest.raises(urllib.error.HTTPError) as info:
+            await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{metrics_port}/nope", timeout=30)
+        assert info.value.code == 404
+    finally:
+        await app.stop(2.0)

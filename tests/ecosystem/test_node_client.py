@@ -1,0 +1,91 @@
+"""The Node.js client (clients/node) against a live server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+
+from eco_support import start_app
+from leanrpc.client import HEADER_HASH_KEY, AsyncClient, header_hash
+
+NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
+
+
+@pytest.fixture(scope="module")
+def node_client() -> Path:
+    assert shutil.which("node") and shutil.which("npm"), "node and npm are needed for the Node client test"
+    if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
+        # `npm ci` installs exactly package-lock.json.
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+    return NODE_DIR
+
+
+async def test_node_client_verifies_100_snippets(node_client):
+    app = await start_app(workers=2)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "node", "test/verify100.js", f"127.0.0.1:{app.port}",
+            cwd=node_client, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), 240)
+        assert proc.returncode == 0, stderr.decode()
+        summary = json.loads(stdout.decode().strip().splitlines()[-1])
+        assert summary["streamed"] + summary["batched"] == 100
+        assert summary["statuses"] == {"VALID": 34, "SORRY": 33, "INVALID": 33}
+        assert summary["empty_batch"] == "INVALID_ARGUMENT"
+        # The server answered exactly those 100 snippets.
+        assert app.pool.stats.jobs_finished == 100
+    finally:
+        await app.stop(2.0)
+
+
+def test_node_and_python_agree_on_header_hash(node_client):
+    codes = [
+        "import Mathlib\nimport Aesop\n\ntheorem t : True := trivial\n",
+        "-- a comment\n\n  import Mathlib  \ntheorem t : True := trivial\n",
+        "theorem t : True := trivial\n",
+        "import Mathlib.Tactic\nopen Nat\nimport NotAHeader\n",
+    ]
+    script = "const {headerHash}=require('.');console.log(JSON.stringify(JSON.parse(process.argv[1]).map(headerHash)))"
+    out = subprocess.run(["node", "-e", script, json.dumps(codes)], cwd=node_client, check=True,
+                         capture_output=True, text=True, timeout=60)
+    node_hashes = json.loads(out.stdout)
+    assert node_hashes == [header_hash(c) for c in codes]
+    assert node_hashes[0] != node_hashes[1] and node_hashes[2] != node_hashes[3]
+
+
+class _SeenMetadata(grpc.aio.ServerInterceptor):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+
+    async def intercept_service(self, continuation, details):
+        self.seen.append((details.method, dict(details.invocation_metadata or ()).get(HEADER_HASH_KEY)))
+        return await continuation(details)
+
+
+async def test_python_client_sends_header_hash(monkeypatch):
+    spy = _SeenMetadata()
+    real_server = grpc.aio.server
+
+    def server_with_spy(*args, interceptors=(), **kwargs):
+        return real_server(*args, interceptors=[spy, *interceptors], **kwargs)
+
+    monkeypatch.setattr(grpc.aio, "server", server_with_spy)
+    app = await start_app(workers=1)
+    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+    try:
+        mathlib = "import Mathlib\n\ntheorem t : 1 = 1 := rfl\n"
+        await client.verify_batch([("a", mathlib), ("b", mathlib), ("c", "import Aesop\n\ntheorem u : True := trivial\n")])
+        await client.verify([("d", mathlib)])
+        sent = {method.rsplit("/", 1)[1]: key for method, key in spy.seen}
+        assert sent["Verify"] == header_hash(mathlib)
+        assert sent["VerifyStream"] == header_hash(mathlib)
+    finally:
+        await client.close()
+        await app.stop(2.0)

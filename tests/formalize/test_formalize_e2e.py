@@ -1,0 +1,111 @@
+"""Formalizer through `create_server`: without a model, and with the tiny random-init one."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from leanrpc.config import Config
+from leanrpc.edge.server import FORMALIZER_SERVICE, VERIFIER_SERVICE, create_server
+from leanrpc.services.formalize import NOT_CONFIGURED
+from leanrpc.v1 import formalizer_pb2 as fpb
+from leanrpc.v1 import formalizer_pb2_grpc
+from leanrpc.v1 import verifier_pb2 as vpb
+from leanrpc.v1 import verifier_pb2_grpc
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _config(**formalize) -> Config:
+    config = Config()
+    config.server.port = 0
+    config.pool.workers = 1
+    config.pool.default_timeout_s = 20
+    for key, value in formalize.items():
+        setattr(config.formalize, key, value)
+    return config
+
+
+async def _health(channel, service: str):
+    stub = health_pb2_grpc.HealthStub(channel)
+    return (await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)).status
+
+
+def _request(job_id: str, **fields) -> fpb.FormalizeClientMessage:
+    return fpb.FormalizeClientMessage(request=fpb.FormalizeRequest(id=job_id, informal_statement="2 + 2 = 4", **fields))
+
+
+async def test_no_model_formalizer_refuses_verifier_serves():
+    app = await create_server(_config())
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
+    try:
+        call = formalizer_pb2_grpc.FormalizerStub(channel).Formalize(timeout=30)
+        await call.write(_request("j1"))
+        await call.done_writing()
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            async for _event in call:
+                pass
+        assert info.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert NOT_CONFIGURED in info.value.details()
+
+        assert await _health(channel, FORMALIZER_SERVICE) == NOT_SERVING
+        assert await _health(channel, VERIFIER_SERVICE) == SERVING
+        assert await _health(channel, "") == SERVING
+        verifier = verifier_pb2_grpc.VerifierStub(channel)
+        info = await verifier.GetServerInfo(vpb.GetServerInfoRequest(), timeout=10)
+        assert info.serving and info.verifier.kind == "stand-in"
+        reply = await verifier.Verify(vpb.VerifyRequest(snippets=[vpb.Snippet(code="example : True := trivial")]), timeout=30)
+        assert reply.results[0].status == vpb.VALID
+    finally:
+        await channel.close()
+        await app.stop(2.0)
+
+
+@pytest.mark.model
+async def test_tiny_model_formalizes_through_the_server(tiny_dir):
+    app = await create_server(_config(
+        model_dir=str(tiny_dir), device="cpu", max_batch=2, max_new_tokens=12, mathlib_names_path="",
+    ))
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
+    try:
+        assert await asyncio.wait_for(app.formalize.wait_loaded(), 120)
+        assert app.formalize.serving_status() == (True, "")
+        for _ in range(100):  # the health loop publishes it within a second
+            if await _health(channel, FORMALIZER_SERVICE) == SERVING:
+                break
+            await asyncio.sleep(0.1)
+        assert await _health(channel, FORMALIZER_SERVICE) == SERVING
+
+        call = formalizer_pb2_grpc.FormalizerStub(channel).Formalize(timeout=120)
+        sampling = fpb.SamplingOptions(max_new_tokens=8, seed=1)
+        await call.write(_request("a", max_iterations=2, stream_tokens=True, sampling=sampling))
+        await call.write(_request("b", max_iterations=1, sampling=sampling))
+        await call.done_writing()
+        events: dict[str, list] = {"a": [], "b": []}
+        async for event in call:
+            events[event.id].append(event)
+        assert await call.code() is grpc.StatusCode.OK
+
+        for job_id, rounds in (("a", 2), ("b", 1)):
+            kinds = [e.WhichOneof("kind") for e in events[job_id]]
+            assert kinds[-1] == "outcome" and kinds.count("outcome") == 1, kinds
+            outcome = events[job_id][-1].outcome
+            candidates = [e.candidate for e in events[job_id] if e.WhichOneof("kind") == "candidate"]
+            assert outcome.status in (fpb.FORMALIZED, fpb.EXHAUSTED), outcome
+            assert len(candidates) == outcome.iterations and 1 <= outcome.iterations <= rounds
+            assert [c.iteration for c in candidates] == list(range(1, outcome.iterations + 1))
+            assert 0 < outcome.generated_tokens <= 8 * outcome.iterations
+            for candidate in candidates:
+                # Verified only when well formed; then by the stand-in.
+                assert candidate.HasField("verify_result") == candidate.well_formed.ok
+                if candidate.well_formed.ok:
+                    assert candidate.verify_result.verifier.kind == "stand-in"
+        assert any(e.WhichOneof("kind") == "token" for e in events["a"])
+        assert not any(e.WhichOneof("kind") == "token" for e in events["b"])
+    finally:
+        await channel.close()
+        await app.stop(2.0)

@@ -1,0 +1,164 @@
+"""Client misbehaviour: cancellation storms, slow readers, disconnects, 1 ms deadlines.
+
+After each, the server is healthy, no job is stuck, and the next legitimate
+call succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from leanrpc.v1 import verifier_pb2 as pb
+from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+from reliability_support import STATUS_NAME, run_streams, snippet, start_app, wait_for, wait_no_descendants
+import pytest
+
+
+@pytest.fixture
+async def app():
+    app = await start_app(workers=2)
+    yield app
+    await app.stop(2.0)
+    await wait_no_descendants()
+
+
+def _pool_quiet(app) -> bool:
+    pool = app.pool
+    return (
+        pool.queue_depth == 0
+        and not any(w.state.value in ("busy", "warming") for w in pool.workers)
+        and pool.stats.jobs_submitted == pool.stats.jobs_finished
+    )
+
+
+async def _assert_healthy_and_serving(app) -> None:
+    await wait_for(lambda: _pool_quiet(app), 20.0, "the pool to settle (no queued or running job)")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        reply = await health.Check(health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        stub = pb_grpc.VerifierStub(channel)
+        code, _ = snippet("ok", 1)
+        response = await stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="next", code=code)]), timeout=30)
+        assert [STATUS_NAME[r.status] for r in response.results] == ["VALID"]
+
+
+async def test_cancellation_storm_of_5000(app):
+    streams, per_stream = 50, 100
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+        stub = pb_grpc.VerifierStub(channel)
+
+        async def storm(k: int) -> dict[str, list[str]]:
+            call = stub.VerifyStream()
+            answers: dict[str, list[str]] = {}
+
+            async def send() -> None:
+                for i in range(per_stream):
+                    sid = f"{k}-{i}"
+                    # Every other body burns a little CPU so some cancels
+                    # land on a running body (which kills its worker).
+                    kind_body = "theorem t : True := trivial\n" + ("--@standin: burn=0.02\n" if i % 2 else "")
+                    await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=sid, code="import Mathlib\n\n" + kind_body)))
+                    await call.write(pb.VerifyStreamRequest(cancel_id=sid))
+                await call.done_writing()
+
+            sender = asyncio.ensure_future(send())
+            async for message in call:
+                answers.setdefault(message.result.id, []).append(STATUS_NAME[message.result.status])
+            await sender
+            return answers
+
+        results = await asyncio.gather(*(storm(k) for k in range(streams)))
+    answers = {sid: statuses for per in results for sid, statuses in per.items()}
+    assert len(answers) == streams * per_stream
+    assert all(len(statuses) == 1 for statuses in answers.values())
+    final = [statuses[0] for statuses in answers.values()]
+    assert set(final) <= {"CANCELLED", "VALID"}
+    assert final.count("CANCELLED") > streams * per_stream // 2
+    await _assert_healthy_and_serving(app)
+
+
+async def test_slow_reader_does_not_stall_other_clients(app):
+    total = 300
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+        stub = pb_grpc.VerifierStub(channel)
+        slow = stub.VerifyStream()
+        for i in range(total):
+            code, _ = snippet("ok", i)
+            await slow.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"slow-{i}", code=code)))
+        await slow.done_writing()
+        first = await slow.read()
+        # While the slow client reads nothing, another client is served in full.
+        fast_items = [(f"fast-{i}",) + snippet("ok", i) for i in range(500)]
+        fast = await run_streams(app.port, fast_items, streams=4)
+        assert fast.statuses == {"VALID": 500} and fast.missing == 0
+        await wait_for(lambda: app.pool.stats.jobs_finished >= total + 500, 30.0, "the slow stream's jobs to finish")
+        # The slow reader then drains its answers, each exactly once.
+        seen = [first.result.id]
+        while True:
+            message = await slow.read()
+            if message is grpc.aio.EOF:
+                break
+            seen.append(message.result.id)
+            assert message.result.status == pb.VALID
+            if len(seen) % 50 == 0:
+                await asyncio.sleep(0.01)  # pacing: a consumer slower than the server
+        assert sorted(seen) == sorted(f"slow-{i}" for i in range(total))
+        assert await slow.code() is grpc.StatusCode.OK
+    await _assert_healthy_and_serving(app)
+
+
+async def test_disconnects_mid_stream_release_every_job(app):
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
+    stub = pb_grpc.VerifierStub(channel)
+    calls = []
+    for k in range(8):
+        call = stub.VerifyStream()
+        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout_s=60)))
+        for i in range(40):
+            code, _ = snippet("hang" if i % 10 == 3 else "ok", i)
+            await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)))
+        calls.append(call)
+    # Read a few answers, then vanish: half cancel their call, then the
+    # channel itself is closed under the rest.
+    for call in calls:
+        await call.read()
+    await wait_for(lambda: any(w.state.value == "busy" for w in app.pool.workers), 20.0, "a busy worker")
+    for call in calls[:4]:
+        call.cancel()
+    await channel.close()
+    # Hanging bodies (60 s timeout) only end because their callers left.
+    await _assert_healthy_and_serving(app)
+    assert app.pool.stats.restarts["cancelled"] >= 1
+
+
+async def test_one_millisecond_deadlines(app):
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+        stub = pb_grpc.VerifierStub(channel)
+        code, _ = snippet("ok", 0)
+        request = pb.VerifyRequest(snippets=[pb.Snippet(id="d", code=code)])
+
+        async def unary() -> grpc.StatusCode:
+            try:
+                await stub.Verify(request, timeout=0.001)
+                return grpc.StatusCode.OK
+            except grpc.aio.AioRpcError as exc:
+                return exc.code()
+
+        async def stream() -> grpc.StatusCode:
+            call = stub.VerifyStream(timeout=0.001)
+            try:
+                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="d", code=code)))
+                await call.done_writing()
+                async for _ in call:
+                    pass
+            except grpc.aio.AioRpcError:
+                pass
+            return await call.code()
+
+        codes = await asyncio.gather(*([unary() for _ in range(200)] + [stream() for _ in range(100)]))
+    assert set(codes) == {grpc.StatusCode.DEADLINE_EXCEEDED}
+    await _assert_healthy_and_serving(app)

@@ -1,0 +1,53 @@
+"""Shared helpers: a server on loopback with the stand-in REPL in fork mode."""
+
+from __future__ import annotations
+
+import sys
+
+import psutil
+
+from leanrpc.client import AsyncClient
+from leanrpc.config import Config
+from leanrpc.edge.server import create_server
+
+
+def standin_command(*flags: str) -> list[str]:
+    return [sys.executable, "-m", "leanrpc.standin", "--no-replay", *flags]
+
+
+def make_config(workers: int = 2, command: list[str] | None = None, **overrides) -> Config:
+    config = Config()
+    config.server.port = 0
+    config.pool.workers = workers
+    config.pool.default_timeout_s = 30
+    # A loaded CI box must not recycle workers behind the test's back.
+    config.limits.max_system_memory_percent = 0
+    config.repl.command = command or standin_command("--fork")
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        setattr(getattr(config, section), name, value)
+    return config
+
+
+async def start(workers: int = 2, command: list[str] | None = None, **overrides):
+    app = await create_server(make_config(workers, command, **overrides))
+    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+    return app, client
+
+
+async def stop(app, client) -> None:
+    await client.close()
+    children = [w.pid for w in app.pool.workers if w.pid]
+    await app.stop(2.0)
+    for pid in children:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def lean_file(n_lemmas: int, tag: str = "", last: str | None = None) -> str:
+    """A file of `n_lemmas` small lemmas (2 lines each) under one header."""
+    lines = ["import Mathlib", ""]
+    for i in range(n_lemmas - 1):
+        lines.append(f"theorem {tag}l{i} (a b : Nat) (h : a = b) : b + {i} = a + {i} := by")
+        lines.append("  simp [h]")
+    lines.append(last or f"theorem {tag}last : {n_lemmas} = {n_lemmas} := rfl")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,77 @@
+"""Helpers for tests/security: servers on loopback, raw stubs, worker facts."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import grpc
+
+from leanrpc.config import Config
+from leanrpc.edge.server import create_server
+from leanrpc.v1 import verifier_pb2 as pb
+from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+
+HEADER = "import Mathlib\n\n"
+
+
+def make_config(**overrides) -> Config:
+    """Overrides are `section__key=value`; one worker, port 0, sandbox off unless set."""
+    config = Config()
+    config.server.port = 0
+    config.pool.workers = 1
+    config.pool.default_timeout_s = 30
+    config.sandbox.mode = "off"
+    config.limits.max_system_memory_percent = 0
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        if not hasattr(getattr(config, section), name):
+            raise AttributeError(key)
+        setattr(getattr(config, section), name, value)
+    return config
+
+
+@contextlib.asynccontextmanager
+async def running_server(config: Config):
+    app = await create_server(config)
+    try:
+        yield app
+    finally:
+        await app.stop(2.0)
+
+
+def stub(channel: grpc.aio.Channel) -> pb_grpc.VerifierStub:
+    return pb_grpc.VerifierStub(channel)
+
+
+def one_snippet(code: str, snippet_id: str = "s") -> pb.VerifyRequest:
+    return pb.VerifyRequest(snippets=[pb.Snippet(id=snippet_id, code=code)])
+
+
+def bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def proc_environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        items = [i.decode(errors="replace") for i in f.read().split(b"\0") if i]
+    return dict(i.split("=", 1) for i in items if "=" in i)
+
+
+def mount_flags(pid: int) -> dict[str, str]:
+    """Mountpoint -> per-mount options (rw/ro first) as that process sees them."""
+    flags = {}
+    with open(f"/proc/{pid}/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            flags[fields[4]] = fields[5]
+    return flags
+
+
+def root_is_writable_here() -> bool:
+    return not os.statvfs("/").f_flag & os.ST_RDONLY

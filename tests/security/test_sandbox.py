@@ -1,0 +1,140 @@
+"""The default sandbox against untrusted code: each escape is blocked, and answered."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+
+import grpc
+import pytest
+
+from leanrpc.security import sandbox
+from leanrpc.v1 import verifier_pb2 as pb
+
+from security_support import (
+    HEADER,
+    make_config,
+    mount_flags,
+    one_snippet,
+    proc_environ,
+    proc_status,
+    root_is_writable_here,
+    running_server,
+    stub,
+)
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="the unshare sandbox needs a root server (CI runs as root)"
+)
+
+_OUTCOME = re.compile(r"^escape (\w+) (\S+): (blocked \(.+\)|SUCCEEDED)$")
+ESCAPES = "write,socket:127.0.0.1:{port},spawn,shadow,remount,userns"
+
+
+def _body_with_directive(directive: str) -> str:
+    # After a declaration, so the directive is in the body, not the header.
+    return HEADER + f"def f := 1\n--@standin: {directive}\ndef g := 2\n"
+
+
+def _escape_outcomes(result) -> dict[str, list[str]]:
+    outcomes: dict[str, list[str]] = {}
+    for message in result.messages:
+        match = _OUTCOME.match(message.text)
+        assert match, message.text
+        outcomes.setdefault(match.group(1), []).append(match.group(3))
+    return outcomes
+
+
+@pytest.fixture
+def loopback_listener():
+    """A listening socket on the host's loopback: reachable unless the network is cut."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+async def test_every_escape_is_blocked_and_the_request_answered(loopback_listener, monkeypatch):
+    monkeypatch.setenv("LEANRPC_TOKENS", "not-for-workers")
+    config = make_config(sandbox__mode="unshare", limits__max_processes=1)
+    async with running_server(config) as app:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            verifier = stub(channel)
+            info = await verifier.GetServerInfo(pb.GetServerInfoRequest(), metadata=(("authorization", "Bearer not-for-workers"),))
+            assert info.sandbox.startswith("unshare sandbox:"), info.sandbox
+            # The worker, checked before the escapes (the userns attempt leaves it in a
+            # user namespace of its own, where it holds capabilities over nothing of the host's).
+            (worker,) = [w for w in app.pool.workers if w.pid]
+            status = proc_status(worker.pid)
+            assert status["Uid"].split()[0] != "0" and status["Gid"].split()[0] != "0"
+            assert int(status["CapEff"], 16) == int(status["CapBnd"], 16) == int(status["CapPrm"], 16) == 0
+            assert status["NoNewPrivs"].strip() == "1"
+            assert status["Groups"].strip() == ""
+            for ns in ("net", "mnt"):
+                assert os.readlink(f"/proc/{worker.pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
+            assert "LEANRPC_TOKENS" not in proc_environ(worker.pid), "secrets must not reach workers"
+            flags = mount_flags(worker.pid)
+            scratch = app.pool.launcher.scratch_dir
+            assert flags[scratch].startswith("rw")
+            assert all(opts.startswith("ro") for point, opts in flags.items() if point != scratch), flags
+
+            code = _body_with_directive("escape=" + ESCAPES.format(port=loopback_listener))
+            response = await verifier.Verify(one_snippet(code), metadata=(("authorization", "Bearer not-for-workers"),))
+            (result,) = response.results
+            assert result.status == pb.VALID, result
+            outcomes = _escape_outcomes(result)
+            assert set(outcomes) == {"write", "socket", "spawn", "shadow", "remount", "userns"}
+            for kind, results in outcomes.items():
+                assert all(r.startswith("blocked") for r in results), (kind, results)
+            assert "Read-only file system" in outcomes["write"][0]
+            assert "Resource temporarily unavailable" in outcomes["spawn"][0], "RLIMIT_NPROC=1"
+            assert "Network is unreachable" in outcomes["socket"][0]
+            assert not os.path.exists("/etc/leanrpc-escape-test")
+
+            # Still serving after all of that.
+            again = await verifier.Verify(one_snippet(HEADER + "theorem t : 1 = 1 := rfl\n"), metadata=(("authorization", "Bearer not-for-workers"),))
+            assert again.results[0].status == pb.VALID
+    assert root_is_writable_here(), "the sandbox's read-only mounts must not leak to the host"
+
+
+async def test_without_sandbox_the_same_attempts_succeed(loopback_listener):
+    """Shows the escape test can fail: unsandboxed, root reads /etc/shadow and reaches loopback."""
+    config = make_config(sandbox__mode="off")
+    async with running_server(config) as app:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            code = _body_with_directive(f"escape=shadow,socket:127.0.0.1:{loopback_listener}")
+            response = await stub(channel).Verify(one_snippet(code))
+    outcomes = _escape_outcomes(response.results[0])
+    assert outcomes == {"shadow": ["SUCCEEDED"], "socket": ["SUCCEEDED"]}
+
+
+def test_auto_falls_back_with_a_clear_reason_when_unavailable(monkeypatch, caplog):
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    caplog.set_level(logging.WARNING, logger="leanrpc.security")
+    launcher = sandbox.make_sandbox_launcher(make_config(sandbox__mode="auto"))
+    assert launcher.describe().startswith("no sandbox (auto: the server does not run as root")
+    assert "SANDBOX OFF" in caplog.text
+    with pytest.raises(sandbox.SandboxUnavailable, match="does not run as root"):
+        sandbox.make_sandbox_launcher(make_config(sandbox__mode="unshare"))
+    with pytest.raises(ValueError, match="sandbox.mode must be one of"):
+        sandbox.make_sandbox_launcher(make_config(sandbox__mode="bwrap-ish"))
+
+
+def test_auto_is_the_default_and_picks_unshare_here():
+    config = make_config()
+    config.sandbox.mode = type(config.sandbox)().mode
+    assert config.sandbox.mode == "auto"
+    launcher = sandbox.make_sandbox_launcher(config)
+    assert launcher.name == "unshare", launcher.describe()
+
+
+def test_worker_environment_is_scrubbed(monkeypatch):
+    monkeypatch.setenv("LEANRPC_TOKENS", "t1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "k")
+    monkeypatch.setenv("LEAN_PATH", "/opt/lean")
+    launcher = sandbox.UnshareLauncher(make_config())
+    env = launcher.child_env(sandbox.LaunchSpec(argv=["repl"], env={"LEANRPC_STANDIN_SEED": "3"}))
+    assert "LEANRPC_TOKENS" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["LEAN_PATH"] == "/opt/lean" and env["LEANRPC_STANDIN_SEED"] == "3"
+    assert env["HOME"] == env["TMPDIR"] == launcher.scratch_dir
