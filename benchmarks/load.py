@@ -610,6 +610,9 @@ def summarize(cfg: RunConfig, target_name: str, info: dict, records: list[Record
     mean_burn = statistics.fmean(burns) if burns else 0.0
     ideal = cfg.workers / mean_burn if mean_burn else 0.0
     throughput = len(answered) / elapsed if elapsed else 0.0
+    # Share of `workers` cores the REPLs actually got: on a shared machine this, not the server,
+    # usually bounds ratio_to_ideal.
+    server = {**server, "repl_cpu_share": round(server["repl_cpu_s"] / (cfg.workers * elapsed), 3) if elapsed else 0.0}
     return {
         "schema": SCHEMA,
         "target": target_name,
@@ -736,7 +739,7 @@ def _fmt(value: float | None, digits: int) -> str:
 
 def table(summaries: list[dict]) -> str:
     head = ("target", "rpc", "workers", "reuse", "core", "sent", "answered", "lost", "req/s", "ideal",
-            "ratio", "p50 ms", "p90 ms", "p99 ms", "max ms", "ovh p50", "ovh p99", "srv cpu%", "srv MB")
+            "ratio", "repl cpu", "p50 ms", "p90 ms", "p99 ms", "max ms", "ovh p50", "ovh p99", "srv cpu%", "srv MB")
     rows = [head]
     for s in summaries:
         c = s["config"]
@@ -746,6 +749,7 @@ def table(summaries: list[dict]) -> str:
             ("py" if c["pure_python"] else "native") if s["target"] == "leanrpc" else "-",
             str(s["requests"]["sent"]), str(s["requests"]["answered"]), str(s["requests"]["lost"]),
             f"{s['throughput_rps']:.2f}", f"{s['ideal_rps']:.2f}", f"{s['ratio_to_ideal']:.3f}",
+            f"{s['server']['repl_cpu_share']:.2f}",
             *(_fmt(s["latency_ms"][k], 1) for k in ("p50", "p90", "p99", "max")),
             *(_fmt(s["overhead_ms"][k], 2) for k in ("p50", "p99")),
             f"{s['server']['cpu_percent']:.0f}", f"{s['server']['rss_mb_max']:.0f}",
@@ -778,7 +782,7 @@ def aggregate(summaries: list[dict]) -> dict:
             values = [s[section][k] for s in summaries if s[section][k] is not None]
             out[section][k] = round(statistics.fmean(values), 3) if values else None
         out[section]["n"] = sum(s[section]["n"] for s in summaries)
-    for k in ("cpu_s", "cpu_percent", "rss_mb_max", "repl_cpu_s", "repl_rss_mb_max"):
+    for k in ("cpu_s", "cpu_percent", "rss_mb_max", "repl_cpu_s", "repl_rss_mb_max", "repl_cpu_share"):
         out["server"][k] = round(statistics.fmean(s["server"][k] for s in summaries), 3)
     out["per_round"] = [{"throughput_rps": s["throughput_rps"], "p50": s["latency_ms"]["p50"],
                          "p99": s["latency_ms"]["p99"], "started_at": s["started_at"]} for s in summaries]

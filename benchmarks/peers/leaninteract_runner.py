@@ -19,7 +19,7 @@ import argparse
 import importlib.metadata
 import json
 import os
-import queue
+import collections
 import resource
 import sys
 import threading
@@ -38,8 +38,9 @@ def fake_repl_checkout(work: Path, shim: Path) -> Path:
     binary = repl_dir / ".lake" / "build" / "bin" / "repl"
     binary.parent.mkdir(parents=True, exist_ok=True)
     (repl_dir / "lean-toolchain").write_text("leanprover/lean4:v4.19.0\n")
-    if not binary.exists():
-        binary.symlink_to(shim / "standin-repl")
+    if binary.is_symlink() or binary.exists():
+        binary.unlink()
+    binary.symlink_to(shim.resolve() / "standin-repl")
     return repl_dir
 
 
@@ -72,6 +73,39 @@ class Worker:
         return workloads.classify(messages, response.sorries)
 
 
+class FairPool:
+    """Hands free workers to waiting threads in arrival order (queue.Queue lets a thread that just
+    released a worker take it straight back, starving the others and inflating the tail)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: list[Worker] = []
+        self._waiters: collections.deque = collections.deque()
+
+    def put(self, worker: Worker) -> None:
+        with self._lock:
+            if self._waiters:
+                slot = self._waiters.popleft()
+                slot["worker"] = worker
+                slot["event"].set()
+                return
+            self._free.append(worker)
+
+    def get(self) -> Worker:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            slot = {"event": threading.Event(), "worker": None}
+            self._waiters.append(slot)
+        slot["event"].wait()
+        return slot["worker"]
+
+    def drain(self) -> list[Worker]:
+        with self._lock:
+            free, self._free = self._free, []
+        return free
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", required=True)
@@ -90,10 +124,10 @@ def main() -> int:
     args = parser.parse_args()
 
     items = workloads.read_jsonl(args.items)
-    shim = Path(args.shim)
+    shim = Path(args.shim).resolve()
     repl_dir = fake_repl_checkout(Path(args.work), shim)
     config = LeanREPLConfig(local_repl_path=repl_dir, build_repl=False, lake_path=shim / "lake", verbose=False)
-    workers: queue.Queue[Worker] = queue.Queue()
+    workers = FairPool()
     for _ in range(args.workers):
         workers.put(Worker(config, args.reuse, args.timeout))
 
@@ -163,8 +197,8 @@ def main() -> int:
         for record in records:
             f.write(json.dumps(record) + "\n")
     sent = counter["next"]
-    while not workers.empty():
-        workers.get().server.kill()
+    for worker in workers.drain():
+        worker.server.kill()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({
         "sent": sent,

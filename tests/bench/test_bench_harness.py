@@ -118,7 +118,7 @@ def test_aggregate_sums_counts_and_averages_rates():
          "latency_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
          "repl_ms": {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None},
          "overhead_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
-         "server": {"cpu_s": 1, "cpu_percent": 1, "rss_mb_max": 1, "repl_cpu_s": 1, "repl_rss_mb_max": 1}}
+         "server": {"cpu_s": 1, "cpu_percent": 1, "rss_mb_max": 1, "repl_cpu_s": 1, "repl_rss_mb_max": 1, "repl_cpu_share": 0.5}}
     b = json.loads(json.dumps(a))
     b["throughput_rps"] = 3.0
     b["statuses"] = {"VALID": 1, "SORRY": 1}

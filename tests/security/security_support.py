@@ -63,6 +63,17 @@ def proc_environ(pid: int) -> dict[str, str]:
     return dict(i.split("=", 1) for i in items if "=" in i)
 
 
+def proc_limits(pid: int) -> dict[str, str]:
+    """Soft limits by name ("Max processes" -> "1"), as /proc/<pid>/limits shows them."""
+    limits = {}
+    with open(f"/proc/{pid}/limits") as f:
+        next(f)
+        for line in f:
+            name, soft = line[:26].strip(), line[26:].split()[0]
+            limits[name] = soft
+    return limits
+
+
 def mount_flags(pid: int) -> dict[str, str]:
     """Mountpoint -> per-mount options (rw/ro first) as that process sees them."""
     flags = {}

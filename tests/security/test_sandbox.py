@@ -10,6 +10,7 @@ import socket
 import grpc
 import pytest
 
+from leanrpc.config import Config
 from leanrpc.security import sandbox
 from leanrpc.v1 import verifier_pb2 as pb
 
@@ -19,6 +20,7 @@ from security_support import (
     mount_flags,
     one_snippet,
     proc_environ,
+    proc_limits,
     proc_status,
     root_is_writable_here,
     running_server,
@@ -57,7 +59,13 @@ def loopback_listener():
 
 async def test_every_escape_is_blocked_and_the_request_answered(loopback_listener, monkeypatch):
     monkeypatch.setenv("LEANRPC_TOKENS", "not-for-workers")
-    config = make_config(sandbox__mode="unshare", limits__max_processes=1)
+    config = make_config(
+        sandbox__mode="unshare",
+        limits__max_processes=1,
+        limits__cpu_seconds=300,
+        limits__max_file_size_mb=5,
+        limits__max_open_files=64,
+    )
     async with running_server(config) as app:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             verifier = stub(channel)
@@ -74,6 +82,9 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
             for ns in ("net", "mnt"):
                 assert os.readlink(f"/proc/{worker.pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
             assert "LEANRPC_TOKENS" not in proc_environ(worker.pid), "secrets must not reach workers"
+            limits = proc_limits(worker.pid)
+            assert limits["Max processes"] == "1" and limits["Max cpu time"] == "300"
+            assert limits["Max file size"] == str(5 * 2**20) and limits["Max open files"] == "64"
             flags = mount_flags(worker.pid)
             scratch = app.pool.launcher.scratch_dir
             assert flags[scratch].startswith("rw")
@@ -122,8 +133,7 @@ def test_auto_falls_back_with_a_clear_reason_when_unavailable(monkeypatch, caplo
 
 
 def test_auto_is_the_default_and_picks_unshare_here():
-    config = make_config()
-    config.sandbox.mode = type(config.sandbox)().mode
+    config = Config()
     assert config.sandbox.mode == "auto"
     launcher = sandbox.make_sandbox_launcher(config)
     assert launcher.name == "unshare", launcher.describe()
@@ -138,3 +148,22 @@ def test_worker_environment_is_scrubbed(monkeypatch):
     assert "LEANRPC_TOKENS" not in env and "AWS_SECRET_ACCESS_KEY" not in env
     assert env["LEAN_PATH"] == "/opt/lean" and env["LEANRPC_STANDIN_SEED"] == "3"
     assert env["HOME"] == env["TMPDIR"] == launcher.scratch_dir
+
+
+def test_fixed_user_option(tmp_path):
+    launcher = sandbox.UnshareLauncher(make_config(sandbox__user="nobody", sandbox__scratch_root=str(tmp_path)))
+    assert launcher._ids() == (65534, 65534)
+    assert launcher.scratch_dir.startswith(str(tmp_path))
+    with pytest.raises(sandbox.SandboxUnavailable, match="must not be root"):
+        sandbox.UnshareLauncher(make_config(sandbox__user="root"))
+
+
+async def test_unreadable_repl_fails_boot_with_a_clear_reason(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    config = make_config(sandbox__mode="unshare", repl__cwd=str(private), pool__header_timeout_s=30)
+    launcher = sandbox.make_sandbox_launcher(config)
+    process = await launcher.launch(sandbox.LaunchSpec(argv=["true"], cwd=str(private)))
+    stderr = (await process.stderr.read()).decode()
+    assert await process.wait() == 126
+    assert "Permission denied" in stderr and "readable by other users" in stderr

@@ -12,12 +12,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from leanrpc.edge.server import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+from leanrpc.worker.launcher import Launcher
 from workers_support import HEADER, make_config, wait_until
 
 # Exits at once while the flag file exists, else becomes the stand-in.
 _FLAKY_REPL = (
     "import os, sys\n"
-    "open(sys.argv[2], 'a').write('boot\\n')\n"
     "if os.path.exists(sys.argv[1]):\n"
     "    sys.stderr.write('toolchain missing\\n'); sys.exit(3)\n"
     "os.execv(sys.executable, [sys.executable, '-m', 'leanrpc.standin'])\n"
@@ -35,11 +35,11 @@ async def broken_server(tmp_path):
         pool__breaker_cooldown_s=2.0,
         pool__max_retries=1,
     )
-    boots = tmp_path / "boots.log"
-    config.repl.command = [sys.executable, "-c", _FLAKY_REPL, str(flag), str(boots)]
-    app = await create_server(config)
+    config.repl.command = [sys.executable, "-c", _FLAKY_REPL, str(flag)]
+    launcher = CountingLauncher()
+    app = await create_server(config, launcher=launcher)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
-    app.boot_log = boots
+    app.launcher_under_test = launcher
     yield app, channel, flag
     await channel.close()
     await app.stop(2.0)
@@ -60,8 +60,19 @@ async def _wait_for_health(channel, wanted: int, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
+class CountingLauncher(Launcher):
+    """The plain launcher, counting real process launches."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+
+    async def launch(self, spec):
+        self.launches += 1
+        return await super().launch(spec)
+
+
 def _boots(app) -> int:
-    return app.boot_log.read_text().count("boot")
+    return app.launcher_under_test.launches
 
 
 async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):

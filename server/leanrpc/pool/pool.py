@@ -480,6 +480,20 @@ class Pool:
                 per_char = self._body_s_ewma / max(1.0, self._chars_ewma or 1.0)
                 worker.expected_busy_s = per_char * max(1, len(job.text) - self._affinity(worker, job))
         job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
+        job.task.add_done_callback(lambda task, worker=worker: self._on_job_task_done(task, worker))
+
+    def _on_job_task_done(self, task: asyncio.Task, worker: Worker) -> None:
+        # A task cancelled before its first step never runs _run's cleanup
+        # (cancellation storms do this): give the reserved slot back.
+        if not task.cancelled():
+            return
+        if worker.state is WorkerState.SPAWNING:
+            worker.kill(ExitCause.CANCELLED)
+        elif worker.state is WorkerState.BUSY:
+            worker.mark_idle()  # reserved, but the request was never sent
+        else:
+            return
+        self._dispatch()
 
     # -- running a job -----------------------------------------------------------
 

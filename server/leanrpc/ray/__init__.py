@@ -1,16 +1,44 @@
-"""Scale-out routing by header affinity, for trainers that run many replicas.
+"""Scale-out over Ray: one leanrpc server per node, routing by header affinity.
 
 `HeaderRing` maps a header hash (`leanrpc.client.header_hash`) to one of N
 leanrpc servers on a consistent-hash ring; `ShardedClient` splits a batch by
 header across the servers, verifies the shards concurrently and returns the
 results in input order. One header always reaches the same server, whose pool
 holds it warm; adding or removing a server remaps about 1/N of the headers.
+`RayVerifier` is its blocking, picklable wrapper for trainer code.
 
-This is the routing half of the Ray adapter: give it the addresses of the
-per-node servers (e.g. one `leanrpc serve` per Ray node). Starting those
-servers as Ray actors is not part of this package yet.
+`deploy_per_node(config)` starts a `LeanrpcNodeServer` Ray actor on every
+alive node; `connect(config)` does that and returns a `RayVerifier`:
+
+    import leanrpc.ray
+    verifier = leanrpc.ray.connect()      # ray.init() first, or it calls it
+    results = verifier.verify(snippets)   # header affinity across the nodes
+    verifier.close()                      # also stops the servers
+
+Ray is optional (`pip install 'leanrpc[ray]'`) and imported lazily: the
+routing works without it.
 """
 
+from .deploy import NodeServer, RayDeployment, connect, deploy_per_node
 from .routing import HeaderRing, ShardedClient
+from .verifier import RayVerifier
 
-__all__ = ["HeaderRing", "ShardedClient"]
+__all__ = [
+    "HeaderRing",
+    "ShardedClient",
+    "RayVerifier",
+    "RayDeployment",
+    "NodeServer",
+    "deploy_per_node",
+    "connect",
+    "LeanrpcNodeServer",
+]
+
+
+def __getattr__(name: str):
+    # The actor class needs ray; build it only when asked for.
+    if name == "LeanrpcNodeServer":
+        from .deploy import node_server_actor
+
+        return node_server_actor()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

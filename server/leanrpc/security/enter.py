@@ -19,6 +19,7 @@ Steps, in order (each one fails closed: exit status 126 and a line on stderr):
 
 import ctypes
 import ctypes.util
+import errno
 import json
 import os
 import re
@@ -50,13 +51,15 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 
 
 class SandboxSetupError(Exception):
-    pass
+    def __init__(self, message: str, errno_value: int = 0) -> None:
+        super().__init__(message)
+        self.errno = errno_value
 
 
 def _check(rc: int, what: str) -> None:
     if rc != 0:
         err = ctypes.get_errno()
-        raise SandboxSetupError(f"{what}: {os.strerror(err)}")
+        raise SandboxSetupError(f"{what}: {os.strerror(err)}", err)
 
 
 def _mount(source, target, fstype, flags, data=None) -> None:
@@ -148,7 +151,13 @@ def remount_all_readonly(skip: set[str]) -> None:
             continue  # covered by a later mount or gone: unreachable anyway
         if flags & MS_RDONLY:
             continue
-        _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | (flags & KEPT_FLAGS))
+        try:
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | (flags & KEPT_FLAGS))
+        except SandboxSetupError as exc:
+            # EINVAL: not a mountpoint any more (a mount hidden under the new
+            # /proc, say); whatever the path now shows is checked below.
+            if exc.errno != errno.EINVAL:
+                raise
     # Belt and braces: nothing reachable may still be writable.
     for point in _mountpoints():
         if point in skip:
@@ -194,10 +203,17 @@ def main(plan: dict) -> None:
     _mount("leanrpc-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0700,uid={uid},gid={gid},size={size}m")
     for which, value in plan["rlimits"]:
         resource.setrlimit(which, (value, value))
-    os.chdir(plan.get("cwd") or scratch)
     drop_privileges(uid, gid)
+    # chdir after the drop, so an unreadable project fails here, clearly.
     argv = plan["argv"]
-    os.execvpe(argv[0], argv, plan["env"])
+    try:
+        os.chdir(plan.get("cwd") or scratch)
+        os.execvpe(argv[0], argv, plan["env"])
+    except PermissionError as exc:
+        raise SandboxSetupError(
+            f"{exc}; the worker runs as uid {uid}: the REPL, its toolchain and project must be "
+            "readable by other users (0755 directories, 0644/0755 files), or set sandbox.user"
+        ) from exc
 
 
 if __name__ == "__main__":

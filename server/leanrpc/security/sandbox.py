@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import pwd
+import resource
 import shutil
 import subprocess
 import sys
@@ -139,8 +140,6 @@ class UnshareLauncher(Launcher):
         )
 
     def _rlimits(self, spec: LaunchSpec) -> list[tuple[int, int]]:
-        import resource
-
         pairs = dict(spec.rlimits or rlimits_from_config(self._config.limits))
         # Threads count towards RLIMIT_NPROC; Lean runs one per core and more.
         pairs.setdefault(resource.RLIMIT_NPROC, max(512, 8 * (os.cpu_count() or 1)))
@@ -148,8 +147,6 @@ class UnshareLauncher(Launcher):
         return sorted(pairs.items())
 
     def _rlimit_summary(self) -> str:
-        import resource
-
         names = {getattr(resource, n): n[len("RLIMIT_"):].lower() for n in dir(resource) if n.startswith("RLIMIT_")}
         return ", ".join(f"{names.get(k, k)}={v}" for k, v in self._rlimits(LaunchSpec(argv=[])))
 

@@ -200,6 +200,11 @@ class Worker:
             self._set_state(WorkerState.DEAD)
             raise WorkerBootError(f"cannot start REPL {self._spec.argv!r}: {exc}") from exc
         self.pid = self.process.pid
+        if self.state is not WorkerState.SPAWNING:
+            # Killed while launching: nothing will read this process.
+            kill_process_group(self.pid)
+            await self.process.wait()
+            raise WorkerCrashed(f"worker {self.name} was stopped while starting")
         try:
             self._psutil = psutil.Process(self.pid)
         except psutil.Error:
@@ -257,7 +262,13 @@ class Worker:
             return
         if self.state is not WorkerState.STOPPING:
             self._set_state(WorkerState.STOPPING)
-        if self.process is not None and self.process.returncode is None:
+        if self.process is None:
+            # Cancelled before its process existed: no reader will ever
+            # finish it, and a STOPPING worker holds a pool slot.
+            self._set_state(WorkerState.DEAD)
+            self._exited.set()
+            return
+        if self.process.returncode is None:
             kill_process_group(self.process.pid)
 
     async def stop(self, grace: float, cause: ExitCause = ExitCause.SHUTDOWN) -> ShutdownRung:
