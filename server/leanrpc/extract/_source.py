@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 from typing import Protocol
 
+from leanrpc.core.leantext import block_comment_end, string_literal_end
 from leanrpc.results import Position
 
 
@@ -160,20 +161,7 @@ def _lex(text: str) -> tuple[bytearray, bytearray]:
             comment[i:j] = b"\x01" * (j - i)
             i = j
         elif c == "/" and text.startswith("/-", i):
-            depth = 0
-            j = i
-            while j < n:
-                if text.startswith("/-", j):
-                    depth += 1
-                    j += 2
-                elif text.startswith("-/", j):
-                    depth -= 1
-                    j += 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            j = min(j, n)
+            j = block_comment_end(text, i)
             comment[i:j] = b"\x01" * (j - i)
             i = j
         elif c == '"' or (
@@ -182,10 +170,7 @@ def _lex(text: str) -> tuple[bytearray, bytearray]:
             and _raw_string_open(text, i) is not None
         ):
             if c == '"':
-                j = i + 1
-                while j < n and text[j] != '"':
-                    j += 2 if text[j] == "\\" else 1
-                j = min(j + 1, n)
+                j = string_literal_end(text, i)
             else:
                 hashes = _raw_string_open(text, i) or 0
                 close = '"' + "#" * hashes

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from ..core.leantext import block_comment_end, string_literal_end
+
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "«": "»"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 
@@ -63,43 +65,23 @@ def extract_candidate(text: str) -> str:
 
 
 def _strip_comments_and_strings(code: str) -> str:
-    """Blanks out comments and string/char literals (keeps length and line structure)."""
+    """Blanks out comments and string literals (keeps length and line structure)."""
     out = []
     i, n = 0, len(code)
-    depth = 0  # block-comment nesting
     while i < n:
-        c = code[i]
-        if depth:
-            if code.startswith("/-", i):
-                depth += 1
-                out.append("  ")
-                i += 2
-            elif code.startswith("-/", i):
-                depth -= 1
-                out.append("  ")
-                i += 2
-            else:
-                out.append("\n" if c == "\n" else " ")
-                i += 1
-        elif code.startswith("/-", i):
-            depth = 1
-            out.append("  ")
-            i += 2
+        if code.startswith("/-", i):
+            j = block_comment_end(code, i)
         elif code.startswith("--", i):
             j = code.find("\n", i)
             j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif c == '"':
-            j = i + 1
-            while j < n and code[j] != '"':
-                j += 2 if code[j] == "\\" else 1
-            j = min(j + 1, n)
-            out.append(" " * (j - i))
-            i = j
+        elif code[i] == '"':
+            j = string_literal_end(code, i)
         else:
-            out.append(c)
+            out.append(code[i])
             i += 1
+            continue
+        out.append(re.sub(r"[^\n]", " ", code[i:j]))
+        i = j
     return "".join(out)
 
 

@@ -40,6 +40,8 @@ from __future__ import annotations
 import bisect
 import re
 
+from ..core.leantext import block_comment_end
+
 KNOWN_ROOTS = frozenset(
     ["Init", "Lean", "Std", "Mathlib", "Aesop", "Batteries", "Qq", "Plausible", "ProofWidgets", "LeanSearchClient"]
 )
@@ -142,20 +144,7 @@ def iter_tokens(text: str):
             i = n if j < 0 else j + 1
             continue
         if c == "/" and text.startswith("/-", i):
-            depth = 0
-            j = i
-            while j < n:
-                if text.startswith("/-", j):
-                    depth += 1
-                    j += 2
-                elif text.startswith("-/", j):
-                    depth -= 1
-                    j += 2
-                    if depth == 0:
-                        break
-                else:
-                    j += 1
-            i = j
+            i = block_comment_end(text, i)
             continue
         m = match(text, i)
         if m is None:  # pragma: no cover - the sym branch matches any non-space
