@@ -47,7 +47,7 @@ from . import workloads
 SCHEMA = "leanrpc-bench/1"
 SUMMARY_KEYS = (
     "schema", "target", "config", "machine", "started_at", "requests", "statuses", "errors",
-    "duration_s", "throughput_rps", "latency_ms", "repl_ms", "overhead_ms", "ideal_rps",
+    "duration_s", "throughput_rps", "latency_ms", "repl_ms", "overhead_ms", "server_internal_ms", "ideal_rps",
     "ratio_to_ideal", "server",
 )
 REPO = Path(__file__).resolve().parents[1]
@@ -102,6 +102,7 @@ class Record:
     repl_s: float | None = None
     queue_s: float | None = None
     verifier: str = ""
+    server_total_s: float | None = None  # leanrpc: arrival to answer, inside the server
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,6 +363,7 @@ class LeanrpcTarget:
         return Record(
             request_id, start, end, pb.Status.Name(result.status), item.burn_s,
             repl_s=t.header_s + t.body_s, queue_s=t.queue_s, verifier=result.verifier.kind,
+            server_total_s=t.total_s,
         )
 
     async def stop(self) -> None:
@@ -606,13 +608,22 @@ def summarize(cfg: RunConfig, target_name: str, info: dict, records: list[Record
     latencies = [r.end - r.start for r in answered]
     repl = [r.repl_s for r in answered if r.repl_s is not None]
     overhead = [r.end - r.start - (r.queue_s or 0.0) - r.repl_s for r in answered if r.repl_s is not None]
+    internal = [r.server_total_s - (r.queue_s or 0.0) - r.repl_s for r in answered
+                if r.server_total_s is not None and r.repl_s is not None]
     burns = [r.burn_s for r in records]
     mean_burn = statistics.fmean(burns) if burns else 0.0
     ideal = cfg.workers / mean_burn if mean_burn else 0.0
     throughput = len(answered) / elapsed if elapsed else 0.0
     # Share of `workers` cores the REPLs actually got: on a shared machine this, not the server,
     # usually bounds ratio_to_ideal.
-    server = {**server, "repl_cpu_share": round(server["repl_cpu_s"] / (cfg.workers * elapsed), 3) if elapsed else 0.0}
+    # repl_busy_share: time the REPLs spent on requests (as the server measured it) over the
+    # time available; near 1 means the stack keeps its REPLs fed.
+    capacity = cfg.workers * elapsed
+    server = {
+        **server,
+        "repl_cpu_share": round(server["repl_cpu_s"] / capacity, 3) if capacity else 0.0,
+        "repl_busy_share": round(sum(repl) / capacity, 3) if capacity and repl else None,
+    }
     return {
         "schema": SCHEMA,
         "target": target_name,
@@ -628,6 +639,7 @@ def summarize(cfg: RunConfig, target_name: str, info: dict, records: list[Record
         "latency_ms": distribution_ms(latencies),
         "repl_ms": distribution_ms(repl),
         "overhead_ms": distribution_ms(overhead),
+        "server_internal_ms": distribution_ms(internal),
         "ideal_rps": round(ideal, 3),
         "ratio_to_ideal": round(throughput / ideal, 4) if ideal else 0.0,
         "server": server,
@@ -739,7 +751,7 @@ def _fmt(value: float | None, digits: int) -> str:
 
 def table(summaries: list[dict]) -> str:
     head = ("target", "rpc", "workers", "reuse", "core", "sent", "answered", "lost", "req/s", "ideal",
-            "ratio", "repl cpu", "p50 ms", "p90 ms", "p99 ms", "max ms", "ovh p50", "ovh p99", "srv cpu%", "srv MB")
+            "ratio", "repl cpu", "repl busy", "p50 ms", "p90 ms", "p99 ms", "max ms", "ovh p50", "ovh p99", "srv p50", "srv p99", "srv cpu%", "srv MB")
     rows = [head]
     for s in summaries:
         c = s["config"]
@@ -749,9 +761,10 @@ def table(summaries: list[dict]) -> str:
             ("py" if c["pure_python"] else "native") if s["target"] == "leanrpc" else "-",
             str(s["requests"]["sent"]), str(s["requests"]["answered"]), str(s["requests"]["lost"]),
             f"{s['throughput_rps']:.2f}", f"{s['ideal_rps']:.2f}", f"{s['ratio_to_ideal']:.3f}",
-            f"{s['server']['repl_cpu_share']:.2f}",
+            f"{s['server']['repl_cpu_share']:.2f}", _fmt(s["server"].get("repl_busy_share"), 2),
             *(_fmt(s["latency_ms"][k], 1) for k in ("p50", "p90", "p99", "max")),
             *(_fmt(s["overhead_ms"][k], 2) for k in ("p50", "p99")),
+            *(_fmt(s["server_internal_ms"][k], 2) for k in ("p50", "p99")),
             f"{s['server']['cpu_percent']:.0f}", f"{s['server']['rss_mb_max']:.0f}",
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -777,13 +790,14 @@ def aggregate(summaries: list[dict]) -> dict:
         out[bucket] = merged
     for key in ("throughput_rps", "ideal_rps", "ratio_to_ideal", "duration_s"):
         out[key] = round(statistics.fmean(s[key] for s in summaries), 4)
-    for section in ("latency_ms", "repl_ms", "overhead_ms"):
+    for section in ("latency_ms", "repl_ms", "overhead_ms", "server_internal_ms"):
         for k in ("mean", "p50", "p90", "p99", "max"):
             values = [s[section][k] for s in summaries if s[section][k] is not None]
             out[section][k] = round(statistics.fmean(values), 3) if values else None
         out[section]["n"] = sum(s[section]["n"] for s in summaries)
-    for k in ("cpu_s", "cpu_percent", "rss_mb_max", "repl_cpu_s", "repl_rss_mb_max", "repl_cpu_share"):
-        out["server"][k] = round(statistics.fmean(s["server"][k] for s in summaries), 3)
+    for k in ("cpu_s", "cpu_percent", "rss_mb_max", "repl_cpu_s", "repl_rss_mb_max", "repl_cpu_share", "repl_busy_share"):
+        values = [s["server"].get(k) for s in summaries if s["server"].get(k) is not None]
+        out["server"][k] = round(statistics.fmean(values), 3) if values else None
     out["per_round"] = [{"throughput_rps": s["throughput_rps"], "p50": s["latency_ms"]["p50"],
                          "p99": s["latency_ms"]["p99"], "started_at": s["started_at"]} for s in summaries]
     return out

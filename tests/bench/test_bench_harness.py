@@ -81,10 +81,13 @@ def test_closed_loop_unary_run_counts_add_up_and_schema_is_stable():
     assert summary["requests"]["answered"] == 30
     assert set(summary["statuses"]) <= {"VALID", "INVALID", "SORRY"}
     assert summary["config"]["server_info"]["verifier"] == "stand-in"
-    for section in ("latency_ms", "repl_ms", "overhead_ms"):
+    for section in ("latency_ms", "repl_ms", "overhead_ms", "server_internal_ms"):
         assert set(summary[section]) == {"n", "mean", "p50", "p90", "p99", "max"}
         assert summary[section]["p50"] <= summary[section]["p99"] <= summary[section]["max"]
-    assert summary["repl_ms"]["n"] == 30
+    assert summary["repl_ms"]["n"] == summary["server_internal_ms"]["n"] == 30
+    # The server's own share cannot exceed what the client saw around the REPL.
+    assert summary["server_internal_ms"]["p50"] <= summary["overhead_ms"]["p50"] + 1e-6
+    assert 0 < summary["server"]["repl_busy_share"] <= 1.05
     assert summary["throughput_rps"] > 0 and summary["ideal_rps"] > 0
     assert summary["server"]["repl_cpu_s"] > 0
     assert summary["server"]["rss_mb_max"] > 0
@@ -118,6 +121,7 @@ def test_aggregate_sums_counts_and_averages_rates():
          "latency_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
          "repl_ms": {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None},
          "overhead_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
+         "server_internal_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
          "server": {"cpu_s": 1, "cpu_percent": 1, "rss_mb_max": 1, "repl_cpu_s": 1, "repl_rss_mb_max": 1, "repl_cpu_share": 0.5}}
     b = json.loads(json.dumps(a))
     b["throughput_rps"] = 3.0

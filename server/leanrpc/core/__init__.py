@@ -3,6 +3,7 @@
     framing  REPL stdout bytes -> frames -> dicts; requests -> bytes
     headers  snippet -> imports / preamble / body
     trie     prefix trie over command texts (reuse of REPL work)
+    leantext where Lean comments and string literals end (pure Python)
 
 Each facade module loads its compiled twin from leanrpc._native and exposes
 IMPLEMENTATION ("native" or "python"); the pure-Python twins (*_py) load
