@@ -167,41 +167,39 @@ class ResourceWatch:
         self.process = psutil.Process(pid)
         self.rss_max = 0
         self.repl_rss_max = 0
-        self._dead_children_cpu: dict[int, float] = {}
+        self.children_cpu_by_pid: dict[int, float] = {}
         self._task: asyncio.Task | None = None
-        self.cpu0 = self._server_cpu()
-        self.repl_cpu0 = self._children_cpu()
+        self.cpu0 = self.server_cpu()
+        self.repl_cpu0 = self.children_cpu()
         self.t0 = time.monotonic()
 
-    def _server_cpu(self) -> float:
+    def server_cpu(self) -> float:
         t = self.process.cpu_times()
         return t.user + t.system
 
-    def _children_cpu(self) -> float:
-        total = 0.0
+    def children_cpu(self) -> float:
         try:
             children = self.process.children(recursive=True)
         except psutil.Error:
-            return sum(self._dead_children_cpu.values())
+            return sum(self.children_cpu_by_pid.values())
         rss = 0
         for child in children:
             try:
                 t = child.cpu_times()
-                self._dead_children_cpu[child.pid] = t.user + t.system
+                self.children_cpu_by_pid[child.pid] = t.user + t.system
                 rss += child.memory_info().rss
             except psutil.Error:
                 pass
         self.repl_rss_max = max(self.repl_rss_max, rss)
         # Children that exited keep their last sample (a recycled worker's CPU still counts).
-        total = sum(self._dead_children_cpu.values())
-        return total
+        return sum(self.children_cpu_by_pid.values())
 
     def sample(self) -> None:
         try:
             self.rss_max = max(self.rss_max, self.process.memory_info().rss)
         except psutil.Error:
             pass
-        self._children_cpu()
+        self.children_cpu()
 
     async def _loop(self) -> None:
         while True:
@@ -209,8 +207,8 @@ class ResourceWatch:
             await asyncio.sleep(0.5)
 
     def start(self) -> None:
-        self.cpu0 = self._server_cpu()
-        self.repl_cpu0 = self._children_cpu()
+        self.cpu0 = self.server_cpu()
+        self.repl_cpu0 = self.children_cpu()
         self.t0 = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
@@ -223,8 +221,8 @@ class ResourceWatch:
                 pass
         self.sample()
         wall = max(1e-9, time.monotonic() - self.t0)
-        cpu = self._server_cpu() - self.cpu0
-        repl_cpu = self._children_cpu() - self.repl_cpu0
+        cpu = self.server_cpu() - self.cpu0
+        repl_cpu = self.children_cpu() - self.repl_cpu0
         return {
             "pid": self.process.pid,
             "cpu_s": round(cpu, 3),
@@ -718,7 +716,7 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
             process.wait()
             raise RuntimeError(f"leaninteract runner failed to start (exit {process.returncode})")
         watch = ResourceWatch(process.pid)
-        repl_cpu0 = watch._children_cpu()
+        repl_cpu0 = watch.children_cpu()
         while process.poll() is None:
             watch.sample()
             time.sleep(0.5)
@@ -732,7 +730,7 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
         server = {
             "pid": process.pid, "cpu_s": meta["server"]["cpu_s"], "cpu_percent": meta["server"]["cpu_percent"],
             "rss_mb_max": round(watch.rss_max / 2**20, 1),
-            "repl_cpu_s": round(sum(watch._dead_children_cpu.values()) - repl_cpu0, 3),
+            "repl_cpu_s": round(sum(watch.children_cpu_by_pid.values()) - repl_cpu0, 3),
             "repl_rss_mb_max": round(watch.repl_rss_max / 2**20, 1),
         }
         info = {"verifier": "stand-in", "lean_interact": meta.get("version", "")}
@@ -837,7 +835,12 @@ def plot_scaling(results: dict[str, dict], worker_counts: list[int], out_dir: Pa
     measured = [results[f"workers={w}"]["throughput_rps"] for w in worker_counts]
     ideal = [results[f"workers={w}"]["ideal_rps"] for w in worker_counts]
     ax.plot(worker_counts, ideal, "--", color="gray", label="ideal: workers / mean REPL time")
+    # What the REPLs could do with the CPU they actually got on a shared machine.
+    got = [results[f"workers={w}"]["ideal_rps"] * results[f"workers={w}"]["server"]["repl_cpu_share"]
+           for w in worker_counts]
+    ax.plot(worker_counts, got, ":", color="gray", label="ideal x CPU share the REPLs got")
     ax.plot(worker_counts, measured, "o-", label="leanrpc (unary, warm)")
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("workers")
     ax.set_ylabel("proofs / s")
     ax.set_xticks(worker_counts)

@@ -13,7 +13,10 @@ Workloads:
 
 * ``edit``  100 variants of a 200-line file, each changing only the last lemma
             (an editor re-checking after each change), `--editors` at a time;
-* ``edit-multi`` the same with 4 files edited at once (shows what the trie adds);
+* ``edit-multi`` the same with 4 files edited at once;
+* ``edit-many`` 16 files of 120 lines, each edited 6 times, the edits of all
+            files interleaved (a team, or an agent, working on a whole project):
+            more files than workers, so where a file's edit lands matters;
 * ``grpo``  64 completions of one theorem statement (RL rollouts).
 
 Costs: ``--import-cost`` stands for `import Mathlib` (8 s-class, scaled by
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import platform
@@ -72,7 +76,10 @@ def workloads(quick: bool) -> dict[str, list[tuple[str, str]]]:
     files = 4
     multi = [(f"m{v}", edit_file(lines, f"f{v % files}", v // files)) for v in range(variants)]
     grpo = [(f"g{k}", grpo_completion(k, 40 if quick else 60)) for k in range(rollouts)]
-    return {"edit": edit, "edit-multi": multi, "grpo": grpo}
+    many_files, many_edits = (8, 4) if quick else (16, 6)
+    # round-robin: every file's next edit comes after one edit of each other file
+    many = [(f"p{e}_{f}", edit_file(120, f"p{f}", e)) for e in range(many_edits) for f in range(many_files)]
+    return {"edit": edit, "edit-multi": multi, "edit-many": many, "grpo": grpo}
 
 
 def make_config(mode: str, args) -> Config:
@@ -114,20 +121,29 @@ async def run_mode(mode: str, items: list[tuple[str, str]], args) -> dict:
         started = time.monotonic()
         results = await asyncio.gather(*(one(sid, code) for sid, code in items))
         wall = time.monotonic() - started
+        stats = app.pool.stats
     finally:
         await client.close()
         await app.stop(5.0)
     bad = [r for r in results if r.status not in ("VALID", "INVALID", "SORRY")]
     if bad:
         raise RuntimeError(f"{mode}: {len(bad)} results failed, e.g. {bad[0].status}: {bad[0].error[:200]}")
-    total_chars = sum(len(split_header(code).padded_body) for _sid, code in items)
+    bodies = {sid: split_header(code).padded_body for sid, code in items}
+    total_chars = sum(len(body) for body in bodies.values())
     reused = sum(r.reused_prefix_chars for r in results)
     return {
         "wall_s": round(wall, 3),
         "requests": len(results),
         "reused_requests": sum(1 for r in results if r.reused_prefix_chars > 0),
+        # elaborated more than half of its body again
+        "misses": sum(1 for r in results if r.reused_prefix_chars < len(bodies[r.id]) / 2),
         "body_chars": total_chars,
         "elaborated_chars": total_chars - reused,
+        "per_worker": dict(sorted(collections.Counter(r.worker for r in results).items())),
+        "queue_s_total": round(sum(r.time_queue_s for r in results), 2),
+        "prefix_waits": stats.prefix_waits,
+        "prefix_wait_s": round(stats.prefix_wait_s, 2),
+        "prefix_spreads": stats.prefix_spreads,
     }
 
 
@@ -157,7 +173,10 @@ async def main_async(args) -> dict:
             f"{name:11s} {len(items):4d} req | wall s: off {row['off']['wall_s']:7.2f}  no-trie "
             f"{row['no-trie']['wall_s']:7.2f}  trie {row['trie']['wall_s']:7.2f} | speedup x{row['speedup_vs_off']:.2f} "
             f"vs off, x{row['speedup_vs_no_trie']:.2f} vs no-trie | elaborated-chars ratio "
-            f"x{row['chars_ratio_vs_off']:.2f} / x{row['chars_ratio_vs_no_trie']:.2f}",
+            f"x{row['chars_ratio_vs_off']:.2f} / x{row['chars_ratio_vs_no_trie']:.2f} | misses "
+            f"{row['no-trie']['misses']} / {row['trie']['misses']} | trie waits {row['trie']['prefix_waits']} "
+            f"({row['trie']['prefix_wait_s']:.2f} s), spreads {row['trie']['prefix_spreads']}, "
+            f"per worker {row['trie']['per_worker']}",
             flush=True,
         )
     return report

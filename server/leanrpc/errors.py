@@ -51,6 +51,10 @@ class AuthError(RequestError):
     """Missing or invalid credentials."""
 
 
+class NotFoundError(RequestError):
+    """The request names something that does not exist (e.g. a session id)."""
+
+
 class WorkerError(LeanServiceError):
     """A REPL worker failed while serving a request."""
 

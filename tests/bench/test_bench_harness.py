@@ -6,7 +6,6 @@ Assertions are on counts, statuses and the JSON schema, never on speed.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import statistics
 

@@ -46,6 +46,30 @@ def snippet(kind: str, i: int) -> tuple[str, set[str]]:
     return HEADER + body.format(i=i), expected
 
 
+# The fault mix used under load, spread evenly through the run.
+FAULT_MIX = {"hang": 8, "oom": 8, "garbage": 12, "stderr": 40}
+
+
+def fault_mix_items(total: int, mix: dict[str, int] = FAULT_MIX) -> list[tuple[str, str, set[str]]]:
+    """`total` snippets, mostly "ok", with `mix` faults at even spacing.
+
+    A worker killed by kill -9 can hit any snippet; once its retries are
+    spent the correct answer is CRASH, so CRASH is allowed for every kind
+    (the tests bound how often it may happen).
+    """
+    kinds = ["ok"] * total
+    slot = 7
+    for kind, count in mix.items():
+        for _ in range(count):
+            kinds[slot % total] = kind
+            slot += total // sum(mix.values()) + 1
+    items = []
+    for i, kind in enumerate(kinds):
+        code, expected = snippet(kind, i)
+        items.append((f"{kind}-{i}", code, expected | {"CRASH"}))
+    return items
+
+
 def make_config(workers: int = 2, **overrides) -> Config:
     """A loopback config; overrides are `section__key=value`."""
     config = Config()
@@ -121,6 +145,8 @@ class LoadReport:
     sent: int = 0
     answers: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     statuses: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    status_of: dict = dataclasses.field(default_factory=dict)  # id -> first status
+    error_of: dict = dataclasses.field(default_factory=dict)  # id -> error, when not VALID/SORRY
     wrong: list = dataclasses.field(default_factory=list)
     duplicates: int = 0
     unknown: int = 0
@@ -130,6 +156,13 @@ class LoadReport:
     @property
     def missing(self) -> int:
         return self.sent - len(self.answers)
+
+    def by_kind(self) -> dict[str, collections.Counter]:
+        """Statuses per fault kind, for ids named "<kind>-<n>"."""
+        out: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        for sid, status in self.status_of.items():
+            out[sid.rsplit("-", 1)[0]][status] += 1
+        return dict(out)
 
 
 async def run_streams(
@@ -178,6 +211,9 @@ async def run_streams(
                     report.answers[result.id] += 1
                     name = STATUS_NAME[result.status]
                     report.statuses[name] += 1
+                    report.status_of.setdefault(result.id, name)
+                    if result.error:
+                        report.error_of.setdefault(result.id, result.error[:500])
                     if name not in expected.get(result.id, ()):
                         report.wrong.append((result.id, name, result.error[:300]))
                     if on_progress is not None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 
 import grpc
 import pytest
 
-from leanrpc.client import ClientError
+from leanrpc.client import Client, ClientError
 from reuse_support import start, stop
 
 PREAMBLE = "import Mathlib\nopen Nat\n\ndef double (n : Nat) : Nat := 2 * n\n"
@@ -23,8 +24,6 @@ def _holder_pid(app, session_name: str) -> int:
 
 
 async def _wait_dead(pid: int) -> None:
-    import asyncio
-
     import psutil
 
     for _ in range(200):
@@ -87,30 +86,57 @@ async def test_verify_with_session_runs_on_env_0():
         assert [r.status for r in results] == ["VALID", "INVALID"]
         # the session is unchanged: Verify does not add envs
         assert len(app.pool.sessions.get(name).commands) == 1
+
+        # the streaming call takes the same option, async and blocking
+        snippets = [("s1", "theorem s1 : double 3 = 6 := by decide"), ("s2", "example : 1 = 1 := by exact bogus")]
+        streamed = await client.verify(snippets, session=name)
+        assert [(r.id, r.status) for r in streamed] == [("s1", "VALID"), ("s2", "INVALID")]
+        # without the session, `double` is unknown: the option really selects the env
+        [plain] = await client.verify([snippets[0]])
+        assert plain.status == "INVALID"
+
+        def blocking() -> list:
+            with Client(f"127.0.0.1:{app.port}", max_retries=0) as sync_client:
+                return sync_client.verify(snippets, session=name)
+
+        assert [(r.id, r.status) for r in await asyncio.to_thread(blocking)] == [("s1", "VALID"), ("s2", "INVALID")]
+        assert len(app.pool.sessions.get(name).commands) == 1
     finally:
         await stop(app, client)
 
 
+_INVALID = grpc.StatusCode.INVALID_ARGUMENT
+_NOT_FOUND = grpc.StatusCode.NOT_FOUND
+
+
 @pytest.mark.parametrize(
-    "call",
+    "call, code",
     [
-        lambda c: c.run_in_session("nope", "theorem x : True := trivial"),
-        lambda c: c.run_in_session("s", "import Aesop\ntheorem x : True := trivial"),
-        lambda c: c.run_in_session("s", "theorem x : True := trivial", env=7),
-        lambda c: c.run_in_session("s", "   "),
-        lambda c: c.open_session(PREAMBLE, name="s"),
-        lambda c: c.open_session(PREAMBLE, name="has space"),
-        lambda c: c.verify_batch(["theorem x : True := trivial"], session="nope"),
+        (lambda c: c.run_in_session("nope", "theorem x : True := trivial"), _NOT_FOUND),
+        (lambda c: c.run_in_session("s", "import Aesop\ntheorem x : True := trivial"), _INVALID),
+        (lambda c: c.run_in_session("s", "theorem x : True := trivial", env=7), _INVALID),
+        (lambda c: c.run_in_session("s", "   "), _INVALID),
+        (lambda c: c.open_session(PREAMBLE, name="s"), _INVALID),
+        (lambda c: c.open_session(PREAMBLE, name="has space"), _INVALID),
+        (lambda c: c.verify_batch(["theorem x : True := trivial"], session="nope"), _NOT_FOUND),
+        (lambda c: c.verify(["theorem x : True := trivial"], session="nope"), None),
     ],
-    ids=["unknown-session", "imports", "unknown-env", "empty", "duplicate-name", "bad-name", "verify-unknown"],
+    ids=["unknown-session", "imports", "unknown-env", "empty", "duplicate-name", "bad-name", "verify-unknown",
+         "stream-unknown"],
 )
-async def test_bad_session_requests_are_invalid_argument(call):
+async def test_bad_session_requests_are_refused_with_the_right_code(call, code):
     app, client = await start(workers=1)
     try:
         assert (await client.open_session(PREAMBLE, name="s")).env == 0
+        if code is None:
+            # A stream answers each snippet; an unknown session rejects that snippet.
+            results = await call(client)
+            assert [r.status for r in results] == ["REJECTED"]
+            assert "unknown session 'nope'" in results[0].error
+            return
         with pytest.raises(ClientError) as info:
             await call(client)
-        assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT
+        assert info.value.code is code
     finally:
         await stop(app, client)
 

@@ -32,7 +32,7 @@ async def broken_server(tmp_path):
         workers=2,
         server__port=0,
         pool__boot_failure_limit=3,
-        pool__breaker_cooldown_s=2.0,
+        pool__breaker_cooldown_s=4.0,
         pool__max_retries=1,
     )
     config.repl.command = [sys.executable, "-c", _FLAKY_REPL, str(flag)]
@@ -99,13 +99,6 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
     assert app.pool.stats.boot_failures == 3
     assert _boots(app) == 3
 
-    info = await stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=10)
-    assert not info.serving
-    assert "3 consecutive REPL boot failures" in info.not_serving_reason
-    assert "exit status 3" in info.not_serving_reason or "failed its boot probe" in info.not_serving_reason
-    # Health follows the pool within its refresh period.
-    await _wait_for_health(channel, health_pb2.HealthCheckResponse.NOT_SERVING)
-
     # While open, requests are refused at once without trying to boot.
     failures_before = app.pool.stats.boot_failures
     with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -123,10 +116,17 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
     assert [(r.id, r.status) for r in answers] == [("s1", pb.REJECTED)]
     assert "no REPL worker can start" in answers[0].error
 
+    info = await stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=10)
+    assert not info.serving
+    assert "3 consecutive REPL boot failures" in info.not_serving_reason
+    assert "exit status 3" in info.not_serving_reason or "failed its boot probe" in info.not_serving_reason
+    # Health follows the pool within its refresh period.
+    await _wait_for_health(channel, health_pb2.HealthCheckResponse.NOT_SERVING)
+
     # The toolchain comes back; after the cooldown the breaker lets a boot
     # through and closes on success.
     flag.unlink()
-    await wait_until(lambda: app.pool.serving, 10.0, "the breaker cooldown to pass")
+    await wait_until(lambda: app.pool.serving, 20.0, "the breaker cooldown to pass")
     reply = await stub.Verify(request, timeout=30)
     assert [r.status for r in reply.results] == [pb.VALID]
     assert reply.results[0].verifier.kind == "stand-in"
@@ -145,7 +145,7 @@ async def test_half_open_breaker_reopens_on_the_next_failure(broken_server):
         with pytest.raises(grpc.aio.AioRpcError):
             await stub.Verify(request, timeout=30)
     assert not app.pool.serving
-    await wait_until(lambda: app.pool.serving, 10.0, "the breaker cooldown to pass")
+    await wait_until(lambda: app.pool.serving, 20.0, "the breaker cooldown to pass")
     # Still broken: one more failed boot re-opens it at once.
     with pytest.raises(grpc.aio.AioRpcError) as failed:
         await stub.Verify(request, timeout=30)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import sys
 
+import grpc
 import psutil
+import pytest
 
+from leanrpc.config import LimitsConfig
 from leanrpc.edge.server import create_server
+from leanrpc.errors import WorkerCrashed
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-from workers_support import HEADER, descendants, make_config, start_service, verify, wait_until
-
-import grpc
+from leanrpc.worker.launcher import LaunchSpec, Launcher
+from leanrpc.worker.worker import ShutdownRung, Worker, WorkerState
+from workers_support import HEADER, STANDIN, descendants, make_config, start_service, verify, wait_until
 
 # A REPL that leaves a long-lived grandchild behind (as `lake env repl` or a
 # tactic that shells out can), holding the REPL's stdout open.
@@ -96,3 +100,31 @@ async def test_server_stop_under_stream_load_leaves_no_process():
         call.cancel()
     await channel.close()
     await wait_until(lambda: not (descendants() & tree), 15.0, "every worker process and grandchild to exit")
+
+
+class GatedLauncher(Launcher):
+    """Holds every launch until released, to stop a worker mid-launch."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def launch(self, spec):
+        self.entered.set()
+        await self.release.wait()
+        return await super().launch(spec)
+
+
+async def test_worker_stopped_while_launching_kills_the_late_process():
+    launcher = GatedLauncher()
+    worker = Worker("w-late", LaunchSpec(argv=list(STANDIN)), launcher, LimitsConfig())
+    starting = asyncio.ensure_future(worker.start(timeout=30))
+    await asyncio.wait_for(launcher.entered.wait(), 10)
+    # Shutdown reaches the worker before its process exists.
+    assert await worker.stop(1.0) is ShutdownRung.EXITED
+    assert worker.state is WorkerState.DEAD
+    launcher.release.set()
+    with pytest.raises(WorkerCrashed, match="stopped while starting"):
+        await asyncio.wait_for(starting, 30)
+    assert worker.pid is not None
+    await wait_until(lambda: not psutil.pid_exists(worker.pid) or psutil.Process(worker.pid).status() == psutil.STATUS_ZOMBIE, 10.0, "the late process to die")

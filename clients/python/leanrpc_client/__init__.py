@@ -292,8 +292,11 @@ class AsyncClient:
         check_axioms: bool = False,
         window: int = 256,
         progress: bool | None = None,
+        session: str = "",
     ) -> list[Result]:
         """Verifies any number of snippets over VerifyStream; input order kept.
+        With `session`, each snippet (no imports) runs on that session's env 0
+        (an unknown session gives that snippet a REJECTED result).
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
         whose stream broke with UNAVAILABLE, or that the server's full queue
@@ -310,7 +313,7 @@ class AsyncClient:
             from tqdm import tqdm
 
             bar = tqdm(total=len(items), unit="snippet", desc="verify")
-        options = _options(timeout_s, infotree, reuse, check_axioms)
+        options = _options(timeout_s, infotree, reuse, check_axioms, session)
         attempt = 0
         try:
             while len(results) < len(items):

@@ -16,6 +16,7 @@ log = logging.getLogger("leanrpc.edge")
 STATUS_FOR_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (errors.AuthError, grpc.StatusCode.UNAUTHENTICATED),
     (errors.OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (errors.NotFoundError, grpc.StatusCode.NOT_FOUND),
     (errors.RequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (errors.ModelNotConfigured, grpc.StatusCode.FAILED_PRECONDITION),
     (errors.NotServingError, grpc.StatusCode.UNAVAILABLE),

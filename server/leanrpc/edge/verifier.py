@@ -10,7 +10,7 @@ import grpc
 import lz4.frame
 
 from .. import __version__
-from ..errors import OverloadedError, RequestError
+from ..errors import NotFoundError, OverloadedError, RequestError
 from ..results import Position, Status, VerifyResult
 from ..services.extract import ExtractService
 from ..services.verify import VerifyOptions, VerifyService
@@ -50,7 +50,9 @@ class VerifierServicer(pb_grpc.VerifierServicer):
             try:
                 self._verify.validate(snippet.code, options)
             except RequestError as exc:
-                raise RequestError(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}") from exc
+                # Keep the subclass (an unknown session is NOT_FOUND, not INVALID_ARGUMENT).
+                kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
+                raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}") from exc
         pool = self._verify.pool
         if pool.queue_depth + len(snippets) > self._config.pool.queue_limit:
             raise OverloadedError(

@@ -54,6 +54,7 @@ from ..results import VerifierIdentity
 from ..worker.identity import identity_from_probe
 from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
+from .cost import BodyCostModel
 from .sessions import SessionCall, SessionCommand, SessionRegistry, realize
 
 log = logging.getLogger("leanrpc.pool")
@@ -61,8 +62,8 @@ log = logging.getLogger("leanrpc.pool")
 _LOOKAHEAD = 256
 _FORK_MARKS = ("augustepoiroux", "incremental", "--fork")
 _LEAN_VERSION = re.compile(r"(\d+)\.(\d+)")
-# Weight of the newest observation in the body-cost estimate.
-_COST_EWMA = 0.2
+# Prefixes whose accumulated waiting ("rent") is tracked, most recent kept.
+_RENT_ENTRIES = 1024
 
 
 @dataclasses.dataclass
@@ -79,6 +80,14 @@ class Job:
     # Set for a session job: the command runs on a session env, not the body.
     session: SessionCall | None = None
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
+    # Set while the job waits for a busy prefix holder although an idle
+    # worker of its header was free: since when, and for which prefix.
+    wait_mark: float | None = None
+    rent_key: int | None = None
+    # Pool-trie entry added at launch: the worker will hold the text once it
+    # is elaborated, so routing can wait for it instead of elaborating the
+    # same file twice at once. Dropped if the request fails.
+    inflight_key: str | None = None
     attempts: int = 0
     future: asyncio.Future | None = None
     task: asyncio.Task | None = None
@@ -125,7 +134,9 @@ class PoolStats:
     header_switches: int = 0
     prefix_routed: int = 0       # jobs that ran with a reused prefix
     prefix_reused_chars: int = 0
-    prefix_waits: int = 0        # dispatch passes where a job waited for a busy prefix holder
+    prefix_waits: int = 0        # jobs that waited for a busy prefix holder while a worker was idle
+    prefix_wait_s: float = 0.0   # seconds those jobs spent waiting so
+    prefix_spreads: int = 0      # jobs run on an idle worker although a busy one held more
     session_replays: int = 0     # session commands replayed after a worker was lost
     spares_started: int = 0
     jobs_submitted: int = 0
@@ -165,8 +176,12 @@ class Pool:
         # Pool-level trie: "<scope>\0<text>\0<worker>" for every text a live
         # worker still remembers; the payload is the worker name.
         self.prefix_index = PrefixTrie()
-        self._body_s_ewma: float | None = None
-        self._chars_ewma: float | None = None
+        self._cost = BodyCostModel()
+        # Seconds jobs waited for a busy holder of a prefix, per prefix; once
+        # it passes the cost of elaborating the prefix elsewhere, an idle
+        # worker takes the next job and becomes a second holder.
+        self._prefix_rent: collections.OrderedDict[int, float] = collections.OrderedDict()
+        self._recheck: asyncio.TimerHandle | None = None
         self._preloading: set[str] = set()
         self.sessions = SessionRegistry(config.pool.max_sessions, config.pool.max_session_commands)
         self._state_listeners: list = []
@@ -250,6 +265,8 @@ class Pool:
             self._fail(job, NotServingError("server is shutting down"))
         if self._supervisor is not None:
             self._supervisor.cancel()
+        if self._recheck is not None:
+            self._recheck.cancel()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*(w.stop(grace) for w in list(self.workers)), return_exceptions=True)
@@ -289,6 +306,7 @@ class Pool:
             return
         now = time.monotonic()
         self._drop_expired(now)
+        self._accrue_rent(now)
         while self._queue:
             idle = [w for w in self.workers if w.state is WorkerState.IDLE]
             starting = sum(1 for w in self.workers if w.state is WorkerState.SPAWNING)
@@ -356,6 +374,9 @@ class Pool:
             assigned = True
             if not any(by_key.values()):
                 break
+        for job in itertools.islice(self._queue, _LOOKAHEAD):
+            if job.wait_mark is not None and not by_key.get(job.import_key):
+                job.wait_mark = None  # a later job took the idle worker: no idle time to charge
         return assigned
 
     def _best_for_prefix(
@@ -418,25 +439,74 @@ class Pool:
     def _waits_for_holder(self, job: Job, best_idle: int, waiting_on: collections.Counter, now: float,
                           *, count: bool = True) -> bool:
         """Whether the job should wait for a busy worker that holds more of its
-        work than the best idle choice: the saved elaboration, at the measured
-        cost per character, must beat the expected wait (the holder's current
-        request plus the jobs already waiting for it)."""
-        if not self._routes_by_prefix(job) or self._body_s_ewma is None:
+        work than the best idle choice.
+
+        It waits when the saved elaboration (extra characters at the fitted
+        per-character cost, without the per-request overhead) beats the
+        expected wait: the holder's remaining time, the jobs already waiting
+        for it, plus the "rent" earlier jobs paid waiting for this prefix while
+        a worker idled. Once that rent reaches the cost of elaborating the
+        prefix once elsewhere, the idle worker takes the job and becomes a
+        second holder (ski rental), so a hot prefix cannot keep one worker
+        busy and the other idle. `count=False` only asks; it changes nothing.
+        """
+        if not self._routes_by_prefix(job) or not self._cost.known:
             return False
         if now - job.enqueued_at >= self.config.pool.max_wait_for_warm_s:
             return False
         holder, held = self._holder(job)
         if holder is None or held <= best_idle:
             return False
-        per_char = self._body_s_ewma / max(1.0, self._chars_ewma or 1.0)
-        remaining = max(0.0, holder.busy_since + holder.expected_busy_s - now)
-        queued = waiting_on[holder.name] * per_char * max(1, len(job.text) - held)
-        if per_char * (held - best_idle) <= remaining + queued:
+        saved = self._cost.per_char * (held - best_idle)
+        wait = self._remaining_s(holder, now) + waiting_on[holder.name]
+        key = hash((job.scope, job.text[:held]))
+        rent = self._prefix_rent.get(key, 0.0)
+        if wait + rent >= saved:
+            if count:
+                self._prefix_rent.pop(key, None)
+                self.stats.prefix_spreads += 1
             return False
         if count:
-            waiting_on[holder.name] += 1
-            self.stats.prefix_waits += 1
+            waiting_on[holder.name] += self._cost.seconds(len(job.text) - held)
+            if job.rent_key is None:
+                self.stats.prefix_waits += 1
+            job.wait_mark, job.rent_key = now, key
+            # Rent grows while it waits: look again before it could tip over.
+            self._arm_recheck((saved - wait - rent) / 2)
         return True
+
+    @staticmethod
+    def _remaining_s(worker: Worker, now: float) -> float:
+        """Expected time until a busy worker is free. Past its estimate, it is
+        expected to overrun by as much again (a long proof is far from done)."""
+        return abs(worker.busy_since + worker.expected_busy_s - now)
+
+    def _accrue_rent(self, now: float) -> None:
+        """Charges each job that waited with an idle worker passed over since
+        the last dispatch pass to its prefix's rent."""
+        for job in itertools.islice(self._queue, _LOOKAHEAD):
+            if job.wait_mark is None:
+                continue
+            waited = max(0.0, now - job.wait_mark)
+            job.wait_mark = None
+            self.stats.prefix_wait_s += waited
+            self._prefix_rent[job.rent_key] = self._prefix_rent.pop(job.rent_key, 0.0) + waited
+        while len(self._prefix_rent) > _RENT_ENTRIES:
+            self._prefix_rent.popitem(last=False)
+
+    def _arm_recheck(self, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        when = loop.time() + max(0.02, delay)
+        if self._recheck is not None:
+            if self._recheck.when() <= when:
+                return
+            self._recheck.cancel()
+
+        def fire() -> None:
+            self._recheck = None
+            self._dispatch()
+
+        self._recheck = loop.call_at(when, fire)
 
     def _someone_will_hold(self, import_key: str) -> bool:
         return any(
@@ -476,13 +546,20 @@ class Pool:
         else:
             # Reserve it now so the next dispatch pass does not hand it out.
             worker.mark_busy()
-            if self._body_s_ewma is not None:
-                per_char = self._body_s_ewma / max(1.0, self._chars_ewma or 1.0)
-                worker.expected_busy_s = per_char * max(1, len(job.text) - self._affinity(worker, job))
+            if self._cost.known:
+                worker.expected_busy_s = self._cost.seconds(len(job.text) - self._affinity(worker, job))
+        if self._routes_by_prefix(job):
+            key = self._index_key(job, worker)
+            if key not in self.prefix_index:
+                self.prefix_index.insert(key, worker.name)
+                job.inflight_key = key
         job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
-        job.task.add_done_callback(lambda task, worker=worker: self._on_job_task_done(task, worker))
+        job.task.add_done_callback(lambda task, worker=worker, job=job: self._on_job_task_done(task, worker, job))
 
-    def _on_job_task_done(self, task: asyncio.Task, worker: Worker) -> None:
+    def _on_job_task_done(self, task: asyncio.Task, worker: Worker, job: Job) -> None:
+        if job.inflight_key is not None:  # never ran: _run's cleanup did not drop it
+            self.prefix_index.remove(job.inflight_key)
+            job.inflight_key = None
         # A task cancelled before its first step never runs _run's cleanup
         # (cancellation storms do this): give the reserved slot back.
         if not task.cancelled():
@@ -593,24 +670,29 @@ class Pool:
             worker.kill(ExitCause.CRASH)
             self._fail(job, exc)
         finally:
+            if job.inflight_key is not None:
+                self.prefix_index.remove(job.inflight_key)
+                job.inflight_key = None
             self._release(worker)
             self._dispatch()
 
     def _observe_cost(self, body_s: float, chars: int) -> None:
-        if self._body_s_ewma is None:
-            self._body_s_ewma, self._chars_ewma = body_s, float(chars)
-        else:
-            self._body_s_ewma += _COST_EWMA * (body_s - self._body_s_ewma)
-            self._chars_ewma += _COST_EWMA * (chars - self._chars_ewma)
+        self._cost.observe(body_s, chars)
 
     def _remember(self, worker: Worker, job: Job, run_env: int) -> None:
         """Adds the job's text to the worker's history and the pool trie."""
-        key = f"{job.scope}\x00{job.text}\x00{worker.name}"
+        key = self._index_key(job, worker)
+        if key == job.inflight_key:
+            job.inflight_key = None  # the history owns the entry now
         if key not in self.prefix_index:
             self.prefix_index.insert(key, worker.name)
         for forgotten in worker.remember_body(run_env, job.text, key):
             if forgotten is not None and forgotten != key:
                 self.prefix_index.remove(forgotten)
+
+    @staticmethod
+    def _index_key(job: Job, worker: Worker) -> str:
+        return f"{job.scope}\x00{job.text}\x00{worker.name}"
 
     def _record_session(self, job: Job, worker: Worker, response: dict) -> int | None:
         call = job.session

@@ -21,7 +21,7 @@ import itertools
 import time
 
 from ..core.headers import HeaderSplit
-from ..errors import OverloadedError, RequestError, WorkerCrashed
+from ..errors import NotFoundError, OverloadedError, RequestError, WorkerCrashed
 from ..worker.worker import ExitCause
 
 __all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV"]
@@ -119,7 +119,7 @@ class SessionRegistry:
     def get(self, name: str) -> Session:
         session = self._sessions.get(name)
         if session is None:
-            raise RequestError(f"unknown session {name!r} (never opened, or closed)")
+            raise NotFoundError(f"unknown session {name!r} (never opened, or closed)")
         session.last_used = time.monotonic()
         return session
 

@@ -27,8 +27,12 @@ log = logging.getLogger("leanrpc.ray")
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
 
 
-class _NodeServer:
-    """Body of the `LeanrpcNodeServer` actor (async: one event loop per actor)."""
+class LeanrpcNodeServer:
+    """One node's server; `node_server_actor()` is this class as a Ray actor.
+
+    All methods are async, so Ray runs the actor on one event loop, which the
+    gRPC server and the pool keep using between calls.
+    """
 
     def __init__(self, config: Config) -> None:
         self._config = config
@@ -55,6 +59,8 @@ class _NodeServer:
 
     async def stats(self) -> dict:
         """Pool counters, and the pids of this actor's REPL workers."""
+        if self._app is None:
+            raise RuntimeError("this leanrpc node server is not running")
         stats = self._app.pool.stats
         return {
             "jobs_finished": stats.jobs_finished,
@@ -81,8 +87,7 @@ def node_server_actor():
     if _remote_class is None:
         import ray
 
-        _NodeServer.__name__ = _NodeServer.__qualname__ = "LeanrpcNodeServer"
-        _remote_class = ray.remote(_NodeServer)
+        _remote_class = ray.remote(LeanrpcNodeServer)
     return _remote_class
 
 
@@ -125,8 +130,6 @@ class RayDeployment:
 
     def shutdown(self, grace: float = 10.0, timeout_s: float = 60.0) -> None:
         """Stops every server (graded worker shutdown), then ends the actors."""
-        import ray
-
         _stop_actors([s.actor for s in self.servers], grace, timeout_s)
         self.servers = []
 

@@ -277,7 +277,11 @@ class Worker:
 
         if self.exit_cause is None:
             self.exit_cause = cause
-        if self.process is None or self.state in (WorkerState.DEAD, WorkerState.FAILED):
+        if self.state in (WorkerState.DEAD, WorkerState.FAILED):
+            return ShutdownRung.EXITED
+        if self.process is None:
+            # Still launching: end it now; start() then kills the new process.
+            self.kill(cause)
             return ShutdownRung.EXITED
         if self.state is not WorkerState.STOPPING:
             self._set_state(WorkerState.STOPPING)

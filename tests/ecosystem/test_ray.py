@@ -1,0 +1,186 @@
+"""leanrpc.ray on a real two-node Ray cluster, all on loopback.
+
+Two raylets on 127.0.0.1 (ray.cluster_utils.Cluster) stand in for two
+machines: one leanrpc server per node, batches routed by import header, a
+verifier shipped into a Ray task, and nothing left running afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import ray  # in the test extra: a missing ray fails here rather than skipping
+
+from leanrpc.config import Config
+from leanrpc.edge.auth import AccessConfigError
+
+pytestmark = pytest.mark.slow
+
+CANDIDATE_HEADERS = ["import Mathlib", "import Mathlib.Tactic", "import Aesop", "import Batteries", "import Std", "import Lean"]
+EXPECTED_BY_KIND = {0: "VALID", 1: "SORRY", 2: "INVALID"}
+
+
+def _descendants() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def _wait_gone(pids: set[int], timeout_s: float = 60.0) -> set[int]:
+    """The pids still running after up to timeout_s (zombies count as gone)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = set()
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.add(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
+
+
+def _is_node_server(pid: int) -> bool:
+    try:
+        return "LeanrpcNodeServer" in " ".join(psutil.Process(pid).cmdline())
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    # Ray advertises the machine's IP even for a node bound to 127.0.0.1;
+    # this switch (its laptop mode) keeps every address on loopback, also
+    # in the raylets and workers, which inherit the environment.
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+    before = _descendants()
+    node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+    cluster = Cluster(initialize_head=True, head_node_args={**node_args, "include_dashboard": False})
+    try:
+        cluster.add_node(**node_args)
+        ray.init(address=cluster.address, log_to_driver=False)
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+        ray._private.ray_constants.ENABLE_RAY_CLUSTER = True
+    assert _wait_gone(_descendants() - before) == set(), "Ray or leanrpc processes outlived the cluster"
+
+
+def _config(**pool) -> Config:
+    config = Config()
+    config.server.port = 0
+    config.pool.workers = 1
+    config.pool.default_timeout_s = 60
+    for key, value in pool.items():
+        setattr(config.pool, key, value)
+    return config
+
+
+def _snippets(headers: list[str], count: int) -> list[tuple[str, str, str]]:
+    out = []
+    for i in range(count):
+        kind = i % 3
+        proof = ("rfl", "sorry", "exact Nat.nonexistent_lemma x")[kind]
+        code = f"{headers[i % len(headers)]}\n\ntheorem t{i} (x : Nat) : x + {i} = x + {i} := by\n  {proof}\n"
+        out.append((f"s{i}", code, EXPECTED_BY_KIND[kind]))
+    return out
+
+
+def test_one_server_per_node_routes_by_header_and_shuts_down_cleanly(ray_cluster):
+    import leanrpc.ray
+
+    nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    assert len(nodes) == 2
+    # num_cpus 0.5 leaves half of each node for the "trainer" task below.
+    verifier = leanrpc.ray.connect(_config(), num_cpus=0.5, client_kwargs={"max_retries": 2})
+    deployment = verifier.deployment
+    try:
+        servers = deployment.servers
+        assert {s.node_id for s in servers} == nodes  # one per node, on distinct nodes
+        assert all(s.address.startswith("127.0.0.1:") for s in servers)
+        assert all(s.verifier_kind == "stand-in" for s in servers)
+
+        # Two headers that the ring puts on different servers, so both work.
+        ring = verifier.ring
+        by_owner = {}
+        for header in CANDIDATE_HEADERS:
+            by_owner.setdefault(ring.node_for_code(header + "\n"), header)
+        assert len(by_owner) == 2, "six headers all hashed to one server"
+        headers = list(by_owner.values())
+
+        items = _snippets(headers, 50)
+        results = verifier.verify([(sid, code) for sid, code, _ in items])
+        assert [r.id for r in results] == [sid for sid, _, _ in items]
+        assert [r.status for r in results] == [expected for _, _, expected in items]
+        assert {r.verifier for r in results} == {"stand-in"}
+
+        stats = deployment.stats()
+        for server in servers:
+            got = stats[server.address]
+            assert got["jobs_finished"] == 25  # its one header, every snippet of it
+            assert got["header_loads"] == 1  # affinity: no node loads the other's header
+
+        # A trainer's reward function runs in a Ray task with a pickled copy.
+        @ray.remote(num_cpus=0.5)
+        def reward(remote_verifier, codes):
+            try:
+                return [r.status for r in remote_verifier.verify(codes)]
+            finally:
+                remote_verifier.close()
+
+        codes = [code for _sid, code, _ in items[:6]]
+        statuses = ray.get(reward.remote(verifier, codes), timeout=120)
+        assert statuses == [expected for _, _, expected in items[:6]]
+        # Async callers (e.g. an async reward actor) await the same client.
+        more = [code for _sid, code, _ in items[6:10]]
+        statuses = [r.status for r in asyncio.run(verifier.averify(more))]
+        assert statuses == [expected for _, _, expected in items[6:10]]
+        assert sum(v["jobs_finished"] for v in deployment.stats().values()) == 60
+
+        server_pids = {s.pid for s in servers}
+        worker_pids = {pid for v in deployment.stats().values() for pid in v["worker_pids"]}
+        assert len(worker_pids) == 2
+        for pid in worker_pids:  # REPL workers are children of the actor processes
+            assert psutil.Process(pid).ppid() in server_pids
+    finally:
+        verifier.close()
+    assert verifier.deployment is None and deployment.servers == []
+    assert _wait_gone(worker_pids | server_pids) == set()
+
+
+def test_failed_start_raises_the_server_error_and_removes_the_actors(ray_cluster):
+    import leanrpc.ray
+
+    before = _descendants()
+    config = _config()
+    config.server.allow_unauthenticated_loopback = False  # no tokens: every node refuses
+    with pytest.raises(AccessConfigError, match="without authentication"):
+        leanrpc.ray.deploy_per_node(config, num_cpus=0.5)
+    # Only the actor processes must go; Ray may keep idle task workers around.
+    assert _wait_gone({p for p in _descendants() - before if _is_node_server(p)}) == set()
+
+
+def test_routing_imports_without_ray():
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "import pickle, leanrpc.ray as r\n"
+        "v = pickle.loads(pickle.dumps(r.RayVerifier(['b:1', 'a:1'], token='t')))\n"
+        "print(v.addresses, v.ring.node_for_code('import Mathlib\\n') in v.addresses)\n"
+        "try:\n"
+        "    r.LeanrpcNodeServer\n"
+        "except ImportError:\n"
+        "    print('no ray')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split("\n")[:2] == ["['a:1', 'b:1'] True", "no ray"]
