@@ -8,9 +8,12 @@ verifier shipped into a Ray task, and nothing left running afterwards.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -46,11 +49,20 @@ def _wait_gone(pids: set[int], timeout_s: float = 60.0) -> set[int]:
         time.sleep(0.2)
 
 
-def _is_node_server(pid: int) -> bool:
-    try:
-        return "LeanrpcNodeServer" in " ".join(psutil.Process(pid).cmdline())
-    except psutil.NoSuchProcess:
-        return False
+def _set_child_subreaper(on: bool) -> None:
+    # Orphans (a REPL whose actor died, a worker whose raylet died) get
+    # reparented to this process instead of init, so the leak checks see them.
+    PR_SET_CHILD_SUBREAPER = 36
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _reap_zombies(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +75,10 @@ def ray_cluster():
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
     before = _descendants()
-    node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1"}
+    _set_child_subreaper(True)
+    # A short private temp dir (Ray's unix sockets live there) that goes away.
+    temp_dir = tempfile.mkdtemp(prefix="lrray-")
+    node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": temp_dir}
     cluster = Cluster(initialize_head=True, head_node_args={**node_args, "include_dashboard": False})
     try:
         cluster.add_node(**node_args)
@@ -74,7 +89,13 @@ def ray_cluster():
         cluster.shutdown()
         os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
         ray._private.ray_constants.ENABLE_RAY_CLUSTER = True
-    assert _wait_gone(_descendants() - before) == set(), "Ray or leanrpc processes outlived the cluster"
+    try:
+        leftover = _descendants() - before
+        assert _wait_gone(leftover) == set(), "Ray or leanrpc processes outlived the cluster"
+    finally:
+        _set_child_subreaper(False)
+        _reap_zombies(leftover)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _config(**pool) -> Config:
@@ -159,16 +180,45 @@ def test_one_server_per_node_routes_by_header_and_shuts_down_cleanly(ray_cluster
     assert _wait_gone(worker_pids | server_pids) == set()
 
 
+def _standin_pids() -> set[int]:
+    pids = set()
+    for pid in _descendants():
+        try:
+            if "leanrpc.standin" in " ".join(psutil.Process(pid).cmdline()):
+                pids.add(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return pids
+
+
+def _wait_cpus_free(timeout_s: float = 60.0) -> float:
+    total = ray.cluster_resources()["CPU"]
+    deadline = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0) < total and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return total - ray.available_resources().get("CPU", 0)
+
+
 def test_failed_start_raises_the_server_error_and_removes_the_actors(ray_cluster):
     import leanrpc.ray
 
-    before = _descendants()
     config = _config()
     config.server.allow_unauthenticated_loopback = False  # no tokens: every node refuses
     with pytest.raises(AccessConfigError, match="without authentication"):
         leanrpc.ray.deploy_per_node(config, num_cpus=0.5)
-    # Only the actor processes must go; Ray may keep idle task workers around.
-    assert _wait_gone({p for p in _descendants() - before if _is_node_server(p)}) == set()
+    assert _wait_cpus_free() == 0  # the actors are gone
+
+
+def test_partial_start_fails_and_leaves_no_server_or_repl_behind(ray_cluster):
+    import leanrpc.ray
+
+    # One real node, one that does not exist: the real one starts a server
+    # (and a REPL worker in its own session) while the other cannot be placed.
+    real = next(n["NodeID"] for n in ray.nodes() if n["Alive"])
+    with pytest.raises(ray.exceptions.ActorUnschedulableError):
+        leanrpc.ray.deploy_per_node(_config(), node_ids=[real, "ab" * 28], num_cpus=0.5, timeout_s=60)
+    assert _wait_cpus_free() == 0
+    assert _wait_gone(_standin_pids()) == set()  # no REPL orphaned by a killed actor
 
 
 def test_routing_imports_without_ray():

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from reliability_support import STATUS_NAME, run_streams, snippet, start_app, wait_for, wait_no_descendants
-import pytest
 
 
 @pytest.fixture

@@ -44,4 +44,4 @@ async def test_twenty_thousand_snippets_each_answered_once_with_flat_memory():
         await app.stop(2.0)
     await wait_no_descendants()
     # Worker pipes, pidfds and the server's sockets are all closed again.
-    assert open_fds() == fds_before
+    assert open_fds() <= fds_before

@@ -38,6 +38,13 @@ def _tree(pids: set[int]) -> set[int]:
     return out
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _bodies(n: int) -> list[str]:
     kinds = [
         "theorem t{i} : {i} = {i} := rfl\n",
@@ -63,7 +70,7 @@ async def test_pool_close_under_load_leaves_no_grandchild():
         assert not isinstance(outcome, asyncio.CancelledError)
         if isinstance(outcome, BaseException):
             assert "shutting down" in str(outcome) or "gone" in str(outcome), repr(outcome)
-    await wait_until(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in tree), 15.0, "the whole tree to exit")
+    await wait_until(lambda: not any(_alive(pid) for pid in tree), 15.0, "the whole tree to exit")
 
 
 async def test_crashed_repl_with_grandchild_is_not_reused():
@@ -127,4 +134,4 @@ async def test_worker_stopped_while_launching_kills_the_late_process():
     with pytest.raises(WorkerCrashed, match="stopped while starting"):
         await asyncio.wait_for(starting, 30)
     assert worker.pid is not None
-    await wait_until(lambda: not psutil.pid_exists(worker.pid) or psutil.Process(worker.pid).status() == psutil.STATUS_ZOMBIE, 10.0, "the late process to die")
+    await wait_until(lambda: not _alive(worker.pid), 10.0, "the late process to die")

@@ -12,10 +12,12 @@ without it, so the routing half stays usable anywhere.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import logging
 import os
+import time
 from typing import Iterable
 
 from ..config import Config
@@ -37,6 +39,9 @@ class LeanrpcNodeServer:
     def __init__(self, config: Config) -> None:
         self._config = config
         self._app = None
+        # Async actor methods interleave: a stop() sent while start() is
+        # still spawning workers must wait for it, or they would be orphaned.
+        self._lifecycle = asyncio.Lock()
 
     async def start(self, host: str | None) -> dict:
         """Starts the server on this node; returns what `NodeServer` holds."""
@@ -47,12 +52,13 @@ class LeanrpcNodeServer:
         node_ip = ray.util.get_node_ip_address()
         config = copy.deepcopy(self._config)
         config.server.host = host if host is not None else node_ip
-        self._app = await create_server(config)
+        async with self._lifecycle:
+            app = self._app = await create_server(config)
         advertised = node_ip if config.server.host in _WILDCARD_HOSTS else config.server.host
-        identity = self._app.pool.identity
+        identity = app.pool.identity
         return {
             "node_id": ray.get_runtime_context().get_node_id(),
-            "address": f"{advertised}:{self._app.port}",
+            "address": f"{advertised}:{app.port}",
             "pid": os.getpid(),
             "verifier_kind": identity.kind if identity else "",
         }
@@ -73,9 +79,10 @@ class LeanrpcNodeServer:
         # Graded shutdown of the gRPC server and every REPL worker, before
         # the actor process itself goes (its workers run in own sessions and
         # would otherwise outlive it).
-        if self._app is not None:
-            app, self._app = self._app, None
-            await app.stop(grace)
+        async with self._lifecycle:
+            if self._app is not None:
+                app, self._app = self._app, None
+                await app.stop(grace)
 
 
 _remote_class = None
@@ -143,12 +150,15 @@ class RayDeployment:
 def _stop_actors(actors: list, grace: float, timeout_s: float) -> None:
     import ray
 
+    deadline = time.monotonic() + timeout_s
     pending = [a.stop.remote(grace) for a in actors]
-    try:
-        ray.get(pending, timeout=timeout_s)
-    except Exception as exc:  # still kill the actors below
-        log.warning("leanrpc node servers did not stop cleanly: %s", exc)
-    for actor in actors:
+    # One at a time: ray.get on the list would give up at the first failed
+    # actor (say, one that never got placed) and kill the others mid-stop.
+    for actor, ref in zip(actors, pending):
+        try:
+            ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
+        except Exception as exc:  # killed below all the same
+            log.warning("leanrpc node server did not stop cleanly: %s", exc)
         ray.kill(actor, no_restart=True)
 
 
