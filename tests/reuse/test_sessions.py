@@ -88,18 +88,22 @@ async def test_verify_with_session_runs_on_env_0():
         assert len(app.pool.sessions.get(name).commands) == 1
 
         # the streaming call takes the same option, async and blocking
-        snippets = [("s1", "theorem s1 : double 3 = 6 := by decide"), ("s2", "example : 1 = 1 := by exact bogus")]
-        streamed = await client.verify(snippets, session=name)
-        assert [(r.id, r.status) for r in streamed] == [("s1", "VALID"), ("s2", "INVALID")]
-        # without the session, `double` is unknown: the option really selects the env
+        snippets = [("s1", "#check double"), ("s2", "theorem s2 : 1 = 1 := by exact Nat.nonexistent_thing")]
+        expected = [("s1", "VALID", ["double (n : Nat) : Nat"]), ("s2", "INVALID")]
+
+        def summary(results) -> list:
+            return [(r.id, r.status, [m.text for m in r.messages]) if r.id == "s1" else (r.id, r.status) for r in results]
+
+        assert summary(await client.verify(snippets, session=name)) == expected
+        # without the session `double` is not in scope: the option really selects the env
         [plain] = await client.verify([snippets[0]])
-        assert plain.status == "INVALID"
+        assert [m.text for m in plain.messages] == []
 
         def blocking() -> list:
             with Client(f"127.0.0.1:{app.port}", max_retries=0) as sync_client:
                 return sync_client.verify(snippets, session=name)
 
-        assert [(r.id, r.status) for r in await asyncio.to_thread(blocking)] == [("s1", "VALID"), ("s2", "INVALID")]
+        assert summary(await asyncio.to_thread(blocking)) == expected
         assert len(app.pool.sessions.get(name).commands) == 1
     finally:
         await stop(app, client)
