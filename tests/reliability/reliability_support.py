@@ -19,6 +19,7 @@ import grpc
 import psutil
 
 from leanrpc.config import Config
+from testkit import descendants, loopback_config  # noqa: F401  (re-exported)
 from leanrpc.edge.server import App, create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
@@ -72,35 +73,11 @@ def fault_mix_items(total: int, mix: dict[str, int] = FAULT_MIX) -> list[tuple[s
 
 def make_config(workers: int = 2, **overrides) -> Config:
     """A loopback config; overrides are `section__key=value`."""
-    config = Config()
-    config.server.port = 0
-    config.pool.workers = workers
-    config.pool.default_timeout_s = 30
-    # Tests inject memory pressure explicitly; the host's real pressure
-    # (shared CI box) must not recycle workers behind their back.
-    config.limits.max_system_memory_percent = 0
-    for key, value in overrides.items():
-        section, _, name = key.partition("__")
-        if not hasattr(getattr(config, section), name):
-            raise AttributeError(key)
-        setattr(getattr(config, section), name, value)
-    return config
+    return loopback_config(workers, **overrides)
 
 
 async def start_app(workers: int = 2, **overrides) -> App:
     return await create_server(make_config(workers, **overrides))
-
-
-def descendants() -> set[int]:
-    """Live (non-zombie) descendants of this process."""
-    pids = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                pids.add(child.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return pids
 
 
 def open_fds() -> int:

@@ -8,6 +8,7 @@ import os
 import grpc
 
 from leanrpc.config import Config
+from testkit import loopback_config
 from leanrpc.edge.server import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
@@ -17,18 +18,8 @@ HEADER = "import Mathlib\n\n"
 
 def make_config(**overrides) -> Config:
     """Overrides are `section__key=value`; one worker, port 0, sandbox off unless set."""
-    config = Config()
-    config.server.port = 0
-    config.pool.workers = 1
-    config.pool.default_timeout_s = 30
-    config.sandbox.mode = "off"
-    config.limits.max_system_memory_percent = 0
-    for key, value in overrides.items():
-        section, _, name = key.partition("__")
-        if not hasattr(getattr(config, section), name):
-            raise AttributeError(key)
-        setattr(getattr(config, section), name, value)
-    return config
+    overrides.setdefault("sandbox__mode", "off")
+    return loopback_config(1, **overrides)
 
 
 @contextlib.asynccontextmanager

@@ -1,0 +1,53 @@
+"""Helpers shared by the test packages: a loopback config and process checks.
+
+`pythonpath = ["tests"]` in pyproject.toml makes this importable everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psutil
+
+from leanrpc.config import Config
+
+
+def loopback_config(workers: int = 1, **overrides) -> Config:
+    """A config for tests: port 0, and overrides given as `section__key=value`.
+
+    System-memory recycling is off: a loaded CI box must not recycle workers
+    behind a test's back (tests that need it inject the measurement).
+    """
+    config = Config()
+    config.server.port = 0
+    config.pool.workers = workers
+    config.pool.default_timeout_s = 30
+    config.limits.max_system_memory_percent = 0
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        if not hasattr(getattr(config, section), name):
+            raise AttributeError(key)
+        setattr(getattr(config, section), name, value)
+    return config
+
+
+def descendants() -> set[int]:
+    """Live (non-zombie) descendants of this process, grandchildren included."""
+    pids = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                pids.add(child.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return pids
+
+
+async def wait_until(predicate, timeout: float, what: str, interval: float = 0.02) -> None:
+    """Polls a condition with a bound; fails naming what never happened."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}")
+        await asyncio.sleep(interval)
