@@ -6,7 +6,7 @@ import grpc
 import lz4.frame
 import pytest
 
-from extract_fixtures import RecordedCase, check_invariants, recorded_cases
+from extract_fixtures import RecordedCase, recorded_cases
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from leanrpc.edge.server import create_server
