@@ -20,7 +20,6 @@ import hashlib
 import random
 import re
 import sys
-import time
 from typing import Iterable, Sequence
 
 import grpc
