@@ -14,7 +14,7 @@ flight) for --duration seconds or --requests requests, and reports one JSON docu
 Definitions used in every report:
 
 * latency: client send to answer, queueing and any import included;
-* repl time: the REPL round trip the server itself measured (leanrpc: header_s + body_s;
+* repl time: the REPL round trip the server itself measured (leanrpc: boot_s + header_s + body_s;
   Kimina: the `time` field, body only); overhead = latency - queue_s - repl time, per request
   (queue_s is leanrpc-only; for peers, overhead also contains their queueing);
 * ideal throughput: workers / mean simulated REPL cost (the workload's burn seconds); the
@@ -360,7 +360,7 @@ class LeanrpcTarget:
         t = result.timings
         return Record(
             request_id, start, end, pb.Status.Name(result.status), item.burn_s,
-            repl_s=t.header_s + t.body_s, queue_s=t.queue_s, verifier=result.verifier.kind,
+            repl_s=t.boot_s + t.header_s + t.body_s, queue_s=t.queue_s, verifier=result.verifier.kind,
             server_total_s=t.total_s,
         )
 

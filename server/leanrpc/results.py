@@ -64,6 +64,7 @@ class Timings:
     header_s: float = 0.0
     body_s: float = 0.0
     total_s: float = 0.0
+    boot_s: float = 0.0
 
 
 @dataclasses.dataclass(slots=True)

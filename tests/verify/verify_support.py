@@ -10,19 +10,13 @@ import psutil
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from leanrpc.edge.server import App, create_server
+from testkit import loopback_config
 
 
 def small_config(workers: int = 1, **overrides) -> Config:
     """Config for a test server; overrides are `section__key=value`."""
-    config = Config()
-    config.server.port = 0
-    config.pool.workers = workers
-    config.pool.default_timeout_s = 20
-    for key, value in overrides.items():
-        section, _, name = key.partition("__")
-        assert hasattr(getattr(config, section), name), key
-        setattr(getattr(config, section), name, value)
-    return config
+    overrides.setdefault("pool__default_timeout_s", 20)
+    return loopback_config(workers, **overrides)
 
 
 @contextlib.asynccontextmanager

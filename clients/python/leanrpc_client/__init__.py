@@ -98,6 +98,7 @@ class Result:
     time_queue_s: float
     time_header_s: float
     time_body_s: float
+    time_boot_s: float
     warm_header: bool
     reused_prefix_chars: int
     attempts: int
@@ -154,6 +155,7 @@ def result_from_pb(r: pb.Result) -> Result:
         time_queue_s=r.timings.queue_s,
         time_header_s=r.timings.header_s,
         time_body_s=r.timings.body_s,
+        time_boot_s=r.timings.boot_s,
         warm_header=r.reuse.warm_header,
         reused_prefix_chars=r.reuse.reused_prefix_chars,
         attempts=r.reuse.attempts,

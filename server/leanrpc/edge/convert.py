@@ -77,6 +77,7 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
             header_s=result.timings.header_s,
             body_s=result.timings.body_s,
             total_s=result.timings.total_s,
+            boot_s=result.timings.boot_s,
         ),
         reuse=pb.Reuse(
             warm_header=result.reuse.warm_header,

@@ -121,6 +121,8 @@ class BodyOutcome:
     header_s: float
     body_s: float
     attempts: int
+    # Starting a fresh REPL for this job (a cold slot or a header switch).
+    boot_s: float = 0.0
     # Session jobs: the new session env id (None if not recorded), and how
     # many session commands had to be replayed on this worker first.
     session_env: int | None = None
@@ -579,8 +581,11 @@ class Pool:
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
         try:
+            boot_s = 0.0
             if worker.state is WorkerState.SPAWNING:
+                started = time.monotonic()
                 await self._boot(worker)
+                boot_s = time.monotonic() - started
                 worker.mark_busy()
             warm = worker.import_key is not None
             header_s = 0.0
@@ -635,6 +640,7 @@ class Pool:
                         reused_prefix_chars=reused,
                         queue_s=queue_s,
                         header_s=header_s,
+                        boot_s=boot_s,
                         body_s=body_s,
                         attempts=job.attempts,
                         session_env=session_env,

@@ -146,7 +146,9 @@ def classify(snippet_id: str, outcome: BodyOutcome, check_axioms: bool) -> Verif
     result = VerifyResult(
         id=snippet_id,
         status=Status.VALID,
-        timings=Timings(queue_s=outcome.queue_s, header_s=outcome.header_s, body_s=outcome.body_s),
+        timings=Timings(
+            queue_s=outcome.queue_s, header_s=outcome.header_s, body_s=outcome.body_s, boot_s=outcome.boot_s
+        ),
         reuse=ReuseInfo(
             warm_header=outcome.warm_header,
             reused_prefix_chars=outcome.reused_prefix_chars,
