@@ -106,3 +106,16 @@ def test_sync_client_and_cli_against_serve_with_config(served, tmp_path, capsys)
     assert cli.main(["verify", str(proofs), "--server", served]) == 1
     out = capsys.readouterr().out
     assert "INVALID" in out and "1 of 2 valid" in out
+
+
+def test_cli_verify_exits_without_asyncio_warnings(served, tmp_path):
+    """The blocking client closes its private loop cleanly (no leftover gRPC tasks)."""
+    proof = tmp_path / "good.lean"
+    proof.write_text(GOOD)
+    done = subprocess.run(
+        [sys.executable, "-m", "leanrpc.cli", "verify", str(proof), "--server", served],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "VALID" in done.stdout
+    assert "Task was destroyed" not in done.stderr and "Traceback" not in done.stderr

@@ -459,8 +459,19 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        if not self._loop.is_closed():
+        if self._loop.is_closed():
+            return
+        try:
             self._loop.run_until_complete(self._async.close())
+            # gRPC leaves status-watcher tasks behind; finish them as
+            # asyncio.run would, so closing the loop prints no warnings.
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        finally:
             self._loop.close()
 
     def verify(self, snippets: Iterable, **kwargs) -> list[Result]:
