@@ -137,6 +137,9 @@ class SandboxConfig:
     scratch_mb: int = 512  # size of each worker's private tmpfs scratch
     # Extra paths the workers must read (bind-mounted read-only past 0700 parents).
     expose: list[str] = dataclasses.field(default_factory=list)
+    # seccomp filter that makes fork/clone fail (threads allowed): "auto" (on,
+    # except for a `lake` REPL command, which spawns the REPL), "on", "off".
+    block_spawn: str = "auto"
 
 
 @dataclasses.dataclass

@@ -6,12 +6,15 @@ import logging
 import os
 import re
 import socket
+import subprocess
+import sys
 
 import grpc
+import psutil
 import pytest
 
 from leanrpc.config import Config
-from leanrpc.security import sandbox
+from leanrpc.security import enter, sandbox
 from leanrpc.v1 import verifier_pb2 as pb
 
 from security_support import (
@@ -59,9 +62,9 @@ def loopback_listener():
 
 async def test_every_escape_is_blocked_and_the_request_answered(loopback_listener, monkeypatch):
     monkeypatch.setenv("LEANRPC_TOKENS", "not-for-workers")
+    # No max_processes override: spawning is blocked by the seccomp filter, not RLIMIT_NPROC.
     config = make_config(
         sandbox__mode="unshare",
-        limits__max_processes=1,
         limits__cpu_seconds=300,
         limits__max_file_size_mb=5,
         limits__max_open_files=64,
@@ -83,13 +86,16 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
                 assert os.readlink(f"/proc/{worker.pid}/ns/{ns}") != os.readlink(f"/proc/self/ns/{ns}")
             assert "LEANRPC_TOKENS" not in proc_environ(worker.pid), "secrets must not reach workers"
             limits = proc_limits(worker.pid)
-            assert limits["Max processes"] == "1" and limits["Max cpu time"] == "300"
+            assert limits["Max processes"] == str(max(512, 8 * (os.cpu_count() or 1)))
+            assert limits["Max cpu time"] == "300"
+            assert status["Seccomp"].strip() == "2", "a seccomp filter is in force"
             assert limits["Max file size"] == str(5 * 2**20) and limits["Max open files"] == "64"
             flags = mount_flags(worker.pid)
             scratch = app.pool.launcher.scratch_dir
             assert flags[scratch].startswith("rw")
             assert all(opts.startswith("ro") for point, opts in flags.items() if point != scratch), flags
 
+            assert "process creation blocked by seccomp" in info.sandbox, info.sandbox
             code = _body_with_directive("escape=" + ESCAPES.format(port=loopback_listener))
             response = await verifier.Verify(one_snippet(code), metadata=(("authorization", "Bearer not-for-workers"),))
             (result,) = response.results
@@ -99,13 +105,16 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
             for kind, results in outcomes.items():
                 assert all(r.startswith("blocked") for r in results), (kind, results)
             assert "Read-only file system" in outcomes["write"][0]
-            assert "Resource temporarily unavailable" in outcomes["spawn"][0], "RLIMIT_NPROC=1"
+            assert "Operation not permitted" in outcomes["spawn"][0], "EPERM from the seccomp filter"
             assert "Network is unreachable" in outcomes["socket"][0]
             assert not os.path.exists("/etc/leanrpc-escape-test")
 
             # Still serving after all of that.
             again = await verifier.Verify(one_snippet(HEADER + "theorem t : 1 = 1 := rfl\n"), metadata=(("authorization", "Bearer not-for-workers"),))
             assert again.results[0].status == pb.VALID
+            # Threads are not processes: the filter lets them through.
+            threads = await verifier.Verify(one_snippet(_body_with_directive("escape=thread")), metadata=(("authorization", "Bearer not-for-workers"),))
+            assert _escape_outcomes(threads.results[0]) == {"thread": ["SUCCEEDED"]}
     assert root_is_writable_here(), "the sandbox's read-only mounts must not leak to the host"
 
 
@@ -167,3 +176,113 @@ async def test_unreadable_repl_fails_boot_with_a_clear_reason(tmp_path):
     stderr = (await process.stderr.read()).decode()
     assert await process.wait() == 126
     assert "Permission denied" in stderr and "readable by other users" in stderr
+
+
+async def test_block_spawn_off_lets_the_worker_spawn():
+    """Shows the spawn check can fail: same sandbox, filter off, spawning works."""
+    config = make_config(sandbox__mode="unshare", sandbox__block_spawn="off")
+    async with running_server(config) as app:
+        assert "process creation allowed (sandbox.block_spawn = off)" in app.pool.launcher.describe()
+        (worker,) = [w for w in app.pool.workers if w.pid]
+        assert proc_status(worker.pid)["Seccomp"].strip() == "0"
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            response = await stub(channel).Verify(one_snippet(_body_with_directive("escape=spawn")))
+    assert _escape_outcomes(response.results[0]) == {"spawn": ["SUCCEEDED"]}
+
+
+def _lake_shim(tmp_path) -> str:
+    """A `lake` that runs its arguments after `env` as a child, as `lake env repl` does."""
+    tmp_path.chmod(0o755)  # the worker's uid must reach it (its parents may stay private)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(mode=0o755)
+    shim = bin_dir / "lake"
+    shim.write_text('#!/bin/sh\n[ "$1" = env ] && shift\n"$@"\nexit $?\n')
+    shim.chmod(0o755)
+    return str(shim)
+
+
+async def test_lake_command_gets_spawning_allowed_by_default_and_says_so(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="leanrpc.security")
+    command = [_lake_shim(tmp_path), "env", sys.executable, "-m", "leanrpc.standin"]
+    config = make_config(sandbox__mode="unshare", repl__command=command)
+    assert config.sandbox.block_spawn == "auto"
+    async with running_server(config) as app:
+        description = app.pool.launcher.describe()
+        assert "process creation allowed (auto: the REPL command starts with 'lake'" in description, description
+        assert "workers may spawn processes" in caplog.text
+        (worker,) = [w for w in app.pool.workers if w.pid]
+        assert psutil.Process(worker.pid).children(), "the REPL runs as the shim's child"
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            info = await stub(channel).GetServerInfo(pb.GetServerInfoRequest())
+            assert "process creation allowed" in info.sandbox
+            # The REPL is the shim's child, so it only answers because spawning is allowed.
+            response = await stub(channel).Verify(one_snippet(_body_with_directive("escape=spawn")))
+    assert response.results[0].status == pb.VALID
+    assert _escape_outcomes(response.results[0]) == {"spawn": ["SUCCEEDED"]}
+    # Forcing the filter on for the same command is honoured.
+    forced = sandbox.UnshareLauncher(make_config(repl__command=command, sandbox__block_spawn="on"))
+    assert forced.block_spawn and "blocked by seccomp" in forced.describe()
+
+
+def test_block_spawn_setting_is_checked():
+    with pytest.raises(ValueError, match="sandbox.block_spawn must be one of auto, on, off"):
+        sandbox.make_sandbox_launcher(make_config(sandbox__mode="auto", sandbox__block_spawn="yes"))
+
+
+_FILTERED_CHILD = """
+import concurrent.futures, ctypes, errno, os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+import enter
+assert enter._libc.prctl(enter.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+enter.install_spawn_filter(os.uname().machine)
+attempts = {
+    "fork": os.fork,
+    "posix_spawn": lambda: os.posix_spawn("/bin/true", ["/bin/true"], {}),
+    "subprocess": lambda: subprocess.run(["/bin/true"]),
+}
+libc = ctypes.CDLL(None, use_errno=True)
+numbers = enter.SPAWN_SYSCALLS[os.uname().machine][1]
+
+
+def raw(number, *args):
+    pid = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+    if pid < 0:
+        raise OSError(ctypes.get_errno(), "syscall")
+    return pid
+
+
+SIGCHLD = 17
+attempts["clone"] = lambda: raw(numbers["clone"], SIGCHLD, 0, 0, 0, 0)
+attempts["clone3"] = lambda: raw(numbers["clone3"], 0, 0)
+if "fork" in numbers:
+    attempts["fork_syscall"] = lambda: raw(numbers["fork"])
+    attempts["x32_clone"] = lambda: raw(numbers["clone"] | 0x40000000, SIGCHLD, 0, 0, 0, 0)
+for name, attempt in attempts.items():
+    try:
+        if attempt() == 0:
+            os._exit(0)  # a forked grandchild; its parent reports SUCCEEDED
+        print(name, "SUCCEEDED", flush=True)
+    except OSError as exc:
+        print(name, errno.errorcode[exc.errno], flush=True)
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    print("threads", sum(pool.map(lambda n: n, range(10))), flush=True)
+os.execv("/bin/echo", ["echo", "exec ok"])
+"""
+
+
+def test_spawn_filter_blocks_fork_and_clone_but_not_threads_or_exec():
+    """The filter itself: every way Python starts a process fails with EPERM."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _FILTERED_CHILD, os.path.dirname(enter.__file__)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    expected = ["fork EPERM", "posix_spawn EPERM", "subprocess EPERM", "clone EPERM", "clone3 ENOSYS"]
+    if os.uname().machine == "x86_64":
+        expected += ["fork_syscall EPERM", "x32_clone EPERM"]
+    assert done.stdout.splitlines() == expected + ["threads 45", "exec ok"]
+
+
+def test_spawn_filter_refuses_unknown_machines():
+    with pytest.raises(enter.SandboxSetupError, match="no seccomp spawn filter for riscv64"):
+        enter.spawn_filter("riscv64")

@@ -90,7 +90,8 @@ async def test_crashed_repl_with_grandchild_is_not_reused():
 
 
 async def test_server_stop_under_stream_load_leaves_no_process():
-    config = make_config(workers=2, server__port=0, repl__command=_REPL_WITH_GRANDCHILD)
+    # The REPL spawns on purpose; the default sandbox's seccomp filter would refuse it.
+    config = make_config(workers=2, server__port=0, repl__command=_REPL_WITH_GRANDCHILD, sandbox__block_spawn="off")
     app = await create_server(config)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
     stub = pb_grpc.VerifierStub(channel)

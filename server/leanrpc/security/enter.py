@@ -14,7 +14,10 @@ Steps, in order (each one fails closed: exit status 126 and a line on stderr):
 6. rlimits; empty capability bounding set; setgroups([]); setresgid;
    setresuid; no_new_privs. Root's capabilities are gone, and read-only mounts
    inherited from this namespace are locked even inside a new user namespace,
-   so `mount -o remount,rw /` fails from the worker.
+   so `mount -o remount,rw /` fails from the worker;
+7. unless the plan says otherwise, a seccomp filter that makes process
+   creation fail with EPERM (threads stay allowed), installed last, so the
+   exec of the REPL is the last thing done with full rights.
 """
 
 import ctypes
@@ -45,6 +48,27 @@ KEPT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096  # noatime, n
 MNT_DETACH = 2
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+CLONE_THREAD = 0x00010000
+# Classic BPF opcodes: ld word abs, jeq/jge/jset imm, ret imm.
+BPF_LD_W_ABS = 0x20
+BPF_JEQ_K = 0x15
+BPF_JGE_K = 0x35
+BPF_JSET_K = 0x45
+BPF_RET_K = 0x06
+# struct seccomp_data: int nr; u32 arch; u64 ip; u64 args[6] (little-endian).
+SECCOMP_DATA_NR = 0
+SECCOMP_DATA_ARCH = 4
+SECCOMP_DATA_ARG0_LOW = 16
+X32_SYSCALL_BIT = 0x40000000
+# machine -> (AUDIT_ARCH_*, syscall numbers: clone, clone3, fork, vfork); aarch64 has no fork/vfork.
+SPAWN_SYSCALLS = {
+    "x86_64": (0xC000003E, {"clone": 56, "clone3": 435, "fork": 57, "vfork": 58}),
+    "aarch64": (0xC00000B7, {"clone": 220, "clone3": 435}),
+}
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -185,6 +209,57 @@ def drop_privileges(uid: int, gid: int) -> None:
         raise SandboxSetupError("still root after setresuid")
 
 
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def spawn_filter(machine: str) -> list[tuple[int, int, int, int]]:
+    """BPF program: fork, vfork and clone without CLONE_THREAD fail with EPERM;
+    clone3 fails with ENOSYS (its flags sit behind a pointer the filter cannot
+    read), so libc falls back to clone, which is checked. Syscalls of another
+    ABI (i386, x32) fail with EPERM, so they cannot go round the filter."""
+    if machine not in SPAWN_SYSCALLS:
+        raise SandboxSetupError(f"no seccomp spawn filter for {machine}; set sandbox.block_spawn = \"off\"")
+    arch, numbers = SPAWN_SYSCALLS[machine]
+    allow, deny = SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | errno.EPERM
+    denied = [numbers[name] for name in ("fork", "vfork") if name in numbers]
+    # (code, jump-if-true, jump-if-false, k); jumps count instructions skipped.
+    prog = [
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
+        (BPF_JEQ_K, 1, 0, arch),
+        (BPF_RET_K, 0, 0, deny),
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
+        (BPF_JGE_K, 0, 1, X32_SYSCALL_BIT),  # x32 ABI on x86_64
+        (BPF_RET_K, 0, 0, deny),
+        (BPF_JEQ_K, 0, 1, numbers["clone3"]),
+        (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
+    ]
+    tail = [
+        (BPF_JEQ_K, 0, 3, numbers["clone"]),  # not clone -> ret allow
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARG0_LOW),
+        (BPF_JSET_K, 1, 0, CLONE_THREAD),  # a thread -> ret allow
+        (BPF_RET_K, 0, 0, deny),
+        (BPF_RET_K, 0, 0, allow),
+    ]
+    for n, number in enumerate(denied):
+        # Skip the remaining denied checks and the clone check, to the `ret deny`.
+        prog.append((BPF_JEQ_K, (len(denied) - n - 1) + 3, 0, number))
+    return prog + tail
+
+
+def install_spawn_filter(machine: str) -> None:
+    """Needs no_new_privs (or CAP_SYS_ADMIN); in force across exec and inherited."""
+    prog = spawn_filter(machine)
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    rc = _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_void_p(ctypes.addressof(fprog)), 0, 0)
+    _check(rc, "seccomp spawn filter")
+
+
 def main(plan: dict) -> None:
     uid, gid = plan["uid"], plan["gid"]
     scratch = plan["scratch"]
@@ -208,6 +283,8 @@ def main(plan: dict) -> None:
     argv = plan["argv"]
     try:
         os.chdir(plan.get("cwd") or scratch)
+        if plan.get("block_spawn", True):
+            install_spawn_filter(os.uname().machine)
         os.execvpe(argv[0], argv, plan["env"])
     except PermissionError as exc:
         raise SandboxSetupError(

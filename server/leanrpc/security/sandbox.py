@@ -12,6 +12,11 @@
 Each live worker gets a distinct uid (SANDBOX_UID_BASE + n) unless
 `sandbox.user` names one: workers then cannot signal or ptrace each other,
 and RLIMIT_NPROC (counted per uid) limits each worker on its own.
+
+`sandbox.block_spawn` adds a seccomp filter (installed by enter.py right
+before the exec) under which fork, vfork and non-thread clone fail with EPERM:
+the REPL keeps its threads but cannot start a process. "auto" leaves it off
+for a `lake` REPL command, since `lake env repl` runs the REPL as a child.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ SANDBOX_UID_SPAN = 100_000
 ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "LEANRPC_NO_EXTENSIONS")
 ENV_ALLOWED_PREFIXES = ("LC_", "LEAN_", "ELAN_", "LAKE_", "LEANRPC_STANDIN_")
 MODES = ("auto", "unshare", "off")
+BLOCK_SPAWN_MODES = ("auto", "on", "off")
+# REPL launchers that must spawn the REPL themselves ("auto" leaves spawning allowed).
+SPAWNING_LAUNCHERS = ("lake",)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -53,6 +61,10 @@ def make_sandbox_launcher(config: Config) -> Launcher:
     mode = config.sandbox.mode
     if mode not in MODES:
         raise ValueError(f"sandbox.mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if config.sandbox.block_spawn not in BLOCK_SPAWN_MODES:
+        raise ValueError(
+            f"sandbox.block_spawn must be one of {', '.join(BLOCK_SPAWN_MODES)}, not {config.sandbox.block_spawn!r}"
+        )
     if mode == "off":
         return Launcher()
     try:
@@ -64,6 +76,19 @@ def make_sandbox_launcher(config: Config) -> Launcher:
             raise
         log.warning("SANDBOX OFF: %s; workers run untrusted code with the server's privileges", exc)
         return UnsandboxedLauncher(f"no sandbox (auto: {exc}); workers run with the server's privileges")
+
+
+def resolve_block_spawn(config: Config) -> tuple[bool, str]:
+    """(filter on?, why) for `sandbox.block_spawn` and the REPL command."""
+    setting = config.sandbox.block_spawn
+    if setting == "on":
+        return True, "sandbox.block_spawn = on"
+    if setting == "off":
+        return False, "sandbox.block_spawn = off"
+    program = os.path.basename(config.repl.command[0]) if config.repl.command else ""
+    if program in SPAWNING_LAUNCHERS:
+        return False, f"auto: the REPL command starts with {program!r}, which spawns the REPL"
+    return True, "auto"
 
 
 class UnsandboxedLauncher(Launcher):
@@ -130,14 +155,26 @@ class UnshareLauncher(Launcher):
         os.chmod(self.scratch_dir, 0o755)
         weakref.finalize(self, shutil.rmtree, self.scratch_dir, True)
         self._token_env = config.server.auth_token_env
+        self.block_spawn, self._block_spawn_reason = resolve_block_spawn(config)
+        if not self.block_spawn:
+            log.warning(
+                "sandbox: workers may spawn processes (%s); they stay in the same namespaces, uid and rlimits",
+                self._block_spawn_reason,
+            )
 
     def describe(self) -> str:
         who = f"user {self._config.sandbox.user}" if self._fixed_user else f"a uid of its own ({SANDBOX_UID_BASE}+)"
         return (
             f"unshare sandbox: each worker runs as {who} without capabilities, in its own mount, network, "
             f"IPC and UTS namespaces; no network; read-only filesystem except a private "
-            f"{self._config.sandbox.scratch_mb} MB tmpfs scratch; rlimits {self._rlimit_summary()}"
+            f"{self._config.sandbox.scratch_mb} MB tmpfs scratch; {self._spawn_summary()}; "
+            f"rlimits {self._rlimit_summary()}"
         )
+
+    def _spawn_summary(self) -> str:
+        if self.block_spawn:
+            return "process creation blocked by seccomp (threads allowed)"
+        return f"process creation allowed ({self._block_spawn_reason})"
 
     def _rlimits(self, spec: LaunchSpec) -> list[tuple[int, int]]:
         pairs = dict(spec.rlimits or rlimits_from_config(self._config.limits))
@@ -192,6 +229,7 @@ class UnshareLauncher(Launcher):
             "rlimits": self._rlimits(spec),
             "cwd": spec.cwd,
             "argv": list(spec.argv),
+            "block_spawn": self.block_spawn,
             "env": env,
         }
         # -I: ignore PYTHON* and user site; -S: no site-packages needed.
