@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     setup.add_argument("--repl-rev", help="REPL git revision (default: the Lean version tag)")
     setup.add_argument("--output", help="config file to write (default WORKDIR/leanrpc.toml)")
     setup.add_argument("--workers", type=int, help="pool size to write into the config")
+    setup.add_argument("--via-lake", action="store_true",
+                       help="REPL command `lake env repl` (the sandbox then allows spawning) instead of "
+                            "the REPL binary with lake's environment")
     setup.add_argument("--dry-run", action="store_true", help="print the steps; run nothing")
     setup.set_defaults(func=lambda a: __import__("leanrpc.ops.setup_lean", fromlist=["main_setup"]).main_setup(a))
 

@@ -1,7 +1,9 @@
 """`leanrpc doctor`: checks a configured REPL before you serve it.
 
 Checks, in order: the REPL command resolves, the toolchain's versions (for a
-lake project), the REPL handshake (one worker boots and answers
+`lake env` command, or a REPL binary run with lake's recorded environment:
+LEAN_SYSROOT and LEAN_PATH), whether the sandbox's spawn filter applies to
+this command, the REPL handshake (one worker boots and answers
 `#eval Lean.versionString`, which gives the verifier identity), then the time
 and memory of loading an import header (`import Mathlib` by default when the
 project depends on Mathlib). The stand-in passes these checks but is always
@@ -81,7 +83,7 @@ async def run_doctor(config: Config, *, header: str | None = None, report=print)
     emit(result.checks[-1])
     if not command_ok:
         return result
-    for check in _check_versions(config):
+    for check in [*_check_versions(config), _check_spawn_filter(config)]:
         result.checks.append(check)
         emit(check)
     await _check_repl(config, result, default_header(config) if header is None else header, emit)
@@ -106,24 +108,69 @@ def _check_command(config: Config, result: DoctorReport) -> bool:
 
 def _check_versions(config: Config) -> list[Check]:
     program = Path(config.repl.command[0]).name
-    if program != "lake":
+    lean_env = {k: v for k, v in config.repl.env.items() if k in ("LEAN_PATH", "LEAN_SYSROOT")}
+    if program != "lake" and not lean_env:
         return [Check("toolchain", OK, f"no lake project check: the command runs {program!r} directly")]
     cwd = Path(config.repl.cwd or ".")
     checks = []
     toolchain = _read(cwd / "lean-toolchain").strip()
     checks.append(Check("lean-toolchain", OK if toolchain else WARN, toolchain or f"no lean-toolchain in {cwd}"))
+    if program != "lake":
+        return checks + _check_direct_lean(config, cwd)
     lake = config.repl.command[0]
     for name, argv in (("lake", [lake, "--version"]), ("lean", [lake, "env", "lean", "--version"])):
-        try:
-            done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300,
-                                  env=_child_env(config))
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            checks.append(Check(name, FAIL, f"`{' '.join(argv)}` failed: {exc}"))
-            continue
-        text = (done.stdout or done.stderr).strip().splitlines()
-        outcome = OK if done.returncode == 0 else FAIL
-        checks.append(Check(name, outcome, text[0] if text else f"exit status {done.returncode}"))
+        checks.append(_version_check(name, argv, config, cwd))
     return checks
+
+
+def _version_check(name: str, argv: list[str], config: Config, cwd: Path) -> Check:
+    try:
+        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300, env=_child_env(config))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name, FAIL, f"`{' '.join(argv)}` failed: {exc}")
+    text = (done.stdout or done.stderr).strip().splitlines()
+    return Check(name, OK if done.returncode == 0 else FAIL, text[0] if text else f"exit status {done.returncode}")
+
+
+def _check_direct_lean(config: Config, cwd: Path) -> list[Check]:
+    """The REPL binary run with lake's environment (what `leanrpc setup` writes)."""
+    import os
+
+    sysroot = config.repl.env.get("LEAN_SYSROOT", "")
+    checks = []
+    if not sysroot:
+        # The REPL's Lean.findSysroot would then run `lean --print-prefix`.
+        checks.append(Check("lean", WARN, "[repl] env has no LEAN_SYSROOT: the REPL will spawn `lean "
+                                          "--print-prefix` at start, which the spawn filter refuses; rerun "
+                                          "`leanrpc setup`"))
+    else:
+        checks.append(_version_check("lean", [str(Path(sysroot) / "bin" / "lean"), "--version"], config, cwd))
+    # Lean searches LEAN_PATH, then LEAN_SYSROOT/lib/lean; Init must be on it.
+    search = [p for p in config.repl.env.get("LEAN_PATH", "").split(os.pathsep) if p]
+    if sysroot:
+        search.append(str(Path(sysroot) / "lib" / "lean"))
+    found = next((p for p in search if (Path(p) / "Init.olean").is_file()), None)
+    if found is None:
+        checks.append(Check("lean-path", FAIL, f"Init.olean is in none of {search or '(empty LEAN_PATH)'}; "
+                                               "rerun `leanrpc setup` after changing the project"))
+    else:
+        missing = sum(not Path(p).is_dir() for p in search)
+        checks.append(Check("lean-path", OK, f"{len(search)} search directories ({missing} not built yet), "
+                                             f"Init in {found}"))
+    return checks
+
+
+def _check_spawn_filter(config: Config) -> Check:
+    from ..security.sandbox import resolve_block_spawn
+
+    try:
+        on, why = resolve_block_spawn(config)
+    except Exception as exc:  # a doctor reports, it does not crash
+        return Check("spawn filter", FAIL, f"{type(exc).__name__}: {exc}")
+    if on:
+        return Check("spawn filter", OK, f"on when the sandbox runs ({why})")
+    hint = "; `leanrpc setup` without --via-lake writes a config that keeps it on" if "lake" in why else ""
+    return Check("spawn filter", WARN, f"off ({why}){hint}")
 
 
 def _child_env(config: Config) -> dict[str, str]:

@@ -10,13 +10,22 @@ Layout under the work directory (default ~/.leanrpc/lean-<version>):
 
     project/        lake project (lean-toolchain, lakefile.toml, Mathlib dep)
     repl/           the REPL checkout, built with `lake build`
+    lean-env.json   what `lake env` sets in the project (LEAN_PATH, LEAN_SYSROOT, ...)
     leanrpc.toml    the config `leanrpc serve --config` reads
+
+The config runs the REPL binary itself with the recorded environment, not
+`lake env repl`: lake would start the REPL as its child, and the sandbox's
+seccomp filter (sandbox.block_spawn, docs/SECURITY.md) refuses process
+creation, so "auto" turns the filter off for a `lake` command. `--via-lake`
+writes the `lake env` form anyway.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,21 +43,42 @@ REPL_REPOS = {
 }
 MATHLIB_GIT = "https://github.com/leanprover-community/mathlib4"
 
+# What `lake env` sets (Lake's Workspace.augmentedEnvVars) that the REPL reads.
+# LEAN_SYSROOT is required, not just LEAN_PATH: without it the REPL's
+# `Lean.findSysroot` runs `lean --print-prefix`, a spawn the filter refuses.
+# Lake's own variables (LAKE, LEAN, ELAN_TOOLCHAIN, PATH, ...) only matter to
+# programs that run lake or lean, which the REPL must not.
+LEAN_ENV_VARS = ("LEAN_PATH", "LEAN_SYSROOT", "LEAN_SRC_PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")
+REQUIRED_LEAN_ENV_VARS = ("LEAN_PATH", "LEAN_SYSROOT")
+# Run by `lake env` in the project: JSON survives any character in a path and
+# says which variables lake left unset (printenv would just skip them).
+PRINT_ENV_SCRIPT = (
+    'import json, os, sys; json.dump({"cwd": os.getcwd(), '
+    '"env": {k: os.environ[k] for k in sys.argv[1:] if k in os.environ}}, sys.stdout)'
+)
+
 
 @dataclasses.dataclass
 class Command:
     argv: list[str]
     cwd: Path | None = None
+    capture: Path | None = None  # write stdout here (only if the command succeeds)
 
     def describe(self) -> str:
         where = f"(in {self.cwd}) " if self.cwd else ""
-        return where + " ".join(self.argv)
+        into = f" > {self.capture}" if self.capture else ""
+        return where + shlex.join(self.argv) + into  # quoted: the line can be pasted into a shell
 
 
 @dataclasses.dataclass
 class WriteFile:
     path: Path
-    text: str
+    # A callable is rendered when the step runs: the config depends on what
+    # an earlier step recorded.
+    text: str | Callable[[], str]
+
+    def content(self) -> str:
+        return self.text() if callable(self.text) else self.text
 
     def describe(self) -> str:
         return f"write {self.path}"
@@ -73,6 +103,7 @@ class SetupOptions:
     config_path: Path | None = None
     elan_home: Path | None = None
     workers: int = 0                   # 0: leave the config default (one per core)
+    via_lake: bool = False             # `lake env repl` instead of the binary with lake's environment
 
     def __post_init__(self) -> None:
         if not self.lean_version.startswith("v"):
@@ -101,6 +132,10 @@ class SetupOptions:
     @property
     def repl_binary(self) -> Path:
         return self.repl_dir / ".lake" / "build" / "bin" / "repl"
+
+    @property
+    def lean_env_path(self) -> Path:
+        return self.workdir / "lean-env.json"
 
 
 def plan(options: SetupOptions) -> list[Step]:
@@ -152,13 +187,57 @@ def plan(options: SetupOptions) -> list[Step]:
              [Command(["lake", "build"], options.repl_dir)],
              lambda: options.repl_binary.exists() and _built_after(options.repl_binary, repl_marker)),
     ]
-    config_text = render_config(options)
+    if not options.via_lake:
+        steps.append(Step(
+            "lean-env", f"record the environment `lake env` gives in {project}",
+            [Command(["lake", "env", sys.executable, "-I", "-c", PRINT_ENV_SCRIPT, *LEAN_ENV_VARS],
+                     project, capture=options.lean_env_path)],
+            lambda: _lean_env_current(options),
+        ))
     steps.append(Step(
         "config", f"write {options.config_path}",
-        [WriteFile(options.config_path, config_text)],
-        lambda: options.config_path.exists() and options.config_path.read_text() == config_text,
+        [WriteFile(options.config_path, lambda: render_config(options))],
+        lambda: _config_current(options),
     ))
     return steps
+
+
+def read_lean_env(options: SetupOptions) -> dict[str, str]:
+    """The variables the `lean-env` step recorded; SetupError if unusable."""
+    path = options.lean_env_path
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        cwd, env = recorded["cwd"], recorded["env"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SetupError(f"no usable lake environment in {path} ({exc}); rerun `leanrpc setup`") from None
+    if Path(cwd).resolve() != options.project_dir:
+        raise SetupError(f"{path} was recorded in {cwd}, not in the project {options.project_dir}")
+    missing = [name for name in REQUIRED_LEAN_ENV_VARS if not env.get(name)]
+    if missing:
+        raise SetupError(f"`lake env` in {options.project_dir} did not set {', '.join(missing)}; "
+                         "this Lake is too old for the direct REPL command, rerun with --via-lake")
+    return {name: env[name] for name in LEAN_ENV_VARS if env.get(name)}
+
+
+def _lean_env_current(options: SetupOptions) -> bool:
+    # Stale once lake's inputs change (`lake update`, a new toolchain) or the REPL is rebuilt.
+    try:
+        read_lean_env(options)
+    except SetupError:
+        return False
+    project = options.project_dir
+    inputs = [project / "lake-manifest.json", project / "lean-toolchain", project / "lakefile.toml",
+              project / "lakefile.lean", options.repl_binary]
+    recorded = options.lean_env_path.stat().st_mtime
+    return all(recorded >= p.stat().st_mtime for p in inputs if p.exists())
+
+
+def _config_current(options: SetupOptions) -> bool:
+    try:
+        wanted = render_config(options)
+    except SetupError:  # nothing recorded yet (a dry run, or before `lean-env`)
+        return False
+    return options.config_path.exists() and options.config_path.read_text() == wanted
 
 
 def _lakefile(options: SetupOptions) -> str:
@@ -179,11 +258,18 @@ def _built_after(binary: Path, marker: Path) -> bool:
 
 def build_config(options: SetupOptions) -> Config:
     config = Config()
-    # elan's `lake` by absolute path: the server may run without elan on PATH.
-    # In the project directory it picks the project's lean-toolchain.
-    config.repl.command = [str(options.elan_home / "bin" / "lake"), "env", str(options.repl_binary)]
     config.repl.cwd = str(options.project_dir)
+    # ELAN_HOME also makes the sandbox expose the toolchains under it.
     config.repl.env = {"ELAN_HOME": str(options.elan_home)}
+    if options.via_lake:
+        # elan's `lake` by absolute path: the server may run without elan on PATH.
+        # In the project directory it picks the project's lean-toolchain.
+        config.repl.command = [str(options.elan_home / "bin" / "lake"), "env", str(options.repl_binary)]
+    else:
+        lean_env = read_lean_env(options)
+        config.repl.command = [str(options.repl_binary)]
+        config.repl.env.update(lean_env)
+        config.sandbox.expose = _paths_not_exposed(options, lean_env)
     config.repl.lean_version = options.lean_version
     config.repl.repl_revision = f"{'augustepoiroux/repl' if options.repl == 'fork' else 'leanprover-community/repl'}@{options.repl_revision}"
     config.repl.project_revision = f"mathlib {options.lean_version}" if options.mathlib else ""
@@ -196,9 +282,36 @@ def build_config(options: SetupOptions) -> Config:
     return config
 
 
+def _paths_not_exposed(options: SetupOptions, lean_env: dict[str, str]) -> list[str]:
+    """Lean search-path directories the sandbox would not expose by itself.
+
+    It exposes [repl] cwd (the project and its packages), ELAN_HOME (the
+    toolchain) and the REPL binary's bin/..; a package or toolchain elsewhere
+    (e.g. a `packagesDir` outside the project) must be named in sandbox.expose.
+    """
+    covered = [options.project_dir, options.elan_home.resolve(), options.repl_binary.parent.parent]
+    wanted = lean_env["LEAN_PATH"].split(os.pathsep) + [lean_env["LEAN_SYSROOT"]]
+    extra: list[str] = []
+    for entry in wanted:
+        path = Path(entry).resolve() if entry else None
+        if path is None or not path.exists() or any(path.is_relative_to(c) for c in covered):
+            continue
+        if str(path) not in extra:
+            extra.append(str(path))
+    return extra
+
+
 def render_config(options: SetupOptions) -> str:
+    flags = (" --mathlib" if options.mathlib else "") + (" --via-lake" if options.via_lake else "")
+    how = (
+        "# The REPL runs under `lake env`, so sandbox.block_spawn \"auto\" leaves spawning allowed.\n"
+        if options.via_lake else
+        f"# The REPL runs directly with the environment `lake env` gives it (recorded in\n"
+        f"# {options.lean_env_path}), so the sandbox's spawn filter stays on.\n"
+        f"# After `lake update` in the project, rerun setup to refresh it.\n"
+    )
     return (
-        f"# Written by `leanrpc setup --lean {options.lean_version}{' --mathlib' if options.mathlib else ''}`.\n"
+        f"# Written by `leanrpc setup --lean {options.lean_version}{flags}`.\n{how}"
         f"# Serve with: leanrpc serve --config {options.config_path}\n\n" + to_toml(build_config(options))
     )
 
@@ -215,13 +328,19 @@ class SubprocessRunner:
     def run(self, command: Command, env: dict[str, str]) -> None:
         if command.cwd is not None:
             command.cwd.mkdir(parents=True, exist_ok=True)
-        completed = subprocess.run(command.argv, cwd=command.cwd, env=env)
+        stdout = subprocess.PIPE if command.capture else None
+        completed = subprocess.run(command.argv, cwd=command.cwd, env=env, stdout=stdout)
         if completed.returncode != 0:
             raise SetupError(f"`{command.describe()}` exited with status {completed.returncode}")
+        if command.capture:
+            self.write(WriteFile(command.capture, completed.stdout.decode("utf-8")))
 
     def write(self, action: WriteFile) -> None:
         action.path.parent.mkdir(parents=True, exist_ok=True)
-        action.path.write_text(action.text, encoding="utf-8")
+        # Whole or nothing: a half-written file must not count as a done step.
+        partial = action.path.with_name(action.path.name + ".partial")
+        partial.write_text(action.content(), encoding="utf-8")
+        partial.replace(action.path)
 
 
 class SetupError(RuntimeError):
@@ -290,6 +409,7 @@ def main_setup(args) -> int:
             repl_revision=args.repl_rev or "",
             config_path=args.output,
             workers=args.workers or 0,
+            via_lake=getattr(args, "via_lake", False),
         )
         execute(options, dry_run=args.dry_run, report=lambda line: print(line, flush=True))
     except (SetupError, ValueError) as exc:
