@@ -20,9 +20,10 @@ from grpc_reflection.v1alpha import reflection
 from ..config import Config
 from ..core import NATIVE_ACTIVE
 from ..pool.pool import Pool
+from ..security.sandbox import make_sandbox_launcher
 from ..services.extract import ExtractService
 from ..services.verify import VerifyService
-from ..v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2, verifier_pb2_grpc
+from ..v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2
 from ..worker.launcher import Launcher
 from .auth import build_access_interceptors
 from .verifier import VerifierServicer, add_verifier_to_server
@@ -60,18 +61,10 @@ class App:
             await self.formalize.close()
 
 
-def make_launcher(config: Config) -> Launcher:
-    if config.sandbox.mode != "off":
-        from ..security.sandbox import make_sandbox_launcher
-
-        return make_sandbox_launcher(config)
-    return Launcher()
-
-
 async def create_server(config: Config, *, launcher: Launcher | None = None) -> App:
     # Unsafe access settings refuse to start before any worker is spawned.
     access_interceptors = build_access_interceptors(config.server)
-    launcher = launcher or make_launcher(config)
+    launcher = launcher or make_sandbox_launcher(config)
     log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
     log.info("sandbox: %s", launcher.describe())
     pool = Pool(config, launcher)

@@ -182,7 +182,7 @@ def _child_env(config: Config) -> dict[str, str]:
 
 
 async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -> None:
-    from ..edge.server import make_launcher
+    from ..security.sandbox import make_sandbox_launcher
     from ..pool.pool import Pool
     from ..services.verify import VerifyOptions, VerifyService
 
@@ -191,7 +191,7 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
     probe_config.pool.min_warm = 1
     probe_config.pool.warm_headers = []
     probe_config.pool.warm_spares = 0
-    pool = Pool(probe_config, make_launcher(probe_config))
+    pool = Pool(probe_config, make_sandbox_launcher(probe_config))
     started = time.monotonic()
     try:
         await pool.start()
