@@ -162,7 +162,8 @@ class FormalizeSection:
     max_iterations_limit: int = 16
     default_header: str = "import Mathlib"
     error_feedback_chars: int = 800
-    mathlib_names_path: str = "/work/shared/datasets/mathlib-decl-names/mathlib_decls.tsv"  # "": no retrieval
+    # "auto": $LEANRPC_MATHLIB_NAMES, else ../shared/datasets next to a checkout; "": no retrieval.
+    mathlib_names_path: str = "auto"
     retrieval_top_k: int = 8
     retrieval_default: bool = False
     did_you_mean_k: int = 5

@@ -105,3 +105,16 @@ def test_formalize_section_covers_formalize_config():
         assert getattr(mapped, name) == (None if expected == "" else expected), name
     assert mapped.mathlib_names_path is None and not mapped.names_available()
     mapped.validate()
+
+
+def test_mathlib_names_auto_follows_env_then_checkout(monkeypatch, tmp_path):
+    from leanrpc.formalize import config as formalize_config
+
+    names = tmp_path / "names.tsv"
+    names.write_text("Nat.add_comm\tMathlib.Foo\n")
+    monkeypatch.setenv(formalize_config.MATHLIB_NAMES_ENV, str(names))
+    assert formalize_config_from(FormalizeSection()).mathlib_names_path == str(names)
+    monkeypatch.delenv(formalize_config.MATHLIB_NAMES_ENV)
+    monkeypatch.setattr(formalize_config, "_CHECKOUT_NAMES", tmp_path / "absent.tsv")
+    assert formalize_config_from(FormalizeSection()).mathlib_names_path is None
+    assert formalize_config_from(FormalizeSection(mathlib_names_path="")).mathlib_names_path is None

@@ -15,7 +15,7 @@ import logging
 import grpc
 
 from ..errors import LeanServiceError, RequestError
-from ..formalize.config import FormalizeConfig
+from ..formalize.config import FormalizeConfig, find_mathlib_names
 from ..formalize.types import (
     Candidate,
     FormalizeEvent,
@@ -127,6 +127,8 @@ def formalize_config_from(section) -> FormalizeConfig:
             value = getattr(section, field)
             if field in ("model_dir", "tokenizer_dir", "mathlib_names_path") and value == "":
                 value = None
+            if field == "mathlib_names_path" and value == "auto":
+                value = find_mathlib_names()
             setattr(cfg, field, list(value) if field == "adapter_dirs" else value)
     return cfg
 

@@ -4,9 +4,26 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 DEFAULT_HEADER = "import Mathlib"
-DEFAULT_MATHLIB_NAMES = "/work/shared/datasets/mathlib-decl-names/mathlib_decls.tsv"
+MATHLIB_NAMES_ENV = "LEANRPC_MATHLIB_NAMES"
+# In a source checkout the project's datasets sit next to it, in ../shared.
+_CHECKOUT_NAMES = (
+    Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "mathlib-decl-names" / "mathlib_decls.tsv"
+)
+
+
+def find_mathlib_names() -> str | None:
+    """The Mathlib declaration-name list: $LEANRPC_MATHLIB_NAMES, else the
+    dataset next to a source checkout, else None (retrieval off)."""
+    explicit = os.environ.get(MATHLIB_NAMES_ENV)
+    if explicit:
+        return explicit
+    return str(_CHECKOUT_NAMES) if _CHECKOUT_NAMES.is_file() else None
+
+
+DEFAULT_MATHLIB_NAMES = find_mathlib_names()
 
 
 @dataclasses.dataclass
