@@ -45,7 +45,8 @@ from leanrpc.formalize.metrics import RunRecord, summarize  # noqa: E402
 from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, Sampling  # noqa: E402
 from leanrpc.results import Status, VerifyResult  # noqa: E402
 
-DATASETS = pathlib.Path(os.environ.get("LEANRPC_DATASETS", "/work/shared/datasets"))
+_CHECKOUT_DATASETS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+DATASETS = pathlib.Path(os.environ.get("LEANRPC_DATASETS", _CHECKOUT_DATASETS))
 
 
 # ----------------------------------------------------------------------------- data

@@ -7,7 +7,9 @@ from leanrpc.formalize.retrieval import MathlibNames
 
 from formalize_support import SMALL_NAMES
 
-NAMES_TSV = pathlib.Path("/work/shared/datasets/mathlib-decl-names/mathlib_decls.tsv")
+# The project's shared/ folder sits next to the checkout.
+SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared"
+NAMES_TSV = SHARED / "datasets" / "mathlib-decl-names" / "mathlib_decls.tsv"
 
 
 @pytest.fixture

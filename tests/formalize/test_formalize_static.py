@@ -56,7 +56,7 @@ class TestWellFormed:
         import json
         import pathlib
 
-        root = pathlib.Path("/work/shared/datasets")
+        root = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
         files = [(root / "minif2f-proofnet-putnam-goedel-prover/minif2f.jsonl", "formal_statement", " sorry"),
                  (root / "proofnet-verified/proofnet-verified.jsonl", "formal_stmt", "")]
         if not all(f.is_file() for f, _, _ in files):

@@ -1,7 +1,7 @@
 """Helpers for tests/native: both implementations, and the shared corpora.
 
 Corpora come from the shared/ folder next to the repository clone
-(/work/main -> /work/shared; CI places a copy the same way). Missing shared
+(a checkout at X/main reads X/shared; CI places a copy the same way). Missing shared
 data fails the tests: a skip would hide that nothing was checked.
 """
 
