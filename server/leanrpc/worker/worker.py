@@ -70,6 +70,11 @@ _TRANSITIONS: dict[WorkerState, frozenset[WorkerState]] = {
 }
 
 
+# What a REPL prints when an allocation fails (Lean's runtime, C++, the
+# stand-in's Python) before it exits.
+_OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError")
+
+
 class ExitCause(enum.Enum):
     """Why a worker went away; counted in metrics as restarts by cause."""
 
@@ -574,13 +579,21 @@ class Worker:
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
         self.returncode = self.process.returncode
+        tail = self.stderr_tail()
         if self.exit_cause is None:
-            self.exit_cause = ExitCause.CRASH
+            # An allocation refused under the address-space rlimit ends the
+            # process; its last words say so. Not retried: it would recur.
+            out_of_memory = any(marker in tail[-4000:] for marker in _OUT_OF_MEMORY_MARKERS)
+            self.exit_cause = ExitCause.OUT_OF_MEMORY if out_of_memory else ExitCause.CRASH
         future = self._pending
         if future is not None and not future.done():
-            future.set_exception(
-                WorkerCrashed(f"worker {self.name} died{self._exit_description()}", stderr_tail=self.stderr_tail())
-            )
+            if self.exit_cause is ExitCause.OUT_OF_MEMORY:
+                error: WorkerError = WorkerOutOfMemory(
+                    f"worker {self.name} ran out of memory{self._exit_description()}", stderr_tail=tail
+                )
+            else:
+                error = WorkerCrashed(f"worker {self.name} died{self._exit_description()}", stderr_tail=tail)
+            future.set_exception(error)
         if self.state not in (WorkerState.DEAD,):
             if self.state not in (WorkerState.STOPPING, WorkerState.FAILED):
                 self._set_state(WorkerState.STOPPING)
