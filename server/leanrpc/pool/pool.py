@@ -24,6 +24,14 @@ env left by another request. A worker that timed out, crashed, printed
 garbage, passed its memory limit or was cancelled mid-request is killed and
 replaced (re-warmed with its header); the job is retried up to `max_retries`
 times on crashes only. Every submitted job gets exactly one outcome.
+
+Boot, header load and preamble run as a task of their own (`_prepare`). A job
+cancelled (or past its deadline) during them is answered at once, but the
+load goes on: on success the worker turns IDLE holding the header, like any
+warm worker; on failure the usual handling applies (a boot failure counts for
+the breaker once, a failed header kills the worker). Only a cancel during the
+body, when the REPL is mid-command, kills the worker. close() stops loads by
+stopping their workers.
 """
 
 from __future__ import annotations
@@ -91,6 +99,9 @@ class Job:
     attempts: int = 0
     future: asyncio.Future | None = None
     task: asyncio.Task | None = None
+    # Boot + header + preamble of the current attempt, run as its own task so
+    # a cancel or deadline during it does not throw the load away.
+    load: asyncio.Task | None = None
 
     @property
     def import_key(self) -> str:
@@ -164,6 +175,9 @@ class Pool:
         self._supervisor: asyncio.Task | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task] = set()
+        # Boot/header loads of running jobs (see _run); close() ends them by
+        # stopping their workers, so their exit cause stays SHUTDOWN.
+        self._loads: set[asyncio.Task] = set()
         self._header_use: collections.Counter = collections.Counter()
         # Exact import text per import key, to re-warm replacements.
         self._imports_text: dict[str, str] = {}
@@ -272,6 +286,12 @@ class Pool:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*(w.stop(grace) for w in list(self.workers)), return_exceptions=True)
+        if self._loads:
+            # Their workers are stopped, so they fail at once; cancel any straggler.
+            _done, stragglers = await asyncio.wait(list(self._loads), timeout=10.0)
+            for task in stragglers:
+                task.cancel()
+            await asyncio.gather(*stragglers, return_exceptions=True)
         await asyncio.gather(*list(self._background), return_exceptions=True)
         self.workers.clear()
 
@@ -291,8 +311,9 @@ class Pool:
         if job in self._queue:
             self._queue.remove(job)
         elif job.task is not None and not job.task.done():
-            # Running: cancelling the task kills its worker (the REPL cannot
-            # abandon a command).
+            # Running: cancelling the task kills its worker if the body was
+            # sent (the REPL cannot abandon a command); a boot or header load
+            # goes on in the background (see _run).
             job.task.cancel()
         if job.future is not None and not job.future.done():
             job.future.cancel()
@@ -563,8 +584,9 @@ class Pool:
             self.prefix_index.remove(job.inflight_key)
             job.inflight_key = None
         # A task cancelled before its first step never runs _run's cleanup
-        # (cancellation storms do this): give the reserved slot back.
-        if not task.cancelled():
+        # (cancellation storms do this): give the reserved slot back. Once
+        # _run started (job.load set), its cleanup or the load owns the worker.
+        if not task.cancelled() or job.load is not None:
             return
         if worker.state is WorkerState.SPAWNING:
             worker.kill(ExitCause.CANCELLED)
@@ -580,25 +602,18 @@ class Pool:
         assert job.future is not None
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
+        load = job.load = asyncio.create_task(self._prepare(job, worker), name=f"load-{worker.name}")
+        self._loads.add(load)
+        load.add_done_callback(self._loads.discard)
+        # True until the load's outcome is read here; a cancel or deadline
+        # before then leaves the worker to the load (_adopt_load).
+        loading = True
         try:
-            boot_s = 0.0
-            if worker.state is WorkerState.SPAWNING:
-                started = time.monotonic()
-                await self._boot(worker)
-                boot_s = time.monotonic() - started
-                worker.mark_busy()
-            warm = worker.import_key is not None
-            header_s = 0.0
-            if not warm:
-                worker.mark_warming()
-                header_s = await self._load_header(worker, job)
-                worker.mark_busy()
-            else:
-                self.stats.header_hits += 1
-            base_env, preamble_s = await worker.ensure_preamble(
-                job.split.preamble, job.split.preamble_key, self._header_timeout(job)
-            )
-            header_s += preamble_s
+            await self._await_load(job, worker, load)
+            loading = False
+            if load.cancelled():
+                raise NotServingError("server is shutting down")
+            boot_s, warm, header_s, base_env = load.result()
             replayed = 0
             run_env = base_env
             if job.session is not None:
@@ -648,7 +663,7 @@ class Pool:
                     )
                 )
         except asyncio.CancelledError:
-            if worker.alive:
+            if not loading and worker.alive:
                 worker.kill(ExitCause.CANCELLED)
             if not job.future.done():
                 job.future.cancel()
@@ -669,7 +684,7 @@ class Pool:
                 self._requeue(job)
             else:
                 self._fail(job, exc)
-        except WorkerError as exc:  # timeout, out of memory
+        except (WorkerError, NotServingError) as exc:  # timeout, out of memory, shutdown
             self._fail(job, exc)
         except Exception as exc:  # pragma: no cover - a bug; still answer
             log.exception("job failed unexpectedly on %s", worker.name)
@@ -679,8 +694,67 @@ class Pool:
             if job.inflight_key is not None:
                 self.prefix_index.remove(job.inflight_key)
                 job.inflight_key = None
-            self._release(worker)
+            if loading:
+                self._adopt_load(worker, load)
+            else:
+                self._release(worker)
             self._dispatch()
+
+    async def _prepare(self, job: Job, worker: Worker) -> tuple[float, bool, float, int]:
+        """Boots the worker if needed, loads the job's header and preamble.
+
+        Returns (boot_s, warm, header_s, base_env). Runs as its own task that
+        the job never cancels: a cancelled request would kill the worker and
+        throw the load away.
+        """
+        boot_s = 0.0
+        if worker.state is WorkerState.SPAWNING:
+            started = time.monotonic()
+            await self._boot(worker)
+            boot_s = time.monotonic() - started
+            worker.mark_busy()
+        warm = worker.import_key is not None
+        header_s = 0.0
+        if not warm:
+            worker.mark_warming()
+            header_s = await self._load_header(worker, job)
+            worker.mark_busy()
+        else:
+            self.stats.header_hits += 1
+        base_env, preamble_s = await worker.ensure_preamble(
+            job.split.preamble, job.split.preamble_key, self.config.pool.header_timeout_s
+        )
+        return boot_s, warm, header_s + preamble_s, base_env
+
+    async def _await_load(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
+        """Waits for the load without cancelling it on a cancel or deadline.
+
+        Raises WorkerTimeout when the job's deadline passes first.
+        """
+        timeout = None if job.deadline is None else max(0.0, job.deadline - time.monotonic())
+        done, _pending = await asyncio.wait({load}, timeout=timeout)
+        if not done:
+            raise WorkerTimeout(f"deadline passed while worker {worker.name} was loading the header")
+
+    def _adopt_load(self, worker: Worker, load: asyncio.Task) -> None:
+        """The job left during its load: the worker finishes loading and then
+        serves others (IDLE, holding the header), or fails as it would have."""
+        load.add_done_callback(lambda task: self._on_adopted_load_done(worker, task))
+
+    def _on_adopted_load_done(self, worker: Worker, load: asyncio.Task) -> None:
+        if load.cancelled():  # close(): the worker is being stopped with the pool
+            if worker.alive:
+                worker.kill(ExitCause.SHUTDOWN)
+        elif isinstance(load.exception(), HeaderLoadError):
+            worker.kill(ExitCause.HEADER_FAILED)
+        elif load.exception() is not None:
+            # Boot failures were counted by _boot; crashes and timeouts
+            # already killed the worker.
+            if worker.alive:
+                worker.kill(ExitCause.CRASH)
+        else:
+            self._release(worker)
+        self._dispatch()
 
     def _observe_cost(self, body_s: float, chars: int) -> None:
         self._cost.observe(body_s, chars)
@@ -718,6 +792,7 @@ class Pool:
 
     def _requeue(self, job: Job) -> None:
         job.task = None
+        job.load = None
         self._queue.appendleft(job)
 
     def _header_timeout(self, job: Job) -> float:
@@ -734,7 +809,8 @@ class Pool:
 
     async def _load_header(self, worker: Worker, job: Job) -> float:
         self.stats.header_loads += 1
-        return await worker.load_header(job.split.imports, job.import_key, self._header_timeout(job))
+        # Not bounded by the job's deadline: the load outlives the job (_run).
+        return await worker.load_header(job.split.imports, job.import_key, self.config.pool.header_timeout_s)
 
     def _release(self, worker: Worker) -> None:
         """Decides at release time: back to idle, or recycle."""
