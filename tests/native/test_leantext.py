@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from leanrpc.core.leantext import block_comment_end, string_literal_end
+from leanrpc.core.leantext import block_comment_end, find_block_comment_end, string_literal_end
 
 
 def test_block_comment_nests():
@@ -30,3 +30,9 @@ def test_ends_are_inside_the_text(body):
     string = '"' + body
     assert 2 <= block_comment_end(comment, 0) <= len(comment)
     assert 1 <= string_literal_end(string, 0) <= len(string)
+
+
+def test_find_tells_an_unclosed_comment_apart():
+    assert find_block_comment_end("/- a -/", 0) == 7
+    assert find_block_comment_end("/- /- -/", 0) == -1  # ends in -/ yet still open
+    assert block_comment_end("/- /- -/", 0) == 8

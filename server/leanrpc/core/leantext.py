@@ -7,12 +7,9 @@ Stdlib only, no state: the stand-in imports it too.
 from __future__ import annotations
 
 
-def block_comment_end(text: str, start: int) -> int:
-    """Index just past the `-/` closing the `/-` at `start` (comments nest).
-
-    An unterminated comment runs to the end of the text, as in Lean's error
-    recovery.
-    """
+def find_block_comment_end(text: str, start: int) -> int:
+    """Index just past the `-/` closing the `/-` at `start` (comments nest),
+    or -1 if the comment is not closed."""
     depth = 0
     i, n = start, len(text)
     while i < n:
@@ -26,7 +23,14 @@ def block_comment_end(text: str, start: int) -> int:
                 return i
         else:
             i += 1
-    return n
+    return -1
+
+
+def block_comment_end(text: str, start: int) -> int:
+    """Like find_block_comment_end, but an unterminated comment runs to the
+    end of the text, as in Lean's error recovery."""
+    end = find_block_comment_end(text, start)
+    return len(text) if end < 0 else end
 
 
 def string_literal_end(text: str, start: int) -> int:

@@ -36,6 +36,7 @@ import os
 import re
 import sys
 
+from ..core.leantext import find_block_comment_end
 from . import elab
 from .jsonfmt import pretty
 from .repl import Fatal, Options, Repl
@@ -171,22 +172,14 @@ def core_of(text: str) -> tuple[str, int]:
 
 
 def _block_comment_end(lines: list[str], i: int):
-    depth = 0
-    for j in range(i, len(lines)):
-        line = lines[j]
-        k = line.find("/-") if j == i else 0
-        while k < len(line):
-            if line.startswith("/-", k):
-                depth += 1
-                k += 2
-            elif line.startswith("-/", k):
-                depth -= 1
-                k += 2
-                if depth == 0:
-                    return j, line[k:].strip()
-            else:
-                k += 1
-    return None, ""
+    """(line index where the comment opened on line i closes, the rest of
+    that line stripped), or (None, "") if it never closes."""
+    text = "\n".join(lines[i:])
+    end = find_block_comment_end(text, text.find("/-"))
+    if end < 0:
+        return None, ""
+    line_end = text.find("\n", end)
+    return i + text.count("\n", 0, end), text[end : len(text) if line_end < 0 else line_end].strip()
 
 
 def body_start_line(text: str) -> int:
