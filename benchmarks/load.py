@@ -824,6 +824,37 @@ def scaling_configs(base: RunConfig, worker_counts: list[int]) -> dict[str, RunC
     return configs
 
 
+def plot_throughput_latency(
+    results: dict[str, dict], names: list[str], labels: list[str], path: Path,
+    *, throughput_title: str, latency_title: str, ideal_label: str,
+) -> Path:
+    """Two panels: throughput bars against the first run's ideal, and p50/p99 latency bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    left.bar(labels, [results[n]["throughput_rps"] for n in names])
+    left.axhline(results[names[0]]["ideal_rps"], ls="--", color="gray", label=ideal_label)
+    left.set_ylabel("proofs / s")
+    left.set_title(throughput_title)
+    left.legend(fontsize=8)
+    width = 0.38
+    xs = range(len(names))
+    right.bar([x - width / 2 for x in xs], [results[n]["latency_ms"]["p50"] for n in names], width, label="p50")
+    right.bar([x + width / 2 for x in xs], [results[n]["latency_ms"]["p99"] for n in names], width, label="p99")
+    right.set_xticks(list(xs), labels)
+    right.set_ylabel("latency, ms")
+    right.set_yscale("log")
+    right.set_title(latency_title)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_scaling(results: dict[str, dict], worker_counts: list[int], out_dir: Path) -> list[Path]:
     import matplotlib
 
@@ -854,25 +885,12 @@ def plot_scaling(results: dict[str, dict], worker_counts: list[int], out_dir: Pa
     top = max(worker_counts)
     names = [f"workers={top}", "streaming", "pure-Python core", "cache miss (reuse=false)"]
     labels = ["unary\nwarm", "stream\nwarm", "pure-Python\ncore", "cache miss\n(reuse=false)"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
-    left.bar(labels, [results[n]["throughput_rps"] for n in names])
-    left.axhline(results[names[0]]["ideal_rps"], ls="--", color="gray", label="ideal (warm)")
-    left.set_ylabel("proofs / s")
-    left.set_title(f"Throughput, {top} workers")
-    left.legend(fontsize=8)
-    width = 0.38
-    xs = range(len(names))
-    right.bar([x - width / 2 for x in xs], [results[n]["latency_ms"]["p50"] for n in names], width, label="p50")
-    right.bar([x + width / 2 for x in xs], [results[n]["latency_ms"]["p99"] for n in names], width, label="p99")
-    right.set_xticks(list(xs), labels)
-    right.set_ylabel("latency, ms")
-    right.set_yscale("log")
-    right.set_title("Latency")
-    right.legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(out_dir / "scaling_modes.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(
+        plot_throughput_latency(
+            results, names, labels, out_dir / "scaling_modes.png",
+            throughput_title=f"Throughput, {top} workers", latency_title="Latency", ideal_label="ideal (warm)",
+        )
+    )
     return paths
 
 

@@ -40,32 +40,12 @@ def ratios(results: dict[str, dict], reference: str = "leanrpc") -> dict[str, di
 
 
 def plot(results: dict[str, dict], out_dir: Path, workers: int) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(results)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
-    left.bar(names, [results[n]["throughput_rps"] for n in names])
-    left.axhline(results[names[0]]["ideal_rps"], ls="--", color="gray", label="ideal")
-    left.set_ylabel("proofs / s")
-    left.set_title(f"Throughput, {workers} workers, same REPL stand-in")
-    left.legend(fontsize=8)
-    width = 0.38
-    xs = range(len(names))
-    right.bar([x - width / 2 for x in xs], [results[n]["latency_ms"]["p50"] for n in names], width, label="p50")
-    right.bar([x + width / 2 for x in xs], [results[n]["latency_ms"]["p99"] for n in names], width, label="p99")
-    right.set_xticks(list(xs), names)
-    right.set_ylabel("latency, ms")
-    right.set_yscale("log")
-    right.set_title("Latency (queueing included)")
-    right.legend(fontsize=8)
-    fig.tight_layout()
-    path = out_dir / "compare_peers.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return load.plot_throughput_latency(
+        results, names, names, out_dir / "compare_peers.png",
+        throughput_title=f"Throughput, {workers} workers, same REPL stand-in",
+        latency_title="Latency (queueing included)", ideal_label="ideal",
+    )
 
 
 def main(args, base: "load.RunConfig") -> int:
