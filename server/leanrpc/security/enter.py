@@ -165,7 +165,8 @@ def expose(paths: list[str], uid: int, staging: str) -> None:
             _mount(hold, path, None, MS_MOVE)
 
 
-def remount_all_readonly(skip: set[str]) -> None:
+def _writable_mounts(skip: set[str]):
+    """(mountpoint, statvfs flags) of each reachable writable mount not in `skip`."""
     for point in _mountpoints():
         if point in skip:
             continue
@@ -173,8 +174,12 @@ def remount_all_readonly(skip: set[str]) -> None:
             flags = os.statvfs(point).f_flag
         except OSError:
             continue  # covered by a later mount or gone: unreachable anyway
-        if flags & MS_RDONLY:
-            continue
+        if not flags & MS_RDONLY:
+            yield point, flags
+
+
+def remount_all_readonly(skip: set[str]) -> None:
+    for point, flags in _writable_mounts(skip):
         try:
             _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | (flags & KEPT_FLAGS))
         except SandboxSetupError as exc:
@@ -183,15 +188,8 @@ def remount_all_readonly(skip: set[str]) -> None:
             if exc.errno != errno.EINVAL:
                 raise
     # Belt and braces: nothing reachable may still be writable.
-    for point in _mountpoints():
-        if point in skip:
-            continue
-        try:
-            flags = os.statvfs(point).f_flag
-        except OSError:
-            continue
-        if not flags & MS_RDONLY:
-            raise SandboxSetupError(f"{point} is still writable")
+    for point, _flags in _writable_mounts(skip):
+        raise SandboxSetupError(f"{point} is still writable")
 
 
 def drop_privileges(uid: int, gid: int) -> None:

@@ -334,13 +334,18 @@ class Repl:
 
     # -------------------------------------------------------------- handlers
 
+    def _lookup_env(self, number):
+        """(the env numbered `number`, or None for a fresh one; the REPL's error if unknown)."""
+        if number is None:
+            return None, None
+        if number >= len(self.envs):
+            return None, {"message": "Unknown environment."}
+        return self.envs[number], None
+
     def _command(self, req: dict, text: str):
-        env = None
-        e = req.get("env")
-        if e is not None:
-            if e >= len(self.envs):
-                return {"message": "Unknown environment."}
-            env = self.envs[e]
+        env, unknown = self._lookup_env(req.get("env"))
+        if unknown:
+            return unknown
         directives, stripped, line_map = faults.scan(text)
         self._pre(directives)
         infotree = req.get("infotree")
@@ -370,7 +375,8 @@ class Repl:
             broken, mathlib = env.broken, env.mathlib
         body_chars = len(text) - body_start
         # the fork keeps one prefix trie per env *id* (or one for fresh headers)
-        self._charge_body("-" if e is None else str(e), stripped, body_chars, bool(req.get("incrementality")))
+        base = req.get("env")
+        self._charge_body("-" if base is None else str(base), stripped, body_chars, bool(req.get("incrementality")))
 
         tpl = self._lookup(key)
         if tpl is not None:
@@ -531,14 +537,13 @@ class Repl:
         return data
 
     def _pickle_env(self, req: dict):
-        n = req["env"]
-        if n >= len(self.envs):
-            return {"message": "Unknown environment."}
-        env = self.envs[n]
+        env, unknown = self._lookup_env(req["env"])
+        if unknown:
+            return unknown
         data = {"format": PICKLE_FORMAT, "kind": "env", "note": "leanrpc stand-in pickle, not a Lean .olean"}
         data.update(env.dump())
         self._write_pickle(req["pickleTo"], data)
-        return {"env": n}
+        return {"env": req["env"]}
 
     def _unpickle_env(self, req: dict):
         data = self._read_pickle(req["unpickleEnvFrom"], "env")
@@ -580,12 +585,9 @@ class Repl:
         return resp
 
     def _unpickle_ps(self, req: dict):
-        env = None
-        e = req.get("env")
-        if e is not None:
-            if e >= len(self.envs):
-                return {"message": "Unknown environment."}
-            env = self.envs[e]
+        env, unknown = self._lookup_env(req.get("env"))
+        if unknown:
+            return unknown
         data = self._read_pickle(req["unpickleProofStateFrom"], "proofState")
         key = lineage("unpickle-ps", str(data.get("lineage")), env.lineage if env is not None else "-")
         goals = [g for g in data.get("goals") or [] if type(g) is str]
