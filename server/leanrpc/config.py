@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import RequestError
+from .formalize.config import FormalizeConfig
 
 
 def _default_repl_command() -> list[str]:
@@ -142,32 +143,30 @@ class SandboxConfig:
     block_spawn: str = "auto"
 
 
-@dataclasses.dataclass
-class FormalizeSection:
-    """`[formalize]`: one key per leanrpc.formalize.config.FormalizeConfig field
-    (meanings there); "" stands for None, which TOML cannot spell."""
+def _toml_section(cls: type, name: str, unset_defaults: dict[str, str]) -> type:
+    """A dataclass with `cls`'s fields and defaults, for a TOML section.
 
-    model_dir: str = ""  # "": no model, the Formalizer reports NOT_SERVING
-    adapter_dirs: list[str] = dataclasses.field(default_factory=list)
-    tokenizer_dir: str = ""  # "": model_dir
-    device: str = "auto"
-    quantize: bool = True
-    compute_dtype: str = "bfloat16"
-    max_batch: int = 8
-    max_new_tokens: int = 512
-    max_prompt_tokens: int = 8192
-    top_k: int = 0
-    repetition_penalty: float = 1.0
-    default_max_iterations: int = 5
-    max_iterations_limit: int = 16
-    default_header: str = "import Mathlib"
-    error_feedback_chars: int = 800
-    # "auto": $LEANRPC_MATHLIB_NAMES, else ../shared/datasets next to a checkout; "": no retrieval.
-    mathlib_names_path: str = "auto"
-    retrieval_top_k: int = 8
-    retrieval_default: bool = False
-    did_you_mean_k: int = 5
-    max_jobs_per_stream: int = 64
+    TOML cannot spell None: an optional field becomes a string whose default
+    is "" (None) unless `unset_defaults` names another spelling.
+    """
+    fields = []
+    for f in dataclasses.fields(cls):
+        if f.name in unset_defaults or "None" in str(f.type):
+            fields.append((f.name, str, dataclasses.field(default=unset_defaults.get(f.name, ""))))
+        elif f.default_factory is not dataclasses.MISSING:
+            fields.append((f.name, f.type, dataclasses.field(default_factory=f.default_factory)))
+        else:
+            fields.append((f.name, f.type, dataclasses.field(default=f.default)))
+    section = dataclasses.make_dataclass(name, fields)
+    section.__module__ = __name__
+    return section
+
+
+# `[formalize]`: one key per leanrpc.formalize.config.FormalizeConfig field
+# (meanings there). "" stands for None: no model (the Formalizer reports
+# NOT_SERVING), tokenizer from model_dir, no retrieval. mathlib_names_path
+# "auto": $LEANRPC_MATHLIB_NAMES, else ../shared/datasets next to a checkout.
+FormalizeSection = _toml_section(FormalizeConfig, "FormalizeSection", {"mathlib_names_path": "auto"})
 
 
 @dataclasses.dataclass

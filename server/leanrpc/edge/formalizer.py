@@ -10,6 +10,7 @@ stream is cancelled and generation stops within a few tokens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 import grpc
@@ -122,14 +123,14 @@ class FormalizerServicer(formalizer_pb2_grpc.FormalizerServicer):
 def formalize_config_from(section) -> FormalizeConfig:
     """FormalizeConfig from the server's `[formalize]` section (any object with matching attributes)."""
     cfg = FormalizeConfig()
-    for field in FormalizeConfig.__dataclass_fields__:
-        if hasattr(section, field):
-            value = getattr(section, field)
-            if field in ("model_dir", "tokenizer_dir", "mathlib_names_path") and value == "":
+    for field in dataclasses.fields(FormalizeConfig):
+        if hasattr(section, field.name):
+            value = getattr(section, field.name)
+            if value == "" and "None" in str(field.type):  # TOML's spelling of None
                 value = None
-            if field == "mathlib_names_path" and value == "auto":
+            if field.name == "mathlib_names_path" and value == "auto":
                 value = find_mathlib_names()
-            setattr(cfg, field, list(value) if field == "adapter_dirs" else value)
+            setattr(cfg, field.name, list(value) if field.name == "adapter_dirs" else value)
     return cfg
 
 
