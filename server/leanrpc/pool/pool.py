@@ -47,7 +47,7 @@ import time
 import psutil
 
 from ..config import Config
-from ..core.headers import HeaderSplit
+from ..core.headers import HeaderSplit, split_header
 from ..core.trie import PrefixTrie
 from ..errors import (
     HeaderLoadError,
@@ -938,8 +938,6 @@ class Pool:
         self._preload_header(imports)
 
     def _preload_header(self, imports: str) -> None:
-        from ..core.headers import split_header
-
         if self._free_slots() <= 0 or self._closing:
             return
         split = split_header(imports)
