@@ -7,10 +7,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import psutil
+import pytest
 
 from leanrpc.config import Config
+
+# The project's shared/ folder (fixtures, datasets) sits next to the checkout.
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def shared_path(*parts: str) -> Path:
+    """A file or folder under shared/; its absence fails the test, since a
+    skip would hide that nothing was checked."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"shared data {path} is missing (shared/ must sit next to the checkout)")
+    return path
 
 
 def loopback_config(workers: int = 1, **overrides) -> Config:

@@ -6,10 +6,8 @@ from leanrpc.formalize.config import FormalizeConfig
 from leanrpc.formalize.retrieval import MathlibNames
 
 from formalize_support import SMALL_NAMES
+from testkit import shared_path
 
-# The project's shared/ folder sits next to the checkout.
-SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared"
-NAMES_TSV = SHARED / "datasets" / "mathlib-decl-names" / "mathlib_decls.tsv"
 
 
 @pytest.fixture
@@ -25,17 +23,14 @@ def config() -> FormalizeConfig:
 
 @pytest.fixture(scope="session")
 def full_names():
-    if not NAMES_TSV.is_file():
-        pytest.skip("shared/datasets/mathlib-decl-names is not available")
     from leanrpc.formalize.retrieval import load_names
 
-    return load_names(str(NAMES_TSV))
+    return load_names(str(shared_path("datasets", "mathlib-decl-names", "mathlib_decls.tsv")))
 
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory) -> pathlib.Path:
     """A tiny hub-layout Qwen3-MoE checkpoint with the real Qwen3 tokenizer (built once per session)."""
-    pytest.importorskip("torch")
     from leanrpc.formalize.tiny import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-qwen3-moe"))

@@ -7,7 +7,6 @@ these tests get INVALID results through it.
 """
 
 import asyncio
-import importlib.util
 
 import pytest
 
@@ -19,8 +18,6 @@ from leanrpc.results import Status
 
 from formalize_support import GOOD, ScriptedGenerator, collect
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("leanrpc.standin.__main__") is None,
-                                reason="the REPL stand-in is not available")
 
 
 @pytest.fixture

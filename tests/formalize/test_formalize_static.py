@@ -7,6 +7,7 @@ from leanrpc.formalize.diagnostics import classify, error_category, format_error
 from leanrpc.formalize.retrieval import MathlibNames, name_words, query_words
 from leanrpc.formalize.wellformed import check, extract_candidate, theorem_name
 from leanrpc.results import Message, Position, Severity, Status, VerifyResult
+from testkit import shared_path
 
 
 class TestWellFormed:
@@ -54,13 +55,9 @@ class TestWellFormed:
     def test_every_benchmark_reference_is_well_formed(self):
         """No false alarms on 855 human-written statements (miniF2F + ProofNet-Verified)."""
         import json
-        import pathlib
 
-        root = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
-        files = [(root / "minif2f-proofnet-putnam-goedel-prover/minif2f.jsonl", "formal_statement", " sorry"),
-                 (root / "proofnet-verified/proofnet-verified.jsonl", "formal_stmt", "")]
-        if not all(f.is_file() for f, _, _ in files):
-            pytest.skip("shared/datasets not available")
+        files = [(shared_path("datasets", "minif2f-proofnet-putnam-goedel-prover", "minif2f.jsonl"), "formal_statement", " sorry"),
+                 (shared_path("datasets", "proofnet-verified", "proofnet-verified.jsonl"), "formal_stmt", "")]
         n = 0
         for path, field, suffix in files:
             for line in path.read_text().splitlines():

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from testkit import SHARED, shared_path
+
 IMPLEMENTATIONS = ["python", "native"]
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def module(kind: str, name: str):
@@ -31,9 +32,8 @@ def both(name: str):
 
 
 def shared_dir(*parts: str) -> Path:
-    path = SHARED.joinpath(*parts)
-    if not path.is_dir():
-        pytest.fail(f"shared data folder {path} is missing; the native tests need it (see tests/native/conftest.py)")
+    path = shared_path(*parts)
+    assert path.is_dir(), path
     return path
 
 
