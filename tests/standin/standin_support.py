@@ -12,24 +12,13 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
+from testkit import shared_path
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _find_fixtures() -> Path | None:
-    env = os.environ.get("LEANRPC_STANDIN_FIXTURES")
-    if env and Path(env).is_dir():
-        return Path(env)
-    for d in [REPO, *REPO.parents]:
-        cand = d / "shared" / "fixtures"
-        if cand.is_dir():
-            return cand
-    return None
-
-
-FIXTURES = _find_fixtures()
-needs_fixtures = pytest.mark.skipif(FIXTURES is None, reason="no shared/fixtures next to the repository")
+# Recorded REPL transcripts; missing ones fail the run (a skip would hide it).
+FIXTURES = Path(os.environ.get("LEANRPC_STANDIN_FIXTURES") or shared_path("fixtures"))
 
 
 class StandIn:

@@ -5,7 +5,7 @@ All costs are CPU burns, so they are measured as the child's CPU time.
 
 from __future__ import annotations
 
-from standin_support import FIXTURES, needs_fixtures
+from standin_support import FIXTURES
 
 
 def _cost(p, req, timeout=30.0):
@@ -88,7 +88,6 @@ def test_upstream_has_no_prefix_reuse(standin):
     assert second >= first * 0.8
 
 
-@needs_fixtures
 def test_replay_time_scale(standin):
     text = (FIXTURES / "kimina/match/input/goedel-lean_workbook_1001.lean").read_text()
     recorded = 0.3401503562927246

@@ -10,15 +10,14 @@ import pytest
 
 from leanrpc.standin import replay
 from leanrpc.standin.jsonfmt import flat, pretty
-from standin_support import FIXTURES, needs_fixtures, run_standin
+from standin_support import FIXTURES, run_standin
 
-pytestmark = needs_fixtures
 
 # Transcripts (relative to the fixtures root) that the stand-in cannot
 # reproduce byte for byte, with the reason. Keep this as short as possible.
 UNREPRODUCIBLE: dict[str, str] = {}
 
-SETS = replay.fixture_sets(str(FIXTURES)) if FIXTURES else []
+SETS = replay.fixture_sets(str(FIXTURES))
 
 
 def test_index_builds_without_problems():
