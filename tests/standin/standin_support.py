@@ -14,7 +14,6 @@ from pathlib import Path
 
 from testkit import shared_path
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 # Recorded REPL transcripts; missing ones fail the run (a skip would hide it).
