@@ -14,8 +14,6 @@ from pathlib import Path
 
 from testkit import shared_path
 
-
-
 # Recorded REPL transcripts; missing ones fail the run (a skip would hide it).
 FIXTURES = Path(os.environ.get("LEANRPC_STANDIN_FIXTURES") or shared_path("fixtures"))
 
