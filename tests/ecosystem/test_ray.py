@@ -49,12 +49,22 @@ def _wait_gone(pids: set[int], timeout_s: float = 60.0) -> set[int]:
         time.sleep(0.2)
 
 
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+
+
 def _set_child_subreaper(on: bool) -> None:
     # Orphans (a REPL whose actor died, a worker whose raylet died) get
     # reparented to this process instead of init, so the leak checks see them.
-    PR_SET_CHILD_SUBREAPER = 36
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _child_subreaper() -> bool:
+    flag = ctypes.c_int(0)
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_GET_CHILD_SUBREAPER)")
+    return bool(flag.value)
 
 
 def _reap_zombies(pids: set[int]) -> None:
@@ -65,37 +75,68 @@ def _reap_zombies(pids: set[int]) -> None:
             pass
 
 
+def _kill(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+# Environment the cluster needs, restored afterwards. RAY_TMPDIR: everything
+# Ray writes (sessions, sockets, the ray_current_cluster file, the driver's
+# logs) goes under the fixture's folder instead of /tmp/ray. The laptop-mode
+# switch keeps every address on loopback, also in the raylets and workers,
+# which inherit the environment (Ray advertises the machine's IP otherwise).
+_RAY_ENV = ("RAY_TMPDIR", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     from ray.cluster_utils import Cluster
 
-    # Ray advertises the machine's IP even for a node bound to 127.0.0.1;
-    # this switch (its laptop mode) keeps every address on loopback, also
-    # in the raylets and workers, which inherit the environment.
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
-    before = _descendants()
-    _set_child_subreaper(True)
+    tmp_ray_existed = os.path.exists("/tmp/ray")
+    saved_env = {key: os.environ.get(key) for key in _RAY_ENV}
     # A short private temp dir (Ray's unix sockets live there) that goes away.
     temp_dir = tempfile.mkdtemp(prefix="lrray-")
-    node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": temp_dir}
-    cluster = Cluster(initialize_head=True, head_node_args={**node_args, "include_dashboard": False})
+    before = _descendants()
+    os.environ["RAY_TMPDIR"] = temp_dir
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+    _set_child_subreaper(True)
+    cluster = None
+    leftover: set[int] = set()
+    survivors: set[int] = set()
     try:
+        node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": temp_dir}
+        cluster = Cluster(initialize_head=True, head_node_args={**node_args, "include_dashboard": False})
         cluster.add_node(**node_args)
         ray.init(address=cluster.address, log_to_driver=False)
         yield cluster
     finally:
-        ray.shutdown()
-        cluster.shutdown()
-        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-        ray._private.ray_constants.ENABLE_RAY_CLUSTER = True
-    try:
-        leftover = _descendants() - before
-        assert _wait_gone(leftover) == set(), "Ray or leanrpc processes outlived the cluster"
-    finally:
-        _set_child_subreaper(False)
-        _reap_zombies(leftover)
-        shutil.rmtree(temp_dir, ignore_errors=True)
+        try:
+            ray.shutdown()
+            if cluster is not None:
+                cluster.shutdown()
+        finally:
+            for key, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = True
+            leftover = _descendants() - before
+            survivors = _wait_gone(leftover)
+            _kill(survivors)  # nothing outlives the fixture, even when it fails
+            _wait_gone(survivors, timeout_s=10)
+            _set_child_subreaper(False)
+            _reap_zombies(leftover)
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    assert survivors == set(), "Ray or leanrpc processes outlived the cluster"
+    assert not _child_subreaper()
+    assert not os.path.exists(temp_dir)
+    if not tmp_ray_existed:
+        assert not os.path.exists("/tmp/ray"), "Ray wrote to /tmp/ray instead of the fixture's folder"
 
 
 def _config(**pool) -> Config:
