@@ -1,22 +1,47 @@
-"""One typed configuration object, loadable from TOML and from CLI flags.
+"""One typed, validated configuration object, loadable from TOML and flags.
+
+Owns: the `Config` schema (sections as msgspec Structs whose `Meta`
+constraints are the allowed ranges), loading (`Config.from_toml`,
+`Config.from_dict`) with one-line errors that name the key and what it
+allows, and writing (`to_toml`, through tomli-w). May import: errors,
+formalize.config (the `[formalize]` keys mirror FormalizeConfig).
 
 Every knob has a default that works on the embedded stand-in REPL, so
 `leanrpc serve` with no configuration runs. A real Lean setup changes only
-`[repl]` (see README, "Real Lean").
+`[repl]` (see README, "Real Lean"). To add a knob, add a field to a section
+with its type (use the constrained aliases below for ranges) and default.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import sys
 import tomllib
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
+import tomli_w
 
 from .errors import RequestError
 from .formalize.config import FormalizeConfig
+
+
+class ConfigError(RequestError):
+    """A configuration file or value that cannot be used (one line, names the key)."""
+
+
+# Constrained types: the range is part of the type, and of the error message.
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
+NonNegativeFloat = Annotated[float, msgspec.Meta(ge=0)]
+Percent = Annotated[float, msgspec.Meta(ge=0, le=100)]
+# 0 asks the OS for any free port (tests); for metrics_port it means "off".
+Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+OnOffAuto = Literal["auto", "on", "off"]
 
 
 def _default_repl_command() -> list[str]:
@@ -30,15 +55,19 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@dataclasses.dataclass
-class ReplConfig:
+class _Section(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base of every section: mutable, keyword-built, unknown keys refused."""
+
+
+class ReplConfig(_Section):
     """How to start one REPL process."""
 
     # Any REPL command line; `lake env repl` (or the binary path) in a Lean
-    # project for real use. The default is the embedded stand-in.
-    command: list[str] = dataclasses.field(default_factory=_default_repl_command)
+    # project for real use. The default is the embedded stand-in. TOML may
+    # give it as one string (split like a shell would).
+    command: list[str] = msgspec.field(default_factory=_default_repl_command)
     cwd: str | None = None
-    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    env: dict[str, str] = msgspec.field(default_factory=dict)
     # Identity of the toolchain, part of every header-cache key. Detected by a
     # probe at boot (`#eval Lean.versionString`) when left empty.
     lean_version: str = ""
@@ -46,77 +75,74 @@ class ReplConfig:
     project_revision: str = ""
     # "auto": send `incrementality: true` only when the REPL is known to be
     # the augustepoiroux fork; "on"/"off" force it.
-    incrementality: str = "auto"
+    incrementality: OnOffAuto = "auto"
     # Turn on Elab.async via setOptions: "auto" (the fork at Lean >= 4.19),
     # "on"/true or "off"/false.
-    elab_async: str | bool = "auto"
+    elab_async: OnOffAuto | bool = "auto"
 
 
-@dataclasses.dataclass
-class LimitsConfig:
-    """Per-worker resource limits and restart triggers."""
+class LimitsConfig(_Section):
+    """Per-worker resource limits and restart triggers (0 disables each)."""
 
     # Resident memory of the worker's whole process tree; checked during each
-    # request (every memory_poll_s) and at release. 0 disables.
-    max_worker_rss_mb: int = 0
+    # request (every memory_poll_s) and at release.
+    max_worker_rss_mb: NonNegativeInt = 0
     # Recycle idle workers (largest first) when system memory use passes this
-    # percentage. 0 disables.
-    max_system_memory_percent: float = 92.0
+    # percentage.
+    max_system_memory_percent: Percent = 92.0
     # Hard RLIMIT_AS for the REPL, in MB. Off by default: Mathlib's mmapped
     # .olean files count towards it (9+ GB for `import Mathlib`).
-    address_space_mb: int = 0
-    cpu_seconds: int = 0          # RLIMIT_CPU per process, 0 = unlimited
-    max_processes: int = 0        # RLIMIT_NPROC, 0 = unlimited
-    max_file_size_mb: int = 0     # RLIMIT_FSIZE, 0 = unlimited
-    max_open_files: int = 0       # RLIMIT_NOFILE, 0 = inherited
-    memory_poll_s: float = 0.1
+    address_space_mb: NonNegativeInt = 0
+    cpu_seconds: NonNegativeInt = 0       # RLIMIT_CPU per process
+    max_processes: NonNegativeInt = 0     # RLIMIT_NPROC
+    max_file_size_mb: NonNegativeInt = 0  # RLIMIT_FSIZE
+    max_open_files: NonNegativeInt = 0    # RLIMIT_NOFILE, 0 = inherited
+    memory_poll_s: PositiveFloat = 0.1
     # Recycle a worker after this many bodies (each keeps an env alive).
-    max_requests_per_worker: int = 2000
-    max_frame_mb: int = 256
+    max_requests_per_worker: NonNegativeInt = 2000
+    max_frame_mb: PositiveInt = 256
 
 
-@dataclasses.dataclass
-class PoolConfig:
-    workers: int = dataclasses.field(default_factory=usable_cores)
-    queue_limit: int = 100_000
-    default_timeout_s: float = 60.0
-    max_timeout_s: float = 3600.0
-    header_timeout_s: float = 600.0
+class PoolConfig(_Section):
+    workers: PositiveInt = msgspec.field(default_factory=usable_cores)
+    queue_limit: PositiveInt = 100_000
+    default_timeout_s: PositiveFloat = 60.0
+    max_timeout_s: PositiveFloat = 3600.0
+    header_timeout_s: PositiveFloat = 600.0
     # Retries of a request whose worker crashed or printed garbage.
-    max_retries: int = 1
+    max_retries: NonNegativeInt = 1
     # Circuit breaker: this many consecutive boot failures open it.
-    boot_failure_limit: int = 3
-    breaker_cooldown_s: float = 30.0
+    boot_failure_limit: PositiveInt = 3
+    breaker_cooldown_s: NonNegativeFloat = 30.0
     # Start this many workers (with no header) at startup.
-    min_warm: int = 1
+    min_warm: NonNegativeInt = 1
     # Headers to pre-load into idle workers at startup and after restarts.
-    warm_headers: list[str] = dataclasses.field(default_factory=list)
+    warm_headers: list[str] = msgspec.field(default_factory=list)
     # Keep this many idle workers loaded with the most used headers.
-    warm_spares: int = 0
+    warm_spares: NonNegativeInt = 0
     # A queued request that has waited this long takes any idle worker, even
     # if that means loading its header there (bounds header starvation).
-    max_wait_for_warm_s: float = 2.0
+    max_wait_for_warm_s: NonNegativeFloat = 2.0
     # Per-worker history of elaborated bodies kept for prefix routing.
-    prefix_history: int = 64
+    prefix_history: NonNegativeInt = 64
     # Route each body to the worker with the longest reusable prefix (pool
     # trie); false: the most recently used idle worker of the header.
     prefix_routing: bool = True
     # Named sessions (see docs/REUSE.md): open at once, and envs per session.
-    max_sessions: int = 256
-    max_session_commands: int = 10_000
-    shutdown_grace_s: float = 10.0
+    max_sessions: NonNegativeInt = 256
+    max_session_commands: PositiveInt = 10_000
+    shutdown_grace_s: NonNegativeFloat = 10.0
 
 
-@dataclasses.dataclass
-class ServerConfig:
+class ServerConfig(_Section):
     host: str = "127.0.0.1"
-    port: int = 50051
-    max_message_mb: int = 64
-    max_snippets_per_batch: int = 10_000
-    max_code_chars: int = 1_000_000
-    max_concurrent_per_client: int = 0  # 0 = unlimited
+    port: Port = 50051
+    max_message_mb: PositiveInt = 64
+    max_snippets_per_batch: PositiveInt = 10_000
+    max_code_chars: PositiveInt = 1_000_000
+    max_concurrent_per_client: NonNegativeInt = 0  # 0 = unlimited
     # Bearer tokens: inline, from a file (one per line), or from an env var.
-    auth_tokens: list[str] = dataclasses.field(default_factory=list)
+    auth_tokens: list[str] = msgspec.field(default_factory=list)
     auth_token_file: str = ""
     auth_token_env: str = "LEANRPC_TOKENS"
     # Auth may be off only when explicitly allowed and bound to loopback.
@@ -124,64 +150,85 @@ class ServerConfig:
     tls_cert: str = ""
     tls_key: str = ""
     tls_client_ca: str = ""  # set for mTLS
-    metrics_port: int = 0  # 0 = no Prometheus endpoint
+    metrics_port: Port = 0  # 0 = no Prometheus endpoint
     log_json: bool = False
 
 
-@dataclasses.dataclass
-class SandboxConfig:
+class SandboxConfig(_Section):
     # "auto": "unshare" where the machine supports it, else off with a logged
     # warning; "unshare": refuse to start without it; "off". See docs/SECURITY.md.
-    mode: str = "auto"
+    mode: Literal["auto", "unshare", "off"] = "auto"
     user: str = ""  # all workers as this user; default: a fresh uid per worker
     scratch_root: str = ""  # where the scratch mountpoint is created (default: $TMPDIR)
-    scratch_mb: int = 512  # size of each worker's private tmpfs scratch
+    scratch_mb: PositiveInt = 512  # size of each worker's private tmpfs scratch
     # Extra paths the workers must read (bind-mounted read-only past 0700 parents).
-    expose: list[str] = dataclasses.field(default_factory=list)
+    expose: list[str] = msgspec.field(default_factory=list)
     # seccomp filter that makes fork/clone fail (threads allowed): "auto" (on,
     # except for a `lake` REPL command, which spawns the REPL), "on", "off".
-    block_spawn: str = "auto"
+    block_spawn: OnOffAuto = "auto"
 
 
-def _toml_section(cls: type, name: str, unset_defaults: dict[str, str]) -> type:
-    """A dataclass with `cls`'s fields and defaults, for a TOML section.
+def _formalize_section() -> type:
+    """`[formalize]`: one key per FormalizeConfig field (meanings there).
 
-    TOML cannot spell None: an optional field becomes a string whose default
-    is "" (None) unless `unset_defaults` names another spelling.
+    TOML cannot spell None: an optional field is a string whose "" stands for
+    None (no model: the Formalizer reports NOT_SERVING; tokenizer from
+    model_dir; no retrieval). mathlib_names_path "auto": $LEANRPC_MATHLIB_NAMES,
+    else ../shared/datasets next to a checkout. Numbers are non-negative here;
+    FormalizeConfig.validate checks the finer rules when the model loads.
     """
+    import dataclasses
+
+    hints = typing.get_type_hints(FormalizeConfig)
     fields = []
-    for f in dataclasses.fields(cls):
-        if f.name in unset_defaults or "None" in str(f.type):
-            fields.append((f.name, str, dataclasses.field(default=unset_defaults.get(f.name, ""))))
+    for f in dataclasses.fields(FormalizeConfig):
+        kind = hints[f.name]
+        if f.name == "mathlib_names_path":
+            fields.append((f.name, str, "auto"))
+            continue
+        if type(None) in typing.get_args(kind):
+            kind, default = str, ""
         elif f.default_factory is not dataclasses.MISSING:
-            fields.append((f.name, f.type, dataclasses.field(default_factory=f.default_factory)))
+            default = msgspec.field(default_factory=f.default_factory)
         else:
-            fields.append((f.name, f.type, dataclasses.field(default=f.default)))
-    section = dataclasses.make_dataclass(name, fields)
-    section.__module__ = __name__
-    return section
+            default = f.default
+        if kind is int:
+            kind = NonNegativeInt
+        elif kind is float:
+            kind = NonNegativeFloat
+        fields.append((f.name, kind, default))
+    return msgspec.defstruct(
+        "FormalizeSection", fields, bases=(_Section,), module=__name__, kw_only=True, forbid_unknown_fields=True
+    )
 
 
-# `[formalize]`: one key per leanrpc.formalize.config.FormalizeConfig field
-# (meanings there). "" stands for None: no model (the Formalizer reports
-# NOT_SERVING), tokenizer from model_dir, no retrieval. mathlib_names_path
-# "auto": $LEANRPC_MATHLIB_NAMES, else ../shared/datasets next to a checkout.
-FormalizeSection = _toml_section(FormalizeConfig, "FormalizeSection", {"mathlib_names_path": "auto"})
+FormalizeSection = _formalize_section()
 
 
-@dataclasses.dataclass
-class Config:
-    repl: ReplConfig = dataclasses.field(default_factory=ReplConfig)
-    limits: LimitsConfig = dataclasses.field(default_factory=LimitsConfig)
-    pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
-    server: ServerConfig = dataclasses.field(default_factory=ServerConfig)
-    sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
-    formalize: FormalizeSection = dataclasses.field(default_factory=FormalizeSection)
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    repl: ReplConfig = msgspec.field(default_factory=ReplConfig)
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
+    pool: PoolConfig = msgspec.field(default_factory=PoolConfig)
+    server: ServerConfig = msgspec.field(default_factory=ServerConfig)
+    sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
+    formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        """Loads and validates a TOML file; ConfigError names the file and the key."""
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except IsADirectoryError:
+            raise ConfigError(f"config file {path} is a folder") from None
+        except PermissionError:
+            raise ConfigError(f"config file {path} is not readable (permission denied)") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"config file {path} is not UTF-8 text") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         config = cls.from_dict(data)
         if config.repl.cwd:
             config.repl.cwd = str((Path(path).parent / config.repl.cwd).resolve())
@@ -189,70 +236,96 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Config":
-        config = cls()
+        """Validates a {section: {key: value}} mapping into a Config."""
         for section_name, section_data in data.items():
-            if not hasattr(config, section_name):
-                raise RequestError(f"unknown config section [{section_name}]")
-            section = getattr(config, section_name)
+            if section_name not in cls.__struct_fields__:
+                raise ConfigError(f"unknown config section [{section_name}] (known: {', '.join(cls.__struct_fields__)})")
             if not isinstance(section_data, dict):
-                raise RequestError(f"config section [{section_name}] must be a table")
-            _update_section(section, section_name, section_data)
-        return config
+                raise ConfigError(f"config section [{section_name}] must be a table, not {_show(section_data)}")
+        repl = data.get("repl")
+        if isinstance(repl, dict) and isinstance(repl.get("command"), str):
+            data = {**data, "repl": {**repl, "command": shlex.split(repl["command"])}}
+        try:
+            return msgspec.convert(data, cls, strict=True)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(_explain(exc, data)) from None
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return msgspec.to_builtins(self)
 
-
-def _update_section(section: Any, name: str, values: dict[str, Any]) -> None:
-    fields = {f.name: f for f in dataclasses.fields(section)}
-    for key, value in values.items():
-        if key not in fields:
-            raise RequestError(f"unknown config key {name}.{key}")
-        current = getattr(section, key)
-        if key == "command" and isinstance(value, str):
-            value = shlex.split(value)
-        if isinstance(current, bool) and not isinstance(value, bool):
-            raise RequestError(f"config key {name}.{key} must be a boolean")
-        if isinstance(current, (int, float)) and not isinstance(current, bool):
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise RequestError(f"config key {name}.{key} must be a number")
-            if isinstance(current, int) and not float(value).is_integer():
-                raise RequestError(f"config key {name}.{key} must be an integer, not {value!r}")
-            value = type(current)(value)
-        elif isinstance(current, list) and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise RequestError(f"config key {name}.{key} must be a list of strings")
-        elif isinstance(current, dict) and not isinstance(value, dict):
-            raise RequestError(f"config key {name}.{key} must be a table")
-        elif (current is None or isinstance(current, str)) and not isinstance(value, str):
-            # `str | bool` fields (elab_async) also take a boolean.
-            if not (isinstance(value, bool) and "bool" in str(fields[key].type)):
-                raise RequestError(f"config key {name}.{key} must be a string")
-        setattr(section, key, value)
+    def validated(self) -> "Config":
+        """A checked copy (for values set from flags or code after loading)."""
+        return type(self).from_dict(self.to_dict())
 
 
 def to_toml(config: Config) -> str:
-    """Renders a config as TOML (used by `leanrpc setup`)."""
-    lines: list[str] = []
-    for section_name, section in config.to_dict().items():
-        lines.append(f"[{section_name}]")
-        for key, value in section.items():
-            if value is None:
-                continue
-            lines.append(f"{key} = {_toml_value(value)}")
-        lines.append("")
-    return "\n".join(lines)
+    """Renders a config as TOML (used by `leanrpc setup`); None values are left out."""
+    data = {
+        section: {key: value for key, value in values.items() if value is not None}
+        for section, values in config.to_dict().items()
+    }
+    return tomli_w.dumps(data)
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-        return f'"{escaped}"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"cannot render {type(value).__name__} as TOML")
+# ---- one-line errors: the key, what it allows, what it got -----------------
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _explain(exc: msgspec.ValidationError, data: dict[str, Any]) -> str:
+    message = str(exc)
+    reason, _, where = message.rpartition(" - at `$")
+    path = [p for p in where.rstrip("`").replace("[", ".").replace("]", "").split(".") if p]
+    if not path:
+        return f"invalid config: {message}"
+    section, *rest = path
+    if reason.startswith("Object contains unknown field"):
+        return f"unknown config key {section}.{reason.split('`')[1]}"
+    if not rest:
+        return f"config section [{section}]: {reason}"
+    key = rest[0]
+    value: Any = data.get(section, {}).get(key)
+    name = f"{section}.{key}"
+    field_type = typing.get_type_hints(type(getattr(Config(), section)), include_extras=True).get(key)
+    allowed = _describe(field_type) if field_type is not None else reason
+    if len(rest) > 1:  # inside a list or table: name the entry
+        inner = value
+        for part in rest[1:]:
+            inner = inner[int(part)] if isinstance(inner, list) and part.isdigit() else (inner or {}).get(part) if isinstance(inner, dict) else None
+        return f"config key {name} must be {allowed}; entry {'.'.join(rest[1:])} is {_show(inner)}"
+    return f"config key {name} must be {allowed}, not {_show(value)}"
+
+
+def _describe(kind: Any) -> str:
+    """Words for a field type, ranges included: 'an integer number >= 1'."""
+    origin = typing.get_origin(kind)
+    if origin is Annotated:
+        base, *metas = typing.get_args(kind)
+        bounds = []
+        for meta in metas:
+            if isinstance(meta, msgspec.Meta):
+                if meta.ge is not None and meta.le is not None:
+                    bounds.append(f"from {meta.ge} to {meta.le}")
+                else:
+                    for op, bound in ((">=", meta.ge), (">", meta.gt), ("<=", meta.le), ("<", meta.lt)):
+                        if bound is not None:
+                            bounds.append(f"{op} {bound}")
+        return " ".join([_describe(base), *bounds])
+    if origin is Literal:
+        return "one of " + ", ".join(repr(v) for v in typing.get_args(kind))
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        parts = [_describe(a) for a in typing.get_args(kind) if a is not type(None)]
+        return " or ".join(parts)
+    if origin is list:
+        return "a list of strings" if typing.get_args(kind) == (str,) else "a list"
+    if origin is dict:
+        return "a table of strings (key = \"value\")" if typing.get_args(kind) == (str, str) else "a table"
+    return {
+        bool: "a boolean (true or false)",
+        int: "an integer number",
+        float: "a number",
+        str: "a string",
+    }.get(kind, getattr(kind, "__name__", str(kind)))

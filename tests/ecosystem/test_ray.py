@@ -100,6 +100,8 @@ def ray_cluster():
     # A short private temp dir (Ray's unix sockets live there) that goes away.
     temp_dir = tempfile.mkdtemp(prefix="lrray-")
     before = _descendants()
+    # Ray writes RAY_TMPDIR/ray/ray_current_cluster without creating the folder.
+    os.makedirs(os.path.join(temp_dir, "ray"))
     os.environ["RAY_TMPDIR"] = temp_dir
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False

@@ -86,7 +86,7 @@ def test_bad_config_raises_clear_error(tmp_path, text, words):
 
 
 def test_formalize_section_covers_formalize_config():
-    section_fields = {f.name for f in dataclasses.fields(FormalizeSection)}
+    section_fields = set(FormalizeSection.__struct_fields__)
     config_fields = {f.name for f in dataclasses.fields(FormalizeConfig)}
     assert section_fields == config_fields
     # Same defaults ("" for None), so an empty [formalize] changes nothing.
