@@ -102,6 +102,7 @@ PACKAGES = [
     "leanrpc.formalize",
     "leanrpc.security",
     "leanrpc.ops",
+    "leanrpc.commands",
     "leanrpc.ray",
     "leanrpc.client",
 ]

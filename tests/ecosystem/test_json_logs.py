@@ -6,7 +6,7 @@ import io
 import json
 import logging
 
-from leanrpc.ops.logging import JsonFormatter, configure_logging
+from leanrpc.logsetup import JsonFormatter, configure_logging
 
 
 def test_json_lines_carry_level_logger_message_and_extras():

@@ -12,8 +12,8 @@ import pytest
 
 from leanrpc.cli import main as cli_main
 from leanrpc.config import Config
-from leanrpc.ops.doctor import FAIL, OK, WARN, run_doctor
-from leanrpc.ops.setup_lean import Command, SetupError, SetupOptions, SubprocessRunner, WriteFile, execute, plan
+from leanrpc.commands.doctor import FAIL, OK, WARN, run_doctor
+from leanrpc.commands.setup import Command, SetupError, SetupOptions, SubprocessRunner, WriteFile, execute, plan
 from leanrpc.security.sandbox import make_sandbox_launcher, resolve_block_spawn
 
 

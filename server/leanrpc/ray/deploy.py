@@ -47,7 +47,7 @@ class LeanrpcNodeServer:
         """Starts the server on this node; returns what `NodeServer` holds."""
         import ray
 
-        from ..edge.server import create_server
+        from ..app import create_server
 
         node_ip = ray.util.get_node_ip_address()
         config = copy.deepcopy(self._config)

@@ -227,6 +227,24 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
         await pool.close(5.0)
 
 
+def add_parser(sub):
+    parser = sub.add_parser(
+        "doctor",
+        help="check the configured REPL: versions, handshake, import time and memory",
+        description="Check a configured REPL before serving it: command, versions, sandbox, handshake, "
+                    "and the time (seconds) and memory (MB) of loading an import header.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="TOML configuration file (default: the embedded stand-in)")
+    parser.add_argument("--repl-cmd", metavar="CMD", help="REPL command line instead of the config's (default: the config's)")
+    parser.add_argument("--header", help='header to time (default: "import Mathlib" for Mathlib projects, else none)')
+    parser.add_argument("--require-lean", action="store_true", help="fail when the REPL is the stand-in (default: warn)")
+    return parser
+
+
+def run(args) -> int:
+    return main_doctor(args)
+
+
 def main_doctor(args) -> int:
     """Entry point for `leanrpc doctor`: 0 when healthy, 1 otherwise."""
     config = Config.from_toml(args.config) if args.config else Config()

@@ -397,8 +397,36 @@ def execute(
     return reports
 
 
+def add_parser(sub):
+    parser = sub.add_parser(
+        "setup",
+        help="install a real Lean toolchain, project and REPL; write a config",
+        description="Install elan, Lean, a lake project (optionally with Mathlib) and the REPL, skipping "
+                    "steps already done, and write a leanrpc config for them.",
+    )
+    parser.add_argument("--lean", required=True, metavar="VERSION", help="Lean release, e.g. v4.19.0 (required)")
+    parser.add_argument("--mathlib", action="store_true",
+                        help="a project that depends on Mathlib, with `lake exe cache get` (default: no Mathlib)")
+    parser.add_argument("--project", metavar="DIR", help="use this lake project instead of creating one (default: create one)")
+    parser.add_argument("--workdir", metavar="DIR", help="where the project and REPL go (default: ~/.leanrpc/lean-VERSION)")
+    parser.add_argument("--repl", choices=["upstream", "fork"], default="upstream",
+                        help="leanprover-community/repl, or the augustepoiroux/repl incrementality fork (default: upstream)")
+    parser.add_argument("--repl-rev", metavar="REV", help="REPL git revision (default: the Lean version tag)")
+    parser.add_argument("--output", metavar="FILE", help="config file to write (default: WORKDIR/leanrpc.toml)")
+    parser.add_argument("--workers", type=int, metavar="N", help="pool size to write into the config (default: usable CPU cores)")
+    parser.add_argument("--via-lake", action="store_true",
+                        help="REPL command `lake env repl` (the sandbox then allows spawning) instead of the REPL "
+                             "binary with lake's environment (default: the binary)")
+    parser.add_argument("--dry-run", action="store_true", help="print the steps; run nothing (default: run them)")
+    return parser
+
+
+def run(args) -> int:
+    return main_setup(args)
+
+
 def main_setup(args) -> int:
-    """Entry point for `leanrpc setup` (arguments from cli.py)."""
+    """Entry point for `leanrpc setup`."""
     try:
         options = SetupOptions(
             lean_version=args.lean,

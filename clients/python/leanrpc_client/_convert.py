@@ -1,0 +1,134 @@
+"""Conversions between the protobuf messages and the client's types.
+
+Owns: pb <-> dataclass conversion, option building, snippet normalisation,
+and the header hash sent as routing metadata. May import: _proto, _types.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+from typing import Iterable
+
+from ._proto import pb
+from ._types import Declaration, Message, Result, SessionResult, TacticStep
+
+_STATUS_NAMES = {v: k for k, v in pb.Status.items()}
+_SEVERITY_NAMES = {v: k for k, v in pb.Severity.items()}
+_INFOTREE = {
+    None: pb.INFOTREE_MODE_UNSPECIFIED,
+    "original": pb.INFOTREE_MODE_ORIGINAL,
+    "substantive": pb.INFOTREE_MODE_SUBSTANTIVE,
+    "tactics": pb.INFOTREE_MODE_TACTICS,
+    "full": pb.INFOTREE_MODE_FULL,
+}
+# Request metadata a header-hash balancer (Envoy ring hash) routes on, so one
+# import header keeps reaching the replicas that hold it warm (docs/DEPLOY.md).
+HEADER_HASH_KEY = "x-leanrpc-header-hash"
+
+
+def header_hash(code: str) -> str:
+    """sha256 of the leading `import` lines (stripped, joined by newlines), 16 hex digits.
+
+    The Node client (clients/node) computes the same value.
+    """
+    imports = []
+    for raw in code.split("\n"):
+        line = raw.strip()
+        if not line or line.startswith("--"):
+            continue
+        if not line.startswith("import "):
+            break
+        imports.append(line)
+    return hashlib.sha256("\n".join(imports).encode()).hexdigest()[:16]
+
+
+def _header_metadata(codes: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    # A call carries one key: the batch's most common header decides.
+    counts = collections.Counter(header_hash(code) for code in codes)
+    return ((HEADER_HASH_KEY, counts.most_common(1)[0][0]),) if counts else ()
+
+
+def result_from_pb(r: pb.Result) -> Result:
+    return Result(
+        id=r.id,
+        status=_STATUS_NAMES.get(r.status, str(r.status)),
+        messages=[
+            Message(
+                severity=_SEVERITY_NAMES.get(m.severity, str(m.severity)),
+                line=m.start.line,
+                column=m.start.column,
+                end_line=m.end.line if m.HasField("end") else None,
+                end_column=m.end.column if m.HasField("end") else None,
+                text=m.text,
+            )
+            for m in r.messages
+        ],
+        sorries=[
+            {"line": s.start.line, "column": s.start.column, "goal": s.goal} for s in r.sorries
+        ],
+        error=r.error,
+        time_total_s=r.timings.total_s,
+        time_queue_s=r.timings.queue_s,
+        time_header_s=r.timings.header_s,
+        time_body_s=r.timings.body_s,
+        time_boot_s=r.timings.boot_s,
+        warm_header=r.reuse.warm_header,
+        reused_prefix_chars=r.reuse.reused_prefix_chars,
+        attempts=r.reuse.attempts,
+        verifier=r.verifier.kind,
+        verifier_description=r.verifier.description,
+        infotree_json=r.infotree_json,
+        axioms=list(r.axioms),
+        worker=r.reuse.worker,
+    )
+
+
+def session_result_from_pb(r: pb.SessionResponse) -> SessionResult:
+    return SessionResult(
+        session=r.session,
+        env=r.env if r.HasField("env") else None,
+        result=result_from_pb(r.result),
+        replayed_commands=r.replayed_commands,
+    )
+
+
+def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "") -> pb.VerifyOptions:
+    if infotree not in _INFOTREE:
+        raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
+    return pb.VerifyOptions(
+        timeout_s=timeout_s, infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session
+    )
+
+
+def _as_snippets(snippets: Iterable) -> list[tuple[str, str]]:
+    out = []
+    for index, item in enumerate(snippets):
+        if isinstance(item, str):
+            out.append((str(index), item))
+        elif isinstance(item, dict):
+            out.append((str(item.get("id", index)), item["code"]))
+        else:
+            snippet_id, code = item
+            out.append((str(snippet_id), code))
+    return out
+
+
+def declarations_from_pb(declarations) -> list[Declaration]:
+    return [
+        Declaration(
+            name=d.name,
+            steps=[
+                TacticStep(
+                    text=s.text,
+                    start=(s.start.line, s.start.column),
+                    end=(s.end.line, s.end.column),
+                    goals_before=list(s.goals_before),
+                    goals_after=list(s.goals_after),
+                    kind=s.kind,
+                )
+                for s in d.steps
+            ],
+        )
+        for d in declarations
+    ]

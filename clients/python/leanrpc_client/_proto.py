@@ -1,0 +1,17 @@
+"""The generated gRPC stubs the client speaks.
+
+Owns: finding them. The client's own distribution (clients/python) ships
+them as `leanrpc_client._v1`; inside the server's install (where this
+package is mapped to `leanrpc.client`) they are the server's `leanrpc.v1`.
+"""
+
+from __future__ import annotations
+
+try:
+    from ._v1 import verifier_pb2 as pb
+    from ._v1 import verifier_pb2_grpc as pb_grpc
+except ImportError:
+    from leanrpc.v1 import verifier_pb2 as pb
+    from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+
+__all__ = ["pb", "pb_grpc"]

@@ -1,0 +1,88 @@
+"""Result types of the Python client: plain dataclasses, and ClientError.
+
+Owns: the shapes users get back. May import: grpc (status codes) only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import grpc
+
+
+class ClientError(Exception):
+    """An RPC failed for good (after retries); `partial` holds the results already received."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, partial: list | None = None) -> None:
+        super().__init__(f"{code.name}: {details}")
+        self.code = code
+        self.details = details
+        # Results that arrived before the failure (input order), e.g. when a
+        # stream broke midway: callers can still show or keep them.
+        self.partial: list[Result] = list(partial or [])
+
+
+@dataclasses.dataclass
+class Message:
+    severity: str
+    line: int
+    column: int
+    end_line: int | None
+    end_column: int | None
+    text: str
+
+
+@dataclasses.dataclass
+class Result:
+    id: str
+    status: str  # VALID, INVALID, SORRY, TIMEOUT, CRASH, OUT_OF_MEMORY, REJECTED, CANCELLED
+    messages: list[Message]
+    sorries: list[dict]
+    error: str
+    time_total_s: float
+    time_queue_s: float
+    time_header_s: float
+    time_body_s: float
+    time_boot_s: float
+    warm_header: bool
+    reused_prefix_chars: int
+    attempts: int
+    verifier: str  # "lean" or "stand-in"
+    verifier_description: str
+    infotree_json: str = ""
+    axioms: list[str] = dataclasses.field(default_factory=list)
+    worker: str = ""  # the pool worker that answered (Reuse.worker)
+
+    @property
+    def valid(self) -> bool:
+        return self.status == "VALID"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class TacticStep:
+    text: str
+    start: tuple[int, int]
+    end: tuple[int, int]
+    goals_before: list[str]
+    goals_after: list[str]
+    kind: str
+
+
+@dataclasses.dataclass
+class Declaration:
+    name: str
+    steps: list[TacticStep]
+
+
+@dataclasses.dataclass
+class SessionResult:
+    """A session call's outcome: `env` is the new session env id (None if
+    the code made none); it stays valid across server-side worker restarts."""
+
+    session: str
+    env: int | None
+    result: Result
+    replayed_commands: int = 0

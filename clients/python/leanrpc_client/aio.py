@@ -1,0 +1,248 @@
+"""The asyncio client: `async with AsyncClient(address) as client: ...`.
+
+Owns: the channel, unary calls with retry, and `verify` over VerifyStream
+(bounded window, input order kept, re-sends of refused snippets). May
+import: _proto, _types, _convert, _retry; tqdm when a progress bar is asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Iterable, Sequence
+
+import grpc
+
+from ._convert import (
+    _as_snippets,
+    _header_metadata,
+    _options,
+    declarations_from_pb,
+    result_from_pb,
+    session_result_from_pb,
+)
+from ._proto import pb, pb_grpc
+from ._retry import RETRYABLE_CODES, backoff_s, resend_hint_s
+from ._types import ClientError, Result, SessionResult
+
+
+def _progress_bar(total: int):
+    """A tqdm bar on stderr, or None when tqdm is not installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="snippet", desc="verify")
+
+
+def _in_order(keys: list[str], items: list[tuple[str, str]], results: dict[str, Result]) -> list[Result]:
+    ordered = []
+    for key, (sid, _code) in zip(keys, items):
+        result = results.get(key)
+        if result is not None:
+            result.id = sid
+            ordered.append(result)
+    return ordered
+
+
+class AsyncClient:
+    """asyncio client. Use as `async with AsyncClient(addr) as c:`."""
+
+    def __init__(
+        self,
+        address: str = "127.0.0.1:50051",
+        *,
+        token: str | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
+        max_retries: int = 5,
+        backoff_s: float = 0.2,
+        max_message_mb: int = 64,
+    ) -> None:
+        options = [
+            ("grpc.max_receive_message_length", max_message_mb * 2**20),
+            ("grpc.max_send_message_length", max_message_mb * 2**20),
+        ]
+        if credentials is not None:
+            self._channel = grpc.aio.secure_channel(address, credentials, options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(address, options=options)
+        self._stub = pb_grpc.VerifierStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._max_retries = max_retries
+        self._backoff_s = backoff_s
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method, request, timeout: float | None, extra_metadata: tuple = ()):
+        attempt = 0
+        while True:
+            try:
+                return await method(request, timeout=timeout, metadata=self._metadata + extra_metadata)
+            except grpc.aio.AioRpcError as exc:
+                attempt += 1
+                if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
+                    raise ClientError(exc.code(), exc.details() or "") from exc
+                await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
+
+    async def verify_batch(
+        self,
+        snippets: Sequence,
+        *,
+        timeout_s: float = 0.0,
+        infotree: str | None = None,
+        reuse: bool = True,
+        check_axioms: bool = False,
+        deadline_s: float | None = None,
+        session: str = "",
+    ) -> list[Result]:
+        """One unary Verify call: results in input order. With `session`, each
+        snippet (no imports) runs on that session's env 0."""
+        items = _as_snippets(snippets)
+        request = pb.VerifyRequest(
+            snippets=[pb.Snippet(id=i, code=c) for i, c in items],
+            options=_options(timeout_s, infotree, reuse, check_axioms, session),
+        )
+        response = await self._call(self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items))
+        return [result_from_pb(r) for r in response.results]
+
+    async def verify(
+        self,
+        snippets: Iterable,
+        *,
+        timeout_s: float = 0.0,
+        infotree: str | None = None,
+        reuse: bool = True,
+        check_axioms: bool = False,
+        window: int = 256,
+        progress: bool | None = None,
+        session: str = "",
+    ) -> list[Result]:
+        """Verifies any number of snippets over VerifyStream; input order kept.
+        With `session`, each snippet (no imports) runs on that session's env 0
+        (an unknown session gives that snippet a REJECTED result).
+
+        Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
+        whose stream broke with UNAVAILABLE, or that the server's full queue
+        refused (REJECTED, error "RESOURCE_EXHAUSTED: ... retry after N ms"),
+        are re-sent with backoff, as are those the server answered REJECTED
+        with "server shutting down ..." (they never ran); after max_retries
+        those REJECTED results are returned as they are. A failure after
+        retries raises ClientError whose `partial` holds the results received.
+        """
+        items = _as_snippets(snippets)
+        keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
+        results: dict[str, Result] = {}
+        show = progress if progress is not None else (len(items) >= 200 and sys.stderr.isatty())
+        bar = _progress_bar(len(items)) if show else None
+        options = _options(timeout_s, infotree, reuse, check_axioms, session)
+        attempt = 0
+        try:
+            while len(results) < len(items):
+                todo = [(k, items[n][1]) for n, k in enumerate(keys) if k not in results]
+                resend: dict[str, tuple[Result, float]] = {}
+                try:
+                    await self._stream_once(todo, options, window, results, bar, resend)
+                except grpc.aio.AioRpcError as exc:
+                    attempt += 1
+                    if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
+                        partial = _in_order(keys, items, results)
+                        raise ClientError(exc.code(), exc.details() or "", partial) from exc
+                    await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
+                    continue
+                if resend:
+                    attempt += 1
+                    if attempt > self._max_retries:
+                        # Out of retries: the REJECTED results are the answers.
+                        for key, (result, _hint) in resend.items():
+                            results[key] = result
+                            if bar is not None:
+                                bar.update(1)
+                    else:
+                        hint = max(h for _r, h in resend.values())
+                        await asyncio.sleep(backoff_s(self._backoff_s, attempt, hint))
+        finally:
+            if bar is not None:
+                bar.close()
+        return _in_order(keys, items, results)
+
+    async def _stream_once(self, todo, options, window, results, bar, resend) -> None:
+        call = self._stub.VerifyStream(metadata=self._metadata + _header_metadata(c for _k, c in todo))
+        slots = asyncio.Semaphore(window)
+
+        async def send() -> None:
+            await call.write(pb.VerifyStreamRequest(options=options))
+            for key, code in todo:
+                await slots.acquire()
+                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=key, code=code)))
+            await call.done_writing()
+
+        sender = asyncio.ensure_future(send())
+        try:
+            expected = len(todo)
+            received = 0
+            while received < expected:
+                message = await call.read()
+                if message is grpc.aio.EOF:
+                    break
+                received += 1
+                slots.release()
+                result = result_from_pb(message.result)
+                hint = resend_hint_s(result)
+                if hint is not None:  # refused unrun (overload, shutdown): send again
+                    resend[result.id] = (result, hint)
+                    continue
+                results[result.id] = result
+                if bar is not None:
+                    bar.update(1)
+            await sender
+            if received < expected:
+                code = await call.code()
+                if code is not grpc.StatusCode.OK:
+                    raise grpc.aio.AioRpcError(code, await call.initial_metadata(), await call.trailing_metadata(), details=await call.details())
+        finally:
+            sender.cancel()
+
+    async def extract(self, code: str, *, timeout_s: float = 0.0, lz4: bool = False):
+        """Returns (Result, [Declaration])."""
+        request = pb.ExtractRequest(code=code, options=_options(timeout_s, "original", True, False), lz4=lz4)
+        response = await self._call(self._stub.Extract, request, None)
+        declarations = response.declarations
+        if response.compressed:
+            import lz4.frame
+
+            decoded = pb.ExtractedDeclarations()
+            decoded.ParseFromString(lz4.frame.decompress(response.compressed))
+            declarations = decoded.declarations
+        return result_from_pb(response.result), declarations_from_pb(declarations)
+
+    async def server_info(self) -> pb.ServerInfo:
+        return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
+
+    async def open_session(
+        self, code: str, *, name: str = "", timeout_s: float = 0.0, infotree: str | None = None,
+        deadline_s: float | None = None,
+    ) -> SessionResult:
+        """Opens a session from a header (+ shared preamble); its state is env 0."""
+        request = pb.OpenSessionRequest(name=name, code=code, options=_options(timeout_s, infotree, True, False))
+        return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
+
+    async def run_in_session(
+        self, session: str, code: str, *, env: int | None = None, timeout_s: float = 0.0,
+        infotree: str | None = None, deadline_s: float | None = None,
+    ) -> SessionResult:
+        """Runs commands (no imports) on session env `env` (default 0)."""
+        request = pb.RunInSessionRequest(session=session, code=code, options=_options(timeout_s, infotree, True, False))
+        if env is not None:
+            request.env = env
+        return session_result_from_pb(await self._call(self._stub.RunInSession, request, deadline_s))
+
+    async def close_session(self, session: str) -> bool:
+        response = await self._call(self._stub.CloseSession, pb.CloseSessionRequest(session=session), 30.0)
+        return response.closed

@@ -1,0 +1,105 @@
+"""The blocking client: an AsyncClient on one private event-loop thread.
+
+Owns: the loop thread and handing calls to it. Every method submits its
+coroutine to the client's own loop (asyncio.run_coroutine_threadsafe) and
+waits for the answer, so one Client can be shared by several threads and
+used inside a running event loop (a notebook) without touching that loop.
+May import: aio, _types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Coroutine, Iterable, Sequence
+
+from .aio import AsyncClient
+from ._types import Result, SessionResult
+
+
+class Client:
+    """Blocking client; same methods as AsyncClient. Thread-safe; close() once done."""
+
+    def __init__(self, address: str = "127.0.0.1:50051", **kwargs) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop.run_forever, name="leanrpc-client-loop", daemon=True)
+        self._thread.start()
+        try:
+            self._async: AsyncClient = self._run(self._make(address, kwargs))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    @staticmethod
+    async def _make(address: str, kwargs: dict) -> AsyncClient:
+        return AsyncClient(address, **kwargs)  # the channel binds to this (the private) loop
+
+    def _run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        if self._closed:
+            coro.close()
+            raise RuntimeError("this leanrpc Client is closed")
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a blocking Client method was called from its own loop thread")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt in the caller: stop the work too
+            raise
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result()
+        finally:
+            self._stop_loop()
+
+    async def _shutdown(self) -> None:
+        await self._async.close()
+        # gRPC leaves status-watcher tasks behind; finish them as asyncio.run
+        # would, so closing the loop prints no warnings.
+        current = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not current]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._loop.shutdown_asyncgens()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def verify(self, snippets: Iterable, **kwargs) -> list[Result]:
+        return self._run(self._async.verify(snippets, **kwargs))
+
+    def verify_batch(self, snippets: Sequence, **kwargs) -> list[Result]:
+        return self._run(self._async.verify_batch(snippets, **kwargs))
+
+    def extract(self, code: str, **kwargs):
+        return self._run(self._async.extract(code, **kwargs))
+
+    def server_info(self):
+        return self._run(self._async.server_info())
+
+    def open_session(self, code: str, **kwargs) -> SessionResult:
+        return self._run(self._async.open_session(code, **kwargs))
+
+    def run_in_session(self, session: str, code: str, **kwargs) -> SessionResult:
+        return self._run(self._async.run_in_session(session, code, **kwargs))
+
+    def close_session(self, session: str) -> bool:
+        return self._run(self._async.close_session(session))

@@ -1,0 +1,7 @@
+"""`python -m leanrpc` runs the `leanrpc` command."""
+
+import sys
+
+from .commands import main
+
+sys.exit(main())

@@ -1,0 +1,221 @@
+"""The composition root: builds the server from a Config, runs it, stops it.
+
+Owns: wiring (launcher -> pool -> services -> gRPC servicers, interceptors,
+health, reflection, metrics, the Formalizer) and the server's lifecycle.
+May import every layer below it (config, pool, services, edge, security,
+ops.metrics); nothing but commands/ and tests import it.
+
+`create_server(config)` builds everything and binds (port 0 picks a free
+port, for tests); `serve(config)` runs until SIGINT/SIGTERM and then shuts
+down in order: health NOT_SERVING, stop accepting RPCs with a grace period
+for those in flight, drain and stop the pool (graded kill of every worker).
+Start-up problems the user can fix (port in use, bad TLS files, unsafe
+access settings) raise `StartupError` with one line saying what to change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import signal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from .config import Config
+from .core import NATIVE_ACTIVE
+from .pool.pool import Pool
+from .security.sandbox import make_sandbox_launcher
+from .services.extract import ExtractService
+from .services.verify import VerifyService
+from .v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2
+from .worker.launcher import Launcher
+from .edge.auth import build_access_interceptors
+from .edge.verifier import VerifierServicer, add_verifier_to_server
+
+log = logging.getLogger("leanrpc.server")
+
+
+class StartupError(Exception):
+    """The server cannot start for a reason the user can fix; the message is one line."""
+
+VERIFIER_SERVICE = verifier_pb2.DESCRIPTOR.services_by_name["Verifier"].full_name
+FORMALIZER_SERVICE = formalizer_pb2.DESCRIPTOR.services_by_name["Formalizer"].full_name
+
+
+@dataclasses.dataclass
+class App:
+    """Everything `create_server` built, for `serve` and for tests."""
+
+    config: Config
+    server: grpc.aio.Server
+    port: int
+    pool: Pool
+    verify: VerifyService
+    health: health.aio.HealthServicer
+    formalize: object | None = None
+    metrics: object | None = None
+    _health_task: asyncio.Task | None = None
+
+    async def stop(self, grace: float | None = None) -> None:
+        grace = self.config.pool.shutdown_grace_s if grace is None else grace
+        await self.health.enter_graceful_shutdown()
+        if self._health_task is not None:
+            self._health_task.cancel()
+        await self.server.stop(grace)
+        await self.pool.close(grace)
+        if self.metrics is not None and hasattr(self.metrics, "close"):
+            await self.metrics.close()
+        if self.formalize is not None and hasattr(self.formalize, "close"):
+            await self.formalize.close()
+
+
+async def create_server(config: Config, *, launcher: Launcher | None = None) -> App:
+    # Unsafe access settings refuse to start before any worker is spawned.
+    access_interceptors = build_access_interceptors(config.server)  # AccessConfigError
+    launcher = launcher or make_sandbox_launcher(config)
+    log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
+    log.info("sandbox: %s", launcher.describe())
+    pool = Pool(config, launcher)
+    await pool.start()
+    try:
+        return await _serve_pool(config, pool, launcher, access_interceptors)
+    except BaseException:
+        await pool.close(0)  # a failed start leaves no worker behind
+        raise
+
+
+async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_interceptors: list) -> App:
+    verify = VerifyService(pool, config)
+    extract = ExtractService(verify)
+
+    interceptors = []
+    metrics = None
+    if config.server.metrics_port:
+        from .ops.metrics import Metrics
+
+        metrics = Metrics()
+        interceptors.append(metrics.interceptor)  # first: also counts refused calls
+    interceptors += access_interceptors
+    max_bytes = config.server.max_message_mb * 2**20
+    server = grpc.aio.server(
+        interceptors=interceptors,
+        options=[
+            ("grpc.max_receive_message_length", max_bytes),
+            ("grpc.max_send_message_length", max_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    add_verifier_to_server(
+        VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE), server
+    )
+    formalize = _add_formalizer(config, server, verify)
+
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (VERIFIER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+
+    address = f"{config.server.host}:{config.server.port}"
+    try:
+        if config.server.tls_cert:
+            port = server.add_secure_port(address, _server_credentials(config))
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError:  # grpc: "Failed to bind to address ..."
+        port = 0
+    except OSError as exc:  # unreadable TLS files
+        raise StartupError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from exc
+    if port == 0:
+        raise StartupError(
+            f"cannot listen on {address}: the port is in use or the address is not on this machine "
+            "(choose another with --port, or stop the other server)"
+        )
+    await server.start()
+    app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize)
+    if config.server.metrics_port:
+        from .ops.metrics import start_metrics
+
+        app.metrics = start_metrics(app, config.server.metrics_port, metrics)
+    await _update_health(app)
+    app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
+    log.info("leanrpc serving on %s:%d (%s)", config.server.host, port, pool.identity.description if pool.identity else "no worker yet")
+    return app
+
+
+def _server_credentials(config: Config) -> grpc.ServerCredentials:
+    with open(config.server.tls_key, "rb") as f:
+        key = f.read()
+    with open(config.server.tls_cert, "rb") as f:
+        cert = f.read()
+    client_ca = None
+    if config.server.tls_client_ca:
+        with open(config.server.tls_client_ca, "rb") as f:
+            client_ca = f.read()
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )
+
+
+def _add_formalizer(config: Config, server: grpc.aio.Server, verify: VerifyService):
+    """Registers the Formalizer; without weights it answers NOT_SERVING."""
+    try:
+        from .edge.formalizer import add_formalizer_to_server
+    except ImportError as exc:  # the model extra is not installed
+        log.info("Formalizer disabled: %s", exc)
+        formalizer_pb2_grpc.add_FormalizerServicer_to_server(_UnavailableFormalizer(f"model stack not installed: {exc}"), server)
+        return _StaticStatus(False, f"model stack not installed: {exc}")
+    return add_formalizer_to_server(server, config, verify)
+
+
+class _StaticStatus:
+    def __init__(self, serving: bool, reason: str) -> None:
+        self._status = (serving, reason)
+
+    def serving_status(self) -> tuple[bool, str]:
+        return self._status
+
+
+class _UnavailableFormalizer(formalizer_pb2_grpc.FormalizerServicer):
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    async def Formalize(self, request_iterator, context):
+        await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"Formalizer not serving: {self._reason}")
+        yield  # pragma: no cover - makes this an async generator
+
+
+async def _update_health(app: App) -> None:
+    serving = health_pb2.HealthCheckResponse.SERVING
+    not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+    verifier_ok = app.pool.serving
+    await app.health.set(VERIFIER_SERVICE, serving if verifier_ok else not_serving)
+    await app.health.set("", serving if verifier_ok else not_serving)
+    formalize_ok = False
+    if app.formalize is not None and hasattr(app.formalize, "serving_status"):
+        formalize_ok, _reason = app.formalize.serving_status()
+    await app.health.set(FORMALIZER_SERVICE, serving if formalize_ok else not_serving)
+
+
+async def _health_loop(app: App) -> None:
+    while True:
+        await asyncio.sleep(0.5)
+        try:
+            await _update_health(app)
+        except Exception:  # pragma: no cover
+            log.exception("health update failed")
+
+
+async def serve(config: Config) -> None:
+    app = await create_server(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"leanrpc listening on {config.server.host}:{app.port}", flush=True)
+    await stop.wait()
+    log.info("shutting down (grace %.1f s)", config.pool.shutdown_grace_s)
+    await app.stop()

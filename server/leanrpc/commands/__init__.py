@@ -1,0 +1,64 @@
+"""The `leanrpc` command line: one module per command, one `main`.
+
+Owns: argument parsing, exit codes, and turning every error a user can fix
+into one line (no traceback unless `--debug`). Each command module
+(serve, verify, setup, doctor) adds its subparser and a `run(args) -> int`.
+May import: app (serve), config, the client (verify), and the layers the
+doctor and setup commands drive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from .. import __version__
+from . import doctor, serve, setup, verify
+from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_USAGE, UserError, user_errors
+
+COMMANDS = (serve, verify, setup, doctor)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="leanrpc",
+        description="gRPC verification service for Lean 4.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"leanrpc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        command = module.add_parser(sub)
+        command.epilog = EXIT_CODES_HELP
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.add_argument("--debug", action="store_true", help="print the full traceback of an error (default: one line)")
+        command.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # usage errors exit 2 here
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except user_errors() as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"leanrpc {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return exc.exit_code if isinstance(exc, UserError) else EXIT_USAGE
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"leanrpc {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} "
+            "(run again with --debug for the traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

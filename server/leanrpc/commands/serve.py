@@ -1,0 +1,57 @@
+"""`leanrpc serve`: load and check the config, set up logging, run the server.
+
+Owns: the serve flags and how they override the config file. May import:
+app, config, logsetup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shlex
+
+from ..config import Config
+
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        "serve",
+        help="run the server (default REPL: the embedded stand-in)",
+        description="Run the leanrpc gRPC server until SIGINT/SIGTERM. Flags override the config file.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="TOML configuration file (default: none; built-in defaults)")
+    parser.add_argument("--host", help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)")
+    parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
+    parser.add_argument("--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)")
+    parser.add_argument("--repl-cmd", metavar="CMD", help='REPL command line, e.g. "lake env repl" (default: the stand-in)')
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)")
+    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line (default: plain lines)")
+    return parser
+
+
+def load_config(args) -> Config:
+    """The config file (if any) with the flags applied, validated."""
+    config = Config.from_toml(args.config) if args.config else Config()
+    if args.host:
+        config.server.host = args.host
+    if args.port is not None:
+        config.server.port = args.port
+    if args.workers is not None:
+        config.pool.workers = args.workers
+    if args.repl_cmd:
+        config.repl.command = shlex.split(args.repl_cmd)
+    if args.metrics_port is not None:
+        config.server.metrics_port = args.metrics_port
+    return config.validated()
+
+
+def run(args) -> int:
+    from ..app import serve
+    from ..logsetup import configure_logging
+
+    config = load_config(args)
+    configure_logging(json_lines=config.server.log_json or args.log_json)
+    asyncio.run(serve(config))
+    return 0
