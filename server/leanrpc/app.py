@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import logging
 import signal
+import socket
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -75,6 +77,7 @@ class App:
 async def create_server(config: Config, *, launcher: Launcher | None = None) -> App:
     # Unsafe access settings refuse to start before any worker is spawned.
     access_interceptors = build_access_interceptors(config.server)  # AccessConfigError
+    _check_address_free(config.server.host, config.server.port)
     launcher = launcher or make_sandbox_launcher(config)
     log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
     log.info("sandbox: %s", launcher.describe())
@@ -144,6 +147,26 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
     log.info("leanrpc serving on %s:%d (%s)", config.server.host, port, pool.identity.description if pool.identity else "no worker yet")
     return app
+
+
+def _check_address_free(host: str, port: int) -> None:
+    """Refuses a taken port before any worker starts (gRPC would say so only
+    after the pool is up, in a C-core log line)."""
+    if port == 0:
+        return
+    bare = host.strip("[]")
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((bare, port))
+    except socket.gaierror as exc:
+        raise StartupError(f"cannot listen on {host}:{port}: unknown host ({exc.strerror})") from exc
+    except OSError as exc:
+        reason = "the port is in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise StartupError(
+            f"cannot listen on {host}:{port}: {reason} (choose another with --port, or stop the other server)"
+        ) from exc
 
 
 def _server_credentials(config: Config) -> grpc.ServerCredentials:
