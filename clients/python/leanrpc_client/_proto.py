@@ -7,11 +7,11 @@ package is mapped to `leanrpc.client`) they are the server's `leanrpc.v1`.
 
 from __future__ import annotations
 
-try:
-    from ._v1 import verifier_pb2 as pb
-    from ._v1 import verifier_pb2_grpc as pb_grpc
-except ImportError:
+if __package__ == "leanrpc.client":  # mapped into the server's install
     from leanrpc.v1 import verifier_pb2 as pb
     from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+else:  # the leanrpc-client distribution
+    from ._v1 import verifier_pb2 as pb
+    from ._v1 import verifier_pb2_grpc as pb_grpc
 
 __all__ = ["pb", "pb_grpc"]
