@@ -30,7 +30,7 @@ def test_client_wheel_verifies_without_the_leanrpc_package(tmp_path):
             f"sys.path.insert(0, {str(tmp_path / 'site')!r})\n"
             "from leanrpc_client import Client\n"
             f"with Client({served.address!r}) as c:\n"
-            "    print([r.status for r in c.verify([{GOOD!r}, {BAD!r}])])\n"
+            f"    print([r.status for r in c.verify([{GOOD!r}, {BAD!r}])])\n"
         )
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     finally:
