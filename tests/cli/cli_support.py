@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 LEANRPC = shutil.which("leanrpc") or str(Path(sys.executable).parent / "leanrpc")
 GOOD = "theorem t (x : Nat) : x + 0 = x := by\n  rfl\n"
 BAD = "theorem t (x : Nat) : x = x + 1 := by\n  exact Nat.nonexistent_lemma x\n"
@@ -39,11 +41,22 @@ class Served:
         self.address = line.split()[-1]
 
     def kill(self) -> None:
-        """SIGKILL the server and its workers (the whole process group)."""
+        """SIGKILL the server and its workers (its group, and its descendants,
+        since the sandbox starts each worker in a session of its own)."""
+        try:
+            workers = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            workers = []
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for worker in workers:
+            try:
+                worker.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(workers, timeout=30)
         self.process.wait(timeout=30)
         self.process.stdout.close()
 
