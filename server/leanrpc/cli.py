@@ -32,6 +32,8 @@ def cmd_serve(args) -> int:
     config = _load_config(args)
     if getattr(args, "metrics_port", None) is not None:
         config.server.metrics_port = args.metrics_port
+    if getattr(args, "http_port", None) is not None:
+        config.gateway.http_port = args.http_port
     configure_logging(json_lines=config.server.log_json or bool(getattr(args, "log_json", False)))
     asyncio.run(serve(config))
     return 0
@@ -91,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--repl-cmd", help='REPL command line, e.g. "lake env repl"')
     serve.add_argument("--config", help="TOML configuration file")
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port (/metrics)")
+    serve.add_argument("--http-port", type=int, help="serve Kimina's REST API (/api/check, /verify) on this port")
     serve.add_argument("--log-json", action="store_true", help="one JSON object per log line")
     serve.set_defaults(func=cmd_serve)
 

@@ -143,6 +143,17 @@ class SandboxConfig:
     block_spawn: str = "auto"
 
 
+@dataclasses.dataclass
+class GatewayConfig:
+    """The Kimina-compatible REST gateway (leanrpc.gateway, docs/CLIENTS.md)."""
+
+    http_port: int = 0  # 0 = off; `serve --http-port N` turns it on
+    host: str = ""  # "" = server.host (same auth rules apply)
+    # Message/sorry lines: "file" (whole snippet, like gRPC and Kimina since
+    # PR #56) or "body" (after the import header, like kimina-ast-server 2.1.3).
+    message_lines: str = "file"
+
+
 def _toml_section(cls: type, name: str, unset_defaults: dict[str, str]) -> type:
     """A dataclass with `cls`'s fields and defaults, for a TOML section.
 
@@ -176,6 +187,7 @@ class Config:
     pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
     server: ServerConfig = dataclasses.field(default_factory=ServerConfig)
     sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
+    gateway: GatewayConfig = dataclasses.field(default_factory=GatewayConfig)
     formalize: FormalizeSection = dataclasses.field(default_factory=FormalizeSection)
 
     @classmethod
