@@ -97,6 +97,7 @@ PACKAGES = [
     "leanrpc.pool",
     "leanrpc.services",
     "leanrpc.edge",
+    "leanrpc.gateway",
     "leanrpc.standin",
     "leanrpc.extract",
     "leanrpc.formalize",

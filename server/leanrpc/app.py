@@ -59,6 +59,7 @@ class App:
     health: health.aio.HealthServicer
     formalize: object | None = None
     metrics: object | None = None
+    gateway: object | None = None  # leanrpc.gateway.Gateway when gateway.http_port is set
     _health_task: asyncio.Task | None = None
 
     async def stop(self, grace: float | None = None) -> None:
@@ -66,6 +67,8 @@ class App:
         await self.health.enter_graceful_shutdown()
         if self._health_task is not None:
             self._health_task.cancel()
+        if self.gateway is not None:
+            await self.gateway.stop(grace)
         await self.server.stop(grace)
         await self.pool.close(grace)
         if self.metrics is not None and hasattr(self.metrics, "close"):
@@ -143,6 +146,14 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
         from .ops.metrics import start_metrics
 
         app.metrics = start_metrics(app, config.server.metrics_port, metrics)
+    if config.gateway.http_port:
+        from .gateway import start_gateway
+
+        try:
+            app.gateway = await start_gateway(verify, config)
+        except BaseException:
+            await app.stop(0)
+            raise
     await _update_health(app)
     app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
     log.info("leanrpc serving on %s:%d (%s)", config.server.host, port, pool.identity.description if pool.identity else "no worker yet")
@@ -239,6 +250,8 @@ async def serve(config: Config) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print(f"leanrpc listening on {config.server.host}:{app.port}", flush=True)
+    if app.gateway is not None:
+        print(f"Kimina REST gateway on http://{app.gateway.host}:{app.gateway.port}", flush=True)
     await stop.wait()
     log.info("shutting down (grace %.1f s)", config.pool.shutdown_grace_s)
     await app.stop()

@@ -168,6 +168,16 @@ class SandboxConfig(_Section):
     block_spawn: OnOffAuto = "auto"
 
 
+class GatewayConfig(_Section):
+    """The Kimina-compatible REST gateway (leanrpc.gateway, docs/CLIENTS.md)."""
+
+    http_port: Port = 0  # 0 = off; `serve --http-port N` turns it on
+    host: str = ""  # "" = server.host (same auth rules apply)
+    # Message/sorry lines: "file" (whole snippet, like gRPC and Kimina since
+    # PR #56) or "body" (after the import header, like kimina-ast-server 2.1.3).
+    message_lines: Literal["file", "body"] = "file"
+
+
 def _formalize_section() -> type:
     """`[formalize]`: one key per FormalizeConfig field (meanings there).
 
@@ -211,6 +221,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pool: PoolConfig = msgspec.field(default_factory=PoolConfig)
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
+    gateway: GatewayConfig = msgspec.field(default_factory=GatewayConfig)
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
 
     @classmethod

@@ -186,3 +186,38 @@ def test_kimina_target_maps_http_answers_to_statuses(tmp_path):
     assert records[0].repl_s == pytest.approx(0.01)
     assert [p["snippets"][0]["id"] for p in fake.requests] == ["r0", "r1", "r2", "r3"]
     assert all(p["reuse"] is True for p in fake.requests)
+
+
+def test_kimina_rest_target_runs_leanrpc_behind_the_gateway_with_the_same_statuses():
+    items = workloads.load("mixed", scale=TINY, limit=12)
+    rest = asyncio.run(load.run_async(_cfg(target="kimina_rest", requests=24, concurrency=4), items))
+    grpc = asyncio.run(load.run_async(_cfg(target="leanrpc", requests=24, concurrency=4), items))
+    assert tuple(rest) == load.SUMMARY_KEYS and rest["target"] == "kimina_rest"
+    _assert_counts_add_up(rest, sent=24)
+    assert rest["requests"]["answered"] == 24
+    # Same proofs in the same order: the gateway gives leanrpc's own verdicts.
+    assert rest["statuses"] == grpc["statuses"]
+    assert rest["config"]["server_info"]["verifier"] == "stand-in"
+    assert rest["repl_ms"]["n"] == rest["server_internal_ms"]["n"] == 24
+
+
+def test_benchmark_rooms_import_without_cycles():
+    """config/measure/report/targets/driver/plots/cli import downward only (issue 17)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(load.__file__).resolve().parent
+    order = ["workloads", "config", "measure", "report", "targets", "driver", "plots", "peers", "cli", "load"]
+    checked = 0
+    for path in [*root.glob("*.py"), *(root / "targets").glob("*.py"), root / "peers" / "compare.py"]:
+        room = path.parent.name if path.parent.name in ("targets", "peers") else path.stem
+        if room not in order:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level and not (room != path.stem and node.level == 1):
+                names = [(node.module or "").split(".")[0]] if node.module else [a.name for a in node.names]
+                for name in names:
+                    if name in order:
+                        assert order.index(name) < order.index(room), (str(path), name)
+                        checked += 1
+    assert checked >= 15

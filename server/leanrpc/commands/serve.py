@@ -27,6 +27,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--repl-cmd", metavar="CMD", help='REPL command line, e.g. "lake env repl" (default: the stand-in)')
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)")
+    parser.add_argument("--http-port", type=int, metavar="PORT",
+                        help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)")
     parser.add_argument("--log-json", action="store_true", help="one JSON object per log line (default: plain lines)")
     return parser
 
@@ -44,6 +46,8 @@ def load_config(args) -> Config:
         config.repl.command = shlex.split(args.repl_cmd)
     if args.metrics_port is not None:
         config.server.metrics_port = args.metrics_port
+    if args.http_port is not None:
+        config.gateway.http_port = args.http_port
     return config.validated()
 
 

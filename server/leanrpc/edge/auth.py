@@ -50,11 +50,7 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         self._tokens = [t.encode() for t in tokens]
 
     def _valid(self, header: str | None) -> bool:
-        if not header or not header.startswith("Bearer "):
-            return False
-        presented = header[len("Bearer "):].strip().encode()
-        # Compare against every token in constant time.
-        return any(hmac.compare_digest(presented, token) for token in self._tokens)
+        return bearer_token_valid(header, self._tokens)
 
     async def intercept_service(self, continuation, handler_call_details):
         method = handler_call_details.method
@@ -64,6 +60,15 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         if self._valid(metadata.get("authorization")):
             return await continuation(handler_call_details)
         return _deny(method)
+
+
+def bearer_token_valid(header: str | None, tokens: list[bytes]) -> bool:
+    """Whether `Bearer <token>` names one of `tokens` (shared by gRPC and the REST gateway)."""
+    if not header or not header.startswith("Bearer "):
+        return False
+    presented = header[len("Bearer "):].strip().encode()
+    # Compare against every token in constant time.
+    return any(hmac.compare_digest(presented, token) for token in tokens)
 
 
 def _deny(method: str):

@@ -591,6 +591,13 @@ class Elab:
         self.declarations: list | None = None
 
 
+# `#check` of core types the stand-in knows without a declaration (Lean prints these).
+BUILTIN_SIGNATURES = {
+    "Nat": "Nat : Type", "Int": "Int : Type", "String": "String : Type", "Bool": "Bool : Type",
+    "Prop": "Prop : Type", "True": "True : Prop", "False": "False : Prop",
+}
+
+
 def elaborate(
     text: str,
     *,
@@ -657,9 +664,11 @@ def elaborate(
             _eval(cmd, text, P, msgs, lean_version)
         elif kw == "#check":
             if len(cmd.toks) > 1 and cmd.toks[1].kind == "id":
-                info = find(cmd.toks[1].text)
-                if info is not None:
-                    msgs.append(message("info", P(first.start), P(first.end), info[0]))
+                name = cmd.toks[1].text
+                info = find(name)
+                signature = info[0] if info is not None else BUILTIN_SIGNATURES.get(name)
+                if signature is not None:
+                    msgs.append(message("info", P(first.start), P(first.end), signature))
         elif kw == "#print":
             if len(cmd.toks) > 2 and cmd.toks[1].text == "axioms":
                 name = cmd.toks[2].text

@@ -1,0 +1,257 @@
+"""The Kimina-compatible HTTP server (aiohttp): routes, auth, admission, lifecycle.
+
+    start_gateway(verify, config) -> Gateway      (Gateway.stop() to shut down)
+
+Every snippet goes through the same `VerifyService.verify` as gRPC, so the
+same pool, fencing, limits and cache apply; the same bearer tokens
+(edge.auth) guard it, and the same queue admission check refuses a batch
+the queue cannot take (429 with Retry-After, as Kimina's "No available
+REPLs"). Every accepted snippet gets exactly one result: a refusal after
+admission is that snippet's `error`, never a lost entry.
+
+May import: config, errors, results, services.verify, edge.auth, gateway.kimina.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import math
+
+from aiohttp import web
+
+from ..config import Config
+from ..edge.auth import AccessConfigError, bearer_token_valid, client_key, is_loopback, load_tokens
+from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
+from ..results import Status
+from ..services.verify import VerifyOptions, VerifyService
+from . import kimina
+
+log = logging.getLogger("leanrpc.gateway")
+
+JSON = "application/json"
+NOT_IMPLEMENTED = {
+    "/api/ast": "leanrpc does not export Lean ASTs (kimina-ast-server's `lake exe ast-export`); "
+                "use /api/check with \"infotree\", or leanrpc's gRPC Extract for tactic steps",
+    "/api/ast_code": "leanrpc does not export Lean ASTs (kimina-ast-server's `lake exe ast-export`); "
+                     "use /api/check with \"infotree\", or leanrpc's gRPC Extract for tactic steps",
+}
+
+
+def _json(payload, status: int = 200, headers: dict | None = None) -> web.Response:
+    return web.Response(body=kimina.encode(payload), status=status, content_type=JSON, headers=headers)
+
+
+def _detail(status: int, detail, headers: dict | None = None) -> web.Response:
+    """FastAPI's error shape, which Kimina's server and client use."""
+    return _json({"detail": detail}, status, headers)
+
+
+class KiminaGateway:
+    """Request handlers over one VerifyService."""
+
+    def __init__(self, verify: VerifyService, config: Config) -> None:
+        self._verify = verify
+        self._config = config
+        self._tokens = [t.encode() for t in load_tokens(config.server)]
+        self._shift_to_body = config.gateway.message_lines == "body"
+        self._in_flight: collections.Counter[str] = collections.Counter()
+        self._batches = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    # ---- access -------------------------------------------------------------
+
+    def _refuse_access(self, request: web.Request) -> web.Response | None:
+        if not self._tokens:
+            return None
+        header = request.headers.get("Authorization")
+        if not header:
+            return _detail(401, "Missing API key")
+        # Kimina strips an optional "Bearer " prefix; leanrpc tokens are bearer tokens.
+        if not header.startswith("Bearer "):
+            header = "Bearer " + header
+        if not bearer_token_valid(header, self._tokens):
+            return _detail(401, "Invalid API key")
+        return None
+
+    def _client(self, request: web.Request) -> str:
+        auth = request.headers.get("Authorization", "")
+        return client_key((("authorization", auth),), f"http:{request.remote}:0")
+
+    # ---- endpoints ----------------------------------------------------------
+
+    async def check(self, request: web.Request) -> web.Response:
+        return await self._batch(request, kimina.decode_check, kimina.check_items, kimina.check_options,
+                                 debug_of=lambda r: r.debug, backward=False)
+
+    async def verify(self, request: web.Request) -> web.Response:
+        return await self._batch(request, kimina.decode_verify, kimina.verify_items, kimina.verify_options,
+                                 debug_of=lambda r: False, backward=True)
+
+    async def health(self, request: web.Request) -> web.Response:
+        pool = self._verify.pool
+        info = {"serving": pool.serving, "workers": pool.size, "queue_depth": pool.queue_depth,
+                "queue_limit": self._config.pool.queue_limit}
+        if pool.serving:
+            return _json({"status": "ok", kimina.EXTENSION_KEY: info})
+        info["reason"] = pool.not_serving_reason
+        return _json({"status": "unavailable", "detail": pool.not_serving_reason, kimina.EXTENSION_KEY: info}, 503)
+
+    async def not_implemented(self, request: web.Request) -> web.Response:
+        refused = self._refuse_access(request)
+        if refused is not None:
+            return refused
+        return _detail(501, NOT_IMPLEMENTED.get(request.path.rstrip("/"), "not implemented by leanrpc"))
+
+    # ---- the batch path -----------------------------------------------------
+
+    async def _batch(self, request, decode, items_of, options_of, *, debug_of, backward: bool) -> web.Response:
+        refused = self._refuse_access(request)
+        if refused is not None:
+            return refused
+        try:
+            parsed = decode(await request.read())
+        except kimina.RequestInvalid as exc:
+            return _detail(422, exc.detail)
+        items = items_of(parsed)
+        options = options_of(parsed)
+        limit = self._config.server.max_snippets_per_batch
+        if len(items) > limit:
+            return _detail(422, [{"type": "too_long", "loc": ["body"], "msg":
+                                  f"the batch has {len(items)} snippets, over the limit of {limit}; split it"}])
+        pool = self._verify.pool
+        if not pool.serving:
+            return _detail(503, f"not serving: {pool.not_serving_reason}")
+        if pool.queue_depth + len(items) > self._config.pool.queue_limit:
+            retry = OverloadedError(f"queue cannot take {len(items)} more snippets ({pool.queue_depth} waiting)")
+            return _detail(429, retry.message, {"Retry-After": str(max(1, math.ceil(retry.retry_after_s)))})
+        client = self._client(request)
+        per_client = self._config.server.max_concurrent_per_client
+        if per_client > 0 and self._in_flight[client] >= per_client:
+            return _detail(429, f"this client already has {self._in_flight[client]} requests in flight, the limit "
+                                f"(server.max_concurrent_per_client) is {per_client}; wait for one to finish",
+                           {"Retry-After": "1"})
+        self._in_flight[client] += 1
+        self._batches += 1
+        self.idle.clear()
+        try:
+            results = await self._run_all(items, options, debug=debug_of(parsed))
+        finally:
+            self._in_flight[client] -= 1
+            if self._in_flight[client] <= 0:
+                del self._in_flight[client]
+            self._batches -= 1
+            if not self._batches:
+                self.idle.set()
+        if backward:
+            results = [kimina.backward_response(r) for r in results]
+        return _json({"results": results})
+
+    async def _run_all(self, items: list[tuple[str, str]], options: VerifyOptions, *, debug: bool) -> list[dict]:
+        timeout_s = options.timeout_s or self._config.pool.default_timeout_s
+        tasks = [asyncio.ensure_future(self._run_one(sid, code, options, timeout_s, debug)) for sid, code in items]
+        try:
+            return await asyncio.gather(*tasks)
+        except BaseException:  # the client went away (handler cancelled): free the queue
+            for task in tasks:
+                task.cancel()
+            raise
+
+    async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions, timeout_s: float, debug: bool) -> dict:
+        try:
+            result = await self._verify.verify(snippet_id, code, options)
+        except OverloadedError as exc:
+            return kimina.refused_response(snippet_id, f"No available REPLs: {exc.message}")
+        except RequestError as exc:
+            return kimina.refused_response(snippet_id, f"Rejected by leanrpc: {exc.message}")
+        except NotServingError as exc:
+            return kimina.refused_response(snippet_id, f"Not serving: {exc.message}")
+        except LeanServiceError as exc:
+            log.error("snippet %s failed: %r", snippet_id, exc)
+            return kimina.refused_response(snippet_id, f"Snippet execution failed: {exc.message}")
+        shift = kimina.body_line_offset(code) if self._shift_to_body and result.status is not Status.REJECTED else 0
+        return kimina.repl_response(result, timeout_s=timeout_s, shift=shift, debug=debug)
+
+
+@web.middleware
+async def _errors_as_detail(request: web.Request, handler):
+    """aiohttp's own refusals (404, 405, 413) in FastAPI's `{"detail": ...}` shape."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _detail(exc.status, exc.reason, {k: v for k, v in exc.headers.items() if k.lower() == "allow"})
+
+
+def build_app(gateway: KiminaGateway, config: Config) -> web.Application:
+    app = web.Application(middlewares=[_errors_as_detail], client_max_size=config.server.max_message_mb * 2**20)
+    routes = [
+        web.post("/api/check", gateway.check), web.post("/api/check/", gateway.check),
+        web.post("/verify", gateway.verify), web.post("/one_pass_verify_batch", gateway.verify),
+        web.get("/health", gateway.health), web.get("/health/", gateway.health), web.get("/", gateway.health),
+    ]
+    for path in NOT_IMPLEMENTED:
+        routes += [web.post(path, gateway.not_implemented), web.get(path, gateway.not_implemented)]
+    app.add_routes(routes)
+    return app
+
+
+@dataclasses.dataclass
+class Gateway:
+    runner: web.AppRunner
+    handlers: KiminaGateway
+    host: str
+    port: int
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop accepting, give in-flight batches up to `grace` s, then close
+        (cancelling what is left, which frees its queue entries)."""
+        for site in list(self.runner.sites):
+            await site.stop()
+        try:
+            await asyncio.wait_for(self.handlers.idle.wait(), grace)
+        except asyncio.TimeoutError:
+            log.warning("REST gateway: batches still running after %.1f s; cancelling them", grace)
+        await self.runner.cleanup()
+
+
+def check_access(config: Config, host: str) -> None:
+    """The gateway speaks plain HTTP: it refuses a non-loopback host without tokens."""
+    if load_tokens(config.server):
+        return
+    if not (config.server.allow_unauthenticated_loopback and is_loopback(host)):
+        raise AccessConfigError(
+            f"refusing to serve the REST gateway on {host} without authentication: set server.auth_tokens, "
+            f"server.auth_token_file or ${config.server.auth_token_env}")
+
+
+async def start_gateway(verify: VerifyService, config: Config, *, host: str | None = None,
+                        port: int | None = None) -> Gateway:
+    """Serve Kimina's REST API on `host:port` (default: config.gateway / server.host)."""
+    host = host or config.gateway.host or config.server.host
+    port = config.gateway.http_port if port is None else port
+    if config.gateway.message_lines not in ("file", "body"):
+        raise RequestError(f"gateway.message_lines must be \"file\" or \"body\", not {config.gateway.message_lines!r}")
+    check_access(config, host)
+    handlers = KiminaGateway(verify, config)
+    runner = web.AppRunner(build_app(handlers, config), handle_signals=False, access_log=None,
+                           handler_cancellation=True, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=4096)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    bound = runner.addresses[0][1] if runner.addresses else port
+    log.info("Kimina REST gateway on http://%s:%d", host, bound)
+    return Gateway(runner=runner, handlers=handlers, host=host, port=bound)
+
+
+async def stop_gateway(gateway: Gateway | None, grace: float = 10.0) -> None:
+    if gateway is not None:
+        await gateway.stop(grace)
