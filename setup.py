@@ -103,6 +103,7 @@ PACKAGES = [
     "leanrpc.security",
     "leanrpc.ops",
     "leanrpc.ray",
+    "leanrpc.cache",
     "leanrpc.client",
 ]
 

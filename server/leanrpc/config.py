@@ -143,6 +143,21 @@ class SandboxConfig:
     block_spawn: str = "auto"
 
 
+@dataclasses.dataclass
+class CacheConfig:
+    """`[cache]`: the result cache (leanrpc.cache, docs/CACHE.md)."""
+
+    enabled: bool = False
+    memory_mb: float = 256.0  # in-process LRU of compressed entries
+    cache_dir: str = ""  # on-disk tier (survives restarts); "" = none
+    disk_max_mb: float = 0.0  # 0 = unbounded
+    redis_url: str = ""  # shared tier, e.g. redis://host:6379/0; "" = none
+    redis_timeout_s: float = 0.25
+    redis_ttl_s: int = 7 * 24 * 3600
+    breaker_failures: int = 3  # consecutive Redis failures that open the breaker
+    breaker_cooldown_s: float = 5.0
+
+
 def _toml_section(cls: type, name: str, unset_defaults: dict[str, str]) -> type:
     """A dataclass with `cls`'s fields and defaults, for a TOML section.
 
@@ -177,6 +192,7 @@ class Config:
     server: ServerConfig = dataclasses.field(default_factory=ServerConfig)
     sandbox: SandboxConfig = dataclasses.field(default_factory=SandboxConfig)
     formalize: FormalizeSection = dataclasses.field(default_factory=FormalizeSection)
+    cache: CacheConfig = dataclasses.field(default_factory=CacheConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

@@ -17,6 +17,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from ..cache import CachedVerifier
 from ..config import Config
 from ..core import NATIVE_ACTIVE
 from ..pool.pool import Pool
@@ -55,6 +56,8 @@ class App:
             self._health_task.cancel()
         await self.server.stop(grace)
         await self.pool.close(grace)
+        if hasattr(self.verify, "close"):
+            await self.verify.close()  # the result cache's pending writes
         if self.metrics is not None and hasattr(self.metrics, "close"):
             await self.metrics.close()
         if self.formalize is not None and hasattr(self.formalize, "close"):
@@ -69,7 +72,7 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     log.info("sandbox: %s", launcher.describe())
     pool = Pool(config, launcher)
     await pool.start()
-    verify = VerifyService(pool, config)
+    verify = CachedVerifier.from_config(VerifyService(pool, config), config, sandbox=launcher.describe())
     extract = ExtractService(verify)
 
     interceptors = []
