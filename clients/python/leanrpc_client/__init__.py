@@ -107,6 +107,8 @@ class Result:
     infotree_json: str = ""
     axioms: list[str] = dataclasses.field(default_factory=list)
     worker: str = ""  # the pool worker that answered (Reuse.worker)
+    cache_source: str = ""  # "", "memory", "disk", "redis" or "in-flight" (Reuse.cache_source)
+    original_run: str = ""  # the run that elaborated this verdict (Reuse.original_run)
 
     @property
     def valid(self) -> bool:
@@ -164,6 +166,8 @@ def result_from_pb(r: pb.Result) -> Result:
         infotree_json=r.infotree_json,
         axioms=list(r.axioms),
         worker=r.reuse.worker,
+        cache_source=r.reuse.cache_source,
+        original_run=r.reuse.original_run,
     )
 
 
