@@ -105,6 +105,7 @@ PACKAGES = [
     "leanrpc.ops",
     "leanrpc.commands",
     "leanrpc.ray",
+    "leanrpc.cache",
     "leanrpc.client",
 ]
 

@@ -26,6 +26,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from .cache import CachedVerifier
 from .config import Config
 from .core import NATIVE_ACTIVE
 from .pool.pool import Pool
@@ -71,6 +72,8 @@ class App:
             await self.gateway.stop(grace)
         await self.server.stop(grace)
         await self.pool.close(grace)
+        if hasattr(self.verify, "close"):
+            await self.verify.close()  # the result cache's pending writes
         if self.metrics is not None and hasattr(self.metrics, "close"):
             await self.metrics.close()
         if self.formalize is not None and hasattr(self.formalize, "close"):
@@ -94,7 +97,7 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
 
 
 async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_interceptors: list) -> App:
-    verify = VerifyService(pool, config)
+    verify = CachedVerifier.from_config(VerifyService(pool, config), config, sandbox=launcher.describe())
     extract = ExtractService(verify)
 
     interceptors = []

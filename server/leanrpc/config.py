@@ -168,6 +168,20 @@ class SandboxConfig(_Section):
     block_spawn: OnOffAuto = "auto"
 
 
+class CacheConfig(_Section):
+    """`[cache]`: the result cache (leanrpc.cache, docs/CACHE.md)."""
+
+    enabled: bool = False
+    memory_mb: NonNegativeFloat = 256.0  # in-process LRU of compressed entries
+    cache_dir: str = ""  # on-disk tier (survives restarts); "" = none
+    disk_max_mb: NonNegativeFloat = 0.0  # 0 = unbounded
+    redis_url: str = ""  # shared tier, e.g. redis://host:6379/0; "" = none
+    redis_timeout_s: PositiveFloat = 0.25
+    redis_ttl_s: PositiveInt = 7 * 24 * 3600
+    breaker_failures: PositiveInt = 3  # consecutive Redis failures that open the breaker
+    breaker_cooldown_s: NonNegativeFloat = 5.0
+
+
 class GatewayConfig(_Section):
     """The Kimina-compatible REST gateway (leanrpc.gateway, docs/CLIENTS.md)."""
 
@@ -222,6 +236,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     server: ServerConfig = msgspec.field(default_factory=ServerConfig)
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
     gateway: GatewayConfig = msgspec.field(default_factory=GatewayConfig)
+    cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
 
     @classmethod

@@ -73,6 +73,11 @@ class ReuseInfo:
     reused_prefix_chars: int = 0
     worker: str = ""
     attempts: int = 1
+    # Set by leanrpc.cache: "" when this request was elaborated, else
+    # "memory" / "disk" / "redis" (result cache) or "in-flight" (an identical
+    # snippet running at the same time); `original_run` names that run.
+    cache_source: str = ""
+    original_run: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

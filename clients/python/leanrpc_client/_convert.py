@@ -81,6 +81,8 @@ def result_from_pb(r: pb.Result) -> Result:
         infotree_json=r.infotree_json,
         axioms=list(r.axioms),
         worker=r.reuse.worker,
+        cache_source=r.reuse.cache_source,
+        original_run=r.reuse.original_run,
     )
 
 

@@ -52,6 +52,8 @@ class Result:
     infotree_json: str = ""
     axioms: list[str] = dataclasses.field(default_factory=list)
     worker: str = ""  # the pool worker that answered (Reuse.worker)
+    cache_source: str = ""  # "", "memory", "disk", "redis" or "in-flight" (Reuse.cache_source)
+    original_run: str = ""  # the run that elaborated this verdict (Reuse.original_run)
 
     @property
     def valid(self) -> bool:

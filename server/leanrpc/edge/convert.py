@@ -29,6 +29,7 @@ def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str |
         reuse=options.reuse if options.HasField("reuse") else True,
         check_axioms=options.check_axioms,
         session=options.session,
+        cache=options.cache if options.HasField("cache") else True,
     )
 
 
@@ -84,6 +85,8 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
             reused_prefix_chars=result.reuse.reused_prefix_chars,
             worker=result.reuse.worker,
             attempts=result.reuse.attempts,
+            cache_source=result.reuse.cache_source,
+            original_run=result.reuse.original_run,
         ),
         error=result.error,
         infotree_json=result.infotree_json,

@@ -1,10 +1,13 @@
 """Scale-out over Ray: one leanrpc server per node, routing by header affinity.
 
 `HeaderRing` maps a header hash (`leanrpc.client.header_hash`) to one of N
-leanrpc servers on a consistent-hash ring; `ShardedClient` splits a batch by
-header across the servers, verifies the shards concurrently and returns the
-results in input order. One header always reaches the same server, whose pool
-holds it warm; adding or removing a server remaps about 1/N of the headers.
+leanrpc servers by consistent hashing with bounded loads; `ShardedClient`
+splits a batch by header across the servers, verifies the shards concurrently
+and returns the results in input order. A header stays on its owner, whose
+pool holds it warm, while that server is under (1 + epsilon) x the mean load;
+the overflow goes to the next server on the ring (always the same one for the
+header), so one dominant header spreads over the cluster instead of pinning
+one machine. Adding or removing a server remaps about 1/N of the headers.
 `RayVerifier` is its blocking, picklable wrapper for trainer code.
 
 `deploy_per_node(config)` starts a `LeanrpcNodeServer` Ray actor on every

@@ -57,6 +57,7 @@ class VerifyOptions:
     reuse: bool = True
     check_axioms: bool = False
     session: str = ""
+    cache: bool = True  # False: bypass the result cache (leanrpc.cache)
 
 
 class VerifyService:

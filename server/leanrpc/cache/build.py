@@ -1,0 +1,43 @@
+"""Builds the result cache from the `[cache]` config section.
+
+Owns the mapping from config keys to stores; imports the config types and
+this package's stores.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .disk import DiskStore
+from .memory import MemoryStore
+from .shared import CircuitBreaker, RedisStore
+from .tiers import ResultCache
+
+log = logging.getLogger("leanrpc.cache")
+
+
+def build_cache(section: Any) -> ResultCache:
+    """A ResultCache with the tiers `section` (a config.CacheConfig) names."""
+    memory = MemoryStore(int(section.memory_mb * 2**20))
+    disk = DiskStore(section.cache_dir, max_bytes=int(section.disk_max_mb * 2**20)) if section.cache_dir else None
+    shared = None
+    if section.redis_url:
+        shared = RedisStore(
+            section.redis_url,
+            timeout_s=section.redis_timeout_s,
+            ttl_s=section.redis_ttl_s,
+            breaker=CircuitBreaker(section.breaker_failures, section.breaker_cooldown_s),
+        )
+    log.info("result cache: memory %s MB%s%s", section.memory_mb,
+             f", disk {section.cache_dir}" if disk else "", f", Redis {section.redis_url}" if shared else "")
+    return ResultCache(memory, disk=disk, shared=shared)
+
+
+def key_environment(config: Any, sandbox: str) -> tuple[str, ...]:
+    """The configured settings besides the identity that can change an answer."""
+    return (
+        f"sandbox={sandbox}",
+        f"incrementality={config.repl.incrementality}",
+        f"elab_async={config.repl.elab_async}",
+    )

@@ -1,0 +1,113 @@
+"""One cache entry as bytes: a verdict, where it came from, lz4-compressed.
+
+Owns the entry format; imports only the result types. Every store (memory,
+disk, Redis) holds these bytes, so an entry moves between stores unchanged.
+
+Layout: the 4-byte magic `LRC1`, then an lz4 frame (with content checksum) of
+a msgpack array: key, run id, store time, body seconds, the verdict. The key
+inside is checked on read, so a file or Redis value under the wrong name is a
+miss, never someone else's answer. Anything that does not decode raises
+`CorruptEntry`; callers turn that into a miss with a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import lz4.frame
+import msgspec
+
+from ..results import Message, ReuseInfo, SorryInfo, Status, Timings, VerifierIdentity, VerifyResult
+
+MAGIC = b"LRC1"
+
+
+class CorruptEntry(ValueError):
+    """Bytes that are not a whole, valid entry for the expected key."""
+
+
+class _Verdict(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    status: Status
+    messages: list[Message]
+    sorries: list[SorryInfo]
+    error: str
+    infotree_json: str
+    axioms: list[str]
+    verifier: VerifierIdentity | None
+
+
+class _Entry(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    key: str
+    run: str
+    stored_at: float
+    body_s: float
+    verdict: _Verdict
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CachedVerdict:
+    """A decoded entry: enough to answer any caller of the same key."""
+
+    key: str
+    run: str  # id of the elaboration that produced it
+    stored_at: float  # Unix time
+    body_s: float  # how long the original body took
+    result: VerifyResult  # id "" and zero timings: the caller fills its own
+
+    def answer(self, snippet_id: str, *, source: str, total_s: float) -> VerifyResult:
+        """A fresh result for one caller: its id, its time, the cache's word on reuse."""
+        original = self.result
+        return VerifyResult(
+            id=snippet_id,
+            status=original.status,
+            messages=list(original.messages),
+            sorries=list(original.sorries),
+            timings=Timings(total_s=total_s),
+            reuse=ReuseInfo(cache_source=source, original_run=self.run),
+            verifier=original.verifier,
+            error=original.error,
+            infotree_json=original.infotree_json,
+            axioms=list(original.axioms),
+        )
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(_Entry)
+
+
+def encode(key: str, run: str, stored_at: float, result: VerifyResult) -> bytes:
+    verdict = _Verdict(
+        status=result.status,
+        messages=result.messages,
+        sorries=result.sorries,
+        error=result.error,
+        infotree_json=result.infotree_json,
+        axioms=result.axioms,
+        verifier=result.verifier,
+    )
+    entry = _Entry(key=key, run=run, stored_at=stored_at, body_s=result.timings.body_s, verdict=verdict)
+    return MAGIC + lz4.frame.compress(_encoder.encode(entry), content_checksum=True)
+
+
+def decode(data: bytes, expected_key: str) -> CachedVerdict:
+    if not data.startswith(MAGIC):
+        raise CorruptEntry("not a leanrpc cache entry (bad magic)")
+    try:
+        entry = _decoder.decode(lz4.frame.decompress(data[len(MAGIC):]))
+    except (RuntimeError, ValueError, msgspec.DecodeError) as exc:  # lz4 raises RuntimeError
+        raise CorruptEntry(f"entry does not decode: {exc}") from exc
+    if entry.key != expected_key:
+        raise CorruptEntry("entry belongs to another key")
+    verdict = entry.verdict
+    result = VerifyResult(
+        id="",
+        status=verdict.status,
+        messages=verdict.messages,
+        sorries=verdict.sorries,
+        error=verdict.error,
+        infotree_json=verdict.infotree_json,
+        axioms=verdict.axioms,
+        verifier=verdict.verifier,
+        timings=Timings(body_s=entry.body_s),
+    )
+    return CachedVerdict(key=entry.key, run=entry.run, stored_at=entry.stored_at, body_s=entry.body_s, result=result)

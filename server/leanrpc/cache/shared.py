@@ -1,0 +1,124 @@
+"""The shared tier: entries in Redis, for every node of a cluster.
+
+Owns the Redis connection, its timeouts and the circuit breaker that keeps a
+dead Redis from adding latency to every call; imports nothing from leanrpc.
+
+Every failure (refused, timed out, reset, garbage) is a miss or a dropped
+write, logged as a warning, never an exception to the caller. After
+`failure_limit` consecutive failures the breaker opens: for `cooldown_s`
+every call is an immediate miss without touching the network; then one call
+is let through to probe, and success closes the breaker again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+log = logging.getLogger("leanrpc.cache")
+
+KEY_PREFIX = "leanrpc:result:"
+
+
+class CircuitBreaker:
+    """Consecutive-failure breaker with a cooldown and a single probe."""
+
+    def __init__(self, failure_limit: int = 3, cooldown_s: float = 5.0, clock=time.monotonic) -> None:
+        self.failure_limit = failure_limit
+        self.cooldown_s = cooldown_s
+        self._clock = clock
+        self._failures = 0
+        self._open_until: float | None = None
+        self._probing = False
+        self.trips = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self._open_until is not None
+
+    def allow(self) -> bool:
+        if self._open_until is None:
+            return True
+        if self._probing or self._clock() < self._open_until:
+            return False
+        self._probing = True  # one caller probes; the rest still skip
+        return True
+
+    def record_success(self) -> None:
+        self._failures = 0
+        self._open_until = None
+        self._probing = False
+
+    def record_failure(self) -> None:
+        self._failures += 1
+        self._probing = False
+        if self._open_until is not None or self._failures >= self.failure_limit:
+            if self._open_until is None:
+                self.trips += 1
+            self._open_until = self._clock() + self.cooldown_s
+
+
+class RedisStore:
+    name = "redis"
+
+    def __init__(self, url: str, *, timeout_s: float = 0.25, ttl_s: int = 7 * 24 * 3600,
+                 breaker: CircuitBreaker | None = None) -> None:
+        import redis.asyncio as aioredis
+
+        self.url = url
+        self.ttl_s = ttl_s
+        self.breaker = breaker or CircuitBreaker()
+        self.failures = 0
+        self._client = aioredis.Redis.from_url(
+            url,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            retry_on_timeout=False,
+            health_check_interval=0,
+        )
+
+    async def get(self, key: str) -> bytes | None:
+        if not self.breaker.allow():
+            return None
+        try:
+            data = await self._client.get(KEY_PREFIX + key)
+        except Exception as exc:  # redis, OS and timeout errors alike
+            self._failed("read", exc)
+            return None
+        self.breaker.record_success()
+        return data
+
+    async def put(self, key: str, data: bytes) -> None:
+        if not self.breaker.allow():
+            return
+        try:
+            await self._client.set(KEY_PREFIX + key, data, ex=self.ttl_s)
+        except Exception as exc:
+            self._failed("write", exc)
+            return
+        self.breaker.record_success()
+
+    async def discard(self, key: str) -> None:
+        if not self.breaker.allow():
+            return
+        try:
+            await self._client.delete(KEY_PREFIX + key)
+        except Exception as exc:
+            self._failed("delete", exc)
+            return
+        self.breaker.record_success()
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        self.failures += 1
+        was_open = self.breaker.is_open
+        self.breaker.record_failure()
+        if not was_open:
+            log.warning("result cache: Redis %s failed at %s (%s: %s); treated as a miss%s", what, self.url,
+                        type(exc).__name__, exc,
+                        f"; skipping Redis for {self.breaker.cooldown_s:g} s" if self.breaker.is_open else "")
+
+    async def close(self) -> None:
+        try:
+            await self._client.aclose()
+        except Exception:  # pragma: no cover - closing a dead connection
+            pass

@@ -1,0 +1,220 @@
+"""`CachedVerifier`: the verify service with a result cache and single-flight.
+
+Owns the decision, per request, between a stored verdict, an identical
+snippet in flight and a new elaboration; imports the services' option type,
+the header split and this package. It wraps any object with the
+`VerifyService` surface (`verify`, `validate`, `pool`, `config`, `sessions`)
+and exposes the same surface, so wiring it is one line in the composition
+root:
+
+    verify = CachedVerifier.from_config(VerifyService(pool, config), config, sandbox=launcher.describe())
+
+Per request:
+
+1. `validate` as the service does (bad input is refused before any lookup).
+2. Bypass (straight to the service) for a session, `options.cache = False`,
+   or while the verifier identity is unknown (no worker has booted yet).
+3. Memory hit whose original body fits the caller's timeout: answered now.
+4. Otherwise one flight per (key, timeout): the leader looks in disk and
+   Redis, else elaborates on the pool and stores a deterministic verdict;
+   every caller of the flight gets the verdict under its own id.
+
+A joiner takes the flight's verdict when it is deterministic, or when the
+flight ran under the same timeout and a deadline no earlier than its own
+(then a TIMEOUT is the answer it would have got). Otherwise, and when the
+flight was cancelled or failed with the leader's own error, it elaborates
+for itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any
+
+from ..core.headers import split_header
+from ..results import Status, VerifyResult
+from ..services.verify import VerifyOptions
+from .keys import VerifierSettings, cache_key, is_cacheable
+from .singleflight import SingleFlight
+from .tiers import ResultCache
+
+log = logging.getLogger("leanrpc.cache")
+
+IN_FLIGHT = "in-flight"
+
+
+class _Landing:
+    """What one flight produced, shared by all its callers."""
+
+    __slots__ = ("result", "source", "run", "deadline", "cacheable")
+
+    def __init__(self, result: VerifyResult, source: str, run: str, deadline: float | None, cacheable: bool) -> None:
+        self.result = result
+        self.source = source  # "" elaborated now, else the tier of a hit
+        self.run = run
+        self.deadline = deadline
+        self.cacheable = cacheable
+
+
+class CachedVerifier:
+    def __init__(self, service: Any, cache: ResultCache, *, environment: tuple[str, ...] = ()) -> None:
+        self.service = service
+        self.cache = cache
+        self.environment = environment
+        self.flights = SingleFlight()
+        self._settings: VerifierSettings | None = None
+        self._warned_unidentified = False
+
+    @classmethod
+    def from_config(cls, service: Any, config: Any, *, sandbox: str = "") -> Any:
+        """`service` wrapped per `config.cache`; `service` itself when disabled."""
+        from .build import build_cache, key_environment
+
+        section = getattr(config, "cache", None)
+        if section is None or not section.enabled:
+            return service
+        return cls(service, build_cache(section), environment=key_environment(config, sandbox))
+
+    # The rest of the VerifyService surface, unchanged.
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.service, name)
+
+    def validate(self, code: str, options: VerifyOptions) -> None:
+        self.service.validate(code, options)
+
+    async def close(self) -> None:
+        await self.cache.close()
+
+    def settings(self) -> VerifierSettings | None:
+        identity = self.service.pool.identity
+        if identity is None:
+            return None
+        if self._settings is None or self._settings.identity != identity:
+            self._settings = VerifierSettings(identity, self.environment)
+            if not self._settings.fully_identified and self.cache.tiers:
+                log.warning("result cache: the Lean identity has no REPL or project revision "
+                            "([repl] repl_revision / project_revision); disk and Redis tiers are off")
+        return self._settings
+
+    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None) -> VerifyResult:
+        arrived = time.monotonic()
+        self.service.validate(code, options)
+        settings = self.settings()
+        if options.session or not getattr(options, "cache", True) or settings is None:
+            self.cache.stats.bypassed += 1
+            return await self.service.verify(snippet_id, code, options, deadline=deadline)
+        split = split_header(code)
+        key = cache_key(settings, split, infotree=options.infotree, check_axioms=options.check_axioms)
+        timeout = options.timeout_s or self.service.config.pool.default_timeout_s
+        shared_tiers = settings.fully_identified
+
+        async def fly() -> _Landing:
+            hit = await self._lookup(key, timeout, shared_tiers)
+            if hit is not None:
+                verdict, source = hit
+                return _Landing(verdict.answer(snippet_id, source=source, total_s=0.0), source, verdict.run, deadline, True)
+            run = uuid.uuid4().hex
+            result = await self.service.verify(snippet_id, code, options, deadline=deadline)
+            result.reuse.original_run = run
+            cacheable = is_cacheable(result.status, result.error)
+            if cacheable:
+                self._store(key, run, result, shared_tiers)
+            else:
+                self.cache.stats.not_cacheable += 1
+            return _Landing(result, "", run, deadline, cacheable)
+
+        # Fast path: a memory hit needs no flight.
+        verdict = self._memory_hit(key, timeout)
+        if verdict is not None:
+            return verdict.answer(snippet_id, source="memory", total_s=time.monotonic() - arrived)
+        flight_key = (key, timeout)
+        joining = self.flights.running(flight_key)
+        try:
+            landing, joined = await self.flights.run(flight_key, fly)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not joining or (current is not None and current.cancelling()):
+                raise  # this caller was cancelled
+            landing = None  # the flight was cancelled under a joiner
+        except Exception:
+            if not joining:
+                raise  # the leader's own error (overload, not serving...)
+            landing = None
+        if landing is None:
+            return await self.service.verify(snippet_id, code, options, deadline=deadline)
+        if not joined:
+            if landing.source:
+                landing.result.timings.total_s = time.monotonic() - arrived
+            return landing.result
+        if landing.cacheable or _same_deadline_or_later(landing.deadline, deadline):
+            if landing.result.status is not Status.CANCELLED:
+                self.cache.stats.joined += 1
+                return _joined_answer(landing, snippet_id, time.monotonic() - arrived)
+        # The flight's outcome was the leader's own (its earlier deadline, a
+        # cancel): elaborate for this caller.
+        return await self.service.verify(snippet_id, code, options, deadline=deadline)
+
+    def _memory_hit(self, key: str, timeout: float):
+        data = self.cache.memory.get(key)
+        if data is None:
+            return None
+        verdict = self.cache._decode(data, key, self.cache.memory)
+        if verdict is None:
+            return None
+        if verdict.body_s > timeout:
+            self.cache.stats.too_slow += 1
+            return None
+        self.cache.stats.lookups += 1
+        self.cache.stats.hits["memory"] += 1
+        return verdict
+
+    async def _lookup(self, key: str, timeout: float, shared_tiers: bool):
+        if not shared_tiers:
+            verdict = self._memory_hit(key, timeout)
+            return None if verdict is None else (verdict, "memory")
+        hit = await self.cache.lookup(key)
+        if hit is not None and hit[0].body_s > timeout:
+            self.cache.stats.too_slow += 1
+            return None
+        return hit
+
+    def _store(self, key: str, run: str, result: VerifyResult, shared_tiers: bool) -> None:
+        try:
+            if shared_tiers:
+                self.cache.store(key, run, result)
+            else:
+                from . import codec
+
+                self.cache.memory.put(key, codec.encode(key, run, time.time(), result))
+                self.cache.stats.stored += 1
+        except Exception as exc:  # never fail an answer because it could not be stored
+            self.cache.stats.store_errors += 1
+            log.warning("result cache: could not store a verdict (%s)", exc)
+
+
+def _same_deadline_or_later(flight_deadline: float | None, own_deadline: float | None) -> bool:
+    if flight_deadline is None:
+        return True
+    return own_deadline is not None and flight_deadline >= own_deadline
+
+
+def _joined_answer(landing: _Landing, snippet_id: str, total_s: float) -> VerifyResult:
+    original = landing.result
+    source = landing.source or IN_FLIGHT
+    answer = VerifyResult(
+        id=snippet_id,
+        status=original.status,
+        messages=list(original.messages),
+        sorries=list(original.sorries),
+        verifier=original.verifier,
+        error=original.error,
+        infotree_json=original.infotree_json,
+        axioms=list(original.axioms),
+    )
+    answer.timings.total_s = total_s
+    answer.reuse.cache_source = source
+    answer.reuse.original_run = landing.run
+    return answer

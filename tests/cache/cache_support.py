@@ -1,0 +1,84 @@
+"""Helpers for tests/cache: servers with a result cache, a real redis-server."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from leanrpc.client import AsyncClient
+from leanrpc.edge.server import create_server
+from testkit import loopback_config
+
+
+def cached_config(workers: int = 1, **cache):
+    config = loopback_config(workers)
+    config.cache.enabled = True
+    for key, value in cache.items():
+        setattr(config.cache, key, value)
+    return config
+
+
+@contextlib.asynccontextmanager
+async def cached_server(workers: int = 1, **cache):
+    """Yields (app, client) for a server whose verify service has a cache."""
+    app = await create_server(cached_config(workers, **cache))
+    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+    try:
+        yield app, client
+    finally:
+        await client.close()
+        await app.stop(2.0)
+
+
+def theorem(i: int, proof: str = "rfl", header: str = "import Mathlib") -> str:
+    return f"{header}\n\ntheorem t{i} (x : Nat) : x + {i} = x + {i} := by\n  {proof}\n"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port in a temp dir."""
+
+    def __init__(self, workdir: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.fail("redis-server is not installed (apt-get install -y redis-server; .ci/run installs it)")
+        self.binary = binary
+        self.workdir = workdir
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return
+            if self.process.poll() is not None:
+                pytest.fail(f"redis-server exited with {self.process.returncode}")
+            time.sleep(0.02)
+        pytest.fail("redis-server did not start listening within 10 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self.process = None
