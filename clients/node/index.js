@@ -1,26 +1,16 @@
 'use strict';
-// Node.js client for leanrpc. Loads the contract from proto/ at run time, so
-// there is no generated code to keep in sync.
+// Node.js client for leanrpc. Owns: the channel, unary calls with retry, and
+// `verify` over VerifyStream (bounded window, input order kept, re-sends of
+// refused snippets, results already received kept). May import: lib/proto,
+// lib/retry, @grpc/grpc-js. The contract travels inside the package (proto/),
+// loaded at run time, so there is no generated code to keep in sync.
 
 const crypto = require('node:crypto');
-const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
-const protoLoader = require('@grpc/proto-loader');
+const { loadVerifier } = require('./lib/proto');
+const { backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
 
-const PROTO_ROOT = process.env.LEANRPC_PROTO_ROOT || path.resolve(__dirname, '..', '..', 'proto');
 const HEADER_HASH_KEY = 'x-leanrpc-header-hash';
-
-function loadProto() {
-  const definition = protoLoader.loadSync(['leanrpc/v1/verifier.proto'], {
-    includeDirs: [PROTO_ROOT],
-    keepCase: true,
-    longs: Number,
-    enums: String, // statuses arrive as names: 'VALID', 'SORRY', ...
-    defaults: true,
-    oneofs: true,
-  });
-  return grpc.loadPackageDefinition(definition).leanrpc.v1;
-}
 
 // Same rule as leanrpc.client.header_hash: sha256 of the snippet's leading
 // `import` lines (stripped, joined by '\n'), first 16 hex digits. A balancer
@@ -48,11 +38,51 @@ function mostCommonHeaderHash(codes) {
   return best;
 }
 
+// A call that failed after the retries. `code` is the gRPC status number
+// (compare with grpc.status.*); `partial` holds, for `verify`, the results
+// received before the failure, in input order.
+class LeanrpcError extends Error {
+  constructor(code, details, { partial = [], cause = null } = {}) {
+    super(`${grpc.status[code] || code}: ${details}`);
+    this.name = 'LeanrpcError';
+    this.code = code;
+    this.details = details;
+    this.partial = partial;
+    this.cause = cause;
+    this.metadata = cause && cause.metadata ? cause.metadata : null;
+  }
+}
+
+function asLeanrpcError(error, partial = []) {
+  if (error instanceof LeanrpcError) {
+    error.partial = partial;
+    return error;
+  }
+  const code = typeof error.code === 'number' ? error.code : grpc.status.UNKNOWN;
+  return new LeanrpcError(code, error.details || error.message, { partial, cause: error });
+}
+
 class LeanrpcClient {
-  constructor(address = '127.0.0.1:50051', { token = '', credentials = null } = {}) {
-    const v1 = loadProto();
-    this._stub = new v1.Verifier(address, credentials || grpc.credentials.createInsecure());
+  // maxRetries: UNAVAILABLE / RESOURCE_EXHAUSTED calls and refused snippets are
+  // tried again up to this many times, waiting backoffMs * 2^(attempt-1) with
+  // jitter (the server's hint is a floor). onRetry({attempt, delayMs, code,
+  // details, resent}) is called before each wait (logging, progress).
+  constructor(
+    address = '127.0.0.1:50051',
+    { token = '', credentials = null, maxRetries = 5, backoffMs: baseBackoffMs = 200, onRetry = null, channelOptions = {} } = {},
+  ) {
+    const v1 = loadVerifier();
+    this._stub = new v1.Verifier(address, credentials || grpc.credentials.createInsecure(), {
+      // A server that comes back is noticed within a second, not after the
+      // channel's own reconnect backoff has grown to minutes.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1000,
+      ...channelOptions,
+    });
     this._token = token;
+    this._maxRetries = maxRetries;
+    this._backoffMs = baseBackoffMs;
+    this._onRetry = onRetry;
   }
 
   _metadata(codes = []) {
@@ -62,47 +92,121 @@ class LeanrpcClient {
     return metadata;
   }
 
-  _unary(method, request, metadata, timeoutS) {
-    const options = timeoutS ? { deadline: new Date(Date.now() + timeoutS * 1000) } : {};
+  async _pause(attempt, hintMs, error, resent = 0) {
+    const delayMs = backoffMs(this._backoffMs, attempt, hintMs, error);
+    if (this._onRetry) {
+      this._onRetry({ attempt, delayMs, code: error ? error.code : null, details: error ? error.details : '', resent });
+    }
+    await sleep(delayMs);
+  }
+
+  _unaryOnce(method, request, metadata, deadlineS) {
+    const options = deadlineS ? { deadline: new Date(Date.now() + deadlineS * 1000) } : {};
     return new Promise((resolve, reject) => {
       this._stub[method](request, metadata, options, (error, response) => (error ? reject(error) : resolve(response)));
     });
   }
 
-  // snippets: [{id, code}]; resolves to results in input order.
+  async _unary(method, request, metadata, deadlineS) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this._unaryOnce(method, request, metadata, deadlineS);
+      } catch (error) {
+        if (!isRetryable(error) || attempt > this._maxRetries) throw asLeanrpcError(error);
+        await this._pause(attempt, 0, error);
+      }
+    }
+  }
+
+  // snippets: [{id, code}]; resolves to results in input order (one unary Verify).
   async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false } = {}) {
     const request = { snippets, options: { timeout_s: timeoutS, check_axioms: checkAxioms } };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
     return response.results;
   }
 
-  // One VerifyStream; at most `window` snippets in flight. Results come back
-  // in completion order; this returns them in input order.
-  verify(snippets, { timeoutS = 0, window = 64 } = {}) {
+  // Verifies any number of snippets over VerifyStream, at most `window` in
+  // flight; resolves to results in input order. A stream that breaks with
+  // UNAVAILABLE is opened again for the snippets not yet answered; snippets
+  // answered REJECTED with "RESOURCE_EXHAUSTED: ..." (queue full) or "server
+  // shutting down ..." never ran and are re-sent after the backoff (at least
+  // the server's "retry after N ms"). After maxRetries those REJECTED results
+  // are the answers; a failed stream rejects with a LeanrpcError whose
+  // `partial` holds the results received. onResult(result) sees each final
+  // result as it arrives.
+  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = false, onResult = null } = {}) {
+    // Keys are unique even when ids repeat; results get their own id back.
+    const keys = snippets.map((s, n) => `${n}:${s.id}`);
+    const byKey = new Map(keys.map((key, n) => [key, snippets[n]]));
+    const results = new Map();
+    const accept = (key, result) => {
+      result.id = byKey.get(key).id;
+      results.set(key, result);
+      if (onResult) onResult(result);
+    };
+    const inOrder = () => keys.filter((key) => results.has(key)).map((key) => results.get(key));
+    const options = { timeout_s: timeoutS, check_axioms: checkAxioms };
+    let attempt = 0;
+    while (results.size < snippets.length) {
+      const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code }));
+      const resend = new Map();
+      try {
+        await this._streamOnce(todo, options, window, accept, resend);
+      } catch (error) {
+        attempt++;
+        if (!isRetryable(error) || attempt > this._maxRetries) throw asLeanrpcError(error, inOrder());
+        await this._pause(attempt, 0, error);
+        continue;
+      }
+      if (resend.size) {
+        attempt++;
+        if (attempt > this._maxRetries) {
+          for (const [key, { result }] of resend) accept(key, result); // out of retries: final
+        } else {
+          const hintMs = Math.max(...[...resend.values()].map(({ hintMs: ms }) => ms));
+          await this._pause(attempt, hintMs, null, resend.size);
+        }
+      }
+    }
+    return inOrder();
+  }
+
+  // One VerifyStream for `todo`: final results go to accept(key, result),
+  // refused-unrun ones into `resend`. Rejects with the stream's gRPC error.
+  _streamOnce(todo, options, window, accept, resend) {
     return new Promise((resolve, reject) => {
-      const call = this._stub.VerifyStream(this._metadata(snippets.map((s) => s.code)));
-      const byId = new Map();
+      const call = this._stub.VerifyStream(this._metadata(todo.map((s) => s.code)));
+      const pending = new Set(todo.map((s) => s.id));
       let next = 0;
       let inFlight = 0;
+      let settled = false;
       const pump = () => {
-        while (next < snippets.length && inFlight < window) {
-          call.write({ snippet: snippets[next++] });
+        while (!settled && next < todo.length && inFlight < window) {
+          call.write({ snippet: todo[next++] });
           inFlight++;
         }
-        if (next === snippets.length && inFlight === 0) call.end();
+        if (!settled && next === todo.length && inFlight === 0) call.end();
       };
-      call.on('data', (message) => {
-        byId.set(message.result.id, message.result);
+      call.on('data', ({ result }) => {
+        if (!pending.delete(result.id)) return; // not ours (cannot happen with a correct server)
         inFlight--;
+        const hintMs = resendHintMs(result);
+        if (hintMs === null) accept(result.id, result);
+        else resend.set(result.id, { result, hintMs });
         pump();
       });
-      call.on('error', reject);
-      call.on('end', () => {
-        const missing = snippets.filter((s) => !byId.has(s.id));
-        if (missing.length) reject(new Error(`stream ended without ${missing.length} results`));
-        else resolve(snippets.map((s) => byId.get(s.id)));
+      call.on('error', (error) => {
+        settled = true;
+        reject(error);
       });
-      call.write({ options: { timeout_s: timeoutS } });
+      call.on('end', () => {
+        if (settled) return;
+        settled = true;
+        if (pending.size) {
+          reject(new LeanrpcError(grpc.status.INTERNAL, `stream ended without ${pending.size} results`));
+        } else resolve();
+      });
+      call.write({ options });
       pump();
     });
   }
@@ -116,4 +220,4 @@ class LeanrpcClient {
   }
 }
 
-module.exports = { LeanrpcClient, headerHash, HEADER_HASH_KEY, grpc };
+module.exports = { LeanrpcClient, LeanrpcError, headerHash, resendHintMs, HEADER_HASH_KEY, grpc };

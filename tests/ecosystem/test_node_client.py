@@ -23,6 +23,9 @@ def node_client() -> Path:
     if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
         # `npm ci` installs exactly package-lock.json.
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+    # The contract copy inside the package (the `prepare` script; `npm ci` runs it too).
+    subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
+    assert (NODE_DIR / "proto" / "leanrpc" / "v1" / "verifier.proto").is_file()
     return NODE_DIR
 
 
