@@ -1,0 +1,6 @@
+"""tests/axioms: check_axioms over every declaration kind; reuses tests/verify's server helper."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "verify"))
