@@ -82,7 +82,10 @@ class VerifyService:
         if options.session:
             self.sessions.check_exists(options.session)
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None) -> VerifyResult:
+    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
+                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+        # client_id / stream_id: who the snippet is for (edge: token or peer) and
+        # its stream or batch, for fair queuing (issue 15 item 4, pool side).
         arrived = time.monotonic()
         self.validate(code, options)
         if options.session:
