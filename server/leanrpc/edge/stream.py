@@ -14,10 +14,10 @@ Endings:
 * the client half-closes: every accepted snippet is answered, then OK;
 * an invalid message: reading stops, every snippet accepted before it is
   answered, then INVALID_ARGUMENT with the reason;
-* `Shutdown.begin(grace)`: reading stops; running snippets get until the
-  shutdown deadline (shortly before the grace ends); what is left is
-  answered REJECTED "server shutting down ... safe to resend; retry after N
-  ms"; then OK.
+* `Shutdown.begin(grace)`: snippets read from then on are answered at once,
+  and running ones get until the shutdown deadline (shortly before the grace
+  ends); what is left is answered REJECTED "server shutting down ... safe to
+  resend; retry after N ms"; reading stops at the deadline; then OK.
 """
 
 from __future__ import annotations
@@ -45,11 +45,16 @@ class Shutdown:
     def __init__(self) -> None:
         self.event = asyncio.Event()
         self.deadline: float | None = None
+        self.reading_deadline: float | None = None
 
     def begin(self, grace: float) -> None:
         # Answer before gRPC cancels the calls at the end of the grace
         # period, leaving time to send the answers.
-        self.deadline = time.monotonic() + max(0.0, grace - min(2.0, grace * 0.25))
+        margin = min(2.0, grace * 0.25)
+        now = time.monotonic()
+        self.deadline = now + max(0.0, grace - margin)
+        # Snippets still arriving are read (and answered at once) until here.
+        self.reading_deadline = now + max(0.0, grace - margin / 4)
         self.event.set()
 
     @property
@@ -144,7 +149,11 @@ class StreamCall:
                     raise
                 kind = message.WhichOneof("kind")
                 if kind == "snippet":
-                    self._accept(message.snippet, options)
+                    if self._shutdown.started:
+                        # Read to answer, not to run: the sender learns at once to resend.
+                        self._emit(shutdown_result(message.snippet.id))
+                    else:
+                        self._accept(message.snippet, options)
                     continue
                 self._permits.release()
                 if kind == "options":
@@ -177,11 +186,18 @@ class StreamCall:
 
     async def _on_shutdown(self, reader: asyncio.Task) -> None:
         await self._shutdown.event.wait()
-        reader.cancel()  # stop accepting
+        # From here the reader answers new snippets "server shutting down"
+        # at once; running ones get until the deadline.
         remaining = self._shutdown.deadline - time.monotonic()
-        running = list(self._running.values())
-        if running and remaining > 0:
-            await asyncio.wait(running, timeout=remaining)
+        waiting = [reader, *self._running.values()]
+        if remaining > 0:
+            await asyncio.wait(waiting, timeout=remaining)
         for task in list(self._running.values()):
             task.cancel()  # answered "server shutting down" by `answer`
+        # Their permits come back as the answers go out, so the reader can
+        # read (and answer) what the sender still has queued.
+        remaining = self._shutdown.reading_deadline - time.monotonic()
+        if remaining > 0 and not reader.done():
+            await asyncio.wait([reader], timeout=remaining)
+        reader.cancel()  # a sender that never half-closes: stop reading
         self._out.put_nowait(None)
