@@ -39,12 +39,10 @@ PROOF_KINDS = ("theorem", "lemma", "def", "abbrev", "opaque", "instance", "examp
 
 _MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|public|scoped|local)[ \t]+)*"
 _ATTRIBUTES = r"(?:@\[[^\]]*\][ \t\n]*)*"
-# A declaration keyword at the start of a line, after attributes, modifiers or
-# a `... in` command modifier on the same line.
-_DECLARATION = re.compile(
-    rf"^[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}(?P<kind>{'|'.join(PROOF_KINDS)})\b",
-    re.M,
-)
+# A declaration keyword, and what may precede it on its line: attributes,
+# modifiers, or a `... in` command modifier.
+_KEYWORD = re.compile(rf"\b(?:{'|'.join(PROOF_KINDS)})\b")
+_LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
 _SCOPE = re.compile(
     r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)", re.M
 )
@@ -52,6 +50,7 @@ _ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)"
 _NAME = re.compile(rf"[ \t\n]*(?P<name>{_ATOM}(?:\.{_ATOM})*)")
 _PRIORITY = re.compile(r"[ \t\n]*\([ \t\n]*priority[ \t\n]*:=[^)]*\)")
 _WHERE = re.compile(r"\bwhere\b")
+_COMMENT_MARK = re.compile(r"/-|-/")
 _AUX = re.compile(rf"^(?P<indent>[ \t]*)(?P<name>{_ATOM})(?=[\s(\[{{⦃:])", re.M)
 _KEYWORDS = frozenset(
     """theorem lemma def abbrev opaque instance example where extends by fun have show from at with
@@ -116,7 +115,7 @@ class AxiomCheck:
 def declarations(body: str) -> list[Declaration]:
     """Every proof-carrying declaration in `body`, in text order."""
     masked = mask(body)
-    events = [(m.start("kind"), 1, m) for m in _DECLARATION.finditer(masked)]
+    events = [(m.start(), 1, m) for m in _declaration_keywords(masked)]
     events += [(m.start("cmd"), 0, m) for m in _SCOPE.finditer(masked)]
     events.sort(key=lambda event: (event[0], event[1]))
     scopes: list[tuple[str, str]] = []
@@ -131,8 +130,8 @@ def declarations(body: str) -> list[Declaration]:
             else:
                 scopes.append((command, match.group("name") if command != "mutual" else ""))
             continue
-        kind = match.group("kind")
-        after = match.end("kind")
+        kind = match.group()
+        after = match.end()
         prefix = ".".join(name for scope, name in scopes if scope == "namespace" and name)
         name = ""
         name_at = after
@@ -147,7 +146,19 @@ def declarations(body: str) -> list[Declaration]:
                 after = named.end()
         end = decl_starts[index + 1] if index + 1 < len(decl_starts) else len(masked)
         auxiliaries = tuple(_qualify("", f"{name}.{aux}") for aux in _where_auxiliaries(masked[after:end])) if name else ()
-        found.append(Declaration(kind, name, match.start("kind"), name_at, auxiliaries))
+        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries))
+    return found
+
+
+def _declaration_keywords(masked: str) -> list:
+    """Keyword matches that start a declaration (only allowed text before them on the line)."""
+    found = []
+    for match in _KEYWORD.finditer(masked):
+        line_start = masked.rfind("\n", 0, match.start()) + 1
+        if match.start() - line_start > 400:
+            continue  # inside a long term line, not a command
+        if _LINE_PREFIX.fullmatch(masked, line_start, match.start()):
+            found.append(match)
     return found
 
 
@@ -162,6 +173,7 @@ def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonc
     pieces: list[str] = []
     edits: list[tuple[int, int, int, int]] = []
     cursor = 0
+    masked = mask(body)
     for number, declaration in enumerate(declarations(body)):
         if declaration.name:
             names.append(declaration.name)
@@ -172,7 +184,7 @@ def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonc
             start, removed, text = declaration.offset, len("example"), f"noncomputable def {fresh}"
         else:
             start, removed, text = declaration.name_at, 0, f" {fresh}"
-        prefix = _prefix_at(body, declaration.offset)
+        prefix = _prefix_at(masked, declaration.offset)
         names.append(f"{prefix}.{fresh}" if prefix else fresh)
         pieces.append(body[cursor:start])
         pieces.append(text)
@@ -186,38 +198,45 @@ def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonc
     return AxiomCheck(body="".join(pieces), names=names, edits=edits)
 
 
+_SPECIAL = re.compile(r"--|/-|\"|'")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
 def mask(text: str) -> str:
     """`text` with comments and string literals replaced by spaces (newlines kept)."""
     out = []
     n = len(text)
-    pos = 0
-    keep = 0
-    while pos < n:
-        ch = text[pos]
-        if text.startswith("--", pos):
+    pos = keep = 0
+    while True:
+        found = _SPECIAL.search(text, pos)
+        if found is None:
+            break
+        pos = found.start()
+        mark = found.group()
+        if mark == "--":
             stop = text.find("\n", pos)
             stop = n if stop < 0 else stop
-        elif text.startswith("/-", pos):
+        elif mark == "/-":
             depth, stop = 1, pos + 2
-            while depth and stop < n:
-                if text.startswith("/-", stop):
-                    depth, stop = depth + 1, stop + 2
-                elif text.startswith("-/", stop):
-                    depth, stop = depth - 1, stop + 2
-                else:
-                    stop += 1
-        elif ch == '"':
+            while depth:
+                inner = _COMMENT_MARK.search(text, stop)
+                if inner is None:
+                    stop = n
+                    break
+                depth += 1 if inner.group() == "/-" else -1
+                stop = inner.end()
+        elif mark == '"':
             stop = pos + 1
             while stop < n and text[stop] != '"':
                 stop += 2 if text[stop] == "\\" else 1
             stop = min(n, stop + 1)
-        elif ch == "'" and pos + 2 < n and (text[pos + 2] == "'" or text[pos + 1] == "\\"):
+        elif pos + 2 < n and (text[pos + 2] == "'" or text[pos + 1] == "\\"):
             stop = text.find("'", pos + 2) + 1 or n  # a char literal such as '"'
         else:
             pos += 1
             continue
         out.append(text[keep:pos])
-        out.append(re.sub(r"[^\n]", " ", text[pos:stop]))
+        out.append(_NOT_NEWLINE.sub(" ", text[pos:stop]))
         pos = keep = stop
     out.append(text[keep:])
     return "".join(out)
@@ -230,10 +249,10 @@ def _qualify(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def _prefix_at(body: str, offset: int) -> str:
-    """The namespace prefix open at `offset`."""
+def _prefix_at(masked: str, offset: int) -> str:
+    """The namespace prefix open at `offset` of a masked body."""
     scopes: list[tuple[str, str]] = []
-    for match in _SCOPE.finditer(mask(body), 0, offset):
+    for match in _SCOPE.finditer(masked, 0, offset):
         command = match.group("cmd")
         if command == "end":
             if scopes:
