@@ -30,6 +30,14 @@ the text ends. Module docs (``/-! -/``) between preamble commands count as
 blank lines. The first command that fails a rule, and everything after it,
 stays in the body: Lean then reads it exactly as written.
 
+**Lean versions**: ``module``, ``public``, ``meta`` and ``all`` are header
+words since Lean's module system (v4.22+); older versions read
+``import runtime M`` or only ``import M``. The splitter follows the current
+grammar for every version: a header with the new words goes to the REPL as
+written, and an older Lean refuses it (REJECTED, a failed header), where it
+would have been a parse error of the file. A module literally named
+``runtime`` is read as a module name.
+
 **Body**: the rest of the text, character for character. It starts at the
 beginning of the line after the last header or preamble command, or, when
 other text follows that command on its line, right after the command
