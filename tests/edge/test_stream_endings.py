@@ -132,3 +132,64 @@ async def test_unary_batch_during_shutdown_gets_every_result():
     by_id = {r.id: r for r in response.results}
     assert sorted(by_id) == [f"u{i}" for i in range(6)]
     assert by_id["u3"].status == pb.REJECTED and by_id["u3"].error.startswith("server shutting down")
+
+
+_SERVE = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from testkit import loopback_config
+from leanrpc.edge.server import serve
+config = loopback_config(2)
+config.server.port = {port}
+config.pool.shutdown_grace_s = 3.0
+config.pool.default_timeout_s = 60
+asyncio.run(serve(config))
+"""
+
+
+async def test_sigterm_with_two_streams_of_300_answers_all_600():
+    """The real signal path: `serve` in its own process, SIGTERM mid-load."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import psutil
+
+    from verify_support import free_port
+
+    port = free_port()
+    tests = str(Path(__file__).resolve().parent.parent)
+    server = subprocess.Popen([sys.executable, "-c", _SERVE.format(tests=tests, port=port)])
+    try:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        await asyncio.wait_for(channel.channel_ready(), 60)
+        calls = []
+        for k in range(2):
+            call = _raw_stream(channel)()
+            for i in range(300):
+                code = (STUCK if i % 50 == 49 else SLOW).format(i=f"{k}_{i}")
+                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)).SerializeToString())
+            await call.done_writing()
+            calls.append(call)
+        drains = [asyncio.ensure_future(_drain(call)) for call in calls]
+        await asyncio.sleep(1.5)
+        workers = psutil.Process(server.pid).children(recursive=True)
+        assert workers, "the server runs its REPL workers"
+        os.kill(server.pid, signal.SIGTERM)
+        results = await asyncio.gather(*drains)
+        await channel.close()
+        assert await asyncio.to_thread(server.wait, 30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    total = 0
+    for k, (answers, code) in enumerate(results):
+        assert code == grpc.StatusCode.OK, code
+        assert sorted(a.id for a in answers) == sorted(f"{k}-{i}" for i in range(300))
+        assert all(a.status == pb.VALID or a.error.startswith("server shutting down") for a in answers)
+        total += len(answers)
+    assert total == 600
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE], "orphaned workers"
