@@ -79,12 +79,13 @@ def test_fit_result_keeps_messages_in_order_up_to_the_bound():
     out = pb.Result(id="x", status=pb.INVALID, error="Lean said no", infotree_json="{" + "t" * 5000 + "}")
     for i in range(100):
         out.messages.append(pb.Message(severity=pb.Severity.Value("ERROR"), text=f"{i}:" + "m" * 1000))
+    size = out.ByteSize()
     fitted = convert.fit_result(out, 20_000)
     assert fitted.ByteSize() <= 20_000
     assert fitted.status == pb.INVALID and fitted.infotree_json == ""
     kept = [m.text.split(":")[0] for m in fitted.messages]
     assert kept == [str(i) for i in range(len(kept))] and 5 < len(kept) < 100
-    assert fitted.error.startswith(f"RESOURCE_EXHAUSTED: result of {out.ByteSize() if False else ''}")
+    assert fitted.error.startswith(f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of 20000 bytes")
     assert f"kept {len(kept)} of 100 messages" in fitted.error and fitted.error.endswith("; Lean said no")
     assert "dropped the infotree" in fitted.error
     small = pb.Result(id="y", status=pb.VALID)
