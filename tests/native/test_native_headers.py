@@ -206,6 +206,8 @@ CASES = [
     ("open A\n/-- d -/\ntheorem t := 1", "", (), "open A", (2, 0)),
     ("open A\n@[simp] theorem t := 1", "", (), "open A", (2, 0)),
     ("open A\n#eval 1", "", (), "open A", (2, 0)),
+    ("open A\nscoped notation \"x\" => 1", "", (), "open A", (2, 0)),
+    ("open A\nirreducible_def f : Nat := 1", "", (), "open A", (2, 0)),
     # Comments are whitespace; a module doc ends the header (an import after it is body).
     (
         "/- Copyright\n /- nested -/ still comment\n-/\nimport Mathlib\n/-!\n# Title\n-/\nopen Real\ntheorem t := 1",

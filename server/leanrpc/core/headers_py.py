@@ -115,12 +115,12 @@ _COMMAND_WORDS = frozenset(
     """abbrev add_decl_doc attribute axiom builtin_initialize class coinductive declare_syntax_cat
     def deriving elab elab_rules end example export import include inductive infix infixl infixr
     initialize instance lemma local macro macro_rules mutual namespace noncomputable notation omit
-    opaque open partial postfix prefix private protected public section set_option structure
-    syntax theorem universe unsafe variable""".split()
+    opaque open partial postfix prefix private protected public scoped section set_option structure
+    syntax theorem universe unsafe variable alias irreducible_def notation3""".split()
 )
 # Keywords: never a module name or an open/set_option argument.
 _KEYWORDS = _COMMAND_WORDS | frozenset(
-    """at by do else fun have hiding if in let match meta renaming scoped show then where with
+    """at by do else fun have hiding if in let match meta renaming show then where with
     all module prelude""".split()
 )
 
