@@ -61,11 +61,14 @@ class App:
     formalize: object | None = None
     metrics: object | None = None
     gateway: object | None = None  # leanrpc.gateway.Gateway when gateway.http_port is set
+    verifier: object | None = None  # the VerifierServicer, told first on stop
     _health_task: asyncio.Task | None = None
 
     async def stop(self, grace: float | None = None) -> None:
         grace = self.config.pool.shutdown_grace_s if grace is None else grace
         await self.health.enter_graceful_shutdown()
+        if self.verifier is not None:
+            self.verifier.begin_shutdown(grace)  # answers every accepted snippet before the grace ends
         if self._health_task is not None:
             self._health_task.cancel()
         if self.gateway is not None:
@@ -117,9 +120,8 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
             ("grpc.so_reuseport", 0),
         ],
     )
-    add_verifier_to_server(
-        VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE), server
-    )
+    verifier = VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE)
+    add_verifier_to_server(verifier, server)
     formalize = _add_formalizer(config, server, verify)
 
     health_servicer = health.aio.HealthServicer()
@@ -144,7 +146,8 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
             "(choose another with --port, or stop the other server)"
         )
     await server.start()
-    app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize)
+    app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize,
+              verifier=verifier)
     if config.server.metrics_port:
         from .ops.metrics import start_metrics
 

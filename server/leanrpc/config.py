@@ -141,6 +141,9 @@ class ServerConfig(_Section):
     max_snippets_per_batch: PositiveInt = 10_000
     max_code_chars: PositiveInt = 1_000_000
     max_concurrent_per_client: NonNegativeInt = 0  # 0 = unlimited
+    # Snippets one VerifyStream may hold read but not yet answered and sent:
+    # past it the stream stops reading (gRPC flow control stalls that sender only).
+    max_stream_in_flight: PositiveInt = 256
     # Bearer tokens: inline, from a file (one per line), or from an env var.
     auth_tokens: list[str] = msgspec.field(default_factory=list)
     auth_token_file: str = ""

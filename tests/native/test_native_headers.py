@@ -12,7 +12,7 @@ from native_support import both, dataset_statements, lean_corpus
 
 pytestmark = pytest.mark.timeout(120)
 
-FIELDS = ("imports", "import_key", "modules", "preamble", "preamble_key", "body", "body_start_line")
+FIELDS = ("imports", "import_key", "modules", "preamble", "preamble_key", "body", "body_start_line", "body_start_column")
 
 
 def fields(split) -> tuple:
@@ -27,19 +27,28 @@ def header_lines(code: str, count: int) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def body_offset(code: str, split) -> int:
+    """Where the body starts in `code`, from its line and column."""
+    lines = code.split("\n")
+    k = split.body_start_line - 1
+    if k >= len(lines):
+        return len(code)
+    bom = 1 if k == 0 and split.body_start_column and code.startswith("\ufeff") else 0
+    return sum(len(line) + 1 for line in lines[:k]) + bom + split.body_start_column
+
+
 def check_invariants(code: str, split) -> None:
     lines = code.split("\n")
     start = split.body_start_line
-    assert 1 <= start <= len(lines) + 1
     k = start - 1
-    # The body is the user's text from its first line on, character for character.
-    assert split.body == "\n".join(lines[k:])
-    assert code.endswith(split.body)
-    assert split.padded_body == "\n" * k + split.body
-    if k < len(lines):
-        assert split.padded_body.split("\n")[k:] == lines[k:]
-    else:  # the whole text is header
-        assert split.body == ""
+    assert 1 <= start <= len(lines) + 1
+    assert split.body_start_column >= 0
+    # The body is the user's text from its start on, character for character.
+    assert split.body == code[body_offset(code, split):]
+    assert split.padded_body == "\n" * k + " " * split.body_start_column + split.body
+    if split.body_start_column:
+        # Only a header command ends mid-line; no preamble then.
+        assert split.imports and not split.preamble_key
     # The preamble has one line per header line, at the same line numbers, and
     # each keeps only characters of that line, at their columns (comments and
     # imports become spaces or nothing).
@@ -53,33 +62,25 @@ def check_invariants(code: str, split) -> None:
         assert line == "" or re.match(r"[ \t]*(open|set_option)\b", line), line
     commands = [line.strip() for line in kept if line.strip()]
     assert split.preamble_key == "\n".join(_collapse(command) for command in commands)
-    # Import lines: taken from header lines, only comments removed.
-    import_lines = split.imports.split("\n") if split.imports else []
-    for line in import_lines:
-        assert line.startswith("import ") or line.startswith("import\t")
-        assert any(_is_masked_piece(line, original) for original in originals), line
-    words = [word for line in import_lines for word in line.split()[1:]]
+    # Header commands: module, prelude, then imports with their modifiers.
+    header = split.imports.split("\n") if split.imports else []
+    imports = [line for line in header if line not in ("module", "prelude")]
+    assert header[: len(header) - len(imports)] in ([], ["module"], ["prelude"], ["module", "prelude"])
+    for line in imports:
+        assert re.fullmatch(r"(public )?(meta )?import (all )?\S+", line), line
+    words = [line.split()[-1] for line in imports]
     assert list(split.modules) == list(dict.fromkeys(words))
-    assert split.import_key == "\n".join(f"import {module}" for module in split.modules)
+    assert split.import_key == "\n".join(dict.fromkeys(header))
     assert type(split.modules) is tuple
-    # An import only ever counts before the first other command.
-    first_command = next((i for i, line in enumerate(kept) if line.strip()), k)
-    for line in import_lines:
-        assert any(_is_masked_piece(line, original) for original in originals[: first_command + 1]), line
+    # Every module appears, as written, in the header text.
+    head = code[: body_offset(code, split)]
+    for module in split.modules:
+        assert module in head
 
 
 def _collapse(command: str) -> str:
     # Whitespace runs become one space, except inside «names» and "strings".
     return re.sub(r'«[^»\n]*»|"(?:[^"\\\n]|\\.)*"|[ \t\r]+', lambda m: m.group() if m.group()[0] in '«"' else " ", command)
-
-
-def _is_masked_piece(piece: str, original: str) -> bool:
-    # `piece` is `original` with some characters blanked, then stripped.
-    for start in range(len(original) - len(piece) + 1):
-        window = original[start : start + len(piece)]
-        if all(a == b or a == " " for a, b in zip(piece, window)):
-            return True
-    return False
 
 
 # -- the shared corpus -----------------------------------------------------------
@@ -135,19 +136,19 @@ def test_dataset_statements_split_where_lean_would(headers):
 # -- targeted cases --------------------------------------------------------------
 
 CASES = [
-    # (code, imports, modules, preamble_key, body_start_line)
-    ("", "", (), "", 1),
-    ("theorem x : True := trivial", "", (), "", 1),
-    ("import Mathlib\n", "import Mathlib", ("Mathlib",), "", 2),
-    ("import Mathlib", "import Mathlib", ("Mathlib",), "", 2),
-    ("import Mathlib\nopen Real", "import Mathlib", ("Mathlib",), "open Real", 3),
+    # (code, imports, modules, preamble_key, (body_start_line, body_start_column))
+    ("", "", (), "", (1, 0)),
+    ("theorem x : True := trivial", "", (), "", (1, 0)),
+    ("import Mathlib\n", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("import Mathlib", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("import Mathlib\nopen Real", "import Mathlib", ("Mathlib",), "open Real", (3, 0)),
     (
         "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat\n\n"
         "/-- doc -/\ntheorem x : True := trivial\n",
         "import Mathlib\nimport Aesop",
         ("Mathlib", "Aesop"),
         "set_option maxHeartbeats 400000\nopen BigOperators Real Nat Topology Rat",
-        8,
+        (7, 0),
     ),
     # Submodules are never collapsed; duplicates are dropped from the key only.
     (
@@ -155,67 +156,106 @@ CASES = [
         "import Mathlib.Data.Real.Basic\nimport Mathlib.Tactic\nimport Mathlib.Data.Real.Basic",
         ("Mathlib.Data.Real.Basic", "Mathlib.Tactic"),
         "",
-        4,
+        (4, 0),
     ),
-    ("import A B\nimport C", "import A B\nimport C", ("A", "B", "C"), "", 3),
+    # One module per `import` keyword: the second name is body (Lean: parse error).
+    ("import Mathlib Aesop\nexample", "import Mathlib", ("Mathlib",), "", (1, 14)),
+    ("import A B\nimport C", "import A", ("A",), "", (1, 8)),
+    # A header command may share its line with the body, or span lines.
+    ("import Mathlib theorem t : True := trivial", "import Mathlib", ("Mathlib",), "", (1, 14)),
+    ("import\n  Mathlib\ntheorem t : True := trivial", "import Mathlib", ("Mathlib",), "", (3, 0)),
+    ("import /- c -/ Mathlib -- d\nexample", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("import A /- x\n y -/ import B\nexample", "import A\nimport B", ("A", "B"), "", (3, 0)),
+    ("import A /- x -/ theorem t := 1", "import A", ("A",), "", (1, 8)),
+    # module / prelude / public / meta / all (Lean's module system).
+    (
+        "module\n\nprelude\npublic import A\nmeta import B\nimport all C\npublic meta import all D.E\npublic section\n",
+        "module\nprelude\npublic import A\nmeta import B\nimport all C\npublic meta import all D.E",
+        ("A", "B", "C", "D.E"),
+        "",
+        (8, 0),
+    ),
+    ("module\nimport A\nimport A\nexample", "module\nimport A\nimport A", ("A",), "", (4, 0)),
+    ("prelude\nimport Init.Core\nopen Nat\nexample", "prelude\nimport Init.Core", ("Init.Core",), "open Nat", (4, 0)),
+    # `public` not followed by `import` is a command: the header ends before it.
+    ("import A\npublic section\nexample", "import A", ("A",), "", (2, 0)),
+    ("public def x := 1", "", (), "", (1, 0)),
+    # `import` without a module, or `import all` alone: left to Lean, in the body.
+    ("import A\nimport\nexample", "import A", ("A",), "", (2, 0)),
+    ("import all\nexample", "", (), "", (1, 0)),
+    ("prelude import", "prelude", (), "", (1, 7)),
     # Command modifiers stay in the body.
-    ("import Mathlib\nopen Real in\ntheorem x : π > 3 := sorry", "import Mathlib", ("Mathlib",), "", 2),
-    ("open Nat\nset_option maxRecDepth 2048 in\nexample := 1", "", (), "open Nat", 2),
-    ("set_option pp.all true in theorem t : True := trivial", "", (), "", 1),
-    ("open Real in theorem t : True := trivial", "", (), "", 1),
+    ("import Mathlib\nopen Real in\ntheorem x : π > 3 := sorry", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("open Nat\nset_option maxRecDepth 2048 in\nexample := 1", "", (), "open Nat", (2, 0)),
+    ("set_option pp.all true in theorem t : True := trivial", "", (), "", (1, 0)),
+    ("open Real in theorem t : True := trivial", "", (), "", (1, 0)),
+    # Continuation lines: the command (and all after it) stays in the body.
+    ("import Mathlib\nopen Real\n  Nat\nexample", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("open Real\n  Nat\nexample", "", (), "", (1, 0)),
+    ("open Nat\n  hiding add_comm\nexample", "", (), "", (1, 0)),
+    ("open Real\nin\nexample", "", (), "", (1, 0)),
+    ("open A\nopen B\n  C\nexample", "", (), "open A", (2, 0)),
+    ("open A\nNat.succ_le\n", "", (), "", (1, 0)),
+    ("set_option maxHeartbeats\n  400000\nexample", "", (), "", (1, 0)),
+    ("set_option maxHeartbeats 400000\n  in\nexample", "", (), "", (1, 0)),
+    ("open A /- c\n -/ theorem t := 1", "", (), "", (1, 0)),
+    ("open A /- c -/ theorem t := 1", "", (), "", (1, 0)),
     # A doc comment belongs to the declaration after it.
-    ("import Mathlib\n/-- The answer. -/\ndef answer := 42", "import Mathlib", ("Mathlib",), "", 2),
-    ("import Mathlib\n/--\nmulti-line doc\n-/\ndef answer := 42", "import Mathlib", ("Mathlib",), "", 2),
-    # Module docs and block comments, nested, are header text.
+    ("import Mathlib\n/-- The answer. -/\ndef answer := 42", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("import Mathlib\n/--\nmulti-line doc\n-/\ndef answer := 42", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    ("open A\n/-- d -/\ntheorem t := 1", "", (), "open A", (2, 0)),
+    ("open A\n@[simp] theorem t := 1", "", (), "open A", (2, 0)),
+    ("open A\n#eval 1", "", (), "open A", (2, 0)),
+    ("open A\nscoped notation \"x\" => 1", "", (), "open A", (2, 0)),
+    ("open A\nirreducible_def f : Nat := 1", "", (), "open A", (2, 0)),
+    # Comments are whitespace; a module doc ends the header (an import after it is body).
     (
         "/- Copyright\n /- nested -/ still comment\n-/\nimport Mathlib\n/-!\n# Title\n-/\nopen Real\ntheorem t := 1",
         "import Mathlib",
         ("Mathlib",),
         "open Real",
-        9,
+        (9, 0),
     ),
-    ("import A -- trailing\nopen B -- why\nexample", "import A", ("A",), "open B", 3),
-    ("import A /- x\n y -/ import B\nexample", "import A\nimport B", ("A", "B"), "", 3),
-    ("open A /- c -/ B\nexample", "", (), "open A B", 2),
+    ("import A -- trailing\nopen B -- why\nexample", "import A", ("A",), "open B", (3, 0)),
+    ("open A /- c -/ B\nexample", "", (), "open A B", (2, 0)),
+    ("/-! doc -/\nimport A", "", (), "", (1, 0)),
     # Imports after another command are not imports.
-    ("import A\nopen B\nimport C\nexample", "import A", ("A",), "open B", 3),
-    ("set_option x true\nimport A", "", (), "set_option x true", 2),
-    ("/-! doc -/\nimport A", "", (), "", 2),
-    # A comment that closes on a body line: the body starts where it opened.
-    ("import A\n/- note\n-/ theorem t := 1", "import A", ("A",), "", 2),
-    ("import A\n/- unterminated\nopen B\n", "import A", ("A",), "", 2),
-    # Two commands on one line, or a keyword among the names: not a header line.
-    ("open Real theorem t : True := trivial", "", (), "", 1),
-    ("import Mathlib theorem t : True := trivial", "", (), "", 1),
-    ("open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators\nexample", "", (), "open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators", 4),
-    ('set_option trace.x "a -- b"\nexample', "", (), 'set_option trace.x "a -- b"', 2),
-    ('set_option trace.x "a  b"\nexample', "", (), 'set_option trace.x "a  b"', 2),
-    ("set_option x\nexample", "", (), "", 1),
-    ("set_option x y z\nexample", "", (), "", 1),
-    ('set_option x "open\nexample', "", (), "", 1),
-    ("open «Weird  Name»  X\nexample", "", (), "open «Weird  Name» X", 2),
-    # Continuation lines of an open are not supported: the header ends there.
-    ("open Real\n  Nat\nexample", "", (), "open Real", 2),
+    ("import A\nopen B\nimport C\nexample", "import A", ("A",), "open B", (3, 0)),
+    ("set_option x true\nimport A", "", (), "set_option x true", (2, 0)),
+    # A comment that does not close: the scanner stops in front of it.
+    ("import A\n/- note\n-/ theorem t := 1", "import A", ("A",), "", (2, 0)),
+    ("import A\n/- unterminated\nopen B\n", "import A", ("A",), "", (2, 0)),
+    # Two commands on one line, or a keyword among the names.
+    ("open Real theorem t : True := trivial", "", (), "", (1, 0)),
+    ("open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators\nexample", "", (),
+     "open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators", (4, 0)),
+    ("open Function renaming Injective → Inj\nexample", "", (), "open Function renaming Injective → Inj", (2, 0)),
+    ('set_option trace.x "a -- b"\nexample', "", (), 'set_option trace.x "a -- b"', (2, 0)),
+    ('set_option trace.x "a  b"\nexample', "", (), 'set_option trace.x "a  b"', (2, 0)),
+    ("set_option x\nexample", "", (), "", (1, 0)),
+    ("set_option x y z\nexample", "", (), "", (1, 0)),
+    ('set_option x "open\nexample', "", (), "", (1, 0)),
+    ("open «Weird  Name»  X\nexample", "", (), "open «Weird  Name» X", (2, 0)),
     # Line ends, BOM, tabs, blank lines with whitespace.
-    ("import A\r\nopen B\r\n\r\ntheorem t := 1\r\n", "import A", ("A",), "open B", 4),
-    ("\ufeffimport A\nexample", "import A", ("A",), "", 2),
-    ("import\tA\n\t\nopen\tB  C \nexample", "import\tA", ("A",), "open B C", 4),
-    ("   \n\t\n-- only comments\n", "", (), "", 4),
-    ("-- c\n/- d -/", "", (), "", 3),
-    ("\n\n\n", "", (), "", 4),
-    ("#eval 1", "", (), "", 1),
-    ("namespace Foo\nopen Bar", "", (), "", 1),
+    ("import A\r\nopen B\r\n\r\ntheorem t := 1\r\n", "import A", ("A",), "open B", (3, 0)),
+    ("\ufeffimport A\nexample", "import A", ("A",), "", (2, 0)),
+    ("\ufeffimport A example", "import A", ("A",), "", (1, 8)),
+    ("import\tA\n\t\nopen\tB  C \nexample", "import A", ("A",), "open B C", (4, 0)),
+    ("   \n\t\n-- only comments\n", "", (), "", (1, 0)),
+    ("\n\n\n", "", (), "", (1, 0)),
+    ("#eval 1", "", (), "", (1, 0)),
+    ("namespace Foo\nopen Bar", "", (), "", (1, 0)),
 ]
 
 
-@pytest.mark.parametrize("code, imports, modules, preamble_key, body_start_line", CASES)
-def test_cases(headers, code, imports, modules, preamble_key, body_start_line):
+@pytest.mark.parametrize("code, imports, modules, preamble_key, body_start", CASES)
+def test_cases(headers, code, imports, modules, preamble_key, body_start):
     split = headers.split_header(code)
-    assert (split.imports, split.modules, split.preamble_key, split.body_start_line) == (
+    assert (split.imports, split.modules, split.preamble_key, (split.body_start_line, split.body_start_column)) == (
         imports,
         modules,
         preamble_key,
-        body_start_line,
+        body_start,
     )
     check_invariants(code, split)
 
@@ -223,9 +263,9 @@ def test_cases(headers, code, imports, modules, preamble_key, body_start_line):
 def test_preamble_keeps_line_and_column(headers):
     code = "/- c -/ import A\n\n  /- x -/ open Real -- r\nset_option maxHeartbeats 0\n\ntheorem t := 1"
     split = headers.split_header(code)
-    assert split.preamble == "\n\n" + " " * len("  /- x -/ ") + "open Real\nset_option maxHeartbeats 0\n\n"
+    assert split.preamble == "\n\n" + " " * len("  /- x -/ ") + "open Real\nset_option maxHeartbeats 0\n"
     assert split.imports == "import A"
-    assert split.body == "theorem t := 1"
+    assert split.body == "\ntheorem t := 1"
     assert split.padded_body == "\n\n\n\n\ntheorem t := 1"
 
 
@@ -234,7 +274,7 @@ def test_header_only_and_empty(headers):
     assert split.body == "" and split.body_start_line == 3
     assert split.preamble == "\nopen Real\n"
     split = headers.split_header("")
-    assert fields(split) == ("", "", (), "", "", "", 1)
+    assert fields(split) == ("", "", (), "", "", "", 1, 0)
     assert split.padded_body == ""
 
 
@@ -259,6 +299,18 @@ _header_lines = st.sampled_from(
         "import Mathlib.Data.Nat.Basic",
         "import A B",
         "  import Aesop -- search",
+        "import",
+        "  Mathlib",
+        "import Mathlib theorem t : True := trivial",
+        "module",
+        "prelude",
+        "public import A",
+        "meta import B",
+        "import all C",
+        "public section",
+        "  hiding add_comm",
+        "  Nat",
+        "in",
         "open Real",
         "open scoped BigOperators",
         "open Nat in",

@@ -12,6 +12,7 @@ class HeaderSplit:
     preamble_key: str
     body: str
     body_start_line: int
+    body_start_column: int = 0
     @property
     def padded_body(self) -> str: ...
 

@@ -1,4 +1,4 @@
-"""Split a Lean snippet into imports, preamble and body.
+"""Split a Lean snippet into header, preamble and body, as Lean parses it.
 
 This file is the single source of both implementations: it runs as plain
 Python (`leanrpc.core.headers_py`) and native/headers.pyx compiles it
@@ -6,25 +6,42 @@ unchanged with Cython (`leanrpc._native.headers`), like aiohttp's websocket
 reader. Keep it Cython-compatible: no `from __future__` imports, and no negative
 indices (the build compiles with wraparound=False).
 
-The header region is the longest run of leading lines that are blank,
-comments (``--``, nested ``/- -/``, module docs ``/-! -/``), ``import`` lines,
-``open`` lines and ``set_option NAME VALUE`` lines. It ends earlier, at
+**Header** (Lean 4 ``src/Lean/Parser/Module.lean``)::
 
-* a doc comment ``/--`` (it belongs to the declaration after it);
-* ``open ... in`` / ``set_option ... in`` (command modifiers);
-* an ``import`` after any other command (Lean rejects it; it stays in the
-  body so Lean reports it);
-* any line the rules above do not recognise, e.g. ``open Foo theorem x ...``
-  or an unterminated comment or string.
+    header := ["module"] ["prelude"] import*
+    import := atomic(["public"] ["meta"] "import") ["all"] ident
 
-A block comment that spans several lines joins them into one unit: if its
-last line is not a header line, the header ends where the comment began, so
-the body never starts inside a comment. The final empty line of a text that
-ends in a newline always belongs to the body.
+One module per ``import`` keyword: ``import Mathlib Aesop`` is the header
+``import Mathlib`` followed by the body ``Aesop``, on which Lean reports a
+parse error, as it does for a whole file. The header may end in the middle of
+a line (``import Mathlib theorem t ...``) and a command may span lines
+(``import\\n  Mathlib``). Whitespace between tokens includes ``--`` and nested
+``/- -/`` comments, but not doc comments (``/--``, ``/-!``): Lean reads those
+as tokens, so a module doc ends the header. Anything else ends it too; an
+``import`` later in the text stays in the body, where Lean rejects it.
 
-Limitations (the snippet is then still sent whole, Lean reports the problem):
-an ``open`` whose names continue on the next line ends the header there,
-and so does a line with two commands.
+**Preamble**: after the header, ``open ...`` and ``set_option NAME VALUE``
+commands that the pool may build once and cache. A command is taken only
+when it is all on one line (no continuation: ``open Real\\n  Nat`` and
+``open Nat\\n  hiding add_comm`` continue on the next line), has no ``in``,
+nothing but a line comment follows it on its line, and the next token
+starts a new command (a command keyword, ``#cmd``, ``@[``, a doc comment) or
+the text ends. Module docs (``/-! -/``) between preamble commands count as
+blank lines. The first command that fails a rule, and everything after it,
+stays in the body: Lean then reads it exactly as written.
+
+**Lean versions**: ``module``, ``public``, ``meta`` and ``all`` are header
+words since Lean's module system (v4.22+); older versions read
+``import runtime M`` or only ``import M``. The splitter follows the current
+grammar for every version: a header with the new words goes to the REPL as
+written, and an older Lean refuses it (REJECTED, a failed header), where it
+would have been a parse error of the file. A module literally named
+``runtime`` is read as a module name.
+
+**Body**: the rest of the text, character for character. It starts at the
+beginning of the line after the last header or preamble command, or, when
+other text follows that command on its line, right after the command
+(`body_start_column` > 0).
 """
 
 import dataclasses
@@ -38,19 +55,22 @@ class HeaderSplit:
     """A snippet cut into the parts the pool sends separately.
 
     Attributes:
-        imports: the import lines as written (comments removed, surrounding
-            whitespace trimmed), joined with "\\n"; "" if none.
-        import_key: normalized imports: one ``import X`` line per module, in
-            order, duplicates dropped.
+        imports: the header commands (``module``, ``prelude``, each import
+            with its modifiers), one per line, in order, single-spaced.
+        import_key: like `imports`, duplicate lines dropped: the cache key
+            and the text the worker loads.
         modules: the imported modules, in order, duplicates dropped.
-        preamble: lines 1 .. body_start_line-1, each followed by "\\n", with
-            imports, comments and blank text emptied; what is left are the
-            ``open``/``set_option`` commands at their original line and
-            column (comments inside a command line become spaces).
+        preamble: lines 1 .. body_start_line-1, each followed by "\\n"; the
+            cached ``open``/``set_option`` commands sit at their original
+            line and column (comments inside become spaces), all other
+            text is removed.
         preamble_key: the preamble commands, whitespace collapsed, one per
             line; "" if none.
-        body: the text from line body_start_line on, exactly as given.
+        body: the text from (body_start_line, body_start_column) on, exactly
+            as given.
         body_start_line: 1-based line number where the body starts.
+        body_start_column: 0-based column (in code points) where the body
+            starts; 0 unless the header ended in the middle of a line.
     """
 
     imports: str
@@ -60,214 +80,271 @@ class HeaderSplit:
     preamble_key: str
     body: str
     body_start_line: int
+    body_start_column: int = 0
 
     @property
     def padded_body(self) -> str:
-        """The body preceded by blank lines, so REPL positions are user positions."""
-        return "\n" * (self.body_start_line - 1) + self.body
+        """The body preceded by blank lines and spaces, so REPL positions are user positions."""
+        return "\n" * (self.body_start_line - 1) + " " * self.body_start_column + self.body
 
 
-# Line classes.
-_BLANK = 0
-_IMPORT = 1
-_COMMAND = 2  # open / set_option
-_OTHER = 3
+# Token kinds.
+_END = 0  # end of text
+_NAME = 1  # identifier (possibly dotted, «escaped»), not a keyword
+_WORD = 2  # keyword
+_STRING = 3
+_NUMBER = 4
+_DOC = 5  # /-- doc comment (belongs to the next declaration)
+_MODULE_DOC = 6  # /-! module doc
+_OTHER = 7  # any other symbol, or text the scanner cannot read (unterminated)
 
-# Flags from scanning a line.
-_DOC = 1  # a doc comment /-- starts outside any comment
-_MODULE_DOC = 2  # a module doc /-! starts outside any comment
-_UNTERMINATED = 4  # a string or «name» runs past the line end
+_SPACE = re.compile(r"[ \t\r\n]+")
+_COMMENT_MARK = re.compile(r"/-|-/")
+_STRING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_NUMBER_TOKEN = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+_ATOM = r"(?:«[^»]*»|[^\W\d][\w'!?]*)"
+_NAME_TOKEN = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
+_SYMBOL_TOKEN = re.compile(r"->|#[^\W\d][\w'!?]*|@\[|.", re.S)
+_SPACES_OUTSIDE_QUOTES = re.compile(r'«[^»]*»|"(?:[^"\\]|\\.)*"|[ \t\r]+', re.S)
+_LINE_TAIL = re.compile(r"[ \t\r]*(?:--[^\n]*)?(?:\n|$)")
 
-_OUTSIDE = re.compile(r'--|/-|"|«')
-_INSIDE = re.compile(r"/-|-/")
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_SPACES = re.compile(r"[ \t\r]+")
-_ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?]*)"
-_NAME = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
-_VALUE = rf'true|false|[0-9]+(?:\.[0-9]+)?|"(?:[^"\\]|\\.)*"|{_ATOM}(?:\.{_ATOM})*'
-_SET_OPTION = re.compile(rf"set_option[ \t\r]+({_ATOM}(?:\.{_ATOM})*)[ \t\r]+({_VALUE})")
-_SPACES_OUTSIDE_NAMES = re.compile(r"«[^»\n]*»|[ \t\r]+")
-_OPEN_TOKEN = re.compile(r"«[^»\n]*»|[()]|[^\s()«]+")
 _OPEN_WORDS = frozenset(["scoped", "hiding", "renaming", "→", "->", "(", ")"])
-# Words that start or continue other commands. A header line holding one is
-# not a header line: `open Real in`, `import A theorem x ...`.
-_KEYWORDS = frozenset(
-    """abbrev at attribute axiom builtin_initialize by class coinductive declare_syntax_cat def
-    deriving do elab elab_rules else end example export fun have hiding if import in include
-    inductive infix infixl infixr initialize instance lemma let local macro macro_rules match
-    mutual namespace noncomputable notation omit opaque open partial postfix prefix private
-    protected renaming scoped section set_option show structure syntax then theorem universe
-    unsafe variable where with""".split()
+# Words that begin a command: a preamble command is complete when the next
+# token is one of these (or #cmd, @[, a doc comment, the end).
+_COMMAND_WORDS = frozenset(
+    """abbrev add_decl_doc attribute axiom builtin_initialize class coinductive declare_syntax_cat
+    def deriving elab elab_rules end example export import include inductive infix infixl infixr
+    initialize instance lemma local macro macro_rules mutual namespace noncomputable notation omit
+    opaque open partial postfix prefix private protected public scoped section set_option structure
+    syntax theorem universe unsafe variable alias irreducible_def notation3""".split()
+)
+# Keywords: never a module name or an open/set_option argument.
+_KEYWORDS = _COMMAND_WORDS | frozenset(
+    """at by do else fun have hiding if in let match meta renaming show then where with
+    all module prelude""".split()
 )
 
 
 def split_header(code: str) -> HeaderSplit:
-    """Cuts `code` into imports, preamble and body (see the module docstring).
+    """Cuts `code` into header, preamble and body (see the module docstring).
 
     Handles LF and CRLF line ends, a leading BOM, tabs, and a missing final
     newline. No character of the body is dropped or changed.
     """
     if not isinstance(code, str):
         raise TypeError(f"split_header() takes str, got {type(code).__name__}")
-    lines = code.split("\n")
-    limit = len(lines)
-    if lines[limit - 1] == "":
-        limit -= 1
-    import_lines = []
+    origin = 1 if code.startswith("\ufeff") else 0
+    commands = []
     modules = []
-    preamble_lines = []
-    preamble_keys = []
-    after_command = False  # an import from here on is not an import
-    start = 0
-    while start < limit:
-        # One unit: lines joined by a block comment open across line ends.
-        masked_unit = []
-        depth = 0
-        flags = 0
-        stop = start
+    body_start = 0
+    pos = _skip_space(code, origin, False)
+    kind, end = _token(code, pos)
+    for word in ("module", "prelude"):
+        if kind == _WORD and code[pos:end] == word:
+            commands.append(word)
+            body_start = end
+            pos = _skip_space(code, end, False)
+            kind, end = _token(code, pos)
+    while True:
+        words = []
+        at, at_kind, at_end = pos, kind, end
+        for word in ("public", "meta"):
+            if at_kind == _WORD and code[at:at_end] == word:
+                words.append(word)
+                at = _skip_space(code, at_end, False)
+                at_kind, at_end = _token(code, at)
+        if not (at_kind == _WORD and code[at:at_end] == "import"):
+            break  # atomic: `public section` is a command, not a header
+        words.append("import")
+        at = _skip_space(code, at_end, False)
+        at_kind, at_end = _token(code, at)
+        if at_kind == _WORD and code[at:at_end] == "all":
+            words.append("all")
+            at = _skip_space(code, at_end, False)
+            at_kind, at_end = _token(code, at)
+        if at_kind != _NAME:
+            break  # `import` without a module: left to Lean, in the body
+        module = code[at:at_end]
+        commands.append(" ".join(words) + " " + module)
+        if module not in modules:
+            modules.append(module)
+        body_start = at_end
+        pos = _skip_space(code, at_end, False)
+        kind, end = _token(code, pos)
+    body_start = _after_line(code, body_start)
+    preamble_commands = []  # (offset, masked text, key)
+    if body_start == 0 or code[body_start - 1] == "\n":
+        pos = _skip_space(code, max(body_start, origin), True)
         while True:
-            line = lines[stop]
-            if stop == 0 and line.startswith("\ufeff"):
-                line = line[1:]
-            if line.endswith("\r"):
-                line = line[: len(line) - 1]
-            masked, depth, line_flags = _mask_comments(line, depth)
-            masked_unit.append(masked)
-            flags |= line_flags
-            stop += 1
-            if depth == 0 or stop >= limit:
+            command = _preamble_command(code, pos)
+            if command is None:
                 break
-        if depth or flags & (_DOC | _UNTERMINATED):
-            break
-        classified = []
-        seen_command = after_command
-        for masked in masked_unit:
-            kind, info = _classify(masked)
-            if kind == _OTHER or (kind == _IMPORT and seen_command):
-                break
-            if kind == _COMMAND:
-                seen_command = True
-            classified.append((kind, masked, info))
-        else:
-            for kind, masked, info in classified:
-                if kind == _IMPORT:
-                    import_lines.append(masked.strip(" \t"))
-                    for module in info:
-                        if module not in modules:
-                            modules.append(module)
-                    preamble_lines.append("")
-                elif kind == _COMMAND:
-                    preamble_lines.append(masked.rstrip(" \t"))
-                    preamble_keys.append(info)
-                else:
-                    preamble_lines.append("")
-            after_command = seen_command or bool(flags & _MODULE_DOC)
-            start = stop
-            continue
-        break
-    offset = sum(map(len, lines[:start])) + start
+            preamble_commands.append(command[:3])
+            body_start = command[3]
+            pos = _skip_space(code, body_start, True)
+    lines_before = code.count("\n", 0, body_start)
+    line_start = code.rfind("\n", 0, body_start) + 1
+    column = body_start - line_start
+    if line_start == 0 and origin and body_start:
+        column -= 1
+    if body_start == len(code) and column > 0:
+        # Header to the end of a text without a final newline: the (empty)
+        # body starts on the line after it.
+        lines_before += 1
+        column = 0
+    preamble_lines = [""] * lines_before
+    for offset, masked, _key in preamble_commands:
+        start = code.rfind("\n", 0, offset) + 1
+        indent = offset - start - (origin if start == 0 else 0)
+        preamble_lines[code.count("\n", 0, offset)] = " " * indent + masked
     return HeaderSplit(
-        imports="\n".join(import_lines),
-        import_key="\n".join(["import " + module for module in modules]),
+        imports="\n".join(commands),
+        import_key="\n".join(list(dict.fromkeys(commands))),
         modules=tuple(modules),
         preamble="".join([line + "\n" for line in preamble_lines]),
-        preamble_key="\n".join(preamble_keys),
-        body=code[offset:],
-        body_start_line=start + 1,
+        preamble_key="\n".join([key for _offset, _masked, key in preamble_commands]),
+        body=code[body_start:],
+        body_start_line=lines_before + 1,
+        body_start_column=column,
     )
 
 
-def _mask_comments(line: str, depth: int) -> tuple:
-    """Blanks comments out of one line (one space per character).
+def _preamble_command(code: str, pos: int):
+    """The open/set_option command at `pos` if the preamble may take it.
 
-    `depth` is the block-comment nesting at the line start. Returns the
-    masked line, the depth at its end and flags. Lean's block comments nest
-    and ignore strings; line comments and strings only matter outside.
+    Returns (offset, masked text, key, offset of the next line), or None.
     """
-    pieces = []
-    flags = 0
-    n = len(line)
-    pos = 0
-    keep = 0  # start of the text not yet copied to pieces (or of the open comment)
-    while pos < n:
-        if depth:
-            m = _INSIDE.search(line, pos)
-            if m is None:
-                break
-            pos = m.end()
-            if m.group() == "/-":
-                depth += 1
-            else:
-                depth -= 1
-                if depth == 0:
-                    pieces.append(" " * (pos - keep))
-                    keep = pos
-            continue
-        m = _OUTSIDE.search(line, pos)
-        if m is None:
+    kind, end = _token(code, pos)
+    head = code[pos:end]
+    if kind != _WORD or head not in ("open", "set_option"):
+        return None
+    tokens = [(kind, pos, end)]
+    while True:
+        nxt = _skip_space(code, end, False)
+        if "\n" in code[end:nxt] or nxt >= len(code):
             break
-        found = m.group()
-        at = m.start()
-        if found == "--":
-            pieces.append(line[keep:at])
-            pieces.append(" " * (n - at))
-            keep = pos = n
-        elif found == "/-":
-            pieces.append(line[keep:at])
-            keep = at
-            depth = 1
-            pos = at + 2
-            if line.startswith("-", pos):
-                flags |= _DOC
-                pos += 1
-            elif line.startswith("!", pos):
-                flags |= _MODULE_DOC
-                pos += 1
-        elif found == '"':
-            string = _STRING.match(line, at)
-            if string is None:
-                flags |= _UNTERMINATED
-                break
-            pos = string.end()
-        else:  # «
-            close = line.find("»", at + 1)
-            if close < 0:
-                flags |= _UNTERMINATED
-                break
-            pos = close + 1
-    if depth:
-        pieces.append(" " * (n - keep))
+        kind, end = _token(code, nxt)
+        if kind == _END:
+            break
+        tokens.append((kind, nxt, end))
+    last = tokens[len(tokens) - 1][2]
+    tail = _LINE_TAIL.match(code, last)
+    if tail is None or "\n" in code[pos:last]:
+        return None  # text after the command on its line, or a token across lines
+    following = _skip_space(code, last, True)
+    kind, _ = _token(code, following)
+    if not (kind == _END or kind == _DOC or _starts_command(code, following)):
+        return None  # the command may continue on the next line
+    if head == "open":
+        if len(tokens) < 2:
+            return None
+        for token_kind, start, stop in tokens[1:]:
+            if not (token_kind == _NAME or code[start:stop] in _OPEN_WORDS):
+                return None
     else:
-        pieces.append(line[keep:])
-    return "".join(pieces), depth, flags
+        if len(tokens) != 3 or tokens[1][0] != _NAME:
+            return None
+        value_kind, start, stop = tokens[2]
+        if not (value_kind in (_NAME, _STRING, _NUMBER) or code[start:stop] in ("true", "false")):
+            return None
+    pieces = []
+    cursor = pos
+    for _kind, start, stop in tokens:
+        pieces.append(" " * (start - cursor))
+        pieces.append(code[start:stop])
+        cursor = stop
+    masked = "".join(pieces)
+    key = _SPACES_OUTSIDE_QUOTES.sub(_one_space, masked)
+    return pos, masked, key, tail.end()
 
 
-def _classify(masked: str) -> tuple:
-    """The class of a comment-free line, and its modules (imports) or key (commands)."""
-    text = masked.strip(" \t\r")
-    if not text:
-        return _BLANK, None
-    words = _SPACES.split(text)
-    head = words[0]
-    if head == "import":
-        if len(words) > 1 and all(_is_name(word) for word in words[1:]):
-            return _IMPORT, words[1:]
-    elif head == "open":
-        if len(words) > 1 and all(
-            token in _OPEN_WORDS or _is_name(token) for token in _OPEN_TOKEN.findall(text, 4)
-        ):
-            return _COMMAND, _SPACES_OUTSIDE_NAMES.sub(_one_space, text)
-    elif head == "set_option":
-        option = _SET_OPTION.fullmatch(text)
-        if option is not None and option.group(1) not in _KEYWORDS and option.group(2) not in _KEYWORDS:
-            return _COMMAND, f"set_option {option.group(1)} {option.group(2)}"
-    return _OTHER, None
+def _starts_command(code: str, pos: int) -> bool:
+    kind, end = _token(code, pos)
+    if kind == _WORD:
+        return code[pos:end] in _COMMAND_WORDS
+    if kind == _OTHER:
+        text = code[pos:end]
+        return text.startswith("#") and len(text) > 1 or text == "@["
+    return kind == _MODULE_DOC
+
+
+def _after_line(code: str, pos: int) -> int:
+    """`pos`, or the start of the next line if only a line comment follows on its line."""
+    if pos == 0:
+        return 0
+    tail = _LINE_TAIL.match(code, pos)
+    return pos if tail is None else tail.end()
+
+
+def _skip_space(code: str, pos: int, module_docs: bool) -> int:
+    """The offset of the first token at or after `pos`.
+
+    Skips whitespace, ``--`` line comments and nested ``/- -/`` comments;
+    with `module_docs`, also ``/-! -/`` module docs. An unterminated comment
+    is not skipped (the scanner stops in front of it).
+    """
+    n = len(code)
+    while pos < n:
+        space = _SPACE.match(code, pos)
+        if space is not None:
+            pos = space.end()
+            continue
+        if code.startswith("--", pos):
+            newline = code.find("\n", pos)
+            pos = n if newline < 0 else newline
+            continue
+        if code.startswith("/-", pos):
+            after = code[pos + 2 : pos + 3]
+            if after == "-" and not code.startswith("/--/", pos):
+                return pos
+            if after == "!" and not module_docs:
+                return pos
+            close = _comment_end(code, pos + 2)
+            if close < 0:
+                return pos
+            pos = close
+            continue
+        return pos
+    return pos
+
+
+def _comment_end(code: str, pos: int) -> int:
+    """The offset after the ``-/`` that closes a comment opened before `pos`, or -1."""
+    depth = 1
+    while depth:
+        mark = _COMMENT_MARK.search(code, pos)
+        if mark is None:
+            return -1
+        pos = mark.end()
+        depth += 1 if mark.group() == "/-" else -1
+    return pos
+
+
+def _token(code: str, pos: int) -> tuple:
+    """(kind, end) of the token at `pos` (which is not whitespace)."""
+    if pos >= len(code):
+        return _END, pos
+    if code.startswith("/-", pos):
+        close = _comment_end(code, pos + 2)
+        if close < 0:
+            return _OTHER, len(code)
+        return (_MODULE_DOC if code.startswith("/-!", pos) else _DOC), close
+    name = _NAME_TOKEN.match(code, pos)
+    if name is not None:
+        text = name.group()
+        return (_WORD if text in _KEYWORDS else _NAME), name.end()
+    if code.startswith('"', pos):
+        string = _STRING_TOKEN.match(code, pos)
+        return (_OTHER, len(code)) if string is None else (_STRING, string.end())
+    number = _NUMBER_TOKEN.match(code, pos)
+    if number is not None:
+        return _NUMBER, number.end()
+    if code.startswith("«", pos):
+        return _OTHER, len(code)  # unterminated «name»
+    symbol = _SYMBOL_TOKEN.match(code, pos)
+    return _OTHER, symbol.end()
 
 
 def _one_space(match) -> str:
     found = match.group()
-    return found if found.startswith("«") else " "
-
-
-def _is_name(word: str) -> bool:
-    return word not in _KEYWORDS and _NAME.fullmatch(word) is not None
+    return found if found.startswith("«") or found.startswith('"') else " "

@@ -114,3 +114,80 @@ def session_result_to_pb(ran) -> pb.SessionResponse:
     if ran.env is not None:
         out.env = ran.env
     return out
+
+
+# A snippet accepted but not finished when the server stopped comes back
+# REJECTED with this error text; it is safe to resend (clients match the prefix).
+SHUTTING_DOWN_PREFIX = "server shutting down"
+
+
+def shutting_down_error_text(retry_after_s: float) -> str:
+    """`server shutting down: ...; retry after <N> ms`, the queue-full hint's form."""
+    return (
+        f"{SHUTTING_DOWN_PREFIX}: the snippet was accepted but not finished; it is safe to resend it; "
+        f"retry after {int(retry_after_s * 1000)} ms"
+    )
+
+
+# Room kept for the fields fit_result leaves and for the note it adds.
+_FIT_RESERVE = 4096
+
+
+def fit_result(out: pb.Result, limit: int) -> pb.Result:
+    """Bounds one serialized result to `limit` bytes, in place.
+
+    The verdict (status) stays: it was decided on the whole REPL reply. The
+    infotree is dropped, messages and sorries are kept in order while they
+    fit (the first one that does not fit is cut), the rest dropped, and
+    `error` says how large the result was, the limit, and what was kept.
+    """
+    size = out.ByteSize()
+    if size <= limit:
+        return out
+    budget = max(limit - _FIT_RESERVE, 256)
+    had_infotree = bool(out.infotree_json)
+    out.infotree_json = ""
+    messages, sorries = list(out.messages), list(out.sorries)
+    del out.messages[:]
+    del out.sorries[:]
+    used = out.ByteSize()
+    kept_messages = kept_sorries = 0
+    for items, field, text_attr in ((messages, out.messages, "text"), (sorries, out.sorries, "goal")):
+        for item in items:
+            cost = item.ByteSize() + 8
+            if used + cost > budget:
+                room = budget - used - 64
+                if room > 64:
+                    cut = getattr(item, text_attr).encode("utf-8")[:room].decode("utf-8", errors="ignore")
+                    setattr(item, text_attr, cut + " … [cut: result too large]")
+                    field.append(item)
+                    used = out.ByteSize()
+                    if items is messages:
+                        kept_messages += 1
+                    else:
+                        kept_sorries += 1
+                break
+            field.append(item)
+            used += cost
+            if items is messages:
+                kept_messages += 1
+            else:
+                kept_sorries += 1
+        if used + 64 > budget:
+            break
+    note = (
+        f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of {limit} bytes; "
+        f"kept {kept_messages} of {len(messages)} messages and {kept_sorries} of {len(sorries)} sorries"
+        + (", dropped the infotree" if had_infotree else "")
+    )
+    out.error = note if not out.error else f"{note}; {out.error[:1000]}"
+    return out
+
+
+def fit_batch(results: list[pb.Result], limit: int) -> list[pb.Result]:
+    """Bounds a unary response: results over a fair share of `limit` are cut to it."""
+    sizes = [r.ByteSize() for r in results]
+    if sum(sizes) + 16 * len(results) <= limit:
+        return results
+    share = max((limit - _FIT_RESERVE) // len(results) - 16, 1024)
+    return [fit_result(r, share) if size > share else r for r, size in zip(results, sizes)]

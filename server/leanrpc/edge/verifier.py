@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 
@@ -11,13 +12,15 @@ import lz4.frame
 
 from .. import __version__
 from ..errors import NotFoundError, OverloadedError, RequestError
-from ..results import Position, Status, VerifyResult
+from ..results import Position, VerifyResult
 from ..services.extract import ExtractService
-from ..services.verify import VerifyOptions, VerifyService
+from ..services.verify import VerifyService
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
+from .auth import client_key, load_tokens
 from .errors import maps_errors
+from .stream import DEFAULT_STREAM_IN_FLIGHT, Shutdown, StreamCall, shutdown_result
 
 log = logging.getLogger("leanrpc.edge")
 
@@ -36,6 +39,12 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         self._config = verify.config
         self._sandbox = sandbox_description
         self._native = native
+        self._shutdown = Shutdown()
+        self._stream_numbers = itertools.count(1)
+        self._auth_on = bool(load_tokens(self._config.server))
+        # A result (stream) or a whole response (unary) must fit in one gRPC
+        # message; larger ones are cut by convert.fit_result.
+        self._max_result_bytes = self._config.server.max_message_mb * 2**20 - 64 * 1024
 
     @maps_errors
     async def Verify(self, request: pb.VerifyRequest, context):
@@ -60,88 +69,70 @@ class VerifierServicer(pb_grpc.VerifierServicer):
                 retry_after_s=1.0,
             )
         deadline = _deadline(context)
+        client_id = self._client_identity(context)
+        stream_id = f"batch-{next(self._stream_numbers)}"
         tasks = [
             asyncio.ensure_future(
-                self._verify.verify(snippet.id or str(index), snippet.code, options, deadline=deadline)
+                self._verify.verify(snippet.id or str(index), snippet.code, options, deadline=deadline,
+                                    client_id=client_id, stream_id=stream_id)
             )
             for index, snippet in enumerate(snippets)
         ]
         try:
-            results = await asyncio.gather(*tasks)
+            results = await self._gather_until_shutdown(tasks, [s.id or str(i) for i, s in enumerate(snippets)])
         except BaseException:
             for task in tasks:
                 task.cancel()
             raise
-        return pb.VerifyResponse(results=[convert.result_to_pb(r) for r in results])
+        answers = [convert.result_to_pb(r) for r in results]
+        return pb.VerifyResponse(results=convert.fit_batch(answers, self._max_result_bytes))
+
+    async def _gather_until_shutdown(self, tasks: list[asyncio.Task], ids: list[str]) -> list[VerifyResult]:
+        """All results; after the shutdown deadline the unfinished ones say "server shutting down"."""
+        everything = asyncio.ensure_future(asyncio.gather(*tasks))
+        stopping = asyncio.ensure_future(self._shutdown.wait_deadline())
+        try:
+            await asyncio.wait([everything, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if everything.done():
+            return everything.result()
+        everything.cancel()
+        results = []
+        for task, snippet_id in zip(tasks, ids):
+            if task.done() and not task.cancelled() and task.exception() is None:
+                results.append(task.result())
+            else:
+                task.cancel()
+                results.append(shutdown_result(snippet_id))
+        return results
 
     async def VerifyStream(self, request_iterator, context):
-        out: asyncio.Queue = asyncio.Queue()
-        running: dict[str, asyncio.Task] = {}
-        reading_done = object()
+        call = StreamCall(
+            self._verify,
+            context,
+            limit=getattr(self._config.server, "max_stream_in_flight", DEFAULT_STREAM_IN_FLIGHT),
+            max_result_bytes=self._max_result_bytes,
+            client_id=self._client_identity(context),
+            stream_id=f"stream-{next(self._stream_numbers)}",
+            shutdown=self._shutdown,
+            deadline=_deadline(context),
+        )
+        async for response in call.responses(request_iterator):
+            yield response
 
-        def emit(result: VerifyResult) -> None:
-            running.pop(result.id, None)
-            out.put_nowait(pb.VerifyStreamResponse(result=convert.result_to_pb(result)))
+    def begin_shutdown(self, grace: float) -> None:
+        """Called by App.stop before the gRPC server stops (edge/stream.py)."""
+        self._shutdown.begin(grace)
 
-        async def run_one(snippet_id: str, code: str, opts: VerifyOptions) -> None:
-            try:
-                result = await self._verify.verify(snippet_id, code, opts, deadline=_deadline(context))
-            except asyncio.CancelledError:
-                result = VerifyResult(id=snippet_id, status=Status.CANCELLED, error="cancelled by the client")
-            except OverloadedError as exc:
-                # A stream cannot fail one snippet with a status code: the
-                # code goes into the error text, which clients parse.
-                result = VerifyResult(id=snippet_id, status=Status.REJECTED, error=convert.overloaded_error_text(exc))
-            except RequestError as exc:
-                result = VerifyResult(id=snippet_id, status=Status.REJECTED, error=exc.message)
-            except Exception as exc:  # not serving, internal: still one answer
-                result = VerifyResult(id=snippet_id, status=Status.REJECTED, error=str(exc))
-            emit(result)
+    def _client_identity(self, context) -> str:
+        """The authenticated token's identity, or the peer address when auth is off.
 
-        async def read_requests() -> None:
-            options = VerifyOptions()
-            try:
-                async for message in request_iterator:
-                    kind = message.WhichOneof("kind")
-                    if kind == "options":
-                        options = convert.options_from_pb(message.options)
-                    elif kind == "snippet":
-                        snippet = message.snippet
-                        if not snippet.id:
-                            out.put_nowait(pb.VerifyStreamResponse(result=convert.result_to_pb(
-                                VerifyResult(id="", status=Status.REJECTED, error="VerifyStream snippets need a non-empty id"))))
-                        elif snippet.id in running:
-                            out.put_nowait(pb.VerifyStreamResponse(result=convert.result_to_pb(
-                                VerifyResult(id=snippet.id, status=Status.REJECTED,
-                                             error="duplicate id: a snippet with this id is in flight"))))
-                        else:
-                            running[snippet.id] = asyncio.ensure_future(run_one(snippet.id, snippet.code, options))
-                    elif kind == "cancel_id":
-                        task = running.get(message.cancel_id)
-                        if task is not None:
-                            task.cancel()
-            finally:
-                out.put_nowait(reading_done)
-
-        reader = asyncio.ensure_future(read_requests())
-        finished_reading = False
-        try:
-            while True:
-                if finished_reading and not running and out.empty():
-                    break
-                item = await out.get()
-                if item is reading_done:
-                    finished_reading = True
-                    try:
-                        await reader
-                    except RequestError as exc:
-                        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
-                    continue
-                yield item
-        finally:
-            reader.cancel()
-            for task in list(running.values()):
-                task.cancel()
+        A bearer header is only trusted when the auth interceptor checked it.
+        """
+        if self._auth_on:
+            return client_key(context.invocation_metadata(), context.peer())
+        return client_key((), context.peer())
 
     @maps_errors
     async def Extract(self, request: pb.ExtractRequest, context):

@@ -14,6 +14,7 @@ import re
 import time
 
 from ..config import Config
+from ..core.declarations import plan_axiom_check
 from ..core.headers import split_header
 from ..errors import (
     HeaderLoadError,
@@ -42,12 +43,7 @@ NATIVE_AXIOMS = frozenset({"Lean.ofReduceBool", "Lean.trustCompiler"})
 # Both spellings: 'sorry' (Lean <= 4.27) and `sorry` (Lean >= 4.28).
 _SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
 _AXIOMS_LINE = re.compile(r"'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>[^\]]*)\]", re.S)
-_DECLARATION = re.compile(
-    r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:(?:private|protected|noncomputable|nonrec)[ \t]+)*"
-    r"(?P<kind>theorem|lemma)[ \t]+(?P<name>[^\s:({\[]+)",
-    re.M,
-)
-_NAMESPACE = re.compile(r"^[ \t]*(?P<cmd>namespace|end|section)\b[ \t]*(?P<name>[^\s]*)", re.M)
+_AXIOMS_ANSWER = re.compile(r"'[^']+' (?:depends on axioms: \[|does not depend on any axioms)")
 
 
 @dataclasses.dataclass
@@ -87,7 +83,10 @@ class VerifyService:
         if options.session:
             self.sessions.check_exists(options.session)
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None) -> VerifyResult:
+    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
+                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+        # client_id / stream_id: who the snippet is for (edge: token or peer) and
+        # its stream or batch, for fair queuing (issue 15 item 4, pool side).
         arrived = time.monotonic()
         self.validate(code, options)
         if options.session:
@@ -98,10 +97,12 @@ class VerifyService:
         split = split_header(code)
         timeout = options.timeout_s or self.config.pool.default_timeout_s
         after_body = None
+        axiom_check = None
         if options.check_axioms:
-            names = declared_theorems(split.body)
-            if names:
-                after_body = "\n".join(f"#print axioms {name}" for name in names)
+            # Every proof-carrying declaration, anonymous ones renamed (core/declarations.py).
+            axiom_check = plan_axiom_check(split.body, split.body_start_line, split.body_start_column)
+            after_body = axiom_check.print_command
+            split = dataclasses.replace(split, body=axiom_check.body)
         job = Job(
             split=split,
             timeout_s=timeout,
@@ -123,6 +124,9 @@ class VerifyService:
             result.messages = [message_from_repl(m) for m in exc.messages]
             return result
         result = classify(snippet_id, outcome, options.check_axioms)
+        if axiom_check is not None:
+            _restore_positions(result, axiom_check)
+            _require_every_check(result, outcome.after_response, axiom_check.names)
         result.verifier = self.pool.identity
         result.timings.total_s = time.monotonic() - arrived
         return result
@@ -203,6 +207,28 @@ def _apply_axiom_check(result: VerifyResult, after: dict | None) -> None:
         result.error = f"proof uses non-standard axioms: {', '.join(sorted(extra))}"
 
 
+def _restore_positions(result: VerifyResult, check) -> None:
+    """Maps positions in a body renamed for check_axioms back to the user's text."""
+    for item in [*result.messages, *result.sorries]:
+        for attr in ("start", "end"):
+            pos = getattr(item, attr)
+            if pos is not None:
+                setattr(item, attr, Position(*check.original_position(pos.line, pos.column)))
+
+
+def _require_every_check(result: VerifyResult, after: dict | None, names: list[str]) -> None:
+    """Fail closed: a VALID stands only if `#print axioms` answered for every name."""
+    if result.status is not Status.VALID or not names:
+        return
+    messages = (after or {}).get("messages", [])
+    answered = sum(1 for m in messages if _AXIOMS_ANSWER.search(m.get("data", "")))
+    errors = [m.get("data", "") for m in messages if m.get("severity") == "error"]
+    if after is None or errors or answered < len(names):
+        result.status = Status.REJECTED
+        detail = "; ".join(errors)[:300] or f"{answered} of {len(names)} answered"
+        result.error = f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
+
+
 def message_from_repl(raw: dict) -> Message:
     pos = raw.get("pos") or {"line": 0, "column": 0}
     end = raw.get("endPos")
@@ -222,32 +248,3 @@ def sorry_from_repl(raw: dict) -> SorryInfo:
         end=Position(end["line"], end["column"]) if end else None,
         goal=str(raw.get("goal", "")),
     )
-
-
-def declared_theorems(body: str) -> list[str]:
-    """Fully qualified names of theorems/lemmas declared in `body`.
-
-    Tracks `namespace`/`end`; good enough for `#print axioms` on proof
-    snippets (a name we get wrong gives an error message, never a VALID).
-    """
-    events = [(m.start(), "decl", m.group("name")) for m in _DECLARATION.finditer(body)]
-    events += [(m.start(), m.group("cmd"), m.group("name")) for m in _NAMESPACE.finditer(body)]
-    events.sort()
-    scopes: list[tuple[str, str]] = []
-    names: list[str] = []
-    for _pos, kind, name in events:
-        if kind == "namespace":
-            scopes.append(("namespace", name))
-        elif kind == "section":
-            scopes.append(("section", name))
-        elif kind == "end":
-            if scopes:
-                scopes.pop()
-        else:
-            prefix = ".".join(n for k, n in scopes if k == "namespace" and n)
-            if name.startswith("_root_."):
-                full = name[len("_root_."):]
-            else:
-                full = f"{prefix}.{name}" if prefix else name
-            names.append(full)
-    return names

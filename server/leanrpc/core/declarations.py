@@ -1,0 +1,288 @@
+"""Find the declarations of a Lean body that can carry a proof, for check_axioms.
+
+Owns: scanning a snippet body for ``theorem``, ``lemma``, ``def``, ``abbrev``,
+``opaque``, ``instance`` and ``example`` declarations (with ``private`` /
+``protected`` / ``noncomputable`` / ... modifiers, ``@[...]`` attributes and
+``open ... in`` prefixes), their fully qualified names (``namespace`` /
+``section`` / ``mutual`` / ``end`` and ``_root_``), ``where`` auxiliaries, and
+the rewrite that gives anonymous declarations a name so that
+``#print axioms NAME`` can check them. Imports nothing from leanrpc (core
+layer: text in, text out).
+
+How each kind is checked (docs/SECURITY.md, "check_axioms"):
+
+* named ``theorem``/``lemma``/``def``/``abbrev``/``opaque``/``instance``:
+  ``#print axioms`` with the name qualified by the open namespaces;
+* ``where`` auxiliaries of a declaration: ``#print axioms parent.aux``;
+* ``example``: the keyword becomes ``noncomputable def <fresh>`` (Lean
+  elaborates an example as a definition it then throws away; a
+  noncomputable def is the same elaboration, kept, and never compiled);
+* anonymous ``instance``: a fresh name is inserted after ``instance`` (and its
+  ``(priority := ...)``).
+
+The fresh names carry a per-request nonce, so a snippet cannot declare them
+in advance. The rewrite shifts columns on the rewritten lines only;
+`AxiomCheck.original_position` maps REPL positions back to the user's.
+A name the scanner gets wrong makes ``#print axioms`` fail, and the service
+then refuses the verdict (fail closed): a miss never yields VALID.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import secrets
+
+__all__ = ["AxiomCheck", "Declaration", "declarations", "plan_axiom_check"]
+
+PROOF_KINDS = ("theorem", "lemma", "def", "abbrev", "opaque", "instance", "example")
+
+_MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|public|scoped|local)[ \t]+)*"
+_ATTRIBUTES = r"(?:@\[[^\]]*\][ \t\n]*)*"
+# A declaration keyword, and what may precede it on its line: attributes,
+# modifiers, or a `... in` command modifier.
+_KEYWORD = re.compile(rf"\b(?:{'|'.join(PROOF_KINDS)})\b")
+_LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
+_SCOPE = re.compile(
+    r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)", re.M
+)
+_ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)"
+_NAME = re.compile(rf"[ \t\n]*(?P<name>{_ATOM}(?:\.{_ATOM})*)")
+_PRIORITY = re.compile(r"[ \t\n]*\([ \t\n]*priority[ \t\n]*:=[^)]*\)")
+_WHERE = re.compile(r"\bwhere\b")
+_COMMENT_MARK = re.compile(r"/-|-/")
+_AUX = re.compile(rf"^(?P<indent>[ \t]*)(?P<name>{_ATOM})(?=[\s(\[{{⦃:])", re.M)
+_KEYWORDS = frozenset(
+    """theorem lemma def abbrev opaque instance example where extends by fun have show from at with
+    do let in if then else match deriving termination_by decreasing_by""".split()
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """One declaration found in a body.
+
+    Attributes:
+        kind: the keyword (``theorem``, ``example``, ...).
+        name: the fully qualified name, "" for an ``example`` or an
+            anonymous ``instance``.
+        offset: where the keyword starts in the body.
+        name_at: where a fresh name goes for an anonymous declaration.
+        auxiliaries: fully qualified names of its ``where`` auxiliaries.
+    """
+
+    kind: str
+    name: str
+    offset: int
+    name_at: int
+    auxiliaries: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass
+class AxiomCheck:
+    """The body to run with check_axioms, and the names to check after it.
+
+    Attributes:
+        body: the body with fresh names for anonymous declarations.
+        names: every name to pass to ``#print axioms``, in order.
+        edits: (line, column, removed, inserted) of each rewrite, in user
+            coordinates (1-based lines), for `original_position`.
+    """
+
+    body: str
+    names: list[str]
+    edits: list[tuple[int, int, int, int]]
+
+    @property
+    def print_command(self) -> str | None:
+        """The command run after the body, or None if there is nothing to check."""
+        if not self.names:
+            return None
+        return "\n".join(f"#print axioms {name}" for name in self.names)
+
+    def original_position(self, line: int, column: int) -> tuple[int, int]:
+        """Maps a position in the rewritten body back to the user's text."""
+        shift = 0
+        for edit_line, edit_column, removed, inserted in self.edits:
+            if edit_line != line or column < edit_column:
+                continue
+            if column < edit_column + inserted:
+                return line, edit_column - shift
+            shift += inserted - removed
+        return line, column - shift
+
+
+def declarations(body: str) -> list[Declaration]:
+    """Every proof-carrying declaration in `body`, in text order."""
+    masked = mask(body)
+    events = [(m.start(), 1, m) for m in _declaration_keywords(masked)]
+    events += [(m.start("cmd"), 0, m) for m in _SCOPE.finditer(masked)]
+    events.sort(key=lambda event: (event[0], event[1]))
+    scopes: list[tuple[str, str]] = []
+    found: list[Declaration] = []
+    decl_starts = [event[0] for event in events]
+    for index, (_at, is_declaration, match) in enumerate(events):
+        if not is_declaration:
+            command = match.group("cmd")
+            if command == "end":
+                if scopes:
+                    scopes.pop()
+            else:
+                scopes.append((command, match.group("name") if command != "mutual" else ""))
+            continue
+        kind = match.group()
+        after = match.end()
+        prefix = ".".join(name for scope, name in scopes if scope == "namespace" and name)
+        name = ""
+        name_at = after
+        if kind == "instance":
+            priority = _PRIORITY.match(masked, after)
+            if priority is not None:
+                name_at = after = priority.end()
+        if kind != "example":
+            named = _NAME.match(masked, after)
+            if named is not None and named.group("name") not in _KEYWORDS:
+                name = _qualify(prefix, named.group("name"))
+                after = named.end()
+        end = decl_starts[index + 1] if index + 1 < len(decl_starts) else len(masked)
+        auxiliaries = tuple(_qualify("", f"{name}.{aux}") for aux in _where_auxiliaries(masked[after:end])) if name else ()
+        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries))
+    return found
+
+
+def _declaration_keywords(masked: str) -> list:
+    """Keyword matches that start a declaration (only allowed text before them on the line)."""
+    found = []
+    for match in _KEYWORD.finditer(masked):
+        line_start = masked.rfind("\n", 0, match.start()) + 1
+        if match.start() - line_start > 400:
+            continue  # inside a long term line, not a command
+        if _LINE_PREFIX.fullmatch(masked, line_start, match.start()):
+            found.append(match)
+    return found
+
+
+def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonce: str | None = None) -> AxiomCheck:
+    """The rewritten body and the names to check (see the module docstring).
+
+    `first_line`/`first_column` place the body in the user's text (the
+    header split's body_start_line/body_start_column).
+    """
+    nonce = nonce or secrets.token_hex(4)
+    names: list[str] = []
+    pieces: list[str] = []
+    edits: list[tuple[int, int, int, int]] = []
+    cursor = 0
+    masked = mask(body)
+    for number, declaration in enumerate(declarations(body)):
+        if declaration.name:
+            names.append(declaration.name)
+            names.extend(declaration.auxiliaries)
+            continue
+        fresh = f"_leanrpc_axiom_check_{nonce}_{number}"
+        if declaration.kind == "example":
+            start, removed, text = declaration.offset, len("example"), f"noncomputable def {fresh}"
+        else:
+            start, removed, text = declaration.name_at, 0, f" {fresh}"
+        prefix = _prefix_at(masked, declaration.offset)
+        names.append(f"{prefix}.{fresh}" if prefix else fresh)
+        pieces.append(body[cursor:start])
+        pieces.append(text)
+        cursor = start + removed
+        line_index = body.count("\n", 0, start)
+        column = start - (body.rfind("\n", 0, start) + 1)
+        if line_index == 0:
+            column += first_column
+        edits.append((first_line + line_index, column, removed, len(text)))
+    pieces.append(body[cursor:])
+    return AxiomCheck(body="".join(pieces), names=names, edits=edits)
+
+
+_SPECIAL = re.compile(r"--|/-|\"|'")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def mask(text: str) -> str:
+    """`text` with comments and string literals replaced by spaces (newlines kept)."""
+    out = []
+    n = len(text)
+    pos = keep = 0
+    while True:
+        found = _SPECIAL.search(text, pos)
+        if found is None:
+            break
+        pos = found.start()
+        mark = found.group()
+        if mark == "--":
+            stop = text.find("\n", pos)
+            stop = n if stop < 0 else stop
+        elif mark == "/-":
+            depth, stop = 1, pos + 2
+            while depth:
+                inner = _COMMENT_MARK.search(text, stop)
+                if inner is None:
+                    stop = n
+                    break
+                depth += 1 if inner.group() == "/-" else -1
+                stop = inner.end()
+        elif mark == '"':
+            stop = pos + 1
+            while stop < n and text[stop] != '"':
+                stop += 2 if text[stop] == "\\" else 1
+            stop = min(n, stop + 1)
+        elif pos + 2 < n and (text[pos + 2] == "'" or text[pos + 1] == "\\"):
+            stop = text.find("'", pos + 2) + 1 or n  # a char literal such as '"'
+        else:
+            pos += 1
+            continue
+        out.append(text[keep:pos])
+        out.append(_NOT_NEWLINE.sub(" ", text[pos:stop]))
+        pos = keep = stop
+    out.append(text[keep:])
+    return "".join(out)
+
+
+def _qualify(prefix: str, name: str) -> str:
+    name = name.replace("«", "").replace("»", "")
+    if name.startswith("_root_."):
+        return name[len("_root_."):]
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _prefix_at(masked: str, offset: int) -> str:
+    """The namespace prefix open at `offset` of a masked body."""
+    scopes: list[tuple[str, str]] = []
+    for match in _SCOPE.finditer(masked, 0, offset):
+        command = match.group("cmd")
+        if command == "end":
+            if scopes:
+                scopes.pop()
+        else:
+            scopes.append((command, match.group("name") if command != "mutual" else ""))
+    return ".".join(name for scope, name in scopes if scope == "namespace" and name)
+
+
+def _where_auxiliaries(text: str) -> list[str]:
+    """Names declared in a `where` block after the value (`:= ... where aux ...`).
+
+    A `where` right after the signature is structure-instance notation
+    (fields, not declarations): only a `where` after `:=` counts.
+    """
+    where = _WHERE.search(text)
+    if where is None or ":=" not in text[: where.start()]:
+        return []
+    block = text[where.end():]
+    first = _NAME.match(block)
+    if first is None or first.group("name") in _KEYWORDS:
+        return []
+    names = [first.group("name")]
+    line_start = block.rfind("\n", 0, first.start("name")) + 1
+    if "\n" not in block[: first.start("name")]:
+        return names  # `where aux ...` on the where line: one auxiliary seen
+    indent = first.start("name") - line_start
+    for aux in _AUX.finditer(block, first.end()):
+        if len(aux.group("indent")) == indent and aux.group("name") not in _KEYWORDS:
+            names.append(aux.group("name"))
+        elif len(aux.group("indent")) < indent:
+            break
+    return names

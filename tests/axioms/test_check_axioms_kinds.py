@@ -1,0 +1,67 @@
+"""check_axioms end to end on the stand-in: every declaration kind that can
+carry a proof is checked, anonymous ones included (docs/SECURITY.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from verify_support import running_server
+
+pytestmark = pytest.mark.timeout(120)
+
+HEADER = "import Mathlib\n\n"
+NATIVE = "by native_decide"
+
+# (label, snippet whose only trick is native_decide somewhere)
+CHEATS = [
+    ("example", f"example : 2 + 2 = 4 := {NATIVE}\n"),
+    ("instance", f"instance : Fact (2 + 2 = 4) := ⟨{NATIVE}⟩\n"),
+    ("instance with priority", f"instance (priority := low) : Fact (2 + 2 = 4) := ⟨{NATIVE}⟩\n"),
+    ("def", f"def d : 2 + 2 = 4 := {NATIVE}\n"),
+    ("abbrev", f"abbrev a : 2 + 2 = 4 := {NATIVE}\n"),
+    ("private", f"private theorem p : 2 + 2 = 4 := {NATIVE}\n"),
+    ("namespace", f"namespace Foo\nexample : 2 + 2 = 4 := {NATIVE}\nend Foo\n"),
+    ("section", f"section S\nvariable (n : Nat)\nexample : 2 + 2 = 4 := {NATIVE}\nend S\n"),
+    ("mutual", f"namespace M\nmutual\ntheorem e : 2 + 2 = 4 := {NATIVE}\nend\nend M\n"),
+    ("after a clean theorem", f"theorem ok : 1 = 1 := rfl\n\nexample : 2 + 2 = 4 := {NATIVE}\n"),
+    ("one line header", f"import Mathlib example : 2 + 2 = 4 := {NATIVE}\n"),
+]
+
+FAIL_CLOSED = {"instance with priority"}
+
+
+async def test_every_kind_with_native_decide_is_rejected():
+    async with running_server() as (_app, client):
+        codes = [code if code.startswith("import") else HEADER + code for _label, code in CHEATS]
+        results = await client.verify_batch(codes, check_axioms=True)
+        for (label, _code), result in zip(CHEATS, results):
+            assert result.status == "REJECTED", (label, result.status, result.error, result.messages)
+            if label in FAIL_CLOSED:
+                # The stand-in does not read a name after `(priority := ...)`:
+                # `#print axioms` fails, and the verdict is refused, not VALID.
+                assert result.error.startswith("check_axioms could not check"), (label, result.error)
+                continue
+            assert "native_decide" in result.error, (label, result.error)
+            assert "Lean.ofReduceBool" in result.axioms, label
+        # Without check_axioms the same snippets pass: the option is what catches them.
+        plain = await client.verify_batch(codes)
+        assert [r.status for r in plain] == ["VALID"] * len(CHEATS)
+
+
+async def test_clean_kinds_stay_valid_and_positions_are_the_users():
+    clean = HEADER + (
+        "example : 2 + 2 = 4 := by norm_num\n"
+        "instance : Inhabited Nat := ⟨0⟩\n"
+        "theorem t (a b : Nat) : a + b = b + a := by\n  rw [Nat.add_comm]\n"
+        "example : 1 = 1 := by\n  sorry\n"
+    )
+    async with running_server() as (_app, client):
+        [result] = await client.verify_batch([clean], check_axioms=True)
+        assert result.status == "SORRY", (result.error, result.messages)
+        # The sorry warning sits at the user's `example` (line 7), at a column
+        # of the user's text, not of the renamed declaration.
+        sorry_warnings = [m for m in result.messages if "sorry" in m.text]
+        assert sorry_warnings and all((m.line, m.column) == (7, 0) for m in sorry_warnings), sorry_warnings
+        [valid] = await client.verify_batch([clean.replace("  sorry", "  rfl")], check_axioms=True)
+        assert valid.status == "VALID", (valid.error, valid.messages)
+        assert not any("_leanrpc_axiom_check" in m.text for m in valid.messages)
