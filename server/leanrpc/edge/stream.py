@@ -33,8 +33,6 @@ from ..services.verify import VerifyOptions, VerifyService
 from ..v1 import verifier_pb2 as pb
 from . import convert
 
-# Snippets a stream may hold read but not yet answered and sent.
-DEFAULT_STREAM_IN_FLIGHT = 256
 # Resend hint given with "server shutting down" answers.
 SHUTDOWN_RETRY_AFTER_S = 1.0
 

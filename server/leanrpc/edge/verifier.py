@@ -20,7 +20,7 @@ from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
 from .auth import client_key, load_tokens
 from .errors import maps_errors
-from .stream import DEFAULT_STREAM_IN_FLIGHT, Shutdown, StreamCall, shutdown_result
+from .stream import Shutdown, StreamCall, shutdown_result
 
 log = logging.getLogger("leanrpc.edge")
 
@@ -111,7 +111,7 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         call = StreamCall(
             self._verify,
             context,
-            limit=getattr(self._config.server, "max_stream_in_flight", DEFAULT_STREAM_IN_FLIGHT),
+            limit=self._config.server.max_stream_in_flight,
             max_result_bytes=self._max_result_bytes,
             client_id=self._client_identity(context),
             stream_id=f"stream-{next(self._stream_numbers)}",
