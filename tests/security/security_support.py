@@ -43,6 +43,14 @@ def bearer(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),)
 
 
+def repl_pid(worker) -> int:
+    """The REPL's pid (host view): the one child of the worker's monitor (enter.py)."""
+    import psutil
+
+    (child,) = psutil.Process(worker.pid).children()
+    return child.pid
+
+
 def proc_status(pid: int) -> dict[str, str]:
     with open(f"/proc/{pid}/status") as f:
         return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)

@@ -1,22 +1,26 @@
-"""Sandboxed worker launch: namespaces, read-only filesystem, unprivileged uid.
+"""Worker launch policy: which jail, which uid, what the worker may read.
 
-`make_sandbox_launcher(config)` picks the launcher for `config.sandbox.mode`:
+`make_sandbox_launcher(config)` picks the launcher for `config.sandbox.mode`;
+every launcher starts workers through `enter.py` (a monitor process that dies
+with the server and takes the REPL's whole tree with it; see there). Owns the
+plan handed to enter.py; may import config and worker.launcher.
 
-* "unshare": every worker starts through `enter.py` (see there), which needs
-  only Python and a root server: new mount/net/IPC/UTS namespaces, all mounts
-  read-only, a private tmpfs scratch, rlimits, no capabilities, no_new_privs
-  and a uid of its own. The server refuses to start if that cannot work.
+* "unshare": new PID, mount, network, IPC and UTS namespaces, plus a user
+  namespace when the server is not root (unprivileged user namespaces, as
+  bubblewrap uses); a tmpfs root holding only the exposed paths, read-only; a
+  private tmpfs scratch; rlimits; no capabilities; no_new_privs; seccomp.
+  Root servers run each worker as a uid of its own; others as their own uid,
+  which the PID namespace keeps from signalling anything outside.
+  The server refuses to start if that cannot work.
 * "auto" (default): "unshare" when it works on this machine, else no sandbox,
   with a warning in the log and the reason in ServerInfo.sandbox.
+* "off": no jail, but the worker still runs in its own session, dies with the
+  server, and a seccomp guard keeps it from signalling or ptracing the server.
 
-Each live worker gets a distinct uid (SANDBOX_UID_BASE + n) unless
-`sandbox.user` names one: workers then cannot signal or ptrace each other,
-and RLIMIT_NPROC (counted per uid) limits each worker on its own.
-
-`sandbox.block_spawn` adds a seccomp filter (installed by enter.py right
-before the exec) under which fork, vfork and non-thread clone fail with EPERM:
-the REPL keeps its threads but cannot start a process. "auto" leaves it off
-for a `lake` REPL command, since `lake env repl` runs the REPL as a child.
+`sandbox.block_spawn` adds a seccomp filter under which fork, vfork and
+non-thread clone fail with EPERM: the REPL keeps its threads but cannot start
+a process. "auto" leaves it off for a `lake` REPL command, since `lake env
+repl` runs the REPL as a child.
 """
 
 from __future__ import annotations
@@ -31,7 +35,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import weakref
 
 import psutil
 
@@ -66,7 +69,7 @@ def make_sandbox_launcher(config: Config) -> Launcher:
             f"sandbox.block_spawn must be one of {', '.join(BLOCK_SPAWN_MODES)}, not {config.sandbox.block_spawn!r}"
         )
     if mode == "off":
-        return Launcher()
+        return GuardedLauncher(config)
     try:
         launcher = UnshareLauncher(config)
         launcher.probe()
@@ -75,7 +78,7 @@ def make_sandbox_launcher(config: Config) -> Launcher:
         if mode == "unshare":
             raise
         log.warning("SANDBOX OFF: %s; workers run untrusted code with the server's privileges", exc)
-        return UnsandboxedLauncher(f"no sandbox (auto: {exc}); workers run with the server's privileges")
+        return UnsandboxedLauncher(config, f"no sandbox (auto: {exc}); workers run with the server's privileges")
 
 
 def resolve_block_spawn(config: Config) -> tuple[bool, str]:
@@ -91,10 +94,48 @@ def resolve_block_spawn(config: Config) -> tuple[bool, str]:
     return True, "auto"
 
 
-class UnsandboxedLauncher(Launcher):
-    """The plain launcher, saying why the sandbox is off (ServerInfo.sandbox)."""
+def server_identity() -> tuple[int, int]:
+    """(pid, process group) the worker must never signal."""
+    return os.getpid(), os.getpgid(0)
 
-    def __init__(self, reason: str) -> None:
+
+class GuardedLauncher(Launcher):
+    """No jail (sandbox.mode = "off"), but never an orphan and never a threat to the server.
+
+    The REPL runs under enter.py's monitor in its own session: it dies with the
+    server (parent-death signal), its leftover descendants die with it, and a
+    seccomp guard stops kill/tgkill/pidfd_open/ptrace aimed at the server.
+    """
+
+    def __init__(self, config: Config | None = None) -> None:
+        self._limits = config.limits if config is not None else None
+
+    def describe(self) -> str:
+        return ("no sandbox: workers run with the server's privileges (own session, die with the server, "
+                "may not signal or ptrace it)")
+
+    def wrap(self, spec: LaunchSpec) -> tuple[list[str], dict]:
+        server_pid, server_pgid = server_identity()
+        plan = {
+            "kind": "plain",
+            "server_pid": server_pid,
+            "server_pgid": server_pgid,
+            "argv": list(spec.argv),
+            "rlimits": list(spec.rlimits),
+        }
+        return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)], {}
+
+    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+        argv, extra = self.wrap(spec)
+        # enter.py sets the rlimits in the REPL before its exec (no race with a fork).
+        return await spawn_with_pipes(argv, cwd=spec.cwd, env=self.child_env(spec), **extra)
+
+
+class UnsandboxedLauncher(GuardedLauncher):
+    """The guarded launcher, saying why the sandbox is off (ServerInfo.sandbox)."""
+
+    def __init__(self, config: Config | None, reason: str) -> None:
+        super().__init__(config)
         self._reason = reason
 
     def describe(self) -> str:
@@ -136,12 +177,16 @@ class UnshareLauncher(Launcher):
     def __init__(self, config: Config) -> None:
         if not sys.platform.startswith("linux"):
             raise SandboxUnavailable("namespaces need Linux")
-        if os.geteuid() != 0:
-            raise SandboxUnavailable("the server does not run as root, so it cannot create namespaces or switch uid")
         sandbox = config.sandbox
         self._config = config
+        # Not root: an unprivileged user namespace (identity-mapped) instead of a uid switch.
+        self.userns = os.geteuid() != 0
         self._fixed_user: tuple[int, int] | None = None
-        if sandbox.user:
+        if self.userns:
+            if sandbox.user:
+                raise SandboxUnavailable("sandbox.user needs a root server (it switches uid)")
+            self._fixed_user = (os.getuid(), os.getgid())
+        elif sandbox.user:
             try:
                 entry = pwd.getpwnam(sandbox.user)
             except KeyError:
@@ -150,10 +195,9 @@ class UnshareLauncher(Launcher):
                 raise SandboxUnavailable("sandbox.user must not be root")
             self._fixed_user = (entry.pw_uid, entry.pw_gid)
         self._uids = _UidPool(SANDBOX_UID_BASE, SANDBOX_UID_SPAN)
-        # One empty mountpoint; each worker's namespace mounts its own tmpfs on it.
-        self.scratch_dir = tempfile.mkdtemp(prefix="leanrpc-sandbox-", dir=sandbox.scratch_root or None)
-        os.chmod(self.scratch_dir, 0o755)
-        weakref.finalize(self, shutil.rmtree, self.scratch_dir, True)
+        # Where each worker's private tmpfs scratch appears, inside its own root
+        # only: nothing is created on the host, so nothing is left behind.
+        self.scratch_dir = os.path.join(sandbox.scratch_root or tempfile.gettempdir(), "leanrpc-scratch")
         self._token_env = config.server.auth_token_env
         self.block_spawn, self._block_spawn_reason = resolve_block_spawn(config)
         if not self.block_spawn:
@@ -163,12 +207,17 @@ class UnshareLauncher(Launcher):
             )
 
     def describe(self) -> str:
-        who = f"user {self._config.sandbox.user}" if self._fixed_user else f"a uid of its own ({SANDBOX_UID_BASE}+)"
+        if self.userns:
+            who = "the server's uid in an unprivileged user namespace"
+        elif self._config.sandbox.user:
+            who = f"user {self._config.sandbox.user}"
+        else:
+            who = f"a uid of its own ({SANDBOX_UID_BASE}+)"
         return (
-            f"unshare sandbox: each worker runs as {who} without capabilities, in its own mount, network, "
-            f"IPC and UTS namespaces; no network; read-only filesystem except a private "
-            f"{self._config.sandbox.scratch_mb} MB tmpfs scratch; {self._spawn_summary()}; "
-            f"rlimits {self._rlimit_summary()}"
+            f"unshare sandbox: each worker runs as {who} without capabilities, in its own PID, mount, network, "
+            f"IPC and UTS namespaces; no network; a read-only root holding only the REPL, its toolchain, "
+            f"project and system libraries; a private {self._config.sandbox.scratch_mb} MB tmpfs scratch; "
+            f"{self._spawn_summary()}; rlimits {self._rlimit_summary()}"
         )
 
     def _spawn_summary(self) -> str:
@@ -220,7 +269,12 @@ class UnshareLauncher(Launcher):
 
     def plan(self, spec: LaunchSpec, uid: int, gid: int) -> list[str]:
         env = self.child_env(spec)
+        server_pid, server_pgid = server_identity()
         plan = {
+            "kind": "sandbox",
+            "server_pid": server_pid,
+            "server_pgid": server_pgid,
+            "userns": self.userns,
             "uid": uid,
             "gid": gid,
             "scratch": self.scratch_dir,
