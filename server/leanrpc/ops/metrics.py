@@ -16,8 +16,8 @@ method names cannot grow the series). Besides the `leanrpc_*` families, the
 stock gRPC names (`grpc_server_started_total`, `grpc_server_handled_total`,
 `grpc_server_handling_seconds`, as go-grpc-prometheus and py-grpc-prometheus
 name them) feed ready-made dashboards; `process_*` come from prometheus_client;
-`leanrpc_worker_memory_bytes` is each live worker's tree (PSS plus held
-memfds, see worker/memory.py).
+`leanrpc_worker_memory_bytes` is each live worker's tree (resident anonymous
+and shared memory plus held memfds, see worker/memory.py).
 
 The interceptor reads results through protobuf descriptors instead of
 importing the generated stubs: only `leanrpc.edge` and the client import them.
@@ -212,7 +212,7 @@ class PoolCollector:
         ):
             yield CounterMetricFamily(name, help_text, value=value)
         memory = GaugeMetricFamily(
-            "leanrpc_worker_memory_bytes", "Memory of each live worker's process tree (PSS plus held memfds)",
+            "leanrpc_worker_memory_bytes", "Memory of each live worker's process tree (as its limit counts it)",
             labels=["worker"],
         )
         for worker in list(getattr(pool, "workers", ())):

@@ -420,7 +420,7 @@ class Worker:
                 self._children_listed_at = now
         except psutil.Error:
             return 0
-        # PSS plus shared memory held open (memfds), not RSS: see worker/memory.py.
+        # Anonymous + shared memory, memfds held open included: see worker/memory.py.
         return tree_memory_of(self._psutil, self._children)
 
     # -- header and preamble ---------------------------------------------------
