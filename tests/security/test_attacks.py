@@ -268,3 +268,15 @@ def test_plans_name_the_server_so_workers_die_with_it():
     plan = json.loads(launcher.plan(LaunchSpec(argv=["repl"]), *launcher._ids())[-1])
     assert plan["server_pid"] == os.getpid() and plan["kind"] == "sandbox"
     assert plan["userns"] == (os.geteuid() != 0)
+
+
+def test_default_memory_limit_is_derived_from_the_machine_and_described():
+    from leanrpc.worker.memory import default_memory_limit_mb, effective_memory_limit_mb
+
+    assert default_memory_limit_mb(4, total_bytes=32 << 30) == int(32 * 1024 * 0.8 / 4)
+    assert default_memory_limit_mb(64, total_bytes=8 << 30) == 1024, "never below 1 GB"
+    assert effective_memory_limit_mb(0, 2) == default_memory_limit_mb(2) > 0, "0 means the default: on"
+    assert effective_memory_limit_mb(-1, 2) == 0 and effective_memory_limit_mb(1000, 2) == 1000
+    for mode in ("off", "unshare"):
+        described = sandbox.make_sandbox_launcher(make_config(sandbox__mode=mode, limits__max_worker_rss_mb=1000)).describe()
+        assert described.endswith("; memory limit 1000 MB per worker tree (anonymous + shared memory + memfds)"), described

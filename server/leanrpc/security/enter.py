@@ -375,6 +375,7 @@ def monitor(plan: dict) -> None:
     _kill_descendants()
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # mirror the signal, not a core file
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)

@@ -94,6 +94,16 @@ def resolve_block_spawn(config: Config) -> tuple[bool, str]:
     return True, "auto"
 
 
+def memory_summary(config: Config | None) -> str:
+    """What GetServerInfo().sandbox says about the per-worker memory limit in force."""
+    if config is None:
+        return ""
+    mb = config.limits.max_worker_rss_mb
+    if mb > 0:
+        return f"; memory limit {mb} MB per worker tree (anonymous + shared memory + memfds)"
+    return "; no per-worker memory limit"
+
+
 def server_identity() -> tuple[int, int]:
     """(pid, process group) the worker must never signal."""
     return os.getpid(), os.getpgid(0)
@@ -108,11 +118,11 @@ class GuardedLauncher(Launcher):
     """
 
     def __init__(self, config: Config | None = None) -> None:
-        self._limits = config.limits if config is not None else None
+        self._config = config
 
     def describe(self) -> str:
         return ("no sandbox: workers run with the server's privileges (own session, die with the server, "
-                "may not signal or ptrace it)")
+                "may not signal or ptrace it)" + memory_summary(self._config))
 
     def wrap(self, spec: LaunchSpec) -> tuple[list[str], dict]:
         server_pid, server_pgid = server_identity()
@@ -139,7 +149,7 @@ class UnsandboxedLauncher(GuardedLauncher):
         self._reason = reason
 
     def describe(self) -> str:
-        return self._reason
+        return self._reason + memory_summary(self._config)
 
 
 class _UidPool:
@@ -217,7 +227,7 @@ class UnshareLauncher(Launcher):
             f"unshare sandbox: each worker runs as {who} without capabilities, in its own PID, mount, network, "
             f"IPC and UTS namespaces; no network; a read-only root holding only the REPL, its toolchain, "
             f"project and system libraries; a private {self._config.sandbox.scratch_mb} MB tmpfs scratch; "
-            f"{self._spawn_summary()}; rlimits {self._rlimit_summary()}"
+            f"{self._spawn_summary()}; rlimits {self._rlimit_summary()}{memory_summary(self._config)}"
         )
 
     def _spawn_summary(self) -> str:
