@@ -19,11 +19,11 @@ import pytest
 
 from leanrpc.config import Config
 from leanrpc.edge.auth import AccessConfigError, load_tokens
-from leanrpc.security import sandbox
+from leanrpc.security import cgroups, sandbox
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.worker.launcher import LaunchSpec
 
-from security_support import HEADER, bearer, make_config, one_snippet, running_server, stub
+from security_support import HEADER, bearer, make_config, one_snippet, repl_pid, running_server, stub
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CODE = HEADER + "theorem t : 1 = 1 := rfl\n"
@@ -279,4 +279,25 @@ def test_default_memory_limit_is_derived_from_the_machine_and_described():
     assert effective_memory_limit_mb(-1, 2) == 0 and effective_memory_limit_mb(1000, 2) == 1000
     for mode in ("off", "unshare"):
         described = sandbox.make_sandbox_launcher(make_config(sandbox__mode=mode, limits__max_worker_rss_mb=1000)).describe()
-        assert described.endswith("; memory limit 1000 MB per worker tree (anonymous + shared memory + memfds)"), described
+        assert "; memory limit 1000 MB per worker tree (anonymous + shared memory + memfds)" in described, described
+
+
+@pytest.mark.skipif(cgroups.writable_base() is None, reason="the server may not create cgroups here (not root, nothing delegated)")
+async def test_each_worker_gets_a_cgroup_that_goes_with_it_and_stale_ones_are_removed():
+    base = cgroups.writable_base()
+    config = make_config(sandbox__mode="unshare")
+    async with running_server(config) as app:
+        assert "a cgroup v2 per worker" in app.pool.launcher.describe()
+        (worker,) = [w for w in app.pool.workers if w.pid]
+        with open(f"/proc/{repl_pid(worker)}/cgroup") as f:
+            (own,) = [line[3:].strip() for line in f if line.startswith("0::")]
+        assert f"/leanrpc-{os.getpid()}/w-" in own, own
+        path = os.path.join(base, f"leanrpc-{os.getpid()}", own.rsplit("/", 1)[1])
+        assert os.path.isdir(path)
+    assert not os.path.exists(path), "the worker's cgroup went with it"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = os.path.join(base, f"leanrpc-{gone.pid}")
+    os.makedirs(os.path.join(stale, "w-1"), exist_ok=True)
+    assert f"leanrpc-{gone.pid}" in cgroups.remove_stale(base)
+    assert not os.path.exists(stale)

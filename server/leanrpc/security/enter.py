@@ -263,6 +263,8 @@ def drop_privileges(uid: int, gid: int, userns: bool) -> None:
 def repl_side(plan: dict, alive_fd: int) -> None:
     """The child: jail (or guard), then exec the REPL. Never returns."""
     die_with_parent(alive_fd=alive_fd)
+    if plan.get("cgroup"):
+        _write(plan["cgroup"] + "/cgroup.procs", "0")  # first: all it starts is in there too
     machine = os.uname().machine
     argv, env = plan["argv"], plan.get("env")
     if plan["kind"] == "plain":
@@ -291,6 +293,22 @@ def repl_side(plan: dict, alive_fd: int) -> None:
             f"{exc}; the worker runs as uid {uid}: the REPL, its toolchain and project must be "
             "readable by other users (0755 directories, 0644/0755 files), or set sandbox.user"
         ) from exc
+
+
+def remove_cgroup(path: str) -> None:
+    """Kills what is left in the worker's cgroup, then removes it (best effort)."""
+    try:
+        _write(path + "/cgroup.kill", "1")
+    except OSError:
+        pass
+    for _ in range(100):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            select.select([], [], [], 0.01)  # members still exiting
 
 
 def _kill_descendants() -> None:
@@ -373,6 +391,8 @@ def monitor(plan: dict) -> None:
         if pid == child:
             break
     _kill_descendants()
+    if plan.get("cgroup"):
+        remove_cgroup(plan["cgroup"])
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # mirror the signal, not a core file

@@ -39,6 +39,7 @@ import tempfile
 import psutil
 
 from ..config import Config
+from .cgroups import WorkerCgroups
 from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config, spawn_with_pipes
 
 log = logging.getLogger("leanrpc.security")
@@ -104,6 +105,23 @@ def memory_summary(config: Config | None) -> str:
     return "; no per-worker memory limit"
 
 
+def worker_cgroup(config: Config | None, userns: bool = False) -> tuple[str, str]:
+    """(cgroup path for one more worker or "", what the description says about it)."""
+    if config is None or userns:
+        return "", ""
+    groups = WorkerCgroups.shared()
+    if groups is None:
+        return "", ""
+    nproc = config.limits.max_processes or max(512, 8 * (os.cpu_count() or 1))
+    path = groups.new(max(0, config.limits.max_worker_rss_mb) * 2**20, nproc)
+    return path, "; " + groups.describe()
+
+
+def cgroup_summary(config: Config | None, userns: bool = False) -> str:
+    groups = None if config is None or userns else WorkerCgroups.shared()
+    return "; " + groups.describe() if groups is not None else ""
+
+
 def server_identity() -> tuple[int, int]:
     """(pid, process group) the worker must never signal."""
     return os.getpid(), os.getpgid(0)
@@ -122,7 +140,7 @@ class GuardedLauncher(Launcher):
 
     def describe(self) -> str:
         return ("no sandbox: workers run with the server's privileges (own session, die with the server, "
-                "may not signal or ptrace it)" + memory_summary(self._config))
+                "may not signal or ptrace it)" + memory_summary(self._config) + cgroup_summary(self._config))
 
     def wrap(self, spec: LaunchSpec) -> tuple[list[str], dict]:
         server_pid, server_pgid = server_identity()
@@ -132,6 +150,7 @@ class GuardedLauncher(Launcher):
             "server_pgid": server_pgid,
             "argv": list(spec.argv),
             "rlimits": list(spec.rlimits),
+            "cgroup": worker_cgroup(self._config)[0],
         }
         return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)], {}
 
@@ -149,7 +168,7 @@ class UnsandboxedLauncher(GuardedLauncher):
         self._reason = reason
 
     def describe(self) -> str:
-        return self._reason + memory_summary(self._config)
+        return self._reason + memory_summary(self._config) + cgroup_summary(self._config)
 
 
 class _UidPool:
@@ -227,7 +246,7 @@ class UnshareLauncher(Launcher):
             f"unshare sandbox: each worker runs as {who} without capabilities, in its own PID, mount, network, "
             f"IPC and UTS namespaces; no network; a read-only root holding only the REPL, its toolchain, "
             f"project and system libraries; a private {self._config.sandbox.scratch_mb} MB tmpfs scratch; "
-            f"{self._spawn_summary()}; rlimits {self._rlimit_summary()}{memory_summary(self._config)}"
+            f"{self._spawn_summary()}; rlimits {self._rlimit_summary()}{memory_summary(self._config)}{cgroup_summary(self._config, self.userns)}"
         )
 
     def _spawn_summary(self) -> str:
@@ -295,6 +314,7 @@ class UnshareLauncher(Launcher):
             "argv": list(spec.argv),
             "block_spawn": self.block_spawn,
             "env": env,
+            "cgroup": worker_cgroup(self._config, self.userns)[0],
         }
         # -I: ignore PYTHON* and user site; -S: no site-packages needed.
         return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)]
