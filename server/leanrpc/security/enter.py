@@ -164,11 +164,28 @@ def _outermost(paths: list[str]) -> list[str]:
     return [p for p in real if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in real)]
 
 
+def _links_on(path: str) -> list[tuple[str, str]]:
+    """(link, target) for each symlink met while resolving `path` on the host."""
+    links, current = [], "/"
+    for part in path.strip("/").split("/"):
+        step = os.path.join(current, part)
+        for _ in range(40):  # a link to a link
+            if not os.path.islink(step):
+                break
+            target = os.readlink(step)
+            links.append((step, target))
+            step = os.path.normpath(os.path.join(os.path.dirname(step), target))
+        current = step
+    return links
+
+
 def build_root(plan: dict) -> None:
     """A tmpfs root with only what the REPL needs; the host's root detached."""
     os.umask(0o022)
     # Resolved while the host's root is still the root.
     wanted = _outermost(list(SYSTEM_FILES) + list(plan["expose"]))
+    # Exposed paths reached through symlinks (/work/x -> /data/x) keep working by their name.
+    links = [link for path in plan["expose"] if path for link in _links_on(path)]
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing propagates back to the host
     # Any existing directory will do as the base: it is covered only here.
     base = "/tmp"
@@ -190,6 +207,10 @@ def build_root(plan: dict) -> None:
     for path in wanted:
         if not os.path.exists(path):  # else inside /usr already
             _bind(old + path, path)
+    for link, target in links:
+        if not os.path.lexists(link):
+            os.makedirs(os.path.dirname(link), mode=0o755, exist_ok=True)
+            os.symlink(target, link)
     os.makedirs("/dev", mode=0o755, exist_ok=True)
     for name in DEVICES:
         _bind(f"{old}/dev/{name}", f"/dev/{name}")

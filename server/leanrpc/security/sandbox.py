@@ -293,6 +293,13 @@ class UnshareLauncher(Launcher):
         paths += [a for a in spec.argv[1:] if os.path.isabs(a) and os.path.exists(a)]
         if "ELAN_HOME" in env:
             paths.append(env["ELAN_HOME"])
+        # Paths the worker is told about (LEAN_PATH, LEAN_SYSROOT, PYTHONPATH, ...).
+        # (Not PATH: a search path for programs is no list of things the REPL needs.)
+        for name, value in env.items():
+            if name not in ("PATH", "HOME", "TMPDIR"):
+                paths += [p for p in value.split(os.pathsep) if os.path.isabs(p) and os.path.exists(p)]
+        if "leanrpc.standin" in spec.argv or os.path.basename(spec.argv[0] if spec.argv else "") == "leanrpc-repl-standin":
+            paths += _standin_fixtures()
         paths += self._config.sandbox.expose
         return paths
 
@@ -353,6 +360,19 @@ class UnshareLauncher(Launcher):
         if done.returncode != 0 or done.stdout.strip() != str(uid):
             detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
             raise SandboxUnavailable(f"sandbox probe failed: {detail}")
+
+
+def _standin_fixtures() -> list[str]:
+    """The stand-in's replay fixtures, where it looks for them: `shared/fixtures` above its package."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while True:
+        candidate = os.path.join(here, "shared", "fixtures")
+        if os.path.isdir(candidate):
+            return [candidate]
+        parent = os.path.dirname(here)
+        if parent == here:
+            return []
+        here = parent
 
 
 def _helper_env() -> dict[str, str]:
