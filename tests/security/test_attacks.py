@@ -301,3 +301,24 @@ async def test_each_worker_gets_a_cgroup_that_goes_with_it_and_stale_ones_are_re
     os.makedirs(os.path.join(stale, "w-1"), exist_ok=True)
     assert f"leanrpc-{gone.pid}" in cgroups.remove_stale(base)
     assert not os.path.exists(stale)
+
+
+async def test_exposed_paths_keep_their_symlinked_names_and_nothing_else_shows():
+    work = tempfile.mkdtemp(prefix="leanrpc-expose-", dir="/tmp")
+    try:
+        os.chmod(work, 0o755)
+        os.makedirs(os.path.join(work, "real"), mode=0o755)
+        with open(os.path.join(work, "real", "olean"), "w") as f:
+            f.write("lib\n")
+        with open(os.path.join(work, "secret"), "w") as f:
+            f.write("no\n")
+        os.chmod(os.path.join(work, "real", "olean"), 0o644)
+        os.chmod(os.path.join(work, "secret"), 0o644)
+        os.symlink("real", os.path.join(work, "alias"))
+        probe = ("import os, sys; w = '/' + sys.argv[1]; print(open(w + '/alias/olean').read().strip(), "
+                 "os.path.exists(w + '/secret'))")
+        config = make_config(sandbox__mode="unshare", sandbox__expose=[os.path.join(work, "alias")])
+        rc, out, err = await _run(sandbox.make_sandbox_launcher(config), [sys.executable, "-c", probe, work[1:]])
+        assert (rc, out.strip()) == (0, "lib False"), err
+    finally:
+        subprocess.run(["rm", "-rf", work], check=False)
