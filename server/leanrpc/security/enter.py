@@ -317,7 +317,19 @@ def repl_side(plan: dict, alive_fd: int) -> None:
 
 
 def remove_cgroup(path: str) -> None:
-    """Kills what is left in the worker's cgroup, then removes it (best effort)."""
+    """Kills what is left in the worker's cgroup, then removes it (best effort).
+
+    A kernel OOM kill under memory.max is said on stderr first, so the worker
+    reads the death as out of memory, not as a crash.
+    """
+    try:
+        with open(path + "/memory.events") as f:
+            events = dict(line.split() for line in f if line.strip())
+        if int(events.get("oom_kill", "0")) > 0:
+            sys.stderr.write("leanrpc sandbox: out of memory: killed at the cgroup's memory.max\n")
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
     try:
         _write(path + "/cgroup.kill", "1")
     except OSError:

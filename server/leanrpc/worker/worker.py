@@ -73,7 +73,7 @@ _TRANSITIONS: dict[WorkerState, frozenset[WorkerState]] = {
 
 # What a REPL prints when an allocation fails (Lean's runtime, C++, the
 # stand-in's Python) before it exits.
-_OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError")
+_OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError", "leanrpc sandbox: out of memory")
 
 
 class ExitCause(enum.Enum):
