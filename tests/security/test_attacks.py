@@ -322,3 +322,38 @@ async def test_exposed_paths_keep_their_symlinked_names_and_nothing_else_shows()
         assert (rc, out.strip()) == (0, "lib False"), err
     finally:
         subprocess.run(["rm", "-rf", work], check=False)
+
+
+_CGROUP_OOM_REPL = """
+import os, signal, sys
+import leanrpc.standin.faults as faults
+def crash(mode, stdout):
+    # What the monitor writes when the cgroup's memory.events shows an oom_kill.
+    sys.stderr.write("leanrpc sandbox: out of memory: killed at the cgroup's memory.max\\n")
+    sys.stderr.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+faults.crash = crash
+from leanrpc.standin.__main__ import main
+main()
+"""
+
+
+async def test_a_kernel_oom_kill_reported_by_the_monitor_is_out_of_memory(tmp_path):
+    script = tmp_path / "oom_repl.py"
+    script.write_text(_CGROUP_OOM_REPL)
+    config = make_config(repl__command=[sys.executable, str(script)])
+    async with running_server(config) as app:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            response = await stub(channel).Verify(one_snippet(HEADER + "def f := 1\n--@standin: crash\n"))
+    assert response.results[0].status == pb.OUT_OF_MEMORY, response.results[0]
+
+
+def test_the_monitor_reads_the_cgroups_oom_kills(tmp_path):
+    fake = tmp_path / "w-1"
+    fake.mkdir()
+    (fake / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    program = ("import sys; sys.path.insert(0, sys.argv[1]); import enter; "
+               "enter.remove_cgroup(sys.argv[2])")
+    done = subprocess.run([sys.executable, "-I", "-c", program, os.path.dirname(sandbox.ENTER_SCRIPT), str(fake)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.stderr == "leanrpc sandbox: out of memory: killed at the cgroup's memory.max\n"
