@@ -33,7 +33,10 @@ import asyncio, sys
 sys.path[:0] = [sys.argv[2], sys.argv[2] + "/.."]
 from security_support import make_config, running_server
 async def main():
-    config = make_config(sandbox__mode=sys.argv[1], pool__workers=2)
+    extra = {}
+    if len(sys.argv) > 3:  # a REPL that leaves a daemon behind (spawning allowed)
+        extra = {"repl__command": [sys.argv[3]], "sandbox__block_spawn": "off"}
+    config = make_config(sandbox__mode=sys.argv[1], pool__workers=2, **extra)
     async with running_server(config) as app:
         print("READY", app.port, flush=True)
         await asyncio.Event().wait()
@@ -59,13 +62,24 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
+def _daemon_repl(directory) -> str:
+    """A REPL command whose tree holds a daemon (own session, holding stdout)."""
+    directory.chmod(0o755)  # a root server's workers run as another uid
+    repl = directory / "repl.sh"
+    repl.write_text(f"#!/bin/sh\nsetsid sleep 600 &\nexec {sys.executable} -m leanrpc.standin\n")
+    repl.chmod(0o755)
+    return str(repl)
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["plain", "daemon"])
 @pytest.mark.parametrize("mode", ["unshare", "off"])
-def test_kill_9_of_the_server_leaves_no_repl_and_no_scratch(mode, tmp_path):
+def test_kill_9_of_the_server_leaves_no_repl_and_no_scratch(mode, daemon, tmp_path):
     # A private TMPDIR: other servers on this machine may use the shared one.
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir(mode=0o755)
     env = dict(os.environ, TMPDIR=str(tmpdir))
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, mode, HERE], stdout=subprocess.PIPE, text=True, env=env)
+    args = [_daemon_repl(tmp_path)] if daemon else []
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, mode, HERE, *args], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert server.stdout.readline().startswith("READY")
         deadline = time.monotonic() + 30
@@ -73,6 +87,8 @@ def test_kill_9_of_the_server_leaves_no_repl_and_no_scratch(mode, tmp_path):
             time.sleep(0.05)
         tree = [p for p in psutil.Process(server.pid).children(recursive=True)]
         assert _standins_below(server.pid), "a worker is up"
+        if daemon:
+            assert [p for p in tree if p.name() == "sleep"], "the daemon is running"
     finally:
         server.send_signal(signal.SIGKILL)
         server.wait()

@@ -114,15 +114,16 @@ def _mountpoints() -> list[str]:
 # -- parent death ---------------------------------------------------------------
 
 
-def die_with_parent(expected_parent: int | None = None, alive_fd: int | None = None) -> None:
-    """SIGKILL when the parent dies; exits now if it already has.
+def die_with_parent(expected_parent: int | None = None, alive_fd: int | None = None,
+                    signum: int = signal.SIGKILL) -> None:
+    """`signum` (SIGKILL) when the parent dies; exits now if it already has.
 
     Must be called again after any change of credentials (the kernel clears
     the setting then). `expected_parent` checks getppid(); `alive_fd` is the
     read end of a pipe the parent holds open (for a child in another PID
     namespace, whose getppid() is 0).
     """
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent-death signal")
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0), "parent-death signal")
     gone = expected_parent is not None and os.getppid() != expected_parent
     if alive_fd is not None and select.select([alive_fd], [], [], 0)[0]:
         gone = True  # readable means EOF: the writer (the parent) is gone
@@ -225,6 +226,13 @@ def build_root(plan: dict) -> None:
         # worker then runs without /proc (nothing of the host shows through).
         sys.stderr.write(f"leanrpc sandbox: no /proc in the sandbox ({exc})\n")
     scratch = plan["scratch"]
+    # The scratch mountpoint must be made in the new root, never in a bound host folder.
+    existing = scratch
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if os.stat(existing).st_dev != os.stat("/").st_dev:
+        raise SandboxSetupError(f"the scratch {scratch} lies inside an exposed path ({existing}); "
+                                "set sandbox.scratch_root outside every exposed path")
     os.makedirs(scratch, mode=0o755, exist_ok=True)
     _check(_libc.umount2(old.encode(), MNT_DETACH), "detach the host root")
     os.rmdir(old)
@@ -382,8 +390,14 @@ def _descendants(root: int) -> list[int]:
 
 
 def monitor(plan: dict) -> None:
-    """This process: forks the REPL side, forwards SIGTERM, reaps, mirrors its exit."""
-    die_with_parent(expected_parent=plan["server_pid"])
+    """This process: forks the REPL side, forwards SIGTERM, reaps, mirrors its exit.
+
+    Its own parent-death signal is SIGTERM, caught: the server is gone, so it
+    kills every descendant (daemons too: they are below this subreaper) and
+    the worker's cgroup before it exits. Until the handler is installed the
+    default action ends it, and the REPL side dies by its own signal.
+    """
+    die_with_parent(expected_parent=plan["server_pid"], signum=signal.SIGTERM)
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     sandboxed = plan["kind"] == "sandbox"
     if sandboxed:
@@ -409,6 +423,11 @@ def monitor(plan: dict) -> None:
     forward = signal.SIGKILL if sandboxed else signal.SIGTERM
 
     def on_signal(signum, _frame):
+        if signum == signal.SIGTERM and os.getppid() != plan["server_pid"]:
+            _kill_descendants()  # the server died: take everything along
+            if plan.get("cgroup"):
+                remove_cgroup(plan["cgroup"])
+            os._exit(SETUP_FAILED)
         try:
             os.kill(child, forward if signum == signal.SIGTERM else signal.SIGKILL)
         except OSError:

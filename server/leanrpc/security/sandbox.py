@@ -34,7 +34,6 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import psutil
 
@@ -226,7 +225,8 @@ class UnshareLauncher(Launcher):
         self._uids = _UidPool(SANDBOX_UID_BASE, SANDBOX_UID_SPAN)
         # Where each worker's private tmpfs scratch appears, inside its own root
         # only: nothing is created on the host, so nothing is left behind.
-        self.scratch_dir = os.path.join(sandbox.scratch_root or tempfile.gettempdir(), "leanrpc-scratch")
+        # (The host's $TMPDIR means nothing in there; /tmp of the new root is empty.)
+        self.scratch_dir = os.path.join(sandbox.scratch_root or "/tmp", "leanrpc-scratch")
         self._token_env = config.server.auth_token_env
         self.block_spawn, self._block_spawn_reason = resolve_block_spawn(config)
         if not self.block_spawn:
@@ -288,8 +288,10 @@ class UnshareLauncher(Launcher):
         if spec.argv:
             exe = shutil.which(spec.argv[0], path=env.get("PATH"))
             if exe:
-                # The toolchain around the binary (bin/..), e.g. an elan toolchain.
-                paths.append(os.path.dirname(os.path.dirname(os.path.realpath(exe))))
+                # The toolchain around a binary in bin/ (bin/..), e.g. an elan
+                # toolchain; else the binary's own folder.
+                folder = os.path.dirname(os.path.realpath(exe))
+                paths.append(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
         paths += [a for a in spec.argv[1:] if os.path.isabs(a) and os.path.exists(a)]
         if "ELAN_HOME" in env:
             paths.append(env["ELAN_HOME"])
