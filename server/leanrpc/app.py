@@ -35,6 +35,7 @@ from .services.extract import ExtractService
 from .services.verify import VerifyService
 from .v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2
 from .worker.launcher import Launcher
+from .worker.memory import effective_memory_limit_mb
 from .edge.auth import build_access_interceptors
 from .edge.verifier import VerifierServicer, add_verifier_to_server
 
@@ -87,6 +88,7 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     # Unsafe access settings refuse to start before any worker is spawned.
     access_interceptors = build_access_interceptors(config.server)  # AccessConfigError
     _check_address_free(config.server.host, config.server.port)
+    config.limits.max_worker_rss_mb = effective_memory_limit_mb(config.limits.max_worker_rss_mb, config.pool.workers)
     launcher = launcher or make_sandbox_launcher(config)
     log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
     log.info("sandbox: %s", launcher.describe())

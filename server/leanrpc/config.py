@@ -84,9 +84,11 @@ class ReplConfig(_Section):
 class LimitsConfig(_Section):
     """Per-worker resource limits and restart triggers (0 disables each)."""
 
-    # Resident memory of the worker's whole process tree; checked during each
-    # request (every memory_poll_s) and at release.
-    max_worker_rss_mb: NonNegativeInt = 0
+    # Memory of the worker's whole process tree (anonymous + shared memory +
+    # memfds, leanrpc.worker.memory); checked during each request (every
+    # memory_poll_s) and at release. 0 = the machine default (RAM x 0.8 /
+    # workers, at least 1 GB), negative = off.
+    max_worker_rss_mb: int = 0
     # Recycle idle workers (largest first) when system memory use passes this
     # percentage.
     max_system_memory_percent: Percent = 92.0

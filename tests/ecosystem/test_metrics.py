@@ -131,3 +131,54 @@ async def test_unknown_path_is_404():
         assert info.value.code == 404
     finally:
         await app.stop(2.0)
+
+
+async def test_random_method_names_share_one_label_and_stock_grpc_names_exist():
+    """Issue 16: calls to made-up methods (no token) must not grow the series."""
+    metrics_port = free_port()
+    app = await start_app(workers=1, metrics_port=metrics_port, auth_tokens=["tok"])
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            for n in range(50):
+                call = channel.unary_unary(f"/leanrpc.v1.Verifier/Nope{n}")
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await call(b"")
+            client = AsyncClient(f"127.0.0.1:{app.port}", token="tok", max_retries=0)
+            try:
+                await client.verify_batch([snippet(0)[:2]])
+            finally:
+                await client.close()
+        samples = await asyncio.to_thread(scrape, metrics_port)
+        methods = {dict(l)["method"] for l in samples["leanrpc_rpcs_total"]}
+        assert methods == {"unknown", "/leanrpc.v1.Verifier/Verify"}, methods
+        assert samples["leanrpc_rpcs_total"][(("code", "UNAUTHENTICATED"), ("method", "unknown"))] == 50
+        handled = {(dict(l)["grpc_method"], dict(l)["grpc_code"]): v for l, v in samples["grpc_server_handled_total"].items()}
+        assert handled[("Verify", "OK")] == 1 and handled[("unknown", "UNAUTHENTICATED")] == 50
+        started = {dict(l)["grpc_method"]: dict(l)["grpc_type"] for l in samples["grpc_server_started_total"]}
+        assert started["Verify"] == "unary"
+        assert samples["process_resident_memory_bytes"][()] > 0
+        (worker_memory,) = samples["leanrpc_worker_memory_bytes"].values()
+        assert worker_memory > 1 << 20, "a live worker's tree holds at least a MiB"
+    finally:
+        await app.stop(2.0)
+
+
+async def test_a_scrape_renders_off_the_event_loop(monkeypatch):
+    """The exposition text is built in a thread: the loop keeps answering meanwhile."""
+    import threading
+
+    metrics_port = free_port()
+    app = await start_app(workers=1, metrics_port=metrics_port)
+    try:
+        threads = []
+        original = app.metrics.render
+
+        def slow_render():
+            threads.append(threading.current_thread() is threading.main_thread())
+            return original()
+
+        monkeypatch.setattr(app.metrics, "render", slow_render)
+        await asyncio.to_thread(scrape, metrics_port)
+        assert threads == [False], "render ran on the event loop's thread"
+    finally:
+        await app.stop(2.0)

@@ -43,6 +43,14 @@ def bearer(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),)
 
 
+def repl_pid(worker) -> int:
+    """The REPL's pid (host view): the one child of the worker's monitor (enter.py)."""
+    import psutil
+
+    (child,) = psutil.Process(worker.pid).children()
+    return child.pid
+
+
 def proc_status(pid: int) -> dict[str, str]:
     with open(f"/proc/{pid}/status") as f:
         return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
@@ -77,3 +85,35 @@ def mount_flags(pid: int) -> dict[str, str]:
 
 def root_is_writable_here() -> bool:
     return not os.statvfs("/").f_flag & os.ST_RDONLY
+
+
+_AS_USER = r"""
+set -e
+stage=$(mktemp -d)
+toolchain=$1; shift
+mount --bind "$toolchain" "$stage"
+mount -t tmpfs -o mode=0755,size=1m leanrpc-test /root
+mkdir -p "$toolchain"
+mount --move "$stage" "$toolchain"
+rmdir "$stage"
+uid=$1; shift
+exec setpriv --reuid "$uid" --regid "$uid" --clear-groups --inh-caps=-all --bounding-set=-all -- "$@"
+"""
+
+
+def unprivileged_argv(command: list[str], uid: int) -> list[str]:
+    """`command` as `uid` (no groups, no capabilities), run from root.
+
+    When this machine's interpreter sits under /root (mode 0700), the command
+    gets a private mount namespace where /root is an empty 0755 tmpfs holding
+    only that toolchain folder; nothing else changes.
+    """
+    import sys
+
+    real = os.path.realpath(sys.base_prefix)
+    drop = ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
+    if not real.startswith("/root/"):
+        return drop + command
+    toolchain = "/root/" + real.split("/")[2]
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c", _AS_USER, "sh", toolchain, str(uid), *command]

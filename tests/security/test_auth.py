@@ -58,6 +58,7 @@ async def test_tokens_guard_every_rpc_but_health(monkeypatch):
 def test_token_sources_file_and_env(tmp_path, monkeypatch):
     token_file = tmp_path / "tokens"
     token_file.write_text("# one per line\nfrom-file-1\n\n  from-file-2  \n")
+    token_file.chmod(0o600)  # a token file readable by others refuses to start (test_attacks.py)
     monkeypatch.setenv("MY_TOKENS", "from-env-1, from-env-2")
     config = make_config(server__auth_tokens=["inline"], server__auth_token_file=str(token_file), server__auth_token_env="MY_TOKENS")
     assert load_tokens(config.server) == ["inline", "from-file-1", "from-file-2", "from-env-1", "from-env-2"]
@@ -84,9 +85,10 @@ async def test_refuses_to_start_without_tokens_unless_loopback_allowed(monkeypat
     with pytest.raises(AccessConfigError, match="refusing to serve 127.0.0.1"):
         await create_server(make_config(server__allow_unauthenticated_loopback=False))
     # Allowed: loopback by explicit config (the default), tokens anywhere, mTLS anywhere.
-    assert build_access_interceptors(make_config().server) == []
+    # (Always one AuthInterceptor: without tokens it still refuses repeated authorization values.)
+    assert [type(i).__name__ for i in build_access_interceptors(make_config().server)] == ["AuthInterceptor"]
     assert len(build_access_interceptors(make_config(server__host="0.0.0.0", server__auth_tokens=["x"]).server)) == 1
-    assert build_access_interceptors(make_config(server__host="0.0.0.0", server__tls_client_ca="/ca.pem").server) == []
+    assert len(build_access_interceptors(make_config(server__host="0.0.0.0", server__tls_client_ca="/ca.pem").server)) == 1
 
 
 async def test_loopback_without_tokens_is_open(monkeypatch):

@@ -3,7 +3,15 @@
 `build_access_interceptors(server_config)` decides, at startup, what guards
 the server: tokens when any are configured; none only on loopback with
 `allow_unauthenticated_loopback`, or when mTLS client certificates
-authenticate every caller. Anything else refuses to start.
+authenticate every caller. Anything else refuses to start. A token file
+readable by group or others refuses to start too (as ssh does with keys); a
+call with more than one `authorization` value is UNAUTHENTICATED.
+
+`client_identity(context, tokens_checked)` says who a call counts against for
+per-client limits and fair queuing: the (hashed) token only when tokens are
+checked, else the peer address, so a made-up token buys no new identity.
+
+Owns authentication and per-client admission; may import config and grpc.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import hashlib
 import hmac
 import inspect
 import os
+import stat
 
 import grpc
 
@@ -33,6 +42,7 @@ def load_tokens(server: ServerConfig) -> list[str]:
     `auth_token_env` (comma-separated)."""
     tokens = [t for t in server.auth_tokens if t]
     if server.auth_token_file:
+        check_private(server.auth_token_file, "server.auth_token_file")
         try:
             with open(server.auth_token_file, encoding="utf-8") as f:
                 tokens += [line.strip() for line in f if line.strip() and not line.startswith("#")]
@@ -43,8 +53,28 @@ def load_tokens(server: ServerConfig) -> list[str]:
     return tokens
 
 
+def check_private(path: str, what: str) -> None:
+    """AccessConfigError unless `path` is readable by its owner only."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise AccessConfigError(f"cannot read {what} {path!r}: {exc.strerror}") from exc
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise AccessConfigError(
+            f"{what} {path!r} is readable by group or others (mode {stat.S_IMODE(mode):04o}); "
+            f"run chmod 600 {path!r}"
+        )
+
+
+def authorization_values(metadata) -> list[str]:
+    return [value for key, value in (metadata or ()) if key == "authorization"]
+
+
 class AuthInterceptor(grpc.aio.ServerInterceptor):
-    """Rejects calls without `authorization: Bearer <token>` (UNAUTHENTICATED)."""
+    """Rejects calls without exactly one `authorization: Bearer <token>` (UNAUTHENTICATED).
+
+    With no tokens (loopback or mTLS only), it only rejects repeated values.
+    """
 
     def __init__(self, tokens: list[str]) -> None:
         self._tokens = [t.encode() for t in tokens]
@@ -56,8 +86,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if method.startswith(PUBLIC_METHOD_PREFIXES):
             return await continuation(handler_call_details)
-        metadata = dict(handler_call_details.invocation_metadata or ())
-        if self._valid(metadata.get("authorization")):
+        values = authorization_values(handler_call_details.invocation_metadata)
+        if len(values) > 1:
+            return _deny(method, f"{len(values)} 'authorization' values; send exactly one")
+        if not self._tokens or self._valid(values[0] if values else None):
             return await continuation(handler_call_details)
         return _deny(method)
 
@@ -71,8 +103,7 @@ def bearer_token_valid(header: str | None, tokens: list[bytes]) -> bool:
     return any(hmac.compare_digest(presented, token) for token in tokens)
 
 
-def _deny(method: str):
-    message = "missing or invalid bearer token (metadata 'authorization: Bearer <token>')"
+def _deny(method: str, message: str = "missing or invalid bearer token (metadata 'authorization: Bearer <token>')"):
 
     async def unary(request, context):
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
@@ -92,24 +123,28 @@ def is_loopback(host: str) -> bool:
 def build_access_interceptors(server: ServerConfig) -> list[grpc.aio.ServerInterceptor]:
     """Interceptors for auth and per-client limits; raises AccessConfigError."""
     tokens = load_tokens(server)
-    interceptors: list[grpc.aio.ServerInterceptor] = []
-    if tokens:
-        interceptors.append(AuthInterceptor(tokens))
-    elif not (server.allow_unauthenticated_loopback and is_loopback(server.host)) and not server.tls_client_ca:
+    interceptors: list[grpc.aio.ServerInterceptor] = [AuthInterceptor(tokens)]
+    if not tokens and not (server.allow_unauthenticated_loopback and is_loopback(server.host)) and not server.tls_client_ca:
         raise AccessConfigError(
             f"refusing to serve {server.host} without authentication: set server.auth_tokens, "
             f"server.auth_token_file or ${server.auth_token_env}, or mTLS (server.tls_client_ca); "
             "unauthenticated access is allowed only on loopback with server.allow_unauthenticated_loopback"
         )
     if server.max_concurrent_per_client > 0:
-        interceptors.append(ClientConcurrencyInterceptor(server.max_concurrent_per_client))
+        interceptors.append(ClientConcurrencyInterceptor(server.max_concurrent_per_client, tokens_checked=bool(tokens)))
     return interceptors
 
 
-def client_key(metadata, peer: str) -> str:
-    """Who a call counts against: its token (hashed) if any, else its peer address."""
-    header = dict(metadata or ()).get("authorization", "")
-    if header.startswith("Bearer "):
+def client_identity(context, tokens_checked: bool) -> str:
+    """Who a call counts against (per-client limits, fair queuing); see the module doc."""
+    return client_key(context.invocation_metadata(), context.peer(), tokens_checked)
+
+
+def client_key(metadata, peer: str, tokens_checked: bool = True) -> str:
+    """The token (hashed) when tokens are checked (AuthInterceptor ran), else the peer address."""
+    values = authorization_values(metadata)
+    header = values[0] if len(values) == 1 else ""
+    if tokens_checked and header.startswith("Bearer "):
         return "token:" + hashlib.sha256(header[len("Bearer "):].strip().encode()).hexdigest()[:16]
     # "ipv4:127.0.0.1:53412" -> "ipv4:127.0.0.1": one client, many ports.
     return "peer:" + peer.rpartition(":")[0] if peer.count(":") >= 2 else "peer:" + peer
@@ -121,8 +156,9 @@ class ClientConcurrencyInterceptor(grpc.aio.ServerInterceptor):
     A VerifyStream counts as one call for as long as it is open.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, tokens_checked: bool = False) -> None:
         self.limit = limit
+        self.tokens_checked = tokens_checked
         self.in_flight: collections.Counter[str] = collections.Counter()
 
     async def intercept_service(self, continuation, handler_call_details):
@@ -160,7 +196,7 @@ class ClientConcurrencyInterceptor(grpc.aio.ServerInterceptor):
         if inspect.isasyncgenfunction(behavior):
 
             async def guarded_stream(request, context):
-                key = client_key(metadata, context.peer())
+                key = client_key(metadata, context.peer(), self.tokens_checked)
                 await self._admit(key, context)
                 try:
                     async for item in behavior(request, context):
@@ -171,7 +207,7 @@ class ClientConcurrencyInterceptor(grpc.aio.ServerInterceptor):
             return guarded_stream
 
         async def guarded(request, context):
-            key = client_key(metadata, context.peer())
+            key = client_key(metadata, context.peer(), self.tokens_checked)
             await self._admit(key, context)
             try:
                 return await behavior(request, context)

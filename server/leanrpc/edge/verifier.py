@@ -18,7 +18,7 @@ from ..services.verify import VerifyService
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
-from .auth import client_key, load_tokens
+from .auth import client_identity, load_tokens
 from .errors import maps_errors
 from .stream import Shutdown, StreamCall, shutdown_result
 
@@ -126,13 +126,8 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         self._shutdown.begin(grace)
 
     def _client_identity(self, context) -> str:
-        """The authenticated token's identity, or the peer address when auth is off.
-
-        A bearer header is only trusted when the auth interceptor checked it.
-        """
-        if self._auth_on:
-            return client_key(context.invocation_metadata(), context.peer())
-        return client_key((), context.peer())
+        # A bearer header counts only when the auth interceptor checked it.
+        return client_identity(context, self._auth_on)
 
     @maps_errors
     async def Extract(self, request: pb.ExtractRequest, context):

@@ -79,7 +79,8 @@ class KiminaGateway:
 
     def _client(self, request: web.Request) -> str:
         auth = request.headers.get("Authorization", "")
-        return client_key((("authorization", auth),), f"http:{request.remote}:0")
+        # A made-up key buys no new identity when keys are not checked.
+        return client_key((("authorization", auth),), f"http:{request.remote}:0", bool(self._tokens))
 
     # ---- endpoints ----------------------------------------------------------
 

@@ -7,8 +7,17 @@
                                          the pool at scrape time)
 
 The HTTP endpoint runs on the server's event loop (not in a thread, as
-`prometheus_client.start_http_server` would), so a scrape reads pool state
-from the thread that mutates it and never sees a half-updated dict.
+`prometheus_client.start_http_server` would): a scrape snapshots pool state
+on the loop, from the thread that mutates it, then renders the text in a
+thread, so a large scrape never stalls health checks or RPCs.
+
+Labels are bounded: a method the server does not serve is `unknown` (random
+method names cannot grow the series). Besides the `leanrpc_*` families, the
+stock gRPC names (`grpc_server_started_total`, `grpc_server_handled_total`,
+`grpc_server_handling_seconds`, as go-grpc-prometheus and py-grpc-prometheus
+name them) feed ready-made dashboards; `process_*` come from prometheus_client;
+`leanrpc_worker_memory_bytes` is each live worker's tree (resident anonymous
+and shared memory plus held memfds, see worker/memory.py).
 
 The interceptor reads results through protobuf descriptors instead of
 importing the generated stubs: only `leanrpc.edge` and the client import them.
@@ -23,7 +32,8 @@ import socket
 import time
 
 import grpc
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from google.protobuf import descriptor_pool
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -38,6 +48,27 @@ _RESULT_CARRIERS = {
     "leanrpc.v1.ExtractResponse": "result",
 }
 _PHASES = ("queue", "header", "body", "total")
+# Services whose methods get their own label; any other method is "unknown".
+_SERVICES = ("leanrpc.v1.Verifier", "leanrpc.v1.Formalizer", "grpc.health.v1.Health")
+UNKNOWN_METHOD = "unknown"
+
+
+def known_methods() -> dict[str, tuple[str, str, str]]:
+    """'/pkg.Service/Method' -> (service, method, grpc_type) for the served services."""
+    known = {}
+    pool = descriptor_pool.Default()
+    for name in _SERVICES:
+        try:
+            service = pool.FindServiceByName(name)
+        except KeyError:
+            continue
+        for method in service.methods:
+            kind = {(False, False): "unary", (False, True): "server_stream",
+                    (True, False): "client_stream", (True, True): "bidi_stream"}[
+                (method.client_streaming, method.server_streaming)]
+            known[f"/{name}/{method.name}"] = (name, method.name, kind)
+    return known
+
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
 
@@ -63,12 +94,35 @@ class Metrics:
         self.transitions = Counter(
             "leanrpc_worker_transitions", "Worker state transitions by new state", ["state"], registry=self.registry
         )
+        grpc_labels = ["grpc_service", "grpc_method", "grpc_type"]
+        self.grpc_started = Counter(
+            "grpc_server_started", "RPCs started on the server", grpc_labels, registry=self.registry
+        )
+        self.grpc_handled = Counter(
+            "grpc_server_handled", "RPCs completed on the server, by code", grpc_labels + ["grpc_code"],
+            registry=self.registry,
+        )
+        self.grpc_seconds = Histogram(
+            "grpc_server_handling_seconds", "RPC handling time", grpc_labels,
+            buckets=_LATENCY_BUCKETS, registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)
+        self.known_methods = known_methods()
+        self._pool_collector: PoolCollector | None = None
         self.interceptor = MetricsInterceptor(self)
         self._endpoint: MetricsEndpoint | None = None
 
     def attach_pool(self, pool, config) -> None:
         pool.add_state_listener(self._on_worker_state)
-        self.registry.register(PoolCollector(pool, config))
+        self._pool_collector = PoolCollector(pool, config)
+        self.registry.register(self._pool_collector)
+
+    def method_labels(self, method: str) -> tuple[str, tuple[str, str, str]]:
+        """(leanrpc method label, (grpc_service, grpc_method, grpc_type)); unknown ones folded."""
+        known = self.known_methods.get(method)
+        if known is None:
+            return UNKNOWN_METHOD, (UNKNOWN_METHOD, UNKNOWN_METHOD, UNKNOWN_METHOD)
+        return method, known
 
     def _on_worker_state(self, worker, old, new) -> None:
         self.transitions.labels(new.value).inc()
@@ -90,7 +144,17 @@ class Metrics:
                     self.phase_seconds.labels(phase).observe(max(0.0, getattr(result.timings, f"{phase}_s")))
 
     def render(self) -> bytes:
+        """The exposition text (thread-safe: pool state comes from the last `snapshot`)."""
         return generate_latest(self.registry)
+
+    def snapshot(self) -> None:
+        """Reads pool state; call on the event loop before `render` in a thread."""
+        if self._pool_collector is not None:
+            self._pool_collector.snapshot()
+
+    async def render_off_loop(self) -> bytes:
+        self.snapshot()
+        return await asyncio.get_running_loop().run_in_executor(None, self.render)
 
     @property
     def port(self) -> int:
@@ -108,13 +172,20 @@ def _status_name(result) -> str:
 
 
 class PoolCollector:
-    """Reads the pool at scrape time; nothing to keep in sync."""
+    """Reads the pool at scrape time (`snapshot`, on the loop); `collect` replays it."""
 
     def __init__(self, pool, config) -> None:
         self._pool = pool
         self._config = config
+        self._families: list = []
+
+    def snapshot(self) -> None:
+        self._families = list(self._read())
 
     def collect(self):
+        return iter(self._families)
+
+    def _read(self):
         pool = self._pool
         stats = pool.stats
         yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", pool.queue_depth)
@@ -140,6 +211,14 @@ class PoolCollector:
             ("leanrpc_boot_failures", "Worker boot failures", stats.boot_failures),
         ):
             yield CounterMetricFamily(name, help_text, value=value)
+        memory = GaugeMetricFamily(
+            "leanrpc_worker_memory_bytes", "Memory of each live worker's process tree (as its limit counts it)",
+            labels=["worker"],
+        )
+        for worker in list(getattr(pool, "workers", ())):
+            if getattr(worker, "pid", None):
+                memory.add_metric([worker.name], float(worker.tree_rss()))
+        yield memory
         identity = pool.identity
         info = InfoMetricFamily("leanrpc_build", "Server version and verifier identity")
         info.add_metric([], {
@@ -182,7 +261,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         metrics = self._metrics
 
         async def unary(request, context):
-            started = time.perf_counter()
+            started = self._start(method)
             error: BaseException | None = None
             try:
                 response = await behavior(request, context)
@@ -201,7 +280,7 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         metrics = self._metrics
 
         async def stream(request, context):
-            started = time.perf_counter()
+            started = self._start(method)
             error: BaseException | None = None
             try:
                 async for response in behavior(request, context):
@@ -215,9 +294,19 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
 
         return stream
 
+    def _start(self, method: str) -> float:
+        self._metrics.grpc_started.labels(*self._metrics.method_labels(method)[1]).inc()
+        return time.perf_counter()
+
     def _finish(self, method: str, context, error: BaseException | None, started: float) -> None:
-        self._metrics.rpcs.labels(method, _final_code(context, error)).inc()
-        self._metrics.rpc_seconds.labels(method).observe(time.perf_counter() - started)
+        metrics = self._metrics
+        label, grpc_labels = metrics.method_labels(method)
+        code = _final_code(context, error)
+        elapsed = time.perf_counter() - started
+        metrics.rpcs.labels(label, code).inc()
+        metrics.rpc_seconds.labels(label).observe(elapsed)
+        metrics.grpc_handled.labels(*grpc_labels, code).inc()
+        metrics.grpc_seconds.labels(*grpc_labels).observe(elapsed)
 
 
 def _final_code(context, error: BaseException | None) -> str:
@@ -260,7 +349,7 @@ class MetricsEndpoint:
             parts = request_line.decode("latin-1").split()
             path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
             if len(parts) >= 2 and parts[0] in ("GET", "HEAD") and path in ("/metrics", "/"):
-                body = self._metrics.render()
+                body = await self._metrics.render_off_loop()
                 status, content_type = "200 OK", CONTENT_TYPE_LATEST
             else:
                 body, status, content_type = b"not found\n", "404 Not Found", "text/plain"

@@ -1,22 +1,26 @@
-"""Sandboxed worker launch: namespaces, read-only filesystem, unprivileged uid.
+"""Worker launch policy: which jail, which uid, what the worker may read.
 
-`make_sandbox_launcher(config)` picks the launcher for `config.sandbox.mode`:
+`make_sandbox_launcher(config)` picks the launcher for `config.sandbox.mode`;
+every launcher starts workers through `enter.py` (a monitor process that dies
+with the server and takes the REPL's whole tree with it; see there). Owns the
+plan handed to enter.py; may import config and worker.launcher.
 
-* "unshare": every worker starts through `enter.py` (see there), which needs
-  only Python and a root server: new mount/net/IPC/UTS namespaces, all mounts
-  read-only, a private tmpfs scratch, rlimits, no capabilities, no_new_privs
-  and a uid of its own. The server refuses to start if that cannot work.
+* "unshare": new PID, mount, network, IPC and UTS namespaces, plus a user
+  namespace when the server is not root (unprivileged user namespaces, as
+  bubblewrap uses); a tmpfs root holding only the exposed paths, read-only; a
+  private tmpfs scratch; rlimits; no capabilities; no_new_privs; seccomp.
+  Root servers run each worker as a uid of its own; others as their own uid,
+  which the PID namespace keeps from signalling anything outside.
+  The server refuses to start if that cannot work.
 * "auto" (default): "unshare" when it works on this machine, else no sandbox,
   with a warning in the log and the reason in ServerInfo.sandbox.
+* "off": no jail, but the worker still runs in its own session, dies with the
+  server, and a seccomp guard keeps it from signalling or ptracing the server.
 
-Each live worker gets a distinct uid (SANDBOX_UID_BASE + n) unless
-`sandbox.user` names one: workers then cannot signal or ptrace each other,
-and RLIMIT_NPROC (counted per uid) limits each worker on its own.
-
-`sandbox.block_spawn` adds a seccomp filter (installed by enter.py right
-before the exec) under which fork, vfork and non-thread clone fail with EPERM:
-the REPL keeps its threads but cannot start a process. "auto" leaves it off
-for a `lake` REPL command, since `lake env repl` runs the REPL as a child.
+`sandbox.block_spawn` adds a seccomp filter under which fork, vfork and
+non-thread clone fail with EPERM: the REPL keeps its threads but cannot start
+a process. "auto" leaves it off for a `lake` REPL command, since `lake env
+repl` runs the REPL as a child.
 """
 
 from __future__ import annotations
@@ -30,12 +34,11 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
-import weakref
 
 import psutil
 
 from ..config import Config
+from .cgroups import WorkerCgroups
 from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config, spawn_with_pipes
 
 log = logging.getLogger("leanrpc.security")
@@ -66,7 +69,7 @@ def make_sandbox_launcher(config: Config) -> Launcher:
             f"sandbox.block_spawn must be one of {', '.join(BLOCK_SPAWN_MODES)}, not {config.sandbox.block_spawn!r}"
         )
     if mode == "off":
-        return Launcher()
+        return GuardedLauncher(config)
     try:
         launcher = UnshareLauncher(config)
         launcher.probe()
@@ -75,7 +78,7 @@ def make_sandbox_launcher(config: Config) -> Launcher:
         if mode == "unshare":
             raise
         log.warning("SANDBOX OFF: %s; workers run untrusted code with the server's privileges", exc)
-        return UnsandboxedLauncher(f"no sandbox (auto: {exc}); workers run with the server's privileges")
+        return UnsandboxedLauncher(config, f"no sandbox (auto: {exc}); workers run with the server's privileges")
 
 
 def resolve_block_spawn(config: Config) -> tuple[bool, str]:
@@ -91,14 +94,80 @@ def resolve_block_spawn(config: Config) -> tuple[bool, str]:
     return True, "auto"
 
 
-class UnsandboxedLauncher(Launcher):
-    """The plain launcher, saying why the sandbox is off (ServerInfo.sandbox)."""
+def memory_summary(config: Config | None) -> str:
+    """What GetServerInfo().sandbox says about the per-worker memory limit in force."""
+    if config is None:
+        return ""
+    mb = config.limits.max_worker_rss_mb
+    if mb > 0:
+        return f"; memory limit {mb} MB per worker tree (anonymous + shared memory + memfds)"
+    return "; no per-worker memory limit"
 
-    def __init__(self, reason: str) -> None:
+
+def worker_cgroup(config: Config | None, userns: bool = False) -> tuple[str, str]:
+    """(cgroup path for one more worker or "", what the description says about it)."""
+    if config is None or userns:
+        return "", ""
+    groups = WorkerCgroups.shared()
+    if groups is None:
+        return "", ""
+    nproc = config.limits.max_processes or max(512, 8 * (os.cpu_count() or 1))
+    path = groups.new(max(0, config.limits.max_worker_rss_mb) * 2**20, nproc)
+    return path, "; " + groups.describe()
+
+
+def cgroup_summary(config: Config | None, userns: bool = False) -> str:
+    groups = None if config is None or userns else WorkerCgroups.shared()
+    return "; " + groups.describe() if groups is not None else ""
+
+
+def server_identity() -> tuple[int, int]:
+    """(pid, process group) the worker must never signal."""
+    return os.getpid(), os.getpgid(0)
+
+
+class GuardedLauncher(Launcher):
+    """No jail (sandbox.mode = "off"), but never an orphan and never a threat to the server.
+
+    The REPL runs under enter.py's monitor in its own session: it dies with the
+    server (parent-death signal), its leftover descendants die with it, and a
+    seccomp guard stops kill/tgkill/pidfd_open/ptrace aimed at the server.
+    """
+
+    def __init__(self, config: Config | None = None) -> None:
+        self._config = config
+
+    def describe(self) -> str:
+        return ("no sandbox: workers run with the server's privileges (own session, die with the server, "
+                "may not signal or ptrace it)" + memory_summary(self._config) + cgroup_summary(self._config))
+
+    def wrap(self, spec: LaunchSpec) -> tuple[list[str], dict]:
+        server_pid, server_pgid = server_identity()
+        plan = {
+            "kind": "plain",
+            "server_pid": server_pid,
+            "server_pgid": server_pgid,
+            "argv": list(spec.argv),
+            "rlimits": list(spec.rlimits),
+            "cgroup": worker_cgroup(self._config)[0],
+        }
+        return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)], {}
+
+    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+        argv, extra = self.wrap(spec)
+        # enter.py sets the rlimits in the REPL before its exec (no race with a fork).
+        return await spawn_with_pipes(argv, cwd=spec.cwd, env=self.child_env(spec), **extra)
+
+
+class UnsandboxedLauncher(GuardedLauncher):
+    """The guarded launcher, saying why the sandbox is off (ServerInfo.sandbox)."""
+
+    def __init__(self, config: Config | None, reason: str) -> None:
+        super().__init__(config)
         self._reason = reason
 
     def describe(self) -> str:
-        return self._reason
+        return self._reason + memory_summary(self._config) + cgroup_summary(self._config)
 
 
 class _UidPool:
@@ -136,12 +205,16 @@ class UnshareLauncher(Launcher):
     def __init__(self, config: Config) -> None:
         if not sys.platform.startswith("linux"):
             raise SandboxUnavailable("namespaces need Linux")
-        if os.geteuid() != 0:
-            raise SandboxUnavailable("the server does not run as root, so it cannot create namespaces or switch uid")
         sandbox = config.sandbox
         self._config = config
+        # Not root: an unprivileged user namespace (identity-mapped) instead of a uid switch.
+        self.userns = os.geteuid() != 0
         self._fixed_user: tuple[int, int] | None = None
-        if sandbox.user:
+        if self.userns:
+            if sandbox.user:
+                raise SandboxUnavailable("sandbox.user needs a root server (it switches uid)")
+            self._fixed_user = (os.getuid(), os.getgid())
+        elif sandbox.user:
             try:
                 entry = pwd.getpwnam(sandbox.user)
             except KeyError:
@@ -150,10 +223,10 @@ class UnshareLauncher(Launcher):
                 raise SandboxUnavailable("sandbox.user must not be root")
             self._fixed_user = (entry.pw_uid, entry.pw_gid)
         self._uids = _UidPool(SANDBOX_UID_BASE, SANDBOX_UID_SPAN)
-        # One empty mountpoint; each worker's namespace mounts its own tmpfs on it.
-        self.scratch_dir = tempfile.mkdtemp(prefix="leanrpc-sandbox-", dir=sandbox.scratch_root or None)
-        os.chmod(self.scratch_dir, 0o755)
-        weakref.finalize(self, shutil.rmtree, self.scratch_dir, True)
+        # Where each worker's private tmpfs scratch appears, inside its own root
+        # only: nothing is created on the host, so nothing is left behind.
+        # (The host's $TMPDIR means nothing in there; /tmp of the new root is empty.)
+        self.scratch_dir = os.path.join(sandbox.scratch_root or "/tmp", "leanrpc-scratch")
         self._token_env = config.server.auth_token_env
         self.block_spawn, self._block_spawn_reason = resolve_block_spawn(config)
         if not self.block_spawn:
@@ -163,12 +236,17 @@ class UnshareLauncher(Launcher):
             )
 
     def describe(self) -> str:
-        who = f"user {self._config.sandbox.user}" if self._fixed_user else f"a uid of its own ({SANDBOX_UID_BASE}+)"
+        if self.userns:
+            who = "the server's uid in an unprivileged user namespace"
+        elif self._config.sandbox.user:
+            who = f"user {self._config.sandbox.user}"
+        else:
+            who = f"a uid of its own ({SANDBOX_UID_BASE}+)"
         return (
-            f"unshare sandbox: each worker runs as {who} without capabilities, in its own mount, network, "
-            f"IPC and UTS namespaces; no network; read-only filesystem except a private "
-            f"{self._config.sandbox.scratch_mb} MB tmpfs scratch; {self._spawn_summary()}; "
-            f"rlimits {self._rlimit_summary()}"
+            f"unshare sandbox: each worker runs as {who} without capabilities, in its own PID, mount, network, "
+            f"IPC and UTS namespaces; no network; a read-only root holding only the REPL, its toolchain, "
+            f"project and system libraries; a private {self._config.sandbox.scratch_mb} MB tmpfs scratch; "
+            f"{self._spawn_summary()}; rlimits {self._rlimit_summary()}{memory_summary(self._config)}{cgroup_summary(self._config, self.userns)}"
         )
 
     def _spawn_summary(self) -> str:
@@ -210,17 +288,31 @@ class UnshareLauncher(Launcher):
         if spec.argv:
             exe = shutil.which(spec.argv[0], path=env.get("PATH"))
             if exe:
-                # The toolchain around the binary (bin/..), e.g. an elan toolchain.
-                paths.append(os.path.dirname(os.path.dirname(os.path.realpath(exe))))
+                # The toolchain around a binary in bin/ (bin/..), e.g. an elan
+                # toolchain; else the binary's own folder.
+                folder = os.path.dirname(os.path.realpath(exe))
+                paths.append(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
         paths += [a for a in spec.argv[1:] if os.path.isabs(a) and os.path.exists(a)]
         if "ELAN_HOME" in env:
             paths.append(env["ELAN_HOME"])
+        # Paths the worker is told about (LEAN_PATH, LEAN_SYSROOT, PYTHONPATH, ...).
+        # (Not PATH: a search path for programs is no list of things the REPL needs.)
+        for name, value in env.items():
+            if name not in ("PATH", "HOME", "TMPDIR"):
+                paths += [p for p in value.split(os.pathsep) if os.path.isabs(p) and os.path.exists(p)]
+        if "leanrpc.standin" in spec.argv or os.path.basename(spec.argv[0] if spec.argv else "") == "leanrpc-repl-standin":
+            paths += _standin_fixtures()
         paths += self._config.sandbox.expose
         return paths
 
     def plan(self, spec: LaunchSpec, uid: int, gid: int) -> list[str]:
         env = self.child_env(spec)
+        server_pid, server_pgid = server_identity()
         plan = {
+            "kind": "sandbox",
+            "server_pid": server_pid,
+            "server_pgid": server_pgid,
+            "userns": self.userns,
             "uid": uid,
             "gid": gid,
             "scratch": self.scratch_dir,
@@ -231,6 +323,7 @@ class UnshareLauncher(Launcher):
             "argv": list(spec.argv),
             "block_spawn": self.block_spawn,
             "env": env,
+            "cgroup": worker_cgroup(self._config, self.userns)[0],
         }
         # -I: ignore PYTHON* and user site; -S: no site-packages needed.
         return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)]
@@ -269,6 +362,19 @@ class UnshareLauncher(Launcher):
         if done.returncode != 0 or done.stdout.strip() != str(uid):
             detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
             raise SandboxUnavailable(f"sandbox probe failed: {detail}")
+
+
+def _standin_fixtures() -> list[str]:
+    """The stand-in's replay fixtures, where it looks for them: `shared/fixtures` above its package."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    while True:
+        candidate = os.path.join(here, "shared", "fixtures")
+        if os.path.isdir(candidate):
+            return [candidate]
+        parent = os.path.dirname(here)
+        if parent == here:
+            return []
+        here = parent
 
 
 def _helper_env() -> dict[str, str]:

@@ -3,8 +3,11 @@
 A `Launcher` turns a `LaunchSpec` into a running child with stdin, stdout and
 stderr pipes (jupyter_client's provisioner idea). The plain launcher applies
 rlimits right after spawn with prlimit(2): `preexec_fn` is unsafe in a
-threaded server (gRPC runs threads). Sandboxing launchers live in
-leanrpc.security and implement the same interface.
+threaded server (gRPC runs threads). The launchers the server uses live in
+leanrpc.security (they add the monitor that dies with the server, the guard
+and the sandbox) and implement the same interface. `kill_process_group` kills
+a worker's whole tree, daemons included. Owns process start and kill; may
+import config.
 """
 
 from __future__ import annotations
@@ -92,7 +95,39 @@ async def spawn_with_pipes(argv: list[str], *, cwd: str | None, env: dict[str, s
     )
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, via /proc/<pid>/task/*/children (parents first)."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop(0)
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            out += children
+            todo += children
+    return out
+
+
 def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signals the worker's process group; SIGKILL also reaches every descendant.
+
+    A descendant that started its own session (a daemon) is out of the group
+    but still below the worker's monitor (a child subreaper), so it is found
+    and killed too, before the monitor itself.
+    """
+    if sig == signal.SIGKILL:
+        for child in reversed(descendants(pid)):
+            try:
+                os.kill(child, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
     try:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
@@ -100,3 +135,6 @@ def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+kill_process_tree = kill_process_group

@@ -36,6 +36,7 @@ from ..errors import (
     WorkerTimeout,
 )
 from .launcher import LaunchSpec, Launcher, kill_process_group
+from .memory import tree_memory_of
 
 log = logging.getLogger("leanrpc.worker")
 
@@ -72,7 +73,7 @@ _TRANSITIONS: dict[WorkerState, frozenset[WorkerState]] = {
 
 # What a REPL prints when an allocation fails (Lean's runtime, C++, the
 # stand-in's Python) before it exits.
-_OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError")
+_OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError", "leanrpc sandbox: out of memory")
 
 
 class ExitCause(enum.Enum):
@@ -409,24 +410,18 @@ class Worker:
         """Resident memory of the process and all its descendants, in bytes."""
         if self._psutil is None:
             return 0
-        total = 0
         try:
-            total += self._psutil.memory_info().rss
-            # Listing descendants scans all of /proc (milliseconds); reading
-            # one RSS is cheap. A process tree (lake -> repl) is set at boot,
-            # so refresh the list at most once a second.
+            # Listing descendants scans all of /proc (milliseconds). A process
+            # tree (monitor -> lake -> repl) is set at boot, so refresh the
+            # list at most once a second.
             now = time.monotonic()
             if now - self._children_listed_at >= 1.0:
                 self._children = self._psutil.children(recursive=True)
                 self._children_listed_at = now
-            for child in self._children:
-                try:
-                    total += child.memory_info().rss
-                except psutil.Error:
-                    pass
         except psutil.Error:
             return 0
-        return total
+        # Anonymous + shared memory, memfds held open included: see worker/memory.py.
+        return tree_memory_of(self._psutil, self._children)
 
     # -- header and preamble ---------------------------------------------------
 
