@@ -99,13 +99,16 @@ class CachedVerifier:
                             "([repl] repl_revision / project_revision); disk and Redis tiers are off")
         return self._settings
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None) -> VerifyResult:
+    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
+                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+        # Who asks decides only the queue's fairness, never the verdict: not in the key.
+        fair = {"client_id": client_id, "stream_id": stream_id}
         arrived = time.monotonic()
         self.service.validate(code, options)
         settings = self.settings()
         if options.session or not getattr(options, "cache", True) or settings is None:
             self.cache.stats.bypassed += 1
-            return await self.service.verify(snippet_id, code, options, deadline=deadline)
+            return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
         split = split_header(code)
         key = cache_key(settings, split, infotree=options.infotree, check_axioms=options.check_axioms)
         timeout = options.timeout_s or self.service.config.pool.default_timeout_s
@@ -117,7 +120,7 @@ class CachedVerifier:
                 verdict, source = hit
                 return _Landing(verdict.answer(snippet_id, source=source, total_s=0.0), source, verdict.run, deadline, True)
             run = uuid.uuid4().hex
-            result = await self.service.verify(snippet_id, code, options, deadline=deadline)
+            result = await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
             result.reuse.original_run = run
             cacheable = is_cacheable(result.status, result.error)
             if cacheable:
@@ -144,7 +147,7 @@ class CachedVerifier:
                 raise  # the leader's own error (overload, not serving...)
             landing = None
         if landing is None:
-            return await self.service.verify(snippet_id, code, options, deadline=deadline)
+            return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
         if not joined:
             if landing.source:
                 landing.result.timings.total_s = time.monotonic() - arrived
@@ -155,7 +158,7 @@ class CachedVerifier:
                 return _joined_answer(landing, snippet_id, time.monotonic() - arrived)
         # The flight's outcome was the leader's own (its earlier deadline, a
         # cancel): elaborate for this caller.
-        return await self.service.verify(snippet_id, code, options, deadline=deadline)
+        return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
 
     def _memory_hit(self, key: str, timeout: float):
         data = self.cache.memory.get(key)
