@@ -74,7 +74,7 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
                       grpc.StatusCode.INVALID_ARGUMENT, "UTF-8")
         # The same bytes, valid, go through: the framing above is right.
         ok = await raw(_raw_verify_request("example : True := trivial -- é".encode()), timeout=30)
-        assert ok.results[0].status == pb.VALID
+        assert ok.results[0].status == pb.STATUS_VALID
 
         # A VerifyStreamRequest with a snippet has the same wire shape.
         raw_stream = channel.stream_stream(
@@ -98,12 +98,12 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
         with pytest.raises(grpc.aio.AioRpcError):
             async for message in call:
                 answers.append(message.result)
-        assert [(a.id, a.status) for a in answers] == [("", pb.REJECTED)] and "id" in answers[0].error
+        assert [(a.id, a.status) for a in answers] == [("", pb.STATUS_REJECTED)] and "id" in answers[0].error
         assert await call.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert "infotree" in await call.details()
 
         [after] = (await verify([OK])).results
-        assert after.status == pb.VALID
+        assert after.status == pb.STATUS_VALID
         await channel.close()
 
 

@@ -25,13 +25,27 @@ def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str |
         raise RequestError(f"unknown infotree mode {options.infotree}", field="options.infotree")
     infotree = _INFOTREE_NAMES[options.infotree] or default_infotree
     return VerifyOptions(
-        timeout_s=options.timeout.ToNanoseconds() / 1e9 if options.HasField("timeout") else 0.0,
+        timeout_s=_timeout_s(options),
         infotree=infotree,
         reuse=options.reuse if options.HasField("reuse") else True,
         check_axioms=options.check_axioms,
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
     )
+
+
+# google.protobuf.Duration's own bounds (duration.proto).
+_MAX_DURATION_SECONDS = 315_576_000_000
+
+
+def _timeout_s(options: pb.VerifyOptions) -> float:
+    if not options.HasField("timeout"):
+        return 0.0
+    seconds, nanos = options.timeout.seconds, options.timeout.nanos
+    if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) > 999_999_999 or (seconds and nanos and (seconds < 0) != (nanos < 0)):
+        raise RequestError(f"options.timeout is not a valid Duration (seconds={seconds}, nanos={nanos})",
+                           field="options.timeout")
+    return seconds + nanos / 1e9
 
 
 def position_to_pb(position: Position | None) -> pb.Position | None:
