@@ -78,7 +78,7 @@ async def test_200_mb_reply_in_a_unary_batch():
 def test_fit_result_keeps_messages_in_order_up_to_the_bound():
     out = pb.Result(id="x", status=pb.STATUS_INVALID, error="Lean said no", infotree_json="{" + "t" * 5000 + "}")
     for i in range(100):
-        out.messages.append(pb.Message(severity=pb.Severity.Value("ERROR"), text=f"{i}:" + "m" * 1000))
+        out.messages.append(pb.Message(severity=pb.SEVERITY_ERROR, text=f"{i}:" + "m" * 1000))
     size = out.ByteSize()
     fitted = convert.fit_result(out, 20_000)
     assert fitted.ByteSize() <= 20_000

@@ -5,6 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from google.protobuf import duration_pb2
+
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc
 from verify_support import running_server
@@ -60,7 +62,9 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
         ten_mb = "theorem x : True := trivial\n" + "-- pad\n" * (10 * 2**20 // 7)
         await _expect(verify([ten_mb]), grpc.StatusCode.INVALID_ARGUMENT, "characters", "limit")
         await _expect(verify([OK], infotree=99), grpc.StatusCode.INVALID_ARGUMENT, "infotree", "99")
-        await _expect(verify([OK], timeout_s=-1), grpc.StatusCode.INVALID_ARGUMENT, "timeout_s")
+        await _expect(verify([OK], timeout=duration_pb2.Duration(seconds=-1)), grpc.StatusCode.INVALID_ARGUMENT, "timeout")
+        await _expect(verify([OK], timeout=duration_pb2.Duration(seconds=1, nanos=2_000_000_000)), grpc.StatusCode.INVALID_ARGUMENT,
+                      "options.timeout", "not a valid Duration")
         await _expect(verify([OK + "\x00"]), grpc.StatusCode.INVALID_ARGUMENT, "NUL")
         await _expect(verify([OK] * 100_000), grpc.StatusCode.INVALID_ARGUMENT, "100000 snippets", "VerifyStream")
 
