@@ -35,6 +35,7 @@ class LeanrpcTarget:
     async def start(self) -> int:
         from leanrpc.v1 import verifier_pb2 as pb
         from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+        from google.protobuf import duration_pb2
         import grpc
 
         self.pb = pb
@@ -71,7 +72,7 @@ class LeanrpcTarget:
         self.info["rpc_floor_ms"] = distribution_ms(floor)
         if info.verifier.kind != "stand-in":
             raise RuntimeError(f"expected the stand-in REPL, server reports {info.verifier.kind!r}")
-        self.options = pb.VerifyOptions(timeout_s=self.cfg.timeout_s, reuse=self.cfg.reuse)
+        self.options = pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=int(self.cfg.timeout_s), nanos=round(self.cfg.timeout_s % 1 * 1e9)), reuse=self.cfg.reuse)
         if self.cfg.rpc == "stream":
             self._stream = self.stub.VerifyStream()
             await self._stream.write(pb.VerifyStreamRequest(options=self.options))
@@ -113,7 +114,7 @@ class LeanrpcTarget:
         end = time.monotonic()
         t = result.timings
         return Record(
-            request_id, start, end, pb.Status.Name(result.status), item.burn_s,
+            request_id, start, end, pb.Status.Name(result.status).removeprefix("STATUS_"), item.burn_s,
             repl_s=t.boot_s + t.header_s + t.body_s, queue_s=t.queue_s, verifier=result.verifier.kind,
             server_total_s=t.total_s,
         )

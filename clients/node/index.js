@@ -2,19 +2,22 @@
 // Node.js client for leanrpc. Owns: the channel, unary calls with retry, and
 // `verify` over VerifyStream (bounded window, input order kept, re-sends of
 // refused snippets, results already received kept). May import: lib/proto,
-// lib/retry, @grpc/grpc-js. The contract travels inside the package (proto/),
+// lib/retry, lib/convert, @grpc/grpc-js. The contract travels inside the package (proto/),
 // loaded at run time, so there is no generated code to keep in sync.
 
 const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
-const { loadVerifier } = require('./lib/proto');
+const { loadVerifier, richDetails } = require('./lib/proto');
+const { resultFromPb, verifyOptions } = require('./lib/convert');
 const { backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
 
 const HEADER_HASH_KEY = 'x-leanrpc-header-hash';
 
-// Same rule as leanrpc.client.header_hash: sha256 of the snippet's leading
-// `import` lines (stripped, joined by '\n'), first 16 hex digits. A balancer
-// hashes on it so one header keeps reaching the replicas that hold it warm.
+// The header-hash rule defined in proto/leanrpc/v1/verifier.proto (and
+// tested against proto/leanrpc/v1/header_hash_vectors.json): sha256 of the
+// snippet's leading `import` lines (stripped, joined by '\n'), first 16 hex
+// digits. A balancer hashes on it so one header keeps reaching the replicas
+// that hold it warm.
 function headerHash(code) {
   const imports = [];
   for (const raw of code.split('\n')) {
@@ -40,7 +43,10 @@ function mostCommonHeaderHash(codes) {
 
 // A call that failed after the retries. `code` is the gRPC status number
 // (compare with grpc.status.*); `partial` holds, for `verify`, the results
-// received before the failure, in input order.
+// received before the failure, in input order. From the server's rich status
+// (google.rpc.Status): `reason` (ErrorInfo: 'OVERLOADED', 'INVALID_REQUEST',
+// ...), `fieldViolations` (BadRequest: [{field, description}]) and
+// `retryAfterMs` (RetryInfo; null if none).
 class LeanrpcError extends Error {
   constructor(code, details, { partial = [], cause = null } = {}) {
     super(`${grpc.status[code] || code}: ${details}`);
@@ -50,6 +56,10 @@ class LeanrpcError extends Error {
     this.partial = partial;
     this.cause = cause;
     this.metadata = cause && cause.metadata ? cause.metadata : null;
+    const rich = richDetails(cause);
+    this.reason = rich.reason;
+    this.fieldViolations = rich.fieldViolations;
+    this.retryAfterMs = rich.retryAfterMs;
   }
 }
 
@@ -120,17 +130,17 @@ class LeanrpcClient {
 
   // snippets: [{id, code}]; resolves to results in input order (one unary Verify).
   async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false } = {}) {
-    const request = { snippets, options: { timeout_s: timeoutS, check_axioms: checkAxioms } };
+    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms }) };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
-    return response.results;
+    return response.results.map(resultFromPb);
   }
 
   // Verifies any number of snippets over VerifyStream, at most `window` in
   // flight; resolves to results in input order. A stream that breaks with
   // UNAVAILABLE is opened again for the snippets not yet answered; snippets
-  // answered REJECTED with "RESOURCE_EXHAUSTED: ..." (queue full) or "server
-  // shutting down ..." never ran and are re-sent after the backoff (at least
-  // the server's "retry after N ms"). After maxRetries those REJECTED results
+  // answered REJECTED with a retry hint (`retry_after_ms`: queue full, server
+  // shutting down) never ran and are re-sent after the backoff (at least the
+  // hint). After maxRetries those REJECTED results
   // are the answers; a failed stream rejects with a LeanrpcError whose
   // `partial` holds the results received. onResult(result) sees each final
   // result as it arrives.
@@ -145,7 +155,7 @@ class LeanrpcClient {
       if (onResult) onResult(result);
     };
     const inOrder = () => keys.filter((key) => results.has(key)).map((key) => results.get(key));
-    const options = { timeout_s: timeoutS, check_axioms: checkAxioms };
+    const options = verifyOptions({ timeoutS, checkAxioms });
     let attempt = 0;
     while (results.size < snippets.length) {
       const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code }));
@@ -187,7 +197,8 @@ class LeanrpcClient {
         }
         if (!settled && next === todo.length && inFlight === 0) call.end();
       };
-      call.on('data', ({ result }) => {
+      call.on('data', (message) => {
+        const result = resultFromPb(message.result);
         if (!pending.delete(result.id)) return; // not ours (cannot happen with a correct server)
         inFlight--;
         const hintMs = resendHintMs(result);

@@ -24,7 +24,6 @@ import socket
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from .cache import CachedVerifier
 from .config import Config
@@ -37,6 +36,9 @@ from .v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2
 from .worker.launcher import Launcher
 from .worker.memory import effective_memory_limit_mb
 from .edge.auth import build_access_interceptors
+from .edge.errors import abort_with
+from .edge.reflection import enable_reflection
+from .errors import ModelNotConfigured
 from .edge.verifier import VerifierServicer, add_verifier_to_server
 
 log = logging.getLogger("leanrpc.server")
@@ -128,9 +130,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
 
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (VERIFIER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server
-    )
+    enable_reflection((VERIFIER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME), server)
 
     address = f"{config.server.host}:{config.server.port}"
     try:
@@ -226,7 +226,7 @@ class _UnavailableFormalizer(formalizer_pb2_grpc.FormalizerServicer):
         self._reason = reason
 
     async def Formalize(self, request_iterator, context):
-        await context.abort(grpc.StatusCode.FAILED_PRECONDITION, f"Formalizer not serving: {self._reason}")
+        await abort_with(context, ModelNotConfigured(f"Formalizer not serving: {self._reason}"))
         yield  # pragma: no cover - makes this an async generator
 
 

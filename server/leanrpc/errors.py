@@ -36,7 +36,15 @@ class LeanServiceError(Exception):
 
 
 class RequestError(LeanServiceError, ValueError):
-    """The caller sent something we cannot accept."""
+    """The caller sent something we cannot accept.
+
+    `field` names the request field at fault when known (e.g. "snippets[2].code"),
+    for the BadRequest detail of the gRPC status.
+    """
+
+    def __init__(self, message: str, *, detail: str = "", field: str = "") -> None:
+        super().__init__(message, detail=detail)
+        self.field = field
 
 
 class OverloadedError(RequestError):

@@ -110,3 +110,6 @@ class VerifyResult:
     error: str = ""
     infotree_json: str = ""
     axioms: list[str] = dataclasses.field(default_factory=list)
+    # Set only on a REJECTED result for a snippet that never ran (queue full,
+    # server shutting down): it may be sent again after this many seconds.
+    retry_after_s: float | None = None

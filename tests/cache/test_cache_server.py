@@ -36,7 +36,7 @@ async def test_the_cache_option_bypasses_it():
         first = await raw_verify(app, code)
         bypassed = await raw_verify(app, code, cache=False)
         hit = await raw_verify(app, code)
-        assert first.status == bypassed.status == hit.status == pb.VALID
+        assert first.status == bypassed.status == hit.status == pb.STATUS_VALID
         assert bypassed.reuse.cache_source == "" and bypassed.reuse.original_run == ""
         assert hit.reuse.cache_source == "memory"
         assert app.pool.stats.jobs_finished == 2

@@ -71,17 +71,20 @@ def test_closing_leaves_no_loop_thread():
     assert not any(t.name == "leanrpc-client-loop" for t in threading.enumerate())
 
 
-def _rejected(error: str) -> Result:
+def _rejected(error: str, retry_after_s: float | None = None) -> Result:
     return Result(id="x", status="REJECTED", messages=[], sorries=[], error=error, time_total_s=0, time_queue_s=0,
                   time_header_s=0, time_body_s=0, time_boot_s=0, warm_header=False, reused_prefix_chars=0,
-                  attempts=0, verifier="", verifier_description="")
+                  attempts=0, verifier="", verifier_description="", retry_after_s=retry_after_s)
 
 
 def test_refused_unrun_snippets_are_resendable_and_others_are_final():
-    assert resend_hint_s(_rejected("RESOURCE_EXHAUSTED: queue full (100 queued); retry after 250 ms")) == 0.25
-    assert resend_hint_s(_rejected("server shutting down; retry after 1500 ms")) == 1.5
-    assert resend_hint_s(_rejected("server shutting down")) == 0.0
+    # Only the structured hint (Result.retry_after) makes a result re-sendable;
+    # the words of the error are for people.
+    assert resend_hint_s(_rejected("RESOURCE_EXHAUSTED: queue full (100 queued)", 0.25)) == 0.25
+    assert resend_hint_s(_rejected("server shutting down", 1.5)) == 1.5
+    assert resend_hint_s(_rejected("server shutting down", 0.0)) == 0.0
+    assert resend_hint_s(_rejected("server shutting down; retry after 1500 ms")) is None
     assert resend_hint_s(_rejected("unknown session s1")) is None
-    done = _rejected("server shutting down; retry after 5 ms")
+    done = _rejected("server shutting down", 0.005)
     done.status = "INVALID"
     assert resend_hint_s(done) is None

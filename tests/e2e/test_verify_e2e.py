@@ -166,7 +166,7 @@ async def test_stream_cancel_and_health():
         got = {}
         async for message in call:
             got[message.result.id] = message.result.status
-        assert got == {"slow": pb.CANCELLED, "ok": pb.VALID}
+        assert got == {"slow": pb.STATUS_CANCELLED, "ok": pb.STATUS_VALID}
         await channel.close()
     finally:
         await _stop(app, client)

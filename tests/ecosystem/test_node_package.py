@@ -26,8 +26,11 @@ from testkit import loopback_config
 REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = REPO / "clients" / "node"
 PACKAGE_FILES = {
-    "package.json", "index.js", "lib/proto.js", "lib/retry.js",
+    "package.json", "index.js", "lib/proto.js", "lib/retry.js", "lib/convert.js",
     "proto/leanrpc/v1/verifier.proto", "proto/leanrpc/v1/formalizer.proto",
+    "proto/leanrpc/v1/header_hash_vectors.json",
+    # googleapis' google.rpc protos: the rich error status (RetryInfo, ...)
+    "proto/google/rpc/status.proto", "proto/google/rpc/error_details.proto",
 }
 
 
@@ -165,7 +168,9 @@ async def test_snippets_a_full_queue_refuses_are_resent(installed):
             first = await node.outcome()
         refused = [r for r in first["results"] if r["status"] == "REJECTED"]
         assert refused and all(r["error"].startswith("RESOURCE_EXHAUSTED: queue full") for r in refused)
-        assert all("retry after" in r["error"] for r in refused)
+        # The hint is a field (Result.retry_after), not text to parse.
+        assert all(r["retry_after_ms"] > 0 for r in refused)
+        assert all(r["retry_after_ms"] is None for r in first["results"] if r["status"] != "REJECTED")
         assert sum(r["status"] == "VALID" for r in first["results"]) == 7 - len(refused)
         assert node.retries == []
 
@@ -175,7 +180,7 @@ async def test_snippets_a_full_queue_refuses_are_resent(installed):
             outcome = await node.outcome()
         assert [(r["id"], r["status"]) for r in outcome["results"]] == [("slow", "VALID")] + [(f"q{i}", "VALID") for i in range(6)]
         assert node.retries and all(r["resent"] > 0 and r["code"] is None for r in node.retries)
-        # The server's "retry after N ms" is the floor of each wait.
+        # The server's retry hint is the floor of each wait.
         assert all(r["delayMs"] >= 100 for r in node.retries)
         assert app.pool.stats.jobs_finished - before == 7
 
@@ -199,18 +204,21 @@ def test_resend_rule_matches_the_python_client(installed):
 
     from leanrpc.client import resend_hint_s
 
-    errors = [
-        ("REJECTED", "RESOURCE_EXHAUSTED: queue full (100 queued); retry after 250 ms"),
-        ("REJECTED", "server shutting down; retry after 1500 ms"),
-        ("REJECTED", "server shutting down"),
-        ("REJECTED", "unknown session s1"),
-        ("VALID", "RESOURCE_EXHAUSTED: retry after 5 ms"),
+    # (status, error, retry hint in ms or None): only the structured hint counts.
+    cases = [
+        ("REJECTED", "RESOURCE_EXHAUSTED: queue full (100 queued)", 250),
+        ("REJECTED", "server shutting down", 1500),
+        ("REJECTED", "server shutting down", 0),
+        ("REJECTED", "server shutting down; retry after 1500 ms", None),
+        ("REJECTED", "unknown session s1", None),
+        ("VALID", "", 5),
     ]
     script = ("const {resendHintMs}=require('@leanrpc/client');"
-              "console.log(JSON.stringify(JSON.parse(process.argv[1]).map(([status,error])=>resendHintMs({status,error}))))")
-    out = subprocess.run(["node", "-e", script, json.dumps(errors)], cwd=installed, env=_node_env(),
+              "console.log(JSON.stringify(JSON.parse(process.argv[1]).map(([status,error,ms])=>resendHintMs({status,error,retry_after_ms:ms}))))")
+    out = subprocess.run(["node", "-e", script, json.dumps(cases)], cwd=installed, env=_node_env(),
                          check=True, capture_output=True, text=True, timeout=60)
     node_hints = json.loads(out.stdout)
-    assert node_hints == [250, 1500, 0, None, None]
-    python_hints = [resend_hint_s(SimpleNamespace(status=s, error=e)) for s, e in errors]
+    assert node_hints == [250, 1500, 0, None, None, None]
+    python_hints = [resend_hint_s(SimpleNamespace(status=s, error=e, retry_after_s=None if ms is None else ms / 1000))
+                    for s, e, ms in cases]
     assert [None if h is None else round(h * 1000) for h in python_hints] == node_hints

@@ -41,7 +41,7 @@ async def test_invalid_message_after_five_snippets_still_answers_the_five():
             await call.done_writing()
             answers = [message.result async for message in _until_error(call)]
             assert sorted(a.id for a in answers) == [f"s{i}" for i in range(5)]
-            assert all(a.status == pb.VALID for a in answers), [a.error for a in answers]
+            assert all(a.status == pb.STATUS_VALID for a in answers), [a.error for a in answers]
             assert await call.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "does not parse" in await call.details()
 
@@ -95,13 +95,14 @@ async def test_shutdown_answers_every_accepted_snippet_of_two_streams():
         assert code == grpc.StatusCode.OK, code
         ids = [a.id for a in answers]
         assert sorted(ids) == sorted(f"{k}-{i}" for i in range(300)), len(ids)
-        stopped = [a for a in answers if a.status == pb.REJECTED]
+        stopped = [a for a in answers if a.status == pb.STATUS_REJECTED]
         assert stopped, "the stop came while snippets were in flight"
         for answer in stopped:
             assert answer.error.startswith("server shutting down"), answer.error
-            assert "safe to resend" in answer.error and "retry after 1000 ms" in answer.error
-        finished = [a for a in answers if a.status != pb.REJECTED]
-        assert all(a.status == pb.VALID for a in finished)
+            assert "safe to resend" in answer.error
+            assert answer.HasField("retry_after") and answer.retry_after.ToMilliseconds() == 1000
+        finished = [a for a in answers if a.status != pb.STATUS_REJECTED]
+        assert all(a.status == pb.STATUS_VALID for a in finished)
         assert all(int(a.id.split("-")[1]) % 50 != 49 for a in finished), "a hanging snippet cannot finish"
     assert descendants() - before == set()
 
@@ -131,7 +132,11 @@ async def test_unary_batch_during_shutdown_gets_every_result():
         await channel.close()
     by_id = {r.id: r for r in response.results}
     assert sorted(by_id) == [f"u{i}" for i in range(6)]
-    assert by_id["u3"].status == pb.REJECTED and by_id["u3"].error.startswith("server shutting down")
+    assert by_id["u3"].status == pb.STATUS_REJECTED and by_id["u3"].error.startswith("server shutting down")
+    assert by_id["u3"].HasField("retry_after") and by_id["u3"].retry_after.ToMilliseconds() == 1000
+    # Exactly the unrun ones carry the resend hint; finished results are final.
+    for result in by_id.values():
+        assert result.HasField("retry_after") is result.error.startswith("server shutting down"), result
 
 
 _SERVE = """
@@ -189,7 +194,7 @@ async def test_sigterm_with_two_streams_of_300_answers_all_600():
     for k, (answers, code) in enumerate(results):
         assert code == grpc.StatusCode.OK, code
         assert sorted(a.id for a in answers) == sorted(f"{k}-{i}" for i in range(300))
-        assert all(a.status == pb.VALID or a.error.startswith("server shutting down") for a in answers)
+        assert all(a.status == pb.STATUS_VALID or a.error.startswith("server shutting down") for a in answers)
         total += len(answers)
     assert total == 600
     assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE], "orphaned workers"

@@ -47,7 +47,7 @@ async def test_a_stream_that_does_not_read_is_not_read_either():
         # Another stream on the same server is answered meanwhile.
         other = stub(iter([pb.VerifyStreamRequest(snippet=pb.Snippet(id="o", code=CODE.format(i="o", pad="")))]))
         answers = [m.result async for m in other]
-        assert [(a.id, a.status) for a in answers] == [("o", pb.VALID)]
+        assert [(a.id, a.status) for a in answers] == [("o", pb.STATUS_VALID)]
 
         # Reading the stalled stream lets it go on to the end: every snippet answered.
         got = [m.result.id async for m in stalled]

@@ -76,24 +76,24 @@ async def test_200_mb_reply_in_a_unary_batch():
 
 
 def test_fit_result_keeps_messages_in_order_up_to_the_bound():
-    out = pb.Result(id="x", status=pb.INVALID, error="Lean said no", infotree_json="{" + "t" * 5000 + "}")
+    out = pb.Result(id="x", status=pb.STATUS_INVALID, error="Lean said no", infotree_json="{" + "t" * 5000 + "}")
     for i in range(100):
-        out.messages.append(pb.Message(severity=pb.Severity.Value("ERROR"), text=f"{i}:" + "m" * 1000))
+        out.messages.append(pb.Message(severity=pb.SEVERITY_ERROR, text=f"{i}:" + "m" * 1000))
     size = out.ByteSize()
     fitted = convert.fit_result(out, 20_000)
     assert fitted.ByteSize() <= 20_000
-    assert fitted.status == pb.INVALID and fitted.infotree_json == ""
+    assert fitted.status == pb.STATUS_INVALID and fitted.infotree_json == ""
     kept = [m.text.split(":")[0] for m in fitted.messages]
     assert kept == [str(i) for i in range(len(kept))] and 5 < len(kept) < 100
     assert fitted.error.startswith(f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of 20000 bytes")
     assert f"kept {len(kept)} of 100 messages" in fitted.error and fitted.error.endswith("; Lean said no")
     assert "dropped the infotree" in fitted.error
-    small = pb.Result(id="y", status=pb.VALID)
+    small = pb.Result(id="y", status=pb.STATUS_VALID)
     assert convert.fit_result(small, 20_000) is small and small.error == ""
 
 
 def test_fit_batch_bounds_the_whole_response():
-    results = [pb.Result(id=str(i), status=pb.VALID) for i in range(50)]
+    results = [pb.Result(id=str(i), status=pb.STATUS_VALID) for i in range(50)]
     results[3].messages.append(pb.Message(text="z" * 300_000))
     fitted = convert.fit_batch(results, 200_000)
     assert sum(r.ByteSize() for r in fitted) <= 200_000

@@ -47,9 +47,9 @@ async def server():
 
 def _declarations(response: pb.ExtractResponse, compressed: bool):
     if not compressed:
-        assert not response.compressed
-        return list(response.declarations)
-    assert not response.declarations and response.compressed
+        assert response.WhichOneof("steps") == "declarations"
+        return list(response.declarations.declarations)
+    assert response.WhichOneof("steps") == "compressed" and response.compressed
     decoded = pb.ExtractedDeclarations()
     decoded.ParseFromString(lz4.frame.decompress(response.compressed))
     return list(decoded.declarations)
@@ -96,7 +96,7 @@ async def test_extract_replayed_infotree(server, case: RecordedCase, compressed:
 async def test_extract_positions_are_in_the_users_text(server, compressed: bool):
     _app, stub = server
     response = await stub.Extract(pb.ExtractRequest(code=WITH_HEADER, lz4=compressed), timeout=60)
-    assert response.result.status == pb.VALID
+    assert response.result.status == pb.STATUS_VALID
     got = _declarations(response, compressed)
     assert [d.name for d in got] == ["two", "three"]
     assert [s.text for s in got[0].steps] == ["constructor", "exact h.symm", "rfl"]

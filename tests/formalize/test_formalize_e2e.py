@@ -59,7 +59,7 @@ async def test_no_model_formalizer_refuses_verifier_serves():
         info = await verifier.GetServerInfo(vpb.GetServerInfoRequest(), timeout=10)
         assert info.serving and info.verifier.kind == "stand-in"
         reply = await verifier.Verify(vpb.VerifyRequest(snippets=[vpb.Snippet(code="example : True := trivial")]), timeout=30)
-        assert reply.results[0].status == vpb.VALID
+        assert reply.results[0].status == vpb.STATUS_VALID
     finally:
         await channel.close()
         await app.stop(2.0)
@@ -95,7 +95,7 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
             assert kinds[-1] == "outcome" and kinds.count("outcome") == 1, kinds
             outcome = events[job_id][-1].outcome
             candidates = [e.candidate for e in events[job_id] if e.WhichOneof("kind") == "candidate"]
-            assert outcome.status in (fpb.FORMALIZED, fpb.EXHAUSTED), outcome
+            assert outcome.status in (fpb.FORMALIZE_OUTCOME_STATUS_FORMALIZED, fpb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED), outcome
             assert len(candidates) == outcome.iterations and 1 <= outcome.iterations <= rounds
             assert [c.iteration for c in candidates] == list(range(1, outcome.iterations + 1))
             assert 0 < outcome.generated_tokens <= 8 * outcome.iterations

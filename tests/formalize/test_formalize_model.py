@@ -413,7 +413,7 @@ async def test_grpc_streams_batched_and_client_cancel(fp32_model, tokenizer):
 
     try:
         short, seen = await asyncio.wait_for(asyncio.gather(one_shot("short", 24), cancelled_stream()), 120)
-        assert short[-1].outcome.status == pb.EXHAUSTED and short[-1].outcome.generated_tokens == 24
+        assert short[-1].outcome.status == pb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED and short[-1].outcome.generated_tokens == 24
         assert eng.stats.max_batch_seen >= 2  # the two streams were decoded together
         results = [await asyncio.wait_for(s.result(), 30) for s in streams]
         cancelled = [r for r in results if r.finish_reason == "cancelled"]

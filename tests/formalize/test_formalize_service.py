@@ -142,7 +142,7 @@ class TestConversion:
     def test_outcome_to_pb(self):
         ev = event_to_pb(FormalizeEvent("j", Outcome(OutcomeStatus.EXHAUSTED, 5, error="e", generated_tokens=7)))
         assert ev.id == "j" and ev.WhichOneof("kind") == "outcome"
-        assert ev.outcome.status == pb.EXHAUSTED and ev.outcome.iterations == 5 and ev.outcome.generated_tokens == 7
+        assert ev.outcome.status == pb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED and ev.outcome.iterations == 5 and ev.outcome.generated_tokens == 7
 
 
 @pytest.fixture
@@ -181,10 +181,10 @@ class TestGrpc:
         kinds = [ev.WhichOneof("kind") for ev in events]
         assert kinds[0] == "token" and kinds[-1] == "outcome" and kinds.count("candidate") == 2
         cands = [ev.candidate for ev in events if ev.HasField("candidate")]
-        assert cands[0].verify_result.status == verifier_pb2.INVALID
-        assert cands[0].well_formed.ok and cands[1].verify_result.status == verifier_pb2.SORRY
+        assert cands[0].verify_result.status == verifier_pb2.STATUS_INVALID
+        assert cands[0].well_formed.ok and cands[1].verify_result.status == verifier_pb2.STATUS_SORRY
         out = events[-1].outcome
-        assert out.status == pb.FORMALIZED and out.iterations == 2 and out.lean_statement == GOOD
+        assert out.status == pb.FORMALIZE_OUTCOME_STATUS_FORMALIZED and out.iterations == 2 and out.lean_statement == GOOD
         assert all(ev.id == "a" for ev in events)
 
     async def test_not_serving_is_failed_precondition(self, grpc_channel_factory, config):
@@ -229,8 +229,8 @@ class TestGrpc:
             if ev.id == "slow" and ev.HasField("token") and not cancel_now.is_set():
                 cancel_now.set()
         outs = {ev.id: ev.outcome for ev in events if ev.HasField("outcome")}
-        assert outs["slow"].status == pb.FORMALIZE_CANCELLED
-        assert outs["fast"].status == pb.FORMALIZED
+        assert outs["slow"].status == pb.FORMALIZE_OUTCOME_STATUS_CANCELLED
+        assert outs["fast"].status == pb.FORMALIZE_OUTCOME_STATUS_FORMALIZED
         assert gen.streams[0].emitted_chunks < 100
 
     async def test_client_cancel_stops_generation(self, grpc_channel_factory, config):

@@ -17,6 +17,7 @@ import time
 
 import grpc
 import psutil
+from google.protobuf import duration_pb2
 
 from leanrpc.config import Config
 from testkit import descendants, loopback_config  # noqa: F401  (re-exported)
@@ -25,7 +26,7 @@ from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 
 HEADER = "import Mathlib\n\n"
-STATUS_NAME = {value: name for name, value in pb.Status.items()}
+STATUS_NAME = {value: name.removeprefix("STATUS_") for name, value in pb.Status.items()}
 
 # Fault bodies: directives go after the first declaration line (the stand-in
 # reads them from the body). `expected` is the set of statuses that are
@@ -159,7 +160,7 @@ async def run_streams(
     report = LoadReport(sent=len(items))
     expected = {sid: exp for sid, _code, exp in items}
     shards = [items[k::streams] for k in range(streams)]
-    options = pb.VerifyOptions(timeout_s=timeout_s)
+    options = pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=int(timeout_s), nanos=round(timeout_s % 1 * 1e9)))
     started = time.monotonic()
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:

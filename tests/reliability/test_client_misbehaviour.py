@@ -12,6 +12,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from google.protobuf import duration_pb2
+
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from reliability_support import STATUS_NAME, run_streams, snippet, start_app, wait_for, wait_no_descendants
@@ -103,7 +105,7 @@ async def test_slow_reader_does_not_stall_other_clients(app):
             if message is grpc.aio.EOF:
                 break
             seen.append(message.result.id)
-            assert message.result.status == pb.VALID
+            assert message.result.status == pb.STATUS_VALID
             if len(seen) % 50 == 0:
                 await asyncio.sleep(0.01)  # pacing: a consumer slower than the server
         assert sorted(seen) == sorted(f"slow-{i}" for i in range(total))
@@ -117,13 +119,13 @@ async def test_disconnects_mid_stream_release_every_job(app):
     calls = []
     for k in range(8):
         call = stub.VerifyStream()
-        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout_s=60)))
+        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=60))))
         for i in range(40):
             code, _ = snippet("hang" if i % 10 == 9 else "ok", i)
             await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)))
         calls.append(call)
     for _ in range(5):
-        assert (await calls[0].read()).result.status == pb.VALID
+        assert (await calls[0].read()).result.status == pb.STATUS_VALID
     # Items 0-8 and 10-18 of the first stream done: hangs (60 s) now hold
     # both workers.
     await wait_for(lambda: app.pool.stats.jobs_finished >= 18, 30.0, "the first hangs to start")

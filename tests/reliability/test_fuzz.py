@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from leanrpc.config import LimitsConfig
 from leanrpc.errors import WorkerCrashed, WorkerTimeout
+from google.protobuf import duration_pb2
+
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from leanrpc.worker.launcher import LaunchSpec, Launcher
@@ -33,10 +35,12 @@ _FRAGMENTS = [
 ]
 # Never a directive: these tests are about input, not injected faults.
 _code = st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=40), max_size=8).map("\n".join).filter(lambda c: "--@" not in c)
-_float = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -1.0, 1e-300, 0.5, 3600.0, 3601.0])
+# Any Duration on the wire, valid or not (nanos out of range, signs that disagree).
+_duration = st.builds(duration_pb2.Duration, seconds=st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1, 1, 3600, 3601]),
+                      nanos=st.integers(-(2**31), 2**31 - 1) | st.sampled_from([0, 1, -1, 500_000_000]))
 _options = st.builds(
     pb.VerifyOptions,
-    timeout_s=_float,
+    timeout=_duration,
     infotree=st.integers(min_value=-3, max_value=9),
     reuse=st.booleans(),
     check_axioms=st.booleans(),
@@ -78,7 +82,7 @@ def _still_serves(stub) -> None:
         pb.VerifyRequest(snippets=[pb.Snippet(id="ok", code="import Mathlib\n\ntheorem ok : True := trivial\n")]),
         timeout=CALL_TIMEOUT_S,
     )
-    assert [r.status for r in ok.results] == [pb.VALID]
+    assert [r.status for r in ok.results] == [pb.STATUS_VALID]
 
 
 def test_fuzzed_verify_and_stream_requests():

@@ -8,6 +8,8 @@ import asyncio
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from google.protobuf import duration_pb2
+
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from reliability_support import HEADER, descendants, start_app, wait_for, wait_no_descendants
@@ -17,7 +19,7 @@ async def _open_streams(stub, streams: int, per_stream: int, body: str) -> list:
     calls = []
     for k in range(streams):
         call = stub.VerifyStream()
-        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout_s=120)))
+        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=120))))
         for i in range(per_stream):
             code = HEADER + body.format(i=f"{k}_{i}")
             await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)))
@@ -70,7 +72,7 @@ async def test_in_flight_requests_finish_and_new_ones_are_refused():
         results = await asyncio.gather(*drains)
         for answers, code in results:
             assert code is grpc.StatusCode.OK
-            assert [r.status for r in answers] == [pb.VALID] * 6
+            assert [r.status for r in answers] == [pb.STATUS_VALID] * 6
         await asyncio.wait_for(stopped, 60)
         assert app.pool.stats.jobs_submitted == 24 == app.pool.stats.jobs_finished
         assert not (descendants() & tree)
@@ -97,7 +99,7 @@ async def test_grace_period_cuts_hung_requests_and_kills_every_worker():
         results = await asyncio.gather(*drains)
         for answers, code in results:
             # Cut: no VALID verdict is invented for a body that never ran.
-            assert all(r.status != pb.VALID for r in answers)
+            assert all(r.status != pb.STATUS_VALID for r in answers)
             assert code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.OK)
         assert app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished
     finally:

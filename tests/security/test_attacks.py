@@ -126,7 +126,7 @@ async def test_3_gb_in_a_memfd_is_out_of_memory_with_a_1000_mb_limit(tmp_path):
             code = HEADER + "def f := 1\n--@standin: grow=3000\ndef g := 2\n"
             response = await stub(channel).Verify(one_snippet(code))
     (result,) = response.results
-    assert result.status == pb.OUT_OF_MEMORY, result
+    assert result.status == pb.STATUS_OUT_OF_MEMORY, result
     assert "1000 MB limit" in result.error
 
 
@@ -143,14 +143,14 @@ async def test_repl_exit_with_a_daemon_holding_stdout_is_crash_at_once(tmp_path)
             started = time.monotonic()
             response = await stub(channel).Verify(one_snippet(HEADER + "def f := 1\n--@standin: crash\n"))
             took = time.monotonic() - started
-            assert response.results[0].status == pb.CRASH, response.results[0]
+            assert response.results[0].status == pb.STATUS_CRASH, response.results[0]
             assert took < 10, f"CRASH at once, not after the 60 s timeout ({took:.1f} s)"
             deadline = time.monotonic() + 2
             while _alive(daemon) and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
             assert not _alive(daemon), "the daemon died with its worker"
             again = await stub(channel).Verify(one_snippet(CODE))
-            assert again.results[0].status == pb.VALID, "the slot came back"
+            assert again.results[0].status == pb.STATUS_VALID, "the slot came back"
 
 
 _SIGNALLER = """
@@ -260,7 +260,7 @@ async def test_two_authorization_values_are_rejected(monkeypatch):
                 assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
                 assert "send exactly one" in raised.value.details()
             ok = await verifier.Verify(one_snippet(CODE), metadata=bearer("good"))
-            assert ok.results[0].status == pb.VALID
+            assert ok.results[0].status == pb.STATUS_VALID
 
 
 async def test_made_up_tokens_do_not_bypass_the_per_client_limit(monkeypatch):
@@ -271,7 +271,7 @@ async def test_made_up_tokens_do_not_bypass_the_per_client_limit(monkeypatch):
             verifier = stub(channel)
             held = verifier.VerifyStream(metadata=bearer("made-up-1"))
             await held.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="held", code=CODE)))
-            assert (await held.read()).result.status == pb.VALID
+            assert (await held.read()).result.status == pb.STATUS_VALID
             with pytest.raises(grpc.aio.AioRpcError) as raised:
                 await verifier.Verify(one_snippet(CODE), metadata=bearer("made-up-2"))
             assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -361,7 +361,7 @@ async def test_a_kernel_oom_kill_reported_by_the_monitor_is_out_of_memory(tmp_pa
     async with running_server(config) as app:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             response = await stub(channel).Verify(one_snippet(HEADER + "def f := 1\n--@standin: crash\n"))
-    assert response.results[0].status == pb.OUT_OF_MEMORY, response.results[0]
+    assert response.results[0].status == pb.STATUS_OUT_OF_MEMORY, response.results[0]
 
 
 def test_the_monitor_reads_the_cgroups_oom_kills(tmp_path):

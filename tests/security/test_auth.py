@@ -49,7 +49,7 @@ async def test_tokens_guard_every_rpc_but_health(monkeypatch):
                 await verifier.Verify(one_snippet(CODE))
             assert "authorization: Bearer" in refused.value.details()
             response = await verifier.Verify(one_snippet(CODE), metadata=bearer(GOOD))
-            assert response.results[0].status == pb.VALID
+            assert response.results[0].status == pb.STATUS_VALID
             assert await _stream_status(verifier, bearer(GOOD)) == grpc.StatusCode.OK
             health = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""))
             assert health.status == health_pb2.HealthCheckResponse.SERVING
@@ -74,7 +74,7 @@ async def test_env_token_admits_over_rpc(monkeypatch):
             verifier = stub(channel)
             assert await _status_of(verifier.Verify(one_snippet(CODE))) == grpc.StatusCode.UNAUTHENTICATED
             response = await verifier.Verify(one_snippet(CODE), metadata=bearer("env-token-b"))
-            assert response.results[0].status == pb.VALID
+            assert response.results[0].status == pb.STATUS_VALID
 
 
 async def test_refuses_to_start_without_tokens_unless_loopback_allowed(monkeypatch):
@@ -96,4 +96,4 @@ async def test_loopback_without_tokens_is_open(monkeypatch):
     async with running_server(make_config()) as app:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             response = await stub(channel).Verify(one_snippet(CODE))
-            assert response.results[0].status == pb.VALID
+            assert response.results[0].status == pb.STATUS_VALID

@@ -117,10 +117,10 @@ def test_the_container_launch_runs_the_sandbox_as_its_non_root_uid():
             while True:
                 response = verifier.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=code)]),
                                            metadata=metadata, timeout=60)
-                if response.results[0].status != pb.CRASH or time.monotonic() > deadline:
+                if response.results[0].status != pb.STATUS_CRASH or time.monotonic() > deadline:
                     break
             (result,) = response.results
-            assert result.status == pb.VALID, result
+            assert result.status == pb.STATUS_VALID, result
             texts = [m.text for m in result.messages]
             assert texts and all(": blocked (" in t for t in texts), texts
     finally:

@@ -35,7 +35,7 @@ async def test_code_length_batch_size_and_message_size(monkeypatch):
             assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "larger than max" in details.lower() or "message" in details.lower(), details
             ok = await verifier.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id=str(i), code=CODE) for i in range(3)]))
-            assert [r.status for r in ok.results] == [pb.VALID] * 3
+            assert [r.status for r in ok.results] == [pb.STATUS_VALID] * 3
 
 
 async def _open_stream_with_one_answer(verifier, metadata):
@@ -43,7 +43,7 @@ async def _open_stream_with_one_answer(verifier, metadata):
     call = verifier.VerifyStream(metadata=metadata)
     await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="held", code=CODE)))
     response = await call.read()
-    assert response.result.status == pb.VALID
+    assert response.result.status == pb.STATUS_VALID
     return call
 
 
@@ -59,12 +59,12 @@ async def test_per_client_concurrency(monkeypatch):
             assert "max_concurrent_per_client" in details and "1 calls in flight" in details
             # Another client is not affected; health is never limited.
             other = await verifier.Verify(one_snippet(CODE), metadata=bearer("bob"))
-            assert other.results[0].status == pb.VALID
+            assert other.results[0].status == pb.STATUS_VALID
             await held.done_writing()
             assert await held.read() is grpc.aio.EOF
             assert await held.code() == grpc.StatusCode.OK
             again = await verifier.Verify(one_snippet(CODE), metadata=bearer("alice"))
-            assert again.results[0].status == pb.VALID
+            assert again.results[0].status == pb.STATUS_VALID
 
 
 def test_client_key_prefers_token_then_peer_host():

@@ -97,7 +97,7 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
             code = _body_with_directive("escape=" + ESCAPES.format(port=loopback_listener))
             response = await verifier.Verify(one_snippet(code), metadata=(("authorization", "Bearer not-for-workers"),))
             (result,) = response.results
-            assert result.status == pb.VALID, result
+            assert result.status == pb.STATUS_VALID, result
             outcomes = _escape_outcomes(result)
             assert set(outcomes) == {"write", "socket", "spawn", "shadow", "remount", "userns"}
             for kind, results in outcomes.items():
@@ -109,7 +109,7 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
 
             # Still serving after all of that.
             again = await verifier.Verify(one_snippet(HEADER + "theorem t : 1 = 1 := rfl\n"), metadata=(("authorization", "Bearer not-for-workers"),))
-            assert again.results[0].status == pb.VALID
+            assert again.results[0].status == pb.STATUS_VALID
             # Threads are not processes: the filter lets them through.
             threads = await verifier.Verify(one_snippet(_body_with_directive("escape=thread")), metadata=(("authorization", "Bearer not-for-workers"),))
             assert _escape_outcomes(threads.results[0]) == {"thread": ["SUCCEEDED"]}
@@ -252,7 +252,7 @@ async def test_lake_command_gets_spawning_allowed_by_default_and_says_so(tmp_pat
             assert "process creation allowed" in info.sandbox
             # The REPL is the shim's child, so it only answers because spawning is allowed.
             response = await stub(channel).Verify(one_snippet(_body_with_directive("escape=spawn")))
-    assert response.results[0].status == pb.VALID
+    assert response.results[0].status == pb.STATUS_VALID
     assert _escape_outcomes(response.results[0]) == {"spawn": ["SUCCEEDED"]}
     # Forcing the filter on for the same command is honoured.
     forced = sandbox.UnshareLauncher(make_config(repl__command=command, sandbox__block_spawn="on"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from google.protobuf import duration_pb2
+
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc
 from verify_support import running_server
@@ -60,7 +62,9 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
         ten_mb = "theorem x : True := trivial\n" + "-- pad\n" * (10 * 2**20 // 7)
         await _expect(verify([ten_mb]), grpc.StatusCode.INVALID_ARGUMENT, "characters", "limit")
         await _expect(verify([OK], infotree=99), grpc.StatusCode.INVALID_ARGUMENT, "infotree", "99")
-        await _expect(verify([OK], timeout_s=-1), grpc.StatusCode.INVALID_ARGUMENT, "timeout_s")
+        await _expect(verify([OK], timeout=duration_pb2.Duration(seconds=-1)), grpc.StatusCode.INVALID_ARGUMENT, "timeout")
+        await _expect(verify([OK], timeout=duration_pb2.Duration(seconds=1, nanos=2_000_000_000)), grpc.StatusCode.INVALID_ARGUMENT,
+                      "options.timeout", "not a valid Duration")
         await _expect(verify([OK + "\x00"]), grpc.StatusCode.INVALID_ARGUMENT, "NUL")
         await _expect(verify([OK] * 100_000), grpc.StatusCode.INVALID_ARGUMENT, "100000 snippets", "VerifyStream")
 
@@ -74,7 +78,7 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
                       grpc.StatusCode.INVALID_ARGUMENT, "UTF-8")
         # The same bytes, valid, go through: the framing above is right.
         ok = await raw(_raw_verify_request("example : True := trivial -- é".encode()), timeout=30)
-        assert ok.results[0].status == pb.VALID
+        assert ok.results[0].status == pb.STATUS_VALID
 
         # A VerifyStreamRequest with a snippet has the same wire shape.
         raw_stream = channel.stream_stream(
@@ -98,12 +102,12 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
         with pytest.raises(grpc.aio.AioRpcError):
             async for message in call:
                 answers.append(message.result)
-        assert [(a.id, a.status) for a in answers] == [("", pb.REJECTED)] and "id" in answers[0].error
+        assert [(a.id, a.status) for a in answers] == [("", pb.STATUS_REJECTED)] and "id" in answers[0].error
         assert await call.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert "infotree" in await call.details()
 
         [after] = (await verify([OK])).results
-        assert after.status == pb.VALID
+        assert after.status == pb.STATUS_VALID
         await channel.close()
 
 

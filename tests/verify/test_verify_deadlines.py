@@ -28,7 +28,7 @@ async def test_deadline_kills_running_worker_and_drops_queued_job():
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
         stub = verifier_pb2_grpc.VerifierStub(channel)
         # Warm the header so the slow one starts at once on the one worker.
-        assert (await stub.Verify(_request("warm", OK), timeout=60)).results[0].status == pb.VALID
+        assert (await stub.Verify(_request("warm", OK), timeout=60)).results[0].status == pb.STATUS_VALID
         [worker] = app.pool.workers
         slow_pid = worker.pid
 
@@ -55,7 +55,7 @@ async def test_deadline_kills_running_worker_and_drops_queued_job():
         assert info.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
 
         [after] = (await stub.Verify(_request("after", OK), timeout=60)).results
-        assert after.status == pb.VALID
+        assert after.status == pb.STATUS_VALID
         # The worker that ran the slow body was killed, not left burning.
         for _ in range(200):
             if not psutil.pid_exists(slow_pid) or psutil.Process(slow_pid).status() == psutil.STATUS_ZOMBIE:

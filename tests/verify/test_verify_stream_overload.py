@@ -44,8 +44,10 @@ async def test_snippets_over_the_queue_limit_are_refused_one_by_one():
         refused = [(await call.read()).result for _ in range(4)]
         assert sorted(r.id for r in refused) == [f"over{i}" for i in range(4)]
         for result in refused:
-            assert result.status == pb.REJECTED
-            assert re.fullmatch(r"RESOURCE_EXHAUSTED: queue full .*; retry after \d+ ms", result.error), result.error
+            assert result.status == pb.STATUS_REJECTED
+            assert re.fullmatch(r"RESOURCE_EXHAUSTED: queue full .*", result.error), result.error
+            # The hint is a field, not text: Result.retry_after.
+            assert result.HasField("retry_after") and result.retry_after.ToNanoseconds() > 0, result
         # The stream keeps going: cancel the stuck one, the queued ones run,
         # and a new snippet is taken.
         await call.write(pb.VerifyStreamRequest(cancel_id="stuck"))
@@ -53,11 +55,11 @@ async def test_snippets_over_the_queue_limit_are_refused_one_by_one():
         for _ in range(3):
             message = await call.read()
             rest[message.result.id] = message.result.status
-        assert rest == {"stuck": pb.CANCELLED, "queued0": pb.VALID, "queued1": pb.VALID}
+        assert rest == {"stuck": pb.STATUS_CANCELLED, "queued0": pb.STATUS_VALID, "queued1": pb.STATUS_VALID}
         await call.write(snippet("later", ok(99)))
         await call.done_writing()
         later = await call.read()
-        assert (later.result.id, later.result.status) == ("later", pb.VALID)
+        assert (later.result.id, later.result.status) == ("later", pb.STATUS_VALID)
         assert await call.read() is grpc.aio.EOF
         assert await call.code() is grpc.StatusCode.OK
         await channel.close()

@@ -113,7 +113,7 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
     await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="s1", code=request.snippets[0].code)))
     await call.done_writing()
     answers = [m.result async for m in call]
-    assert [(r.id, r.status) for r in answers] == [("s1", pb.REJECTED)]
+    assert [(r.id, r.status) for r in answers] == [("s1", pb.STATUS_REJECTED)]
     assert "no REPL worker can start" in answers[0].error
 
     info = await stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=10)
@@ -128,7 +128,7 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
     flag.unlink()
     await wait_until(lambda: app.pool.serving, 20.0, "the breaker cooldown to pass")
     reply = await stub.Verify(request, timeout=30)
-    assert [r.status for r in reply.results] == [pb.VALID]
+    assert [r.status for r in reply.results] == [pb.STATUS_VALID]
     assert reply.results[0].verifier.kind == "stand-in"
     assert app.pool.serving
     assert app.pool.identity is not None

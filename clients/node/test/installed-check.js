@@ -24,7 +24,7 @@ function snippet(i) {
 }
 
 const ok = (i) => ({ id: `q${i}`, code: `import Mathlib\n\ntheorem q${i} : ${i} = ${i} := rfl\n` });
-const brief = (r) => ({ id: r.id, status: r.status, error: r.error, verifier: r.verifier ? r.verifier.kind : null });
+const brief = (r) => ({ id: r.id, status: r.status, error: r.error, retry_after_ms: r.retry_after_ms, verifier: r.verifier ? r.verifier.kind : null });
 
 async function verify(client) {
   const all = Array.from({ length: 36 }, (_, i) => snippet(i));

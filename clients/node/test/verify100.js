@@ -41,7 +41,10 @@ async function main() {
     });
 
     // Bad input is a gRPC error with INVALID_ARGUMENT, not a result.
-    await assert.rejects(client.verifyBatch([]), (error) => error.code === grpc.status.INVALID_ARGUMENT);
+    // The rich status says why and which field (google.rpc ErrorInfo, BadRequest).
+    await assert.rejects(client.verifyBatch([]), (error) => error.code === grpc.status.INVALID_ARGUMENT
+      && error.reason === 'INVALID_REQUEST' && error.fieldViolations.length === 1
+      && error.fieldViolations[0].field === 'snippets' && error.retryAfterMs === null);
     summary.empty_batch = 'INVALID_ARGUMENT';
   } finally {
     client.close();

@@ -18,7 +18,7 @@ hash), _retry (what is retried and when), aio (AsyncClient), sync (Client).
 """
 
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
-from ._retry import OVERLOADED_PREFIX, SHUTTING_DOWN_PREFIX, resend_hint_s
+from ._retry import resend_hint_s
 from ._types import ClientError, Declaration, Message, Result, SessionResult, TacticStep
 from .aio import AsyncClient
 from .sync import Client
@@ -30,9 +30,7 @@ __all__ = [
     "Declaration",
     "HEADER_HASH_KEY",
     "Message",
-    "OVERLOADED_PREFIX",
     "Result",
-    "SHUTTING_DOWN_PREFIX",
     "SessionResult",
     "TacticStep",
     "header_hash",

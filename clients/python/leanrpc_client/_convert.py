@@ -1,7 +1,9 @@
 """Conversions between the protobuf messages and the client's types.
 
-Owns: pb <-> dataclass conversion, option building, snippet normalisation,
-and the header hash sent as routing metadata. May import: _proto, _types.
+Owns: pb <-> dataclass conversion (the contract's prefixed enum names,
+`STATUS_VALID`, become the client's own, "VALID"; Durations become float
+seconds), option building, snippet normalisation, and the header hash sent as
+routing metadata. May import: _proto, _types, protobuf.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import collections
 import hashlib
 from typing import Iterable
 
+from google.protobuf import duration_pb2
+
 from ._proto import pb
 from ._types import Declaration, Message, Result, SessionResult, TacticStep
 
-_STATUS_NAMES = {v: k for k, v in pb.Status.items()}
-_SEVERITY_NAMES = {v: k for k, v in pb.Severity.items()}
+# pb.STATUS_VALID -> "VALID", pb.SEVERITY_ERROR -> "ERROR" (the client's names).
+_STATUS_NAMES = {v: k.removeprefix("STATUS_") for k, v in pb.Status.items()}
+_SEVERITY_NAMES = {v: k.removeprefix("SEVERITY_") for k, v in pb.Severity.items()}
 _INFOTREE = {
     None: pb.INFOTREE_MODE_UNSPECIFIED,
     "original": pb.INFOTREE_MODE_ORIGINAL,
@@ -30,7 +35,9 @@ HEADER_HASH_KEY = "x-leanrpc-header-hash"
 def header_hash(code: str) -> str:
     """sha256 of the leading `import` lines (stripped, joined by newlines), 16 hex digits.
 
-    The Node client (clients/node) computes the same value.
+    The rule is defined in proto/leanrpc/v1/verifier.proto (header comment);
+    proto/leanrpc/v1/header_hash_vectors.json holds the test vectors that this
+    function, the Node client and the server are tested against.
     """
     imports = []
     for raw in code.split("\n"):
@@ -47,6 +54,16 @@ def _header_metadata(codes: Iterable[str]) -> tuple[tuple[str, str], ...]:
     # A call carries one key: the batch's most common header decides.
     counts = collections.Counter(header_hash(code) for code in codes)
     return ((HEADER_HASH_KEY, counts.most_common(1)[0][0]),) if counts else ()
+
+
+def seconds(duration: duration_pb2.Duration) -> float:
+    return duration.ToNanoseconds() / 1e9
+
+
+def duration(seconds_: float) -> duration_pb2.Duration:
+    out = duration_pb2.Duration()
+    out.FromNanoseconds(round(seconds_ * 1e9))
+    return out
 
 
 def result_from_pb(r: pb.Result) -> Result:
@@ -68,11 +85,11 @@ def result_from_pb(r: pb.Result) -> Result:
             {"line": s.start.line, "column": s.start.column, "goal": s.goal} for s in r.sorries
         ],
         error=r.error,
-        time_total_s=r.timings.total_s,
-        time_queue_s=r.timings.queue_s,
-        time_header_s=r.timings.header_s,
-        time_body_s=r.timings.body_s,
-        time_boot_s=r.timings.boot_s,
+        time_total_s=seconds(r.timings.total),
+        time_queue_s=seconds(r.timings.queue),
+        time_header_s=seconds(r.timings.header),
+        time_body_s=seconds(r.timings.body),
+        time_boot_s=seconds(r.timings.boot),
         warm_header=r.reuse.warm_header,
         reused_prefix_chars=r.reuse.reused_prefix_chars,
         attempts=r.reuse.attempts,
@@ -83,10 +100,11 @@ def result_from_pb(r: pb.Result) -> Result:
         worker=r.reuse.worker,
         cache_source=r.reuse.cache_source,
         original_run=r.reuse.original_run,
+        retry_after_s=seconds(r.retry_after) if r.HasField("retry_after") else None,
     )
 
 
-def session_result_from_pb(r: pb.SessionResponse) -> SessionResult:
+def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) -> SessionResult:
     return SessionResult(
         session=r.session,
         env=r.env if r.HasField("env") else None,
@@ -98,9 +116,10 @@ def session_result_from_pb(r: pb.SessionResponse) -> SessionResult:
 def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "") -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
-    return pb.VerifyOptions(
-        timeout_s=timeout_s, infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session
-    )
+    options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session)
+    if timeout_s:
+        options.timeout.CopyFrom(duration(timeout_s))
+    return options
 
 
 def _as_snippets(snippets: Iterable) -> list[tuple[str, str]]:

@@ -1,46 +1,68 @@
 """When and how long the client waits before trying again.
 
 Owns: which RPC codes are retried, which per-snippet REJECTED results are
-re-sent (queue full, server shutting down) and the backoff with the
-server's hint as a floor. May import: grpc, _types.
+re-sent (those with `retry_after` set: queue full, server shutting down),
+reading the server's rich status (google.rpc.Status: RetryInfo, ErrorInfo,
+BadRequest) of a failed call, and the backoff with the server's hint as a
+floor. May import: grpc, grpcio-status, google.rpc messages, _types.
 """
 
 from __future__ import annotations
 
 import random
-import re
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
-from ._types import Result
+from ._types import ClientError, Result
 
 RETRYABLE_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
-# How VerifyStream answers a snippet the full queue refused (status REJECTED).
-OVERLOADED_PREFIX = "RESOURCE_EXHAUSTED: "
-# How the server answers, on shutdown, each accepted snippet it did not run.
-SHUTTING_DOWN_PREFIX = "server shutting down"
-# Both carry the same hint form at the end: "...; retry after N ms".
-_RETRY_HINT = re.compile(r"retry after (?P<ms>\d+) ms\s*$")
 
 
 def resend_hint_s(result: Result) -> float | None:
     """Seconds to wait before re-sending this snippet, or None if the result is final.
 
-    A REJECTED result is re-sendable when the server refused it for overload
-    or because it was shutting down; the snippet never ran.
+    A REJECTED result is re-sendable when the server says so with
+    `retry_after` (the snippet never ran: queue full or shutting down).
     """
     if result.status != "REJECTED":
         return None
-    if not (result.error.startswith(OVERLOADED_PREFIX) or result.error.startswith(SHUTTING_DOWN_PREFIX)):
-        return None
-    hint = _RETRY_HINT.search(result.error)
-    return int(hint.group("ms")) / 1000 if hint else 0.0
+    return result.retry_after_s
+
+
+def rich_details(exc: grpc.aio.AioRpcError | grpc.RpcError) -> dict:
+    """The details of a failed call's google.rpc.Status, as keyword arguments of ClientError:
+    reason (ErrorInfo), field_violations (BadRequest), retry_after_s (RetryInfo)."""
+    out: dict = {}
+    try:
+        status = rpc_status.from_call(exc)
+    except ValueError:  # a trailer whose code disagrees with the call's: ignore it
+        status = None
+    for packed in status.details if status is not None else ():
+        if packed.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            packed.Unpack(info)
+            out["retry_after_s"] = info.retry_delay.ToNanoseconds() / 1e9
+        elif packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            packed.Unpack(info)
+            out["reason"] = info.reason
+        elif packed.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            info = error_details_pb2.BadRequest()
+            packed.Unpack(info)
+            out["field_violations"] = [(v.field, v.description) for v in info.field_violations]
+    return out
+
+
+def client_error(exc: grpc.aio.AioRpcError, partial: list | None = None) -> ClientError:
+    return ClientError(exc.code(), exc.details() or "", partial, **rich_details(exc))
 
 
 def backoff_s(base_s: float, attempt: int, hint_s: float = 0.0, exc: grpc.aio.AioRpcError | None = None) -> float:
-    """The server's retry-after hint is a floor; the exponential backoff makes
-    sure a long overload is not hammered at the hint's pace."""
-    for key, value in (exc.trailing_metadata() or ()) if exc is not None else ():
-        if key == "retry-after-ms":
-            hint_s = max(hint_s, int(value) / 1000)
+    """The server's retry hint (argument, or the RetryInfo of a failed call) is a
+    floor; the exponential backoff makes sure a long overload is not hammered
+    at the hint's pace."""
+    if exc is not None:
+        hint_s = max(hint_s, rich_details(exc).get("retry_after_s") or 0.0)
     return max(hint_s, base_s * (2 ** (attempt - 1)) * (0.5 + random.random()))

@@ -11,12 +11,23 @@ import grpc
 
 
 class ClientError(Exception):
-    """An RPC failed for good (after retries); `partial` holds the results already received."""
+    """An RPC failed for good (after retries); `partial` holds the results already received.
 
-    def __init__(self, code: grpc.StatusCode, details: str, partial: list | None = None) -> None:
+    From the server's rich status (google.rpc.Status): `reason` is its
+    ErrorInfo.reason ("OVERLOADED", "INVALID_REQUEST", ...; "" if none),
+    `field_violations` its BadRequest as (field, description) pairs, and
+    `retry_after_s` its RetryInfo delay (None if none).
+    """
+
+    def __init__(self, code: grpc.StatusCode, details: str, partial: list | None = None, *,
+                 reason: str = "", field_violations: list[tuple[str, str]] | None = None,
+                 retry_after_s: float | None = None) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details
+        self.reason = reason
+        self.field_violations = list(field_violations or [])
+        self.retry_after_s = retry_after_s
         # Results that arrived before the failure (input order), e.g. when a
         # stream broke midway: callers can still show or keep them.
         self.partial: list[Result] = list(partial or [])
@@ -54,6 +65,9 @@ class Result:
     worker: str = ""  # the pool worker that answered (Reuse.worker)
     cache_source: str = ""  # "", "memory", "disk", "redis" or "in-flight" (Reuse.cache_source)
     original_run: str = ""  # the run that elaborated this verdict (Reuse.original_run)
+    # Set only on a REJECTED result whose snippet never ran (queue full, server
+    # shutting down): it may be sent again after this many seconds (Result.retry_after).
+    retry_after_s: float | None = None
 
     @property
     def valid(self) -> bool:

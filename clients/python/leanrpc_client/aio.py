@@ -22,8 +22,8 @@ from ._convert import (
     session_result_from_pb,
 )
 from ._proto import pb, pb_grpc
-from ._retry import RETRYABLE_CODES, backoff_s, resend_hint_s
-from ._types import ClientError, Result, SessionResult
+from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s
+from ._types import Result, SessionResult
 
 
 def _progress_bar(total: int):
@@ -88,7 +88,7 @@ class AsyncClient:
             except grpc.aio.AioRpcError as exc:
                 attempt += 1
                 if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
-                    raise ClientError(exc.code(), exc.details() or "") from exc
+                    raise client_error(exc) from exc
                 await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
 
     async def verify_batch(
@@ -129,11 +129,10 @@ class AsyncClient:
         (an unknown session gives that snippet a REJECTED result).
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
-        whose stream broke with UNAVAILABLE, or that the server's full queue
-        refused (REJECTED, error "RESOURCE_EXHAUSTED: ... retry after N ms"),
-        are re-sent with backoff, as are those the server answered REJECTED
-        with "server shutting down ..." (they never ran); after max_retries
-        those REJECTED results are returned as they are. A failure after
+        whose stream broke with UNAVAILABLE, and those the server answered
+        REJECTED with a `retry_after` (queue full, shutting down: they never
+        ran), are re-sent with backoff, the hint as its floor; after
+        max_retries those REJECTED results are returned as they are. A failure after
         retries raises ClientError whose `partial` holds the results received.
         """
         items = _as_snippets(snippets)
@@ -153,7 +152,7 @@ class AsyncClient:
                     attempt += 1
                     if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
                         partial = _in_order(keys, items, results)
-                        raise ClientError(exc.code(), exc.details() or "", partial) from exc
+                        raise client_error(exc, partial) from exc
                     await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
                     continue
                 if resend:
@@ -213,16 +212,15 @@ class AsyncClient:
         """Returns (Result, [Declaration])."""
         request = pb.ExtractRequest(code=code, options=_options(timeout_s, "original", True, False), lz4=lz4)
         response = await self._call(self._stub.Extract, request, None)
-        declarations = response.declarations
-        if response.compressed:
+        found = response.declarations
+        if response.WhichOneof("steps") == "compressed":
             import lz4.frame
 
-            decoded = pb.ExtractedDeclarations()
-            decoded.ParseFromString(lz4.frame.decompress(response.compressed))
-            declarations = decoded.declarations
-        return result_from_pb(response.result), declarations_from_pb(declarations)
+            found = pb.ExtractedDeclarations()
+            found.ParseFromString(lz4.frame.decompress(response.compressed))
+        return result_from_pb(response.result), declarations_from_pb(found.declarations)
 
-    async def server_info(self) -> pb.ServerInfo:
+    async def server_info(self) -> pb.GetServerInfoResponse:
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
 
     async def open_session(

@@ -26,6 +26,8 @@ import stat
 import grpc
 
 from ..config import ServerConfig
+from ..errors import AuthError
+from .errors import abort_with
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -106,10 +108,10 @@ def bearer_token_valid(header: str | None, tokens: list[bytes]) -> bool:
 def _deny(method: str, message: str = "missing or invalid bearer token (metadata 'authorization: Bearer <token>')"):
 
     async def unary(request, context):
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await abort_with(context, AuthError(message))
 
     async def stream(request_iterator, context):
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        await abort_with(context, AuthError(message))
 
     if method.endswith("Stream") or method.endswith("/Formalize"):
         return grpc.stream_stream_rpc_method_handler(stream)

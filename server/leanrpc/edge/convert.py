@@ -7,6 +7,7 @@ from ..errors import RequestError
 from ..results import Message, Position, SorryInfo, VerifierIdentity, VerifyResult
 from ..services.verify import VerifyOptions
 from ..v1 import verifier_pb2 as pb
+from .errors import duration_of
 
 _INFOTREE_NAMES = {
     pb.INFOTREE_MODE_UNSPECIFIED: None,
@@ -21,16 +22,30 @@ def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str |
     if options is None:
         return VerifyOptions(infotree=default_infotree)
     if options.infotree not in _INFOTREE_NAMES:
-        raise RequestError(f"unknown infotree mode {options.infotree}")
+        raise RequestError(f"unknown infotree mode {options.infotree}", field="options.infotree")
     infotree = _INFOTREE_NAMES[options.infotree] or default_infotree
     return VerifyOptions(
-        timeout_s=options.timeout_s,
+        timeout_s=_timeout_s(options),
         infotree=infotree,
         reuse=options.reuse if options.HasField("reuse") else True,
         check_axioms=options.check_axioms,
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
     )
+
+
+# google.protobuf.Duration's own bounds (duration.proto).
+_MAX_DURATION_SECONDS = 315_576_000_000
+
+
+def _timeout_s(options: pb.VerifyOptions) -> float:
+    if not options.HasField("timeout"):
+        return 0.0
+    seconds, nanos = options.timeout.seconds, options.timeout.nanos
+    if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) > 999_999_999 or (seconds and nanos and (seconds < 0) != (nanos < 0)):
+        raise RequestError(f"options.timeout is not a valid Duration (seconds={seconds}, nanos={nanos})",
+                           field="options.timeout")
+    return seconds + nanos / 1e9
 
 
 def position_to_pb(position: Position | None) -> pb.Position | None:
@@ -74,11 +89,11 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
         messages=[message_to_pb(m) for m in result.messages],
         sorries=[sorry_to_pb(s) for s in result.sorries],
         timings=pb.Timings(
-            queue_s=result.timings.queue_s,
-            header_s=result.timings.header_s,
-            body_s=result.timings.body_s,
-            total_s=result.timings.total_s,
-            boot_s=result.timings.boot_s,
+            queue=duration_of(result.timings.queue_s),
+            header=duration_of(result.timings.header_s),
+            body=duration_of(result.timings.body_s),
+            total=duration_of(result.timings.total_s),
+            boot=duration_of(result.timings.boot_s),
         ),
         reuse=pb.Reuse(
             warm_header=result.reuse.warm_header,
@@ -95,38 +110,27 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
     identity = identity_to_pb(result.verifier)
     if identity is not None:
         out.verifier.CopyFrom(identity)
+    if result.retry_after_s is not None:
+        out.retry_after.CopyFrom(duration_of(result.retry_after_s))
     return out
 
 
-# A VerifyStream snippet refused because the queue is full comes back REJECTED
-# with this error text; clients match the prefix and the hint.
-OVERLOADED_PREFIX = "RESOURCE_EXHAUSTED: "
-
-
+# The words of a REJECTED result whose snippet never ran; the retry hint
+# travels in Result.retry_after (VerifyResult.retry_after_s), not in the text.
 def overloaded_error_text(exc) -> str:
-    """`RESOURCE_EXHAUSTED: <why>; retry after <N> ms` for an OverloadedError."""
-    return f"{OVERLOADED_PREFIX}{exc.message}; retry after {int(exc.retry_after_s * 1000)} ms"
+    """`RESOURCE_EXHAUSTED: <why>` for an OverloadedError refusing one stream snippet."""
+    return f"RESOURCE_EXHAUSTED: {exc.message}"
 
 
-def session_result_to_pb(ran) -> pb.SessionResponse:
-    """services.sessions.SessionResult -> SessionResponse."""
-    out = pb.SessionResponse(session=ran.session, result=result_to_pb(ran.result), replayed_commands=ran.replayed_commands)
+def session_result_to_pb(ran, response_type):
+    """services.sessions.SessionResult -> OpenSessionResponse or RunInSessionResponse."""
+    out = response_type(session=ran.session, result=result_to_pb(ran.result), replayed_commands=ran.replayed_commands)
     if ran.env is not None:
         out.env = ran.env
     return out
 
 
-# A snippet accepted but not finished when the server stopped comes back
-# REJECTED with this error text; it is safe to resend (clients match the prefix).
-SHUTTING_DOWN_PREFIX = "server shutting down"
-
-
-def shutting_down_error_text(retry_after_s: float) -> str:
-    """`server shutting down: ...; retry after <N> ms`, the queue-full hint's form."""
-    return (
-        f"{SHUTTING_DOWN_PREFIX}: the snippet was accepted but not finished; it is safe to resend it; "
-        f"retry after {int(retry_after_s * 1000)} ms"
-    )
+SHUTTING_DOWN_TEXT = "server shutting down: the snippet was accepted but not finished; it is safe to resend it"
 
 
 # Room kept for the fields fit_result leaves and for the note it adds.

@@ -1,4 +1,11 @@
-"""The one table from leanrpc errors to gRPC status codes."""
+"""The one table from leanrpc errors to gRPC status codes, and the rich status.
+
+Owns: which gRPC code each leanrpc error gets (STATUS_FOR_ERROR), the
+`google.rpc.Status` sent with it (ErrorInfo always, RetryInfo for a retry
+hint, BadRequest when a request field is at fault; the contract is in
+proto/leanrpc/v1/verifier.proto), and the decorator servicer methods use.
+May import: grpc, grpcio-status, googleapis' google.rpc messages, leanrpc.errors.
+"""
 
 from __future__ import annotations
 
@@ -7,40 +14,75 @@ import inspect
 import logging
 
 import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
 
 from .. import errors
 
 log = logging.getLogger("leanrpc.edge")
 
+# ErrorInfo.domain of every error this server sends.
+ERROR_DOMAIN = "leanrpc.dev"
+
 # Most specific first: the first isinstance match wins.
-STATUS_FOR_ERROR: list[tuple[type[BaseException], grpc.StatusCode]] = [
-    (errors.AuthError, grpc.StatusCode.UNAUTHENTICATED),
-    (errors.OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (errors.NotFoundError, grpc.StatusCode.NOT_FOUND),
-    (errors.RequestError, grpc.StatusCode.INVALID_ARGUMENT),
-    (errors.ModelNotConfigured, grpc.StatusCode.FAILED_PRECONDITION),
-    (errors.NotServingError, grpc.StatusCode.UNAVAILABLE),
-    (errors.WorkerTimeout, grpc.StatusCode.DEADLINE_EXCEEDED),
-    (errors.WorkerOutOfMemory, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (errors.WorkerError, grpc.StatusCode.UNAVAILABLE),
-    (errors.InternalError, grpc.StatusCode.INTERNAL),
+# (error type, gRPC code, ErrorInfo.reason)
+STATUS_FOR_ERROR: list[tuple[type[BaseException], grpc.StatusCode, str]] = [
+    (errors.AuthError, grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+    (errors.OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED"),
+    (errors.NotFoundError, grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
+    (errors.RequestError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
+    (errors.ModelNotConfigured, grpc.StatusCode.FAILED_PRECONDITION, "MODEL_NOT_CONFIGURED"),
+    (errors.NotServingError, grpc.StatusCode.UNAVAILABLE, "NOT_SERVING"),
+    (errors.WorkerTimeout, grpc.StatusCode.DEADLINE_EXCEEDED, "WORKER_TIMEOUT"),
+    (errors.WorkerOutOfMemory, grpc.StatusCode.RESOURCE_EXHAUSTED, "WORKER_OUT_OF_MEMORY"),
+    (errors.WorkerError, grpc.StatusCode.UNAVAILABLE, "WORKER_FAILED"),
+    (errors.InternalError, grpc.StatusCode.INTERNAL, "INTERNAL"),
 ]
 
 
-def status_for(exc: BaseException) -> grpc.StatusCode:
-    for error_type, code in STATUS_FOR_ERROR:
+def _lookup(exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    for error_type, code, reason in STATUS_FOR_ERROR:
         if isinstance(exc, error_type):
-            return code
-    return grpc.StatusCode.INTERNAL
+            return code, reason
+    return grpc.StatusCode.INTERNAL, "INTERNAL"
+
+
+def status_for(exc: BaseException) -> grpc.StatusCode:
+    return _lookup(exc)[0]
+
+
+def duration_of(seconds: float) -> duration_pb2.Duration:
+    out = duration_pb2.Duration()
+    out.FromNanoseconds(round(seconds * 1e9))
+    return out
+
+
+def _packed(message) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(message)
+    return packed
+
+
+def rich_status(exc: BaseException) -> status_pb2.Status:
+    """The google.rpc.Status for `exc`: code, message and details."""
+    code, reason = _lookup(exc)
+    message = exc.message if isinstance(exc, errors.LeanServiceError) else str(exc)
+    details = [_packed(error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN))]
+    if isinstance(exc, errors.OverloadedError):
+        details.append(_packed(error_details_pb2.RetryInfo(retry_delay=duration_of(exc.retry_after_s))))
+    if isinstance(exc, errors.RequestError) and getattr(exc, "field", ""):
+        violation = error_details_pb2.BadRequest.FieldViolation(field=exc.field, description=message)
+        details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))
+    return status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=details)
 
 
 async def abort_with(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
-    code = status_for(exc)
-    if isinstance(exc, errors.OverloadedError):
-        context.set_trailing_metadata((("retry-after-ms", str(int(exc.retry_after_s * 1000))),))
-    if code is grpc.StatusCode.INTERNAL:
+    """Ends the call with the code from the table and the rich status as trailer."""
+    status = rpc_status.to_status(rich_status(exc))
+    if status.code is grpc.StatusCode.INTERNAL:
         log.error("internal error: %r", exc, exc_info=exc)
-    await context.abort(code, str(exc) if not isinstance(exc, errors.LeanServiceError) else exc.message)
+    await context.abort(status.code, status.details, status.trailing_metadata)
 
 
 def maps_errors(method):

@@ -30,7 +30,7 @@ from ..services.formalize import FormalizeService
 from ..v1 import formalizer_pb2 as pb
 from ..v1 import formalizer_pb2_grpc
 from .convert import result_to_pb
-from .errors import abort_with
+from .errors import abort_with, duration_of
 
 log = logging.getLogger("leanrpc.edge.formalizer")
 
@@ -71,7 +71,7 @@ def event_to_pb(event: FormalizeEvent) -> pb.FormalizeEvent:
     if isinstance(p, Outcome):
         return pb.FormalizeEvent(id=event.job_id, outcome=pb.Outcome(
             status=int(p.status), iterations=p.iterations, lean_statement=p.lean_statement, error=p.error,
-            generation_s=p.generation_s, generated_tokens=p.generated_tokens))
+            generation=duration_of(p.generation_s), generated_tokens=p.generated_tokens))
     raise TypeError(f"unknown Formalize payload {type(p).__name__}")
 
 

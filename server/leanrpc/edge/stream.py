@@ -17,7 +17,7 @@ Endings:
 * `Shutdown.begin(grace)`: snippets read from then on are answered at once,
   and running ones get until the shutdown deadline (shortly before the grace
   ends); what is left is answered REJECTED "server shutting down ... safe to
-  resend; retry after N ms"; reading stops at the deadline; then OK.
+  resend" with `retry_after` set; reading stops at the deadline; then OK.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-import grpc
-
 from ..errors import OverloadedError, RequestError
 from ..results import Status, VerifyResult
 from ..services.verify import VerifyOptions, VerifyService
 from ..v1 import verifier_pb2 as pb
 from . import convert
+from .errors import abort_with
 
 # Resend hint given with "server shutting down" answers.
 SHUTDOWN_RETRY_AFTER_S = 1.0
@@ -68,7 +67,8 @@ def shutdown_result(snippet_id: str) -> VerifyResult:
     return VerifyResult(
         id=snippet_id,
         status=Status.REJECTED,
-        error=convert.shutting_down_error_text(SHUTDOWN_RETRY_AFTER_S),
+        error=convert.SHUTTING_DOWN_TEXT,
+        retry_after_s=SHUTDOWN_RETRY_AFTER_S,
     )
 
 
@@ -83,9 +83,10 @@ async def answer(verify: VerifyService, snippet_id: str, code: str, options: Ver
             return shutdown_result(snippet_id)
         return VerifyResult(id=snippet_id, status=Status.CANCELLED, error="cancelled by the client")
     except OverloadedError as exc:
-        # A stream cannot fail one snippet with a status code: the code goes
-        # into the error text, which clients parse.
-        return VerifyResult(id=snippet_id, status=Status.REJECTED, error=convert.overloaded_error_text(exc))
+        # A stream cannot fail one snippet with a status code: the snippet is
+        # REJECTED with the retry hint as a field (Result.retry_after).
+        return VerifyResult(id=snippet_id, status=Status.REJECTED, error=convert.overloaded_error_text(exc),
+                            retry_after_s=exc.retry_after_s)
     except RequestError as exc:
         return VerifyResult(id=snippet_id, status=Status.REJECTED, error=exc.message)
     except Exception as exc:  # not serving, internal: still one answer
@@ -108,7 +109,7 @@ class StreamCall:
         # (response, holds a permit); None only wakes the writer.
         self._out: asyncio.Queue = asyncio.Queue()
         self._running: dict[str, asyncio.Task] = {}
-        self.read_error: str | None = None
+        self.read_error: RequestError | None = None
 
     async def responses(self, request_iterator):
         reader = asyncio.ensure_future(self._read(request_iterator))
@@ -123,7 +124,7 @@ class StreamCall:
                 if holds_permit:
                     self._permits.release()
             if self.read_error is not None:
-                await self._context.abort(grpc.StatusCode.INVALID_ARGUMENT, self.read_error)
+                await abort_with(self._context, self.read_error)
         finally:
             reader.cancel()
             watcher.cancel()
@@ -163,7 +164,7 @@ class StreamCall:
         except StopAsyncIteration:
             pass
         except RequestError as exc:
-            self.read_error = exc.message
+            self.read_error = exc
         finally:
             self._out.put_nowait(None)
 

@@ -19,7 +19,7 @@ from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
 from .auth import client_identity, load_tokens
-from .errors import maps_errors
+from .errors import abort_with, maps_errors
 from .stream import Shutdown, StreamCall, shutdown_result
 
 log = logging.getLogger("leanrpc.edge")
@@ -50,10 +50,11 @@ class VerifierServicer(pb_grpc.VerifierServicer):
     async def Verify(self, request: pb.VerifyRequest, context):
         snippets = list(request.snippets)
         if not snippets:
-            raise RequestError("the batch is empty: send at least one snippet")
+            raise RequestError("the batch is empty: send at least one snippet", field="snippets")
         limit = self._config.server.max_snippets_per_batch
         if len(snippets) > limit:
-            raise RequestError(f"the batch has {len(snippets)} snippets, over the limit of {limit}; split it or use VerifyStream")
+            raise RequestError(f"the batch has {len(snippets)} snippets, over the limit of {limit}; split it or use VerifyStream",
+                               field="snippets")
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         for index, snippet in enumerate(snippets):
             try:
@@ -61,7 +62,8 @@ class VerifierServicer(pb_grpc.VerifierServicer):
             except RequestError as exc:
                 # Keep the subclass (an unknown session is NOT_FOUND, not INVALID_ARGUMENT).
                 kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
-                raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}") from exc
+                raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}",
+                           field=exc.field or f"snippets[{index}]") from exc
         pool = self._verify.pool
         if pool.queue_depth + len(snippets) > self._config.pool.queue_limit:
             raise OverloadedError(
@@ -136,18 +138,17 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         )
         result, declarations = await self._extract.extract(request.code, options, deadline=_deadline(context))
         response = pb.ExtractResponse(result=convert.result_to_pb(result))
-        decls = [_declaration_to_pb(d) for d in declarations]
+        found = pb.ExtractedDeclarations(declarations=[_declaration_to_pb(d) for d in declarations])
         if request.lz4:
-            payload = pb.ExtractedDeclarations(declarations=decls).SerializeToString()
-            response.compressed = lz4.frame.compress(payload)
+            response.compressed = lz4.frame.compress(found.SerializeToString())
         else:
-            response.declarations.extend(decls)
+            response.declarations.CopyFrom(found)
         return response
 
     @maps_errors
     async def GetServerInfo(self, request, context):
         pool = self._verify.pool
-        info = pb.ServerInfo(
+        info = pb.GetServerInfoResponse(
             version=__version__,
             workers=pool.size,
             worker_states=pool.worker_states(),
@@ -169,14 +170,14 @@ class VerifierServicer(pb_grpc.VerifierServicer):
     async def OpenSession(self, request: pb.OpenSessionRequest, context):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         ran = await self._verify.sessions.open(request.name, request.code, options, deadline=_deadline(context))
-        return convert.session_result_to_pb(ran)
+        return convert.session_result_to_pb(ran, pb.OpenSessionResponse)
 
     @maps_errors
     async def RunInSession(self, request: pb.RunInSessionRequest, context):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         env = request.env if request.HasField("env") else None
         ran = await self._verify.sessions.run(request.session, request.code, env, options, deadline=_deadline(context))
-        return convert.session_result_to_pb(ran)
+        return convert.session_result_to_pb(ran, pb.RunInSessionResponse)
 
     @maps_errors
     async def CloseSession(self, request: pb.CloseSessionRequest, context):
@@ -251,7 +252,7 @@ def _lenient_handler(handler):
 
         async def unary_unary(request, context):
             if isinstance(request, _Undecodable):
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+                await abort_with(context, RequestError(request.reason))
             return await behavior(request, context)
 
         return handler._replace(request_deserializer=deserialize, unary_unary=unary_unary)

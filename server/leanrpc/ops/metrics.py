@@ -141,7 +141,8 @@ class Metrics:
             self.snippets.labels(_status_name(result)).inc()
             if result.HasField("timings"):
                 for phase in _PHASES:
-                    self.phase_seconds.labels(phase).observe(max(0.0, getattr(result.timings, f"{phase}_s")))
+                    seconds = getattr(result.timings, phase).ToNanoseconds() / 1e9  # a Duration
+                    self.phase_seconds.labels(phase).observe(max(0.0, seconds))
 
     def render(self) -> bytes:
         """The exposition text (thread-safe: pool state comes from the last `snapshot`)."""
@@ -168,7 +169,8 @@ class Metrics:
 def _status_name(result) -> str:
     enum = result.DESCRIPTOR.fields_by_name["status"].enum_type
     value = enum.values_by_number.get(result.status)
-    return value.name if value is not None else str(result.status)
+    # Label values stay the short names ("VALID"), not the contract's STATUS_VALID.
+    return value.name.removeprefix("STATUS_") if value is not None else str(result.status)
 
 
 class PoolCollector:

@@ -1,0 +1,47 @@
+'use strict';
+// The client's own result shape, converted from the contract's messages (the
+// same names as the Python client): statuses and severities without their
+// enum prefix ('STATUS_VALID' -> 'VALID'), Durations as numbers (timings in
+// seconds as `queue_s` ..., the retry hint as `retry_after_ms`, null when the
+// result is final), and request options from plain numbers. May import
+// nothing.
+
+function seconds(duration) {
+  if (!duration) return 0;
+  return Number(duration.seconds || 0) + (duration.nanos || 0) / 1e9;
+}
+
+function duration(secondsValue) {
+  const whole = Math.trunc(secondsValue);
+  return { seconds: whole, nanos: Math.round((secondsValue - whole) * 1e9) };
+}
+
+const unprefix = (name, prefix) => (typeof name === 'string' && name.startsWith(prefix) ? name.slice(prefix.length) : name);
+
+function resultFromPb(result) {
+  const timings = result.timings || {};
+  const out = {
+    ...result,
+    status: unprefix(result.status, 'STATUS_'),
+    messages: (result.messages || []).map((m) => ({ ...m, severity: unprefix(m.severity, 'SEVERITY_') })),
+    timings: {
+      queue_s: seconds(timings.queue),
+      header_s: seconds(timings.header),
+      body_s: seconds(timings.body),
+      total_s: seconds(timings.total),
+      boot_s: seconds(timings.boot),
+    },
+    retry_after_ms: result.retry_after ? seconds(result.retry_after) * 1000 : null,
+  };
+  delete out.retry_after;
+  return out;
+}
+
+// VerifyOptions from the client's arguments; timeoutS 0 means the server default.
+function verifyOptions({ timeoutS = 0, checkAxioms = false } = {}) {
+  const options = { check_axioms: checkAxioms };
+  if (timeoutS) options.timeout = duration(timeoutS);
+  return options;
+}
+
+module.exports = { resultFromPb, verifyOptions, duration, seconds };
