@@ -62,7 +62,7 @@ async def test_task_cancel_during_header_load_keeps_the_worker_and_its_header():
         # Answered while the import (1 s) is still running.
         assert worker.state is WorkerState.WARMING
         await _assert_warm_and_reused(service, HEADER, pid, restarts_before)
-        assert pool._free_slots() == 0 and pool.worker_states()["idle"] == 1
+        assert pool.free_slots() == 0 and pool.worker_states()["idle"] == 1
     finally:
         await pool.close(2.0)
 
@@ -144,6 +144,6 @@ async def test_close_during_a_kept_load_stops_it_and_leaves_no_process():
     await asyncio.wait_for(pool.close(2.0), 30)
     assert worker.state is WorkerState.DEAD
     assert not pool.workers
-    assert not pool._loads
+    assert not pool.loads_in_flight
     assert pool.stats.restarts["cancelled"] == 0
     # The autouse fixture checks that no child process is left.

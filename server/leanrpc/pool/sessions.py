@@ -62,12 +62,6 @@ class Session:
         out.reverse()
         return out
 
-    def chain_chars(self, env: int | None) -> int:
-        return sum(len(self.commands[k].text or "") for k in self.chain(env))
-
-    def realized_on(self, worker_name: str, env: int | None) -> bool:
-        return env is None or env in self.realized.get(worker_name, {})
-
     def forget_worker(self, worker_name: str) -> None:
         self.realized.pop(worker_name, None)
 
