@@ -55,8 +55,7 @@ class Admission:
         """Raises OverloadedError unless `count` more jobs fit in the queue."""
         if self._size + count > self.queue_limit:
             raise OverloadedError(
-                f"queue cannot take {count} more request{'s' if count != 1 else ''} ({self._size} waiting, "
-                f"limit {self.queue_limit})",
+                f"queue full ({self._size} waiting, limit {self.queue_limit}): cannot take {count} more",
                 retry_after_s=self.retry_hint(busy_workers),
             )
 
