@@ -9,7 +9,6 @@ serving) are raised, for the edge to map to gRPC status codes.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import time
 
@@ -23,25 +22,17 @@ from ..errors import (
     WorkerTimeout,
 )
 from ..pool.pool import BodyOutcome, Job, Pool
-from ..results import (
-    Message,
-    Position,
-    ReuseInfo,
-    Severity,
-    SorryInfo,
-    Status,
-    Timings,
-    VerifyResult,
+from ..repl.outcome import (  # noqa: F401  (re-exported until the pool branch imports leanrpc.repl)
+    NATIVE_AXIOMS,
+    STANDARD_AXIOMS,
+    apply_axiom_check as _apply_axiom_check,
+    classify,
+    message_from_repl,
+    sorry_from_repl,
 )
+from ..results import ReuseInfo, Status, Timings, VerifyResult
 
 INFOTREE_MODES = ("original", "substantive", "tactics", "full")
-STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
-# `native_decide` shows up as these axioms.
-NATIVE_AXIOMS = frozenset({"Lean.ofReduceBool", "Lean.trustCompiler"})
-
-# Both spellings: 'sorry' (Lean <= 4.27) and `sorry` (Lean >= 4.28).
-_SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
-_AXIOMS_LINE = re.compile(r"'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>[^\]]*)\]", re.S)
 _DECLARATION = re.compile(
     r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:(?:private|protected|noncomputable|nonrec)[ \t]+)*"
     r"(?P<kind>theorem|lemma)[ \t]+(?P<name>[^\s:({\[]+)",
@@ -139,88 +130,6 @@ class VerifyService:
             reuse=ReuseInfo(attempts=max(1, job.attempts)),
             verifier=self.pool.identity,
         )
-
-
-def classify(snippet_id: str, outcome: BodyOutcome, check_axioms: bool) -> VerifyResult:
-    response = outcome.response
-    result = VerifyResult(
-        id=snippet_id,
-        status=Status.VALID,
-        timings=Timings(
-            queue_s=outcome.queue_s, header_s=outcome.header_s, body_s=outcome.body_s, boot_s=outcome.boot_s
-        ),
-        reuse=ReuseInfo(
-            warm_header=outcome.warm_header,
-            reused_prefix_chars=outcome.reused_prefix_chars,
-            worker=outcome.worker,
-            attempts=outcome.attempts,
-        ),
-    )
-    if "env" not in response and "message" in response:
-        # A request-level REPL error ("Unknown environment.", exceptions).
-        result.status = Status.REJECTED
-        result.error = f"REPL error: {response['message']}"
-        return result
-    result.messages = [message_from_repl(m) for m in response.get("messages", [])]
-    result.sorries = [sorry_from_repl(s) for s in response.get("sorries", []) if "pos" in s or "goal" in s]
-    if "infotree" in response:
-        result.infotree_json = json.dumps(response["infotree"], ensure_ascii=False)
-    has_error = any(m.severity is Severity.ERROR for m in result.messages)
-    has_sorry = bool(result.sorries) or any(
-        m.severity is Severity.WARNING and _SORRY_WARNING.search(m.text) for m in result.messages
-    )
-    if has_error:
-        result.status = Status.INVALID
-    elif has_sorry:
-        result.status = Status.SORRY
-    if check_axioms:
-        _apply_axiom_check(result, outcome.after_response)
-    return result
-
-
-def _apply_axiom_check(result: VerifyResult, after: dict | None) -> None:
-    if after is None:
-        return
-    used: set[str] = set()
-    for message in after.get("messages", []):
-        match = _AXIOMS_LINE.search(message.get("data", ""))
-        if match:
-            used.update(a.strip() for a in match.group("axioms").split(",") if a.strip())
-    result.axioms = sorted(used)
-    if result.status is not Status.VALID:
-        return
-    if "sorryAx" in used:
-        result.status = Status.SORRY
-        return
-    native = used & NATIVE_AXIOMS
-    extra = used - STANDARD_AXIOMS - NATIVE_AXIOMS
-    if native:
-        result.status = Status.REJECTED
-        result.error = f"proof uses native_decide / compiler trust ({', '.join(sorted(native))})"
-    elif extra:
-        result.status = Status.REJECTED
-        result.error = f"proof uses non-standard axioms: {', '.join(sorted(extra))}"
-
-
-def message_from_repl(raw: dict) -> Message:
-    pos = raw.get("pos") or {"line": 0, "column": 0}
-    end = raw.get("endPos")
-    return Message(
-        severity=Severity.from_repl(raw.get("severity", "info")),
-        start=Position(int(pos.get("line", 0)), int(pos.get("column", 0))),
-        end=Position(int(end.get("line", 0)), int(end.get("column", 0))) if end else None,
-        text=str(raw.get("data", "")),
-    )
-
-
-def sorry_from_repl(raw: dict) -> SorryInfo:
-    pos = raw.get("pos")
-    end = raw.get("endPos")
-    return SorryInfo(
-        start=Position(pos["line"], pos["column"]) if pos else None,
-        end=Position(end["line"], end["column"]) if end else None,
-        goal=str(raw.get("goal", "")),
-    )
 
 
 def declared_theorems(body: str) -> list[str]:
