@@ -237,6 +237,9 @@ class Pool:
         warm = max(1, min(self.config.pool.min_warm, self.size))
         boots = [self._spawn_worker() for _ in range(warm)]
         results = await asyncio.gather(*(self._boot(w) for w in boots), return_exceptions=True)
+        for worker in boots:
+            if worker.state is WorkerState.READY:
+                worker.release()  # booted, no job: the idle set
         errors = [r for r in results if isinstance(r, BaseException)]
         if len(errors) == len(results):
             log.error("no REPL worker could start: %s", errors[0])
@@ -298,13 +301,13 @@ class Pool:
     async def drain(self, timeout: float) -> None:
         """Waits until no job is queued or running, or timeout passes."""
         end = time.monotonic() + timeout
-        while (self._queue or any(w.state in (WorkerState.BUSY, WorkerState.WARMING) for w in self.workers)) and time.monotonic() < end:
+        while (self._queue or any(w.reserved for w in self.workers)) and time.monotonic() < end:
             await asyncio.sleep(0.05)
 
     # -- admission and cancellation ---------------------------------------------
 
     def _retry_hint(self) -> float:
-        busy = max(1, sum(1 for w in self.workers if w.state is WorkerState.BUSY))
+        busy = max(1, sum(1 for w in self.workers if w.busy))
         return min(30.0, 0.1 + len(self._queue) / busy * 0.05)
 
     def _abandon(self, job: Job) -> None:
@@ -438,7 +441,7 @@ class Pool:
     def _holder(self, job: Job) -> tuple[Worker | None, int]:
         """The busy worker holding the most of the job's work, and how much."""
         if job.session is not None:
-            busy = [w for w in self.workers if w.state is WorkerState.BUSY and w.import_key == job.import_key]
+            busy = [w for w in self.workers if w.busy and w.import_key == job.import_key]
             if not busy:
                 return None, 0
             best = max(busy, key=lambda w: self._affinity(w, job))
@@ -455,7 +458,7 @@ class Pool:
         if length < len(text):
             length = text.rfind("\n", 0, length) + 1
         worker = next((w for w in self.workers if w.name == name), None)
-        if worker is None or worker.state is not WorkerState.BUSY:
+        if worker is None or not worker.busy:
             return None, 0
         return worker, length
 
@@ -533,7 +536,7 @@ class Pool:
 
     def _someone_will_hold(self, import_key: str) -> bool:
         return any(
-            w.header_key == import_key and w.state in (WorkerState.BUSY, WorkerState.WARMING)
+            w.header_key == import_key and w.reserved
             for w in self.workers
         )
 
@@ -590,8 +593,8 @@ class Pool:
             return
         if worker.state is WorkerState.SPAWNING:
             worker.kill(ExitCause.CANCELLED)
-        elif worker.state is WorkerState.BUSY:
-            worker.mark_idle()  # reserved, but the request was never sent
+        elif worker.state is WorkerState.RESERVED:
+            worker.release()  # reserved, but the request was never sent
         else:
             return
         self._dispatch()
@@ -814,7 +817,7 @@ class Pool:
 
     def _release(self, worker: Worker) -> None:
         """Decides at release time: back to idle, or recycle."""
-        if worker.state not in (WorkerState.BUSY, WorkerState.WARMING):
+        if not worker.reserved:
             return
         limits = self.config.limits
         reason = worker.recycle_reason
@@ -848,13 +851,14 @@ class Pool:
             self.config.limits,
             history_limit=self.config.pool.prefix_history,
             on_state_change=self._on_state_change,
+            fence=self.config.repl,
         )
         self.workers.append(worker)
         return worker
 
     async def _boot(self, worker: Worker) -> None:
         try:
-            await worker.start(timeout=self.config.pool.header_timeout_s)
+            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=self._probe_fork)
         except WorkerBootError as exc:
             self._on_boot_failure(exc)
             raise
@@ -867,7 +871,7 @@ class Pool:
             log.info("verifier identity: %s", self.identity.description)
         if self._probe_fork:
             self._probe_fork = False
-            self.incrementality = await worker.probe_fork(self.config.pool.header_timeout_s)
+            self.incrementality = bool(worker.is_fork)
             log.info("REPL incrementality (fork) %s", "detected" if self.incrementality else "not detected")
         self.elab_async = self._wants_elab_async()
 
@@ -987,8 +991,8 @@ class Pool:
             self._retire(victim, ExitCause.SYSTEM_MEMORY)
         else:
             for worker in self.workers:
-                if worker.state is WorkerState.BUSY and worker.recycle_reason is None:
-                    worker.recycle_reason = ExitCause.SYSTEM_MEMORY
+                if worker.busy and worker.recycle_reason is None:
+                    worker.drain(ExitCause.SYSTEM_MEMORY)
                     break
 
     def _keep_warm_spares(self) -> None:
