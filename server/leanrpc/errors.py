@@ -9,6 +9,7 @@
      +-- WorkerError             a REPL failed us              -> UNAVAILABLE
      |    +-- WorkerTimeout                                     -> DEADLINE_EXCEEDED
      |    +-- WorkerCrashed
+     |    |    +-- WorkerPoisoned  answer not proven the REPL's (fence, audit)
      |    +-- WorkerOutOfMemory                                 -> RESOURCE_EXHAUSTED
      |    +-- WorkerBootError
      +-- NotServingError         circuit open, shutting down   -> UNAVAILABLE
@@ -78,6 +79,12 @@ class WorkerTimeout(WorkerError):
 
 class WorkerCrashed(WorkerError):
     """The REPL exited, or printed output we could not parse."""
+
+
+class WorkerPoisoned(WorkerCrashed):
+    """The worker's answer could not be proven to be the REPL's answer to the
+    command (unsolicited output, a missing fence, a failed /proc audit); the
+    worker was killed and the request is safe to re-run on a fresh one."""
 
 
 class WorkerOutOfMemory(WorkerError):

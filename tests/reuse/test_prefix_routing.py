@@ -129,7 +129,7 @@ async def test_a_text_being_elaborated_counts_as_held_and_goes_if_the_request_fa
             client.verify_batch([_variant("H", 0) + "--@standin: hang\n"], timeout_s=1.0)
         )
         for _ in range(400):
-            if any(w.state is WorkerState.BUSY for w in app.pool.workers):
+            if any(w.busy for w in app.pool.workers):
                 break
             await asyncio.sleep(0.01)
         assert h_entries() == 1, "the in-flight text is indexed for its worker"

@@ -54,8 +54,8 @@ async def test_system_memory_pressure_marks_a_busy_worker_and_recycles_it_after_
         await verify(service, "theorem a : True := trivial\n")
         # A slow body keeps the only worker busy while pressure appears.
         slow = asyncio.ensure_future(verify(service, "theorem b : True := trivial\n--@standin: burn=1.5\n"))
-        await wait_until(lambda: any(w.state is WorkerState.BUSY for w in pool.workers), 10.0, "the worker to be busy")
-        busy = next(w for w in pool.workers if w.state is WorkerState.BUSY)
+        await wait_until(lambda: any(w.busy for w in pool.workers), 10.0, "the worker to be busy")
+        busy = next(w for w in pool.workers if w.busy)
         memory.percent = 95.0
         await wait_until(lambda: busy.recycle_reason is not None, 10.0, "the busy worker to be marked")
         memory.percent = 40.0

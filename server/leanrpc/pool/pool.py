@@ -60,11 +60,16 @@ log = logging.getLogger("leanrpc.pool")
 
 _FORK_MARKS = ("augustepoiroux", "incremental", "--fork")
 
+# Worker states as routing sees them; DEAD and FAILED are GONE.
 _VIEW_OF_STATE = {
     WorkerState.SPAWNING: View.SPAWNING,
+    WorkerState.PROBING: View.SPAWNING,
+    WorkerState.READY: View.SPAWNING,   # booted for a job or a preload, not yet handed out
+    WorkerState.LOADING: View.WARMING,
     WorkerState.IDLE: View.IDLE,
-    WorkerState.BUSY: View.BUSY,
-    WorkerState.WARMING: View.WARMING,
+    WorkerState.RESERVED: View.BUSY,
+    WorkerState.RUNNING: View.BUSY,
+    WorkerState.DRAINING: View.BUSY,
     WorkerState.STOPPING: View.STOPPING,
 }
 
@@ -199,6 +204,9 @@ class Pool:
         warm = max(1, min(self.config.pool.min_warm, self.size))
         boots = [self.spawn_worker() for _ in range(warm)]
         results = await asyncio.gather(*(self.supervisor.boot(w) for w in boots), return_exceptions=True)
+        for worker in boots:
+            if worker.state is WorkerState.READY:
+                worker.release()  # booted, no job: the idle set
         errors = [r for r in results if isinstance(r, BaseException)]
         if len(errors) == len(results):
             log.error("no REPL worker could start: %s", errors[0])
@@ -213,7 +221,7 @@ class Pool:
             raise NotServingError("server is shutting down")
         if not self.supervisor.breaker.allow():
             raise NotServingError(f"no REPL worker can start: {self.supervisor.breaker.reason}")
-        busy = sum(1 for w in self.workers if w.state is WorkerState.BUSY)
+        busy = sum(1 for w in self.workers if w.busy)
         self.admission.check(count, busy_workers=busy)
 
     async def submit(self, job: Job) -> BodyOutcome:
@@ -287,7 +295,7 @@ class Pool:
             self.admission.take(job)
             if isinstance(decision, Assign):
                 worker = by_name[decision.worker]
-                worker.mark_busy()  # reserved, so the next plan does not hand it out
+                worker.reserve()  # so the next plan does not hand it out
                 if self.cost.known:
                     worker.expected_busy_s = decision.expected_s
             else:
@@ -343,7 +351,7 @@ class Pool:
 
     def release(self, worker: Worker) -> None:
         """Decides at release time: back to idle, or recycle."""
-        if worker.state not in (WorkerState.BUSY, WorkerState.WARMING):
+        if not worker.reserved:
             return
         limits = self.config.limits
         reason = worker.recycle_reason
@@ -354,7 +362,7 @@ class Pool:
         if reason is not None or self.closing:
             self.supervisor.retire(worker, reason or ExitCause.SHUTDOWN)
         else:
-            worker.mark_idle()
+            worker.release()
 
     def set_incrementality(self, on: bool) -> None:
         self.incrementality = self.router.incrementality = on
@@ -379,6 +387,7 @@ class Pool:
             self.config.limits,
             history_limit=self.config.pool.prefix_history,
             on_state_change=self._on_state_change,
+            fence=self.config.repl,
         )
         self.workers.append(worker)
         return worker

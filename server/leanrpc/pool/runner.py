@@ -3,7 +3,7 @@
 Owns: the steps of one attempt (`Runner.launch` → `_run`), the preamble envs
 each worker built (with the messages Lean gave for them), and the rule for
 what a failed attempt means (retry, fail, give the worker back). May import:
-config, errors, worker, pool.job, pool.sessions. The pool (passed in) gives
+config, errors, repl, worker, pool.job, pool.sessions. The pool (passed in) gives
 back, requeues and fails jobs; this room never routes.
 
 Boot, header load and preamble run as a task of their own (`_prepare`). A job
@@ -21,6 +21,7 @@ import collections
 import logging
 import time
 
+from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .job import BodyOutcome, Job
@@ -82,8 +83,8 @@ class Runner:
             return
         if worker.state is WorkerState.SPAWNING:
             worker.kill(ExitCause.CANCELLED)
-        elif worker.state is WorkerState.BUSY:
-            worker.mark_idle()  # reserved, but the request was never sent
+        elif worker.state is WorkerState.RESERVED:
+            worker.release()  # reserved, but the request was never sent
         else:
             return
         pool.poke()
@@ -123,13 +124,8 @@ class Runner:
             if reused:
                 pool.stats.prefix_routed += 1
                 pool.stats.prefix_reused_chars += reused
-            payload: dict = {"cmd": body, "env": run_env}
-            if job.infotree:
-                payload["infotree"] = job.infotree
-            if incremental:
-                payload["incrementality"] = True
-            if pool.elab_async:
-                payload["setOptions"] = [[["Elab", "async"], True]]
+            payload = repl.command(body, run_env, infotree=job.infotree, incrementality=incremental,
+                                   elab_async=pool.elab_async)
             started = time.monotonic()
             response = await worker.request(payload, _bounded(job.timeout_s, job))
             body_s = time.monotonic() - started
@@ -139,8 +135,8 @@ class Runner:
             job.inflight_key = None  # the history owns the entry now
             session_env = _record_session(job, worker, response)
             after = None
-            if job.after_body and "env" in response:
-                after = await worker.request({"cmd": job.after_body, "env": response["env"]}, _bounded(job.timeout_s, job))
+            if job.after_body and response.env is not None:
+                after = await worker.request(repl.command(job.after_body, response.env), _bounded(job.timeout_s, job))
             if not job.future.done():
                 job.future.set_result(
                     BodyOutcome(
@@ -212,15 +208,19 @@ class Runner:
             started = time.monotonic()
             await pool.supervisor.boot(worker)
             boot_s = time.monotonic() - started
-            worker.mark_busy()
+            worker.reserve()
         warm = worker.import_key is not None
         header_s = 0.0
         if not warm:
-            worker.mark_warming()
+            # A worker drained meanwhile (system memory) loads as it is and
+            # stops at release.
+            if worker.state is WorkerState.RESERVED:
+                worker.begin_loading()
             pool.stats.header_loads += 1
             # Not bounded by the job's deadline: the load outlives the job (_run).
             header_s = await worker.load_header(job.split.imports, job.import_key, pool.config.pool.header_timeout_s)
-            worker.mark_busy()
+            if worker.state is WorkerState.LOADING:
+                worker.reserve()
         else:
             pool.stats.header_hits += 1
         base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
@@ -242,14 +242,14 @@ class Runner:
         if found is not None:
             return found[0], found[1], 0.0
         started = time.monotonic()
-        response = await worker.request({"cmd": split.preamble, "env": worker.imports_env},
+        response = await worker.request(repl.command(split.preamble, worker.imports_env),
                                         self._pool.config.pool.header_timeout_s)
-        if "env" not in response:
+        if response.env is None:
             # A REPL-level refusal (no env at all), not a Lean message.
-            raise HeaderLoadError(f"the REPL refused the open/set_option lines: {response.get('message', response)!r}")
-        messages = list(response.get("messages", []))
-        self.preambles.put(worker.name, split.preamble_key, response["env"], messages)
-        return response["env"], messages, time.monotonic() - started
+            raise HeaderLoadError(f"the REPL refused the open/set_option lines: {response.message!r}")
+        messages = list(response.messages)
+        self.preambles.put(worker.name, split.preamble_key, response.env, messages)
+        return response.env, messages, time.monotonic() - started
 
     async def _await_load(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
         """Waits for the load without cancelling it on a cancel or deadline.
@@ -297,12 +297,12 @@ def _bounded(timeout: float, job: Job) -> float:
     return timeout
 
 
-def _record_session(job: Job, worker: Worker, response: dict) -> int | None:
+def _record_session(job: Job, worker: Worker, response: repl.Response) -> int | None:
     call = job.session
-    if call is None or not call.record or "env" not in response:
+    if call is None or not call.record or response.env is None:
         return None
     session = call.session
     session_env = len(session.commands)
     session.commands.append(SessionCommand(call.parent, call.text))
-    session.realized.setdefault(worker.name, {})[session_env] = response["env"]
+    session.realized.setdefault(worker.name, {})[session_env] = response.env
     return session_env

@@ -141,8 +141,8 @@ class Supervisor:
             self.retire(victim, ExitCause.SYSTEM_MEMORY)
         else:
             for worker in self._pool.workers:
-                if worker.state is WorkerState.BUSY and worker.recycle_reason is None:
-                    worker.recycle_reason = ExitCause.SYSTEM_MEMORY
+                if worker.busy and worker.recycle_reason is None:
+                    worker.drain(ExitCause.SYSTEM_MEMORY)
                     break
 
     def keep_spares(self) -> None:
@@ -194,7 +194,7 @@ class Supervisor:
         """Starts the worker's process; learns the verifier identity once."""
         pool = self._pool
         try:
-            await worker.start(timeout=self.config.pool.header_timeout_s)
+            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=self._probe_fork)
         except WorkerBootError as exc:
             pool.stats.boot_failures += 1
             if self.breaker.record_failure(exc):
@@ -206,7 +206,7 @@ class Supervisor:
             log.info("verifier identity: %s", self.identity.description)
         if self._probe_fork:
             self._probe_fork = False
-            pool.set_incrementality(await worker.probe_fork(self.config.pool.header_timeout_s))
+            pool.set_incrementality(bool(worker.is_fork))
             log.info("REPL incrementality (fork) %s", "detected" if pool.incrementality else "not detected")
         pool.elab_async = self._wants_elab_async()
 
@@ -253,10 +253,10 @@ class Supervisor:
         async def warm() -> None:
             try:
                 await self.boot(worker)
-                worker.mark_warming()
+                worker.begin_loading()
                 pool.stats.header_loads += 1
                 await worker.load_header(split.imports, split.import_key, self.config.pool.header_timeout_s)
-                worker.mark_idle()
+                worker.release()
             except (WorkerError, HeaderLoadError) as exc:
                 log.warning("pre-loading header on %s failed: %s", worker.name, exc)
                 if worker.alive:

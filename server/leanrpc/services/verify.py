@@ -1,12 +1,12 @@
 """Verify: one snippet in, one VerifyResult out, on internal types only.
 
-Owns: input validation, the `check_axioms` follow-up command and its
-verdict, and what the edge may ask of the pool (`admission()`, `info()`), so
+Owns: input validation, the `check_axioms` follow-up command (its verdict
+is read by repl.apply_axiom_check), and what the edge may ask of the pool (`admission()`, `info()`), so
 the edge never touches the pool. Results are built by services.outcomes
 (Lean messages -> statuses, worker failures -> TIMEOUT / CRASH /
 OUT_OF_MEMORY, a header that does not load -> REJECTED). Only admission
 problems (bad input, queue full, not serving) are raised, for the edge to
-map to gRPC status codes. May import: config, core, errors, results, pool,
+map to gRPC status codes. May import: config, core, errors, results, repl, pool,
 services.outcomes, services.sessions. Never imports edge or `*_pb2`.
 """
 
@@ -19,16 +19,11 @@ from ..config import Config
 from ..core.headers import split_header
 from ..errors import RequestError
 from ..pool import Job, Pool, PoolSnapshot
-from ..results import Status, VerifyResult
+from ..results import VerifyResult
 from .outcomes import run_job
 from .sessions import SessionService
 
 INFOTREE_MODES = ("original", "substantive", "tactics", "full")
-STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
-# `native_decide` shows up as these axioms.
-NATIVE_AXIOMS = frozenset({"Lean.ofReduceBool", "Lean.trustCompiler"})
-
-_AXIOMS_LINE = re.compile(r"'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>[^\]]*)\]", re.S)
 _DECLARATION = re.compile(
     r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:(?:private|protected|noncomputable|nonrec)[ \t]+)*"
     r"(?P<kind>theorem|lemma)[ \t]+(?P<name>[^\s:({\[]+)",
@@ -108,34 +103,8 @@ class VerifyService:
             client_id=client_id,
             stream_id=stream_id,
         )
-        result, outcome = await run_job(self.pool, job, snippet_id)
-        if outcome is not None and options.check_axioms:
-            _apply_axiom_check(result, outcome.after_response)
+        result, _outcome = await run_job(self.pool, job, snippet_id, check_axioms=options.check_axioms)
         return result
-
-
-def _apply_axiom_check(result: VerifyResult, after: dict | None) -> None:
-    if after is None:
-        return
-    used: set[str] = set()
-    for message in after.get("messages", []):
-        match = _AXIOMS_LINE.search(message.get("data", ""))
-        if match:
-            used.update(a.strip() for a in match.group("axioms").split(",") if a.strip())
-    result.axioms = sorted(used)
-    if result.status is not Status.VALID:
-        return
-    if "sorryAx" in used:
-        result.status = Status.SORRY
-        return
-    native = used & NATIVE_AXIOMS
-    extra = used - STANDARD_AXIOMS - NATIVE_AXIOMS
-    if native:
-        result.status = Status.REJECTED
-        result.error = f"proof uses native_decide / compiler trust ({', '.join(sorted(native))})"
-    elif extra:
-        result.status = Status.REJECTED
-        result.error = f"proof uses non-standard axioms: {', '.join(sorted(extra))}"
 
 
 def declared_theorems(body: str) -> list[str]:
