@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import types
 
-from leanrpc.pool import pool as pool_module
+from leanrpc.pool import supervisor as pool_module  # samples system memory
 from leanrpc.worker.worker import WorkerState
 from workers_support import start_service, verify, wait_until
 
