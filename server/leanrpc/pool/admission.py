@@ -8,9 +8,10 @@ edge passes) and, within a client, per stream or batch. The order handed to
 routing takes one job from each client in turn, and within a client one job
 from each of its streams in turn (deficit round robin with one unit per job:
 a job's REPL time is not known before it runs, so every job costs the same).
-A client or stream that was just served goes to the back of the rotation. A
-stream of 3,000 snippets thus delays another client's single call by at most
-one job per worker, never by the 3,000. Jobs without a client share one
+A client or stream that was just served goes to the back of the rotation,
+and one that had nothing queued enters at the front. A stream of 3,000
+snippets thus delays another client's single call by at most one running
+job, never by the 3,000. Jobs without a client share one
 anonymous client, which behaves as a plain FIFO.
 """
 
@@ -64,10 +65,16 @@ class Admission:
     def push(self, job: Job) -> None:
         streams = self._clients.get(job.client_id)
         if streams is None:
+            # A client with nothing queued goes first (FQ-CoDel's "new flow"):
+            # it waits for one running job at most, never for a round of
+            # the busy clients. It cannot gain more: once it has jobs
+            # queued, it takes its turn like everyone else.
             streams = self._clients[job.client_id] = collections.OrderedDict()
+            self._clients.move_to_end(job.client_id, last=False)
         jobs = streams.get(job.stream_id)
         if jobs is None:
             jobs = streams[job.stream_id] = collections.deque()
+            streams.move_to_end(job.stream_id, last=False)
         jobs.append(job)
         self._size += 1
 
