@@ -11,7 +11,12 @@ parent, so it may read its child's /proc entries) that
     (fds 0/1/2 still the original pipes after a dup2(), no dup'd copies, no
     new process holding them);
   * the thread count stays within the baseline plus an allowance (Lean's task
-    pool grows with use).
+    pool grows with use);
+  * the kernel's per-thread I/O accounting (/proc/<pid>/task/<tid>/io) shows
+    that the main thread itself read at least every byte we sent in the
+    exchange and wrote at least every byte we received. A thief that took a
+    request off the pipe and answered it, and then went back to sleep before
+    this audit, leaves the main thread's counters short.
 May import: the standard library only.
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
@@ -78,6 +83,7 @@ class PipeAudit:
         self._settle_s = settle_s
         self._baseline: _Snapshot | None = None
         self._reader: tuple[int, int] | None = None
+        self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
 
     @property
     def has_baseline(self) -> bool:
@@ -90,10 +96,16 @@ class PipeAudit:
             return problem
         self._baseline = snapshot
         self._reader = snapshot.stdin_readers[0]
+        try:
+            self._reader_io = _thread_io(*self._reader)
+        except OSError as exc:
+            return f"cannot read the REPL's I/O accounting: {exc}"
         return None
 
-    def check(self) -> str | None:
-        """None when the tree looks as at warm-up; else what changed."""
+    def check(self, sent: int = 0, received: int = 0) -> str | None:
+        """None when the tree looks as at warm-up and the main thread moved
+        at least `sent` bytes in and `received` bytes out since the last
+        audit; else what changed."""
         if self._baseline is None:
             return self.record_baseline()
         snapshot, problem = self._settled()
@@ -106,6 +118,15 @@ class PipeAudit:
         if snapshot.threads > self._baseline.threads + self._allowance:
             return (f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
                     f"plus the allowance of {self._allowance}")
+        try:
+            rchar, wchar = _thread_io(*self._reader)
+        except OSError as exc:
+            return f"cannot read the REPL's I/O accounting: {exc}"
+        read, wrote = rchar - self._reader_io[0], wchar - self._reader_io[1]
+        self._reader_io = (rchar, wchar)
+        if read < sent or wrote < received:
+            return (f"the REPL's main thread read {read} of the {sent} bytes sent and wrote {wrote} of the "
+                    f"{received} bytes received: another thread answered")
         return None
 
     def _settled(self) -> tuple[_Snapshot, str | None]:
@@ -202,6 +223,13 @@ class PipeAudit:
             except (FileNotFoundError, ProcessLookupError):
                 continue
         return seen
+
+
+def _thread_io(pid: int, tid: int) -> tuple[int, int]:
+    """(rchar, wchar) of one thread: bytes its read and write calls moved."""
+    with open(f"/proc/{pid}/task/{tid}/io") as f:
+        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    return int(fields["rchar"]), int(fields["wchar"])
 
 
 def pid_fd_inode(pid: int, fd: int) -> int | None:

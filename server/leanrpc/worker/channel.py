@@ -78,6 +78,7 @@ class Channel:
         self.eof = asyncio.Event()
         self.next_env = 0                  # the env id the REPL must allocate next
         self.exchanges = 0
+        self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
         self._audit: PipeAudit | None = None
 
     def start(self) -> None:
@@ -123,6 +124,7 @@ class Channel:
             data += repl.encode(repl.fence_request(nonce))
         loop = asyncio.get_running_loop()
         pending = self._pending = _Exchange(loop.create_future(), nonce)
+        received_before = self.stdout_bytes
         try:
             stdin = self._process.process.stdin
             stdin.write(data)
@@ -142,7 +144,7 @@ class Channel:
         response = pending.future.result()
         self.exchanges += 1
         if self.settings.fence:
-            self._confirm(request, response)
+            self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
 
     def fail_pending(self, error: WorkerError) -> None:
@@ -155,7 +157,7 @@ class Channel:
         await stdin.drain()
         return await future
 
-    def _confirm(self, request, response: repl.Response) -> None:
+    def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""
         if response.env is not None and not _is_tactic(request):
             if response.env != self.next_env:
@@ -163,7 +165,7 @@ class Channel:
                                    "(a command was answered by someone else)")
             self.next_env += 1
         if self._audit is not None:
-            problem = self._audit.check()
+            problem = self._audit.check(sent, received)
             if problem is not None:
                 self._poison_raise(f"audit: {problem}")
 
@@ -201,6 +203,7 @@ class Channel:
                 chunk = await stdout.read(READ_CHUNK)
                 if not chunk:
                     break
+                self.stdout_bytes += len(chunk)
                 if self.poisoned is not None:
                     continue  # drain until EOF; nothing more is believed
                 try:
