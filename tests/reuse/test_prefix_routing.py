@@ -111,7 +111,8 @@ async def test_a_job_waits_for_a_busy_worker_holding_a_much_longer_prefix():
     body = "\n".join(f"theorem t{i} : {i} = {i} := rfl" for i in range(200)) + "\n"
     job = Job(split=split_header("import Mathlib\n" + body + "theorem z : 0 = 0 := rfl\n"), timeout_s=10)
     for worker in (holder, other):
-        worker._set_state(WorkerState.IDLE)
+        for state in (WorkerState.PROBING, WorkerState.READY, WorkerState.IDLE):  # as if booted
+            worker._set_state(state)
         worker.import_key, worker.imports_env = job.import_key, 0
     old = Job(split=split_header("import Mathlib\n" + body), timeout_s=10)
     pool._remember(holder, old, 0)
@@ -142,7 +143,8 @@ def _pool_with_busy_holder(expected_busy_s: float):
     body = "\n".join(f"theorem t{i} : {i} = {i} := rfl" for i in range(200)) + "\n"
     job = Job(split=split_header("import Mathlib\n" + body + "theorem z : 0 = 0 := rfl\n"), timeout_s=10)
     for worker in (holder, other):
-        worker._set_state(WorkerState.IDLE)
+        for state in (WorkerState.PROBING, WorkerState.READY, WorkerState.IDLE):  # as if booted
+            worker._set_state(state)
         worker.import_key, worker.imports_env = job.import_key, 0
     old = Job(split=split_header("import Mathlib\n" + body), timeout_s=10)
     pool._remember(holder, old, 0)
