@@ -28,12 +28,17 @@ forged and stolen verdicts", says what this costs and what remains possible.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import platform
 import time
 
-__all__ = ["PipeAudit", "audit_available"]
+__all__ = ["PipeAudit", "ProcessGone", "audit_available"]
+
+
+class ProcessGone(Exception):
+    """The REPL exited before the audit could look at it."""
 
 # Syscalls that wait for input on an fd, by architecture: the read family
 # (the fd is the first argument) and the poll family (the fds are behind a
@@ -89,9 +94,12 @@ class PipeAudit:
     def has_baseline(self) -> bool:
         return self._baseline is not None
 
-    def record_baseline(self) -> str | None:
-        """Takes the warm-up picture; returns a reason if it already looks wrong."""
-        snapshot, problem = self._settled()
+    async def record_baseline(self) -> str | None:
+        """Takes the warm-up picture; returns a reason if it already looks wrong.
+
+        Raises ProcessGone when the REPL is no longer there to look at.
+        """
+        snapshot, problem = await self._settled()
         if problem is not None:
             return problem
         self._baseline = snapshot
@@ -102,13 +110,13 @@ class PipeAudit:
             return f"cannot read the REPL's I/O accounting: {exc}"
         return None
 
-    def check(self, sent: int = 0, received: int = 0) -> str | None:
+    async def check(self, sent: int = 0, received: int = 0) -> str | None:
         """None when the tree looks as at warm-up and the main thread moved
         at least `sent` bytes in and `received` bytes out since the last
-        audit; else what changed."""
+        audit; else what changed. Raises ProcessGone."""
         if self._baseline is None:
-            return self.record_baseline()
-        snapshot, problem = self._settled()
+            return await self.record_baseline()
+        snapshot, problem = await self._settled()
         if problem is not None:
             return problem
         if snapshot.stdin_readers != [self._reader]:
@@ -129,15 +137,20 @@ class PipeAudit:
                     f"{received} bytes received: another thread answered")
         return None
 
-    def _settled(self) -> tuple[_Snapshot, str | None]:
+    async def _settled(self) -> tuple[_Snapshot, str | None]:
         """Snapshots until the main thread is back at reading its input (it
-        may still be writing the fence's answer); suspects fail at once."""
+        may still be writing the fence's answer); suspects fail at once.
+        Waits without blocking the event loop."""
         deadline = time.monotonic() + self._settle_s
         pause = 0.0002
         while True:
+            if not _running(self._root):
+                raise ProcessGone(self._root)
             try:
                 snapshot = self._snapshot()
             except OSError as exc:
+                if not _running(self._root):
+                    raise ProcessGone(self._root) from None
                 return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
             if snapshot.suspects:
                 return snapshot, "; ".join(snapshot.suspects[:4])
@@ -147,7 +160,7 @@ class PipeAudit:
                 return snapshot, None
             if time.monotonic() >= deadline:
                 return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
-            time.sleep(pause)
+            await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
 
     def _snapshot(self) -> _Snapshot:
@@ -223,6 +236,16 @@ class PipeAudit:
             except (FileNotFoundError, ProcessLookupError):
                 continue
         return seen
+
+
+def _running(pid: int) -> bool:
+    """False once `pid` is gone or a zombie (exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X", "x")
 
 
 def _thread_io(pid: int, tid: int) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from typing import Callable
 from .. import repl
 from ..core.framing import FrameDecoder
 from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
-from .audit import PipeAudit, audit_available
+from .audit import PipeAudit, ProcessGone, audit_available
 from .process import READ_CHUNK, ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
@@ -42,7 +42,7 @@ class FenceSettings:
     fence: bool = True           # follow each command by a nonce fence
     audit: str = "auto"          # "on": required; "auto": when /proc is readable; "off"
     thread_allowance: int = 64   # threads over the warm-up count tolerated (Lean's task pool)
-    settle_s: float = 2.0        # how long the main thread may take to get back to reading
+    settle_s: float = 5.0        # how long the main thread may take to get back to reading (load)
 
     @classmethod
     def from_config(cls, repl_config) -> "FenceSettings":
@@ -84,7 +84,7 @@ class Channel:
     def start(self) -> None:
         self._reader = asyncio.create_task(self._read_stdout(), name=f"{self.name}-stdout")
 
-    def enable_audit(self) -> None:
+    async def enable_audit(self) -> None:
         """Called once the handshake answered: the tree is as it will idle."""
         if not self.settings.fence or self.settings.audit == "off":
             return
@@ -95,7 +95,10 @@ class Channel:
             log.warning("worker %s: /proc/%s is unreadable; the fence runs without the thread audit", self.name, pid)
             return
         self._audit = PipeAudit(pid, self._process.pipe_inodes, self.settings.thread_allowance, self.settings.settle_s)
-        problem = self._audit.record_baseline()
+        try:
+            problem = await self._audit.record_baseline()
+        except ProcessGone:
+            await self._raise_gone()
         if problem is not None:
             self.poison(f"audit at warm-up: {problem}")
             raise WorkerPoisoned(f"worker {self.name} failed its warm-up audit: {problem}", stderr_tail=self._process.stderr_tail())
@@ -144,7 +147,7 @@ class Channel:
         response = pending.future.result()
         self.exchanges += 1
         if self.settings.fence:
-            self._confirm(request, response, len(data), self.stdout_bytes - received_before)
+            await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
 
     def fail_pending(self, error: WorkerError) -> None:
@@ -157,7 +160,7 @@ class Channel:
         await stdin.drain()
         return await future
 
-    def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
+    async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""
         if response.env is not None and not _is_tactic(request):
             if response.env != self.next_env:
@@ -165,9 +168,17 @@ class Channel:
                                    "(a command was answered by someone else)")
             self.next_env += 1
         if self._audit is not None:
-            problem = self._audit.check(sent, received)
+            try:
+                problem = await self._audit.check(sent, received)
+            except ProcessGone:
+                # Died before the audit could vouch for the answer: not
+                # delivered (a thief could kill the REPL to skip the audit).
+                await self._raise_gone()
             if problem is not None:
                 self._poison_raise(f"audit: {problem}")
+            if self.poisoned is not None:  # something arrived while we audited
+                raise WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
+                                     stderr_tail=self._process.stderr_tail())
 
     def _poison_raise(self, why: str) -> None:
         self.poison(why)
@@ -176,8 +187,12 @@ class Channel:
 
     async def _raise_if_gone(self) -> None:
         if self.eof.is_set() or self._process.returncode is not None:
-            raise WorkerCrashed(f"worker {self.name} has exited{await self._process.exit_description()}",
-                                stderr_tail=self._process.stderr_tail())
+            await self._raise_gone()
+
+    async def _raise_gone(self) -> None:
+        self._process.kill()
+        raise WorkerCrashed(f"worker {self.name} has exited{await self._process.exit_description()}",
+                            stderr_tail=self._process.stderr_tail())
 
     # -- poison ----------------------------------------------------------------
 
