@@ -42,7 +42,11 @@ class FenceSettings:
     fence: bool = True           # follow each command by a nonce fence
     audit: str = "auto"          # "on": required; "auto": when /proc is readable; "off"
     thread_allowance: int = 64   # threads over the warm-up count tolerated (Lean's task pool)
-    settle_s: float = 5.0        # how long the main thread may take to get back to reading (load)
+    # How long the main thread may take to get back to reading its input. On a
+    # loaded 2-core box a few seconds happen (seen: 2 s poisoned dozens of
+    # healthy workers); a thief is caught on the first snapshot regardless, so
+    # a long wait costs nothing but time on a REPL that is really stuck.
+    settle_s: float = 30.0
 
     @classmethod
     def from_config(cls, repl_config) -> "FenceSettings":
