@@ -79,29 +79,31 @@ async def bench_fence(rounds: int = 10, per_round: int = 20) -> None:
     config = Config()
     body = "theorem t (a b : Nat) : a + b = b + a := by\n  omega"
     workers = {}
-    for fence in ("on", "off"):
-        config.repl.fence = fence
-        worker = Worker(f"bench-{fence}", LaunchSpec(argv=list(config.repl.command)), Launcher(), config.limits, fence=config.repl)
+    modes = {"on": ("on", "auto"), "no-audit": ("on", "off"), "off": ("off", "off")}
+    for mode, (fence, audit) in modes.items():
+        config.repl.fence, config.repl.fence_audit = fence, audit
+        worker = Worker(f"bench-{mode}", LaunchSpec(argv=list(config.repl.command)), Launcher(), config.limits, fence=config.repl)
         await worker.start(30.0)
         worker.begin_loading()
         await worker.load_header("import Mathlib", "Mathlib", 60.0)
         worker.release()
-        workers[fence] = worker
-    timings = {"on": [], "off": []}
+        workers[mode] = worker
+    print("audited:", {mode: w.audited for mode, w in workers.items()})
+    timings = {mode: [] for mode in modes}
     try:
         for i in range(rounds):
-            order = ("on", "off") if i % 2 == 0 else ("off", "on")
-            for fence in order:
-                timings[fence] += await _exchange_times(fence, body, per_round, workers)
+            order = list(modes) if i % 2 == 0 else list(reversed(modes))
+            for mode in order:
+                timings[mode] += await _exchange_times(mode, body, per_round, workers)
     finally:
         for worker in workers.values():
             await worker.stop(2.0)
-    on, off = timings["on"], timings["off"]
-    print(f"exchanges per mode: {len(on)} (alternating rounds of {per_round})")
-    print(f"fenced   p50 {statistics.median(on) * 1e3:.3f} ms  mean {statistics.fmean(on) * 1e3:.3f} ms")
-    print(f"unfenced p50 {statistics.median(off) * 1e3:.3f} ms  mean {statistics.fmean(off) * 1e3:.3f} ms")
-    print(f"fence cost per command: p50 +{(statistics.median(on) - statistics.median(off)) * 1e3:.3f} ms, "
-          f"ratio fenced/unfenced p50 {statistics.median(on) / statistics.median(off):.2f}x")
+    off = statistics.median(timings["off"])
+    print(f"exchanges per mode: {len(timings['off'])} (alternating rounds of {per_round}); body: {body!r}")
+    print("mode | p50 ms | mean ms | p50 cost vs unfenced | ratio p50")
+    for mode, times in timings.items():
+        p50 = statistics.median(times)
+        print(f"{mode} | {p50 * 1e3:.3f} | {statistics.fmean(times) * 1e3:.3f} | +{(p50 - off) * 1e3:.3f} ms | {p50 / off:.2f}x")
 
 
 def main(argv: list[str]) -> None:

@@ -11,7 +11,12 @@ parent, so it may read its child's /proc entries) that
     (fds 0/1/2 still the original pipes after a dup2(), no dup'd copies, no
     new process holding them);
   * the thread count stays within the baseline plus an allowance (Lean's task
-    pool grows with use).
+    pool grows with use);
+  * the kernel's per-thread I/O accounting (/proc/<pid>/task/<tid>/io) shows
+    that the main thread itself read at least every byte we sent in the
+    exchange and wrote at least every byte we received. A thief that took a
+    request off the pipe and answered it, and then went back to sleep before
+    this audit, leaves the main thread's counters short.
 May import: the standard library only.
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
@@ -23,12 +28,17 @@ forged and stolen verdicts", says what this costs and what remains possible.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import platform
 import time
 
-__all__ = ["PipeAudit", "audit_available"]
+__all__ = ["PipeAudit", "ProcessGone", "audit_available"]
+
+
+class ProcessGone(Exception):
+    """The REPL exited before the audit could look at it."""
 
 # Syscalls that wait for input on an fd, by architecture: the read family
 # (the fd is the first argument) and the poll family (the fds are behind a
@@ -78,25 +88,35 @@ class PipeAudit:
         self._settle_s = settle_s
         self._baseline: _Snapshot | None = None
         self._reader: tuple[int, int] | None = None
+        self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
 
     @property
     def has_baseline(self) -> bool:
         return self._baseline is not None
 
-    def record_baseline(self) -> str | None:
-        """Takes the warm-up picture; returns a reason if it already looks wrong."""
-        snapshot, problem = self._settled()
+    async def record_baseline(self) -> str | None:
+        """Takes the warm-up picture; returns a reason if it already looks wrong.
+
+        Raises ProcessGone when the REPL is no longer there to look at.
+        """
+        snapshot, problem = await self._settled()
         if problem is not None:
             return problem
         self._baseline = snapshot
         self._reader = snapshot.stdin_readers[0]
+        try:
+            self._reader_io = _thread_io(*self._reader)
+        except OSError as exc:
+            return f"cannot read the REPL's I/O accounting: {exc}"
         return None
 
-    def check(self) -> str | None:
-        """None when the tree looks as at warm-up; else what changed."""
+    async def check(self, sent: int = 0, received: int = 0) -> str | None:
+        """None when the tree looks as at warm-up and the main thread moved
+        at least `sent` bytes in and `received` bytes out since the last
+        audit; else what changed. Raises ProcessGone."""
         if self._baseline is None:
-            return self.record_baseline()
-        snapshot, problem = self._settled()
+            return await self.record_baseline()
+        snapshot, problem = await self._settled()
         if problem is not None:
             return problem
         if snapshot.stdin_readers != [self._reader]:
@@ -106,17 +126,31 @@ class PipeAudit:
         if snapshot.threads > self._baseline.threads + self._allowance:
             return (f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
                     f"plus the allowance of {self._allowance}")
+        try:
+            rchar, wchar = _thread_io(*self._reader)
+        except OSError as exc:
+            return f"cannot read the REPL's I/O accounting: {exc}"
+        read, wrote = rchar - self._reader_io[0], wchar - self._reader_io[1]
+        self._reader_io = (rchar, wchar)
+        if read < sent or wrote < received:
+            return (f"the REPL's main thread read {read} of the {sent} bytes sent and wrote {wrote} of the "
+                    f"{received} bytes received: another thread answered")
         return None
 
-    def _settled(self) -> tuple[_Snapshot, str | None]:
+    async def _settled(self) -> tuple[_Snapshot, str | None]:
         """Snapshots until the main thread is back at reading its input (it
-        may still be writing the fence's answer); suspects fail at once."""
+        may still be writing the fence's answer); suspects fail at once.
+        Waits without blocking the event loop."""
         deadline = time.monotonic() + self._settle_s
         pause = 0.0002
         while True:
+            if not _running(self._root):
+                raise ProcessGone(self._root)
             try:
                 snapshot = self._snapshot()
             except OSError as exc:
+                if not _running(self._root):
+                    raise ProcessGone(self._root) from None
                 return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
             if snapshot.suspects:
                 return snapshot, "; ".join(snapshot.suspects[:4])
@@ -126,7 +160,7 @@ class PipeAudit:
                 return snapshot, None
             if time.monotonic() >= deadline:
                 return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
-            time.sleep(pause)
+            await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
 
     def _snapshot(self) -> _Snapshot:
@@ -202,6 +236,23 @@ class PipeAudit:
             except (FileNotFoundError, ProcessLookupError):
                 continue
         return seen
+
+
+def _running(pid: int) -> bool:
+    """False once `pid` is gone or a zombie (exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X", "x")
+
+
+def _thread_io(pid: int, tid: int) -> tuple[int, int]:
+    """(rchar, wchar) of one thread: bytes its read and write calls moved."""
+    with open(f"/proc/{pid}/task/{tid}/io") as f:
+        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    return int(fields["rchar"]), int(fields["wchar"])
 
 
 def pid_fd_inode(pid: int, fd: int) -> int | None:

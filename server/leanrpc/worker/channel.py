@@ -29,7 +29,7 @@ from typing import Callable
 from .. import repl
 from ..core.framing import FrameDecoder
 from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
-from .audit import PipeAudit, audit_available
+from .audit import PipeAudit, ProcessGone, audit_available
 from .process import READ_CHUNK, ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
@@ -42,7 +42,11 @@ class FenceSettings:
     fence: bool = True           # follow each command by a nonce fence
     audit: str = "auto"          # "on": required; "auto": when /proc is readable; "off"
     thread_allowance: int = 64   # threads over the warm-up count tolerated (Lean's task pool)
-    settle_s: float = 2.0        # how long the main thread may take to get back to reading
+    # How long the main thread may take to get back to reading its input. On a
+    # loaded 2-core box a few seconds happen (seen: 2 s poisoned dozens of
+    # healthy workers); a thief is caught on the first snapshot regardless, so
+    # a long wait costs nothing but time on a REPL that is really stuck.
+    settle_s: float = 30.0
 
     @classmethod
     def from_config(cls, repl_config) -> "FenceSettings":
@@ -78,12 +82,13 @@ class Channel:
         self.eof = asyncio.Event()
         self.next_env = 0                  # the env id the REPL must allocate next
         self.exchanges = 0
+        self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
         self._audit: PipeAudit | None = None
 
     def start(self) -> None:
         self._reader = asyncio.create_task(self._read_stdout(), name=f"{self.name}-stdout")
 
-    def enable_audit(self) -> None:
+    async def enable_audit(self) -> None:
         """Called once the handshake answered: the tree is as it will idle."""
         if not self.settings.fence or self.settings.audit == "off":
             return
@@ -94,7 +99,10 @@ class Channel:
             log.warning("worker %s: /proc/%s is unreadable; the fence runs without the thread audit", self.name, pid)
             return
         self._audit = PipeAudit(pid, self._process.pipe_inodes, self.settings.thread_allowance, self.settings.settle_s)
-        problem = self._audit.record_baseline()
+        try:
+            problem = await self._audit.record_baseline()
+        except ProcessGone:
+            await self._raise_gone()
         if problem is not None:
             self.poison(f"audit at warm-up: {problem}")
             raise WorkerPoisoned(f"worker {self.name} failed its warm-up audit: {problem}", stderr_tail=self._process.stderr_tail())
@@ -123,6 +131,7 @@ class Channel:
             data += repl.encode(repl.fence_request(nonce))
         loop = asyncio.get_running_loop()
         pending = self._pending = _Exchange(loop.create_future(), nonce)
+        received_before = self.stdout_bytes
         try:
             stdin = self._process.process.stdin
             stdin.write(data)
@@ -142,7 +151,7 @@ class Channel:
         response = pending.future.result()
         self.exchanges += 1
         if self.settings.fence:
-            self._confirm(request, response)
+            await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
 
     def fail_pending(self, error: WorkerError) -> None:
@@ -155,7 +164,7 @@ class Channel:
         await stdin.drain()
         return await future
 
-    def _confirm(self, request, response: repl.Response) -> None:
+    async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""
         if response.env is not None and not _is_tactic(request):
             if response.env != self.next_env:
@@ -163,9 +172,17 @@ class Channel:
                                    "(a command was answered by someone else)")
             self.next_env += 1
         if self._audit is not None:
-            problem = self._audit.check()
+            try:
+                problem = await self._audit.check(sent, received)
+            except ProcessGone:
+                # Died before the audit could vouch for the answer: not
+                # delivered (a thief could kill the REPL to skip the audit).
+                await self._raise_gone()
             if problem is not None:
                 self._poison_raise(f"audit: {problem}")
+            if self.poisoned is not None:  # something arrived while we audited
+                raise WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
+                                     stderr_tail=self._process.stderr_tail())
 
     def _poison_raise(self, why: str) -> None:
         self.poison(why)
@@ -174,8 +191,12 @@ class Channel:
 
     async def _raise_if_gone(self) -> None:
         if self.eof.is_set() or self._process.returncode is not None:
-            raise WorkerCrashed(f"worker {self.name} has exited{await self._process.exit_description()}",
-                                stderr_tail=self._process.stderr_tail())
+            await self._raise_gone()
+
+    async def _raise_gone(self) -> None:
+        self._process.kill()
+        raise WorkerCrashed(f"worker {self.name} has exited{await self._process.exit_description()}",
+                            stderr_tail=self._process.stderr_tail())
 
     # -- poison ----------------------------------------------------------------
 
@@ -201,6 +222,7 @@ class Channel:
                 chunk = await stdout.read(READ_CHUNK)
                 if not chunk:
                     break
+                self.stdout_bytes += len(chunk)
                 if self.poisoned is not None:
                     continue  # drain until EOF; nothing more is believed
                 try:

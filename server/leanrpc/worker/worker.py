@@ -270,7 +270,7 @@ class Worker:
         self._set_state(S.PROBING)
         try:
             response = await self._channel.exchange(repl.identity_probe(), timeout)
-            self._channel.enable_audit()
+            await self._channel.enable_audit()
             if probe_fork:
                 self.is_fork = repl.is_fork(await self._channel.exchange(repl.fork_probe(), timeout))
         except WorkerError as exc:
