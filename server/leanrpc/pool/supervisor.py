@@ -253,6 +253,8 @@ class Supervisor:
         async def warm() -> None:
             try:
                 await self.boot(worker)
+                if worker.state is not WorkerState.READY:
+                    return  # stopped meanwhile (close, memory): nothing to load
                 worker.begin_loading()
                 pool.stats.header_loads += 1
                 await worker.load_header(split.imports, split.import_key, self.config.pool.header_timeout_s)
