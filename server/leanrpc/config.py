@@ -79,6 +79,15 @@ class ReplConfig(_Section):
     # Turn on Elab.async via setOptions: "auto" (the fork at Lean >= 4.19),
     # "on"/true or "off"/false.
     elab_async: OnOffAuto | bool = "auto"
+    # Fenced exchanges (docs/SECURITY.md, "Threat model: forged and stolen
+    # verdicts"): "on" follows every command with a nonce fence and checks the
+    # REPL's env counter; "off" only for fully trusted input.
+    fence: Literal["on", "off"] = "on"
+    # The /proc thread and fd audit after each fenced exchange: "auto" (when
+    # /proc of the worker is readable), "on" (refuse to boot without it), "off".
+    fence_audit: OnOffAuto = "auto"
+    # Threads a REPL may start beyond its count at warm-up (Lean's task pool).
+    fence_thread_allowance: NonNegativeInt = 64
 
 
 class LimitsConfig(_Section):

@@ -1,18 +1,28 @@
 """The error tree. Lean-level failures are data in results, never exceptions.
 
     LeanServiceError
-     +-- RequestError        bad input                   -> INVALID_ARGUMENT
-     |    +-- OverloadedError queue full                 -> RESOURCE_EXHAUSTED
-     |    +-- AuthError       missing/bad credentials    -> UNAUTHENTICATED
-     +-- WorkerError         a REPL failed us            -> UNAVAILABLE
-     |    +-- WorkerTimeout                              -> DEADLINE_EXCEEDED
+     +-- RequestError            bad input                     -> INVALID_ARGUMENT
+     |    +-- OverloadedError     queue or session limit full   -> RESOURCE_EXHAUSTED
+     |    +-- AuthError           missing/bad credentials       -> UNAUTHENTICATED
+     |    +-- NotFoundError       unknown session               -> NOT_FOUND
+     |    +-- HeaderLoadError     imports did not load          (a REJECTED result)
+     +-- WorkerError             a REPL failed us              -> UNAVAILABLE
+     |    +-- WorkerTimeout                                     -> DEADLINE_EXCEEDED
      |    +-- WorkerCrashed
-     |    +-- WorkerOutOfMemory                          -> RESOURCE_EXHAUSTED
+     |    |    +-- WorkerPoisoned  answer not proven the REPL's (fence, audit)
+     |    +-- WorkerOutOfMemory                                 -> RESOURCE_EXHAUSTED
      |    +-- WorkerBootError
-     +-- NotServingError     circuit open, shutting down -> UNAVAILABLE
-     +-- ModelNotConfigured  formalize without weights   -> FAILED_PRECONDITION
-     +-- InternalError       our bug                     -> INTERNAL
-          +-- ProtocolError  unparseable REPL output
+     +-- NotServingError         circuit open, shutting down   -> UNAVAILABLE
+     |    +-- ModelNotConfigured  formalize without weights     -> FAILED_PRECONDITION
+     +-- InternalError           our bug                       -> INTERNAL
+          +-- ProtocolError       REPL output broke the protocol
+               +-- FramingError   bytes not cut into frames
+                    +-- FrameTooLarge
+                    +-- FrameDecodeError
+
+Worker errors raised while a snippet runs become results (TIMEOUT, CRASH,
+OUT_OF_MEMORY) in leanrpc.services.outcomes, not status codes; the codes
+above apply where an error ends a whole call.
 
 The mapping to gRPC codes lives in one table, leanrpc.edge.errors.
 """
@@ -77,6 +87,12 @@ class WorkerTimeout(WorkerError):
 
 class WorkerCrashed(WorkerError):
     """The REPL exited, or printed output we could not parse."""
+
+
+class WorkerPoisoned(WorkerCrashed):
+    """The worker's answer could not be proven to be the REPL's answer to the
+    command (unsolicited output, a missing fence, a failed /proc audit); the
+    worker was killed and the request is safe to re-run on a fresh one."""
 
 
 class WorkerOutOfMemory(WorkerError):

@@ -90,7 +90,11 @@ class VerifierIdentity:
 
     @property
     def cache_key(self) -> str:
-        """Part of every header-cache key: envs from different toolchains never mix."""
+        """For result caches: verdicts of different toolchains never mix.
+
+        Not used by the pool (all its workers run one toolchain); a cache of
+        results must put it in every key.
+        """
         return f"{self.kind}|{self.lean_version}|{self.repl_revision}|{self.project_revision}"
 
 
@@ -108,7 +112,9 @@ class VerifyResult:
     reuse: ReuseInfo = dataclasses.field(default_factory=ReuseInfo)
     verifier: VerifierIdentity | None = None
     error: str = ""
-    infotree_json: str = ""
+    # The REPL's infotree as decoded JSON (None when not asked for); the
+    # edge serializes it once, for the wire.
+    infotree: dict | list | None = None
     axioms: list[str] = dataclasses.field(default_factory=list)
     # Set only on a REJECTED result for a snippet that never ran (queue full,
     # server shutting down): it may be sent again after this many seconds.

@@ -115,7 +115,7 @@ async def wait_no_descendants(timeout: float = 15.0) -> None:
 def worker_pids(app: App) -> list[int]:
     """Booted workers (idle, warming or busy); a kill during boot would be
     a boot failure, which the circuit breaker tests cover on their own."""
-    return [w.pid for w in app.pool.workers if w.pid and w.state.value in ("idle", "busy", "warming")]
+    return [w.pid for w in app.pool.workers if w.pid and (w.state.value == "idle" or w.reserved)]
 
 
 @dataclasses.dataclass

@@ -31,7 +31,7 @@ def _pool_quiet(app) -> bool:
     pool = app.pool
     return (
         pool.queue_depth == 0
-        and not any(w.state.value in ("busy", "warming") for w in pool.workers)
+        and not any(w.reserved for w in pool.workers)
         and pool.stats.jobs_submitted == pool.stats.jobs_finished
     )
 

@@ -90,7 +90,7 @@ async def test_grace_period_cuts_hung_requests_and_kills_every_worker():
     try:
         calls = await _open_streams(stub, streams=3, per_stream=4, body="theorem t{i} : True := trivial\n--@standin: hang\n")
         drains = [asyncio.ensure_future(_drain(call)) for call in calls]
-        await wait_for(lambda: sum(1 for w in app.pool.workers if w.state.value == "busy") == 2, 60.0, "both workers to hang")
+        await wait_for(lambda: sum(1 for w in app.pool.workers if w.busy) == 2, 60.0, "both workers to hang")
         tree = descendants()
         assert tree
         # The hung bodies (120 s timeout) cannot finish in a 1 s grace.

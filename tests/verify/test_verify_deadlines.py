@@ -34,10 +34,10 @@ async def test_deadline_kills_running_worker_and_drops_queued_job():
 
         running = asyncio.ensure_future(stub.Verify(_request("slow", SLOW), timeout=4.0))
         for _ in range(400):  # until the slow body is on the worker
-            if worker.state is WorkerState.BUSY:
+            if worker.busy:
                 break
             await asyncio.sleep(0.01)
-        assert worker.state is WorkerState.BUSY
+        assert worker.busy
         queued = stub.Verify(_request("queued", SLOW), timeout=1.0)
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await queued
@@ -49,7 +49,7 @@ async def test_deadline_kills_running_worker_and_drops_queued_job():
                 break
             await asyncio.sleep(0.05)
         assert app.pool.queue_depth == 0
-        assert worker.state is WorkerState.BUSY and worker.pid == slow_pid
+        assert worker.busy and worker.pid == slow_pid
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await running
         assert info.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED

@@ -25,7 +25,7 @@ def snippet(snippet_id: str, code: str) -> pb.VerifyStreamRequest:
 
 async def _wait_busy(app) -> None:
     for _ in range(500):
-        if app.pool.queue_depth == 0 and any(w.state is WorkerState.BUSY for w in app.pool.workers):
+        if app.pool.queue_depth == 0 and any(w.busy for w in app.pool.workers):
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the hanging snippet never started")

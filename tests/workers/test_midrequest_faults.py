@@ -34,8 +34,8 @@ async def test_balloon_past_the_rss_limit_is_killed_mid_request_while_others_con
 
 
 async def _busy_worker_pid(pool) -> int:
-    await wait_until(lambda: any(w.state is WorkerState.BUSY for w in pool.workers), 20.0, "a busy worker")
-    worker = next(w for w in pool.workers if w.state is WorkerState.BUSY)
+    await wait_until(lambda: any(w.busy for w in pool.workers), 20.0, "a busy worker")
+    worker = next(w for w in pool.workers if w.busy)
     # Burning CPU means the body is being elaborated, not merely assigned.
     before = cpu_seconds(worker.pid)
     await wait_until(lambda: cpu_seconds(worker.pid) > before + 0.3, 20.0, "the body to be running")

@@ -58,7 +58,7 @@ async def test_pool_close_under_load_leaves_no_grandchild():
     service = await start_service(workers=2, repl__command=_REPL_WITH_GRANDCHILD)
     pool = service.pool
     tasks = [asyncio.ensure_future(verify(service, body, snippet_id=f"s{i}", timeout_s=30)) for i, body in enumerate(_bodies(12))]
-    await wait_until(lambda: sum(1 for w in pool.workers if w.state.value == "busy") == 2, 20.0, "both workers busy")
+    await wait_until(lambda: sum(1 for w in pool.workers if w.busy) == 2, 20.0, "both workers busy")
     tree = _tree({w.pid for w in pool.workers if w.pid})
     # Each worker brought its grandchild along.
     assert len(tree) >= 4
@@ -101,7 +101,7 @@ async def test_server_stop_under_stream_load_leaves_no_process():
         for i, body in enumerate(_bodies(9)):
             await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body)))
         calls.append(call)
-    await wait_until(lambda: sum(1 for w in app.pool.workers if w.state.value == "busy") == 2, 20.0, "both workers busy")
+    await wait_until(lambda: sum(1 for w in app.pool.workers if w.busy) == 2, 20.0, "both workers busy")
     tree = _tree({w.pid for w in app.pool.workers if w.pid})
     await app.stop(1.0)
     for call in calls:

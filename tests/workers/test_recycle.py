@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import types
 
-from leanrpc.pool import pool as pool_module
+from leanrpc.pool import supervisor as pool_module  # samples system memory
 from leanrpc.worker.worker import WorkerState
 from workers_support import start_service, verify, wait_until
 
@@ -54,8 +54,8 @@ async def test_system_memory_pressure_marks_a_busy_worker_and_recycles_it_after_
         await verify(service, "theorem a : True := trivial\n")
         # A slow body keeps the only worker busy while pressure appears.
         slow = asyncio.ensure_future(verify(service, "theorem b : True := trivial\n--@standin: burn=1.5\n"))
-        await wait_until(lambda: any(w.state is WorkerState.BUSY for w in pool.workers), 10.0, "the worker to be busy")
-        busy = next(w for w in pool.workers if w.state is WorkerState.BUSY)
+        await wait_until(lambda: any(w.busy for w in pool.workers), 10.0, "the worker to be busy")
+        busy = next(w for w in pool.workers if w.busy)
         memory.percent = 95.0
         await wait_until(lambda: busy.recycle_reason is not None, 10.0, "the busy worker to be marked")
         memory.percent = 40.0

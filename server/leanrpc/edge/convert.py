@@ -3,6 +3,8 @@ imports the generated stubs."""
 
 from __future__ import annotations
 
+import json
+
 from ..errors import RequestError
 from ..results import Message, Position, SorryInfo, VerifierIdentity, VerifyResult
 from ..services.verify import VerifyOptions
@@ -104,7 +106,7 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
             original_run=result.reuse.original_run,
         ),
         error=result.error,
-        infotree_json=result.infotree_json,
+        infotree_json="" if result.infotree is None else json.dumps(result.infotree, ensure_ascii=False),
         axioms=result.axioms,
     )
     identity = identity_to_pb(result.verifier)

@@ -64,12 +64,7 @@ class VerifierServicer(pb_grpc.VerifierServicer):
                 kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
                 raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}",
                            field=exc.field or f"snippets[{index}]") from exc
-        pool = self._verify.pool
-        if pool.queue_depth + len(snippets) > self._config.pool.queue_limit:
-            raise OverloadedError(
-                f"queue cannot take {len(snippets)} more snippets ({pool.queue_depth} waiting)",
-                retry_after_s=1.0,
-            )
+        self._verify.admission(len(snippets))
         deadline = _deadline(context)
         client_id = self._client_identity(context)
         stream_id = f"batch-{next(self._stream_numbers)}"
@@ -147,19 +142,19 @@ class VerifierServicer(pb_grpc.VerifierServicer):
 
     @maps_errors
     async def GetServerInfo(self, request, context):
-        pool = self._verify.pool
+        snapshot = self._verify.info()
         info = pb.GetServerInfoResponse(
             version=__version__,
-            workers=pool.size,
-            worker_states=pool.worker_states(),
-            queue_depth=pool.queue_depth,
-            queue_limit=self._config.pool.queue_limit,
-            serving=pool.serving,
-            not_serving_reason=pool.not_serving_reason,
+            workers=snapshot.size,
+            worker_states=snapshot.worker_states,
+            queue_depth=snapshot.queue_depth,
+            queue_limit=snapshot.queue_limit,
+            serving=snapshot.serving,
+            not_serving_reason=snapshot.not_serving_reason,
             native_core=self._native,
             sandbox=self._sandbox,
         )
-        identity = convert.identity_to_pb(pool.identity)
+        identity = convert.identity_to_pb(snapshot.identity)
         if identity is not None:
             info.verifier.CopyFrom(identity)
         return info

@@ -93,13 +93,13 @@ class KiminaGateway:
                                  debug_of=lambda r: False, backward=True)
 
     async def health(self, request: web.Request) -> web.Response:
-        pool = self._verify.pool
-        info = {"serving": pool.serving, "workers": pool.size, "queue_depth": pool.queue_depth,
-                "queue_limit": self._config.pool.queue_limit}
-        if pool.serving:
+        snapshot = self._verify.info()
+        info = {"serving": snapshot.serving, "workers": snapshot.size, "queue_depth": snapshot.queue_depth,
+                "queue_limit": snapshot.queue_limit}
+        if snapshot.serving:
             return _json({"status": "ok", kimina.EXTENSION_KEY: info})
-        info["reason"] = pool.not_serving_reason
-        return _json({"status": "unavailable", "detail": pool.not_serving_reason, kimina.EXTENSION_KEY: info}, 503)
+        info["reason"] = snapshot.not_serving_reason
+        return _json({"status": "unavailable", "detail": snapshot.not_serving_reason, kimina.EXTENSION_KEY: info}, 503)
 
     async def not_implemented(self, request: web.Request) -> web.Response:
         refused = self._refuse_access(request)
@@ -123,12 +123,12 @@ class KiminaGateway:
         if len(items) > limit:
             return _detail(422, [{"type": "too_long", "loc": ["body"], "msg":
                                   f"the batch has {len(items)} snippets, over the limit of {limit}; split it"}])
-        pool = self._verify.pool
-        if not pool.serving:
-            return _detail(503, f"not serving: {pool.not_serving_reason}")
-        if pool.queue_depth + len(items) > self._config.pool.queue_limit:
-            retry = OverloadedError(f"queue cannot take {len(items)} more snippets ({pool.queue_depth} waiting)")
-            return _detail(429, retry.message, {"Retry-After": str(max(1, math.ceil(retry.retry_after_s)))})
+        try:
+            self._verify.admission(len(items))  # the pool's one admission check
+        except NotServingError as exc:
+            return _detail(503, f"not serving: {exc.message}")
+        except OverloadedError as exc:
+            return _detail(429, exc.message, {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
         client = self._client(request)
         per_client = self._config.server.max_concurrent_per_client
         if per_client > 0 and self._in_flight[client] >= per_client:

@@ -1,5 +1,11 @@
-"""Pool layer: routing, admission, supervision."""
+"""Pool layer: admission, routing, running jobs, supervising workers.
 
-from .pool import BodyOutcome, Job, Pool, PoolStats
+Owns which worker serves which job, how many workers exist, and when one is
+replaced. May import: config, errors, results, core, worker. Never imports
+services, edge, or any `*_pb2`. See pool.py for the data flow.
+"""
 
-__all__ = ["BodyOutcome", "Job", "Pool", "PoolStats"]
+from .job import BodyOutcome, Job
+from .pool import Pool, PoolSnapshot, PoolStats
+
+__all__ = ["BodyOutcome", "Job", "Pool", "PoolSnapshot", "PoolStats"]

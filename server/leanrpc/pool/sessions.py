@@ -20,6 +20,7 @@ import dataclasses
 import itertools
 import time
 
+from .. import repl
 from ..core.headers import HeaderSplit
 from ..errors import NotFoundError, OverloadedError, RequestError, WorkerCrashed
 from ..worker.worker import ExitCause
@@ -61,12 +62,6 @@ class Session:
             env = self.commands[env].parent
         out.reverse()
         return out
-
-    def chain_chars(self, env: int | None) -> int:
-        return sum(len(self.commands[k].text or "") for k in self.chain(env))
-
-    def realized_on(self, worker_name: str, env: int | None) -> bool:
-        return env is None or env in self.realized.get(worker_name, {})
 
     def forget_worker(self, worker_name: str) -> None:
         self.realized.pop(worker_name, None)
@@ -161,15 +156,15 @@ async def realize(session: Session, worker, base_env: int, env: int | None, time
     for k in reversed(missing):
         command = session.commands[k]
         if command.text is not None:
-            response = await worker.request({"cmd": command.text, "env": repl_env}, timeout)
-            if "env" not in response:
+            response = await worker.request(repl.command(command.text, repl_env), timeout)
+            if response.env is None:
                 # The command gave an env the first time; a different answer
                 # now means this process is not a faithful copy: never reuse it.
                 worker.kill(ExitCause.CRASH)
                 raise WorkerCrashed(
-                    f"replaying session {session.name!r} env {k} failed: {response.get('message', response)!r}"
+                    f"replaying session {session.name!r} env {k} failed: {response.message!r}"
                 )
-            repl_env = response["env"]
+            repl_env = response.env
         built[k] = repl_env
     session.replayed_commands += len(missing)
     return repl_env, len(missing)

@@ -1,8 +1,10 @@
-"""Extract: verify with an infotree, then cut the proof into tactic steps."""
+"""Extract: verify with an infotree, then cut the proof into tactic steps.
+
+Owns: nothing but the composition. May import: results, extract,
+services.verify.
+"""
 
 from __future__ import annotations
-
-import json
 
 from ..results import VerifyResult
 from .verify import VerifyOptions, VerifyService
@@ -20,8 +22,8 @@ class ExtractService:
             options.infotree = "original"
         result: VerifyResult = await self.verify_service.verify("extract", code, options, deadline=deadline)
         declarations = []
-        if result.infotree_json:
-            infotree = json.loads(result.infotree_json)
+        if result.infotree is not None:
+            infotree = result.infotree
             # Positions are already in the user's text: the body was sent
             # padded to its line in the file.
             declarations = extract_declarations(infotree, code)

@@ -1,20 +1,24 @@
 """Sessions: named env trees whose env ids survive worker restarts.
 
-The pool keeps the commands and replays them (leanrpc.pool.sessions); this
-service validates requests and turns pool outcomes into results, exactly as
-Verify does.
+Owns: session request checks (names, env ids, no imports after opening) and
+running session commands. The pool keeps the commands and replays them
+(leanrpc.pool.sessions); results are built by services.outcomes, exactly as
+for Verify. May import: core, errors, results, pool, services.outcomes.
+Never imports services.verify (Verify uses this room, not the reverse).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
+from typing import Callable
 
+from ..config import Config
 from ..core.headers import split_header
-from ..errors import HeaderLoadError, RequestError, WorkerCrashed, WorkerOutOfMemory, WorkerTimeout
-from ..pool.pool import Job
+from ..errors import RequestError
+from ..pool import Job, Pool
 from ..pool.sessions import ROOT_ENV, SessionCall
-from ..results import Status, VerifyResult
+from ..results import VerifyResult
+from .outcomes import run_job
 
 _MAX_NAME = 128
 
@@ -28,26 +32,30 @@ class SessionResult:
 
 
 class SessionService:
-    def __init__(self, verify) -> None:
-        self._verify = verify
-        self.pool = verify.pool
-        self.registry = verify.pool.sessions
+    def __init__(self, pool: Pool, config: Config, validate: Callable) -> None:
+        """`validate(code, options)` raises RequestError for refused input."""
+        self.pool = pool
+        self.config = config
+        self.registry = pool.sessions
+        self._validate = validate
 
-    def _options(self, options):
+    @staticmethod
+    def _options(options):
         # The session is named by the call itself; the option field would be circular.
         return dataclasses.replace(options, session="")
 
-    async def open(self, name: str, code: str, options, *, deadline: float | None = None) -> SessionResult:
+    async def open(self, name: str, code: str, options, *, deadline: float | None = None,
+                   client_id: str = "") -> SessionResult:
         """Creates a session from a header (+ preamble) and runs it: env 0."""
         if len(name) > _MAX_NAME or any(c.isspace() or c == "\x00" for c in name):
             raise RequestError(f"session names are up to {_MAX_NAME} characters without spaces")
         options = self._options(options)
-        self._verify.validate(code, options)
+        self._validate(code, options)
         split = split_header(code)
         session = self.registry.create(name, split)
         try:
             out = await self._submit(session, None, split.padded_body, options, deadline, record=True,
-                                     result_id=session.name)
+                                     result_id=session.name, client_id=client_id)
         except BaseException:
             self.registry.close(session.name)
             raise
@@ -57,11 +65,12 @@ class SessionService:
         return out
 
     async def run(self, name: str, code: str, env: int | None, options, *, deadline: float | None = None,
-                  record: bool = True, result_id: str = "") -> SessionResult:
+                  record: bool = True, result_id: str = "", client_id: str = "",
+                  stream_id: str = "") -> SessionResult:
         """Runs `code` on session env `env` (default 0); records the new env if `record`."""
         session = self.registry.get(name)
         options = self._options(options)
-        self._verify.validate(code, options)
+        self._validate(code, options)
         if split_header(code).imports:
             raise RequestError(
                 f"session code cannot import modules; the imports of session {name!r} are fixed when it is opened"
@@ -71,42 +80,25 @@ class SessionService:
         if record:
             self.registry.check_room(session)
         return await self._submit(session, parent, code, options, deadline, record=record,
-                                  result_id=result_id or f"{name}:{parent}")
+                                  result_id=result_id or f"{name}:{parent}", client_id=client_id,
+                                  stream_id=stream_id)
 
     def close(self, name: str) -> bool:
         return self.registry.close(name)
 
-    def check_exists(self, name: str) -> None:
-        self.registry.get(name)
-
-    async def _submit(self, session, parent, text, options, deadline, *, record: bool, result_id: str) -> SessionResult:
-        verify = self._verify
-        arrived = time.monotonic()
+    async def _submit(self, session, parent, text, options, deadline, *, record: bool, result_id: str,
+                      client_id: str = "", stream_id: str = "") -> SessionResult:
         job = Job(
             split=session.split,
-            timeout_s=options.timeout_s or verify.config.pool.default_timeout_s,
+            timeout_s=options.timeout_s or self.config.pool.default_timeout_s,
             infotree=options.infotree,
             reuse=options.reuse,
             deadline=deadline,
             session=SessionCall(session, parent, text, record),
+            client_id=client_id,
+            stream_id=stream_id or f"session:{session.name}",
         )
-        try:
-            outcome = await self.pool.submit(job)
-        except WorkerTimeout as exc:
-            return SessionResult(session.name, None, verify._failure(result_id, Status.TIMEOUT, exc, arrived, job))
-        except WorkerOutOfMemory as exc:
-            return SessionResult(session.name, None, verify._failure(result_id, Status.OUT_OF_MEMORY, exc, arrived, job))
-        except WorkerCrashed as exc:
-            return SessionResult(session.name, None, verify._failure(result_id, Status.CRASH, exc, arrived, job))
-        except HeaderLoadError as exc:
-            from .verify import message_from_repl
-
-            result = verify._failure(result_id, Status.REJECTED, exc, arrived, job)
-            result.messages = [message_from_repl(m) for m in exc.messages]
+        result, outcome = await run_job(self.pool, job, result_id)
+        if outcome is None:
             return SessionResult(session.name, None, result)
-        from .verify import classify
-
-        result = classify(result_id, outcome, False)
-        result.verifier = self.pool.identity
-        result.timings.total_s = time.monotonic() - arrived
         return SessionResult(session.name, outcome.session_env, result, outcome.replayed_commands)

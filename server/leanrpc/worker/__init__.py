@@ -1,6 +1,26 @@
-"""Worker layer: one REPL process per Worker, started by a Launcher."""
+"""Worker layer: one REPL process per Worker, started by a Launcher.
 
+Owns: `process` (the child: launch, exit watch, stderr, graded stop, memory),
+`channel` (one proven exchange at a time: framing, fence, env counter,
+timeouts), `audit` (the /proc thief check the channel runs), `worker` (the
+state machine the pool drives with reserve()/release()), `launcher` (the
+launch seam; sandboxes implement it), `identity`.
+May import: leanrpc.repl, leanrpc.core, leanrpc.config, leanrpc.errors,
+leanrpc.results. Never the pool, services or edge.
+"""
+
+from .channel import FenceSettings
 from .launcher import LaunchSpec, Launcher, rlimits_from_config
-from .worker import ExitCause, ShutdownRung, Worker, WorkerState
+from .process import ShutdownRung
+from .worker import ExitCause, Worker, WorkerState
 
-__all__ = ["ExitCause", "LaunchSpec", "Launcher", "ShutdownRung", "Worker", "WorkerState", "rlimits_from_config"]
+__all__ = [
+    "ExitCause",
+    "FenceSettings",
+    "LaunchSpec",
+    "Launcher",
+    "ShutdownRung",
+    "Worker",
+    "WorkerState",
+    "rlimits_from_config",
+]

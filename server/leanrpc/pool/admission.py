@@ -1,0 +1,157 @@
+"""Admission: the one queue check, the fair queue, deadlines, retry hints.
+
+Owns: whether a request may enter (`check`), the queued jobs, and the order
+routing sees them in. May import: errors, pool.job. No processes, no asyncio.
+
+Fair queuing: jobs are queued per client (the authenticated identity the
+edge passes) and, within a client, per stream or batch. The order handed to
+routing takes one job from each client in turn, and within a client one job
+from each of its streams in turn (deficit round robin with one unit per job:
+a job's REPL time is not known before it runs, so every job costs the same).
+A client or stream that was just served goes to the back of the rotation,
+and one that had nothing queued enters at the front. A stream of 3,000
+snippets thus delays another client's single call by at most one running
+job, never by the 3,000. Jobs without a client share one
+anonymous client, which behaves as a plain FIFO.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+
+from ..errors import OverloadedError
+from .job import Job
+
+__all__ = ["Admission"]
+
+# Longest retry hint handed to an overloaded caller.
+_MAX_RETRY_S = 30.0
+
+
+class Admission:
+    def __init__(self, queue_limit: int) -> None:
+        self.queue_limit = queue_limit
+        # client -> stream -> jobs, each dict in rotation order (front serves next).
+        self._clients: collections.OrderedDict[str, collections.OrderedDict[str, collections.deque[Job]]] = (
+            collections.OrderedDict()
+        )
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, job: Job) -> bool:
+        streams = self._clients.get(job.client_id)
+        jobs = streams.get(job.stream_id) if streams is not None else None
+        return jobs is not None and job in jobs
+
+    # -- the check ---------------------------------------------------------------
+
+    def retry_hint(self, busy_workers: int) -> float:
+        """Seconds an overloaded caller should wait: the queue's drain time estimate."""
+        return min(_MAX_RETRY_S, 0.1 + self._size / max(1, busy_workers) * 0.05)
+
+    def check(self, count: int = 1, *, busy_workers: int = 1) -> None:
+        """Raises OverloadedError unless `count` more jobs fit in the queue."""
+        if self._size + count > self.queue_limit:
+            raise OverloadedError(
+                f"queue full ({self._size} waiting, limit {self.queue_limit}): cannot take {count} more",
+                retry_after_s=self.retry_hint(busy_workers),
+            )
+
+    # -- the queue ---------------------------------------------------------------
+
+    def push(self, job: Job) -> None:
+        streams = self._clients.get(job.client_id)
+        if streams is None:
+            # A client with nothing queued goes first (FQ-CoDel's "new flow"):
+            # it waits for one running job at most, never for a round of
+            # the busy clients. It cannot gain more: once it has jobs
+            # queued, it takes its turn like everyone else.
+            streams = self._clients[job.client_id] = collections.OrderedDict()
+            self._clients.move_to_end(job.client_id, last=False)
+        jobs = streams.get(job.stream_id)
+        if jobs is None:
+            jobs = streams[job.stream_id] = collections.deque()
+            streams.move_to_end(job.stream_id, last=False)
+        jobs.append(job)
+        self._size += 1
+
+    def push_front(self, job: Job) -> None:
+        """Puts a job back at the head (a retry after a crash): it goes next."""
+        self.push(job)
+        jobs = self._clients[job.client_id][job.stream_id]
+        jobs.rotate(1)
+        self._clients[job.client_id].move_to_end(job.stream_id, last=False)
+        self._clients.move_to_end(job.client_id, last=False)
+
+    def take(self, job: Job) -> None:
+        """Removes a job that is being dispatched; its client and stream
+        move to the back of their rotations."""
+        self._remove(job)
+        streams = self._clients.get(job.client_id)
+        if streams is not None:
+            self._clients.move_to_end(job.client_id)
+            if job.stream_id in streams:
+                streams.move_to_end(job.stream_id)
+
+    def remove(self, job: Job) -> bool:
+        """Removes a job that leaves without running (cancel, deadline)."""
+        return self._remove(job)
+
+    def _remove(self, job: Job) -> bool:
+        streams = self._clients.get(job.client_id)
+        jobs = streams.get(job.stream_id) if streams is not None else None
+        if jobs is None:
+            return False
+        try:
+            jobs.remove(job)
+        except ValueError:
+            return False
+        self._size -= 1
+        if not jobs:
+            del streams[job.stream_id]
+            if not streams:
+                del self._clients[job.client_id]
+        return True
+
+    def ordered(self, limit: int) -> list[Job]:
+        """Up to `limit` queued jobs in the order they should be served."""
+        per_client = [self._interleave(list(streams.values()), limit) for streams in self._clients.values()]
+        return self._interleave(per_client, limit)
+
+    @staticmethod
+    def _interleave(lists: list, limit: int) -> list[Job]:
+        if len(lists) == 1:
+            return list(itertools.islice(lists[0], limit))
+        out: list[Job] = []
+        iters = [iter(x) for x in lists]
+        while iters and len(out) < limit:
+            alive = []
+            for it in iters:
+                job = next(it, None)
+                if job is not None:
+                    out.append(job)
+                    alive.append(it)
+                    if len(out) >= limit:
+                        break
+            iters = alive
+        return out
+
+    def expired(self, now: float) -> list[Job]:
+        """Queued jobs whose deadline has passed (still queued)."""
+        return [
+            job
+            for streams in self._clients.values()
+            for jobs in streams.values()
+            for job in jobs
+            if job.deadline is not None and job.deadline <= now
+        ]
+
+    def clear(self) -> list[Job]:
+        """Empties the queue; returns the jobs in it."""
+        jobs = [job for streams in self._clients.values() for q in streams.values() for job in q]
+        self._clients.clear()
+        self._size = 0
+        return jobs

@@ -1,0 +1,89 @@
+"""Jobs and their outcomes: the data the pool's rooms hand each other.
+
+Owns: `Job` (one body or session command to elaborate) and `BodyOutcome`
+(what running it produced). May import: core, results-free pool siblings
+(`sessions` for the session call type). No asyncio logic lives here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+from ..core.headers import HeaderSplit
+from .sessions import SessionCall
+
+
+@dataclasses.dataclass(eq=False)
+class Job:
+    """One body to elaborate on the env of its header.
+
+    `text` and `scope` are computed once at construction: routing reads them
+    many times per dispatch pass over up to 256 queued jobs.
+    """
+
+    split: HeaderSplit
+    timeout_s: float
+    infotree: str | None = None
+    reuse: bool = True
+    # Command run on the body's env right after it (e.g. `#print axioms`).
+    after_body: str | None = None
+    deadline: float | None = None  # time.monotonic() based
+    # Set for a session job: the command runs on a session env, not the body.
+    session: SessionCall | None = None
+    # Fair admission: who sent it, and which stream or batch of theirs.
+    client_id: str = ""
+    stream_id: str = ""
+    enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
+    # Set while the job waits for a busy prefix holder although an idle
+    # worker of its header was free: since when, and for which prefix.
+    wait_mark: float | None = None
+    rent_key: int | None = None
+    # Pool-trie entry added at launch: the worker will hold the text once it
+    # is elaborated, so routing can wait for it instead of elaborating the
+    # same file twice at once. Dropped if the request fails.
+    inflight_key: str | None = None
+    attempts: int = 0
+    future: asyncio.Future | None = None
+    task: asyncio.Task | None = None
+    # Boot + header + preamble of the current attempt, run as its own task so
+    # a cancel or deadline during it does not throw the load away.
+    load: asyncio.Task | None = None
+    text: str = dataclasses.field(init=False)
+    scope: str = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        # The command this job elaborates, and what it is elaborated on in
+        # worker-independent terms.
+        self.text = self.session.text if self.session is not None else self.split.padded_body
+        base = f"{self.split.import_key}\x01{self.split.preamble_key}"
+        if self.session is not None:
+            base = f"{base}\x01session:{self.session.session.name}:{self.session.parent}"
+        self.scope = base
+
+    @property
+    def import_key(self) -> str:
+        return self.split.import_key
+
+
+@dataclasses.dataclass
+class BodyOutcome:
+    response: dict
+    after_response: dict | None
+    worker: str
+    warm_header: bool
+    reused_prefix_chars: int
+    queue_s: float
+    header_s: float
+    body_s: float
+    attempts: int
+    # Starting a fresh REPL for this job (a cold slot or a header switch).
+    boot_s: float = 0.0
+    # Session jobs: the new session env id (None if not recorded), and how
+    # many session commands had to be replayed on this worker first.
+    session_env: int | None = None
+    replayed_commands: int = 0
+    # Messages Lean gave for the job's open/set_option preamble (REPL JSON),
+    # at their positions in the user's text; reported with the body's.
+    preamble_messages: list = dataclasses.field(default_factory=list)

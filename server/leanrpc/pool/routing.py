@@ -1,0 +1,371 @@
+"""Routing: which queued job runs where, as a pure function of a snapshot.
+
+Owns: `Router.plan(queue, workers, now) -> Plan`, the cost model's use, and
+the "rent" jobs paid waiting for a busy prefix holder. May import: pool.cost,
+pool.prefix_index, pool.job (data only). No processes, no clock reads, no
+asyncio: the pool takes a snapshot (`WorkerView`s, the fair queue order,
+now), asks for a plan, and carries it out. Tests read like a table of
+situations and decisions (tests/reuse/test_routing_plan.py).
+
+Rules, in order, for the idle workers and the queued jobs (bounded look-ahead):
+  1. an idle worker already holding the job's import header, preferring the
+     one that elaborated the longest prefix of its text before (or built its
+     session env). When a *busy* worker holds a longer prefix and the
+     measured cost of the extra text is more than the expected wait for it,
+     the job waits for that worker instead (bounded by max_wait_for_warm_s,
+     and by the rent earlier jobs paid for that prefix: ski rental);
+  2. a fresh worker that holds no header yet, or a free slot to start one;
+  3. only for the first job that does not wait: when no worker holds its
+     header, or it has waited max_wait_for_warm_s, the least recently used
+     idle worker of another header is replaced (a header switch).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import itertools
+from typing import Sequence
+
+from .cost import BodyCostModel
+from .job import Job
+from .prefix_index import PrefixIndex
+
+__all__ = ["Assign", "Expire", "Plan", "Router", "Start", "Switch", "View", "WorkerView"]
+
+LOOKAHEAD = 256
+# Prefixes whose accumulated waiting ("rent") is tracked, most recent kept.
+_RENT_ENTRIES = 1024
+
+
+class View(enum.Enum):
+    """What routing needs to know of a worker's state."""
+
+    SPAWNING = "spawning"
+    IDLE = "idle"
+    BUSY = "busy"        # reserved or running
+    WARMING = "warming"  # loading a header or preamble
+    STOPPING = "stopping"  # still holds its process, so its slot
+    GONE = "gone"        # dead or failed: holds nothing
+
+
+@dataclasses.dataclass
+class WorkerView:
+    name: str
+    state: View
+    import_key: str | None = None
+    loading_key: str | None = None  # the header it is loading, if any
+    last_used: float = 0.0
+    busy_since: float = 0.0
+    expected_busy_s: float = 0.0
+
+    @property
+    def header_key(self) -> str | None:
+        """The header this worker holds or is loading."""
+        return self.import_key if self.import_key is not None else self.loading_key
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.state is not View.GONE
+
+
+@dataclasses.dataclass(frozen=True)
+class Assign:
+    """Run `job` on idle worker `worker`; expect it busy for `expected_s`."""
+
+    job: Job
+    worker: str
+    expected_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Start:
+    """Start a new worker in a free slot for `job`."""
+
+    job: Job
+
+
+@dataclasses.dataclass(frozen=True)
+class Switch:
+    """Kill idle `victim` (another header) and start a worker for `job`."""
+
+    job: Job
+    victim: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Expire:
+    """`job`'s deadline passed while it was queued."""
+
+    job: Job
+
+
+@dataclasses.dataclass
+class Plan:
+    decisions: list = dataclasses.field(default_factory=list)
+    # Plan again at this time (a waiting job's bound, or rent tipping over).
+    wake_at: float | None = None
+
+    def wake(self, when: float) -> None:
+        if self.wake_at is None or when < self.wake_at:
+            self.wake_at = when
+
+
+@dataclasses.dataclass
+class RoutingStats:
+    prefix_waits: int = 0     # jobs that waited for a busy prefix holder while a worker was idle
+    prefix_wait_s: float = 0.0
+    prefix_spreads: int = 0   # jobs run on an idle worker although a busy one held more
+
+
+class Router:
+    """Decides; never acts. State kept between plans: the rent table."""
+
+    def __init__(
+        self,
+        *,
+        size: int,
+        index: PrefixIndex,
+        cost: BodyCostModel,
+        max_wait_for_warm_s: float = 2.0,
+        prefix_routing: bool = True,
+        incrementality: bool = False,
+        stats=None,
+    ) -> None:
+        self.size = size
+        self.index = index
+        self.cost = cost
+        self.max_wait_for_warm_s = max_wait_for_warm_s
+        self.prefix_routing = prefix_routing
+        self.incrementality = incrementality
+        # Any object with RoutingStats' fields (the pool passes its stats).
+        self.stats = stats if stats is not None else RoutingStats()
+        # Seconds jobs waited for a busy holder, per prefix; once it passes
+        # the cost of elaborating the prefix elsewhere, an idle worker takes
+        # the next job and becomes a second holder.
+        self._rent: collections.OrderedDict[int, float] = collections.OrderedDict()
+
+    # -- the plan --------------------------------------------------------------
+
+    def plan(self, queue: Sequence[Job], workers: Sequence[WorkerView], now: float) -> Plan:
+        """Decisions for `queue` (in fair order) given `workers` at `now`."""
+        plan = Plan()
+        views = {w.name: dataclasses.replace(w) for w in workers}
+        pending: list[Job] = []
+        for job in queue:
+            if job.deadline is not None and job.deadline <= now:
+                plan.decisions.append(Expire(job))
+            else:
+                pending.append(job)
+        self._accrue_rent(pending, now)
+        started = 0
+        while pending:
+            idle = [w for w in views.values() if w.state is View.IDLE]
+            starting = started + sum(1 for w in views.values() if w.state is View.SPAWNING)
+            free_slots = self.size - started - sum(1 for w in views.values() if w.holds_slot)
+            if not idle and free_slots <= 0:
+                break
+            waiting_on: collections.Counter = collections.Counter()
+            if self._assign_warm(pending, idle, views, waiting_on, now, plan):
+                continue
+            head = self._first_not_waiting(pending, views, waiting_on, now)
+            if head is None:
+                self._wake_for_oldest(pending, plan)
+                break
+            fresh = [w for w in idle if w.import_key is None and w.loading_key is None]
+            if fresh:
+                pending.remove(head)
+                self._assign(head, fresh[0], views, now, plan)
+                continue
+            if free_slots > 0:
+                if starting and self._someone_will_hold(views, head.import_key):
+                    break
+                pending.remove(head)
+                plan.decisions.append(Start(head))
+                started += 1
+                continue
+            if idle and self._may_switch(views, head, now):
+                victim = min(idle, key=lambda w: w.last_used)
+                victim.state = View.STOPPING
+                pending.remove(head)
+                plan.decisions.append(Switch(head, victim.name))
+                started += 1
+                continue
+            self._wake_for_oldest(pending, plan)
+            break
+        return plan
+
+    def _assign(self, job: Job, worker: WorkerView, views: dict, now: float, plan: Plan) -> None:
+        expected = 0.0
+        if self.cost.known:
+            expected = self.cost.seconds(len(job.text) - self.affinity(worker, job))
+        worker.state = View.BUSY
+        worker.busy_since = now
+        worker.expected_busy_s = expected
+        plan.decisions.append(Assign(job, worker.name, expected))
+
+    def _assign_warm(self, pending: list[Job], idle: list[WorkerView], views: dict,
+                     waiting_on: collections.Counter, now: float, plan: Plan) -> bool:
+        """Gives idle workers queued jobs of their own header; True if any."""
+        by_key: dict[str, list[WorkerView]] = collections.defaultdict(list)
+        for worker in idle:
+            if worker.import_key is not None:
+                by_key[worker.import_key].append(worker)
+        if not by_key:
+            return False
+        assigned = False
+        for job in list(itertools.islice(pending, LOOKAHEAD)):
+            candidates = by_key.get(job.import_key)
+            if not candidates or not job.reuse:
+                continue
+            worker = self._best_for_prefix(candidates, job, views, waiting_on, now, plan)
+            if worker is None:
+                continue
+            candidates.remove(worker)
+            pending.remove(job)
+            self._assign(job, worker, views, now, plan)
+            assigned = True
+            if not any(by_key.values()):
+                break
+        for job in itertools.islice(pending, LOOKAHEAD):
+            if job.wait_mark is not None and not by_key.get(job.import_key):
+                job.wait_mark = None  # a later job took the idle worker: no idle time to charge
+        return assigned
+
+    def _first_not_waiting(self, pending: list[Job], views: dict, waiting_on: collections.Counter,
+                           now: float) -> Job | None:
+        """The first queued job that would not rather wait for a busy worker."""
+        for job in itertools.islice(pending, LOOKAHEAD):
+            if not self._waits_for_holder(job, 0, views, waiting_on, now, None):
+                return job
+        return None
+
+    def _best_for_prefix(self, candidates: list[WorkerView], job: Job, views: dict,
+                         waiting_on: collections.Counter, now: float, plan: Plan) -> WorkerView | None:
+        """The idle candidate holding the most of the job's work, or None when
+        the job should rather wait for a busy worker that holds more."""
+        if not self.routes_by_prefix(job):
+            return max(candidates, key=lambda w: w.last_used)
+        scored = max(((self.affinity(w, job), w.last_used, w) for w in candidates), key=lambda t: t[:2])
+        if self._waits_for_holder(job, scored[0], views, waiting_on, now, plan):
+            return None
+        return scored[2]
+
+    # -- prefix affinity -------------------------------------------------------
+
+    def routes_by_prefix(self, job: Job) -> bool:
+        if not self.prefix_routing or not job.reuse:
+            return False
+        return job.session is not None or self.incrementality
+
+    def affinity(self, worker: WorkerView, job: Job) -> int:
+        """Characters of the job's work this worker already did: the reusable
+        prefix of its text plus, for a session job, the session chain built there."""
+        if job.session is None:
+            return self.index.reusable_prefix(worker.name, job.scope, job.text)
+        call = job.session
+        built = call.session.realized.get(worker.name) or {}
+        if not built and call.parent is not None:
+            return 0
+        chain = call.session.chain(call.parent)
+        done = sum(len(call.session.commands[k].text or "") + 1 for k in chain if k in built)
+        if self.incrementality and (call.parent is None or call.parent in built):
+            done += self.index.reusable_prefix(worker.name, job.scope, job.text)
+        return done
+
+    def _holder(self, job: Job, views: dict) -> tuple[WorkerView | None, int]:
+        """The busy worker holding the most of the job's work, and how much."""
+        if job.session is not None:
+            busy = [w for w in views.values() if w.state is View.BUSY and w.import_key == job.import_key]
+            if not busy:
+                return None, 0
+            best = max(busy, key=lambda w: self.affinity(w, job))
+            return best, self.affinity(best, job)
+        found = self.index.holder(job.scope, job.text)
+        if found is None:
+            return None, 0
+        name, length = found
+        worker = views.get(name)
+        if worker is None or worker.state is not View.BUSY:
+            return None, 0
+        return worker, length
+
+    def _waits_for_holder(self, job: Job, best_idle: int, views: dict, waiting_on: collections.Counter,
+                          now: float, plan: Plan | None) -> bool:
+        """Whether the job should wait for a busy worker that holds more of its
+        work than the best idle choice.
+
+        It waits when the saved elaboration (extra characters at the fitted
+        per-character cost, without the per-request overhead) beats the
+        expected wait: the holder's remaining time, the jobs already waiting
+        for it, plus the "rent" earlier jobs paid waiting for this prefix while
+        a worker idled. Once that rent reaches the cost of elaborating the
+        prefix once elsewhere, the idle worker takes the job and becomes a
+        second holder (ski rental), so a hot prefix cannot keep one worker
+        busy and the other idle. Without a `plan` it only asks; it changes nothing.
+        """
+        if not self.routes_by_prefix(job) or not self.cost.known:
+            return False
+        if now - job.enqueued_at >= self.max_wait_for_warm_s:
+            return False
+        holder, held = self._holder(job, views)
+        if holder is None or held <= best_idle:
+            return False
+        saved = self.cost.per_char * (held - best_idle)
+        wait = self.remaining_s(holder, now) + waiting_on[holder.name]
+        key = hash((job.scope, job.text[:held]))
+        rent = self._rent.get(key, 0.0)
+        if wait + rent >= saved:
+            if plan is not None:
+                self._rent.pop(key, None)
+                self.stats.prefix_spreads += 1
+            return False
+        if plan is not None:
+            waiting_on[holder.name] += self.cost.seconds(len(job.text) - held)
+            if job.rent_key is None:
+                self.stats.prefix_waits += 1
+            job.wait_mark, job.rent_key = now, key
+            # Rent grows while it waits: look again before it could tip over.
+            plan.wake(now + max(0.02, (saved - wait - rent) / 2))
+        return True
+
+    @staticmethod
+    def remaining_s(worker: WorkerView, now: float) -> float:
+        """Expected time until a busy worker is free. Past its estimate, it is
+        expected to overrun by as much again (a long proof is far from done)."""
+        return abs(worker.busy_since + worker.expected_busy_s - now)
+
+    def _accrue_rent(self, pending: list[Job], now: float) -> None:
+        """Charges each job that waited with an idle worker passed over since
+        the last plan to its prefix's rent."""
+        for job in itertools.islice(pending, LOOKAHEAD):
+            if job.wait_mark is None:
+                continue
+            waited = max(0.0, now - job.wait_mark)
+            job.wait_mark = None
+            self.stats.prefix_wait_s += waited
+            self._rent[job.rent_key] = self._rent.pop(job.rent_key, 0.0) + waited
+        while len(self._rent) > _RENT_ENTRIES:
+            self._rent.popitem(last=False)
+
+    # -- header switches -------------------------------------------------------
+
+    @staticmethod
+    def _someone_will_hold(views: dict, import_key: str) -> bool:
+        return any(
+            w.header_key == import_key and w.state in (View.BUSY, View.WARMING) for w in views.values()
+        )
+
+    def _may_switch(self, views: dict, head: Job, now: float) -> bool:
+        if not head.reuse:
+            return True
+        if not self._someone_will_hold(views, head.import_key):
+            return True
+        return now - head.enqueued_at >= self.max_wait_for_warm_s
+
+    def _wake_for_oldest(self, pending: list[Job], plan: Plan) -> None:
+        # The oldest job decides: no queued job waits past max_wait_for_warm_s.
+        if pending:
+            oldest = min(j.enqueued_at for j in itertools.islice(pending, LOOKAHEAD))
+            plan.wake(oldest + self.max_wait_for_warm_s)

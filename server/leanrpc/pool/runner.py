@@ -1,0 +1,308 @@
+"""Running one job on a reserved worker: boot, header, preamble, body.
+
+Owns: the steps of one attempt (`Runner.launch` → `_run`), the preamble envs
+each worker built (with the messages Lean gave for them), and the rule for
+what a failed attempt means (retry, fail, give the worker back). May import:
+config, errors, repl, worker, pool.job, pool.sessions. The pool (passed in) gives
+back, requeues and fails jobs; this room never routes.
+
+Boot, header load and preamble run as a task of their own (`_prepare`). A job
+cancelled (or past its deadline) during them is answered at once, but the
+load goes on: on success the worker turns IDLE holding the header, like any
+warm worker; on failure the usual handling applies (a boot failure counts for
+the breaker once, a failed header kills the worker). Only a cancel during the
+body, when the REPL is mid-command, kills the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+
+from .. import repl
+from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
+from ..worker.worker import ExitCause, Worker, WorkerState
+from .job import BodyOutcome, Job
+from .sessions import SessionCommand, realize
+
+log = logging.getLogger("leanrpc.pool")
+
+# Preamble envs kept per worker (least recently used dropped).
+_PREAMBLES_PER_WORKER = 16
+
+
+class PreambleEnvs:
+    """Per worker: preamble key -> (REPL env, Lean's messages for it)."""
+
+    def __init__(self) -> None:
+        self._envs: dict[str, collections.OrderedDict[str, tuple[int, list]]] = {}
+
+    def get(self, worker: str, key: str) -> tuple[int, list] | None:
+        envs = self._envs.get(worker)
+        found = envs.get(key) if envs is not None else None
+        if found is not None:
+            envs.move_to_end(key)
+        return found
+
+    def put(self, worker: str, key: str, env: int, messages: list) -> None:
+        envs = self._envs.setdefault(worker, collections.OrderedDict())
+        envs[key] = (env, messages)
+        while len(envs) > _PREAMBLES_PER_WORKER:
+            envs.popitem(last=False)
+
+    def forget_worker(self, worker: str) -> None:
+        self._envs.pop(worker, None)
+
+
+class Runner:
+    def __init__(self, pool) -> None:
+        self._pool = pool
+        self.preambles = PreambleEnvs()
+        # Boot/header loads of running jobs; close() ends them by stopping
+        # their workers, so their exit cause stays SHUTDOWN.
+        self.loads: set[asyncio.Task] = set()
+
+    def launch(self, job: Job, worker: Worker) -> None:
+        pool = self._pool
+        if pool.router.routes_by_prefix(job):
+            job.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
+        job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
+        job.task.add_done_callback(lambda task, worker=worker, job=job: self._on_task_done(task, worker, job))
+
+    def _on_task_done(self, task: asyncio.Task, worker: Worker, job: Job) -> None:
+        pool = self._pool
+        if job.inflight_key is not None:  # never ran: _run's cleanup did not drop it
+            pool.index.unreserve(job.inflight_key)
+            job.inflight_key = None
+        # A task cancelled before its first step never runs _run's cleanup
+        # (cancellation storms do this): give the reserved slot back. Once
+        # _run started (job.load set), its cleanup or the load owns the worker.
+        if not task.cancelled() or job.load is not None:
+            return
+        if worker.state is WorkerState.SPAWNING:
+            worker.kill(ExitCause.CANCELLED)
+        elif worker.state is WorkerState.RESERVED:
+            worker.release()  # reserved, but the request was never sent
+        else:
+            return
+        pool.poke()
+
+    # -- one attempt -------------------------------------------------------------
+
+    async def _run(self, job: Job, worker: Worker) -> None:
+        pool = self._pool
+        config = pool.config
+        assert job.future is not None
+        queue_s = time.monotonic() - job.enqueued_at
+        job.attempts += 1
+        load = job.load = asyncio.create_task(self._prepare(job, worker), name=f"load-{worker.name}")
+        self.loads.add(load)
+        load.add_done_callback(self.loads.discard)
+        # True until the load's outcome is read here; a cancel or deadline
+        # before then leaves the worker to the load (_adopt_load).
+        loading = True
+        try:
+            await self._await_load(job, worker, load)
+            loading = False
+            if load.cancelled():
+                raise NotServingError("server is shutting down")
+            boot_s, warm, header_s, base_env, preamble_messages = load.result()
+            replayed = 0
+            run_env = base_env
+            if job.session is not None:
+                started = time.monotonic()
+                run_env, replayed = await realize(
+                    job.session.session, worker, base_env, job.session.parent, _bounded(config.pool.header_timeout_s, job)
+                )
+                pool.stats.session_replays += replayed
+                header_s += time.monotonic() - started
+            body = job.text
+            incremental = pool.incrementality and job.reuse
+            reused = pool.index.reusable_prefix(worker.name, job.scope, body) if incremental else 0
+            if reused:
+                pool.stats.prefix_routed += 1
+                pool.stats.prefix_reused_chars += reused
+            payload = repl.command(body, run_env, infotree=job.infotree, incrementality=incremental,
+                                   elab_async=pool.elab_async)
+            started = time.monotonic()
+            response = await worker.request(payload, _bounded(job.timeout_s, job))
+            body_s = time.monotonic() - started
+            worker.requests_served += 1
+            pool.cost.observe(body_s, len(body) - reused)
+            pool.index.remember(worker.name, job.scope, body, job.inflight_key)
+            job.inflight_key = None  # the history owns the entry now
+            session_env = _record_session(job, worker, response)
+            after = None
+            if job.after_body and response.env is not None:
+                after = await worker.request(repl.command(job.after_body, response.env), _bounded(job.timeout_s, job))
+            if not job.future.done():
+                job.future.set_result(
+                    BodyOutcome(
+                        response=response,
+                        after_response=after,
+                        worker=worker.name,
+                        warm_header=warm,
+                        reused_prefix_chars=reused,
+                        queue_s=queue_s,
+                        header_s=header_s,
+                        boot_s=boot_s,
+                        body_s=body_s,
+                        attempts=job.attempts,
+                        session_env=session_env,
+                        replayed_commands=replayed,
+                        preamble_messages=preamble_messages,
+                    )
+                )
+        except asyncio.CancelledError:
+            if not loading and worker.alive:
+                worker.kill(ExitCause.CANCELLED)
+            if not job.future.done():
+                job.future.cancel()
+            raise
+        except HeaderLoadError as exc:
+            # The process now holds a broken env; replace it.
+            worker.kill(ExitCause.HEADER_FAILED)
+            pool.fail(job, exc)
+        except WorkerBootError as exc:
+            # Supervisor.boot already counted this failure for the breaker.
+            if not pool.supervisor.breaker.allow():
+                pool.fail(job, NotServingError(str(exc)))
+            elif job.attempts > config.pool.max_retries + 1:
+                pool.fail(job, exc)
+            else:
+                pool.requeue(job)
+        except WorkerCrashed as exc:
+            if job.attempts <= config.pool.max_retries and not pool.closing:
+                pool.stats.retries += 1
+                pool.requeue(job)
+            else:
+                pool.fail(job, exc)
+        except (WorkerError, NotServingError) as exc:  # timeout, out of memory, shutdown
+            pool.fail(job, exc)
+        except Exception as exc:  # pragma: no cover - a bug; still answer
+            log.exception("job failed unexpectedly on %s", worker.name)
+            worker.kill(ExitCause.CRASH)
+            pool.fail(job, exc)
+        finally:
+            if job.inflight_key is not None:
+                pool.index.unreserve(job.inflight_key)
+                job.inflight_key = None
+            if loading:
+                self._adopt_load(worker, load)
+            else:
+                pool.release(worker)
+            pool.poke()
+
+    async def _prepare(self, job: Job, worker: Worker) -> tuple[float, bool, float, int, list]:
+        """Boots the worker if needed, loads the job's header and preamble.
+
+        Returns (boot_s, warm, header_s, base_env, preamble messages). Runs as
+        its own task that the job never cancels: a cancelled request would
+        kill the worker and throw the load away.
+        """
+        pool = self._pool
+        boot_s = 0.0
+        if worker.state is WorkerState.SPAWNING:
+            started = time.monotonic()
+            await pool.supervisor.boot(worker)
+            boot_s = time.monotonic() - started
+            worker.reserve()
+        warm = worker.import_key is not None
+        header_s = 0.0
+        if not warm:
+            # A worker drained meanwhile (system memory) loads as it is and
+            # stops at release.
+            if worker.state is WorkerState.RESERVED:
+                worker.begin_loading()
+            pool.stats.header_loads += 1
+            # Not bounded by the job's deadline: the load outlives the job (_run).
+            header_s = await worker.load_header(job.split.imports, job.import_key, pool.config.pool.header_timeout_s)
+            if worker.state is WorkerState.LOADING:
+                worker.reserve()
+        else:
+            pool.stats.header_hits += 1
+        base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
+        return boot_s, warm, header_s + preamble_s, base_env, messages
+
+    async def _ensure_preamble(self, job: Job, worker: Worker) -> tuple[int, list, float]:
+        """The env of the job's open/set_option preamble on this worker.
+
+        Lean's messages for the preamble (errors included) are data for the
+        result, like the body's: an `open` of an unknown namespace makes the
+        snippet INVALID, it does not make the header fail (issue 15 item 5).
+        """
+        split = job.split
+        if worker.imports_env is None:
+            raise WorkerCrashed(f"worker {worker.name} has no header env")
+        if not split.preamble_key:
+            return worker.imports_env, [], 0.0
+        found = self.preambles.get(worker.name, split.preamble_key)
+        if found is not None:
+            return found[0], found[1], 0.0
+        started = time.monotonic()
+        response = await worker.request(repl.command(split.preamble, worker.imports_env),
+                                        self._pool.config.pool.header_timeout_s)
+        if response.env is None:
+            # A REPL-level refusal (no env at all), not a Lean message.
+            raise HeaderLoadError(f"the REPL refused the open/set_option lines: {response.message!r}")
+        messages = list(response.messages)
+        self.preambles.put(worker.name, split.preamble_key, response.env, messages)
+        return response.env, messages, time.monotonic() - started
+
+    async def _await_load(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
+        """Waits for the load without cancelling it on a cancel or deadline.
+
+        Raises WorkerTimeout when the job's deadline passes first.
+        """
+        timeout = None if job.deadline is None else max(0.0, job.deadline - time.monotonic())
+        done, _pending = await asyncio.wait({load}, timeout=timeout)
+        if not done:
+            raise WorkerTimeout(f"deadline passed while worker {worker.name} was loading the header")
+
+    def _adopt_load(self, worker: Worker, load: asyncio.Task) -> None:
+        """The job left during its load: the worker finishes loading and then
+        serves others (IDLE, holding the header), or fails as it would have."""
+        load.add_done_callback(lambda task: self._on_adopted_load_done(worker, task))
+
+    def _on_adopted_load_done(self, worker: Worker, load: asyncio.Task) -> None:
+        if load.cancelled():  # close(): the worker is being stopped with the pool
+            if worker.alive:
+                worker.kill(ExitCause.SHUTDOWN)
+        elif isinstance(load.exception(), HeaderLoadError):
+            worker.kill(ExitCause.HEADER_FAILED)
+        elif load.exception() is not None:
+            # Boot failures were counted by Supervisor.boot; crashes and
+            # timeouts already killed the worker.
+            if worker.alive:
+                worker.kill(ExitCause.CRASH)
+        else:
+            self._pool.release(worker)
+        self._pool.poke()
+
+    async def close(self) -> None:
+        if self.loads:
+            # Their workers are stopped, so they fail at once; cancel any straggler.
+            _done, stragglers = await asyncio.wait(list(self.loads), timeout=10.0)
+            for task in stragglers:
+                task.cancel()
+            await asyncio.gather(*stragglers, return_exceptions=True)
+
+
+def _bounded(timeout: float, job: Job) -> float:
+    """`timeout`, cut to what is left before the job's deadline."""
+    if job.deadline is not None:
+        timeout = min(timeout, max(0.001, job.deadline - time.monotonic()))
+    return timeout
+
+
+def _record_session(job: Job, worker: Worker, response: repl.Response) -> int | None:
+    call = job.session
+    if call is None or not call.record or response.env is None:
+        return None
+    session = call.session
+    session_env = len(session.commands)
+    session.commands.append(SessionCommand(call.parent, call.text))
+    session.realized.setdefault(worker.name, {})[session_env] = response.env
+    return session_env

@@ -1,0 +1,276 @@
+"""Supervision: boot, replace, recycle and keep spares; the circuit breaker.
+
+Owns: `CircuitBreaker` (when boot failures stop the pool) and `Supervisor`,
+one loop of idempotent steps run on every wake-up (a worker died) and at
+least every `_PERIOD_S` (memory is sampled, not signalled):
+
+    reap_dead()        forget dead workers, re-warm a lost header
+    recycle_marked()   system memory: retire the largest idle worker
+    keep_spares()      keep `warm_spares` idle workers of the most used headers
+
+May import: config, errors, results, worker (the Worker and its launcher),
+pool.prefix_index. It never routes jobs: the pool asks it to boot, preload
+and retire, and it pokes the pool's dispatch when a slot frees up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import re
+import time
+
+import psutil
+
+from ..config import Config
+from ..core.headers import split_header
+from ..errors import HeaderLoadError, WorkerBootError, WorkerError
+from ..worker.identity import identity_from_probe
+from ..worker.worker import ExitCause, Worker, WorkerState
+
+log = logging.getLogger("leanrpc.pool")
+
+_LEAN_VERSION = re.compile(r"(\d+)\.(\d+)")
+# Memory has no event to wait on: sample it this often.
+_PERIOD_S = 0.5
+
+
+class CircuitBreaker:
+    """Opens after `limit` consecutive boot failures; half-open after `cooldown_s`.
+
+    The clock is passed in, so tests drive it without sleeping.
+    """
+
+    def __init__(self, limit: int, cooldown_s: float, clock=time.monotonic) -> None:
+        self.limit = limit
+        self.cooldown_s = cooldown_s
+        self._clock = clock
+        self.consecutive_failures = 0
+        self.opened_at: float | None = None
+        self.reason = ""
+
+    def record_failure(self, exc: BaseException) -> bool:
+        """Counts a boot failure; True when this one opened (or re-opened) it."""
+        self.consecutive_failures += 1
+        if self.consecutive_failures < self.limit:
+            return False
+        first = self.opened_at is None
+        self.opened_at = self._clock()
+        self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; last: {exc}"
+        if first:
+            log.error("circuit breaker open after %d boot failures: %s", self.consecutive_failures, exc)
+        return True
+
+    def record_success(self) -> None:
+        if self.opened_at is not None:
+            log.info("REPL booted again; closing the circuit breaker")
+        self.consecutive_failures = 0
+        self.opened_at = None
+
+    def allow(self) -> bool:
+        """False while open; True when closed or half-open (the next boot may try)."""
+        if self.opened_at is None:
+            return True
+        return self._clock() - self.opened_at >= self.cooldown_s
+
+
+class Supervisor:
+    def __init__(self, pool) -> None:
+        # The pool: its workers list, config, stats, admission, index, and
+        # spawn_worker()/poke(). Passed in, not imported, so rooms stay acyclic.
+        self._pool = pool
+        self.config: Config = pool.config
+        self.breaker = CircuitBreaker(self.config.pool.boot_failure_limit, self.config.pool.breaker_cooldown_s)
+        self.identity = None
+        self.header_use: collections.Counter = collections.Counter()
+        # Exact import text per import key, to re-warm replacements.
+        self.imports_text: dict[str, str] = {}
+        self.preloading: set[str] = set()
+        self._wake = asyncio.Event()
+        self._dead: list[Worker] = []
+        self._background: set[asyncio.Task] = set()
+        self._probe_fork = pool.probe_fork_pending
+
+    # -- the loop ----------------------------------------------------------------
+
+    async def run(self) -> None:
+        pool = self._pool
+        while not pool.closing:
+            try:
+                await asyncio.wait_for(self._wake.wait(), _PERIOD_S)
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            if pool.closing:
+                return
+            try:
+                self.reap_dead()
+                self.recycle_marked()
+                self.keep_spares()
+            except Exception:  # pragma: no cover - keep supervising
+                log.exception("supervisor step failed")
+
+    def on_worker_dead(self, worker: Worker) -> None:
+        """Called at the DEAD transition: reap on the next pass, right away."""
+        self._dead.append(worker)
+        self._wake.set()
+
+    def reap_dead(self) -> None:
+        pool = self._pool
+        dead, self._dead = self._dead, []
+        for worker in dead:
+            if worker in pool.workers:
+                pool.workers.remove(worker)
+            self.preloading.discard(worker.name)
+            pool.forget_worker(worker.name)
+            rewarm = worker.import_key
+            if rewarm is not None and worker.exit_cause not in (ExitCause.HEADER_SWITCH, ExitCause.HEADER_FAILED):
+                self.rewarm(rewarm)
+        if dead:
+            pool.poke()
+
+    def recycle_marked(self) -> None:
+        threshold = self.config.limits.max_system_memory_percent
+        if not threshold or psutil.virtual_memory().percent < threshold:
+            return
+        idle = [w for w in self._pool.workers if w.state is WorkerState.IDLE]
+        if idle:
+            victim = max(idle, key=lambda w: w.tree_rss())
+            log.warning("system memory above %.0f%%; recycling %s", threshold, victim.name)
+            self.retire(victim, ExitCause.SYSTEM_MEMORY)
+        else:
+            for worker in self._pool.workers:
+                if worker.busy and worker.recycle_reason is None:
+                    worker.drain(ExitCause.SYSTEM_MEMORY)
+                    break
+
+    def keep_spares(self) -> None:
+        """Keeps `warm_spares` idle workers loaded with the most used headers
+        (spread round-robin over the top ones), so a killed worker's next
+        caller finds its header already imported."""
+        pool = self._pool
+        wanted = self.config.pool.warm_spares
+        if not wanted or len(pool.admission) or pool.closing:
+            return
+        ranked = [key for key, _n in self.header_use.most_common(wanted) if key in self.imports_text]
+        if not ranked:
+            return
+        target: collections.Counter = collections.Counter()
+        for i in range(wanted):
+            target[ranked[i % len(ranked)]] += 1
+        have = collections.Counter(
+            w.header_key
+            for w in pool.workers
+            if (w.state is WorkerState.IDLE and w.import_key) or w.name in self.preloading
+        )
+        for key, count in target.items():
+            for _ in range(count - have[key]):
+                if pool.free_slots() <= 0:
+                    self._free_slot_for_spare(have, target)
+                    return
+                pool.stats.spares_started += 1
+                self.preload_header(self.imports_text[key])
+
+    def _free_slot_for_spare(self, have: collections.Counter, target: collections.Counter) -> None:
+        """Retires the least recently used idle worker of a header that has
+        more idle workers than its spare target; the next pass loads the spare."""
+        surplus = [
+            w for w in self._pool.workers
+            if w.state is WorkerState.IDLE and w.import_key and have[w.import_key] > target.get(w.import_key, 0)
+        ]
+        if surplus:
+            victim = min(surplus, key=lambda w: w.last_used)
+            self._pool.stats.header_switches += 1
+            victim.kill(ExitCause.HEADER_SWITCH)
+
+    # -- boot, preload, retire ---------------------------------------------------
+
+    def note_header(self, import_key: str, imports: str) -> None:
+        self.header_use[import_key] += 1
+        self.imports_text.setdefault(import_key, imports)
+
+    async def boot(self, worker: Worker) -> None:
+        """Starts the worker's process; learns the verifier identity once."""
+        pool = self._pool
+        try:
+            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=self._probe_fork)
+        except WorkerBootError as exc:
+            pool.stats.boot_failures += 1
+            if self.breaker.record_failure(exc):
+                pool.fail_queued_not_serving(f"no REPL worker can start: {self.breaker.reason}")
+            raise
+        self.breaker.record_success()
+        if self.identity is None:
+            self.identity = identity_from_probe(worker.version_string, self.config.repl)
+            log.info("verifier identity: %s", self.identity.description)
+        if self._probe_fork:
+            self._probe_fork = False
+            pool.set_incrementality(bool(worker.is_fork))
+            log.info("REPL incrementality (fork) %s", "detected" if pool.incrementality else "not detected")
+        pool.elab_async = self._wants_elab_async()
+
+    def _wants_elab_async(self) -> bool:
+        setting = self.config.repl.elab_async
+        if setting in (True, "on"):
+            return True
+        if setting in (False, "off"):
+            return False
+        # auto: the fork accepts setOptions; Elab.async exists from Lean 4.19.
+        match = _LEAN_VERSION.search(self.identity.lean_version if self.identity else "")
+        return self._pool.incrementality and match is not None and (int(match[1]), int(match[2])) >= (4, 19)
+
+    def retire(self, worker: Worker, cause: ExitCause) -> None:
+        if worker.state in (WorkerState.DEAD, WorkerState.FAILED, WorkerState.STOPPING):
+            return
+        self.schedule(worker.stop(2.0, cause), name=f"retire-{worker.name}")
+
+    def schedule(self, coro, name: str | None = None) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def rewarm(self, import_key: str) -> None:
+        """Replaces a lost worker with one that already loaded its header.
+
+        So a timeout kill never makes the next caller pay a cold import.
+        """
+        imports = self.imports_text.get(import_key)
+        # When jobs are waiting, dispatch starts workers on demand instead.
+        if imports is None or len(self._pool.admission):
+            return
+        self.preload_header(imports)
+
+    def preload_header(self, imports: str) -> None:
+        pool = self._pool
+        if pool.free_slots() <= 0 or pool.closing:
+            return
+        split = split_header(imports)
+        worker = pool.spawn_worker()
+        worker.loading_key = split.import_key
+        self.preloading.add(worker.name)
+
+        async def warm() -> None:
+            try:
+                await self.boot(worker)
+                if worker.state is not WorkerState.READY:
+                    return  # stopped meanwhile (close, memory): nothing to load
+                worker.begin_loading()
+                pool.stats.header_loads += 1
+                await worker.load_header(split.imports, split.import_key, self.config.pool.header_timeout_s)
+                worker.release()
+            except (WorkerError, HeaderLoadError) as exc:
+                log.warning("pre-loading header on %s failed: %s", worker.name, exc)
+                if worker.alive:
+                    worker.kill(ExitCause.HEADER_FAILED)
+            finally:
+                self.preloading.discard(worker.name)
+                worker.loading_key = None
+                pool.poke()
+
+        self.schedule(warm(), name=f"preload-{worker.name}")
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*list(self._background), return_exceptions=True)

@@ -1,0 +1,266 @@
+"""The thief check: who in the REPL's process tree can touch our pipes.
+
+Owns: `PipeAudit`, which records a baseline of the REPL's process tree after
+warm-up and, after every fenced exchange, checks from /proc (the server is the
+parent, so it may read its child's /proc entries) that
+  * exactly one thread is blocked reading the stdin pipe, and it is the main
+    thread of the process that read it at warm-up;
+  * no other thread is blocked in a read on any fd that refers to our pipes,
+    nor in poll/select/epoll (a thread waiting to steal the next request);
+  * every process of the tree holds exactly the pipe fds it held at warm-up
+    (fds 0/1/2 still the original pipes after a dup2(), no dup'd copies, no
+    new process holding them);
+  * the thread count stays within the baseline plus an allowance (Lean's task
+    pool grows with use);
+  * the kernel's per-thread I/O accounting (/proc/<pid>/task/<tid>/io) shows
+    that the main thread itself read at least every byte we sent in the
+    exchange and wrote at least every byte we received. A thief that took a
+    request off the pipe and answered it, and then went back to sleep before
+    this audit, leaves the main thread's counters short.
+May import: the standard library only.
+
+Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
+REPL's stdin and answer a request, fence included, before the main loop sees
+it; the nonce alone cannot tell. What the thread cannot fake is the kernel's
+view of which thread waits on which fd. docs/SECURITY.md, "Threat model:
+forged and stolen verdicts", says what this costs and what remains possible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import platform
+import time
+
+__all__ = ["PipeAudit", "ProcessGone", "audit_available"]
+
+
+class ProcessGone(Exception):
+    """The REPL exited before the audit could look at it."""
+
+# Syscalls that wait for input on an fd, by architecture: the read family
+# (the fd is the first argument) and the poll family (the fds are behind a
+# pointer, so any of them in a non-main thread counts).
+_SYSCALLS = {
+    "x86_64": {
+        "read": frozenset({0, 17, 19, 45, 47, 275, 295, 327}),  # read pread64 readv recvfrom recvmsg splice preadv preadv2
+        "wait": frozenset({7, 23, 232, 270, 271, 281, 441}),  # poll select epoll_wait pselect6 ppoll epoll_pwait epoll_pwait2
+    },
+    "aarch64": {
+        "read": frozenset({63, 65, 67, 69, 76, 207, 212, 286}),
+        "wait": frozenset({22, 72, 73, 441}),
+    },
+}
+_MACHINE = platform.machine()
+
+
+def audit_available(pid: int) -> bool:
+    """Whether this kernel and our privileges let us read `pid`'s threads."""
+    if _MACHINE not in _SYSCALLS:
+        return False
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            f.read()
+        os.listdir(f"/proc/{pid}/fd")
+        return True
+    except OSError:
+        return False
+
+
+@dataclasses.dataclass
+class _Snapshot:
+    pipe_fds: dict[int, dict[int, int]]  # pid -> {fd: inode} for fds on our pipes
+    threads: int                          # threads in processes that hold our pipes
+    stdin_readers: list[tuple[int, int]]  # (pid, tid) blocked reading the stdin pipe
+    suspects: list[str]                   # other threads waiting on our pipes / in poll
+
+
+class PipeAudit:
+    def __init__(self, root_pid: int, inodes: tuple[int, int, int], thread_allowance: int = 64,
+                 settle_s: float = 2.0) -> None:
+        self._root = root_pid
+        self._stdin, self._stdout, self._stderr = inodes
+        self._ours = frozenset(inodes)
+        self._syscalls = _SYSCALLS.get(_MACHINE, {"read": frozenset(), "wait": frozenset()})
+        self._allowance = thread_allowance
+        self._settle_s = settle_s
+        self._baseline: _Snapshot | None = None
+        self._reader: tuple[int, int] | None = None
+        self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
+
+    @property
+    def has_baseline(self) -> bool:
+        return self._baseline is not None
+
+    async def record_baseline(self) -> str | None:
+        """Takes the warm-up picture; returns a reason if it already looks wrong.
+
+        Raises ProcessGone when the REPL is no longer there to look at.
+        """
+        snapshot, problem = await self._settled()
+        if problem is not None:
+            return problem
+        self._baseline = snapshot
+        self._reader = snapshot.stdin_readers[0]
+        try:
+            self._reader_io = _thread_io(*self._reader)
+        except OSError as exc:
+            return f"cannot read the REPL's I/O accounting: {exc}"
+        return None
+
+    async def check(self, sent: int = 0, received: int = 0) -> str | None:
+        """None when the tree looks as at warm-up and the main thread moved
+        at least `sent` bytes in and `received` bytes out since the last
+        audit; else what changed. Raises ProcessGone."""
+        if self._baseline is None:
+            return await self.record_baseline()
+        snapshot, problem = await self._settled()
+        if problem is not None:
+            return problem
+        if snapshot.stdin_readers != [self._reader]:
+            return f"the thread reading the REPL's input changed: {snapshot.stdin_readers} (was {self._reader})"
+        if snapshot.pipe_fds != self._baseline.pipe_fds:
+            return f"file descriptors on the REPL's pipes changed: {snapshot.pipe_fds} (was {self._baseline.pipe_fds})"
+        if snapshot.threads > self._baseline.threads + self._allowance:
+            return (f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
+                    f"plus the allowance of {self._allowance}")
+        try:
+            rchar, wchar = _thread_io(*self._reader)
+        except OSError as exc:
+            return f"cannot read the REPL's I/O accounting: {exc}"
+        read, wrote = rchar - self._reader_io[0], wchar - self._reader_io[1]
+        self._reader_io = (rchar, wchar)
+        if read < sent or wrote < received:
+            return (f"the REPL's main thread read {read} of the {sent} bytes sent and wrote {wrote} of the "
+                    f"{received} bytes received: another thread answered")
+        return None
+
+    async def _settled(self) -> tuple[_Snapshot, str | None]:
+        """Snapshots until the main thread is back at reading its input (it
+        may still be writing the fence's answer); suspects fail at once.
+        Waits without blocking the event loop."""
+        deadline = time.monotonic() + self._settle_s
+        pause = 0.0002
+        while True:
+            if not _running(self._root):
+                raise ProcessGone(self._root)
+            try:
+                snapshot = self._snapshot()
+            except OSError as exc:
+                if not _running(self._root):
+                    raise ProcessGone(self._root) from None
+                return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
+            if snapshot.suspects:
+                return snapshot, "; ".join(snapshot.suspects[:4])
+            if len(snapshot.stdin_readers) > 1:
+                return snapshot, f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: {snapshot.stdin_readers}"
+            if len(snapshot.stdin_readers) == 1:
+                return snapshot, None
+            if time.monotonic() >= deadline:
+                return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+    def _snapshot(self) -> _Snapshot:
+        pipe_fds: dict[int, dict[int, int]] = {}
+        threads = 0
+        readers: list[tuple[int, int]] = []
+        suspects: list[str] = []
+        for pid in self._tree():
+            fds = self._pipe_fds(pid)
+            if not fds:
+                continue
+            pipe_fds[pid] = fds
+            try:
+                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            except FileNotFoundError:
+                continue
+            threads += len(tids)
+            for tid in tids:
+                waits = self._waits_on(pid, tid)
+                if waits is None:
+                    continue
+                kind, fd = waits
+                if kind == "read" and fd is not None and pid_fd_inode(pid, fd) == self._stdin:
+                    readers.append((pid, tid))
+                    if tid != pid:
+                        suspects.append(f"thread {tid} of process {pid} (not its main thread) is reading the REPL's input")
+                elif kind == "read" and fd is not None and pid_fd_inode(pid, fd) in self._ours:
+                    suspects.append(f"thread {tid} of process {pid} is reading fd {fd}, one of the REPL's pipes")
+                elif kind == "wait" and tid != pid:
+                    suspects.append(f"thread {tid} of process {pid} is waiting in poll/select/epoll")
+        return _Snapshot(pipe_fds, threads, sorted(readers), suspects)
+
+    def _waits_on(self, pid: int, tid: int) -> tuple[str, int | None] | None:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/syscall") as f:
+                fields = f.read().split()
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+        if len(fields) < 2 or not fields[0].lstrip("-").isdigit():
+            return None  # "running", or no syscall
+        number = int(fields[0])
+        if number in self._syscalls["read"]:
+            return "read", int(fields[1], 16)
+        if number in self._syscalls["wait"]:
+            return "wait", None
+        return None
+
+    def _pipe_fds(self, pid: int) -> dict[int, int]:
+        found = {}
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except (FileNotFoundError, ProcessLookupError):
+            return found
+        for name in names:
+            inode = pid_fd_inode(pid, int(name))
+            if inode in self._ours:
+                found[int(name)] = inode
+        return found
+
+    def _tree(self) -> list[int]:
+        """The root and its descendants, from /proc/<pid>/task/<tid>/children."""
+        seen = []
+        todo = [self._root]
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.append(pid)
+            try:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        todo.extend(int(c) for c in f.read().split())
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+        return seen
+
+
+def _running(pid: int) -> bool:
+    """False once `pid` is gone or a zombie (exited, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X", "x")
+
+
+def _thread_io(pid: int, tid: int) -> tuple[int, int]:
+    """(rchar, wchar) of one thread: bytes its read and write calls moved."""
+    with open(f"/proc/{pid}/task/{tid}/io") as f:
+        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
+    return int(fields["rchar"]), int(fields["wchar"])
+
+
+def pid_fd_inode(pid: int, fd: int) -> int | None:
+    """The pipe inode behind `/proc/<pid>/fd/<fd>`, or None for anything else."""
+    try:
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    if target.startswith("pipe:["):
+        return int(target[6:-1])
+    return None

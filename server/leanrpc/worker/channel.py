@@ -1,0 +1,286 @@
+"""The exchange channel: one pending command, proven answers, poison on doubt.
+
+    exchange(request) --encode(request) + encode(fence(nonce))--> REPL stdin
+                      <--frame: the answer, frame: fence answer--  REPL stdout
+                      then: env counter check, /proc audit (PipeAudit)
+
+Owns: the stdout reader and its `FrameDecoder`, the single pending exchange,
+the fence (issue 15 item 1), the env counter, the audit call, timeouts, and
+poisoning: any unsolicited byte (while idle, or a second frame inside one
+exchange), a missing or wrong fence answer, an env id the REPL should not
+have allocated, or a failed audit kills the process and fails the pending
+exchange with `WorkerPoisoned`, which the pool retries on a fresh worker.
+An answer is returned only after its fence answer and the audit confirmed it,
+so no result is ever delivered unconfirmed.
+May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors,
+leanrpc.worker.process, leanrpc.worker.audit. Knows no worker states.
+
+With `fence = "off"` (fully trusted input) the channel still takes exactly
+one frame per command and poisons on unsolicited output, as before the fence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from typing import Callable
+
+from .. import repl
+from ..core.framing import FrameDecoder
+from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
+from .audit import PipeAudit, ProcessGone, audit_available
+from .process import READ_CHUNK, ReplProcess
+
+log = logging.getLogger("leanrpc.worker")
+
+
+@dataclasses.dataclass
+class FenceSettings:
+    """How much the channel checks (config `[repl]` fence keys)."""
+
+    fence: bool = True           # follow each command by a nonce fence
+    audit: str = "auto"          # "on": required; "auto": when /proc is readable; "off"
+    thread_allowance: int = 64   # threads over the warm-up count tolerated (Lean's task pool)
+    # How long the main thread may take to get back to reading its input. On a
+    # loaded 2-core box a few seconds happen (seen: 2 s poisoned dozens of
+    # healthy workers); a thief is caught on the first snapshot regardless, so
+    # a long wait costs nothing but time on a REPL that is really stuck.
+    settle_s: float = 30.0
+
+    @classmethod
+    def from_config(cls, repl_config) -> "FenceSettings":
+        if repl_config is None:
+            return cls()
+        return cls(
+            fence=getattr(repl_config, "fence", "on") not in ("off", False),
+            audit=str(getattr(repl_config, "fence_audit", "auto")),
+            thread_allowance=int(getattr(repl_config, "fence_thread_allowance", 64)),
+        )
+
+
+@dataclasses.dataclass
+class _Exchange:
+    future: asyncio.Future
+    nonce: str | None
+    frames: list = dataclasses.field(default_factory=list)
+
+
+class Channel:
+    """Speaks the protocol over one `ReplProcess`'s pipes."""
+
+    def __init__(self, name: str, process: ReplProcess, *, max_frame: int, settings: FenceSettings,
+                 on_poison: Callable[[str, bool], None]) -> None:
+        self.name = name
+        self._process = process
+        self._decoder = FrameDecoder(max_frame=max_frame)
+        self.settings = settings
+        self._on_poison = on_poison
+        self._pending: _Exchange | None = None
+        self._reader: asyncio.Task | None = None
+        self.poisoned: str | None = None   # why, once poisoned
+        self.eof = asyncio.Event()
+        self.next_env = 0                  # the env id the REPL must allocate next
+        self.exchanges = 0
+        self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
+        self._audit: PipeAudit | None = None
+
+    def start(self) -> None:
+        self._reader = asyncio.create_task(self._read_stdout(), name=f"{self.name}-stdout")
+
+    async def enable_audit(self) -> None:
+        """Called once the handshake answered: the tree is as it will idle."""
+        if not self.settings.fence or self.settings.audit == "off":
+            return
+        pid = self._process.pid
+        if not audit_available(pid):
+            if self.settings.audit == "on":
+                raise WorkerError(f"worker {self.name}: fence_audit = \"on\" but /proc/{pid} threads are unreadable")
+            log.warning("worker %s: /proc/%s is unreadable; the fence runs without the thread audit", self.name, pid)
+            return
+        self._audit = PipeAudit(pid, self._process.pipe_inodes, self.settings.thread_allowance, self.settings.settle_s)
+        try:
+            problem = await self._audit.record_baseline()
+        except ProcessGone:
+            await self._raise_gone()
+        if problem is not None:
+            self.poison(f"audit at warm-up: {problem}")
+            raise WorkerPoisoned(f"worker {self.name} failed its warm-up audit: {problem}", stderr_tail=self._process.stderr_tail())
+
+    @property
+    def audited(self) -> bool:
+        return self._audit is not None
+
+    # -- exchanges -------------------------------------------------------------
+
+    async def exchange(self, request: repl.Request | dict, timeout: float) -> repl.Response:
+        """Sends `request` and returns its proven answer.
+
+        Raises WorkerTimeout, WorkerCrashed (WorkerPoisoned included) or
+        WorkerOutOfMemory; the process is already being killed then.
+        """
+        if self.poisoned is not None:
+            raise WorkerPoisoned(f"worker {self.name} is poisoned: {self.poisoned}", stderr_tail=self._process.stderr_tail())
+        if self._pending is not None:
+            raise WorkerError(f"worker {self.name}: a second exchange while one is pending")
+        await self._raise_if_gone()
+        data = repl.encode(request)
+        nonce = None
+        if self.settings.fence:
+            nonce = repl.new_nonce()
+            data += repl.encode(repl.fence_request(nonce))
+        loop = asyncio.get_running_loop()
+        pending = self._pending = _Exchange(loop.create_future(), nonce)
+        received_before = self.stdout_bytes
+        try:
+            stdin = self._process.process.stdin
+            stdin.write(data)
+            await asyncio.wait_for(self._send_and_wait(stdin, pending.future), timeout)
+        except asyncio.TimeoutError:
+            self._process.kill()
+            raise WorkerTimeout(f"no answer within {timeout:.3g} s; worker {self.name} killed",
+                                stderr_tail=self._process.stderr_tail()) from None
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            self._process.kill()
+            raise WorkerCrashed(
+                f"worker {self.name} closed its input: {exc}{await self._process.exit_description(2.0)}",
+                stderr_tail=self._process.stderr_tail(),
+            ) from None
+        finally:
+            self._pending = None
+        response = pending.future.result()
+        self.exchanges += 1
+        if self.settings.fence:
+            await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
+        return response
+
+    def fail_pending(self, error: WorkerError) -> None:
+        """Fails the exchange in flight (memory watch, kill by the worker)."""
+        pending = self._pending
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(error)
+
+    async def _send_and_wait(self, stdin, future: asyncio.Future):
+        await stdin.drain()
+        return await future
+
+    async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
+        """Env counter and audit, after the fence answered."""
+        if response.env is not None and not _is_tactic(request):
+            if response.env != self.next_env:
+                self._poison_raise(f"the REPL allocated env {response.env}, but {self.next_env} commands were sent "
+                                   "(a command was answered by someone else)")
+            self.next_env += 1
+        if self._audit is not None:
+            try:
+                problem = await self._audit.check(sent, received)
+            except ProcessGone:
+                # Died before the audit could vouch for the answer: not
+                # delivered (a thief could kill the REPL to skip the audit).
+                await self._raise_gone()
+            if problem is not None:
+                self._poison_raise(f"audit: {problem}")
+            if self.poisoned is not None:  # something arrived while we audited
+                raise WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
+                                     stderr_tail=self._process.stderr_tail())
+
+    def _poison_raise(self, why: str) -> None:
+        self.poison(why)
+        raise WorkerPoisoned(f"worker {self.name} poisoned: {why}; its answer is not trusted",
+                             stderr_tail=self._process.stderr_tail())
+
+    async def _raise_if_gone(self) -> None:
+        if self.eof.is_set() or self._process.returncode is not None:
+            await self._raise_gone()
+
+    async def _raise_gone(self) -> None:
+        self._process.kill()
+        raise WorkerCrashed(f"worker {self.name} has exited{await self._process.exit_description()}",
+                            stderr_tail=self._process.stderr_tail())
+
+    # -- poison ----------------------------------------------------------------
+
+    def poison(self, why: str, *, garbage: bool = False) -> None:
+        """Never trust this process again: kill it; fail what is pending.
+
+        `garbage`: the REPL printed something that is no answer at all
+        (unparseable or unsolicited output), counted apart from fence failures.
+        """
+        if self.poisoned is None:
+            self.poisoned = why
+            log.warning("worker %s poisoned: %s", self.name, why)
+        self._on_poison(why, garbage)
+        self._process.kill()
+        self.fail_pending(WorkerPoisoned(f"worker {self.name} poisoned: {why}", stderr_tail=self._process.stderr_tail()))
+
+    # -- stdout ----------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        stdout = self._process.process.stdout
+        try:
+            while True:
+                chunk = await stdout.read(READ_CHUNK)
+                if not chunk:
+                    break
+                self.stdout_bytes += len(chunk)
+                if self.poisoned is not None:
+                    continue  # drain until EOF; nothing more is believed
+                try:
+                    for frame in self._decoder.feed(chunk):
+                        self._on_frame(repl.decode(frame))
+                except FramingError as exc:
+                    self.poison(f"unparseable output: {exc}", garbage=True)
+        except Exception as exc:  # pragma: no cover - defensive
+            log.exception("worker %s: stdout reader failed", self.name)
+            self.poison(f"reader failed: {exc}", garbage=True)
+        await self._on_eof()
+
+    def _on_frame(self, response: repl.Response) -> None:
+        pending = self._pending
+        if pending is None or pending.future.done():
+            self.poison(f"unsolicited output: {_brief(response)}", garbage=True)
+            return
+        if pending.nonce is None:
+            pending.future.set_result(response)
+            return
+        if repl.is_fence_answer(response, pending.nonce):
+            if len(pending.frames) != 1 or repl.mentions_fence(pending.frames[0]):
+                self.poison(f"{len(pending.frames)} frames before the fence answer, not 1")
+                return
+            pending.future.set_result(pending.frames[0])
+            return
+        if pending.frames or repl.mentions_fence(response):
+            self.poison(f"a second frame for one command, or a foreign fence: {_brief(response)}")
+            return
+        pending.frames.append(response)
+
+    async def _on_eof(self) -> None:
+        # Finish only after both stdout EOF and the exit status (uvloop's
+        # order), so the error names the signal and carries the whole tail.
+        description = await self._process.exit_description()
+        await self._process.stderr_done()
+        self.eof.set()
+        pending = self._pending
+        if pending is not None and not pending.future.done():
+            tail = self._process.stderr_tail()
+            if self.poisoned is not None:
+                error: WorkerError = WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}{description}", stderr_tail=tail)
+            elif self._process.out_of_memory_words():
+                error = WorkerOutOfMemory(f"worker {self.name} ran out of memory{description}", stderr_tail=tail)
+            else:
+                error = WorkerCrashed(f"worker {self.name} died{description}", stderr_tail=tail)
+            pending.future.set_exception(error)
+
+    async def wait_reader(self) -> None:
+        if self._reader is not None:
+            await asyncio.shield(self._reader)
+
+
+def _is_tactic(request) -> bool:
+    if isinstance(request, dict):
+        return "tactic" in request or "pickleTo" in request
+    return isinstance(request, repl.TacticRequest)
+
+
+def _brief(response: repl.Response) -> str:
+    return repr(response.to_dict())[:200]

@@ -1,0 +1,261 @@
+"""One REPL child process: launch, exit watch, stderr tail, graded stop, memory.
+
+Owns: starting the child through the `Launcher` seam, the pidfd exit watch
+(which reads the exit status the moment the child dies, before anyone reaps
+it, and kills the rest of its process group), the stderr tail, the graded
+stop (close stdin, SIGTERM, SIGKILL; `ShutdownRung` says how far it went),
+resident memory of the process tree, and the inodes of our three pipes (for
+the fence audit).
+May import: leanrpc.worker.launcher, leanrpc.worker.memory, leanrpc.errors, psutil, the standard
+library. Knows nothing of the REPL protocol or of worker states.
+
+Issue 14 item 4: a crash is described only after the exit status is known
+(`exit_description` waits for it), so a worker killed by a signal is always
+reported with the signal's name, even when stdout EOF arrives first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import os
+import signal
+import time
+
+import psutil
+
+from .launcher import LaunchSpec, Launcher, kill_process_group
+from .memory import tree_memory_of
+
+log = logging.getLogger("leanrpc.worker")
+
+STDERR_TAIL_BYTES = 8192
+READ_CHUNK = 1 << 16
+
+# What a REPL prints when an allocation fails (Lean's runtime, C++, the
+# stand-in's Python) before it exits.
+OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError", "leanrpc sandbox: out of memory")
+
+
+class ShutdownRung(enum.Enum):
+    """How far the graded shutdown had to go."""
+
+    EXITED = "exited"      # already gone
+    EOF = "eof"            # exited after stdin closed
+    TERM = "term"          # needed SIGTERM
+    KILL = "kill"          # needed SIGKILL
+
+
+class ReplProcess:
+    """The child and its pipes. `launch()` once; every other call is safe
+    before, during and after the child's death."""
+
+    def __init__(self, name: str, spec: LaunchSpec, launcher: Launcher) -> None:
+        self.name = name
+        self._spec = spec
+        self._launcher = launcher
+        self.process: asyncio.subprocess.Process | None = None
+        self.pid: int | None = None
+        self._status: int | None = None  # read by waitid(WNOWAIT) at pidfd readability
+        self.exited = asyncio.Event()     # set once the exit status is known
+        self._stderr_tail = bytearray()
+        self.stderr_bytes = 0
+        self._stderr_task: asyncio.Task | None = None
+        self._psutil: psutil.Process | None = None
+        self.pipe_inodes: tuple[int, int, int] = (-1, -1, -1)
+        self._children: list[psutil.Process] = []
+        self._children_listed_at = float("-inf")
+
+    @property
+    def argv(self) -> list[str]:
+        return self._spec.argv
+
+    async def launch(self) -> None:
+        """Spawns the child. Raises OSError or ValueError when it cannot."""
+        self.process = await self._launcher.launch(self._spec)
+        self.pid = self.process.pid
+        self.pipe_inodes = self._read_pipe_inodes()
+        try:
+            self._psutil = psutil.Process(self.pid)
+        except psutil.Error:
+            self._psutil = None
+        self._watch_exit()
+        self._stderr_task = asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr")
+
+    # -- exit ------------------------------------------------------------------
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit status as asyncio reports it (negative: killed by that signal)."""
+        if self.process is not None and self.process.returncode is not None:
+            return self.process.returncode
+        return self._status
+
+    def _watch_exit(self) -> None:
+        """On the child's exit: record its status and kill its process group.
+
+        A grandchild left behind (a shelled-out tool, `lake env`) keeps stdout
+        open, so EOF alone would leave the worker half-alive and the orphan
+        running. The status is read with WNOWAIT: asyncio still reaps.
+        """
+        loop = asyncio.get_running_loop()
+        pid = self.pid
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # pragma: no cover - old kernel
+            asyncio.create_task(self._wait_reaped(), name=f"{self.name}-exit")
+            return
+
+        def on_exit() -> None:
+            loop.remove_reader(pidfd)
+            try:
+                info = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            except (ChildProcessError, OSError):
+                info = None  # already reaped by asyncio: process.returncode has it
+            finally:
+                os.close(pidfd)
+            if info is not None and self._status is None:
+                killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+                self._status = -info.si_status if killed else info.si_status
+            kill_process_group(pid)
+            if self.returncode is not None:
+                self.exited.set()
+            else:  # pragma: no cover - status unreadable: wait for the reaper
+                asyncio.ensure_future(self._wait_reaped())
+
+        loop.add_reader(pidfd, on_exit)
+
+    async def _wait_reaped(self) -> None:
+        assert self.process is not None
+        await self.process.wait()
+        self.exited.set()
+
+    async def wait_exit(self, timeout: float) -> bool:
+        """Waits until the exit status is known; False on timeout."""
+        if self.process is None:
+            return True
+        if self.exited.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self.exited.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def exit_description(self, wait_s: float = 5.0) -> str:
+        """" (killed by SIGKILL)", " (exit status 1)", after waiting for the
+        status (up to `wait_s`; a child still running after that is killed)."""
+        if self.process is None:
+            return ""
+        if not await self.wait_exit(wait_s):
+            self.kill()
+            await self.wait_exit(5.0)
+        return describe_status(self.returncode)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process is not None and self.returncode is None:
+            kill_process_group(self.process.pid, sig)
+
+    async def stop(self, grace: float) -> ShutdownRung:
+        """Graded shutdown: close stdin, then SIGTERM, then SIGKILL; waits."""
+        if self.process is None or self.returncode is not None:
+            await self.wait_exit(grace)
+            return ShutdownRung.EXITED
+        rung = ShutdownRung.EOF
+        self.close_stdin()
+        if not await self.wait_exit(grace / 2):
+            rung = ShutdownRung.TERM
+            self.kill(signal.SIGTERM)
+            if not await self.wait_exit(grace / 2):
+                rung = ShutdownRung.KILL
+                self.kill(signal.SIGKILL)
+                await self.wait_exit(10.0)
+        return rung
+
+    async def reap(self, timeout: float = 5.0) -> None:
+        """Waits for asyncio to reap the child (no zombie left)."""
+        if self.process is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self.process.wait()), timeout)
+        except asyncio.TimeoutError:
+            kill_process_group(self.process.pid)
+            await self.process.wait()
+
+    # -- pipes -----------------------------------------------------------------
+
+    def close_stdin(self) -> None:
+        try:
+            if self.process is not None and self.process.stdin is not None and not self.process.stdin.is_closing():
+                self.process.stdin.close()
+        except (OSError, RuntimeError):
+            pass
+
+    def _read_pipe_inodes(self) -> tuple[int, int, int]:
+        """Inodes of the stdin, stdout and stderr pipes (our ends share them),
+        read at launch, before any end can be closed."""
+        assert self.process is not None
+        inodes = []
+        transport = self.process._transport  # asyncio keeps the pipe transports there
+        for fd in (0, 1, 2):
+            pipe = transport.get_pipe_transport(fd)
+            pipe = pipe.get_extra_info("pipe") if pipe is not None else None
+            inodes.append(os.fstat(pipe.fileno()).st_ino if pipe is not None else -1)
+        return inodes[0], inodes[1], inodes[2]
+
+    def stderr_tail(self) -> str:
+        return self._stderr_tail.decode("utf-8", "replace")
+
+    def out_of_memory_words(self) -> bool:
+        tail = self.stderr_tail()[-4000:]
+        return any(marker in tail for marker in OUT_OF_MEMORY_MARKERS)
+
+    async def stderr_done(self, timeout: float = 1.0) -> None:
+        if self._stderr_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), timeout)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+
+    async def _read_stderr(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        stderr = self.process.stderr
+        while True:
+            chunk = await stderr.read(READ_CHUNK)
+            if not chunk:
+                return
+            self.stderr_bytes += len(chunk)
+            self._stderr_tail += chunk
+            if len(self._stderr_tail) > STDERR_TAIL_BYTES:
+                del self._stderr_tail[: len(self._stderr_tail) - STDERR_TAIL_BYTES]
+
+    # -- memory ----------------------------------------------------------------
+
+    def tree_rss(self) -> int:
+        """Memory of the process and all its descendants, in bytes: anonymous
+        and shared memory, memfds held open included (worker/memory.py)."""
+        if self._psutil is None:
+            return 0
+        try:
+            # Listing descendants scans all of /proc (milliseconds). A process
+            # tree (monitor -> lake -> repl) is set at boot, so refresh the
+            # list at most once a second.
+            now = time.monotonic()
+            if now - self._children_listed_at >= 1.0:
+                self._children = self._psutil.children(recursive=True)
+                self._children_listed_at = now
+        except psutil.Error:
+            return 0
+        return tree_memory_of(self._psutil, self._children)
+
+def describe_status(code: int | None) -> str:
+    if code is None:
+        return ""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f" (killed by {name})"
+    return f" (exit status {code})"

@@ -1,0 +1,68 @@
+"""Issue 15 item 1 through the real Pool and VerifyService: a hostile REPL
+(tests/hostile/hostile_repl.py) whose snippets leave threads that forge
+frames before, during and after later requests, take over stdout with dup2(),
+or steal requests (fences included) from stdin. No verdict may come back
+wrong, and no forging snippet may come back VALID."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hostile_support import DIRECTIVES, forging, honest, interleaved_run, start_service, verify
+from leanrpc.results import Status
+
+
+@pytest.mark.parametrize("directive", DIRECTIVES)
+async def test_each_forgery_is_caught_and_later_answers_stay_true(directive):
+    service = await start_service(workers=1)
+    pool = service.pool
+    try:
+        good_a, _ = honest(1, True)
+        bad_b, _ = honest(2, False)
+        good_c, _ = honest(3, True)
+        assert (await verify(service, "a", good_a)).status is Status.VALID
+        forger = await verify(service, "f", forging(0, directive))
+        # Give delayed threads (idle forgers, the evasive thief) time to act.
+        await asyncio.sleep(0.15)
+        b = await verify(service, "b", bad_b)
+        c = await verify(service, "c", good_c)
+        assert forger.status is not Status.VALID, forger
+        assert b.status is Status.INVALID, (b.status, b.error)
+        assert c.status is Status.VALID, (c.status, c.error)
+        caught = pool.stats.restarts["poisoned"] + pool.stats.restarts["garbage"]
+        assert caught >= 1, dict(pool.stats.restarts)
+    finally:
+        await pool.close(2.0)
+
+
+async def test_fence_off_is_what_lets_a_forger_through():
+    """The control: with fence = "off" the same shifted forgery gives another
+    snippet a wrong verdict, so the fenced tests above can fail."""
+    service = await start_service(workers=1, repl__fence="off")
+    pool = service.pool
+    try:
+        await verify(service, "f", forging(0, "forge-next"))
+        wrong = 0
+        for i in range(5):
+            body, truth = honest(10 + i, False)
+            result = await verify(service, f"b{i}", body)
+            wrong += result.status is not truth
+        assert wrong >= 1
+    finally:
+        await pool.close(2.0)
+
+
+async def test_interleaved_run_has_no_wrong_verdicts():
+    """CI-sized: 600 honest snippets and 18 forging ones (each directive
+    twice) on 2 workers, 4 concurrent callers. The full 10,000/100 run is
+    tests/hostile/run_hostile.py (figures in docs/RELIABILITY.md)."""
+    service = await start_service(workers=2)
+    try:
+        tally = await interleaved_run(service, snippets=600, forgers=18, concurrency=4)
+    finally:
+        await service.pool.close(2.0)
+    assert not tally.wrong, tally.wrong[:5]
+    assert not tally.forger_valid, tally.forger_valid
+    assert sum(tally.statuses.values()) == 600 and sum(tally.forger_statuses.values()) == 18

@@ -1,0 +1,195 @@
+"""Router.plan as a table: a situation (queue, worker views, now) and the
+decisions it must give. No processes, no clock, no event loop."""
+
+from __future__ import annotations
+
+import pytest
+
+from leanrpc.core.headers import split_header
+from leanrpc.pool.admission import Admission
+from leanrpc.pool.cost import BodyCostModel
+from leanrpc.pool.job import Job
+from leanrpc.pool.prefix_index import PrefixIndex
+from leanrpc.pool.routing import Assign, Expire, Router, Start, Switch, View, WorkerView
+
+NOW = 1000.0
+MATHLIB = "import Mathlib\n"
+AESOP = "import Aesop\n"
+BODY = "\n".join(f"theorem t{i} : {i} = {i} := rfl" for i in range(200)) + "\n"
+
+
+def job(header: str = MATHLIB, body: str = "theorem x : 1 = 1 := rfl\n", *, age: float = 0.0, **kw) -> Job:
+    j = Job(split=split_header(header + body), timeout_s=10, **kw)
+    j.enqueued_at = NOW - age
+    return j
+
+
+def key(header: str) -> str:
+    return split_header(header + "theorem x : True := trivial\n").import_key
+
+
+def view(name: str, state: View, header: str | None = MATHLIB, **kw) -> WorkerView:
+    return WorkerView(name=name, state=state, import_key=key(header) if header else None, **kw)
+
+
+def router(size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> Router:
+    model = BodyCostModel()
+    for seconds, chars in costs:
+        model.observe(seconds, chars)
+    return Router(size=size, index=PrefixIndex(), cost=model, incrementality=incrementality, **kw)
+
+
+def decided(plan) -> list[tuple]:
+    out = []
+    for d in plan.decisions:
+        if isinstance(d, Assign):
+            out.append(("assign", d.worker))
+        elif isinstance(d, Start):
+            out.append(("start",))
+        elif isinstance(d, Switch):
+            out.append(("switch", d.victim))
+        elif isinstance(d, Expire):
+            out.append(("expire",))
+    return out
+
+
+# (situation, workers, queue, decisions)
+TABLE = [
+    ("an idle worker holding the header takes the job",
+     [view("w1", View.IDLE), view("w2", View.BUSY)], [job()], [("assign", "w1")]),
+    ("the most recently used of two warm idle workers",
+     [view("w1", View.IDLE, last_used=5), view("w2", View.IDLE, last_used=9)], [job()], [("assign", "w2")]),
+    ("a fresh idle worker (no header) takes a job of any header",
+     [view("w1", View.IDLE, header=None)], [job(AESOP)], [("assign", "w1")]),
+    ("no idle worker, a free slot: start one",
+     [view("w1", View.BUSY, AESOP)], [job()], [("start",)]),
+    ("no idle worker, no free slot: nothing",
+     [view("w1", View.BUSY), view("w2", View.BUSY)], [job()], []),
+    ("a stopping worker still holds its slot",
+     [view("w1", View.STOPPING), view("w2", View.BUSY)], [job()], []),
+    ("a dead worker holds no slot",
+     [view("w1", View.GONE), view("w2", View.BUSY)], [job()], [("start",)]),
+    ("only another header idle, nobody will hold ours: switch the idle one",
+     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
+    ("another header idle, but a busy worker holds ours: wait for it",
+     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job()], []),
+    ("the same, once the job waited max_wait_for_warm_s: switch",
+     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job(age=2.5)], [("switch", "w1")]),
+    ("the least recently used idle worker is the one switched",
+     [view("w1", View.IDLE, AESOP, last_used=9), view("w2", View.IDLE, AESOP, last_used=1)],
+     [job()], [("switch", "w2")]),
+    ("a job past its deadline expires, the next one runs",
+     [view("w1", View.IDLE)], [job(deadline=NOW - 1), job()], [("expire",), ("assign", "w1")]),
+    ("two jobs, one idle warm worker and one free slot",
+     [view("w1", View.IDLE)], [job(), job(AESOP)], [("assign", "w1"), ("start",)]),
+    ("while a worker spawns, a job whose header a busy worker holds does not start another",
+     [view("w1", View.BUSY), view("w2", View.SPAWNING, header=None)], [job()], []),
+]
+
+
+@pytest.mark.parametrize("situation,workers,queue,expected", TABLE, ids=[row[0] for row in TABLE])
+def test_plan(situation, workers, queue, expected):
+    assert decided(router(size=2).plan(queue, workers, NOW)) == expected
+
+
+def test_a_waiting_job_asks_to_be_woken_when_its_wait_bound_passes():
+    plan = router().plan([job(age=0.5)], [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], NOW)
+    assert plan.decisions == [] and plan.wake_at == pytest.approx(NOW + 1.5)
+
+
+def test_a_plan_does_not_change_the_views_it_was_given():
+    workers = [view("w1", View.IDLE)]
+    router().plan([job()], workers, NOW)
+    assert workers[0].state is View.IDLE
+
+
+# -- prefix routing ------------------------------------------------------------
+
+
+def _holder_situation(expected_busy_s: float, costs=((1.3, None), (0.3, 50))):
+    """`holder` is busy and elaborated a 200-line prefix of the job; `other`
+    is idle and holds nothing. Measured: a full body 1.3 s, a 50-character
+    edit 0.3 s (1 s of text plus 0.3 s overhead)."""
+    old = job(body=BODY)
+    new = job(body=BODY + "theorem z : 0 = 0 := rfl\n")
+    r = router(costs=[(s, c if c is not None else len(old.text)) for s, c in costs])
+    r.index.remember("holder", old.scope, old.text)
+    holder = view("holder", View.BUSY, busy_since=NOW, expected_busy_s=expected_busy_s)
+    other = view("other", View.IDLE)
+    return r, new, holder, other, old
+
+
+def test_a_job_waits_for_a_busy_worker_holding_a_much_longer_prefix():
+    r, new, holder, other, old = _holder_situation(0.05, costs=((1.0, None),))
+    plan = r.plan([new], [holder, other], NOW)
+    assert decided(plan) == [] and r.stats.prefix_waits == 1
+    assert plan.wake_at is not None and plan.wake_at > NOW
+    # once it has waited max_wait_for_warm_s it takes the idle worker
+    new.enqueued_at = NOW - 2.5
+    assert decided(r.plan([new], [holder, other], NOW)) == [("assign", "other")]
+    # and when the holder is idle it is simply the best candidate
+    holder.state = View.IDLE
+    assert decided(r.plan([new], [other, holder], NOW)) == [("assign", "holder")]
+    assert r.index.reusable_prefix("holder", new.scope, new.text) == len(old.text)
+
+
+def test_a_job_takes_the_idle_worker_when_the_holder_is_far_from_done():
+    r, new, holder, other, _old = _holder_situation(expected_busy_s=5.0)
+    assert decided(r.plan([new], [holder, other], NOW + 0.1)) == [("assign", "other")]
+    assert r.stats.prefix_waits == 0 and r.stats.prefix_spreads == 1
+
+
+def test_a_holder_past_its_estimate_is_expected_to_overrun_by_as_much_again():
+    r, new, holder, other, _old = _holder_situation(expected_busy_s=0.2)
+    assert decided(r.plan([new], [holder, other], NOW + 0.1)) == []
+    assert decided(r.plan([new], [holder, other], NOW + 1.5)) == [("assign", "other")]
+
+
+def test_waiting_rent_spreads_a_hot_prefix_to_the_idle_worker():
+    r, new, holder, other, _old = _holder_situation(expected_busy_s=0.3)
+    assert decided(r.plan([new], [holder, other], NOW)) == []
+    assert r.stats.prefix_waits == 1 and new.wait_mark == NOW
+    # it waited 0.8 s with `other` idle, and the holder took another request
+    holder.busy_since = NOW + 0.8
+    # 0.3 s more + 0.8 s already paid >= 1 s of text: elaborate it on `other`
+    assert decided(r.plan([new], [holder, other], NOW + 0.8)) == [("assign", "other")]
+    assert abs(r.stats.prefix_wait_s - 0.8) < 1e-9
+    assert r.stats.prefix_spreads == 1 and r.stats.prefix_waits == 1
+
+
+def test_without_incrementality_prefixes_do_not_route():
+    r, new, holder, other, _old = _holder_situation(0.05)
+    r.incrementality = False
+    assert decided(r.plan([new], [holder, other], NOW)) == [("assign", "other")]
+
+
+# -- fair admission order ------------------------------------------------------
+
+
+def test_fair_order_takes_one_job_per_client_then_per_stream():
+    queue = Admission(queue_limit=100)
+    big = [job(client_id="big", stream_id="s1") for _ in range(5)]
+    big2 = [job(client_id="big", stream_id="s2") for _ in range(2)]
+    small = [job(client_id="small") for _ in range(2)]
+    for j in big + big2 + small:
+        queue.push(j)
+    order = queue.ordered(100)
+    # newest client first (it had nothing queued), then one per client in turn;
+    # within "big", its newer stream s2 entered first as well
+    assert order[:4] == [small[0], big2[0], small[1], big[0]]
+    assert len(order) == 9 and set(order) == set(big + big2 + small)
+    # the client just served goes to the back of the rotation
+    queue.take(small[0])
+    assert queue.ordered(2) == [big2[0], small[1]]
+
+
+def test_admission_check_is_the_queue_limit():
+    from leanrpc.errors import OverloadedError
+
+    queue = Admission(queue_limit=2)
+    queue.check(2)
+    queue.push(job())
+    with pytest.raises(OverloadedError) as info:
+        queue.check(2)
+    assert info.value.retry_after_s > 0
+    assert len(queue) == 1 and queue.remove(queue.ordered(1)[0]) and len(queue) == 0
