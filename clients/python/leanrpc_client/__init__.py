@@ -1,4 +1,4 @@
-"""Python client for the leanrpc Verifier service.
+"""Python client for the leanrpc Verifier and Prover services.
 
     from leanrpc.client import Client
     with Client("127.0.0.1:50051") as client:
@@ -9,6 +9,8 @@
 over one VerifyStream (bounded in-flight window), retries UNAVAILABLE and
 RESOURCE_EXHAUSTED with exponential backoff, and shows a progress bar when
 asked (or for long batches on a terminal). Results are plain dataclasses.
+Proof search (start_proof, run_tactic, expand, best_first_search): see
+`leanrpc.client.prover` and docs/PROVER.md.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ import grpc
 
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
+from .prover import ProofStart, ProofState, ProverCalls, SearchResult, SyncProverCalls, TacticResult, best_first_search
 
-__all__ = ["AsyncClient", "Client", "Message", "Result", "SessionResult", "TacticStep", "Declaration", "ClientError", "header_hash", "HEADER_HASH_KEY"]
+__all__ = ["AsyncClient", "Client", "Message", "Result", "SessionResult", "TacticStep", "Declaration", "ClientError", "header_hash", "HEADER_HASH_KEY",
+           "ProofStart", "ProofState", "SearchResult", "TacticResult", "best_first_search"]
 
 _STATUS_NAMES = {v: k for k, v in pb.Status.items()}
 _SEVERITY_NAMES = {v: k for k, v in pb.Severity.items()}
@@ -208,7 +212,7 @@ def _as_snippets(snippets: Iterable) -> list[tuple[str, str]]:
     return out
 
 
-class AsyncClient:
+class AsyncClient(ProverCalls):
     """asyncio client. Use as `async with AsyncClient(addr) as c:`."""
 
     def __init__(
@@ -441,7 +445,7 @@ class AsyncClient:
         return response.closed
 
 
-class Client:
+class Client(SyncProverCalls):
     """Blocking client: the AsyncClient run on a private event loop."""
 
     def __init__(self, address: str = "127.0.0.1:50051", **kwargs) -> None:

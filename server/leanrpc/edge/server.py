@@ -22,15 +22,18 @@ from ..core import NATIVE_ACTIVE
 from ..pool.pool import Pool
 from ..security.sandbox import make_sandbox_launcher
 from ..services.extract import ExtractService
+from ..services.prover import ProverService
 from ..services.verify import VerifyService
-from ..v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2
+from ..v1 import formalizer_pb2, formalizer_pb2_grpc, prover_pb2, verifier_pb2
 from ..worker.launcher import Launcher
 from .auth import build_access_interceptors
+from .prover import ProverServicer, add_prover_to_server
 from .verifier import VerifierServicer, add_verifier_to_server
 
 log = logging.getLogger("leanrpc.server")
 
 VERIFIER_SERVICE = verifier_pb2.DESCRIPTOR.services_by_name["Verifier"].full_name
+PROVER_SERVICE = prover_pb2.DESCRIPTOR.services_by_name["Prover"].full_name
 FORMALIZER_SERVICE = formalizer_pb2.DESCRIPTOR.services_by_name["Formalizer"].full_name
 
 
@@ -45,6 +48,7 @@ class App:
     verify: VerifyService
     health: health.aio.HealthServicer
     formalize: object | None = None
+    prover: ProverService | None = None
     metrics: object | None = None
     _health_task: asyncio.Task | None = None
 
@@ -92,12 +96,14 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     add_verifier_to_server(
         VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE), server
     )
+    prover = ProverService(pool, config, verify)
+    add_prover_to_server(ProverServicer(prover), server)
     formalize = _add_formalizer(config, server, verify)
 
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
-        (VERIFIER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+        (VERIFIER_SERVICE, PROVER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
 
     address = f"{config.server.host}:{config.server.port}"
@@ -108,7 +114,8 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     if port == 0:
         raise OSError(f"cannot bind {address}")
     await server.start()
-    app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize)
+    app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize,
+              prover=prover)
     if config.server.metrics_port:
         from ..ops.metrics import start_metrics
 
@@ -166,6 +173,7 @@ async def _update_health(app: App) -> None:
     not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
     verifier_ok = app.pool.serving
     await app.health.set(VERIFIER_SERVICE, serving if verifier_ok else not_serving)
+    await app.health.set(PROVER_SERVICE, serving if verifier_ok else not_serving)
     await app.health.set("", serving if verifier_ok else not_serving)
     formalize_ok = False
     if app.formalize is not None and hasattr(app.formalize, "serving_status"):

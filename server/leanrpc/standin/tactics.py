@@ -108,6 +108,11 @@ def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
         r.sorry = True
         r.goals = rest
         return r
+    if head == "constructor":
+        parts = _conjuncts(main)
+        if parts is not None:
+            r.goals = parts + rest
+            return r
     if head in ("intro", "intros", "rintro"):
         names = [t.text for t in toks[1:] if t.kind == "id"] or ["a✝"]
         r.goals = [_intro(main, names)] + rest
@@ -172,3 +177,24 @@ def _intro(goal: str, names: list[str]) -> str:
         hyps.append(f"{nm} : {t[:split].strip()}")
         target = t[split + 1:].strip()
     return "\n".join(hyps + ["⊢ " + target])
+
+
+def _conjuncts(goal: str) -> list[str] | None:
+    """`constructor` on `A ∧ B` / `A ↔ B`: the two goals (case tags as Lean writes them)."""
+    hyps, target = _split_goal(goal)
+    depth = 0
+    for k, c in enumerate(target):
+        if c in "([{⟨":
+            depth += 1
+        elif c in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and c in "∧↔":
+            left, right = target[:k].strip(), target[k + 1:].strip()
+            if c == "∧":
+                tags = ("left", "right")
+            else:
+                tags = ("mp", "mpr")
+                left, right = f"{left} → {right}", f"{right} → {left}"
+            return ["\n".join([f"case {tags[0]}"] + hyps + ["⊢ " + left]),
+                    "\n".join([f"case {tags[1]}"] + hyps + ["⊢ " + right])]
+    return None
