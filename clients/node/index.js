@@ -116,4 +116,6 @@ class LeanrpcClient {
   }
 }
 
-module.exports = { LeanrpcClient, headerHash, HEADER_HASH_KEY, grpc };
+const { ProverClient } = require('./prover');
+
+module.exports = { LeanrpcClient, ProverClient, headerHash, HEADER_HASH_KEY, grpc };
