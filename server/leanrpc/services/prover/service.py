@@ -16,6 +16,7 @@ another worker next time). Only bad input and admission problems raise.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import time
@@ -176,7 +177,7 @@ class ProverService:
         job = Job(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
                   stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.registry.stats))
         try:
-            outcome = await self.pool.submit(job)
+            outcome = await self._submit_uncancelled_once_running(job)
         except (WorkerError, HeaderLoadError) as exc:
             out.error = f"the expansion could not run: {getattr(exc, 'message', str(exc))}"
             out.elapsed_s = time.monotonic() - arrived
@@ -200,6 +201,22 @@ class ProverService:
             await self._check_whole(out, child, deadline)
         out.elapsed_s = time.monotonic() - arrived
         return out
+
+    async def _submit_uncancelled_once_running(self, job: Job):
+        """Submits `job`; a caller cancelled (a search that found its proof and
+        closed its Expand stream) takes a queued expansion out of the queue but
+        lets a running one finish: cancelling a REPL mid-request kills the
+        worker and every state it holds, which costs far more than one tactic
+        (bounded by its timeout) whose answer nobody reads."""
+        submitted = asyncio.ensure_future(self.pool.submit(job))
+        try:
+            return await asyncio.shield(submitted)
+        except asyncio.CancelledError:
+            if job.task is None:
+                submitted.cancel()
+            else:
+                submitted.add_done_callback(_consume)
+            raise
 
     async def _check_whole(self, out: TacticOutcome, state: ProofState, deadline: float | None) -> None:
         """Tactic mode closed the goal: verify the assembled proof as a normal snippet."""
@@ -228,3 +245,9 @@ class ProverService:
 
     def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
         return self.registry.release(list(state_ids), list(proof_ids))
+
+
+def _consume(task: asyncio.Future) -> None:
+    """Reads an abandoned expansion's outcome so asyncio logs nothing."""
+    if not task.cancelled():
+        task.exception()
