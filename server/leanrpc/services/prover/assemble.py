@@ -40,7 +40,7 @@ def prepare_code(code: str, body: str) -> str:
     if has_sorry(body):
         return code
     plain = _code_only(body)
-    if _STATEMENT.search(plain) and ":=" not in plain and " where" not in plain and "|" not in plain:
+    if _STATEMENT.search(plain) and ":=" not in plain:
         return code.rstrip() + " := by sorry\n"
     raise RequestError(
         "the code has no `sorry` to start a proof from: write the statement with `:= by sorry` "
