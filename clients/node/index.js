@@ -231,4 +231,6 @@ class LeanrpcClient {
   }
 }
 
-module.exports = { LeanrpcClient, LeanrpcError, headerHash, resendHintMs, HEADER_HASH_KEY, grpc };
+const { ProverClient } = require('./lib/prover');
+
+module.exports = { LeanrpcClient, LeanrpcError, ProverClient, headerHash, resendHintMs, HEADER_HASH_KEY, grpc };

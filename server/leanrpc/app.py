@@ -31,14 +31,16 @@ from .core import NATIVE_ACTIVE
 from .pool.pool import Pool
 from .security.sandbox import make_sandbox_launcher
 from .services.extract import ExtractService
+from .services.prover import ProverService
 from .services.verify import VerifyService
-from .v1 import formalizer_pb2, formalizer_pb2_grpc, verifier_pb2
+from .v1 import formalizer_pb2, formalizer_pb2_grpc, prover_pb2, verifier_pb2
 from .worker.launcher import Launcher
 from .worker.memory import effective_memory_limit_mb
 from .edge.auth import build_access_interceptors
 from .edge.errors import abort_with
 from .edge.reflection import enable_reflection
 from .errors import ModelNotConfigured
+from .edge.prover import ProverServicer, add_prover_to_server
 from .edge.verifier import VerifierServicer, add_verifier_to_server
 
 log = logging.getLogger("leanrpc.server")
@@ -48,6 +50,7 @@ class StartupError(Exception):
     """The server cannot start for a reason the user can fix; the message is one line."""
 
 VERIFIER_SERVICE = verifier_pb2.DESCRIPTOR.services_by_name["Verifier"].full_name
+PROVER_SERVICE = prover_pb2.DESCRIPTOR.services_by_name["Prover"].full_name
 FORMALIZER_SERVICE = formalizer_pb2.DESCRIPTOR.services_by_name["Formalizer"].full_name
 
 
@@ -62,6 +65,7 @@ class App:
     verify: VerifyService
     health: health.aio.HealthServicer
     formalize: object | None = None
+    prover: ProverService | None = None
     metrics: object | None = None
     gateway: object | None = None  # leanrpc.gateway.Gateway when gateway.http_port is set
     verifier: object | None = None  # the VerifierServicer, told first on stop
@@ -126,11 +130,13 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     )
     verifier = VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE)
     add_verifier_to_server(verifier, server)
+    prover = ProverService(pool, config, verify)
+    add_prover_to_server(ProverServicer(prover), server)
     formalize = _add_formalizer(config, server, verify)
 
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    enable_reflection((VERIFIER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME), server)
+    enable_reflection((VERIFIER_SERVICE, PROVER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME), server)
 
     address = f"{config.server.host}:{config.server.port}"
     try:
@@ -149,7 +155,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
         )
     await server.start()
     app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize,
-              verifier=verifier)
+              verifier=verifier, prover=prover)
     if config.server.metrics_port:
         from .ops.metrics import start_metrics
 
@@ -236,6 +242,7 @@ async def _update_health(app: App) -> None:
     verifier_ok = app.pool.serving
     await app.health.set(VERIFIER_SERVICE, serving if verifier_ok else not_serving)
     await app.health.set("", serving if verifier_ok else not_serving)
+    await app.health.set(PROVER_SERVICE, serving if verifier_ok else not_serving)
     formalize_ok = False
     if app.formalize is not None and hasattr(app.formalize, "serving_status"):
         formalize_ok, _reason = app.formalize.serving_status()

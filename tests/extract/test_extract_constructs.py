@@ -267,3 +267,47 @@ def test_kimina_demo_search_2(form):
     ]
     assert decl.steps[0].goals_after == ["⊢ 0 < a + b + c"]
     assert decl.start.line == 9  # the statement's line; the header is not part of it
+
+
+# ---- item 8 of issue 18: audit fixes ----------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["original", "tactics", "substantive"])
+def test_indented_theorem_inside_namespace_gets_its_name_and_span(form):
+    from infotree_builder import Src, by_block, tac
+
+    src = Src("namespace Foo\n  theorem t_ns (p : Prop) (hp : p) : p := by\n    exact hp\nend Foo\n")
+    goal = "p : Prop\nhp : p\n⊢ p"
+    root = by_block(src, src.at("by"), [tac(src, "exact hp", [goal], [], "Lean.Parser.Tactic.exact")])
+    start = src.at("theorem")
+    tree = project(full(src, [(start, src.at("end Foo") - 1, [root])]), form)
+    decls = [d for d in extract_declarations(tree, src.text) if d.steps]
+    check_invariants(decls, src.text)
+    (decl,) = decls
+    assert decl.name == "t_ns"
+    assert (decl.start.line, decl.start.column) == (2, 2)  # the theorem, not `namespace`
+    assert [s.text for s in decl.steps] == ["exact hp"]
+
+
+def test_substantive_then_keeps_every_goal_of_a_step_run_once_per_goal():
+    # `constructor <;> assumption`: substantive drops the `<;>` node; the two
+    # `assumption` nodes have the same range and must not lose the goal q.
+    src, commands = sc.case_then()
+    tree = project(full(src, commands), "substantive")
+    (decl,) = extract_declarations(tree, src.text)
+    check_invariants([decl], src.text)
+    assert triples(decl) == [
+        ("constructor", [sc.GPQ], [sc.GP, sc.GQ]),
+        ("assumption", [sc.GP, sc.GQ], []),
+    ]
+
+
+def test_dropped_overlapping_nodes_leave_a_trace(caplog):
+    from leanrpc.extract._extract import _disjoint
+    from leanrpc.extract._tree import TacticNode
+
+    outer = TacticNode(0, 10, "outer", None, ["a"], [], [], 0)
+    inner = TacticNode(2, 12, "straddling", None, ["b"], [], [], 1)
+    with caplog.at_level("DEBUG", logger="leanrpc.extract"):
+        assert _disjoint([outer, inner]) == [outer]
+    assert "dropped node straddling [2, 12)" in caplog.text

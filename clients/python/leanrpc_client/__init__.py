@@ -14,13 +14,15 @@ asked (tqdm). `Client` is the blocking form: its own event loop on a private
 thread, safe from several threads and inside a running loop.
 
 Rooms: _types (results, ClientError), _convert (protobuf <-> types, header
-hash), _retry (what is retried and when), aio (AsyncClient), sync (Client).
+hash), _retry (what is retried and when), prover (proof-state calls and a
+best-first search helper, docs/PROVER.md), aio (AsyncClient), sync (Client).
 """
 
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
 from ._retry import resend_hint_s
 from ._types import ClientError, Declaration, Message, Result, SessionResult, TacticStep
 from .aio import AsyncClient
+from .prover import ProofStart, ProofState, SearchResult, TacticResult, best_first_search
 from .sync import Client
 
 __all__ = [
@@ -30,9 +32,14 @@ __all__ = [
     "Declaration",
     "HEADER_HASH_KEY",
     "Message",
+    "ProofStart",
+    "ProofState",
     "Result",
+    "SearchResult",
     "SessionResult",
+    "TacticResult",
     "TacticStep",
+    "best_first_search",
     "header_hash",
     "resend_hint_s",
     "result_from_pb",

@@ -2,7 +2,7 @@
 
 Owns: the channel, unary calls with retry, and `verify` over VerifyStream
 (bounded window, input order kept, re-sends of refused snippets). May
-import: _proto, _types, _convert, _retry; tqdm when a progress bar is asked.
+import: _proto, _types, _convert, _retry, prover; tqdm when a progress bar is asked.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ._convert import (
 )
 from ._proto import pb, pb_grpc
 from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s
+from .prover import ProverCalls
 from ._types import Result, SessionResult
 
 
@@ -45,7 +46,7 @@ def _in_order(keys: list[str], items: list[tuple[str, str]], results: dict[str, 
     return ordered
 
 
-class AsyncClient:
+class AsyncClient(ProverCalls):
     """asyncio client. Use as `async with AsyncClient(addr) as c:`."""
 
     def __init__(

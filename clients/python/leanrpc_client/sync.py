@@ -15,9 +15,10 @@ from typing import Any, Coroutine, Iterable, Sequence
 
 from .aio import AsyncClient
 from ._types import Result, SessionResult
+from .prover import SyncProverCalls
 
 
-class Client:
+class Client(SyncProverCalls):
     """Blocking client; same methods as AsyncClient. Thread-safe; close() once done."""
 
     def __init__(self, address: str = "127.0.0.1:50051", **kwargs) -> None:

@@ -6,8 +6,12 @@ command when a declaration has several `by` blocks. So commands are also
 found in the text: a command starts on a line whose first character (column
 0, outside comments and strings) begins a command keyword, a modifier, an
 attribute `@[` or a doc comment `/--`. Anything else at column 0 continues
-the current command. This is a heuristic; the caller merges spans that a
-tactic block straddles, so a wrong cut never splits a proof.
+the current command. A declaration keyword (after optional modifiers other
+than `local`/`scoped`) also starts a command when the line is indented:
+`theorem` inside `namespace Foo` is often indented, and a declaration
+keyword never starts a line inside a proof. This is a heuristic; the caller
+merges spans that a tactic block straddles, so a wrong cut never splits a
+proof.
 """
 
 from __future__ import annotations
@@ -119,6 +123,8 @@ def split_commands(text: SourceText) -> list[CommandSpan]:
             continue
         if _starts_command(text, offset):
             starts.append(offset)
+        elif _starts_indented_declaration(text, offset):
+            starts.append(offset + len(src[offset:]) - len(src[offset:].lstrip(" \t")))
     # A doc comment, attribute, modifier or `set_option … in` on a line of
     # its own does not end a command: it belongs to the declaration on the following lines.
     merged: list[int] = []
@@ -175,6 +181,31 @@ def _starts_command(text: SourceText, offset: int) -> bool:
         or word in _OTHER_COMMANDS
         or (word.startswith("#") and len(word) > 1)
     )
+
+
+_INDENTED_MODIFIERS = _MODIFIERS - {"local", "scoped"}
+
+
+def _starts_indented_declaration(text: SourceText, offset: int) -> bool:
+    """An indented line whose first words are modifiers and a declaration keyword."""
+    src = text.text
+    i = offset
+    while i < len(src) and src[i] in " \t":
+        i += 1
+    if i == offset or i >= len(src) or text.in_comment(i) or text.in_string(i):
+        return False
+    while True:
+        match = _WORD.match(src, i)
+        if match is None:
+            return False
+        word = match.group(0)
+        if word in _DECL_KEYWORDS:
+            return True
+        if word not in _INDENTED_MODIFIERS:
+            return False
+        i = match.end()
+        while i < len(src) and src[i] in " \t":
+            i += 1
 
 
 def describe_command(text: SourceText, start: int, end: int) -> tuple[str, str]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+import logging
 import re
 from typing import Any
 
@@ -44,6 +45,8 @@ from leanrpc.results import Position
 from ._commands import describe_command, split_commands
 from ._source import SourceText
 from ._tree import TacticNode, build_forest, is_failed_pp
+
+log = logging.getLogger("leanrpc.extract")
 
 
 @dataclasses.dataclass(slots=True)
@@ -389,16 +392,37 @@ def _block_items(text: SourceText, nodes: list[TacticNode]) -> list[TacticNode]:
 
 
 def _disjoint(nodes: list[TacticNode]) -> list[TacticNode]:
-    """Sorted by start (outer and earlier-visited first); drop what overlaps a kept node."""
+    """Sorted by start (outer and earlier-visited first); drop what overlaps a kept node.
+
+    Nodes with exactly the range of the last kept node are one step run
+    several times (`t <;> assumption` runs `assumption` once per goal):
+    they are merged into that step, so no goal disappears from the
+    sequence. A run that continues the kept one (its goals before are the
+    kept goals after) extends it; otherwise the goals are joined. Every
+    other dropped node is logged (debug level, logger leanrpc.extract).
+    """
     ordered = sorted(nodes, key=lambda n: (n.start, -n.end, n.order))
     kept: list[TacticNode] = []
     for node in ordered:
-        if kept and node.start < kept[-1].end:
-            continue
         if node.end <= node.start:
+            continue
+        if kept and node.start == kept[-1].start and node.end == kept[-1].end:
+            kept[-1] = _merge_same_span(kept[-1], node)
+            continue
+        if kept and node.start < kept[-1].end:
+            log.debug("extract: dropped node %s [%d, %d) overlapping kept %s [%d, %d)",
+                      node.kind, node.start, node.end, kept[-1].kind, kept[-1].start, kept[-1].end)
             continue
         kept.append(node)
     return kept
+
+
+def _merge_same_span(first: TacticNode, again: TacticNode) -> TacticNode:
+    if list(again.goals_before) == list(first.goals_after):
+        return dataclasses.replace(first, goals_after=list(again.goals_after))
+    before = list(first.goals_before) + [g for g in again.goals_before if g not in first.goals_before]
+    after = list(first.goals_after) + [g for g in again.goals_after if g not in first.goals_after]
+    return dataclasses.replace(first, goals_before=before, goals_after=after)
 
 
 # ---- text tests ---------------------------------------------------------------

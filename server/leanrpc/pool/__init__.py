@@ -5,7 +5,7 @@ replaced. May import: config, errors, results, core, worker. Never imports
 services, edge, or any `*_pb2`. See pool.py for the data flow.
 """
 
-from .job import BodyOutcome, Job
+from .job import BodyOutcome, Job, WorkerCall
 from .pool import Pool, PoolSnapshot, PoolStats
 
-__all__ = ["BodyOutcome", "Job", "Pool", "PoolSnapshot", "PoolStats"]
+__all__ = ["BodyOutcome", "Job", "Pool", "PoolSnapshot", "PoolStats", "WorkerCall"]

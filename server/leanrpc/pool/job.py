@@ -1,7 +1,8 @@
 """Jobs and their outcomes: the data the pool's rooms hand each other.
 
-Owns: `Job` (one body or session command to elaborate) and `BodyOutcome`
-(what running it produced). May import: core, results-free pool siblings
+Owns: `Job` (one body or session command to elaborate, or a `WorkerCall`)
+and `BodyOutcome` (what running it produced), and the `WorkerCall` protocol:
+the narrow API the Prover uses to run its own REPL requests on a worker. May import: core, results-free pool siblings
 (`sessions` for the session call type). No asyncio logic lives here.
 """
 
@@ -10,9 +11,32 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from typing import Any, Protocol
 
 from ..core.headers import HeaderSplit
 from .sessions import SessionCall
+
+
+class WorkerCall(Protocol):
+    """Work that runs its own REPL requests on a worker instead of a body.
+
+    The pool boots the worker and loads the job's header and preamble as for
+    any job, then awaits `run(worker, base_env, timeout)` with the worker
+    reserved for it alone; its return value is the outcome's `response`.
+    Routing treats it like a session job: `held_chars(worker_name)` is how
+    much of `text` (the work to rebuild from nothing) that worker already
+    holds, so the job goes to the holder unless the holder is busy and the
+    measured per-character cost of rebuilding the rest elsewhere is less than
+    the expected wait (the prefix-routing cost model, ski rental included).
+    A `WorkerCrashed` raised by `run` retries the job like a crashed body.
+    """
+
+    scope: str  # what the work is about, the same on every worker
+    text: str   # the work to redo on a worker that holds none of it
+
+    def held_chars(self, worker_name: str) -> int: ...
+
+    async def run(self, worker: Any, base_env: int, timeout: float) -> Any: ...
 
 
 @dataclasses.dataclass(eq=False)
@@ -32,6 +56,8 @@ class Job:
     deadline: float | None = None  # time.monotonic() based
     # Set for a session job: the command runs on a session env, not the body.
     session: SessionCall | None = None
+    # Set for a WorkerCall job (the Prover): the call runs instead of a body.
+    call: WorkerCall | None = None
     # Fair admission: who sent it, and which stream or batch of theirs.
     client_id: str = ""
     stream_id: str = ""
@@ -58,7 +84,10 @@ class Job:
         # worker-independent terms.
         self.text = self.session.text if self.session is not None else self.split.padded_body
         base = f"{self.split.import_key}\x01{self.split.preamble_key}"
-        if self.session is not None:
+        if self.call is not None:
+            self.text = self.call.text
+            base = f"{base}\x01call:{self.call.scope}"
+        elif self.session is not None:
             base = f"{base}\x01session:{self.session.session.name}:{self.session.parent}"
         self.scope = base
 

@@ -257,11 +257,14 @@ class Router:
     def routes_by_prefix(self, job: Job) -> bool:
         if not self.prefix_routing or not job.reuse:
             return False
-        return job.session is not None or self.incrementality
+        return job.session is not None or job.call is not None or self.incrementality
 
     def affinity(self, worker: WorkerView, job: Job) -> int:
         """Characters of the job's work this worker already did: the reusable
-        prefix of its text plus, for a session job, the session chain built there."""
+        prefix of its text plus, for a session job, the session chain built there;
+        for a WorkerCall job, what the call says the worker holds."""
+        if job.call is not None:
+            return job.call.held_chars(worker.name)
         if job.session is None:
             return self.index.reusable_prefix(worker.name, job.scope, job.text)
         call = job.session
@@ -276,7 +279,7 @@ class Router:
 
     def _holder(self, job: Job, views: dict) -> tuple[WorkerView | None, int]:
         """The busy worker holding the most of the job's work, and how much."""
-        if job.session is not None:
+        if job.session is not None or job.call is not None:
             busy = [w for w in views.values() if w.state is View.BUSY and w.import_key == job.import_key]
             if not busy:
                 return None, 0

@@ -66,7 +66,7 @@ class Runner:
 
     def launch(self, job: Job, worker: Worker) -> None:
         pool = self._pool
-        if pool.router.routes_by_prefix(job):
+        if pool.router.routes_by_prefix(job) and job.call is None:
             job.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
         job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
         job.task.add_done_callback(lambda task, worker=worker, job=job: self._on_task_done(task, worker, job))
@@ -109,6 +109,9 @@ class Runner:
             if load.cancelled():
                 raise NotServingError("server is shutting down")
             boot_s, warm, header_s, base_env, preamble_messages = load.result()
+            if job.call is not None:
+                await self._run_call(job, worker, base_env, queue_s, boot_s, warm, header_s)
+                return
             replayed = 0
             run_env = base_env
             if job.session is not None:
@@ -194,6 +197,20 @@ class Runner:
             else:
                 pool.release(worker)
             pool.poke()
+
+    async def _run_call(self, job: Job, worker: Worker, base_env: int, queue_s: float, boot_s: float,
+                        warm: bool, header_s: float) -> None:
+        """A WorkerCall job: the call runs its own requests on the worker."""
+        assert job.call is not None and job.future is not None
+        started = time.monotonic()
+        value = await job.call.run(worker, base_env, _bounded(job.timeout_s, job))
+        worker.requests_served += 1
+        if not job.future.done():
+            job.future.set_result(BodyOutcome(
+                response=value, after_response=None, worker=worker.name, warm_header=warm,
+                reused_prefix_chars=0, queue_s=queue_s, header_s=header_s, boot_s=boot_s,
+                body_s=time.monotonic() - started, attempts=job.attempts,
+            ))
 
     async def _prepare(self, job: Job, worker: Worker) -> tuple[float, bool, float, int, list]:
         """Boots the worker if needed, loads the job's header and preamble.

@@ -1,0 +1,58 @@
+'use strict';
+// Prover calls for the Node client (docs/PROVER.md): startProof, runTactic,
+// releaseStates. Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
+// A result is a proof only when status is PROOF_STATUS_COMPLETED: the
+// assembled whole proof (proof_text) verified VALID (verification).
+
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const { protoRoot } = require('./proto');
+
+function loadProver() {
+  const definition = protoLoader.loadSync(['leanrpc/v1/prover.proto'], {
+    includeDirs: [protoRoot()],
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  return grpc.loadPackageDefinition(definition).leanrpc.v1;
+}
+
+class ProverClient {
+  constructor(address = '127.0.0.1:50051', { token = '', credentials = null } = {}) {
+    const v1 = loadProver();
+    this._stub = new v1.Prover(address, credentials || grpc.credentials.createInsecure());
+    this._token = token;
+  }
+
+  _unary(method, request, timeoutS) {
+    const metadata = new grpc.Metadata();
+    if (this._token) metadata.set('authorization', `Bearer ${this._token}`);
+    const options = timeoutS ? { deadline: new Date(Date.now() + timeoutS * 1000) } : {};
+    return new Promise((resolve, reject) => {
+      this._stub[method](request, metadata, options, (error, response) => (error ? reject(error) : resolve(response)));
+    });
+  }
+
+  // code with sorries (or a bare statement); resolves to {proof_id, states: [{state_id, goals, start, end}], ...}
+  startProof(code, { timeoutS = 0, ttlS = 0, checkAxioms = false, deadlineS = 0 } = {}) {
+    return this._unary('StartProof', { code, timeout_s: timeoutS, ttl_s: ttlS, check_axioms: checkAxioms }, deadlineS);
+  }
+
+  // resolves to a TacticResult: {status, state_id, goals, messages, error, proof_text, verification, ...}
+  runTactic(stateId, tactic, { timeoutS = 0, deadlineS = 0 } = {}) {
+    return this._unary('RunTactic', { state_id: stateId, tactic, timeout_s: timeoutS }, deadlineS);
+  }
+
+  releaseStates({ stateIds = [], proofIds = [] } = {}) {
+    return this._unary('ReleaseStates', { state_ids: stateIds, proof_ids: proofIds }, 30);
+  }
+
+  close() {
+    this._stub.close();
+  }
+}
+
+module.exports = { ProverClient };

@@ -1,0 +1,217 @@
+"""Proof states the Prover hands out: ids, tactic paths, where each is built.
+
+Owns: `Proof` (one StartProof: its code, its sorries, which workers elaborated
+it and which REPL proof state numbers they hold for which tactic path),
+`ProofState` (an immutable node: proof + root sorry + tactic path + goals),
+and `StateRegistry` (state_id -> ProofState; per-client quotas, TTL, release,
+forgetting a dead worker). Pure bookkeeping: no REPL, no asyncio. May import:
+core.headers, errors.
+
+A state is named by its *path* (root sorry index, tactic, tactic, ...), never
+by a REPL number: REPL numbers die with their process, paths can be replayed
+on any worker. `Proof.realized[worker][path]` is the REPL proof state number
+of that path on that worker, so a lost worker costs a replay, never a state_id.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import secrets
+import time
+
+from ...core.headers import HeaderSplit
+from ...errors import NotFoundError, OverloadedError
+
+__all__ = ["Path", "Proof", "ProofState", "RegistryStats", "StateRegistry"]
+
+# (index of the root sorry, tactic, tactic, ...)
+Path = tuple
+
+
+class Proof:
+    """One StartProof: the command every state of it is rebuilt from."""
+
+    def __init__(self, proof_id: str, split: HeaderSplit, command: str, client_id: str, check_axioms: bool,
+                 roots: int) -> None:
+        self.proof_id = proof_id
+        self.split = split
+        self.command = command  # the padded body sent to the REPL (positions = user's text)
+        self.client_id = client_id
+        self.check_axioms = check_axioms
+        self.roots = roots      # number of sorries the command handed out
+        self.code = ""          # the user's code as elaborated (bare statements closed), for assembly
+        # root sorry index -> ((line, column), (line, column)) of the sorry in `code`
+        self.spans: dict[int, tuple] = {}
+        # worker name -> {path -> REPL proof state number on that worker}
+        self.realized: dict[str, dict[Path, int]] = {}
+        self.live: set[str] = set()  # live state ids of this proof
+
+    def held_chars(self, worker: str, path: Path) -> int:
+        """Characters of the work to build `path` that `worker` already did."""
+        built = self.realized.get(worker)
+        if not built:
+            return 0
+        for k in range(len(path), 0, -1):
+            if path[:k] in built:
+                return len(self.command) + sum(len(t) + 1 for t in path[1:k])
+        return 0
+
+    def cost_chars(self, path: Path) -> int:
+        """Characters to elaborate to build `path` on a worker holding none of it."""
+        return len(self.command) + sum(len(t) + 1 for t in path[1:])
+
+    def forget_worker(self, worker: str) -> None:
+        self.realized.pop(worker, None)
+
+
+@dataclasses.dataclass(eq=False)
+class ProofState:
+    state_id: str
+    proof: Proof
+    path: Path
+    goals: list[str]
+    repl_status: str
+    # Where the root sorry is in the user's text ((line, column) pairs), for StartProof.
+    start: tuple[int, int] | None = None
+    end: tuple[int, int] | None = None
+    ttl_s: float = 600.0
+    last_used: float = dataclasses.field(default_factory=time.monotonic)
+
+    @property
+    def tactics(self) -> tuple[str, ...]:
+        return self.path[1:]
+
+    def expired(self, now: float) -> bool:
+        return now - self.last_used > self.ttl_s
+
+
+@dataclasses.dataclass
+class RegistryStats:
+    states_created: int = 0
+    states_released: int = 0
+    states_expired: int = 0
+    states_rebuilt: int = 0     # expansions that had to replay a path on a worker first
+    replayed_tactics: int = 0
+    replayed_commands: int = 0
+
+
+class StateRegistry:
+    """state_id -> ProofState, with per-client quotas and TTL."""
+
+    def __init__(self, *, max_states_per_client: int, default_ttl_s: float, max_ttl_s: float) -> None:
+        self.max_states_per_client = max_states_per_client
+        self.default_ttl_s = default_ttl_s
+        self.max_ttl_s = max_ttl_s
+        self.stats = RegistryStats()
+        self._states: dict[str, ProofState] = {}
+        self._proofs: dict[str, Proof] = {}
+        self._per_client: collections.Counter = collections.Counter()
+        self._last_sweep = 0.0
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    @property
+    def proofs(self) -> int:
+        return len(self._proofs)
+
+    def live_states(self, client_id: str) -> int:
+        return self._per_client[client_id]
+
+    # -- creating ----------------------------------------------------------------
+
+    def new_proof(self, split: HeaderSplit, command: str, client_id: str, check_axioms: bool, roots: int) -> Proof:
+        proof = Proof("p-" + secrets.token_hex(8), split, command, client_id, check_axioms, roots)
+        self._proofs[proof.proof_id] = proof
+        return proof
+
+    def check_room(self, client_id: str, count: int = 1) -> None:
+        """Raises OverloadedError unless `client_id` may hold `count` more states."""
+        self.sweep()
+        held = self._per_client[client_id]
+        if held + count > self.max_states_per_client:
+            raise OverloadedError(
+                f"client holds {held} live proof states, the limit is {self.max_states_per_client}; "
+                "release states the search abandoned (ReleaseStates)",
+                retry_after_s=1.0,
+            )
+
+    def add(self, proof: Proof, path: Path, goals: list[str], repl_status: str, ttl_s: float,
+            start=None, end=None) -> ProofState:
+        state = ProofState("s-" + secrets.token_hex(10), proof, path, list(goals), repl_status, start, end,
+                           ttl_s=ttl_s or self.default_ttl_s)
+        self._states[state.state_id] = state
+        proof.live.add(state.state_id)
+        self._per_client[proof.client_id] += 1
+        self.stats.states_created += 1
+        return state
+
+    # -- looking up --------------------------------------------------------------
+
+    def get(self, state_id: str) -> ProofState:
+        """The live state, its TTL restarted; NotFoundError if unknown, released or expired."""
+        state = self._states.get(state_id)
+        now = time.monotonic()
+        if state is not None and state.expired(now):
+            self._drop(state)
+            self.stats.states_expired += 1
+            state = None
+        if state is None:
+            raise NotFoundError(f"unknown proof state {state_id!r} (never issued, released, or past its TTL)")
+        state.last_used = now
+        return state
+
+    # -- freeing -----------------------------------------------------------------
+
+    def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
+        released, unknown = 0, []
+        for state_id in state_ids:
+            state = self._states.get(state_id)
+            if state is None:
+                unknown.append(state_id)
+                continue
+            self._drop(state)
+            released += 1
+        for proof_id in proof_ids:
+            proof = self._proofs.get(proof_id)
+            if proof is None:
+                unknown.append(proof_id)
+                continue
+            for state_id in list(proof.live):
+                self._drop(self._states[state_id])
+                released += 1
+            self._proofs.pop(proof_id, None)
+        self.stats.states_released += released
+        return released, unknown
+
+    def sweep(self, now: float | None = None, *, every_s: float = 1.0) -> int:
+        """Drops states past their TTL (at most once per `every_s`); returns how many."""
+        now = time.monotonic() if now is None else now
+        if now - self._last_sweep < every_s:
+            return 0
+        self._last_sweep = now
+        expired = [s for s in self._states.values() if s.expired(now)]
+        for state in expired:
+            self._drop(state)
+        self.stats.states_expired += len(expired)
+        return len(expired)
+
+    def forget_worker(self, worker: str) -> None:
+        """A worker died: its REPL proof state numbers mean nothing any more."""
+        for proof in self._proofs.values():
+            proof.forget_worker(worker)
+
+    def _drop(self, state: ProofState) -> None:
+        if self._states.pop(state.state_id, None) is None:
+            return
+        proof = state.proof
+        proof.live.discard(state.state_id)
+        self._per_client[proof.client_id] -= 1
+        if self._per_client[proof.client_id] <= 0:
+            del self._per_client[proof.client_id]
+        if not proof.live:
+            # Nothing can be expanded from this proof any more: forget its
+            # command and REPL numbers (the REPL itself never frees them;
+            # worker recycling does).
+            self._proofs.pop(proof.proof_id, None)

@@ -1,0 +1,253 @@
+"""The Prover service on internal types: start a proof, run tactics, release states.
+
+Owns: input checks (INVALID_ARGUMENT / NOT_FOUND reasons), turning a REPL
+tactic answer into a `TacticOutcome`, and the whole-proof check: when tactic
+mode closes the last goal, the proof text is assembled and verified as a
+normal snippet through the Verify service (with `check_axioms` when the proof
+asked for it); only a VALID verdict makes the expansion COMPLETED, anything
+else is REFUTED with the verdict. May import: config, core, errors, results,
+repl, pool, worker (states), services.verify, services.prover.*. Never
+imports edge or `*_pb2`.
+
+Worker failures during an expansion (timeout, crash, memory) are results
+with status REJECTED and the reason; the state stays valid (it is rebuilt on
+another worker next time). Only bad input and admission problems raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import time
+
+from ...config import Config
+from ...core.headers import split_header
+from ...errors import HeaderLoadError, RequestError, WorkerError
+from ...pool import Job, Pool
+from ...results import Message, Status, VerifierIdentity, VerifyResult
+from ...repl import message_from_repl
+from ...worker.worker import WorkerState
+from ..verify import VerifyOptions, VerifyService
+from .assemble import assemble, prepare_code
+from .calls import StartCall, TacticCall, TacticRun
+from .registry import ProofState, StateRegistry
+
+__all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
+
+
+class ProofStatus(enum.IntEnum):
+    """Mirrors leanrpc.v1.ProofStatus (same numbers)."""
+
+    COMPLETED = 1
+    INCOMPLETE = 2
+    ERROR = 3
+    REFUTED = 4
+    REJECTED = 5
+
+
+@dataclasses.dataclass
+class ProverLimits:
+    """Server-side bounds (config keys `prover.*`, see docs/PROVER.md)."""
+
+    max_states_per_client: int = 100_000
+    default_ttl_s: float = 600.0
+    max_ttl_s: float = 86_400.0
+    max_tactic_chars: int = 8_192
+
+
+@dataclasses.dataclass
+class StartedProof:
+    proof_id: str
+    states: list[ProofState]
+    messages: list[Message]
+    verifier: VerifierIdentity | None
+    elapsed_s: float
+
+
+@dataclasses.dataclass
+class TacticOutcome:
+    parent_state_id: str
+    tactic: str
+    status: ProofStatus
+    state_id: str = ""
+    goals: list[str] = dataclasses.field(default_factory=list)
+    messages: list[Message] = dataclasses.field(default_factory=list)
+    error: str = ""
+    repl_status: str = ""
+    elapsed_s: float = 0.0
+    proof_text: str = ""
+    verification: VerifyResult | None = None
+    rebuilt: bool = False
+    worker: str = ""
+    request_id: str = ""
+
+
+class ProverService:
+    def __init__(self, pool: Pool, config: Config, verify: VerifyService, limits: ProverLimits | None = None) -> None:
+        self.pool = pool
+        self.config = config
+        self.verify = verify
+        self.limits = limits or ProverLimits()
+        self.registry = StateRegistry(
+            max_states_per_client=self.limits.max_states_per_client,
+            default_ttl_s=self.limits.default_ttl_s,
+            max_ttl_s=self.limits.max_ttl_s,
+        )
+        pool.add_state_listener(self._on_worker_state)
+
+    def _on_worker_state(self, worker, old: WorkerState, new: WorkerState) -> None:
+        if new in (WorkerState.DEAD, WorkerState.FAILED):
+            self.registry.forget_worker(worker.name)
+
+    # -- checks ------------------------------------------------------------------
+
+    def _timeout(self, timeout_s: float) -> float:
+        if timeout_s < 0 or timeout_s != timeout_s:
+            raise RequestError("timeout_s must be a non-negative number")
+        if timeout_s > self.config.pool.max_timeout_s:
+            raise RequestError(f"timeout_s {timeout_s} is over the limit of {self.config.pool.max_timeout_s}")
+        return timeout_s or self.config.pool.default_timeout_s
+
+    def _check_code(self, code: str) -> None:
+        if not code.strip():
+            raise RequestError("code is empty")
+        if len(code) > self.config.server.max_code_chars:
+            raise RequestError(f"code has {len(code)} characters, over the limit of {self.config.server.max_code_chars}")
+        if "\x00" in code:
+            raise RequestError("code contains a NUL character")
+
+    def check_tactic(self, tactic: str) -> None:
+        if not tactic.strip():
+            raise RequestError("tactic is empty")
+        if len(tactic) > self.limits.max_tactic_chars:
+            raise RequestError(f"tactic has {len(tactic)} characters, over the limit of {self.limits.max_tactic_chars}")
+        if "\x00" in tactic:
+            raise RequestError("tactic contains a NUL character")
+
+    # -- StartProof --------------------------------------------------------------
+
+    async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0, check_axioms: bool = False,
+                          client_id: str = "", deadline: float | None = None) -> StartedProof:
+        arrived = time.monotonic()
+        self._check_code(code)
+        timeout = self._timeout(timeout_s)
+        if ttl_s < 0 or ttl_s != ttl_s or ttl_s > self.limits.max_ttl_s:
+            raise RequestError(f"ttl_s must be between 0 (server default) and {self.limits.max_ttl_s}")
+        code = prepare_code(code, split_header(code).body)
+        split = split_header(code)
+        self.registry.check_room(client_id, 1)
+        proof = self.registry.new_proof(split, split.padded_body, client_id, check_axioms, roots=0)
+        proof.code = code
+        job = Job(split=split, timeout_s=timeout, deadline=deadline, client_id=client_id,
+                  stream_id=f"prover:{proof.proof_id}", call=StartCall(proof))
+        outcome = await self.pool.submit(job)
+        response = outcome.response
+        if response.env is None:
+            raise RequestError(f"the REPL refused the code: {response.message}")
+        messages = [message_from_repl(m) for m in response.messages]
+        roots = [(k, s) for k, s in enumerate(response.sorries) if s.proof_state is not None]
+        if not roots:
+            errors = "; ".join(m.data for m in response.errors)
+            raise RequestError("the code gave no proof state (no `sorry` Lean could elaborate)"
+                               + (f"; Lean says: {errors}" if errors else ""))
+        self.registry.check_room(client_id, len(roots))
+        states = []
+        for index, sorry in roots:
+            start = (sorry.pos.line, sorry.pos.column) if sorry.pos is not None else None
+            end = (sorry.end_pos.line, sorry.end_pos.column) if sorry.end_pos is not None else None
+            goals = [sorry.goal] if sorry.goal else []
+            states.append(self.registry.add(proof, (index,), goals, "Incomplete: open goals remain", ttl_s,
+                                            start=start, end=end))
+        proof.spans = {s.path[0]: (s.start, s.end) for s in states}
+        return StartedProof(proof.proof_id, states, messages, self.pool.identity, time.monotonic() - arrived)
+
+    # -- RunTactic ---------------------------------------------------------------
+
+    async def run_tactic(self, state_id: str, tactic: str, *, timeout_s: float = 0.0, client_id: str = "",
+                         deadline: float | None = None, request_id: str = "") -> TacticOutcome:
+        arrived = time.monotonic()
+        self.check_tactic(tactic)
+        timeout = self._timeout(timeout_s)
+        state = self.registry.get(state_id)
+        proof = state.proof
+        self.registry.check_room(proof.client_id, 1)
+        out = TacticOutcome(parent_state_id=state_id, tactic=tactic, status=ProofStatus.REJECTED,
+                            request_id=request_id)
+        job = Job(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
+                  stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.registry.stats))
+        try:
+            outcome = await self._submit_uncancelled_once_running(job)
+        except (WorkerError, HeaderLoadError) as exc:
+            out.error = f"the expansion could not run: {getattr(exc, 'message', str(exc))}"
+            out.elapsed_s = time.monotonic() - arrived
+            return out
+        run: TacticRun = outcome.response
+        response = run.response
+        out.rebuilt, out.worker = run.rebuilt, run.worker
+        out.messages = [message_from_repl(m) for m in response.messages]
+        out.repl_status = response.proof_status or ""
+        if response.proof_state is None or response.errors:
+            out.status = ProofStatus.ERROR
+            out.error = response.message or "; ".join(m.data for m in response.errors)
+            out.elapsed_s = time.monotonic() - arrived
+            return out
+        goals = list(response.goals or [])
+        child = self.registry.add(proof, state.path + (tactic,), goals, out.repl_status, state.ttl_s)
+        out.state_id, out.goals = child.state_id, goals
+        if goals or out.repl_status != "Completed":
+            out.status = ProofStatus.INCOMPLETE
+        else:
+            await self._check_whole(out, child, deadline)
+        out.elapsed_s = time.monotonic() - arrived
+        return out
+
+    async def _submit_uncancelled_once_running(self, job: Job):
+        """Submits `job`; a caller cancelled (a search that found its proof and
+        closed its Expand stream) takes a queued expansion out of the queue but
+        lets a running one finish: cancelling a REPL mid-request kills the
+        worker and every state it holds, which costs far more than one tactic
+        (bounded by its timeout) whose answer nobody reads."""
+        submitted = asyncio.ensure_future(self.pool.submit(job))
+        try:
+            return await asyncio.shield(submitted)
+        except asyncio.CancelledError:
+            if job.task is None:
+                submitted.cancel()
+            else:
+                submitted.add_done_callback(_consume)
+            raise
+
+    async def _check_whole(self, out: TacticOutcome, state: ProofState, deadline: float | None) -> None:
+        """Tactic mode closed the goal: verify the assembled proof as a normal snippet."""
+        proof = state.proof
+        start, end = proof.spans.get(state.path[0], (None, None))
+        if start is None or end is None:
+            out.status = ProofStatus.REFUTED
+            out.error = "the sorry of this proof state has no position; the proof cannot be assembled"
+            return
+        out.proof_text = assemble(proof.code, start, end, state.tactics)
+        options = VerifyOptions(check_axioms=proof.check_axioms)
+        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline)
+        out.verification = result
+        other_sorries = len(proof.spans) > 1 or proof.roots > 1
+        if result.status is Status.VALID or (result.status is Status.SORRY and other_sorries):
+            out.status = ProofStatus.COMPLETED
+        elif result.status in (Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY):
+            out.status = ProofStatus.REJECTED
+            out.error = f"the whole-proof check could not run: {result.error}"
+        else:
+            out.status = ProofStatus.REFUTED
+            out.error = (f"tactic mode closed every goal, but the assembled proof is {result.status.name}"
+                         + (f": {result.error}" if result.error else ""))
+
+    # -- ReleaseStates -----------------------------------------------------------
+
+    def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
+        return self.registry.release(list(state_ids), list(proof_ids))
+
+
+def _consume(task: asyncio.Future) -> None:
+    """Reads an abandoned expansion's outcome so asyncio logs nothing."""
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,500 @@
+"""Stand-in parser: headers, commands, declarations and what an env knows.
+
+Owns: `split_header`, splitting a text into commands at column-0 keywords,
+`parse_decl` (binders, statement, body, sorries, unknown identifiers), goal
+text, the facts a command adds to its env (`facts_of`) and the split of a
+`by` block into top-level tactics. May import: standin.lexer.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from .lexer import CLOSE_BRACKETS, OPEN_BRACKETS, Positions, Tok, iter_tokens, lex, norm
+
+KNOWN_ROOTS = frozenset(
+    ["Init", "Lean", "Std", "Mathlib", "Aesop", "Batteries", "Qq", "Plausible", "ProofWidgets", "LeanSearchClient"]
+)
+
+DECL_KWS = frozenset(
+    ["theorem", "lemma", "example", "def", "instance", "abbrev", "opaque", "axiom", "structure", "class", "inductive"]
+)
+MODIFIERS = frozenset(["private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "public", "meta"])
+CMD_KWS = DECL_KWS | MODIFIERS | frozenset(
+    [
+        "#eval", "#check", "#print", "#reduce", "#exit", "#synth", "#help", "#lint", "#guard", "#guard_msgs",
+        "open", "namespace", "section", "end", "variable", "universe", "set_option", "import", "attribute",
+        "macro", "syntax", "notation", "infix", "infixl", "infixr", "prefix", "postfix", "macro_rules",
+        "elab", "deriving", "mutual", "scoped", "local", "@[", "initialize", "export", "omit", "include",
+    ]
+)
+KIND_NAMES = {
+    "theorem": "theorem", "lemma": "theorem", "example": "example", "def": "definition",
+    "instance": "instance", "abbrev": "definition", "opaque": "opaque", "axiom": "axiom",
+    "structure": "structure", "class": "class", "inductive": "inductive",
+}
+_TRIVIAL_WORDS = frozenset(
+    """by rfl trivial decide native_decide exact intro intros Eq.refl True.intro And.intro Or.inl Or.inr
+    constructor fun λ assumption id le_refl Nat.le_refl _ show from""".split()
+)
+_REWRITE_LIKE = frozenset(["rw", "rwa", "rewrite", "simp", "simp_all", "dsimp", "simp?", "simpa", "erw", "nth_rw",
+                           "nth_rewrite", "simp_rw"])
+
+
+# --------------------------------------------------------------------------
+# headers
+
+
+def split_header(text: str) -> tuple[list[str], int]:
+    """Returns (imported modules, offset where the body starts)."""
+    mods: list[str] = []
+    body = 0
+    it = iter_tokens(text)
+    pending = None
+    for t in it:
+        if pending == "import":
+            if t.kind == "id":
+                mods.append(t.text)
+                body = t.end
+                pending = None
+                continue
+            break
+        if t.text == "import":
+            pending = "import"
+            body = t.end
+        elif t.text == "prelude" and not mods:
+            body = t.end
+        elif t.text in ("public", "meta", "private"):
+            continue
+        else:
+            break
+    return mods, body
+
+
+def module_known(mod: str) -> bool:
+    return mod.split(".", 1)[0] in KNOWN_ROOTS
+
+
+def is_mathlib(mod: str) -> bool:
+    return mod == "Mathlib" or mod.startswith("Mathlib.")
+
+
+# --------------------------------------------------------------------------
+# commands and declarations
+
+
+class Decl:
+    __slots__ = (
+        "kw", "name", "name_tok", "kw_tok", "binders", "type", "type_span", "body", "toks", "start", "end",
+        "sorry_toks", "admit", "native", "errors", "trivial", "by_tok", "binder_span", "value_span", "mods",
+    )
+
+
+class Command:
+    __slots__ = ("toks", "kw", "start", "end", "decl")
+
+
+def split_commands(toks: list[Tok], text: str, pos: Positions) -> list[Command]:
+    cmds: list[Command] = []
+    cur: list[Tok] = []
+    starts = pos.starts
+    prev_line = -1
+    depth = 0
+    for t in toks:
+        line = bisect.bisect_right(starts, t.start) - 1
+        first_on_line = line != prev_line
+        prev_line = line
+        if (
+            depth == 0
+            and cur
+            and first_on_line
+            and t.start == starts[line]
+            and t.text in CMD_KWS
+            and not (cur[-1].text == "in")
+            and not _modifier_run(cur)
+        ):
+            cmds.append(_mk_cmd(cur))
+            cur = []
+        cur.append(t)
+        if t.text in OPEN_BRACKETS:
+            depth += 1
+        elif t.text in CLOSE_BRACKETS and depth > 0:
+            depth -= 1
+    if cur:
+        cmds.append(_mk_cmd(cur))
+    return cmds
+
+
+def _modifier_run(cur: list[Tok]) -> bool:
+    # `@[simp]` / `private` on their own line belong to the next declaration.
+    depth = 0
+    for t in cur:
+        if t.text in OPEN_BRACKETS:
+            depth += 1
+        elif t.text in CLOSE_BRACKETS:
+            depth -= 1
+        elif depth == 0 and t.text not in MODIFIERS:
+            return False
+    return True
+
+
+def _mk_cmd(toks: list[Tok]) -> Command:
+    c = Command()
+    c.toks = toks
+    c.start = toks[0].start
+    c.end = toks[-1].end
+    c.decl = None
+    k = 0
+    depth = 0
+    while k < len(toks):
+        t = toks[k]
+        if t.text in OPEN_BRACKETS:
+            depth += 1
+        elif t.text in CLOSE_BRACKETS:
+            depth -= 1
+        elif depth == 0 and t.text not in MODIFIERS:
+            # `open X in theorem ...`: the command is the part after `in`
+            break
+        k += 1
+    kw = toks[k].text if k < len(toks) else toks[0].text
+    if kw in ("open", "set_option"):
+        for j in range(k, len(toks)):
+            if toks[j].text == "in" and j + 1 < len(toks):
+                sub = _mk_cmd(toks[j + 1:])
+                sub.toks = toks
+                sub.start = c.start
+                return sub
+    c.kw = kw
+    return c
+
+
+def matching_bracket(toks: list[Tok], i: int) -> int:
+    """Index of the bracket closing toks[i] (or the last index)."""
+    depth = 0
+    for j in range(i, len(toks)):
+        t = toks[j].text
+        if t in OPEN_BRACKETS:
+            depth += 1
+        elif t in CLOSE_BRACKETS:
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(toks) - 1
+
+
+def parse_decl(cmd: Command, text: str) -> Decl | None:
+    toks = cmd.toks
+    n = len(toks)
+    k = 0
+    mods = []
+    while k < n and (toks[k].text in MODIFIERS or toks[k].text == "@["):
+        if toks[k].text == "@[":
+            k = matching_bracket(toks, k) + 1
+        else:
+            mods.append(toks[k].text)
+            k += 1
+    while k < n and toks[k].text not in DECL_KWS:
+        k += 1
+    if k >= n:
+        return None
+    d = Decl()
+    d.mods = mods
+    d.kw_tok = toks[k]
+    d.kw = toks[k].text
+    d.toks = toks
+    d.start = cmd.start
+    d.end = cmd.end
+    k += 1
+    d.name = None
+    d.name_tok = None
+    if d.kw != "example" and k < n and toks[k].kind == "id" and toks[k].text not in ("where", "extends"):
+        d.name_tok = toks[k]
+        d.name = toks[k].text.replace("«", "").replace("»", "")
+        k += 1
+    binders: list[tuple[str, str, str]] = []  # (name, type, binder kind)
+    bstart = toks[k].start if k < n else d.end
+    bend = bstart
+    while k < n and (toks[k].text in ("(", "{", "[", "⦃") or (toks[k].kind == "id" and toks[k].text != "where")):
+        if toks[k].kind == "id":
+            binders.append((toks[k].text, "", "default"))
+            bend = toks[k].end
+            k += 1
+            continue
+        j = matching_bracket(toks, k)
+        binders.extend(_binder_group(toks, k, j, text))
+        bend = toks[j].end
+        k = j + 1
+    d.binders = binders
+    d.binder_span = (bstart, bend) if binders else None
+    d.type = None
+    d.type_span = None
+    if k < n and toks[k].text == ":":
+        j = k + 1
+        depth = 0
+        while j < n:
+            t = toks[j].text
+            if t in OPEN_BRACKETS:
+                depth += 1
+            elif t in CLOSE_BRACKETS:
+                depth -= 1
+            elif depth == 0 and t in (":=", "where", "|"):
+                break
+            j += 1
+        if j > k + 1:
+            d.type_span = (toks[k + 1].start, toks[j - 1].end)
+            d.type = norm(text[d.type_span[0]:d.type_span[1]])
+        k = j
+    d.body = toks[k + 1:] if k < n and toks[k].text == ":=" else toks[k:]
+    d.value_span = (toks[k].start, d.end) if k < n else None
+    d.by_tok = d.body[0] if d.body and d.body[0].text == "by" and k < n and toks[k].text == ":=" else None
+    d.sorry_toks = [t for t in d.body if t.text == "sorry" and t.kind == "id"]
+    d.admit = any(t.text == "admit" and t.kind == "id" for t in d.body)
+    d.native = any(t.text == "native_decide" for t in d.body)
+    d.errors = unknown_identifiers(d.body)
+    bound = {b[0] for b in binders}
+    d.trivial = all(
+        t.kind in ("sym", "num", "str", "char") or t.text in _TRIVIAL_WORDS or t.text in bound or "." not in t.text
+        and t.text[:1].islower() and len(t.text) <= 3
+        for t in d.body
+    )
+    return d
+
+
+def _binder_group(toks: list[Tok], i: int, j: int, text: str) -> list[tuple[str, str, str]]:
+    opener = toks[i].text
+    kind = {"(": "default", "{": "implicit", "[": "instImplicit", "⦃": "strictImplicit"}.get(opener, "default")
+    inner = toks[i + 1:j]
+    depth = 0
+    for c, t in enumerate(inner):
+        if t.text in OPEN_BRACKETS:
+            depth += 1
+        elif t.text in CLOSE_BRACKETS:
+            depth -= 1
+        elif depth == 0 and t.text == ":":
+            names = [x.text for x in inner[:c] if x.kind == "id"]
+            rest = inner[c + 1:]
+            stop = len(rest)
+            for q, x in enumerate(rest):
+                if x.text == ":=":
+                    stop = q
+                    break
+            ty = norm(text[rest[0].start:rest[stop - 1].end]) if stop else ""
+            return [(nm, ty, kind) for nm in names]
+    if opener == "[" and inner:
+        return [("inst✝", norm(text[inner[0].start:inner[-1].end]), kind)]
+    return [(x.text, "", kind) for x in inner if x.kind == "id"]
+
+
+def unknown_identifiers(body: list[Tok]) -> list[Tok]:
+    bad: list[Tok] = []
+    n = len(body)
+    for k, t in enumerate(body):
+        if t.text in ("exact", "apply") and k + 1 < n:
+            if _is_unknown(body[k + 1]):
+                bad.append(body[k + 1])
+        elif t.text in _REWRITE_LIKE:
+            j = k + 1
+            if j < n and body[j].text == "only":
+                j += 1
+            if j < n and body[j].text == "[":
+                end = matching_bracket(body, j)
+                bad.extend(x for x in body[j + 1:end] if _is_unknown(x))
+    return bad
+
+
+def _is_unknown(t: Tok) -> bool:
+    s = t.text
+    return t.kind == "id" and "." in s and ("nonexistent" in s or "unknown_" in s)
+
+
+def hyps_lines(binders: list[tuple[str, str, str]]) -> list[str]:
+    out: list[str] = []
+    names: list[str] = []
+    cur = None
+    for name, ty, _ in binders:
+        if not ty:
+            continue
+        if ty == cur:
+            names.append(name)
+            continue
+        if names:
+            out.append(" ".join(names) + " : " + cur)
+        names = [name]
+        cur = ty
+    if names:
+        out.append(" ".join(names) + " : " + cur)
+    return out
+
+
+def goal_text(hyps: list[tuple[str, str, str]], target: str) -> str:
+    return "\n".join(hyps_lines(hyps) + ["⊢ " + target])
+
+
+# --------------------------------------------------------------------------
+# env facts (what later commands can see)
+
+
+class Facts:
+    """Declarations and `variable` binders introduced by one command text."""
+
+    __slots__ = ("decls", "variables")
+
+    def __init__(self):
+        self.decls: dict[str, tuple] = {}
+        self.variables: list[tuple[str, str, str]] = []
+
+
+def facts_of(text: str) -> Facts:
+    f = Facts()
+    if not text:
+        return f
+    toks = lex(text)
+    pos = Positions(text)
+    ns: list[str] = []
+    for cmd in split_commands(toks, text, pos):
+        note_namespace(cmd, ns)
+        if cmd.kw == "variable":
+            f.variables.extend(variable_binders(cmd, text))
+        elif cmd.kw in DECL_KWS:
+            d = parse_decl(cmd, text)
+            if d is not None and d.name:
+                full = ".".join(ns + [d.name])
+                info = (signature(d, text), axioms_of(d, full, f.decls.get))
+                f.decls[full] = info
+                f.decls.setdefault(d.name, info)
+    return f
+
+
+def note_namespace(cmd: Command, ns: list[str]) -> None:
+    if cmd.kw == "namespace" and len(cmd.toks) > 1:
+        ns.extend(cmd.toks[1].text.split("."))
+    elif cmd.kw == "end" and len(cmd.toks) > 1 and ns:
+        for _ in cmd.toks[1].text.split("."):
+            if ns:
+                ns.pop()
+
+
+def variable_binders(cmd: Command, text: str) -> list[tuple[str, str, str]]:
+    toks = cmd.toks
+    out = []
+    k = 1
+    while k < len(toks):
+        if toks[k].text in OPEN_BRACKETS:
+            j = matching_bracket(toks, k)
+            out.extend(_binder_group(toks, k, j, text))
+            k = j + 1
+        else:
+            k += 1
+    return out
+
+
+def signature(d: Decl, text: str) -> str:
+    parts = [d.name]
+    if d.binder_span:
+        parts.append(norm(text[d.binder_span[0]:d.binder_span[1]]).replace(": ", " : ").replace("  ", " "))
+    sig = " ".join(parts)
+    if d.type:
+        sig += " : " + d.type
+    return sig
+
+
+def axioms_of(d: Decl, full_name: str | None = None, find=None) -> list[str]:
+    if d.kw == "axiom":
+        return [full_name or d.name]  # an axiom depends on itself
+    out = [] if d.trivial else ["propext", "Classical.choice", "Quot.sound"]
+    if d.sorry_toks or d.admit or d.errors:
+        out.insert(1 if out else 0, "sorryAx")
+    if d.native:
+        out.insert(len(out) - 1 if "Quot.sound" in out else len(out), "Lean.ofReduceBool")
+    if find is not None:
+        # Like Lean's collectAxioms: a proof inherits the axioms of the
+        # declarations it names (`foo.elim` names `foo`).
+        for t in d.body:
+            if t.kind != "id":
+                continue
+            parts = t.text.split(".")
+            for k in range(len(parts), 0, -1):
+                info = find(".".join(parts[:k]))
+                if info is not None:
+                    out.extend(a for a in info[1] if a not in out)
+                    break
+    return out
+
+
+# --------------------------------------------------------------------------
+
+
+def first_constant(cmd: Command) -> str:
+    seen_colon = False
+    for t in cmd.toks[1:]:
+        if t.text == ":":
+            seen_colon = True
+        elif seen_colon and t.kind == "id" and t.text[:1].isupper():
+            return t.text
+        elif seen_colon and t.kind == "num":
+            return "OfNat.ofNat"
+    return cmd.toks[0].text
+
+
+def have_goal(d: Decl, s: Tok, text: str, hyps) -> str | None:
+    body = d.body
+    k = body.index(s)
+    j = k - 1
+    if j >= 0 and body[j].text == "by":
+        j -= 1
+    if j < 0 or body[j].text != ":=":
+        return None
+    # walk back to `have`/`show`/`suffices` on the same statement
+    q = j - 1
+    colon = None
+    depth = 0
+    while q >= 0:
+        t = body[q].text
+        if t in CLOSE_BRACKETS:
+            depth += 1
+        elif t in OPEN_BRACKETS:
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and t == ":" and colon is None:
+            colon = q
+        elif depth == 0 and t in ("have", "haveI", "show", "suffices", "let"):
+            break
+        elif depth == 0 and t in (":=", "by"):
+            return None
+        q -= 1
+    if q < 0 or colon is None or colon + 1 > j - 1:
+        return None
+    target = norm(text[body[colon + 1].start:body[j - 1].end])
+    return goal_text(hyps, target)
+
+
+def tactic_blocks(toks: list[Tok], pos: Positions) -> list[list[Tok]]:
+    """Splits the tokens of a ``by`` block into top-level tactics."""
+    if not toks:
+        return []
+    starts = pos.starts
+    first_line = bisect.bisect_right(starts, toks[0].start) - 1
+    col0 = toks[0].start - starts[first_line]
+    out: list[list[Tok]] = [[]]
+    prev_line = first_line
+    depth = 0
+    for t in toks:
+        line = bisect.bisect_right(starts, t.start) - 1
+        col = t.start - starts[line]
+        new_line = line != prev_line
+        prev_line = line
+        if depth == 0 and out[-1]:
+            if new_line and col == col0 and t.text != "<;>":
+                out.append([])
+            elif new_line and col < col0:
+                break
+        if t.text == ";" and depth == 0:
+            out.append([])
+            continue
+        if t.text in OPEN_BRACKETS:
+            depth += 1
+        elif t.text in CLOSE_BRACKETS and depth > 0:
+            depth -= 1
+        out[-1].append(t)
+    return [x for x in out if x]

@@ -1,0 +1,200 @@
+"""Stand-in tactic mode: one tactic on a proof state's goals, plausibly.
+
+Owns: which tactic words are known and which close a goal, `run_tactic`
+(`have`, `intro`, `sorry`, closers, unknown identifiers, errors for unknown
+tactics) and the `proofStatus` text. May import: standin.lexer, standin.syntax.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .lexer import Tok, lex, message, norm
+from .syntax import unknown_identifiers
+
+# Tactics that close the goal in tactic mode but make the whole command fail
+# (elab.py reports an error): a simulated unsound tactic-mode "Completed",
+# which the Prover's whole-proof check must catch.
+TACTIC_MODE_ONLY = frozenset(["leanrpc_unsound"])
+KNOWN_TACTICS = frozenset(
+    """rfl simp simp_all simp? simp_all? dsimp simpa simpa? norm_num omega decide native_decide linarith
+    nlinarith positivity ring ring_nf ring1 field_simp aesop aesop? tauto trivial exact exact? apply apply?
+    refine refine' intro intros rintro cases rcases obtain induction constructor use exists existsi left right
+    exfalso by_contra by_contra! by_cases contradiction assumption sorry admit have show suffices calc rw
+    rewrite rwa erw nth_rewrite nth_rw unfold simp_rw push_neg norm_cast push_cast exact_mod_cast gcongr congr
+    ext funext specialize subst generalize split split_ifs interval_cases fin_cases polyrith linear_combination
+    abel group noncomm_ring zify qify lift set let clear rename_i revert symm trans conv change done skip first
+    try repeat all_goals any_goals focus case case' next on_goal pick_goal swap rotate_left rotate_right
+    iterate haveI letI infer_instance exacts apply_fun bound continuity measurability fun_prop norm_num1
+    module compute_degree mono filter_upwards choose peel wlog nofun nomatch match fun_induction grind
+    bv_decide hint assumption_mod_cast apply_assumption solve_by_elim delta injection contrapose contrapose!
+    absurd trace dbg_trace guard_target guard_hyp observe decide! rel cancel_denoms induction' cases'
+    subst_vars clear_value unfold_let exact! apply_rules positivity! nlinarith! linarith! field_simp!
+    norm_num! simp_arith omega_nat replace obtain! refine_lift tfae_have tfae_finish intro! rename
+    show_term dsimp! fail fail_if_success exists! constructorm casesm rcases? aesop_cat tauto! itauto
+    decreasing_tactic simp_wf apply_mod_cast exact_mod_cast! classical""".split()
+) | TACTIC_MODE_ONLY
+_CLOSERS = TACTIC_MODE_ONLY | frozenset(
+    """rfl simp simp_all simpa norm_num omega decide native_decide linarith nlinarith positivity ring ring1
+    field_simp aesop tauto trivial exact exact? apply? assumption contradiction exacts polyrith
+    linear_combination abel group noncomm_ring bound continuity measurability fun_prop norm_num1 module
+    infer_instance nofun grind bv_decide simp_arith decide! exact_mod_cast assumption_mod_cast solve_by_elim
+    itauto cancel_denoms simpa? rwa""".split()
+)
+
+
+
+
+class TacticResult:
+    __slots__ = ("error", "messages", "nested", "goals", "sorry")
+
+    def __init__(self):
+        self.error: str | None = None
+        self.messages: list[dict] = []
+        self.nested: list[str] = []  # goals of nested sorries, in order
+        self.goals: list[str] = []
+        self.sorry = False
+
+
+def status(goals: list[str], sorry: bool) -> str:
+    if goals:
+        return "Incomplete: open goals remain"
+    if sorry:
+        return "Incomplete: contains sorry"
+    return "Completed"
+
+
+_ZERO = {"line": 0, "column": 0}
+
+
+def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
+    r = TacticResult()
+    r.sorry = sorry
+    toks = lex(tactic)
+    if not toks:
+        r.error = "Lean error:\n<input>:1:0: unexpected end of input"
+        return r
+    head = toks[0].text
+    if head not in KNOWN_TACTICS and head not in ("·", ".", "(", "{", "case", "next"):
+        r.error = "Lean error:\n<input>:1:1: unknown tactic"
+        return r
+    if not goals:
+        r.error = "Lean error:\nno goals to be proved"
+        return r
+    main, rest = goals[0], goals[1:]
+    bad = unknown_identifiers(toks)
+    if bad:
+        for t in bad:
+            r.messages.append(message("error", _ZERO, _ZERO, f"Unknown identifier `{t.text}`"))
+        r.sorry = True
+        r.goals = rest
+        return r
+    words = {t.text for t in toks if t.kind == "id"}
+    if head in ("have", "haveI") and len(toks) > 1:
+        _tactic_have(tactic, toks, main, rest, r)
+        return r
+    if head in ("sorry", "admit"):
+        r.nested.append(main)
+        r.sorry = True
+        r.goals = rest
+        return r
+    if head == "all_goals" and "sorry" in words:
+        r.nested.extend(goals)
+        r.sorry = True
+        r.goals = []
+        return r
+    if "sorry" in words or "admit" in words:
+        r.nested.append(main)
+        r.sorry = True
+        r.goals = rest
+        return r
+    if head == "constructor":
+        parts = _conjuncts(main)
+        if parts is not None:
+            r.goals = parts + rest
+            return r
+    if head in ("intro", "intros", "rintro"):
+        names = [t.text for t in toks[1:] if t.kind == "id"] or ["a✝"]
+        r.goals = [_intro(main, names)] + rest
+        return r
+    if head in _CLOSERS:
+        r.goals = rest
+        return r
+    r.goals = goals
+    return r
+
+
+def _tactic_have(tactic: str, toks: list[Tok], main: str, rest: list[str], r: TacticResult) -> None:
+    name = toks[1].text if toks[1].kind == "id" else "this"
+    colon = next((k for k, t in enumerate(toks) if t.text == ":"), None)
+    assign = next((k for k, t in enumerate(toks) if t.text == ":="), None)
+    hyps, target = _split_goal(main)
+    if colon is None:
+        ty = "?"
+    else:
+        end = toks[(assign if assign is not None else len(toks)) - 1].end
+        ty = norm(tactic[toks[colon + 1].start:end]) if colon + 1 < len(toks) else "?"
+    with_h = "\n".join(hyps + [f"{name} : {ty}", "⊢ " + target])
+    if assign is None:
+        r.goals = ["\n".join(hyps + ["⊢ " + ty]), with_h] + rest
+        return
+    value = {t.text for t in toks[assign + 1:]}
+    if "sorry" in value or "admit" in value:
+        r.nested.append("\n".join(hyps + ["⊢ " + ty]))
+        r.sorry = True
+    r.goals = [with_h] + rest
+
+
+def _split_goal(goal: str) -> tuple[list[str], str]:
+    lines = goal.split("\n")
+    for k in range(len(lines) - 1, -1, -1):
+        if lines[k].startswith("⊢ "):
+            return lines[:k], "\n".join(lines[k:])[2:]
+    return lines, ""
+
+
+def _intro(goal: str, names: list[str]) -> str:
+    hyps, target = _split_goal(goal)
+    for nm in names:
+        t = target.strip()
+        m = re.match(r"^∀\s*\(?\s*([^\s:,()]+)\s*:\s*([^,]+?)\)?\s*,\s*(.*)$", t, re.S)
+        if m:
+            hyps.append(f"{nm} : {m.group(2).strip()}")
+            target = m.group(3).replace(m.group(1), nm) if m.group(1) != nm else m.group(3)
+            continue
+        depth = 0
+        split = None
+        for k, c in enumerate(t):
+            if c in "([{⟨":
+                depth += 1
+            elif c in ")]}⟩":
+                depth -= 1
+            elif c == "→" and depth == 0:
+                split = k
+                break
+        if split is None:
+            break
+        hyps.append(f"{nm} : {t[:split].strip()}")
+        target = t[split + 1:].strip()
+    return "\n".join(hyps + ["⊢ " + target])
+
+
+def _conjuncts(goal: str) -> list[str] | None:
+    """`constructor` on `A ∧ B` / `A ↔ B`: the two goals (case tags as Lean writes them)."""
+    hyps, target = _split_goal(goal)
+    depth = 0
+    for k, c in enumerate(target):
+        if c in "([{⟨":
+            depth += 1
+        elif c in ")]}⟩":
+            depth -= 1
+        elif depth == 0 and c in "∧↔":
+            left, right = target[:k].strip(), target[k + 1:].strip()
+            if c == "∧":
+                tags = ("left", "right")
+            else:
+                tags = ("mp", "mpr")
+                left, right = f"{left} → {right}", f"{right} → {left}"
+            return ["\n".join([f"case {tags[0]}"] + hyps + ["⊢ " + left]),
+                    "\n".join([f"case {tags[1]}"] + hyps + ["⊢ " + right])]
+    return None
