@@ -182,25 +182,26 @@ def _grouped_mm_fn():
 _GROUPED_OK: dict[tuple[str, torch.dtype], bool] = {}
 
 
-def grouped_matmul(x: torch.Tensor, w_t: torch.Tensor, offs: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
-    """x [N, in] sorted by slot, w_t [S, in, out], offs int32 [S] (cumulative ends) -> [N, out].
+def grouped_matmul(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
+    """x [N, in] sorted by slot, w [S, out, in], offs int32 [S] (cumulative ends) -> [N, out] = x_n w_slot(n)^T.
 
-    Uses `grouped_mm` where it runs for this device and dtype (probed once), else
-    gathers each row's weight and runs one `bmm` (in chunks, no host sync).
+    On CUDA: `grouped_mm` where it runs for the dtype (probed once). Elsewhere, or
+    when it cannot run: each row's weight gathered and one `bmm` (chunked, no host
+    sync) -- on CPU that beats `grouped_mm`, which loops over the groups.
     """
     fn = _grouped_mm_fn()
     key = (x.device.type, x.dtype)
-    if fn is not None and _GROUPED_OK.get(key, True):
+    if fn is not None and x.device.type == "cuda" and _GROUPED_OK.get(key, True):
         try:
-            y = fn(x, w_t, offs=offs)
+            y = fn(x, w.transpose(1, 2), offs=offs)
             _GROUPED_OK[key] = True
             return y
         except (RuntimeError, NotImplementedError, TypeError):
             _GROUPED_OK[key] = False
     out = []
-    for start in range(0, x.shape[0], 256):
-        xs, ss = x[start:start + 256], slot[start:start + 256]
-        out.append(torch.bmm(xs[:, None, :], w_t[ss]).squeeze(1))
+    for start in range(0, x.shape[0], 512):
+        xs, ss = x[start:start + 512], slot[start:start + 512]
+        out.append(torch.bmm(xs[:, None, :], w[ss].transpose(1, 2)).squeeze(1))
     return torch.cat(out) if len(out) != 1 else out[0]
 
 
@@ -259,7 +260,7 @@ class ExpertBank:
     def _project(self, p: str, x, experts, slot, offs, rows_expert, rows_adapter) -> torch.Tensor:
         w = self._weights(p, experts)  # [S, out, in]
         x = x.to(w.dtype)
-        y = grouped_matmul(x, w.transpose(1, 2), offs, slot)
+        y = grouped_matmul(x, w, offs, slot)
         ad = self._adapters[p]
         if ad is not None and rows_adapter is not None:
             a = ad.A[rows_adapter, rows_expert]  # [N, r, in]
