@@ -54,15 +54,25 @@ async def test_repair_loop_through_standin(standin, config):
 
 
 async def test_broken_header_exhausts_with_feedback(standin, config):
-    gen = ScriptedGenerator([GOOD])
+    gen = ScriptedGenerator([GOOD, GOOD.replace("two_add_two", "two_plus_two")])
     events = await collect(Formalizer(gen, standin, config).job(FormalizeRequest(
         id="b", informal_statement="Two plus two is four.", header="import Mathlib\nimport NoSuch.Module",
         max_iterations=2)).events())
     out = events[-1]
     assert out.status == OutcomeStatus.EXHAUSTED and out.iterations == 2
     cands = [e for e in events if isinstance(e, Candidate)]
-    assert all(c.verify_result.status == Status.INVALID for c in cands)
+    assert len(cands) == 2 and all(c.verify_result.status == Status.INVALID for c in cands)
     assert "Lean reports these errors" in gen.calls[1][0][3]["content"]
+    # the same statement again is a duplicate: not verified a second time
+    gen = ScriptedGenerator([GOOD])
+    events = await collect(Formalizer(gen, standin, config).job(FormalizeRequest(
+        id="c", informal_statement="Two plus two is four.", header="import Mathlib\nimport NoSuch.Module",
+        max_iterations=3)).events())
+    first, second, third = [e for e in events if isinstance(e, Candidate)]
+    assert first.verify_result.status == Status.INVALID
+    assert second.duplicate_of == third.duplicate_of == "1.0" and second.verify_result is None
+    assert events[-1].duplicates == 2 and events[-1].candidates_verified == 1
+    assert "already tried" in gen.calls[2][0][3]["content"]
 
 
 async def test_verifier_restarts_after_kill(standin):

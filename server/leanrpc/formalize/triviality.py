@@ -14,7 +14,8 @@ in parallel, catch both without a second model:
 A probe that Lean accepts without errors and without sorry (VALID) marks the
 candidate `suspect_trivial`; the statement still counts as formalized (the
 client decides). Any other answer (errors, timeout, a verify failure) means
-"not shown trivial".
+"not shown trivial". The REPL stand-in type-checks nothing and accepts every
+probe, so its answers are ignored (never flagged).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ async def check_trivial(candidate: str, header: str, verify: Verify) -> str:
             raise
         except Exception:
             return False
+        if result.verifier is not None and result.verifier.kind == "stand-in":
+            return False  # accepts any tactic proof: no evidence either way
         return result.status == Status.VALID
 
     verdicts = await asyncio.gather(*(one(code) for _, code in tries))

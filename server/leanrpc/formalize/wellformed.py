@@ -160,7 +160,14 @@ def check(candidate: str) -> WellFormedness:
 def canonical_form(candidate: str) -> str:
     """The candidate with comments removed and whitespace collapsed (for deduplication)."""
     code = _strip_comments_and_strings_keep_strings(candidate)
-    return " ".join(code.split())
+    blanked = _strip_comments_and_strings(code)  # strings blanked: whitespace inside them is kept
+    out, i = [], 0
+    for m in re.finditer(r"\s+", blanked):
+        out.append(code[i:m.start()])
+        out.append(code[m.start():m.end()] if blanked[m.start():m.end()] != code[m.start():m.end()] else " ")
+        i = m.end()
+    out.append(code[i:])
+    return "".join(out).strip()
 
 
 def _strip_comments_and_strings_keep_strings(code: str) -> str:
