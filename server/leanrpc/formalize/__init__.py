@@ -8,7 +8,6 @@ Torch-free (importable without the `model` extra):
     retrieval    MathlibNames: System A (did_you_mean), System B (BM25 search)
     prompts      the chat prompts of the repair loop
     repair       Formalizer / FormalizeJob: the repair loop on a ChatGenerator + verify
-    replverify   ReplVerifier: verify(code) on one REPL process (tests, benchmarks)
     generation   SamplingParams, GenerationResult, the ChatGenerator protocol
     metrics      evaluation metrics (compile@k, pass@N, faithfulness, error breakdown)
 
