@@ -98,14 +98,36 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
             assert outcome.status in (fpb.FORMALIZED, fpb.EXHAUSTED), outcome
             assert len(candidates) == outcome.iterations and 1 <= outcome.iterations <= rounds
             assert [c.iteration for c in candidates] == list(range(1, outcome.iterations + 1))
+            assert 0 < outcome.elapsed_s and outcome.budget_s == 600.0 and not outcome.budget_exhausted
             assert 0 < outcome.generated_tokens <= 8 * outcome.iterations
             for candidate in candidates:
-                # Verified only when well formed; then by the stand-in.
-                assert candidate.HasField("verify_result") == candidate.well_formed.ok
+                # Verified only when well formed and new; then by the stand-in.
+                assert candidate.HasField("verify_result") == (candidate.well_formed.ok
+                                                               and not candidate.duplicate_of)
                 if candidate.well_formed.ok:
                     assert candidate.verify_result.verifier.kind == "stand-in"
         assert any(e.WhichOneof("kind") == "token" for e in events["a"])
         assert not any(e.WhichOneof("kind") == "token" for e in events["b"])
+
+        stub = formalizer_pb2_grpc.FormalizerStub(channel)
+        info = await stub.GetFormalizerInfo(fpb.FormalizerInfoRequest(), timeout=10)
+        assert list(info.adapters) == [] and info.quantized and info.grouped_dispatch_layers == 2
+        # k = 2 candidates per round, sampled in one batch
+        call = stub.Formalize(timeout=120)
+        await call.write(_request("k", max_iterations=1, candidates=2,
+                                  sampling=fpb.SamplingOptions(max_new_tokens=6, seed=3, temperature=0.9)))
+        await call.done_writing()
+        got = [e async for e in call]
+        assert [e.candidate.index for e in got if e.WhichOneof("kind") == "candidate"] == [0, 1]
+        assert got[-1].WhichOneof("kind") == "outcome"
+        # an unknown adapter fails the stream with INVALID_ARGUMENT
+        call = stub.Formalize(timeout=30)
+        await call.write(_request("u", adapter="gamma"))
+        await call.done_writing()
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for _ in call:
+                pass
+        assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT and "gamma" in err.value.details()
     finally:
         await channel.close()
         await app.stop(2.0)

@@ -356,11 +356,12 @@ def test_gpu_check_dry_run_on_cpu(tmp_path):
     out = tmp_path / "gpu_check.json"
     proc = subprocess.run(
         [sys.executable, str(root / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--skip-full",
-         "--decode-tokens", "4", "--out", str(out)], capture_output=True, text=True, timeout=180)
+         "--decode-tokens", "4", "--bench-layers", "2", "--bench-experts", "16", "--bench-steps", "2",
+         "--out", str(out)], capture_output=True, text=True, timeout=240)
     summary = json.loads(out.read_text())
     assert proc.returncode == 0, (proc.stderr[-3000:], summary)
-    for name in ("env", "tiny_checkpoint", "fused_vs_unfused", "nf4_load", "adapters", "engine_tiny",
-                 "hf_generate_tiny"):
+    for name in ("env", "dispatch_bench", "tiny_checkpoint", "fused_vs_unfused", "nf4_load", "adapters",
+                 "engine_tiny", "hf_generate_tiny"):
         assert summary["checks"][name]["ok"], (name, summary["checks"][name])
     assert summary["checks"]["full_size_nf4"] == {"skipped": "--skip-full"}
 
