@@ -35,6 +35,16 @@ async def _health(channel, service: str):
     return (await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)).status
 
 
+async def _wait_health(channel, service: str, want, timeout_s: float = 60.0):
+    """Polls the health service until `service` reports `want` (the health loop publishes changes)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    status = await _health(channel, service)
+    while status != want and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+        status = await _health(channel, service)
+    return status
+
+
 def _request(job_id: str, **fields) -> fpb.FormalizeClientMessage:
     return fpb.FormalizeClientMessage(request=fpb.FormalizeRequest(id=job_id, informal_statement="2 + 2 = 4", **fields))
 
@@ -53,8 +63,10 @@ async def test_no_model_formalizer_refuses_verifier_serves():
         assert NOT_CONFIGURED in info.value.details()
 
         assert await _health(channel, FORMALIZER_SERVICE) == NOT_SERVING
-        assert await _health(channel, VERIFIER_SERVICE) == SERVING
-        assert await _health(channel, "") == SERVING
+        # The Verifier turns SERVING once a stand-in worker has booted (seconds on a loaded box).
+        assert await _wait_health(channel, VERIFIER_SERVICE, SERVING) == SERVING
+        assert await _wait_health(channel, "", SERVING) == SERVING
+        assert await _health(channel, FORMALIZER_SERVICE) == NOT_SERVING
         verifier = verifier_pb2_grpc.VerifierStub(channel)
         info = await verifier.GetServerInfo(vpb.GetServerInfoRequest(), timeout=10)
         assert info.serving and info.verifier.kind == "stand-in"
@@ -74,11 +86,7 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
     try:
         assert await asyncio.wait_for(app.formalize.wait_loaded(), 120)
         assert app.formalize.serving_status() == (True, "")
-        for _ in range(100):  # the health loop publishes it within a second
-            if await _health(channel, FORMALIZER_SERVICE) == SERVING:
-                break
-            await asyncio.sleep(0.1)
-        assert await _health(channel, FORMALIZER_SERVICE) == SERVING
+        assert await _wait_health(channel, FORMALIZER_SERVICE, SERVING) == SERVING
 
         call = formalizer_pb2_grpc.FormalizerStub(channel).Formalize(timeout=120)
         sampling = fpb.SamplingOptions(max_new_tokens=8, seed=1)
