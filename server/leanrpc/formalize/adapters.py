@@ -56,10 +56,10 @@ def _dora_scale(module, name: str):
 
     cache = module.__dict__.setdefault("_leanrpc_dora_scale", {})
     if name not in cache:
-        from .grouped import _base_layer, _dequantized
+        from .grouped import base_layer, dequantized_weight
 
         a, b = module.lora_A[name].weight.detach().float(), module.lora_B[name].weight.detach().float()
-        merged = _dequantized(_base_layer(module)) + float(module.scaling[name]) * (b @ a)
+        merged = dequantized_weight(base_layer(module)) + float(module.scaling[name]) * (b @ a)
         magnitude = module.lora_magnitude_vector[name].weight.detach().float()
         cache[name] = magnitude / torch.linalg.norm(merged, dim=1)
     return cache[name]

@@ -45,7 +45,7 @@ class GroupedDispatchError(ValueError):
     """The experts cannot be banked (an unsupported layer or adapter kind); the message says which."""
 
 
-def _base_layer(module: nn.Module) -> nn.Module:
+def base_layer(module: nn.Module) -> nn.Module:
     return module.get_base_layer() if hasattr(module, "get_base_layer") else module
 
 
@@ -127,7 +127,7 @@ class _AdapterStack:
     mag: torch.Tensor  # [n+1, E, out]
 
 
-def _dequantized(layer: nn.Module) -> torch.Tensor:
+def dequantized_weight(layer: nn.Module) -> torch.Tensor:
     if _is_nf4(layer):
         import bitsandbytes.functional as F
 
@@ -140,7 +140,7 @@ def _stack_adapters(wrappers: list[nn.Module], adapter_names: list[str], dtype, 
         return None
     n, E = len(adapter_names), len(wrappers)
     first = wrappers[0]
-    base = _base_layer(first)
+    base = base_layer(first)
     out_f, in_f = (base.out_features, base.in_features)
     present = [a for a in adapter_names if a in first.lora_A]
     if not present:
@@ -166,7 +166,7 @@ def _stack_adapters(wrappers: list[nn.Module], adapter_names: list[str], dtype, 
             if variant is not None:
                 if "Dora" not in type(variant).__name__:
                     raise GroupedDispatchError(f"adapter {name!r} uses {type(variant).__name__}; only LoRA and DoRA")
-                weight = _dequantized(_base_layer(w))
+                weight = dequantized_weight(base_layer(w))
                 merged = weight + float(w.scaling[name]) * (b.detach().float() @ a.detach().float())
                 norm = torch.linalg.norm(merged, dim=1)
                 magnitude = w.lora_magnitude_vector[name].weight.detach().float()
@@ -212,13 +212,13 @@ class ExpertBank:
         self.num_experts = len(experts)
         self.act_fn = act_fn
         self.adapter_names = list(adapter_names)
-        self.quantized = _is_nf4(_base_layer(experts[0].gate_proj))
+        self.quantized = _is_nf4(base_layer(experts[0].gate_proj))
         self._nf4: dict[str, _NF4Stack] = {}
         self._dense: dict[str, torch.Tensor] = {}
         self._adapters: dict[str, _AdapterStack | None] = {}
         for p in PROJECTIONS:
             wrappers = [getattr(expert, p) for expert in experts]
-            bases = [_base_layer(w) for w in wrappers]
+            bases = [base_layer(w) for w in wrappers]
             if any(getattr(b, "bias", None) is not None for b in bases):
                 raise GroupedDispatchError(f"expert {p} has a bias; not supported")
             if self.quantized:
