@@ -161,7 +161,7 @@ def test_adapters_land_on_experts(tiny_dir, adapter_dirs, tokenizer):
     loaded = load(cfg)
     model = loaded.model
     assert loaded.adapters == ["dora", "lora"]  # named after their directories
-    assert loaded.default_adapter == "dora"  # default_adapter "": the first one
+    assert loaded.default_adapter == "dora"  # default_adapter "auto": the first one
     assert len(expert_adapter_modules(model, "dora")) == N_EXPERT_LINEARS
     assert len(expert_adapter_modules(model, "lora")) == N_EXPERT_LINEARS
     layer = model.get_base_model().model.layers[0].mlp.experts[2].gate_proj

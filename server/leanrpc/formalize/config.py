@@ -39,9 +39,9 @@ class FormalizeConfig:
     # PEFT adapter directories (LoRA or DoRA), all loaded on the same base; each request
     # picks one by name ("name=path" names it, else the directory's basename).
     adapter_dirs: list[str] = dataclasses.field(default_factory=list)
-    # The adapter of a request that names none: "" = the first configured one (none if
-    # there are none), "none" = the base model, or an adapter name.
-    default_adapter: str = ""
+    # The adapter of a request that names none: "auto" = the first configured one (none
+    # if there are none), "none" = the base model, or an adapter name.
+    default_adapter: str = "auto"
     # Where the tokenizer files are; default: model_dir.
     tokenizer_dir: str | None = None
     # "auto" (CUDA if available), "cpu", "cuda" or "cuda:N".
@@ -53,8 +53,8 @@ class FormalizeConfig:
     # A layer's hit experts computed together (grouped.py); off: one expert at a time.
     grouped_dispatch: bool = True
     # Where a fused-layout checkpoint (experts.gate_up_proj) is converted to the
-    # per-expert layout before loading; "" = a temporary directory, removed after loading.
-    convert_dir: str = ""
+    # per-expert layout before loading; None (TOML "") = a temporary directory, removed after loading.
+    convert_dir: str | None = None
 
     # Generation engine: sequences decoded together in one forward pass.
     max_batch: int = 8

@@ -129,7 +129,7 @@ def check_loading_info(model_dir: str, info: dict) -> None:
         raise ModelLoadError(f"{model_dir!r} does not match the model: " + "; ".join(problems))
 
 
-def _per_expert_dir(model_dir: str, convert_dir: str, keep: list) -> str:
+def _per_expert_dir(model_dir: str, convert_dir: str | None, keep: list) -> str:
     """model_dir itself, or a per-expert conversion of a fused-layout checkpoint."""
     import tempfile
 
@@ -155,7 +155,7 @@ def _per_expert_dir(model_dir: str, convert_dir: str, keep: list) -> str:
 
 
 def load_base_model(model_dir: str, *, device: str = "auto", quantize: bool = True,
-                    compute_dtype: str = "bfloat16", convert_dir: str = ""):
+                    compute_dtype: str = "bfloat16", convert_dir: str | None = None):
     """Loads the unfused model (NF4 + double quantization when `quantize`); returns (model, device).
 
     Raises ModelLoadError for a bad directory, a failed load, or any missing,
@@ -259,7 +259,7 @@ def resolve_default_adapter(config: FormalizeConfig, names: list[str]) -> str | 
     wanted = config.default_adapter
     if wanted == "none":
         return None
-    if not wanted:
+    if wanted in ("auto", ""):
         return names[0] if names else None
     if wanted not in names:
         raise ModelLoadError(f"formalize.default_adapter {wanted!r} is not a loaded adapter "
@@ -278,7 +278,7 @@ def load(config: FormalizeConfig) -> LoadedModel:
         torch.cuda.reset_peak_memory_stats()
     model, dev = load_base_model(
         config.model_dir, device=config.device, quantize=config.quantize, compute_dtype=config.compute_dtype,
-        convert_dir=config.convert_dir,
+        convert_dir=config.convert_dir or None,
     )
     n4 = count_quantized(model) if config.quantize else 0
     model, adapters = attach_adapters(model, list(config.adapter_dirs))
