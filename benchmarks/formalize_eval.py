@@ -128,18 +128,26 @@ async def run_eval(args) -> dict:
     problems = load_problems(args.dataset, args.split, args.limit, args.offset)
     references = {p["name"]: p["reference"] for p in problems}
     verifier = None
-    if args.verify == "standin":
-        from leanrpc.formalize.replverify import ReplVerifier
+    if args.verify in ("standin", "repl"):
+        # The real Verify service over a pool of REPL workers (the stand-in by default).
+        from leanrpc.config import Config
+        from leanrpc.pool.pool import Pool
+        from leanrpc.services.verify import VerifyOptions, VerifyService
 
-        verifier = ReplVerifier(timeout_s=args.verify_timeout)
-        verify = verifier
-    elif args.verify == "repl":
-        from leanrpc.formalize.replverify import ReplVerifier
+        vconfig = Config()
+        vconfig.pool.workers = args.verify_workers
+        vconfig.pool.default_timeout_s = args.verify_timeout
+        if args.verify == "repl":
+            if not args.repl_cmd:
+                raise SystemExit("--verify repl needs --repl-cmd")
+            vconfig.repl.command = shlex.split(args.repl_cmd)
+            vconfig.repl.cwd = args.repl_cwd
+        verifier = Pool(vconfig)
+        await verifier.start()
+        service_v = VerifyService(verifier, vconfig)
 
-        if not args.repl_cmd:
-            raise SystemExit("--verify repl needs --repl-cmd")
-        verifier = ReplVerifier(shlex.split(args.repl_cmd), cwd=args.repl_cwd, timeout_s=args.verify_timeout)
-        verify = verifier
+        async def verify(code: str):
+            return await service_v.verify("formalize-eval", code, VerifyOptions())
     else:
         verify = verify_none
 
@@ -250,6 +258,7 @@ def parse_args(argv=None):
     p.add_argument("--verify", choices=("standin", "repl", "none"), default="standin")
     p.add_argument("--repl-cmd", help='e.g. "lake env /path/to/repl"')
     p.add_argument("--repl-cwd")
+    p.add_argument("--verify-workers", type=int, default=2, help="REPL workers in the verify pool")
     p.add_argument("--verify-timeout", type=float, default=120.0)
     p.add_argument("--max-iterations", type=int, default=5)
     p.add_argument("--samples", type=int, default=1, help="runs per problem (pass@N)")

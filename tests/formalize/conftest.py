@@ -18,7 +18,8 @@ def small_names() -> MathlibNames:
 @pytest.fixture
 def config() -> FormalizeConfig:
     # No names file: tests pass `small_names` explicitly when they want retrieval.
-    return FormalizeConfig(mathlib_names_path=None)
+    # The triviality gate adds verify calls; the tests that want it turn it on.
+    return FormalizeConfig(mathlib_names_path=None, triviality_check=False)
 
 
 @pytest.fixture(scope="session")

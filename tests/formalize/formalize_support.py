@@ -154,3 +154,46 @@ class FakeVerify:
 
 async def collect(aiter) -> list:
     return [x async for x in aiter]
+
+
+_NUMERAL_EQ = re.compile(r"^\(?\s*(\d+)\s*(?::\s*ℕ\s*\))?\s*([+*]\s*\d+\s*)?=\s*(\d+)\s*$")
+
+
+def _closed_numeral_fact(prop: str) -> bool | None:
+    """True/False for `a = b` / `a + c = b` over numerals; None when the goal is not that simple."""
+    m = _NUMERAL_EQ.match(prop.strip())
+    if m is None:
+        return True if prop.strip() == "True" else None
+    lhs = int(m.group(1))
+    if m.group(2):
+        op, c = m.group(2)[0], int(m.group(2)[1:].strip())
+        lhs = lhs + c if op == "+" else lhs * c
+    return lhs == int(m.group(3))
+
+
+class LeanLikeVerify(FakeVerify):
+    """FakeVerify that answers the triviality probes as Lean would for simple goals.
+
+    `theorem … := by first | trivial | decide | simp` is VALID only for a true closed
+    numeral fact (or `True`); `example <hyps> : False := by simp_all` only when a
+    hypothesis is a false closed numeral fact. Anything richer (a real competition
+    statement) gets Lean's "unsolved goals"/"simp made no progress" error.
+    """
+
+    async def __call__(self, code: str) -> VerifyResult:
+        from leanrpc.formalize.wellformed import signature_parts
+
+        body = code.split("\n\n", 1)[-1].strip()
+        if body.endswith("by first | trivial | decide | simp"):
+            self.codes.append(code)
+            parts = signature_parts(body.replace("by first | trivial | decide | simp", "by sorry"))
+            if parts is not None and not parts[1] and _closed_numeral_fact(parts[2]):
+                return VerifyResult(id="", status=Status.VALID)
+            return error_result("unsolved goals", line=3)
+        if body.startswith("example") and body.endswith("by simp_all"):
+            self.codes.append(code)
+            hyps = re.findall(r"\(\s*\w+\s*:\s*([^()]*(?:\([^()]*\)[^()]*)*)\)", body)
+            if any(_closed_numeral_fact(h) is False for h in hyps):
+                return VerifyResult(id="", status=Status.VALID)
+            return error_result("simp_all made no progress", line=3)
+        return await super().__call__(code)

@@ -35,6 +35,16 @@ async def _health(channel, service: str):
     return (await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)).status
 
 
+async def _wait_health(channel, service: str, want, timeout_s: float = 60.0):
+    """Polls the health service until `service` reports `want` (the health loop publishes changes)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    status = await _health(channel, service)
+    while status != want and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+        status = await _health(channel, service)
+    return status
+
+
 def _request(job_id: str, **fields) -> fpb.FormalizeClientMessage:
     return fpb.FormalizeClientMessage(request=fpb.FormalizeRequest(id=job_id, informal_statement="2 + 2 = 4", **fields))
 
@@ -53,8 +63,10 @@ async def test_no_model_formalizer_refuses_verifier_serves():
         assert NOT_CONFIGURED in info.value.details()
 
         assert await _health(channel, FORMALIZER_SERVICE) == NOT_SERVING
-        assert await _health(channel, VERIFIER_SERVICE) == SERVING
-        assert await _health(channel, "") == SERVING
+        # The Verifier turns SERVING once a stand-in worker has booted (seconds on a loaded box).
+        assert await _wait_health(channel, VERIFIER_SERVICE, SERVING) == SERVING
+        assert await _wait_health(channel, "", SERVING) == SERVING
+        assert await _health(channel, FORMALIZER_SERVICE) == NOT_SERVING
         verifier = verifier_pb2_grpc.VerifierStub(channel)
         info = await verifier.GetServerInfo(vpb.GetServerInfoRequest(), timeout=10)
         assert info.serving and info.verifier.kind == "stand-in"
@@ -74,11 +86,7 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
     try:
         assert await asyncio.wait_for(app.formalize.wait_loaded(), 120)
         assert app.formalize.serving_status() == (True, "")
-        for _ in range(100):  # the health loop publishes it within a second
-            if await _health(channel, FORMALIZER_SERVICE) == SERVING:
-                break
-            await asyncio.sleep(0.1)
-        assert await _health(channel, FORMALIZER_SERVICE) == SERVING
+        assert await _wait_health(channel, FORMALIZER_SERVICE, SERVING) == SERVING
 
         call = formalizer_pb2_grpc.FormalizerStub(channel).Formalize(timeout=120)
         sampling = fpb.SamplingOptions(max_new_tokens=8, seed=1)
@@ -98,14 +106,36 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
             assert outcome.status in (fpb.FORMALIZE_OUTCOME_STATUS_FORMALIZED, fpb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED), outcome
             assert len(candidates) == outcome.iterations and 1 <= outcome.iterations <= rounds
             assert [c.iteration for c in candidates] == list(range(1, outcome.iterations + 1))
+            assert 0 < outcome.elapsed.ToTimedelta().total_seconds() and outcome.budget.seconds == 600 and not outcome.budget_exhausted
             assert 0 < outcome.generated_tokens <= 8 * outcome.iterations
             for candidate in candidates:
-                # Verified only when well formed; then by the stand-in.
-                assert candidate.HasField("verify_result") == candidate.well_formed.ok
+                # Verified only when well formed and new; then by the stand-in.
+                assert candidate.HasField("verify_result") == (candidate.well_formed.ok
+                                                               and not candidate.duplicate_of)
                 if candidate.well_formed.ok:
                     assert candidate.verify_result.verifier.kind == "stand-in"
         assert any(e.WhichOneof("kind") == "token" for e in events["a"])
         assert not any(e.WhichOneof("kind") == "token" for e in events["b"])
+
+        stub = formalizer_pb2_grpc.FormalizerStub(channel)
+        info = await stub.GetFormalizerInfo(fpb.FormalizerInfoRequest(), timeout=10)
+        assert list(info.adapters) == [] and info.quantized and info.grouped_dispatch_layers == 2
+        # k = 2 candidates per round, sampled in one batch
+        call = stub.Formalize(timeout=120)
+        await call.write(_request("k", max_iterations=1, candidates=2,
+                                  sampling=fpb.SamplingOptions(max_new_tokens=6, seed=3, temperature=0.9)))
+        await call.done_writing()
+        got = [e async for e in call]
+        assert [e.candidate.index for e in got if e.WhichOneof("kind") == "candidate"] == [0, 1]
+        assert got[-1].WhichOneof("kind") == "outcome"
+        # an unknown adapter fails the stream with INVALID_ARGUMENT
+        call = stub.Formalize(timeout=30)
+        await call.write(_request("u", adapter="gamma"))
+        await call.done_writing()
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            async for _ in call:
+                pass
+        assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT and "gamma" in err.value.details()
     finally:
         await channel.close()
         await app.stop(2.0)

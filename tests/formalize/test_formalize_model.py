@@ -160,12 +160,13 @@ def test_adapters_land_on_experts(tiny_dir, adapter_dirs, tokenizer):
     cfg = FormalizeConfig(model_dir=str(tiny_dir), adapter_dirs=[str(d) for d in adapter_dirs], device="cpu")
     loaded = load(cfg)
     model = loaded.model
-    assert loaded.adapters == ["adapter0", "adapter1"]
-    assert len(expert_adapter_modules(model, "adapter0")) == N_EXPERT_LINEARS
-    assert len(expert_adapter_modules(model, "adapter1")) == N_EXPERT_LINEARS
+    assert loaded.adapters == ["dora", "lora"]  # named after their directories
+    assert loaded.default_adapter == "dora"  # default_adapter "auto": the first one
+    assert len(expert_adapter_modules(model, "dora")) == N_EXPERT_LINEARS
+    assert len(expert_adapter_modules(model, "lora")) == N_EXPERT_LINEARS
     layer = model.get_base_model().model.layers[0].mlp.experts[2].gate_proj
-    assert isinstance(layer, LoraLayer) and set(layer.active_adapters) == {"adapter0", "adapter1"}
-    assert "adapter0" in layer.lora_magnitude_vector  # DoRA
+    assert isinstance(layer, LoraLayer) and set(layer.active_adapters) == {"dora"}
+    assert "dora" in layer.lora_magnitude_vector  # DoRA
     assert loaded.info["expert_adapter_modules"] == N_EXPERT_LINEARS
     base, _ = load_base_model(str(tiny_dir), device="cpu", quantize=True)
     x = torch.randint(0, 151_000, (1, 11))
@@ -173,9 +174,9 @@ def test_adapters_land_on_experts(tiny_dir, adapter_dirs, tokenizer):
         diff = (model(input_ids=x).logits.float() - base(x).logits.float()).abs().max().item()
     assert diff > 1e-2  # the adapters change the output
     # the engine runs the adapted model (it unwraps the PeftModel, adapters stay injected)
-    eng = GenerationEngine(model, tokenizer, max_batch=2)
+    eng = GenerationEngine(model, tokenizer, max_batch=2, adapter_names=loaded.adapters)
     try:
-        res = eng.submit(ids(tokenizer, "theorem"), SamplingParams(max_new_tokens=3)).wait(60)
+        res = eng.submit(ids(tokenizer, "theorem"), SamplingParams(max_new_tokens=3, adapter="lora")).wait(60)
         assert res.generated_tokens == 3 or res.finish_reason == "eos"
     finally:
         eng.close()
@@ -355,11 +356,12 @@ def test_gpu_check_dry_run_on_cpu(tmp_path):
     out = tmp_path / "gpu_check.json"
     proc = subprocess.run(
         [sys.executable, str(root / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--skip-full",
-         "--decode-tokens", "4", "--out", str(out)], capture_output=True, text=True, timeout=180)
+         "--decode-tokens", "4", "--bench-layers", "2", "--bench-experts", "16", "--bench-steps", "2",
+         "--out", str(out)], capture_output=True, text=True, timeout=240)
     summary = json.loads(out.read_text())
     assert proc.returncode == 0, (proc.stderr[-3000:], summary)
-    for name in ("env", "tiny_checkpoint", "fused_vs_unfused", "nf4_load", "adapters", "engine_tiny",
-                 "hf_generate_tiny"):
+    for name in ("env", "dispatch_bench", "tiny_checkpoint", "fused_vs_unfused", "nf4_load", "adapters",
+                 "engine_tiny", "hf_generate_tiny"):
         assert summary["checks"][name]["ok"], (name, summary["checks"][name])
     assert summary["checks"]["full_size_nf4"] == {"skipped": "--skip-full"}
 

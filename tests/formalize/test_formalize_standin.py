@@ -1,30 +1,40 @@
-"""Integration: the repair loop verifying through the REPL stand-in (`python -m leanrpc.standin`).
+"""Integration: the repair loop verifying through the real Verify service over a Pool of stand-in workers.
 
 The stand-in type-checks nothing: a statement ending in `:= by sorry` is SORRY.
-It reports unknown identifiers only inside proof bodies (after exact/apply/rw),
-and a header importing an unknown module breaks every command, which is how
-these tests get INVALID results through it.
+It reports unknown identifiers only inside proof bodies (after exact/apply/rw);
+a header importing an unknown module is REJECTED by the Verify service.
 """
-
-import asyncio
 
 import pytest
 
 from leanrpc.formalize.diagnostics import unknown_identifiers
 from leanrpc.formalize.repair import Formalizer
-from leanrpc.formalize.replverify import ReplVerifier, result_from_response
+from leanrpc.pool.pool import Pool
+from leanrpc.services.verify import VerifyOptions, VerifyService
 from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, OutcomeStatus
 from leanrpc.results import Status
 
 from formalize_support import GOOD, ScriptedGenerator, collect
+from testkit import loopback_config
 
 
 
 @pytest.fixture
 async def standin():
-    verifier = ReplVerifier(timeout_s=30)
-    yield verifier
-    await verifier.close()
+    """verify(code) through VerifyService on a Pool of two stand-in workers (what the server wires)."""
+    config = loopback_config(2)
+    pool = Pool(config)
+    await pool.start()
+    service = VerifyService(pool, config)
+
+    async def verify(code: str):
+        verify.calls += 1
+        return await service.verify("formalize", code, VerifyOptions())
+
+    verify.calls = 0
+    verify.pool = pool
+    yield verify
+    await pool.close()
 
 
 async def test_verifier_statuses(standin):
@@ -38,11 +48,6 @@ async def test_verifier_statuses(standin):
     assert standin.calls == 3
 
 
-def test_rejected_response():
-    r = result_from_response({"message": "Unknown environment."})
-    assert r.status == Status.REJECTED and "Unknown environment" in r.error
-
-
 async def test_repair_loop_through_standin(standin, config):
     gen = ScriptedGenerator(["Sure! theorem missing_sorry : (2 : ℕ) + 2 = 4 := by norm_num", GOOD])
     events = await collect(Formalizer(gen, standin, config).job(
@@ -53,25 +58,16 @@ async def test_repair_loop_through_standin(standin, config):
     assert not cands[0].well_formed.ok and cands[1].verify_result.status == Status.SORRY
 
 
-async def test_broken_header_exhausts_with_feedback(standin, config):
+async def test_broken_header_is_rejected_and_fails(standin, config):
     gen = ScriptedGenerator([GOOD])
     events = await collect(Formalizer(gen, standin, config).job(FormalizeRequest(
         id="b", informal_statement="Two plus two is four.", header="import Mathlib\nimport NoSuch.Module",
         max_iterations=2)).events())
     out = events[-1]
-    assert out.status == OutcomeStatus.EXHAUSTED and out.iterations == 2
-    cands = [e for e in events if isinstance(e, Candidate)]
-    assert all(c.verify_result.status == Status.INVALID for c in cands)
-    assert "Lean reports these errors" in gen.calls[1][0][3]["content"]
-
-
-async def test_verifier_restarts_after_kill(standin):
-    await standin("theorem t : True := trivial")
-    standin._proc.kill()
-    await asyncio.sleep(0.1)
-    r = await standin("theorem t : True := trivial")
-    assert r.status in (Status.CRASH, Status.VALID)
-    assert (await standin("theorem t : True := trivial")).status == Status.VALID
+    assert out.status == OutcomeStatus.FAILED and out.iterations == 1 and "REJECTED" in out.error
+    (cand,) = [e for e in events if isinstance(e, Candidate)]
+    assert cand.verify_result.status == Status.REJECTED
+    assert len(gen.calls) == 1  # no second round: the verifier refuses the header, not the statement
 
 
 @pytest.mark.model

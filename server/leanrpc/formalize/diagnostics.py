@@ -77,6 +77,36 @@ def format_errors(result: VerifyResult, *, line_offset: int = 0, limit: int = 80
     return truncate(text, limit)
 
 
+def format_feedback(result: VerifyResult, candidate: str, *, line_offset: int = 0, limit: int = 800) -> str:
+    """Errors with the candidate's source line under each, then the goal Lean had at each sorry.
+
+    Positions are relative to the candidate (`line_offset` lines of header come
+    first in the verified code); the whole text is cut to `limit` characters.
+    """
+    source = candidate.splitlines()
+    parts = []
+    for m in result.messages:
+        if m.severity != Severity.ERROR:
+            continue
+        line = m.start.line - line_offset
+        shown = max(1, line)
+        parts.append(f"line {shown}, col {m.start.column}: {m.text.strip()}")
+        if 1 <= line <= len(source):
+            parts.append(f"  {line} | {source[line - 1]}")
+            parts.append("    " + " " * len(str(line)) + "  " + " " * m.start.column + "^")
+    if not parts and result.error:
+        parts.append(result.error.strip())
+    for s in result.sorries:
+        if s.goal.strip():
+            where = f" (line {max(1, s.start.line - line_offset)})" if s.start is not None else ""
+            parts.append(f"goal at sorry{where}:\n{s.goal.strip()}")
+    return truncate("\n".join(parts), limit)
+
+
+def error_count(result: VerifyResult) -> int:
+    return sum(1 for m in result.messages if m.severity == Severity.ERROR)
+
+
 def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text

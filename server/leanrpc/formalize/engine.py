@@ -19,6 +19,8 @@ sequences join between steps: continuous batching without paged attention.
 
 The model is any transformers causal LM that takes `cache=` (transformers 5) and
 `logits_to_keep`; a PeftModel is unwrapped to its (adapter-injected) base model.
+Each sequence runs with its own adapter (SamplingParams.adapter): rows with
+different adapters share a step (adapters.select_adapters).
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-log = logging.getLogger(__name__)
-
+from .adapters import UnknownAdapter, select_adapters
 from .generation import (
     FINISH_CANCELLED,
     FINISH_EOS,
@@ -46,6 +47,8 @@ from .generation import (
     GenerationResult,
     SamplingParams,
 )
+
+log = logging.getLogger(__name__)
 
 
 class PromptTooLong(ValueError):
@@ -193,8 +196,10 @@ class GenerationEngine:
     """
 
     def __init__(self, model, tokenizer, *, device=None, max_batch: int = 8, max_prompt_tokens: int = 8192,
-                 eos_token_ids: Iterable[int] = (), name: str = "formalize-engine") -> None:
+                 eos_token_ids: Iterable[int] = (), name: str = "formalize-engine",
+                 adapter_names: Sequence[str] = ()) -> None:
         self.model = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.adapter_names = list(adapter_names)  # loaded adapters, in bank order (adapters.py)
         self.tokenizer = tokenizer
         self.device = torch.device(device) if device is not None else next(self.model.parameters()).device
         self.max_batch = max_batch
@@ -246,6 +251,8 @@ class GenerationEngine:
             raise PromptTooLong(f"prompt has {len(ids)} tokens; the limit is {self.max_prompt_tokens}")
         if params.max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
+        if params.adapter is not None and params.adapter not in self.adapter_names:
+            raise UnknownAdapter(f"unknown adapter {params.adapter!r}; loaded: {', '.join(self.adapter_names) or 'none'}")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -304,9 +311,10 @@ class GenerationEngine:
             seq.finish_reason = seq.finish_reason or FINISH_CANCELLED
             self._complete(seq)
 
-    def _forward(self, input_ids, attention_mask, position_ids, cache):
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         cache=cache, use_cache=True, logits_to_keep=1)
+    def _forward(self, input_ids, attention_mask, position_ids, cache, rows: Sequence[_Seq]):
+        with select_adapters(self.model, [s.params.adapter for s in rows], self.adapter_names):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             cache=cache, use_cache=True, logits_to_keep=1)
         return out.logits[:, -1, :].float()
 
     def _admit(self, seq: _Seq) -> None:
@@ -327,7 +335,7 @@ class GenerationEngine:
         ids = torch.tensor([seq.prompt_ids], device=self.device)
         try:
             logits = self._forward(ids, torch.ones_like(ids, dtype=torch.bool),
-                                   torch.arange(n, device=self.device)[None], cache)
+                                   torch.arange(n, device=self.device)[None], cache, [seq])
         except Exception as exc:
             log.exception("prefill failed")
             seq.finish_reason, seq.error = FINISH_ERROR, f"{type(exc).__name__}: {exc}"
@@ -363,7 +371,7 @@ class GenerationEngine:
         ids = torch.tensor([[s.last] for s in rows], device=self.device)
         pos = torch.tensor([[s.pos] for s in rows], device=self.device)
         mask = torch.cat([self._mask, torch.ones((b, 1), dtype=torch.bool, device=self.device)], 1)
-        logits = self._forward(ids, mask, pos, self._cache)
+        logits = self._forward(ids, mask, pos, self._cache, rows)
         self._mask = mask
         tokens = self._sample(logits, rows)
         self.stats.steps += 1

@@ -31,6 +31,8 @@ class SamplingParams:
     seed: int | None = None
     # Generation stops when the text contains one of these; the text is cut before it.
     stop: tuple[str, ...] = ()
+    # The loaded adapter this sequence runs with (None: the base model).
+    adapter: str | None = None
 
 
 @dataclasses.dataclass

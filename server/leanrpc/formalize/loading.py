@@ -1,12 +1,19 @@
 """Loading the model stack from local paths: unfused Qwen3-MoE, NF4, PEFT adapters.
 
-    model_dir (hub layout, per-expert keys)
-      -> Qwen3MoeUnfusedForCausalLM.from_pretrained(quantization_config=NF4 + double quant)
-           every nn.Linear but lm_head becomes Linear4bit while the tensors stream in
+    model_dir (hub layout, per-expert keys; a fused-layout checkpoint is first
+               converted to it, checkpoint.py)
+      -> Qwen3MoeUnfusedForCausalLM.from_pretrained(quantization_config=NF4 + double quant,
+                                                    output_loading_info=True)
+           every nn.Linear but lm_head becomes Linear4bit while the tensors stream in;
+           any missing, unexpected or mismatched weight refuses the load, naming the keys
       -> mark_unfused(model)                  (before PEFT sees it; see modeling.py)
-      -> PeftModel.from_pretrained / load_adapter for each adapter dir, all active
+      -> PeftModel.from_pretrained / load_adapter for each adapter dir, each under its name
       -> check that adapters whose config targets expert projections really sit on
          `...mlp.experts.{e}.{gate,up,down}_proj` modules
+      -> grouped dispatch: each layer's experts banked (grouped.py)
+
+Imports config, modeling, checkpoint, adapters and grouped (torch, transformers,
+PEFT and bitsandbytes lazily).
 
 Nothing is downloaded: every path must be a local directory.
 """
@@ -21,6 +28,8 @@ import pathlib
 import time
 from typing import Any
 
+from .adapters import adapter_names_for
+from .checkpoint import convert_fused_checkpoint, expert_layout
 from .config import FormalizeConfig
 from .modeling import EXPERT_PROJECTIONS, Qwen3MoeUnfusedForCausalLM, mark_unfused
 
@@ -39,8 +48,9 @@ class LoadedModel:
     tokenizer: Any
     device: Any  # torch.device
     quantized: bool
-    adapters: list[str]
+    adapters: list[str]  # names, in bank order
     info: dict[str, Any]
+    default_adapter: str | None = None  # the adapter of a request that names none
 
 
 def resolve_device(device: str):
@@ -96,24 +106,84 @@ def load_tokenizer(directory: str):
         raise ModelLoadError(f"cannot load a tokenizer from {directory!r}: {exc}") from exc
 
 
+def _describe_keys(kind: str, keys) -> str:
+    keys = sorted(keys)
+    shown = ", ".join(keys[:8])
+    more = f" and {len(keys) - 8} more" if len(keys) > 8 else ""
+    return f"{len(keys)} {kind} weight(s): {shown}{more}"
+
+
+def check_loading_info(model_dir: str, info: dict) -> None:
+    """Raises ModelLoadError naming every missing, unexpected or mismatched weight."""
+    problems = []
+    if info.get("missing_keys"):
+        problems.append(_describe_keys("missing", info["missing_keys"]))
+    if info.get("unexpected_keys"):
+        problems.append(_describe_keys("unexpected", info["unexpected_keys"]))
+    if info.get("mismatched_keys"):
+        problems.append(_describe_keys("mismatched", [str(k[0]) if isinstance(k, tuple) else str(k)
+                                                       for k in info["mismatched_keys"]]))
+    if info.get("error_msgs"):
+        problems.append("errors: " + "; ".join(map(str, info["error_msgs"]))[:500])
+    if problems:
+        raise ModelLoadError(f"{model_dir!r} does not match the model: " + "; ".join(problems))
+
+
+def _per_expert_dir(model_dir: str, convert_dir: str | None, keep: list) -> str:
+    """model_dir itself, or a per-expert conversion of a fused-layout checkpoint."""
+    import tempfile
+
+    layout = expert_layout(model_dir)
+    if layout == "per_expert":
+        return model_dir
+    if layout == "mixed":
+        raise ModelLoadError(f"{model_dir!r} holds both fused (experts.gate_up_proj) and per-expert keys")
+    if layout == "none":
+        raise ModelLoadError(f"{model_dir!r} holds no expert weights (mlp.experts.*)")
+    if convert_dir:
+        target = pathlib.Path(convert_dir) / (pathlib.Path(model_dir).resolve().name + "-per-expert")
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="leanrpc-per-expert-")
+        keep.append(tmp)
+        target = pathlib.Path(tmp.name)
+    log.warning("%s is in the fused expert layout; converting it to per-expert tensors in %s", model_dir, target)
+    try:
+        return str(convert_fused_checkpoint(model_dir, target))
+    except Exception as exc:
+        raise ModelLoadError(f"converting the fused checkpoint {model_dir!r} failed: {type(exc).__name__}: {exc}") \
+            from exc
+
+
 def load_base_model(model_dir: str, *, device: str = "auto", quantize: bool = True,
-                    compute_dtype: str = "bfloat16"):
-    """Loads the unfused model (NF4 + double quantization when `quantize`); returns (model, device)."""
+                    compute_dtype: str = "bfloat16", convert_dir: str | None = None):
+    """Loads the unfused model (NF4 + double quantization when `quantize`); returns (model, device).
+
+    Raises ModelLoadError for a bad directory, a failed load, or any missing,
+    unexpected or mismatched weight. A fused-layout checkpoint is converted first
+    (into `convert_dir`, or a temporary directory removed after loading).
+    """
     import torch
 
     _check_model_dir(model_dir)
     dev = resolve_device(device)
-    kwargs: dict[str, Any] = {"local_files_only": True}
+    kwargs: dict[str, Any] = {"local_files_only": True, "output_loading_info": True}
     if quantize:
         kwargs["quantization_config"] = nf4_config(compute_dtype)
         kwargs["dtype"] = getattr(torch, compute_dtype)
     else:
         kwargs["dtype"] = getattr(torch, compute_dtype) if dev.type == "cuda" else torch.float32
     kwargs["device_map"] = {"": dev.index if dev.type == "cuda" else "cpu"}
+    keep: list = []
     try:
-        model = Qwen3MoeUnfusedForCausalLM.from_pretrained(model_dir, **kwargs)
-    except Exception as exc:
-        raise ModelLoadError(f"loading {model_dir!r} failed: {type(exc).__name__}: {exc}") from exc
+        source = _per_expert_dir(model_dir, convert_dir, keep)
+        try:
+            model, info = Qwen3MoeUnfusedForCausalLM.from_pretrained(source, **kwargs)
+        except Exception as exc:
+            raise ModelLoadError(f"loading {model_dir!r} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        for tmp in keep:
+            tmp.cleanup()
+    check_loading_info(model_dir, info)
     mark_unfused(model)
     model.eval()
     return model, dev
@@ -146,22 +216,27 @@ def _targets_experts(adapter_dir: str) -> bool:
 
 
 def attach_adapters(model, adapter_dirs: list[str]):
-    """Loads every adapter, all active. Returns (peft_model, names).
+    """Loads every adapter under its name (adapters.adapter_names_for). Returns (peft_model, names).
 
-    Raises ModelLoadError if a directory is missing, or if an adapter targets the
-    expert projections but none landed on an expert module (the PEFT fused-name
-    rewrite drops them silently when model_type is still qwen3_moe).
+    The first adapter is PEFT's active one (for plain forwards); the engine picks
+    each row's adapter itself (adapters.select_adapters). Raises ModelLoadError if a
+    directory is missing, a name repeats, or an adapter targets the expert
+    projections but none landed on an expert module (the PEFT fused-name rewrite
+    drops them silently when model_type is still qwen3_moe).
     """
     from peft import PeftModel
 
     if model.config.model_type != "qwen3_moe_unfused":
         raise ModelLoadError("attach_adapters needs mark_unfused(model) first")
+    try:
+        named = adapter_names_for(adapter_dirs)
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from exc
     names: list[str] = []
     peft_model = None
-    for i, adapter_dir in enumerate(adapter_dirs):
+    for name, adapter_dir in named:
         if not (pathlib.Path(adapter_dir) / "adapter_config.json").is_file():
             raise ModelLoadError(f"adapter directory {adapter_dir!r} has no adapter_config.json")
-        name = f"adapter{i}"
         try:
             if peft_model is None:
                 peft_model = PeftModel.from_pretrained(model, adapter_dir, adapter_name=name, is_trainable=False)
@@ -174,10 +249,22 @@ def attach_adapters(model, adapter_dirs: list[str]):
         names.append(name)
     if peft_model is None:
         return model, names
-    # Stack all adapters: set_adapter on the tuner accepts a list.
-    peft_model.base_model.set_adapter(names)
+    peft_model.base_model.set_adapter(names[0])
     peft_model.eval()
     return peft_model, names
+
+
+def resolve_default_adapter(config: FormalizeConfig, names: list[str]) -> str | None:
+    """The adapter a request without one gets (see FormalizeConfig.default_adapter)."""
+    wanted = config.default_adapter
+    if wanted == "none":
+        return None
+    if wanted in ("auto", ""):
+        return names[0] if names else None
+    if wanted not in names:
+        raise ModelLoadError(f"formalize.default_adapter {wanted!r} is not a loaded adapter "
+                             f"({', '.join(names) or 'none loaded'})")
+    return wanted
 
 
 def load(config: FormalizeConfig) -> LoadedModel:
@@ -190,10 +277,22 @@ def load(config: FormalizeConfig) -> LoadedModel:
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     model, dev = load_base_model(
-        config.model_dir, device=config.device, quantize=config.quantize, compute_dtype=config.compute_dtype
+        config.model_dir, device=config.device, quantize=config.quantize, compute_dtype=config.compute_dtype,
+        convert_dir=config.convert_dir or None,
     )
     n4 = count_quantized(model) if config.quantize else 0
     model, adapters = attach_adapters(model, list(config.adapter_dirs))
+    default_adapter = resolve_default_adapter(config, adapters)
+    banked = 0
+    if config.grouped_dispatch:
+        from .grouped import GroupedDispatchError, enable_grouped_dispatch
+
+        try:
+            banked = enable_grouped_dispatch(model, adapters)
+        except GroupedDispatchError as exc:
+            raise ModelLoadError(f"grouped expert dispatch: {exc}") from exc
+    elif adapters:
+        raise ModelLoadError("adapters per request need grouped dispatch (formalize.grouped_dispatch = true)")
     tokenizer = load_tokenizer(config.tokenizer_dir or config.model_dir)
     info: dict[str, Any] = {
         "load_s": round(time.perf_counter() - t0, 3),
@@ -201,9 +300,12 @@ def load(config: FormalizeConfig) -> LoadedModel:
         "linear4bit_modules": n4,
         "footprint_bytes": int(model.get_memory_footprint()) if hasattr(model, "get_memory_footprint") else None,
         "expert_adapter_modules": len(expert_adapter_modules(model)) if adapters else 0,
+        "grouped_dispatch_layers": banked,
+        "adapters": adapters,
+        "default_adapter": default_adapter,
     }
     if dev.type == "cuda":
         info["peak_vram_bytes"] = int(torch.cuda.max_memory_allocated(dev))
     log.info("formalize model loaded: %s", info)
     return LoadedModel(model=model, tokenizer=tokenizer, device=dev, quantized=config.quantize,
-                       adapters=adapters, info=info)
+                       adapters=adapters, info=info, default_adapter=default_adapter)

@@ -50,7 +50,13 @@ class Qwen3MoeExpert(nn.Module):
 
 
 class Qwen3MoeUnfusedExperts(nn.ModuleList):
-    """Drop-in for `Qwen3MoeExperts`: same call signature, children named 0..E-1."""
+    """Drop-in for `Qwen3MoeExperts`: same call signature, children named 0..E-1.
+
+    With a bank (`grouped.enable_grouped_dispatch`) the layer's hit experts run
+    together (grouped.py); without one, one expert at a time (the reference path).
+    `row_adapters` (set by `adapters.select_adapters`) holds each batch row's
+    adapter index for the grouped path.
+    """
 
     def __init__(self, config) -> None:
         super().__init__(
@@ -58,8 +64,28 @@ class Qwen3MoeUnfusedExperts(nn.ModuleList):
             for _ in range(config.num_experts)
         )
         self.num_experts = config.num_experts
+        object.__setattr__(self, "bank", None)
+        object.__setattr__(self, "row_adapters", None)
+
+    def set_bank(self, bank) -> None:
+        object.__setattr__(self, "bank", bank)
+
+    def set_row_adapters(self, rows: torch.Tensor | None) -> None:
+        object.__setattr__(self, "row_adapters", rows)
 
     def forward(
+        self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+    ) -> torch.Tensor:
+        if self.bank is not None:
+            rows = self.row_adapters
+            if rows is None:  # no per-row selection: PEFT's active adapter, as the per-expert path does
+                token_adapter = self.bank.active_adapter_index(self[0].gate_proj, hidden_states.shape[0])
+            else:
+                token_adapter = rows.repeat_interleave(hidden_states.shape[0] // rows.shape[0])
+            return self.bank(hidden_states, top_k_index, top_k_weights, token_adapter)
+        return self.per_expert_forward(hidden_states, top_k_index, top_k_weights)
+
+    def per_expert_forward(
         self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
     ) -> torch.Tensor:
         # Same arithmetic as the stock eager path, one expert at a time.

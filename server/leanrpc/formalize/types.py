@@ -36,12 +36,16 @@ class FormalizeRequest:
     sampling: Sampling = Sampling()
     stream_tokens: bool = False
     retrieval: bool = False  # System B: prepend top-k Mathlib declarations
+    candidates: int = 0  # per round, sampled in one batch; 0 = the server default
+    adapter: str = ""  # "" = the server default, "none" = the base model, else a loaded adapter's name
+    budget_s: float = 0.0  # wall-clock budget of the job; 0 = the server default (never above it)
 
 
 @dataclasses.dataclass(frozen=True)
 class TokenChunk:
     iteration: int
     text: str
+    candidate: int = 0  # index within the round
 
 
 @dataclasses.dataclass
@@ -50,12 +54,18 @@ class Candidate:
     lean_statement: str
     well_formed: WellFormedness
     verify_result: VerifyResult | None  # None when not well-formed
-    # Internal only (not in the proto): what the loop fed back and how it was generated.
     error_category: str | None = None
     suggestions: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     generated_tokens: int = 0
     generation_s: float = 0.0
     finish_reason: str = ""
+    index: int = 0  # within the round (0..k-1)
+    # Same canonical form (comments and whitespace ignored) as an earlier candidate:
+    # "round.index" of that one; not verified again.
+    duplicate_of: str = ""
+    # The triviality gate: `by trivial/decide/simp` closes it, or simp_all refutes its hypotheses.
+    suspect_trivial: bool = False
+    trivial_reason: str = ""
 
 
 @dataclasses.dataclass
@@ -66,6 +76,11 @@ class Outcome:
     error: str = ""
     generation_s: float = 0.0
     generated_tokens: int = 0
+    elapsed_s: float = 0.0  # wall clock of the job
+    budget_s: float = 0.0  # the budget it ran under (0 = none)
+    budget_exhausted: bool = False  # the job (or its stream) ran out of wall-clock budget
+    candidates_verified: int = 0
+    duplicates: int = 0
 
 
 Payload = TokenChunk | Candidate | Outcome

@@ -157,6 +157,57 @@ def check(candidate: str) -> WellFormedness:
     )
 
 
+def canonical_form(candidate: str) -> str:
+    """The candidate with comments removed and whitespace collapsed (for deduplication)."""
+    code = _strip_comments_and_strings_keep_strings(candidate)
+    blanked = _strip_comments_and_strings(code)  # strings blanked: whitespace inside them is kept
+    out, i = [], 0
+    for m in re.finditer(r"\s+", blanked):
+        out.append(code[i:m.start()])
+        out.append(code[m.start():m.end()] if blanked[m.start():m.end()] != code[m.start():m.end()] else " ")
+        i = m.end()
+    out.append(code[i:])
+    return "".join(out).strip()
+
+
+def _strip_comments_and_strings_keep_strings(code: str) -> str:
+    out = []
+    i, n = 0, len(code)
+    while i < n:
+        if code.startswith("/-", i):
+            i = block_comment_end(code, i)
+            out.append(" ")
+        elif code.startswith("--", i):
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+        elif code[i] == '"':
+            j = string_literal_end(code, i)
+            out.append(code[i:j])
+            i = j
+        else:
+            out.append(code[i])
+            i += 1
+    return "".join(out)
+
+
+def signature_parts(candidate: str) -> tuple[str, str, str] | None:
+    """(`theorem name`, binders, type) of a well-formed candidate, comments removed; None if not parsable."""
+    code = _strip_comments_and_strings_keep_strings(candidate).strip()
+    blanked = _strip_comments_and_strings(code)
+    m = _NAME.match(blanked)
+    if m is None:
+        return None
+    colon = assign = -1
+    for i, c in _top_level(blanked):
+        if c == ":" and blanked.startswith(":=", i):
+            assign = i
+        elif c == ":" and colon < 0 and not blanked.startswith("::", i) and (i == 0 or blanked[i - 1] != ":"):
+            colon = i
+    if colon < m.end() or assign < colon:
+        return None
+    return code[: m.end()], code[m.end(): colon].strip(), code[colon + 1: assign].strip()
+
+
 def theorem_name(candidate: str) -> str:
     m = _NAME.match(candidate.lstrip())
     return m.group(1) if m else ""

@@ -6,6 +6,7 @@
 
     FormalizeService.open_session() -> FormalizeSession      one per bidi stream
       submit(request) -> starts a job task         cancel(job_id), end_input()
+                         (unknown adapter, empty or duplicate id: RequestError)
       events()        -> FormalizeEvent(job_id, TokenChunk | Candidate | Outcome)
                          from every job, as they happen; ends after the last
                          Outcome once end_input() was called.
@@ -49,7 +50,8 @@ class FormalizeService:
 
     def __init__(self, engine: Any | None, verify: Verify, config: FormalizeConfig, *,
                  not_serving_reason: str = "", names: MathlibNames | None = None,
-                 model_info: dict[str, Any] | None = None) -> None:
+                 model_info: dict[str, Any] | None = None, adapters: list[str] | None = None,
+                 default_adapter: str | None = None) -> None:
         config.validate()
         self.engine = engine
         self.verify = verify
@@ -57,7 +59,8 @@ class FormalizeService:
         self.model_info = dict(model_info or {})
         self._reason = "" if engine is not None else (not_serving_reason or NOT_CONFIGURED)
         self._closed = False
-        self._formalizer = Formalizer(engine, verify, config, names=names) if engine is not None else None
+        self._formalizer = (Formalizer(engine, verify, config, names=names, adapters=adapters or [],
+                                       default_adapter=default_adapter) if engine is not None else None)
         self._sessions: set[FormalizeSession] = set()
         self._loaded = threading.Event()
         if engine is not None or not config.model_dir or not_serving_reason:
@@ -123,9 +126,11 @@ class FormalizeService:
             return cls(None, verify, config,
                        not_serving_reason=f"Formalize: loading the model failed: {type(exc).__name__}: {exc}")
         engine = GenerationEngine(loaded.model, loaded.tokenizer, device=loaded.device,
-                                  max_batch=config.max_batch, max_prompt_tokens=config.max_prompt_tokens)
-        info = dict(loaded.info, adapters=list(config.adapter_dirs), quantized=loaded.quantized)
-        return cls(engine, verify, config, model_info=info)
+                                  max_batch=config.max_batch, max_prompt_tokens=config.max_prompt_tokens,
+                                  adapter_names=loaded.adapters)
+        info = dict(loaded.info, quantized=loaded.quantized)
+        return cls(engine, verify, config, model_info=info, adapters=loaded.adapters,
+                   default_adapter=loaded.default_adapter)
 
     # ------------------------------------------------------------- health
     def serving_status(self) -> tuple[bool, str]:
@@ -145,7 +150,8 @@ class FormalizeService:
     # ---------------------------------------------------------------- API
     def open_session(self) -> "FormalizeSession":
         """A session for one bidirectional stream. Raises ModelNotConfigured when not serving."""
-        session = FormalizeSession(self._require_serving(), self.config.max_jobs_per_stream, self._sessions)
+        session = FormalizeSession(self._require_serving(), self.config.max_jobs_per_stream, self._sessions,
+                                   stream_budget_s=self.config.stream_budget_s)
         self._sessions.add(session)
         return session
 
@@ -157,6 +163,16 @@ class FormalizeService:
                 yield ev
         finally:
             job.cancel()
+
+    def adapter_info(self) -> dict[str, Any]:
+        """The loaded adapters and limits (Formalizer.GetFormalizerInfo). Raises ModelNotConfigured."""
+        f = self._require_serving()
+        return {"adapters": list(f.adapters), "default_adapter": f.default_adapter or "",
+                "quantized": bool(self.model_info.get("quantized", False)),
+                "device": str(self.model_info.get("device", "")),
+                "grouped_dispatch_layers": int(self.model_info.get("grouped_dispatch_layers") or 0),
+                "max_candidates": self.config.max_candidates, "job_budget_s": self.config.job_budget_s,
+                "stream_budget_s": self.config.stream_budget_s}
 
     def info(self) -> dict[str, Any]:
         ok, reason = self.serving_status()
@@ -182,8 +198,10 @@ _JOB_DONE = object()
 class FormalizeSession:
     """The jobs of one Formalize stream, their events merged into one async iterator."""
 
-    def __init__(self, formalizer: Formalizer, max_jobs: int, registry: set) -> None:
+    def __init__(self, formalizer: Formalizer, max_jobs: int, registry: set, *, stream_budget_s: float = 0.0) -> None:
         self._f = formalizer
+        # The stream's wall-clock budget ends here (loop time); every job ends with it.
+        self._deadline = asyncio.get_running_loop().time() + stream_budget_s if stream_budget_s else None
         self._max_jobs = max_jobs
         self._registry = registry
         self._jobs: dict[str, tuple[FormalizeJob, asyncio.Task]] = {}
@@ -202,7 +220,8 @@ class FormalizeSession:
             raise RequestError(f"job id {request.id!r} is already in flight on this stream")
         if len(self._jobs) >= self._max_jobs:
             raise RequestError(f"more than {self._max_jobs} jobs in flight on one stream")
-        job = self._f.job(request)
+        self._f.adapter_for(request.adapter)  # an unknown adapter: RequestError for the stream
+        job = self._f.job(request, self._deadline)
         task = asyncio.create_task(self._pump(request.id, job), name=f"formalize:{request.id}")
         self._jobs[request.id] = (job, task)
 
