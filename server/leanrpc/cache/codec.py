@@ -13,6 +13,7 @@ miss, never someone else's answer. Anything that does not decode raises
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import lz4.frame
 import msgspec
@@ -31,7 +32,7 @@ class _Verdict(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     messages: list[Message]
     sorries: list[SorryInfo]
     error: str
-    infotree_json: str
+    infotree: Any  # the decoded infotree (dict or list), None when not asked for
     axioms: list[str]
     verifier: VerifierIdentity | None
 
@@ -56,19 +57,23 @@ class CachedVerdict:
 
     def answer(self, snippet_id: str, *, source: str, total_s: float) -> VerifyResult:
         """A fresh result for one caller: its id, its time, the cache's word on reuse."""
-        original = self.result
-        return VerifyResult(
-            id=snippet_id,
-            status=original.status,
-            messages=list(original.messages),
-            sorries=list(original.sorries),
-            timings=Timings(total_s=total_s),
-            reuse=ReuseInfo(cache_source=source, original_run=self.run),
-            verifier=original.verifier,
-            error=original.error,
-            infotree_json=original.infotree_json,
-            axioms=list(original.axioms),
-        )
+        return verdict_copy(self.result, snippet_id, source=source, run=self.run, total_s=total_s)
+
+
+def verdict_copy(original: VerifyResult, snippet_id: str, *, source: str, run: str, total_s: float) -> VerifyResult:
+    """`original`'s verdict for another caller: its id and time, the cache's word on reuse."""
+    return VerifyResult(
+        id=snippet_id,
+        status=original.status,
+        messages=list(original.messages),
+        sorries=list(original.sorries),
+        timings=Timings(total_s=total_s),
+        reuse=ReuseInfo(cache_source=source, original_run=run),
+        verifier=original.verifier,
+        error=original.error,
+        infotree=original.infotree,
+        axioms=list(original.axioms),
+    )
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -81,7 +86,7 @@ def encode(key: str, run: str, stored_at: float, result: VerifyResult) -> bytes:
         messages=result.messages,
         sorries=result.sorries,
         error=result.error,
-        infotree_json=result.infotree_json,
+        infotree=result.infotree,
         axioms=result.axioms,
         verifier=result.verifier,
     )
@@ -105,7 +110,7 @@ def decode(data: bytes, expected_key: str) -> CachedVerdict:
         messages=verdict.messages,
         sorries=verdict.sorries,
         error=verdict.error,
-        infotree_json=verdict.infotree_json,
+        infotree=verdict.infotree,
         axioms=verdict.axioms,
         verifier=verdict.verifier,
         timings=Timings(body_s=entry.body_s),

@@ -34,7 +34,7 @@ from ..results import Status, VerifierIdentity
 # Bump when the way a REPL response becomes a verdict changes
 # (services/verify.py classify, axiom rules) or the entry format changes:
 # old entries then simply stop matching.
-KEY_VERSION = "leanrpc-result-cache/1"
+KEY_VERSION = "leanrpc-result-cache/2"  # 2: the infotree is stored decoded
 
 # Deterministic outcomes only. REJECTED is cacheable only for a header that
 # does not load or a verdict rule (axioms); see `is_cacheable`.

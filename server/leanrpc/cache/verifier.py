@@ -37,6 +37,8 @@ from typing import Any
 from ..core.headers import split_header
 from ..results import Status, VerifyResult
 from ..services.verify import VerifyOptions
+from . import codec
+from .codec import verdict_copy
 from .keys import VerifierSettings, cache_key, is_cacheable
 from .singleflight import SingleFlight
 from .tiers import ResultCache
@@ -189,8 +191,6 @@ class CachedVerifier:
             if shared_tiers:
                 self.cache.store(key, run, result)
             else:
-                from . import codec
-
                 self.cache.memory.put(key, codec.encode(key, run, time.time(), result))
                 self.cache.stats.stored += 1
         except Exception as exc:  # never fail an answer because it could not be stored
@@ -205,19 +205,5 @@ def _same_deadline_or_later(flight_deadline: float | None, own_deadline: float |
 
 
 def _joined_answer(landing: _Landing, snippet_id: str, total_s: float) -> VerifyResult:
-    original = landing.result
-    source = landing.source or IN_FLIGHT
-    answer = VerifyResult(
-        id=snippet_id,
-        status=original.status,
-        messages=list(original.messages),
-        sorries=list(original.sorries),
-        verifier=original.verifier,
-        error=original.error,
-        infotree_json=original.infotree_json,
-        axioms=list(original.axioms),
-    )
-    answer.timings.total_s = total_s
-    answer.reuse.cache_source = source
-    answer.reuse.original_run = landing.run
-    return answer
+    return verdict_copy(landing.result, snippet_id, source=landing.source or IN_FLIGHT, run=landing.run,
+                        total_s=total_s)
