@@ -19,7 +19,8 @@ from leanrpc.errors import RequestError
         ('[repl]\nincrementality = "maybe"\n', "config key repl.incrementality must be one of 'auto', 'on', 'off', not 'maybe'"),
         ('[sandbox]\nmode = "chroot"\n', "config key sandbox.mode must be one of 'auto', 'unshare', 'off', not 'chroot'"),
         ("[repl]\nenv = { A = 1 }\n", "config key repl.env must be a table of strings"),
-        ("[limits]\nmax_worker_rss_mb = -1\n", "config key limits.max_worker_rss_mb must be an integer number >= 0, not -1"),
+        # (max_worker_rss_mb takes any integer: 0 = the machine default, negative = off)
+        ("[limits]\naddress_space_mb = -1\n", "config key limits.address_space_mb must be an integer number >= 0, not -1"),
         ("[limits]\nmax_system_memory_percent = 120\n", "limits.max_system_memory_percent must be a number from 0 to 100, not 120"),
         ("[pool]\ndefault_timeout_s = 0\n", "pool.default_timeout_s must be a number > 0, not 0"),
         ("[formalize]\nmax_batch = -2\n", "formalize.max_batch must be an integer number >= 0, not -2"),
