@@ -202,6 +202,10 @@ class Pool:
             return ""
         return f"no worker can take a job: {'; '.join(stuck)}"
 
+    def identity_of(self, profile: str) -> VerifierIdentity | None:
+        """The identity of a profile's REPL ("" = default; None before its first boot)."""
+        return self.supervisor.identities.get(profile)
+
     def profile_identities(self) -> dict:
         """Each configured profile ("" = default) and its identity, if known."""
         return {name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names}
