@@ -88,6 +88,42 @@ class ReplConfig(_Section):
     fence_audit: OnOffAuto = "auto"
     # Threads a REPL may start beyond its count at warm-up (Lean's task pool).
     fence_thread_allowance: NonNegativeInt = 64
+    # More REPL profiles (toolchains) served by the same pool, written as
+    # `[repl.<name>]` tables (or `[repl.profiles.<name>]`); a request picks one
+    # by name, the plain `[repl]` keys are the default profile "". A key a
+    # profile leaves out is the default profile's.
+    profiles: dict[str, "ReplProfile"] = msgspec.field(default_factory=dict)
+
+    def profile(self, name: str) -> "ReplConfig":
+        """The `[repl]` settings of profile `name` ("" = the default);
+        ConfigError for an unknown name."""
+        if not name:
+            return self
+        found = self.profiles.get(name)
+        if found is None:
+            known = ", ".join(repr(n) for n in sorted(self.profiles)) or "none"
+            raise ConfigError(f"unknown REPL profile {name!r} (configured: {known})")
+        merged = {k: v for k, v in msgspec.structs.asdict(self).items() if k != "profiles"}
+        merged.update({k: v for k, v in msgspec.structs.asdict(found).items() if v is not None})
+        return msgspec.convert(merged, ReplConfig)
+
+    @property
+    def profile_names(self) -> list[str]:
+        """"" (the default) first, then the named profiles."""
+        return ["", *sorted(self.profiles)]
+
+
+class ReplProfile(_Section):
+    """One `[repl.<name>]` table: what differs from the default `[repl]`."""
+
+    command: list[str] | None = None
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    lean_version: str | None = None
+    repl_revision: str | None = None
+    project_revision: str | None = None
+    incrementality: OnOffAuto | None = None
+    elab_async: OnOffAuto | bool | None = None
 
 
 class LimitsConfig(_Section):
@@ -134,6 +170,14 @@ class PoolConfig(_Section):
     # A queued request that has waited this long takes any idle worker, even
     # if that means loading its header there (bounds header starvation).
     max_wait_for_warm_s: NonNegativeFloat = 2.0
+    # Headers one worker may import in-process and keep (each REPL env stays
+    # alive for the life of the process); past it, or near the memory limit,
+    # a header switch starts a new process. 1 = one header per process.
+    max_headers_per_worker: PositiveInt = 4
+    # Health: a worker stopping for longer than this counts as stuck; when
+    # every slot is stuck (or dead and none can start), the server says
+    # NOT_SERVING with the reason.
+    stuck_after_s: PositiveFloat = 10.0
     # Per-worker history of elaborated bodies kept for prefix routing.
     prefix_history: NonNegativeInt = 64
     # Route each body to the worker with the longest reusable prefix (pool
@@ -270,8 +314,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         config = cls.from_dict(data)
-        if config.repl.cwd:
-            config.repl.cwd = str((Path(path).parent / config.repl.cwd).resolve())
+        for repl in (config.repl, *config.repl.profiles.values()):
+            if repl.cwd:
+                repl.cwd = str((Path(path).parent / repl.cwd).resolve())
         return config
 
     @classmethod
@@ -283,8 +328,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             if not isinstance(section_data, dict):
                 raise ConfigError(f"config section [{section_name}] must be a table, not {_show(section_data)}")
         repl = data.get("repl")
-        if isinstance(repl, dict) and isinstance(repl.get("command"), str):
-            data = {**data, "repl": {**repl, "command": shlex.split(repl["command"])}}
+        if isinstance(repl, dict):
+            data = {**data, "repl": _gather_profiles(repl)}
         try:
             return msgspec.convert(data, cls, strict=True)
         except msgspec.ValidationError as exc:
@@ -298,13 +343,38 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         return type(self).from_dict(self.to_dict())
 
 
+def _gather_profiles(repl: dict[str, Any]) -> dict[str, Any]:
+    """`[repl.<name>]` tables (any table that is not a `[repl]` key) move
+    under `profiles`; a command given as one string is split like a shell."""
+    plain = {k: v for k, v in repl.items() if k in ReplConfig.__struct_fields__ or not isinstance(v, dict)}
+    named = {k: v for k, v in repl.items() if k not in plain}
+    if named:
+        profiles = plain.get("profiles")
+        profiles = dict(profiles) if isinstance(profiles, dict) else {}
+        for name in named:
+            if name in profiles:
+                raise ConfigError(f"REPL profile {name!r} is given twice ([repl.{name}] and [repl.profiles.{name}])")
+        plain["profiles"] = {**profiles, **named}
+    if isinstance(plain.get("command"), str):
+        plain["command"] = shlex.split(plain["command"])
+    if isinstance(plain.get("profiles"), dict):
+        plain["profiles"] = {
+            name: ({**table, "command": shlex.split(table["command"])}
+                   if isinstance(table, dict) and isinstance(table.get("command"), str) else table)
+            for name, table in plain["profiles"].items()
+        }
+    return plain
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
 def to_toml(config: Config) -> str:
     """Renders a config as TOML (used by `leanrpc setup`); None values are left out."""
-    data = {
-        section: {key: value for key, value in values.items() if value is not None}
-        for section, values in config.to_dict().items()
-    }
-    return tomli_w.dumps(data)
+    return tomli_w.dumps(_drop_none(config.to_dict()))
 
 
 # ---- one-line errors: the key, what it allows, what it got -----------------

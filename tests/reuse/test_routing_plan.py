@@ -10,7 +10,7 @@ from leanrpc.pool.admission import Admission
 from leanrpc.pool.cost import BodyCostModel
 from leanrpc.pool.job import Job
 from leanrpc.pool.prefix_index import PrefixIndex
-from leanrpc.pool.routing import Assign, Expire, Router, Start, Switch, View, WorkerView
+from leanrpc.pool.routing import Assign, Expire, Import, Router, Start, Switch, View, WorkerView
 
 NOW = 1000.0
 MATHLIB = "import Mathlib\n"
@@ -28,8 +28,10 @@ def key(header: str) -> str:
     return split_header(header + "theorem x : True := trivial\n").import_key
 
 
-def view(name: str, state: View, header: str | None = MATHLIB, **kw) -> WorkerView:
-    return WorkerView(name=name, state=state, import_key=key(header) if header else None, **kw)
+def view(name: str, state: View, header: str | None = MATHLIB, *, also: tuple = (), **kw) -> WorkerView:
+    """A worker whose current header is `header`, holding the headers in `also` too."""
+    held = frozenset([key(h) for h in also] + ([key(header)] if header else []))
+    return WorkerView(name=name, state=state, import_key=key(header) if header else None, header_keys=held, **kw)
 
 
 def router(size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> Router:
@@ -48,6 +50,8 @@ def decided(plan) -> list[tuple]:
             out.append(("start",))
         elif isinstance(d, Switch):
             out.append(("switch", d.victim))
+        elif isinstance(d, Import):
+            out.append(("import", d.worker))
         elif isinstance(d, Expire):
             out.append(("expire",))
     return out
@@ -69,15 +73,38 @@ TABLE = [
      [view("w1", View.STOPPING), view("w2", View.BUSY)], [job()], []),
     ("a dead worker holds no slot",
      [view("w1", View.GONE), view("w2", View.BUSY)], [job()], [("start",)]),
-    ("only another header idle, nobody will hold ours: switch the idle one",
-     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
+    ("only another header idle, nobody will hold ours: the idle one imports ours in-process",
+     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY, AESOP)], [job()], [("import", "w1")]),
+    ("the same when it may not import another (count or memory bound): switch it",
+     [view("w1", View.IDLE, AESOP, can_import=False), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
     ("another header idle, but a busy worker holds ours: wait for it",
      [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job()], []),
-    ("the same, once the job waited max_wait_for_warm_s: switch",
-     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job(age=2.5)], [("switch", "w1")]),
-    ("the least recently used idle worker is the one switched",
+    ("the same, once the job waited max_wait_for_warm_s: import",
+     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job(age=2.5)], [("import", "w1")]),
+    ("of two importers, the least recently used (same count) imports",
      [view("w1", View.IDLE, AESOP, last_used=9), view("w2", View.IDLE, AESOP, last_used=1)],
+     [job()], [("import", "w2")]),
+    ("of two importers, the one holding fewer headers imports (the cheapest import)",
+     [view("w1", View.IDLE, AESOP, last_used=1, also=("import Lean\n",)), view("w2", View.IDLE, AESOP, last_used=9)],
+     [job()], [("import", "w2")]),
+    ("a worker holding the header among others takes the job, no import",
+     [view("w1", View.IDLE, AESOP, also=(MATHLIB,)), view("w2", View.IDLE, AESOP)], [job()], [("assign", "w1")]),
+    ("jobs of two headers, one worker holding both and one holding one: each gets one",
+     [view("w1", View.IDLE, AESOP, also=(MATHLIB,)), view("w2", View.IDLE, AESOP)],
+     [job(), job(AESOP)], [("assign", "w1"), ("assign", "w2")]),
+    ("the least recently used idle worker is the one switched",
+     [view("w1", View.IDLE, AESOP, last_used=9, can_import=False),
+      view("w2", View.IDLE, AESOP, last_used=1, can_import=False)],
      [job()], [("switch", "w2")]),
+    ("another profile's idle worker never imports our header: it is switched",
+     [view("w1", View.IDLE, AESOP, profile="v2"), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
+    ("a fresh worker of another profile is not ours either",
+     [view("w1", View.IDLE, header=None, profile="v2"), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
+    ("a job of a profile takes that profile's fresh worker",
+     [view("w1", View.IDLE, header=None, profile="v2"), view("w2", View.BUSY, AESOP)], [job(profile="v2")],
+     [("assign", "w1")]),
+    ("a header of one profile is not held by a worker of another (keys are qualified)",
+     [view("w1", View.IDLE, MATHLIB), view("w2", View.BUSY)], [job(profile="v2")], [("switch", "w1")]),
     ("a job past its deadline expires, the next one runs",
      [view("w1", View.IDLE)], [job(deadline=NOW - 1), job()], [("expire",), ("assign", "w1")]),
     ("two jobs, one idle warm worker and one free slot",

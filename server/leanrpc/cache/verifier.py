@@ -68,6 +68,7 @@ class CachedVerifier:
         self.environment = environment
         self.flights = SingleFlight()
         self._settings: VerifierSettings | None = None
+        self._by_profile: dict[str, VerifierSettings] = {}
         self._warned_unidentified = False
 
     @classmethod
@@ -90,16 +91,22 @@ class CachedVerifier:
     async def close(self) -> None:
         await self.cache.close()
 
-    def settings(self) -> VerifierSettings | None:
-        identity = self.service.pool.identity
+    def settings(self, profile: str = "") -> VerifierSettings | None:
+        """The cache settings of one REPL profile: its own identity, so its
+        keys never meet another toolchain's."""
+        identity = self.service.pool.supervisor.identities.get(profile)
         if identity is None:
             return None
-        if self._settings is None or self._settings.identity != identity:
-            self._settings = VerifierSettings(identity, self.environment)
-            if not self._settings.fully_identified and self.cache.tiers:
-                log.warning("result cache: the Lean identity has no REPL or project revision "
-                            "([repl] repl_revision / project_revision); disk and Redis tiers are off")
-        return self._settings
+        settings = self._by_profile.get(profile)
+        if settings is None or settings.identity != identity:
+            settings = self._by_profile[profile] = VerifierSettings(identity, self.environment)
+            if not settings.fully_identified and self.cache.tiers:
+                log.warning("result cache: the Lean identity%s has no REPL or project revision "
+                            "([repl] repl_revision / project_revision); disk and Redis tiers are off",
+                            f" of profile {profile!r}" if profile else "")
+        if not profile:
+            self._settings = settings
+        return settings
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
                      client_id: str = "", stream_id: str = "") -> VerifyResult:
@@ -107,7 +114,7 @@ class CachedVerifier:
         fair = {"client_id": client_id, "stream_id": stream_id}
         arrived = time.monotonic()
         self.service.validate(code, options)
-        settings = self.settings()
+        settings = self.settings(getattr(options, "profile", ""))
         if options.session or not getattr(options, "cache", True) or settings is None:
             self.cache.stats.bypassed += 1
             return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)

@@ -33,6 +33,7 @@ def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str |
         check_axioms=options.check_axioms,
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
+        profile=options.profile,
     )
 
 

@@ -157,6 +157,11 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         identity = convert.identity_to_pb(snapshot.identity)
         if identity is not None:
             info.verifier.CopyFrom(identity)
+        for name, profile_identity in snapshot.profiles.items():
+            profile = info.profiles.add(name=name)
+            found = convert.identity_to_pb(profile_identity)
+            if found is not None:
+                profile.verifier.CopyFrom(found)
         return info
 
     # ---- sessions (docs/REUSE.md) ----

@@ -61,6 +61,8 @@ class Job:
     # Fair admission: who sent it, and which stream or batch of theirs.
     client_id: str = ""
     stream_id: str = ""
+    # The REPL profile (`[repl.<name>]`) to run on; "" is the default `[repl]`.
+    profile: str = ""
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
     # Set while the job waits for a busy prefix holder although an idle
     # worker of its header was free: since when, and for which prefix.
@@ -83,7 +85,7 @@ class Job:
         # The command this job elaborates, and what it is elaborated on in
         # worker-independent terms.
         self.text = self.session.text if self.session is not None else self.split.padded_body
-        base = f"{self.split.import_key}\x01{self.split.preamble_key}"
+        base = f"{self.import_key}\x01{self.split.preamble_key}"
         if self.call is not None:
             self.text = self.call.text
             base = f"{base}\x01call:{self.call.scope}"
@@ -93,7 +95,14 @@ class Job:
 
     @property
     def import_key(self) -> str:
-        return self.split.import_key
+        """The header as the pool keys it: its imports, qualified by the
+        profile (envs of different toolchains never mix)."""
+        return profile_key(self.profile, self.split.import_key)
+
+
+def profile_key(profile: str, import_key: str) -> str:
+    """A header key qualified by its profile (the default profile: unchanged)."""
+    return f"{profile}\x1d{import_key}" if profile else import_key
 
 
 @dataclasses.dataclass

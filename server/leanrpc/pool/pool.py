@@ -19,10 +19,17 @@ attempt on one worker), supervisor.py (processes over time), sessions.py
 (session env trees). This module owns the worker list and wires the rooms;
 it may import all of them, plus config, errors, results and worker.
 
-The verifier identity learnt at the first boot is reported with every
-result; a result cache must include `VerifierIdentity.cache_key` in its key
-(envs and verdicts of different toolchains never mix). The pool's own
-header reuse needs no such key: all its workers run one toolchain.
+The verifier identity learnt at the first boot of each REPL profile is
+reported with every result; a result cache must include
+`VerifierIdentity.cache_key` in its key (envs and verdicts of different
+toolchains never mix). Profiles (`[repl.<name>]`) share the pool's slots by
+demand; a worker runs one profile for life and a job's header key names its
+profile, so the pool's header reuse never mixes toolchains either.
+
+A worker keeps the env of every header it imported (up to
+`pool.max_headers_per_worker`, and while its memory allows another): a job
+of a new header runs on an idle worker that imports it in-process. A header
+switch (a new process) happens only when no idle worker may import.
 
 A body always runs on the env of its own header and preamble, never on the
 env left by another request. A worker that timed out, crashed, printed
@@ -49,7 +56,7 @@ from .admission import Admission
 from .cost import BodyCostModel
 from .job import BodyOutcome, Job
 from .prefix_index import PrefixIndex
-from .routing import LOOKAHEAD, Assign, Expire, Router, Start, Switch, View, WorkerView
+from .routing import LOOKAHEAD, Assign, Expire, Import, Router, Start, Switch, View, WorkerView
 from .runner import Runner
 from .sessions import SessionRegistry
 from .supervisor import Supervisor
@@ -79,6 +86,7 @@ class PoolStats:
     header_loads: int = 0
     header_hits: int = 0
     header_switches: int = 0
+    header_imports: int = 0      # headers imported in-process next to others
     prefix_routed: int = 0       # jobs that ran with a reused prefix
     prefix_reused_chars: int = 0
     prefix_waits: int = 0        # jobs that waited for a busy prefix holder while a worker was idle
@@ -104,6 +112,8 @@ class PoolSnapshot:
     serving: bool
     not_serving_reason: str
     identity: VerifierIdentity | None
+    # Profile name ("" = default) -> its identity (None before its first boot).
+    profiles: dict = dataclasses.field(default_factory=dict)
 
 
 class Pool:
@@ -142,6 +152,8 @@ class Pool:
         self._supervisor_task: asyncio.Task | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
+        # When each worker entered its current state (health: stuck workers).
+        self._state_since: dict[str, float] = {}
 
     # -- what the pool says about itself -----------------------------------------
 
@@ -163,7 +175,7 @@ class Pool:
 
     @property
     def serving(self) -> bool:
-        return not self.closing and self.supervisor.breaker.allow()
+        return not self.not_serving_reason
 
     @property
     def not_serving_reason(self) -> str:
@@ -171,7 +183,36 @@ class Pool:
             return "shutting down"
         if not self.supervisor.breaker.allow():
             return self.supervisor.breaker.reason
-        return ""
+        return self._no_worker_reason()
+
+    def _no_worker_reason(self) -> str:
+        """Why no worker can take a job ("" when one can): every slot is
+        held by a worker stuck stopping, and no new one may start."""
+        if self.free_slots() > 0:
+            return ""
+        now = time.monotonic()
+        stuck = []
+        for worker in self.workers:
+            since = now - self._state_since.get(worker.name, now)
+            if worker.state is WorkerState.STOPPING and since >= self.config.pool.stuck_after_s:
+                stuck.append(f"{worker.name} stuck stopping for {since:.0f} s")
+            elif worker.state is WorkerState.STOPPING or worker.alive:
+                return ""
+        if not stuck:
+            return ""
+        return f"no worker can take a job: {'; '.join(stuck)}"
+
+    def identity_of(self, profile: str) -> VerifierIdentity | None:
+        """The identity of a profile's REPL ("" = default; None before its first boot)."""
+        return self.supervisor.identities.get(profile)
+
+    def profile_identities(self) -> dict:
+        """Each configured profile ("" = default) and its identity, if known."""
+        return {name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names}
+
+    def check_profile(self, name: str) -> None:
+        """ConfigError (a RequestError: INVALID_ARGUMENT) for an unknown profile."""
+        self.config.repl.profile(name)
 
     def snapshot(self) -> PoolSnapshot:
         return PoolSnapshot(
@@ -182,6 +223,7 @@ class Pool:
             serving=self.serving,
             not_serving_reason=self.not_serving_reason,
             identity=self.identity,
+            profiles=self.profile_identities(),
         )
 
     def free_slots(self) -> int:
@@ -230,7 +272,7 @@ class Pool:
         job.future = asyncio.get_running_loop().create_future()
         job.enqueued_at = time.monotonic()
         self.stats.jobs_submitted += 1
-        self.supervisor.note_header(job.import_key, job.split.imports)
+        self.supervisor.note_header(job.import_key, job.split.imports, job.profile)
         self.admission.push(job)
         self.poke()
         try:
@@ -293,16 +335,16 @@ class Pool:
                 self.fail(job, WorkerTimeout("deadline passed while queued"))
                 continue
             self.admission.take(job)
-            if isinstance(decision, Assign):
+            if isinstance(decision, (Assign, Import)):
                 worker = by_name[decision.worker]
                 worker.reserve()  # so the next plan does not hand it out
-                if self.cost.known:
+                if isinstance(decision, Assign) and self.cost.known:
                     worker.expected_busy_s = decision.expected_s
             else:
                 if isinstance(decision, Switch):
                     self.stats.header_switches += 1
                     by_name[decision.victim].kill(ExitCause.HEADER_SWITCH)
-                worker = self.spawn_worker()
+                worker = self.spawn_worker(job.profile)
             self.runner.launch(job, worker)
         if plan.wake_at is not None:
             self._wake_at(plan.wake_at)
@@ -317,9 +359,23 @@ class Pool:
                 last_used=w.last_used,
                 busy_since=w.busy_since,
                 expected_busy_s=w.expected_busy_s,
+                header_keys=frozenset(w.header_keys),
+                profile=w.profile,
+                can_import=self._may_import(w),
             )
             for w in self.workers
         ]
+
+    def _may_import(self, worker: Worker) -> bool:
+        """Under the header count, and (with a memory limit) room for one more
+        header of the size its headers took on average (memory at its last release)."""
+        held = len(worker.header_keys)
+        if held >= self.config.pool.max_headers_per_worker:
+            return False
+        limit = self.config.limits.max_worker_rss_mb * 2**20
+        if limit <= 0 or not held or not worker.rss_at_release:
+            return True
+        return worker.rss_at_release * (held + 1) / held <= limit
 
     def _wake_at(self, when: float) -> None:
         if self._timer is not None and self._timer_at <= when:
@@ -357,8 +413,10 @@ class Pool:
         reason = worker.recycle_reason
         if reason is None and limits.max_requests_per_worker and worker.requests_served >= limits.max_requests_per_worker:
             reason = ExitCause.MAX_REQUESTS
-        if reason is None and limits.max_worker_rss_mb and worker.tree_rss() > limits.max_worker_rss_mb * 2**20:
-            reason = ExitCause.OUT_OF_MEMORY
+        if reason is None and limits.max_worker_rss_mb > 0:
+            worker.rss_at_release = worker.tree_rss()
+            if worker.rss_at_release > limits.max_worker_rss_mb * 2**20:
+                reason = ExitCause.OUT_OF_MEMORY
         if reason is not None or self.closing:
             self.supervisor.retire(worker, reason or ExitCause.SHUTDOWN)
         else:
@@ -372,12 +430,13 @@ class Pool:
         self.runner.preambles.forget_worker(name)
         self.sessions.forget_worker(name)
 
-    def spawn_worker(self) -> Worker:
+    def spawn_worker(self, profile: str = "") -> Worker:
         name = f"w{next(self._names)}"
+        repl_config = self.config.repl.profile(profile)
         spec = LaunchSpec(
-            argv=list(self.config.repl.command),
-            cwd=self.config.repl.cwd,
-            env=dict(self.config.repl.env),
+            argv=list(repl_config.command),
+            cwd=repl_config.cwd,
+            env=dict(repl_config.env),
             rlimits=rlimits_from_config(self.config.limits),
         )
         worker = Worker(
@@ -388,6 +447,7 @@ class Pool:
             history_limit=self.config.pool.prefix_history,
             on_state_change=self._on_state_change,
             fence=self.config.repl,
+            profile=profile,
         )
         self.workers.append(worker)
         return worker
@@ -404,10 +464,12 @@ class Pool:
             job.future.cancel()
 
     def _on_state_change(self, worker: Worker, old: WorkerState, new: WorkerState) -> None:
+        self._state_since[worker.name] = time.monotonic()
         for listener in self._state_listeners:
             listener(worker, old, new)
         if new is WorkerState.DEAD:
             self.stats.restarts[(worker.exit_cause or ExitCause.CRASH).value] += 1
+            self._state_since.pop(worker.name, None)
             if worker in self.workers:
                 self.workers.remove(worker)
             if not self.closing:

@@ -16,8 +16,17 @@ Rules, in order, for the idle workers and the queued jobs (bounded look-ahead):
      and by the rent earlier jobs paid for that prefix: ski rental);
   2. a fresh worker that holds no header yet, or a free slot to start one;
   3. only for the first job that does not wait: when no worker holds its
-     header, or it has waited max_wait_for_warm_s, the least recently used
-     idle worker of another header is replaced (a header switch).
+     header, or it has waited max_wait_for_warm_s, an idle worker of the
+     job's profile that may hold one more header imports it in-process (the
+     cheapest import: fewest headers held, then least recently used). A REPL
+     process keeps the envs of every header it imported, so nothing is lost;
+  4. only when no idle worker may import (count or memory bound reached, or
+     another profile's), the least recently used idle worker is replaced
+     (a header switch: a new process).
+
+Profiles (several toolchains in one server): a job's `import_key` names its
+profile, a worker runs one profile for life, and the slots are shared: a
+Start or Switch starts a worker of the job's profile.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from .cost import BodyCostModel
 from .job import Job
 from .prefix_index import PrefixIndex
 
-__all__ = ["Assign", "Expire", "Plan", "Router", "Start", "Switch", "View", "WorkerView"]
+__all__ = ["Assign", "Expire", "Import", "Plan", "Router", "Start", "Switch", "View", "WorkerView"]
 
 LOOKAHEAD = 256
 # Prefixes whose accumulated waiting ("rent") is tracked, most recent kept.
@@ -59,6 +68,19 @@ class WorkerView:
     last_used: float = 0.0
     busy_since: float = 0.0
     expected_busy_s: float = 0.0
+    # Every header whose env the worker holds (import_key among them).
+    header_keys: frozenset = frozenset()
+    profile: str = ""
+    # May import one more header in-process (under its count and memory bounds).
+    can_import: bool = True
+
+    def holds(self, key: str) -> bool:
+        return key == self.import_key or key in self.header_keys
+
+    @property
+    def fresh(self) -> bool:
+        """Holds no header and loads none."""
+        return self.import_key is None and not self.header_keys and self.loading_key is None
 
     @property
     def header_key(self) -> str | None:
@@ -77,6 +99,15 @@ class Assign:
     job: Job
     worker: str
     expected_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Import:
+    """Run `job` on idle `worker`, which imports the job's header in-process
+    first (it keeps the headers it holds)."""
+
+    job: Job
+    worker: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,7 +204,7 @@ class Router:
             if head is None:
                 self._wake_for_oldest(pending, plan)
                 break
-            fresh = [w for w in idle if w.import_key is None and w.loading_key is None]
+            fresh = [w for w in idle if w.fresh and w.profile == head.profile]
             if fresh:
                 pending.remove(head)
                 self._assign(head, fresh[0], views, now, plan)
@@ -184,6 +215,15 @@ class Router:
                 pending.remove(head)
                 plan.decisions.append(Start(head))
                 started += 1
+                continue
+            importers = [w for w in idle if w.can_import and w.profile == head.profile]
+            if importers and self._may_switch(views, head, now):
+                worker = min(importers, key=lambda w: (len(w.header_keys), w.last_used))
+                pending.remove(head)
+                worker.state = View.BUSY
+                worker.loading_key = head.import_key
+                worker.busy_since = now
+                plan.decisions.append(Import(head, worker.name))
                 continue
             if idle and self._may_switch(views, head, now):
                 victim = min(idle, key=lambda w: w.last_used)
@@ -210,8 +250,8 @@ class Router:
         """Gives idle workers queued jobs of their own header; True if any."""
         by_key: dict[str, list[WorkerView]] = collections.defaultdict(list)
         for worker in idle:
-            if worker.import_key is not None:
-                by_key[worker.import_key].append(worker)
+            for key in worker.header_keys | ({worker.import_key} if worker.import_key is not None else set()):
+                by_key[key].append(worker)
         if not by_key:
             return False
         assigned = False
@@ -222,7 +262,9 @@ class Router:
             worker = self._best_for_prefix(candidates, job, views, waiting_on, now, plan)
             if worker is None:
                 continue
-            candidates.remove(worker)
+            for others in by_key.values():
+                if worker in others:
+                    others.remove(worker)
             pending.remove(job)
             self._assign(job, worker, views, now, plan)
             assigned = True
@@ -280,7 +322,7 @@ class Router:
     def _holder(self, job: Job, views: dict) -> tuple[WorkerView | None, int]:
         """The busy worker holding the most of the job's work, and how much."""
         if job.session is not None or job.call is not None:
-            busy = [w for w in views.values() if w.state is View.BUSY and w.import_key == job.import_key]
+            busy = [w for w in views.values() if w.state is View.BUSY and w.holds(job.import_key)]
             if not busy:
                 return None, 0
             best = max(busy, key=lambda w: self.affinity(w, job))
@@ -357,7 +399,8 @@ class Router:
     @staticmethod
     def _someone_will_hold(views: dict, import_key: str) -> bool:
         return any(
-            w.header_key == import_key and w.state in (View.BUSY, View.WARMING) for w in views.values()
+            (w.holds(import_key) or w.loading_key == import_key) and w.state in (View.BUSY, View.WARMING)
+            for w in views.values()
         )
 
     def _may_switch(self, views: dict, head: Job, now: float) -> bool:

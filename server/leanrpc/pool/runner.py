@@ -226,7 +226,7 @@ class Runner:
             await pool.supervisor.boot(worker)
             boot_s = time.monotonic() - started
             worker.reserve()
-        warm = worker.import_key is not None
+        warm = worker.holds(job.import_key)
         header_s = 0.0
         if not warm:
             # A worker drained meanwhile (system memory) loads as it is and
@@ -234,11 +234,14 @@ class Runner:
             if worker.state is WorkerState.RESERVED:
                 worker.begin_loading()
             pool.stats.header_loads += 1
+            if worker.header_keys:
+                pool.stats.header_imports += 1  # in-process, next to the headers it holds
             # Not bounded by the job's deadline: the load outlives the job (_run).
             header_s = await worker.load_header(job.split.imports, job.import_key, pool.config.pool.header_timeout_s)
             if worker.state is WorkerState.LOADING:
                 worker.reserve()
         else:
+            worker.use_header(job.import_key)
             pool.stats.header_hits += 1
         base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
         return boot_s, warm, header_s + preamble_s, base_env, messages
@@ -251,21 +254,24 @@ class Runner:
         snippet INVALID, it does not make the header fail (issue 15 item 5).
         """
         split = job.split
-        if worker.imports_env is None:
-            raise WorkerCrashed(f"worker {worker.name} has no header env")
+        header_env = worker.header_env(job.import_key)
+        if header_env is None:
+            raise WorkerCrashed(f"worker {worker.name} has no env for the job's header")
         if not split.preamble_key:
-            return worker.imports_env, [], 0.0
-        found = self.preambles.get(worker.name, split.preamble_key)
+            return header_env, [], 0.0
+        # A worker holds several headers: a preamble env belongs to one of them.
+        key = f"{job.import_key}\x00{split.preamble_key}"
+        found = self.preambles.get(worker.name, key)
         if found is not None:
             return found[0], found[1], 0.0
         started = time.monotonic()
-        response = await worker.request(repl.command(split.preamble, worker.imports_env),
+        response = await worker.request(repl.command(split.preamble, header_env),
                                         self._pool.config.pool.header_timeout_s)
         if response.env is None:
             # A REPL-level refusal (no env at all), not a Lean message.
             raise HeaderLoadError(f"the REPL refused the open/set_option lines: {response.message!r}")
         messages = list(response.messages)
-        self.preambles.put(worker.name, split.preamble_key, response.env, messages)
+        self.preambles.put(worker.name, key, response.env, messages)
         return response.env, messages, time.monotonic() - started
 
     async def _await_load(self, job: Job, worker: Worker, load: asyncio.Task) -> None:

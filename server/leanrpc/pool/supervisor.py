@@ -9,7 +9,7 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
     keep_spares()      keep `warm_spares` idle workers of the most used headers
 
 May import: config, errors, results, worker (the Worker and its launcher),
-pool.prefix_index. It never routes jobs: the pool asks it to boot, preload
+pool.prefix_index, pool.job (profile_key). It never routes jobs: the pool asks it to boot, preload
 and retire, and it pokes the pool's dispatch when a slot frees up.
 """
 
@@ -28,6 +28,7 @@ from ..core.headers import split_header
 from ..errors import HeaderLoadError, WorkerBootError, WorkerError
 from ..worker.identity import identity_from_probe
 from ..worker.worker import ExitCause, Worker, WorkerState
+from .job import profile_key
 
 log = logging.getLogger("leanrpc.pool")
 
@@ -82,10 +83,11 @@ class Supervisor:
         self._pool = pool
         self.config: Config = pool.config
         self.breaker = CircuitBreaker(self.config.pool.boot_failure_limit, self.config.pool.breaker_cooldown_s)
-        self.identity = None
+        # The verifier identity of each REPL profile, learnt at its first boot.
+        self.identities: dict = {}
         self.header_use: collections.Counter = collections.Counter()
-        # Exact import text per import key, to re-warm replacements.
-        self.imports_text: dict[str, str] = {}
+        # (exact import text, profile) per import key, to re-warm replacements.
+        self.imports_text: dict[str, tuple[str, str]] = {}
         self.preloading: set[str] = set()
         self._wake = asyncio.Event()
         self._dead: list[Worker] = []
@@ -110,6 +112,11 @@ class Supervisor:
                 self.keep_spares()
             except Exception:  # pragma: no cover - keep supervising
                 log.exception("supervisor step failed")
+
+    @property
+    def identity(self):
+        """The default profile's identity (None before its first boot)."""
+        return self.identities.get("")
 
     def on_worker_dead(self, worker: Worker) -> None:
         """Called at the DEAD transition: reap on the next pass, right away."""
@@ -170,14 +177,15 @@ class Supervisor:
                     self._free_slot_for_spare(have, target)
                     return
                 pool.stats.spares_started += 1
-                self.preload_header(self.imports_text[key])
+                self.preload_header(*self.imports_text[key])
 
     def _free_slot_for_spare(self, have: collections.Counter, target: collections.Counter) -> None:
         """Retires the least recently used idle worker of a header that has
         more idle workers than its spare target; the next pass loads the spare."""
         surplus = [
             w for w in self._pool.workers
-            if w.state is WorkerState.IDLE and w.import_key and have[w.import_key] > target.get(w.import_key, 0)
+            if w.state is WorkerState.IDLE and w.import_key and len(w.header_keys) == 1
+            and have[w.import_key] > target.get(w.import_key, 0)
         ]
         if surplus:
             victim = min(surplus, key=lambda w: w.last_used)
@@ -186,9 +194,9 @@ class Supervisor:
 
     # -- boot, preload, retire ---------------------------------------------------
 
-    def note_header(self, import_key: str, imports: str) -> None:
+    def note_header(self, import_key: str, imports: str, profile: str = "") -> None:
         self.header_use[import_key] += 1
-        self.imports_text.setdefault(import_key, imports)
+        self.imports_text.setdefault(import_key, (imports, profile))
 
     async def boot(self, worker: Worker) -> None:
         """Starts the worker's process; learns the verifier identity once."""
@@ -201,9 +209,11 @@ class Supervisor:
                 pool.fail_queued_not_serving(f"no REPL worker can start: {self.breaker.reason}")
             raise
         self.breaker.record_success()
-        if self.identity is None:
-            self.identity = identity_from_probe(worker.version_string, self.config.repl)
-            log.info("verifier identity: %s", self.identity.description)
+        if worker.profile not in self.identities:
+            identity = identity_from_probe(worker.version_string, self.config.repl.profile(worker.profile))
+            self.identities[worker.profile] = identity
+            log.info("verifier identity%s: %s", f" of profile {worker.profile!r}" if worker.profile else "",
+                     identity.description)
         if self._probe_fork:
             self._probe_fork = False
             pool.set_incrementality(bool(worker.is_fork))
@@ -235,19 +245,20 @@ class Supervisor:
 
         So a timeout kill never makes the next caller pay a cold import.
         """
-        imports = self.imports_text.get(import_key)
+        known = self.imports_text.get(import_key)
         # When jobs are waiting, dispatch starts workers on demand instead.
-        if imports is None or len(self._pool.admission):
+        if known is None or len(self._pool.admission):
             return
-        self.preload_header(imports)
+        self.preload_header(*known)
 
-    def preload_header(self, imports: str) -> None:
+    def preload_header(self, imports: str, profile: str = "") -> None:
         pool = self._pool
         if pool.free_slots() <= 0 or pool.closing:
             return
         split = split_header(imports)
-        worker = pool.spawn_worker()
-        worker.loading_key = split.import_key
+        import_key = profile_key(profile, split.import_key)
+        worker = pool.spawn_worker(profile)
+        worker.loading_key = import_key
         self.preloading.add(worker.name)
 
         async def warm() -> None:
@@ -257,7 +268,7 @@ class Supervisor:
                     return  # stopped meanwhile (close, memory): nothing to load
                 worker.begin_loading()
                 pool.stats.header_loads += 1
-                await worker.load_header(split.imports, split.import_key, self.config.pool.header_timeout_s)
+                await worker.load_header(split.imports, import_key, self.config.pool.header_timeout_s)
                 worker.release()
             except (WorkerError, HeaderLoadError) as exc:
                 log.warning("pre-loading header on %s failed: %s", worker.name, exc)

@@ -44,7 +44,7 @@ async def run_job(pool: Pool, job: Job, result_id: str, *,
             raise
         return failure_result(result_id, status, exc, arrived, job, pool), None
     result = classify(result_id, outcome, check_axioms)
-    result.verifier = pool.identity
+    result.verifier = pool.identity_of(job.profile)
     result.timings.total_s = time.monotonic() - arrived
     return result, outcome
 
@@ -63,5 +63,5 @@ def failure_result(result_id: str, status: Status, exc: Exception, arrived: floa
         messages=[message_from_repl(m) for m in getattr(exc, "messages", [])],
         timings=Timings(total_s=time.monotonic() - arrived),
         reuse=ReuseInfo(attempts=max(1, job.attempts)),
-        verifier=pool.identity,
+        verifier=pool.identity_of(job.profile),
     )

@@ -35,6 +35,10 @@ class VerifyOptions:
     reuse: bool = True
     check_axioms: bool = False
     session: str = ""
+    # Use the result cache (leanrpc.cache wraps this service); false bypasses it.
+    cache: bool = True
+    # The REPL profile (`[repl.<name>]`); "" = the default `[repl]`.
+    profile: str = ""
 
 
 class VerifyService:
@@ -70,6 +74,10 @@ class VerifyService:
             raise RequestError(f"unknown infotree mode {options.infotree!r}")
         if "\x00" in code:
             raise RequestError("snippet code contains a NUL character")
+        if options.profile:
+            self.pool.check_profile(options.profile)  # unknown: INVALID_ARGUMENT
+            if options.session:
+                raise RequestError("sessions run on the default REPL profile; drop the profile or the session")
         if options.session:
             self.sessions.registry.get(options.session)
 
@@ -100,6 +108,7 @@ class VerifyService:
             deadline=deadline,
             client_id=client_id,
             stream_id=stream_id,
+            profile=options.profile,
         )
         result, outcome = await run_job(self.pool, job, snippet_id, check_axioms=options.check_axioms)
         if axiom_check is not None:

@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> Options:
                    help="CPU seconds for each later Mathlib header load (fork: only for headers not seen before)")
     p.add_argument("--base-memory-mb", type=float, default=_env_float("base-memory-mb", 0.0), metavar="MB",
                    help="MiB allocated and touched when the first Mathlib header loads")
+    p.add_argument("--header-memory-mb", type=float, default=_env_float("header-memory-mb", -1.0), metavar="MB",
+                   help="MiB allocated by each later header load (its own env next to the first; the .olean "
+                        "files stay shared): default a quarter of --base-memory-mb")
     p.add_argument("--cost-per-kchar", type=float, default=_env_float("cost-per-kchar", 0.0), metavar="SECONDS",
                    help="CPU seconds per 1000 characters of elaborated body")
     p.add_argument("--replay-time-scale", type=float, default=_env_float("replay-time-scale", 0.0), metavar="F",
@@ -78,6 +81,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         import_cost=a.import_cost,
         reimport_cost=a.reimport_cost,
         base_memory_mb=a.base_memory_mb,
+        header_memory_mb=a.header_memory_mb if a.header_memory_mb >= 0 else a.base_memory_mb / 4,
         cost_per_kchar=a.cost_per_kchar,
         replay_time_scale=a.replay_time_scale,
         fixtures=a.fixtures if a.fixtures not in ("", "none") else None,

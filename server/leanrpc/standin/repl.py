@@ -45,6 +45,8 @@ class Options:
         self.import_cost = 0.0
         self.reimport_cost = 0.0
         self.base_memory_mb = 0.0
+        # Each later header load builds its own env (memory that only grows).
+        self.header_memory_mb = 0.0
         self.cost_per_kchar = 0.0
         self.replay_time_scale = 0.0
         self.fixtures: str | None = None
@@ -307,7 +309,11 @@ class Repl:
         elif self.o.fork and key in self._headers:
             return
         else:
+            # A second header in the same process: the .olean files are mapped
+            # and shared, but its env is built again (time and memory; upstream
+            # even for a header it loaded before, the fork only for new ones).
             self._headers.add(key)
+            faults.grow(self.o.header_memory_mb)
             faults.burn(self.o.reimport_cost)
 
     def _charge_body(self, base: str, text: str, body_chars: int, incremental: bool) -> None:

@@ -113,8 +113,9 @@ class Worker:
     """Owns one REPL process. Changes state only through `_set_state`."""
 
     def __init__(self, name: str, spec: LaunchSpec, launcher: Launcher, limits: LimitsConfig, *,
-                 history_limit: int = 64, on_state_change=None, fence=None) -> None:
+                 history_limit: int = 64, on_state_change=None, fence=None, profile: str = "") -> None:
         self.name = name
+        self.profile = profile  # the REPL profile (toolchain) it runs, for life
         self._limits = limits
         self._on_state_change = on_state_change
         self.state = S.SPAWNING
@@ -125,9 +126,13 @@ class Worker:
         self.started_at = time.monotonic()
         self.last_used = time.monotonic()
         self.requests_served = 0
-        self.import_key: str | None = None       # the header this process loaded (one, for life)
+        # Every header this process imported -> its env. A REPL keeps every
+        # env for life, so a worker serves each of them without reloading.
+        self.headers: dict[str, int] = {}
+        self.import_key: str | None = None       # the header last loaded or used
         self.loading_key: str | None = None      # the header being loaded (routing counts it)
-        self.imports_env: int | None = None
+        self.imports_env: int | None = None      # the env of import_key
+        self.rss_at_release = 0                  # tree memory at the last release (0: not measured)
         self.preamble_envs: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.history = PrefixTrie()
         self._history_order: collections.deque[tuple[str, object]] = collections.deque()
@@ -412,10 +417,27 @@ class Worker:
 
     # -- header and preamble ---------------------------------------------------
 
+    @property
+    def header_keys(self) -> tuple[str, ...]:
+        return tuple(self.headers)
+
+    def holds(self, import_key: str) -> bool:
+        return import_key in self.headers
+
+    def header_env(self, import_key: str) -> int | None:
+        """The env of a header this worker imported, or None."""
+        return self.headers.get(import_key)
+
+    def use_header(self, import_key: str) -> int:
+        """Makes a held header the current one; returns its env."""
+        self.import_key, self.imports_env = import_key, self.headers[import_key]
+        return self.imports_env
+
     async def load_header(self, imports: str, import_key: str, timeout: float) -> float:
-        """Loads the import header (once per process); returns seconds spent."""
-        if self.import_key is not None:
-            raise InternalError(f"worker {self.name} already holds a header")
+        """Imports a header in this process, next to those it holds (a
+        command without `env`); returns seconds spent."""
+        if import_key in self.headers:
+            raise InternalError(f"worker {self.name} already holds this header")
         started = time.monotonic()
         self.loading_key = import_key
         try:
@@ -432,8 +454,8 @@ class Worker:
                 "header failed to load: an import could not be resolved (the REPL returned an "
                 f"empty environment; probe said: {detail[:300]})"
             )
-        self.import_key = import_key
-        self.imports_env = response.env
+        self.headers[import_key] = response.env
+        self.use_header(import_key)
         return time.monotonic() - started
 
     def cached_base_env(self, preamble_key: str) -> int | None:
