@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from leanrpc.config import Config
-from leanrpc.edge.server import FORMALIZER_SERVICE, VERIFIER_SERVICE, create_server
+from leanrpc.app import FORMALIZER_SERVICE, VERIFIER_SERVICE, create_server
 from leanrpc.services.formalize import NOT_CONFIGURED
 from leanrpc.v1 import formalizer_pb2 as fpb
 from leanrpc.v1 import formalizer_pb2_grpc
