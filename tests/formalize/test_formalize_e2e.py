@@ -120,6 +120,7 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
         stub = formalizer_pb2_grpc.FormalizerStub(channel)
         info = await stub.GetFormalizerInfo(fpb.FormalizerInfoRequest(), timeout=10)
         assert list(info.adapters) == [] and info.quantized and info.grouped_dispatch_layers == 2
+        assert info.job_budget.seconds == 600 and info.stream_budget.ToNanoseconds() == 0
         # k = 2 candidates per round, sampled in one batch
         call = stub.Formalize(timeout=120)
         await call.write(_request("k", max_iterations=1, candidates=2,
