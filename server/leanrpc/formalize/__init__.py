@@ -14,6 +14,7 @@ Torch-free (importable without the `model` extra):
     checkpoint   fused vs per-expert checkpoint layout; fused -> per-expert conversion (lazy imports)
     generation   SamplingParams, GenerationResult, the ChatGenerator protocol
     metrics      evaluation metrics (compile@k, pass@N, faithfulness, error breakdown)
+    streams      GenerationStream, EngineStats, PromptTooLong, EngineClosed (what engine callers hold)
 
 Needs torch/transformers/bitsandbytes/peft:
     modeling     Qwen3MoeUnfusedForCausalLM (per-expert nn.Linear experts)
