@@ -3,7 +3,8 @@
 The stubs are generated from proto/ into server/leanrpc/v1/ (gitignored), so
 their absolute imports (`from leanrpc.v1 import verifier_pb2`) resolve as
 package imports (grpc/grpc#29390). Set LEANRPC_DEBUG=1 for a debug build
-(line tracing, -O0 -g, the LEANRPC_DEBUG macro for invariant checks).
+(line tracing, bounds checks, -O0 -g, annotated HTML). No .pyx reads a debug
+macro yet, so none is defined; add one with the first invariant check.
 """
 import os
 import pathlib
@@ -57,7 +58,7 @@ class BuildExtWithStubs(build_ext):
 
 
 def native_extensions():
-    macros = [("LEANRPC_DEBUG", "1")] if DEBUG else []
+    macros = []
     compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
     if DEBUG:
         macros.append(("CYTHON_TRACE", "1"))
@@ -78,7 +79,6 @@ def native_extensions():
             "wraparound": False,
             "linetrace": DEBUG,
         },
-        compile_time_env={"LEANRPC_DEBUG": DEBUG},
         annotate=DEBUG,
     )
 
@@ -96,13 +96,15 @@ PACKAGES = [
     "leanrpc.worker",
     "leanrpc.pool",
     "leanrpc.services",
+    "leanrpc.services.prover",
     "leanrpc.edge",
+    "leanrpc.edge.interceptors",
     "leanrpc.gateway",
     "leanrpc.standin",
     "leanrpc.extract",
     "leanrpc.formalize",
     "leanrpc.security",
-    "leanrpc.ops",
+    "leanrpc.repl",
     "leanrpc.commands",
     "leanrpc.ray",
     "leanrpc.cache",

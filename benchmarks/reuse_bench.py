@@ -42,7 +42,7 @@ import time
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from leanrpc.core.headers import split_header
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.worker.worker import WorkerState
 
 MODES = ("off", "no-trie", "trie")

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from leanrpc.client import AsyncClient, best_first_search  # noqa: E402
-from leanrpc.edge.server import create_server  # noqa: E402
+from leanrpc.app import create_server  # noqa: E402
 from testkit import loopback_config  # noqa: E402
 
 DATASET = ROOT.parent / "shared" / "datasets" / "minif2f-lean4-yangky11" / "MiniF2F" / "Test"

@@ -2,8 +2,8 @@
 
 Owns: wiring (launcher -> pool -> services -> gRPC servicers, interceptors,
 health, reflection, metrics, the Formalizer) and the server's lifecycle.
-May import every layer below it (config, pool, services, edge, security,
-ops.metrics); nothing but commands/ and tests import it.
+May import every layer below it (config, pool, services, cache, edge,
+security, gateway); nothing but commands/ and tests import it.
 
 `create_server(config)` builds everything and binds (port 0 picks a free
 port, for tests); `serve(config)` runs until SIGINT/SIGTERM and then shuts
@@ -36,7 +36,7 @@ from .services.verify import VerifyService
 from .v1 import formalizer_pb2, formalizer_pb2_grpc, prover_pb2, verifier_pb2
 from .worker.launcher import Launcher
 from .worker.memory import effective_memory_limit_mb
-from .edge.auth import build_access_interceptors
+from .edge.interceptors.auth import build_access_interceptors
 from .edge.errors import abort_with
 from .edge.reflection import enable_reflection
 from .errors import ModelNotConfigured
@@ -114,7 +114,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     interceptors = []
     metrics = None
     if config.server.metrics_port:
-        from .ops.metrics import Metrics
+        from .edge.metrics import Metrics
 
         metrics = Metrics()
         interceptors.append(metrics.interceptor)  # first: also counts refused calls
@@ -157,7 +157,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize,
               verifier=verifier, prover=prover)
     if config.server.metrics_port:
-        from .ops.metrics import start_metrics
+        from .edge.metrics import start_metrics
 
         app.metrics = start_metrics(app, config.server.metrics_port, metrics)
     if config.gateway.http_port:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from leanrpc.client import AsyncClient
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from testkit import loopback_config
 
 

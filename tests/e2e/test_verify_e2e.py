@@ -11,7 +11,7 @@ import pytest
 
 from leanrpc.client import AsyncClient, ClientError
 from leanrpc.config import Config
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 HEADERS = ["import Mathlib", "import Mathlib.Tactic", "import Aesop"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 from leanrpc.config import Config
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 
 HEADERS = ["import Mathlib", "import Mathlib.Tactic"]
 EXPECTED_BY_KIND = {0: "VALID", 1: "SORRY", 2: "INVALID"}

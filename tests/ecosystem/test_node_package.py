@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from eco_support import free_port
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from testkit import loopback_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from leanrpc.v1 import verifier_pb2 as pb
 from testkit import descendants
 from verify_support import running_server, small_config
 
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -143,7 +143,7 @@ _SERVE = """
 import asyncio, sys
 sys.path.insert(0, {tests!r})
 from testkit import loopback_config
-from leanrpc.edge.server import serve
+from leanrpc.app import serve
 config = loopback_config(2)
 config.server.port = {port}
 config.pool.shutdown_grace_s = 3.0

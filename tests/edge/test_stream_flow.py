@@ -8,7 +8,7 @@ import asyncio
 import grpc
 import pytest
 
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from verify_support import small_config
 

@@ -11,7 +11,7 @@ import pytest
 
 from leanrpc.client import AsyncClient
 from leanrpc.edge import convert
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from verify_support import small_config
 

@@ -9,7 +9,7 @@ import pytest
 from extract_fixtures import RecordedCase, recorded_cases
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.extract import extract_declarations, slice_source
 from leanrpc.results import Position
 from leanrpc.v1 import verifier_pb2 as pb

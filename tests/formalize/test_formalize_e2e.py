@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from leanrpc.config import Config
-from leanrpc.edge.server import FORMALIZER_SERVICE, VERIFIER_SERVICE, create_server
+from leanrpc.app import FORMALIZER_SERVICE, VERIFIER_SERVICE, create_server
 from leanrpc.services.formalize import NOT_CONFIGURED
 from leanrpc.v1 import formalizer_pb2 as fpb
 from leanrpc.v1 import formalizer_pb2_grpc
@@ -120,6 +120,7 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
         stub = formalizer_pb2_grpc.FormalizerStub(channel)
         info = await stub.GetFormalizerInfo(fpb.FormalizerInfoRequest(), timeout=10)
         assert list(info.adapters) == [] and info.quantized and info.grouped_dispatch_layers == 2
+        assert info.job_budget.seconds == 600 and info.stream_budget.ToNanoseconds() == 0
         # k = 2 candidates per round, sampled in one batch
         call = stub.Formalize(timeout=120)
         await call.write(_request("k", max_iterations=1, candidates=2,

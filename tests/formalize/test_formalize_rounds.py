@@ -124,6 +124,25 @@ def test_candidate_proto_carries_category_suggestions_and_trivial_flag():
     assert o.budget_exhausted and o.budget.ToTimedelta().total_seconds() == 2.0 and o.candidates_verified == 3 and o.duplicates == 1
 
 
+def test_budgets_cross_the_edge_as_durations():
+    from google.protobuf import duration_pb2
+
+    from leanrpc.edge.formalizer import info_to_pb, request_from_pb
+    from leanrpc.v1 import formalizer_pb2 as fpb
+
+    msg = fpb.FormalizeRequest(id="a", informal_statement="x", budget=duration_pb2.Duration(seconds=1, nanos=500_000_000))
+    assert request_from_pb(msg).budget_s == 1.5
+    assert request_from_pb(fpb.FormalizeRequest(id="a", informal_statement="x")).budget_s == 0.0  # unset: server default
+    for bad in (duration_pb2.Duration(seconds=-2), duration_pb2.Duration(seconds=1, nanos=-5)):
+        with pytest.raises(RequestError) as err:
+            request_from_pb(fpb.FormalizeRequest(id="a", informal_statement="x", budget=bad))
+        assert err.value.field == "request.budget"
+    info = info_to_pb({"adapters": ["a"], "default_adapter": "a", "quantized": False, "device": "cpu",
+                       "grouped_dispatch_layers": 0, "max_candidates": 4, "job_budget_s": 600.0, "stream_budget_s": 0.25})
+    assert info.job_budget.ToTimedelta().total_seconds() == 600.0 and info.stream_budget.ToNanoseconds() == 250_000_000
+    assert list(info.adapters) == ["a"] and info.max_candidates == 4
+
+
 # --------------------------------------------------------------------------- triviality gate
 
 

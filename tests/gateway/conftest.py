@@ -14,7 +14,7 @@ import pytest
 
 from leanrpc.client import AsyncClient
 from leanrpc.config import GatewayConfig
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.gateway import start_gateway
 from testkit import loopback_config
 

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from leanrpc.edge.auth import AccessConfigError
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.gateway import start_gateway
 from testkit import loopback_config
 

@@ -21,7 +21,7 @@ from google.protobuf import duration_pb2
 
 from leanrpc.config import Config
 from testkit import descendants, loopback_config  # noqa: F401  (re-exported)
-from leanrpc.edge.server import App, create_server
+from leanrpc.app import App, create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 

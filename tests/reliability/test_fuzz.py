@@ -167,7 +167,7 @@ def test_random_repl_output_never_hangs_the_worker(data, ending):
         spec = LaunchSpec(argv=[sys.executable, "-S", "-c", _RANDOM_REPL, data.hex(), ending])
         worker = Worker("fuzz", spec, Launcher(), LimitsConfig(max_frame_mb=1))
         await worker.start(timeout=30)
-        worker.mark_busy()
+        worker.reserve()
         try:
             response = await asyncio.wait_for(worker.request({"cmd": "example : True := trivial"}, timeout=2.0), 10)
             # A well-formed frame (by chance, or "{}") is an answer.

@@ -8,7 +8,7 @@ import psutil
 
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 
 
 def standin_command(*flags: str) -> list[str]:

@@ -9,7 +9,7 @@ import grpc
 
 from leanrpc.config import Config
 from testkit import loopback_config
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 

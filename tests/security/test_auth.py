@@ -6,8 +6,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from leanrpc.edge.auth import AccessConfigError, build_access_interceptors, load_tokens
-from leanrpc.edge.server import create_server
+from leanrpc.edge.auth import AccessConfigError, load_tokens
+from leanrpc.edge.interceptors.auth import build_access_interceptors
+from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 
 from security_support import HEADER, bearer, make_config, one_snippet, running_server, stub

@@ -23,7 +23,7 @@ BAD = "import Mathlib\n\ntheorem b : 1 = 2 := by\n  exact Nat.nonexistent_lemma\
 
 
 async def test_async_client_retries_unavailable_until_the_server_starts():
-    from leanrpc.edge.server import create_server
+    from leanrpc.app import create_server
 
     port = free_port()
     async with AsyncClient(f"127.0.0.1:{port}", max_retries=10, backoff_s=0.2) as client:

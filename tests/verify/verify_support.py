@@ -9,7 +9,7 @@ import psutil
 
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
-from leanrpc.edge.server import App, create_server
+from leanrpc.app import App, create_server
 from testkit import loopback_config
 
 

@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from leanrpc.config import LimitsConfig
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.errors import WorkerCrashed
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc

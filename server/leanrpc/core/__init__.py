@@ -8,6 +8,11 @@
 Each facade module loads its compiled twin from leanrpc._native and exposes
 IMPLEMENTATION ("native" or "python"); the pure-Python twins (*_py) load
 only under LEANRPC_NO_EXTENSIONS=1. Log IMPLEMENTATION at startup.
+
+Owns: the pure building blocks every higher room shares (framing, header
+split, prefix trie, Lean text scanning) and the choice of twin.
+May import: leanrpc._native, leanrpc.errors and the standard library; never
+asyncio, grpc or logging (STYLE.md lesson 1).
 """
 
 from . import framing, headers, trie

@@ -44,10 +44,15 @@ _MAX_DURATION_SECONDS = 315_576_000_000
 def _timeout_s(options: pb.VerifyOptions) -> float:
     if not options.HasField("timeout"):
         return 0.0
-    seconds, nanos = options.timeout.seconds, options.timeout.nanos
+    return seconds_of(options.timeout, "options.timeout")
+
+
+def seconds_of(duration, field: str) -> float:
+    """A request's google.protobuf.Duration in seconds; INVALID_ARGUMENT naming
+    `field` when it is not a valid Duration (sign mismatch, out of range)."""
+    seconds, nanos = duration.seconds, duration.nanos
     if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) > 999_999_999 or (seconds and nanos and (seconds < 0) != (nanos < 0)):
-        raise RequestError(f"options.timeout is not a valid Duration (seconds={seconds}, nanos={nanos})",
-                           field="options.timeout")
+        raise RequestError(f"{field} is not a valid Duration (seconds={seconds}, nanos={nanos})", field=field)
     return seconds + nanos / 1e9
 
 

@@ -29,7 +29,7 @@ from ..formalize.wellformed import WellFormedness
 from ..services.formalize import FormalizeService
 from ..v1 import formalizer_pb2 as pb
 from ..v1 import formalizer_pb2_grpc
-from .convert import result_to_pb
+from .convert import result_to_pb, seconds_of
 from .errors import abort_with, duration_of
 
 log = logging.getLogger("leanrpc.edge.formalizer")
@@ -47,8 +47,26 @@ def request_from_pb(msg: pb.FormalizeRequest) -> FormalizeRequest:
         retrieval=msg.retrieval,
         candidates=msg.candidates,
         adapter=msg.adapter,
-        budget_s=msg.budget_s,
+        budget_s=_budget_s(msg),
     )
+
+
+def _budget_s(msg: pb.FormalizeRequest) -> float:
+    if not msg.HasField("budget"):
+        return 0.0
+    seconds = seconds_of(msg.budget, "request.budget")
+    if seconds < 0:
+        raise RequestError(f"request.budget is negative ({seconds:g} s); leave it unset for the server default",
+                           field="request.budget")
+    return seconds
+
+
+def info_to_pb(info: dict) -> pb.FormalizerInfo:
+    """FormalizeService.adapter_info() (budgets in seconds) as the message (budgets as Durations)."""
+    fields = dict(info)
+    job_budget_s = fields.pop("job_budget_s", 0.0)
+    stream_budget_s = fields.pop("stream_budget_s", 0.0)
+    return pb.FormalizerInfo(**fields, job_budget=duration_of(job_budget_s), stream_budget=duration_of(stream_budget_s))
 
 
 def well_formed_to_pb(wf: WellFormedness) -> pb.WellFormedness:
@@ -114,7 +132,7 @@ class FormalizerServicer(formalizer_pb2_grpc.FormalizerServicer):
         except LeanServiceError as exc:
             await abort_with(context, exc)
             return None
-        return pb.FormalizerInfo(**info)
+        return info_to_pb(info)
 
     @staticmethod
     async def _read(request_iterator, session) -> None:

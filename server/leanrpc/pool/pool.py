@@ -444,7 +444,6 @@ class Pool:
             spec,
             self.launcher,
             self.config.limits,
-            history_limit=self.config.pool.prefix_history,
             on_state_change=self._on_state_change,
             fence=self.config.repl,
             profile=profile,

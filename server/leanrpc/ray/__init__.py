@@ -20,6 +20,9 @@ alive node; `connect(config)` does that and returns a `RayVerifier`:
 
 Ray is optional (`pip install 'leanrpc[ray]'`) and imported lazily: the
 routing works without it.
+
+Owns: running one leanrpc server per Ray node and routing batches across them.
+May import: leanrpc.app, leanrpc.client, leanrpc.config (and ray, lazily).
 """
 
 from .deploy import NodeServer, RayDeployment, connect, deploy_per_node

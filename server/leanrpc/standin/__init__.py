@@ -23,9 +23,14 @@ never passes as Lean: ``#eval Lean.versionString`` answers
 ``leanrpc-repl-standin <version>``.
 
 Module map: ``wire`` (line reader, JSON decoding, request shapes),
-``jsonfmt`` (Lean's JSON printer), ``repl`` (state, numbering, handlers),
+``jsonfmt`` (Lean's JSON printer), ``state`` (envs, proof states, lineages,
+options), ``repl`` (numbering, handlers),
 ``replay`` (fixture index and cache), ``elab`` (plausible mode), ``faults``
 (directives and CPU/memory costs), ``__main__`` (command line).
+
+Owns: a REPL program for tests and benchmarks; it is a separate process, so
+nothing in the server imports it (the pool launches it by command line).
+May import: leanrpc.core and the standard library only (start-up time).
 """
 
 from .. import __version__

@@ -7,11 +7,11 @@
     SPAWNING / PROBING -> FAILED (could not boot) -> DEAD
 
 Owns: the transition table (data, one `_set_state`), the worker's Lean-level
-facts (import header, base envs, version), the handshake, header and preamble
-loads, the memory watch during a request, and the pool-facing verbs
+facts (import header, its env, version), the handshake, the header load, the
+memory watch during a request, and the pool-facing verbs
 `reserve()`, `begin_loading()`, `release()`, `drain()`, `kill()`, `stop()`.
 May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher},
-leanrpc.core.trie, leanrpc.config, leanrpc.errors. Not the pool.
+leanrpc.config, leanrpc.errors. Not the pool.
 
 A Worker lives exactly as long as its process: after a kill or a crash it is
 DEAD and the pool makes a new one. Any doubt (timeout, garbage or unsolicited
@@ -19,22 +19,19 @@ output, a failed fence or audit, memory over the limit, a cancel mid-request)
 kills it; the REPL cannot cancel work or resynchronise, so a doubtful worker
 is never reused (STYLE.md lessons 4, 5, 13).
 
-The per-worker prefix history (`remember_body`, `reusable_prefix`,
-`history_tags`, `cached_base_env`) still lives here; the pool branch moves it
-to pool/prefix_index.py.
+The prefix history (which bodies a worker elaborated) is the pool's: see
+pool/prefix_index.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 import logging
 import time
 
 from .. import repl
 from ..config import LimitsConfig
-from ..core.trie import PrefixTrie
 from ..errors import (
     HeaderLoadError,
     InternalError,
@@ -50,11 +47,6 @@ from .launcher import LaunchSpec, Launcher
 from .process import ReplProcess, ShutdownRung
 
 log = logging.getLogger("leanrpc.worker")
-
-# Re-exported for callers that imported them from here.
-HEADER_PROBE = repl.HEADER_PROBE
-IDENTITY_PROBE = repl.IDENTITY_PROBE
-FORK_PROBE = repl.FORK_PROBE
 
 
 class WorkerState(enum.Enum):
@@ -113,7 +105,7 @@ class Worker:
     """Owns one REPL process. Changes state only through `_set_state`."""
 
     def __init__(self, name: str, spec: LaunchSpec, launcher: Launcher, limits: LimitsConfig, *,
-                 history_limit: int = 64, on_state_change=None, fence=None, profile: str = "") -> None:
+                 on_state_change=None, fence=None, profile: str = "") -> None:
         self.name = name
         self.profile = profile  # the REPL profile (toolchain) it runs, for life
         self._limits = limits
@@ -133,10 +125,6 @@ class Worker:
         self.loading_key: str | None = None      # the header being loaded (routing counts it)
         self.imports_env: int | None = None      # the env of import_key
         self.rss_at_release = 0                  # tree memory at the last release (0: not measured)
-        self.preamble_envs: collections.OrderedDict[str, int] = collections.OrderedDict()
-        self.history = PrefixTrie()
-        self._history_order: collections.deque[tuple[str, object]] = collections.deque()
-        self._history_limit = history_limit
         self.busy_since = 0.0                    # routing estimate of the current job
         self.expected_busy_s = 0.0
         self.version_string = ""
@@ -239,19 +227,6 @@ class Worker:
         elif self.state in (S.LOADING, S.RESERVED, S.RUNNING):
             self._set_state(S.DRAINING)
 
-    # Deprecated: the pool drove the worker through these before reserve() and
-    # release(); kept only until the pool branch switches.
-    def mark_busy(self) -> None:
-        if self.state is not S.DRAINING:
-            self.reserve()
-
-    def mark_warming(self) -> None:
-        if self.state is not S.DRAINING:
-            self.begin_loading()
-
-    def mark_idle(self) -> None:
-        self.release()
-
     # -- lifecycle -------------------------------------------------------------
 
     async def start(self, timeout: float, *, probe_fork: bool = False) -> None:
@@ -286,13 +261,6 @@ class Worker:
             raise WorkerCrashed(f"worker {self.name} was stopped while starting")
         self.version_string = repl.version_from_probe(response)
         self._set_state(S.READY)
-
-    async def probe_fork(self, timeout: float) -> bool:
-        """Deprecated: pass `probe_fork=True` to start(). Runs through the
-        guarded request path, so it can race nothing."""
-        if self.is_fork is None:
-            self.is_fork = repl.is_fork(await self.request(repl.fork_probe(), timeout))
-        return self.is_fork
 
     async def _fail_boot(self) -> None:
         self.exit_cause = self.exit_cause or ExitCause.BOOT_FAILURE
@@ -415,7 +383,7 @@ class Worker:
                 return
             await asyncio.sleep(self._limits.memory_poll_s)
 
-    # -- header and preamble ---------------------------------------------------
+    # -- header ------------------------------------------------------------------
 
     @property
     def header_keys(self) -> tuple[str, ...]:
@@ -457,66 +425,6 @@ class Worker:
         self.headers[import_key] = response.env
         self.use_header(import_key)
         return time.monotonic() - started
-
-    def cached_base_env(self, preamble_key: str) -> int | None:
-        """The env a body with this preamble would run on, if already built."""
-        if not preamble_key:
-            return self.imports_env
-        return self.preamble_envs.get(preamble_key)
-
-    async def ensure_preamble(self, preamble: str, preamble_key: str, timeout: float) -> tuple[int, float]:
-        """Returns the env for this preamble on the loaded header, and time spent."""
-        if self.imports_env is None:
-            raise InternalError(f"worker {self.name}: preamble before header")
-        if not preamble_key:
-            return self.imports_env, 0.0
-        env = self.preamble_envs.get(preamble_key)
-        if env is not None:
-            self.preamble_envs.move_to_end(preamble_key)
-            return env, 0.0
-        started = time.monotonic()
-        response = await self.request(repl.command(preamble, self.imports_env), timeout)
-        failure = repl.header_failure(response)
-        if failure is not None:
-            if response.env is not None:
-                failure = "header (open/set_option lines) failed"
-            raise HeaderLoadError(failure, messages=list(response.messages))
-        self.preamble_envs[preamble_key] = response.env
-        while len(self.preamble_envs) > 16:
-            self.preamble_envs.popitem(last=False)
-        return response.env, time.monotonic() - started
-
-    # -- prefix history (moving to pool/prefix_index.py) ------------------------
-
-    def remember_body(self, base_env: int, text: str, tag: object = None) -> list[object]:
-        """Records a body elaborated on `base_env`; returns the tags of bodies
-        the bounded history forgot to make room (oldest first)."""
-        key = f"{base_env}\x00{text}"
-        if key in self.history:
-            return []
-        self.history.insert(key, None)
-        self._history_order.append((key, tag))
-        forgotten = []
-        while len(self._history_order) > self._history_limit:
-            old_key, old_tag = self._history_order.popleft()
-            self.history.remove(old_key)
-            forgotten.append(old_tag)
-        return forgotten
-
-    def history_tags(self) -> list[object]:
-        return [tag for _key, tag in self._history_order]
-
-    def reusable_prefix(self, base_env: int | None, text: str) -> int:
-        """Characters of `text` this worker elaborated before on `base_env`."""
-        if base_env is None or not len(self.history):
-            return 0
-        prefix = f"{base_env}\x00"
-        length = self.history.common_prefix_length(prefix + text) - len(prefix)
-        if length <= 0:
-            return 0
-        # Lean reuses whole commands; snap back to a line start.
-        cut = text.rfind("\n", 0, length)
-        return 0 if cut < 0 else cut + 1
 
 
 def _cause_of(exc: WorkerError) -> ExitCause:

@@ -19,25 +19,28 @@ name them) feed ready-made dashboards; `process_*` come from prometheus_client;
 `leanrpc_worker_memory_bytes` is each live worker's tree (resident anonymous
 and shared memory plus held memfds, see worker/memory.py).
 
-The interceptor reads results through protobuf descriptors instead of
-importing the generated stubs: only `leanrpc.edge` and the client import them.
+The interceptor (edge/interceptors/metrics.py) feeds the RPC and snippet
+series; this module owns the registry, the pool collector and the endpoint.
+Results are read through protobuf descriptors, not the generated stubs.
+
+May import: prometheus_client, protobuf descriptors, leanrpc (version),
+leanrpc.edge.interceptors.metrics. The pool comes in as an object
+(`attach_pool`), never by import.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import socket
-import time
 
-import grpc
 from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .. import __version__
+from .interceptors.metrics import MetricsInterceptor
 
 log = logging.getLogger("leanrpc.metrics")
 
@@ -68,6 +71,7 @@ def known_methods() -> dict[str, tuple[str, str, str]]:
                 (method.client_streaming, method.server_streaming)]
             known[f"/{name}/{method.name}"] = (name, method.name, kind)
     return known
+
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 
@@ -233,95 +237,6 @@ class PoolCollector:
 
 def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, help_text, value=value)
-
-
-class MetricsInterceptor(grpc.aio.ServerInterceptor):
-    """Counts every RPC (by final code) and every snippet result it sends.
-
-    Install it first, so calls refused by later interceptors (auth) count too.
-    """
-
-    def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
-
-    async def intercept_service(self, continuation, handler_call_details):
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        if handler.unary_unary is not None and inspect.iscoroutinefunction(handler.unary_unary):
-            return handler._replace(unary_unary=self._wrap_unary(method, handler.unary_unary))
-        if handler.stream_unary is not None and inspect.iscoroutinefunction(handler.stream_unary):
-            return handler._replace(stream_unary=self._wrap_unary(method, handler.stream_unary))
-        if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
-            return handler._replace(unary_stream=self._wrap_stream(method, handler.unary_stream))
-        if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
-            return handler._replace(stream_stream=self._wrap_stream(method, handler.stream_stream))
-        return handler  # sync handlers: not used by this server
-
-    def _wrap_unary(self, method: str, behavior):
-        metrics = self._metrics
-
-        async def unary(request, context):
-            started = self._start(method)
-            error: BaseException | None = None
-            try:
-                response = await behavior(request, context)
-                if response is not None:
-                    metrics.observe_response(response)
-                return response
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._finish(method, context, error, started)
-
-        return unary
-
-    def _wrap_stream(self, method: str, behavior):
-        metrics = self._metrics
-
-        async def stream(request, context):
-            started = self._start(method)
-            error: BaseException | None = None
-            try:
-                async for response in behavior(request, context):
-                    metrics.observe_response(response)
-                    yield response
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._finish(method, context, error, started)
-
-        return stream
-
-    def _start(self, method: str) -> float:
-        self._metrics.grpc_started.labels(*self._metrics.method_labels(method)[1]).inc()
-        return time.perf_counter()
-
-    def _finish(self, method: str, context, error: BaseException | None, started: float) -> None:
-        metrics = self._metrics
-        label, grpc_labels = metrics.method_labels(method)
-        code = _final_code(context, error)
-        elapsed = time.perf_counter() - started
-        metrics.rpcs.labels(label, code).inc()
-        metrics.rpc_seconds.labels(label).observe(elapsed)
-        metrics.grpc_handled.labels(*grpc_labels, code).inc()
-        metrics.grpc_seconds.labels(*grpc_labels).observe(elapsed)
-
-
-def _final_code(context, error: BaseException | None) -> str:
-    if isinstance(error, (asyncio.CancelledError, GeneratorExit)):
-        return grpc.StatusCode.CANCELLED.name
-    code = context.code()
-    if isinstance(code, grpc.StatusCode):
-        return code.name
-    if isinstance(code, int):  # some grpcio versions keep the raw number
-        for status in grpc.StatusCode:
-            if status.value[0] == code:
-                return status.name
-    return grpc.StatusCode.UNKNOWN.name if error is not None else grpc.StatusCode.OK.name
 
 
 class MetricsEndpoint:
