@@ -26,6 +26,7 @@ What a declaration's steps look like (see `_extract` for the rule):
 """
 
 from ._extract import ExtractedDeclaration, TacticStep, extract_declarations
+from ._units import ReplayUnit
 from ._source import slice_source
 
-__all__ = ["ExtractedDeclaration", "TacticStep", "extract_declarations", "slice_source"]
+__all__ = ["ExtractedDeclaration", "ReplayUnit", "TacticStep", "extract_declarations", "slice_source"]
