@@ -48,12 +48,20 @@ class ProofStatus(enum.IntEnum):
 
 @dataclasses.dataclass
 class ProverLimits:
-    """Server-side bounds (config keys `prover.*`, see docs/PROVER.md)."""
+    """Server-side bounds; `from_config` reads the `[prover]` section (docs/PROVER.md)."""
 
     max_states_per_client: int = 100_000
     default_ttl_s: float = 600.0
     max_ttl_s: float = 86_400.0
     max_tactic_chars: int = 8_192
+
+    @classmethod
+    def from_config(cls, config: Config) -> "ProverLimits":
+        section = config.prover
+        if section.default_ttl_s > section.max_ttl_s:
+            raise RequestError(f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}")
+        return cls(max_states_per_client=section.max_states_per_client, default_ttl_s=section.default_ttl_s,
+                   max_ttl_s=section.max_ttl_s, max_tactic_chars=section.max_tactic_chars)
 
 
 @dataclasses.dataclass
@@ -88,7 +96,7 @@ class ProverService:
         self.pool = pool
         self.config = config
         self.verify = verify
-        self.limits = limits or ProverLimits()
+        self.limits = limits or ProverLimits.from_config(config)
         self.registry = StateRegistry(
             max_states_per_client=self.limits.max_states_per_client,
             default_ttl_s=self.limits.default_ttl_s,
