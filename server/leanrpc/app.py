@@ -131,6 +131,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     verifier = VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE)
     add_verifier_to_server(verifier, server)
     prover = ProverService(pool, config, verify)
+    extract.attach_prover(prover)  # Extract's replay check runs through the Prover
     add_prover_to_server(ProverServicer(prover), server)
     formalize = _add_formalizer(config, server, verify)
 

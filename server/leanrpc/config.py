@@ -287,6 +287,19 @@ def _formalize_section() -> type:
 FormalizeSection = _formalize_section()
 
 
+class ProverConfig(_Section):
+    """`[prover]`: bounds of the Prover service (docs/PROVER.md)."""
+
+    # Live proof states one client may hold; beyond: RESOURCE_EXHAUSTED.
+    max_states_per_client: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)] = 100_000
+    # A state lives this long after its last use when StartProof gives no ttl.
+    default_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=31_536_000)] = 600.0
+    # The largest ttl a StartProof may ask for.
+    max_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=31_536_000)] = 86_400.0
+    # Longest tactic text accepted (RunTactic, Expand).
+    max_tactic_chars: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 8_192
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repl: ReplConfig = msgspec.field(default_factory=ReplConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
@@ -296,6 +309,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     gateway: GatewayConfig = msgspec.field(default_factory=GatewayConfig)
     cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
+    prover: ProverConfig = msgspec.field(default_factory=ProverConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

@@ -75,7 +75,7 @@ class TacticResult:
 
 
 def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
-    from . import _STATUS_NAMES  # the Verifier's status names, for the whole-proof verdict
+    from ._convert import _STATUS_NAMES  # the Verifier's status names, for the whole-proof verdict
 
     return TacticResult(
         parent_state_id=r.parent_state_id,

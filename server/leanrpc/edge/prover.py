@@ -23,7 +23,7 @@ from ..v1 import verifier_pb2 as vpb
 from . import convert
 from .auth import client_key
 from .errors import maps_errors, status_for
-from .verifier import _LenientRegistrar
+from .interceptors.lenient import LenientRegistrar
 
 __all__ = ["ProverServicer", "add_prover_to_server", "outcome_to_pb"]
 
@@ -162,4 +162,4 @@ def _code_name(exc: BaseException) -> str:
 def add_prover_to_server(servicer: ProverServicer, server: grpc.aio.Server) -> None:
     """Registers the Prover with the Verifier's lenient request parsing
     (undecodable requests are INVALID_ARGUMENT, not UNKNOWN)."""
-    pb_grpc.add_ProverServicer_to_server(servicer, _LenientRegistrar(server))
+    pb_grpc.add_ProverServicer_to_server(servicer, LenientRegistrar(server))

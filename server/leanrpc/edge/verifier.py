@@ -19,7 +19,7 @@ from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
 from .auth import client_identity, load_tokens
-from .errors import abort_with, maps_errors
+from .errors import abort_with, duration_of, maps_errors
 from .interceptors.lenient import LenientRegistrar
 from .stream import Shutdown, StreamCall, shutdown_result
 
@@ -132,9 +132,13 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         options = convert.options_from_pb(
             request.options if request.HasField("options") else None, default_infotree="original"
         )
-        result, declarations = await self._extract.extract(request.code, options, deadline=_deadline(context))
+        result, declarations, replays = await self._extract.extract(
+            request.code, options, deadline=_deadline(context), replay=request.replay,
+            client_id=self._client_identity(context))
         response = pb.ExtractResponse(result=convert.result_to_pb(result))
         found = pb.ExtractedDeclarations(declarations=[_declaration_to_pb(d) for d in declarations])
+        for declaration, replay in zip(found.declarations, replays):
+            _replay_to_pb(declaration, replay)
         if request.lz4:
             response.compressed = lz4.frame.compress(found.SerializeToString())
         else:
@@ -189,6 +193,16 @@ def _position(p: Position) -> pb.Position:
     return pb.Position(line=p.line, column=p.column)
 
 
+def _replay_to_pb(declaration: pb.ExtractedDeclaration, replay) -> None:
+    """Fills the replay check's report (services.extract.DeclarationReplay) in."""
+    declaration.replay.CopyFrom(pb.DeclarationReplay(
+        ran=replay.ran, start_goals=replay.start_goals, start_goals_match=replay.start_goals_match,
+        error=replay.error, elapsed=duration_of(replay.elapsed_s)))
+    for step, report in zip(declaration.steps, replay.steps):
+        step.replay.CopyFrom(pb.StepReplay(verdict=int(report.verdict), tactic=report.tactic,
+                                           goals_after=report.goals_after, error=report.error))
+
+
 def _declaration_to_pb(declaration) -> pb.ExtractedDeclaration:
     return pb.ExtractedDeclaration(
         name=declaration.name,
@@ -216,7 +230,3 @@ def add_verifier_to_server(servicer: pb_grpc.VerifierServicer, server: grpc.aio.
     UTF-8 in a string field, broken wire format) gets INVALID_ARGUMENT with the
     parser's reason, not gRPC's generic UNKNOWN."""
     pb_grpc.add_VerifierServicer_to_server(servicer, LenientRegistrar(server))
-
-
-# edge/prover.py imports the registrar under its old name from here.
-_LenientRegistrar = LenientRegistrar

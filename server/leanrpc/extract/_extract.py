@@ -43,6 +43,7 @@ from typing import Any
 from leanrpc.results import Position
 
 from ._commands import describe_command, split_commands
+from ._units import ReplayUnit, group_units
 from ._source import SourceText
 from ._tree import TacticNode, build_forest, is_failed_pp
 
@@ -57,6 +58,8 @@ class TacticStep:
     goals_before: list[str]
     goals_after: list[str]
     kind: str  # syntax kind of the node the text comes from, "" if unknown
+    # Index into ExtractedDeclaration.units of the outermost tactic this step is part of.
+    unit: int = 0
 
 
 @dataclasses.dataclass(slots=True)
@@ -65,6 +68,7 @@ class ExtractedDeclaration:
     start: Position  # the command's span in the source
     end: Position
     steps: list[TacticStep]
+    units: list[ReplayUnit] = dataclasses.field(default_factory=list)
 
 
 def extract_declarations(infotree: Any, source: str) -> list[ExtractedDeclaration]:
@@ -85,15 +89,17 @@ def extract_declarations(infotree: Any, source: str) -> list[ExtractedDeclaratio
     commands = _commands(text, build_forest(infotree, text))
     out: list[ExtractedDeclaration] = []
     for command in commands:
-        steps = _command_steps(text, command)
+        steps, items = _command_steps(text, command)
         if not steps and not command.keyword:
             continue
+        public = [_public_step(text, s) for s in steps]
         out.append(
             ExtractedDeclaration(
                 name=command.name,
                 start=text.position(command.start),
                 end=text.position(command.end),
-                steps=[_public_step(text, s) for s in steps],
+                steps=public,
+                units=group_units(text.text, steps, items, public),
             )
         )
     return out
@@ -176,6 +182,7 @@ class _Step:
     goals_before: list[str]
     goals_after: list[str]
     kind: str
+    item: int = 0  # index of the outermost block item it was emitted from
 
 
 def _public_step(text: SourceText, step: _Step) -> TacticStep:
@@ -189,10 +196,14 @@ def _public_step(text: SourceText, step: _Step) -> TacticStep:
     )
 
 
-def _command_steps(text: SourceText, command: _Command) -> list[_Step]:
+def _command_steps(text: SourceText, command: _Command) -> tuple[list[_Step], list[TacticNode]]:
     steps: list[_Step] = []
-    for item in _block_items(text, command.roots):
+    items = _block_items(text, command.roots)
+    for number, item in enumerate(items):
+        emitted = len(steps)
         _emit(text, item, steps)
+        for step in steps[emitted:]:
+            step.item = number
     steps.sort(key=lambda s: (s.start, -s.end))
     kept: list[_Step] = []
     last_end = command.start
@@ -200,7 +211,7 @@ def _command_steps(text: SourceText, command: _Command) -> list[_Step]:
         if step.start >= last_end and step.end <= command.end and step.end > step.start:
             kept.append(step)
             last_end = step.end
-    return kept
+    return kept, items
 
 
 def _emit(text: SourceText, node: TacticNode, out: list[_Step]) -> None:

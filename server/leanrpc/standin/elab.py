@@ -190,8 +190,13 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
         b = d.by_tok
         if ctx.root_goals:
             out.root_goals.append(({"pos": P(b.start), "goal": goal, "endPos": P(b.start)}, [goal]))
+        goals = [goal]
         for tt in tactic_blocks(d.body[1:], ctx.pos):
             ttext = text[tt[0].start:tt[-1].end]
+            # Goals threaded through the stand-in's own tactic mode, so that
+            # its infotree and its tactic mode agree (Extract's replay check).
+            ran = run_tactic(ttext, goals, False)
+            after = goals if ran.error is not None else ran.goals
             if ctx.all_tactics:
                 used = sorted({t.text for t in tt if t.kind == "id" and "." in t.text})
                 out.tactics.append((
@@ -199,9 +204,10 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
                      "endPos": P(tt[-1].end)},
                     [goal],
                 ))
-            node = tactic_node(tt, ttext, P, goal)
+            node = tactic_node(tt, ttext, P, goals, after)
             children.append(node)
             ctx.tactic_nodes.append(node)
+            goals = after
     if d.name:
         full = ".".join(ctx.ns + [d.name])
         ctx.local[full] = ctx.local[d.name] = (signature(d, text), axioms_of(d, full, ctx.find))

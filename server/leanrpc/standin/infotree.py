@@ -25,15 +25,15 @@ def _tactic_kind(word: str) -> str:
     )
 
 
-def tactic_node(tt: list[Tok], ttext: str, P, goal: str) -> dict:
+def tactic_node(tt: list[Tok], ttext: str, P, goals_before: list[str], goals_after: list[str]) -> dict:
     kind = _tactic_kind(tt[0].text)
     return {
         "kind": "TacticInfo",
         "node": {
             "stx": syntax_node(P(tt[0].start), P(tt[-1].end), ttext, kind, [tt[0].text]),
             "name": kind,
-            "goalsBefore": [goal],
-            "goalsAfter": [],
+            "goalsBefore": list(goals_before),
+            "goalsAfter": list(goals_after),
         },
         "children": [],
     }

@@ -485,7 +485,7 @@ def tactic_blocks(toks: list[Tok], pos: Positions) -> list[list[Tok]]:
         new_line = line != prev_line
         prev_line = line
         if depth == 0 and out[-1]:
-            if new_line and col == col0 and t.text != "<;>":
+            if new_line and col == col0 and t.text not in ("<;>", "|"):
                 out.append([])
             elif new_line and col < col0:
                 break

@@ -32,17 +32,20 @@ KNOWN_TACTICS = frozenset(
     subst_vars clear_value unfold_let exact! apply_rules positivity! nlinarith! linarith! field_simp!
     norm_num! simp_arith omega_nat replace obtain! refine_lift tfae_have tfae_finish intro! rename
     show_term dsimp! fail fail_if_success exists! constructorm casesm rcases? aesop_cat tauto! itauto
-    decreasing_tactic simp_wf apply_mod_cast exact_mod_cast! classical""".split()
+    decreasing_tactic simp_wf apply_mod_cast exact_mod_cast! classical conv_lhs conv_rhs""".split()
 ) | TACTIC_MODE_ONLY
 _CLOSERS = TACTIC_MODE_ONLY | frozenset(
     """rfl simp simp_all simpa norm_num omega decide native_decide linarith nlinarith positivity ring ring1
-    field_simp aesop tauto trivial exact exact? apply? assumption contradiction exacts polyrith
+    aesop tauto trivial exact exact? apply? assumption contradiction exacts polyrith
     linear_combination abel group noncomm_ring bound continuity measurability fun_prop norm_num1 module
     infer_instance nofun grind bv_decide simp_arith decide! exact_mod_cast assumption_mod_cast solve_by_elim
     itauto cancel_denoms simpa? rwa""".split()
 )
 
 
+
+
+_WITH_ALTERNATIVES = frozenset(["induction", "cases", "rcases", "obtain", "match", "induction'", "cases'"])
 
 
 class TacticResult:
@@ -81,6 +84,9 @@ def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
     if not goals:
         r.error = "Lean error:\nno goals to be proved"
         return r
+    if head in ("·", ".", "case", "next"):
+        _tactic_focus(tactic, toks, goals, r)
+        return r
     main, rest = goals[0], goals[1:]
     bad = unknown_identifiers(toks)
     if bad:
@@ -113,15 +119,87 @@ def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
         if parts is not None:
             r.goals = parts + rest
             return r
+    if head == "by_cases":
+        _tactic_by_cases(tactic, toks, main, rest, r)
+        return r
     if head in ("intro", "intros", "rintro"):
         names = [t.text for t in toks[1:] if t.kind == "id"] or ["a✝"]
         r.goals = [_intro(main, names)] + rest
         return r
-    if head in _CLOSERS:
+    if head in _CLOSERS or (head in _WITH_ALTERNATIVES and "=>" in tactic):
+        # `induction n with | zero => .. | succ k ih => ..`: the alternatives close the goal.
         r.goals = rest
         return r
     r.goals = goals
     return r
+
+
+def _tactic_by_cases(tactic: str, toks: list[Tok], main: str, rest: list[str], r: TacticResult) -> None:
+    """`by_cases h : P`: goals `case pos` (h : P) and `case neg` (h : ¬P)."""
+    colon = next((k for k, t in enumerate(toks) if t.text == ":"), None)
+    name = toks[1].text if colon == 2 else "h"
+    prop = norm(tactic[toks[colon].end:]) if colon is not None else norm(tactic[toks[0].end:])
+    hyps, target = _split_goal(main)
+    r.goals = ["\n".join([f"case {tag}"] + hyps + [f"{name} : {p}", "⊢ " + target])
+               for tag, p in (("pos", prop), ("neg", f"¬{prop}"))] + rest
+
+
+def _tactic_focus(tactic: str, toks: list[Tok], goals: list[str], r: TacticResult) -> None:
+    """`· tacs`, `case tag => tacs`, `next => tacs`: run tacs on one goal, which they must close."""
+    chosen = 0
+    if toks[0].text in ("case", "next"):
+        arrow = next((k for k, t in enumerate(toks) if t.text == "=>"), None)
+        if arrow is None:
+            r.error = "Lean error:\n<input>:1:0: expected '=>'"
+            return
+        if toks[0].text == "case" and len(toks) > 1 and toks[1].text != "_":
+            tag = f"case {toks[1].text}"
+            chosen = next((k for k, g in enumerate(goals) if g.split("\n", 1)[0] == tag), -1)
+            if chosen < 0:
+                r.error = f"Lean error:\nCase tag '{toks[1].text}' not found."
+                return
+        body = tactic[toks[arrow].end:] if arrow + 1 < len(toks) else ""
+    else:
+        body = tactic[toks[0].end:]
+    inner = run_sequence(body, [goals[chosen]], r.sorry)
+    if inner.error is not None or inner.goals:
+        r.error = inner.error or "Lean error:\nunsolved goals\n" + "\n\n".join(inner.goals)
+        return
+    r.messages, r.nested, r.sorry = inner.messages, inner.nested, inner.sorry
+    r.goals = goals[:chosen] + goals[chosen + 1:]
+
+
+def run_sequence(text: str, goals: list[str], sorry: bool) -> TacticResult:
+    """A tactic block (lines at its first line's column, or `;`-separated) run in order."""
+    r = TacticResult()
+    r.goals, r.sorry = list(goals), sorry
+    for piece in _sequence_pieces(text):
+        step = run_tactic(piece, r.goals, r.sorry)
+        r.messages += step.messages
+        r.nested += step.nested
+        if step.error is not None:
+            r.error = step.error
+            return r
+        r.goals, r.sorry = step.goals, step.sorry
+    return r
+
+
+def _sequence_pieces(text: str) -> list[str]:
+    lines = [ln for ln in text.split("\n")]
+    first = next((ln for ln in lines if ln.strip()), None)
+    if first is None:
+        return []
+    column = len(first) - len(first.lstrip())
+    pieces: list[str] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if pieces and indent > column:
+            pieces[-1] += "\n" + line
+        else:
+            pieces.append(line.strip())
+    return [p.strip() for piece in pieces for p in (piece.split(";") if "\n" not in piece and "<;>" not in piece else [piece]) if p.strip()]
 
 
 def _tactic_have(tactic: str, toks: list[Tok], main: str, rest: list[str], r: TacticResult) -> None:

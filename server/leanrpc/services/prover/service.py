@@ -48,12 +48,20 @@ class ProofStatus(enum.IntEnum):
 
 @dataclasses.dataclass
 class ProverLimits:
-    """Server-side bounds (config keys `prover.*`, see docs/PROVER.md)."""
+    """Server-side bounds; `from_config` reads the `[prover]` section (docs/PROVER.md)."""
 
     max_states_per_client: int = 100_000
     default_ttl_s: float = 600.0
     max_ttl_s: float = 86_400.0
     max_tactic_chars: int = 8_192
+
+    @classmethod
+    def from_config(cls, config: Config) -> "ProverLimits":
+        section = config.prover
+        if section.default_ttl_s > section.max_ttl_s:
+            raise RequestError(f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}")
+        return cls(max_states_per_client=section.max_states_per_client, default_ttl_s=section.default_ttl_s,
+                   max_ttl_s=section.max_ttl_s, max_tactic_chars=section.max_tactic_chars)
 
 
 @dataclasses.dataclass
@@ -88,7 +96,7 @@ class ProverService:
         self.pool = pool
         self.config = config
         self.verify = verify
-        self.limits = limits or ProverLimits()
+        self.limits = limits or ProverLimits.from_config(config)
         self.registry = StateRegistry(
             max_states_per_client=self.limits.max_states_per_client,
             default_ttl_s=self.limits.default_ttl_s,
@@ -165,7 +173,11 @@ class ProverService:
     # -- RunTactic ---------------------------------------------------------------
 
     async def run_tactic(self, state_id: str, tactic: str, *, timeout_s: float = 0.0, client_id: str = "",
-                         deadline: float | None = None, request_id: str = "") -> TacticOutcome:
+                         deadline: float | None = None, request_id: str = "",
+                         check_whole: bool = True) -> TacticOutcome:
+        """One tactic on one state. `check_whole=False` (Extract's replay check)
+        reports closed goals as COMPLETED without the whole-proof
+        verification: only for callers that never hand the result out as a proof."""
         arrived = time.monotonic()
         self.check_tactic(tactic)
         timeout = self._timeout(timeout_s)
@@ -197,6 +209,8 @@ class ProverService:
         out.state_id, out.goals = child.state_id, goals
         if goals or out.repl_status != "Completed":
             out.status = ProofStatus.INCOMPLETE
+        elif not check_whole:
+            out.status = ProofStatus.COMPLETED
         else:
             await self._check_whole(out, child, deadline)
         out.elapsed_s = time.monotonic() - arrived
