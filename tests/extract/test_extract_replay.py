@@ -16,7 +16,7 @@ import pytest
 import extract_synthetic as sc
 from infotree_builder import full, project
 from leanrpc.config import Config
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.extract import extract_declarations
 from leanrpc.services.extract import goals_match
 from leanrpc.v1 import verifier_pb2 as pb

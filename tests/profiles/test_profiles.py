@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from leanrpc.config import Config, ConfigError
-from leanrpc.edge.server import create_server
+from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 
