@@ -7,19 +7,11 @@ bytes can never be read as the new field.
 
 from __future__ import annotations
 
-import warnings
-
 from google.protobuf.descriptor import FieldDescriptor
 
 from leanrpc.v1 import formalizer_pb2, prover_pb2, verifier_pb2
 
 FILES = (verifier_pb2, formalizer_pb2, prover_pb2)
-
-# Files whose messages may still carry seconds as doubles, with the reason.
-ALLOWED_SECONDS_IN: dict[str, str] = {
-    "leanrpc/v1/prover.proto": "the prover2 branch's (issue 18): its times move to Durations there",
-}
-
 
 def _messages(container):
     for message in container.message_types_by_name.values() if hasattr(container, "message_types_by_name") else container.nested_types:
@@ -34,15 +26,11 @@ def _fields():
 
 
 def test_times_are_durations():
-    seconds = {
-        (f.full_name, f.containing_type.file.name) for f in _fields()
+    seconds = sorted(
+        f.full_name for f in _fields()
         if f.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT) and f.name.endswith("_s")
-    }
-    unexpected = sorted(name for name, file in seconds if file not in ALLOWED_SECONDS_IN)
-    assert not unexpected, f"use google.protobuf.Duration for these: {unexpected}"
-    stale = sorted(set(ALLOWED_SECONDS_IN) - {file for _name, file in seconds})
-    if stale:
-        warnings.warn(f"drop these from ALLOWED_SECONDS_IN, they have no seconds fields now: {stale}")
+    )
+    assert not seconds, f"use google.protobuf.Duration for these: {seconds}"
 
 
 def test_the_formalizer_reserves_the_numbers_and_names_of_its_old_seconds_fields():
@@ -72,3 +60,26 @@ def test_the_formalizer_reserves_the_numbers_and_names_of_its_old_seconds_fields
     assert numbers(by_name["FormalizeRequest"]) == {10}
     assert numbers(by_name["Outcome"]) == {5} and set(by_name["Outcome"].reserved_name) == {"generation_s"}
     assert set(by_name["FormalizeRequest"].reserved_name) == {"budget_s"}
+
+
+def test_the_prover_reserves_the_numbers_and_names_of_its_old_seconds_fields():
+    from google.protobuf import descriptor_pb2
+
+    proto = descriptor_pb2.FileDescriptorProto()
+    prover_pb2.DESCRIPTOR.CopyToProto(proto)
+    by_name = {m.name: m for m in proto.message_type}
+    for message, numbers, names, new in (
+        ("StartProofRequest", {2, 3}, {"timeout_s", "ttl_s"}, ("timeout", "ttl")),
+        ("StartProofResponse", {5}, {"elapsed_s"}, ("elapsed",)),
+        ("RunTacticRequest", {3}, {"timeout_s"}, ("timeout",)),
+        ("ExpandRequest", {4}, {"timeout_s"}, ("timeout",)),
+        ("TacticResult", {10}, {"elapsed_s"}, ("elapsed",)),
+    ):
+        descriptor = prover_pb2.DESCRIPTOR.message_types_by_name[message]
+        assert not numbers & {f.number for f in descriptor.fields}, message
+        assert not names & set(descriptor.fields_by_name), message
+        for name in new:
+            assert descriptor.fields_by_name[name].message_type.full_name == "google.protobuf.Duration"
+        reserved = by_name[message]
+        assert {n for r in reserved.reserved_range for n in range(r.start, r.end)} == numbers, message
+        assert set(reserved.reserved_name) == names, message

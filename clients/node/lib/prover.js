@@ -3,10 +3,28 @@
 // releaseStates. Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
 // A result is a proof only when status is PROOF_STATUS_COMPLETED: the
 // assembled whole proof (proof_text) verified VALID (verification).
+// Times are seconds here (timeoutS, ttlS; `elapsed_s` on answers) and
+// google.protobuf.Duration on the wire (timeout, ttl, elapsed); 0 leaves a
+// request Duration unset (the server default).
 
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { protoRoot } = require('./proto');
+const { duration, seconds } = require('./convert');
+
+// Request fields: a Duration only when seconds are given (unset = server default).
+function durations(fields) {
+  const out = {};
+  for (const [name, secondsValue] of Object.entries(fields)) {
+    if (secondsValue) out[name] = duration(secondsValue);
+  }
+  return out;
+}
+
+// An answer with its `elapsed` Duration also as `elapsed_s` (seconds).
+function withSeconds(response) {
+  return { ...response, elapsed_s: seconds(response.elapsed) };
+}
 
 function loadProver() {
   const definition = protoLoader.loadSync(['leanrpc/v1/prover.proto'], {
@@ -36,14 +54,16 @@ class ProverClient {
     });
   }
 
-  // code with sorries (or a bare statement); resolves to {proof_id, states: [{state_id, goals, start, end}], ...}
+  // code with sorries (or a bare statement); resolves to {proof_id, states: [{state_id, goals, start, end}], elapsed_s, ...}
   startProof(code, { timeoutS = 0, ttlS = 0, checkAxioms = false, deadlineS = 0 } = {}) {
-    return this._unary('StartProof', { code, timeout_s: timeoutS, ttl_s: ttlS, check_axioms: checkAxioms }, deadlineS);
+    const request = { code, check_axioms: checkAxioms, ...durations({ timeout: timeoutS, ttl: ttlS }) };
+    return this._unary('StartProof', request, deadlineS).then(withSeconds);
   }
 
-  // resolves to a TacticResult: {status, state_id, goals, messages, error, proof_text, verification, ...}
+  // resolves to a TacticResult: {status, state_id, goals, messages, error, proof_text, verification, elapsed_s, ...}
   runTactic(stateId, tactic, { timeoutS = 0, deadlineS = 0 } = {}) {
-    return this._unary('RunTactic', { state_id: stateId, tactic, timeout_s: timeoutS }, deadlineS);
+    const request = { state_id: stateId, tactic, ...durations({ timeout: timeoutS }) };
+    return this._unary('RunTactic', request, deadlineS).then(withSeconds);
   }
 
   releaseStates({ stateIds = [], proofIds = [] } = {}) {

@@ -11,7 +11,10 @@
         found = await best_first_search(client, "theorem ...", lambda goals: ["simp", "omega"])
 
 `ProverCalls` is mixed into `AsyncClient` (aio), `SyncProverCalls` into
-`Client` (sync). May import: _proto, grpc.
+`Client` (sync). May import: _proto, _convert, grpc.
+Times are float seconds here (`timeout_s`, `ttl_s`, `elapsed_s`) and
+google.protobuf.Duration on the wire; this module converts both ways
+(0 means unset: the server default).
 A result is COMPLETED only when the assembled whole proof verified VALID
 (`proof_text`, `verification`); REFUTED means tactic mode closed the goals
 but the whole proof did not check, and must never be taken as a proof.
@@ -27,6 +30,7 @@ from typing import AsyncIterator, Callable, Iterable
 
 import grpc
 
+from ._convert import duration, seconds
 from ._proto import ppb, ppb_grpc
 
 __all__ = ["ProofStart", "ProofState", "ProverCalls", "SearchResult", "SyncProverCalls", "TacticResult",
@@ -86,13 +90,20 @@ def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
         messages=[m.text for m in r.messages],
         error=r.error,
         repl_status=r.repl_status,
-        elapsed_s=r.elapsed_s,
+        elapsed_s=seconds(r.elapsed),
         proof_text=r.proof_text,
         verification_status=_STATUS_NAMES.get(r.verification.status, "") if r.HasField("verification") else "",
         rebuilt=r.rebuilt,
         worker=r.worker,
         request_id=r.request_id,
     )
+
+
+def _duration_or_none(seconds_: float):
+    """Float seconds as a request Duration; 0 leaves the field unset (the
+    server default). A negative value is sent as is: the server answers
+    INVALID_ARGUMENT naming the field."""
+    return duration(seconds_) if seconds_ else None
 
 
 class ProverCalls:
@@ -108,7 +119,8 @@ class ProverCalls:
     async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0,
                           check_axioms: bool = False, deadline_s: float | None = None) -> ProofStart:
         """One proof state per `sorry` in `code` (a bare statement gets `:= by sorry`)."""
-        request = ppb.StartProofRequest(code=code, timeout_s=timeout_s, ttl_s=ttl_s, check_axioms=check_axioms)
+        request = ppb.StartProofRequest(code=code, timeout=_duration_or_none(timeout_s), ttl=_duration_or_none(ttl_s),
+                                        check_axioms=check_axioms)
         r = await self._call(self._prover_stub.StartProof, request, deadline_s)
         return ProofStart(
             proof_id=r.proof_id,
@@ -120,12 +132,12 @@ class ProverCalls:
             ],
             messages=[m.text for m in r.messages],
             verifier=r.verifier.kind,
-            elapsed_s=r.elapsed_s,
+            elapsed_s=seconds(r.elapsed),
         )
 
     async def run_tactic(self, state_id: str, tactic: str, *, timeout_s: float = 0.0,
                          deadline_s: float | None = None) -> TacticResult:
-        request = ppb.RunTacticRequest(state_id=state_id, tactic=tactic, timeout_s=timeout_s)
+        request = ppb.RunTacticRequest(state_id=state_id, tactic=tactic, timeout=_duration_or_none(timeout_s))
         return tactic_result_from_pb(await self._call(self._prover_stub.RunTactic, request, deadline_s))
 
     async def expand(self, pairs: Iterable[tuple[str, str]] | AsyncIterator[tuple[str, str]], *,
@@ -135,18 +147,19 @@ class ProverCalls:
         `request_id` of each result is the pair's index (as a string).
         """
         call = self._prover_stub.Expand(metadata=self._metadata)
+        timeout = _duration_or_none(timeout_s)
 
         async def send() -> None:
             index = 0
             if hasattr(pairs, "__aiter__"):
                 async for state_id, tactic in pairs:
                     await call.write(ppb.ExpandRequest(request_id=str(index), state_id=state_id, tactic=tactic,
-                                                       timeout_s=timeout_s))
+                                                       timeout=timeout))
                     index += 1
             else:
                 for state_id, tactic in pairs:
                     await call.write(ppb.ExpandRequest(request_id=str(index), state_id=state_id, tactic=tactic,
-                                                       timeout_s=timeout_s))
+                                                       timeout=timeout))
                     index += 1
             await call.done_writing()
 

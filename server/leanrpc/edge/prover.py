@@ -3,7 +3,9 @@
 Owns: request/response conversion for StartProof, RunTactic, Expand and
 ReleaseStates, and the Expand stream's rule that a bad pair is a REJECTED
 result (the stream goes on) while a bad unary call is a status code
-(edge.errors' one table). Quotas count against `auth.client_key` (the bearer
+(edge.errors' one table). Times are google.protobuf.Duration on the wire
+and float seconds inside: a negative or invalid request Duration is
+INVALID_ARGUMENT naming the field. Quotas count against `auth.client_key` (the bearer
 token, else the peer address). May import: errors, results, services, v1,
 edge.convert, edge.errors, edge.auth.
 """
@@ -22,7 +24,7 @@ from ..v1 import prover_pb2_grpc as pb_grpc
 from ..v1 import verifier_pb2 as vpb
 from . import convert
 from .auth import client_key
-from .errors import maps_errors, status_for
+from .errors import duration_of, maps_errors, status_for
 from .interceptors.lenient import LenientRegistrar
 
 __all__ = ["ProverServicer", "add_prover_to_server", "outcome_to_pb"]
@@ -35,6 +37,18 @@ def _deadline(context) -> float | None:
 
 def _client(context) -> str:
     return client_key(context.invocation_metadata(), context.peer() or "")
+
+
+def _seconds(request, name: str) -> float:
+    """The request's Duration field `name` in seconds (0.0 when unset: the
+    server default); INVALID_ARGUMENT naming the field when it is invalid or
+    negative."""
+    if not request.HasField(name):
+        return 0.0
+    seconds = convert.seconds_of(getattr(request, name), name)
+    if seconds < 0:
+        raise RequestError(f"{name} is negative ({seconds:g} s); leave it unset for the server default", field=name)
+    return seconds
 
 
 def _position(pair) -> vpb.Position | None:
@@ -52,7 +66,7 @@ def outcome_to_pb(out: TacticOutcome) -> pb.TacticResult:
         messages=[convert.message_to_pb(m) for m in out.messages],
         error=out.error,
         repl_status=out.repl_status,
-        elapsed_s=out.elapsed_s,
+        elapsed=duration_of(out.elapsed_s),
         proof_text=out.proof_text,
         rebuilt=out.rebuilt,
         worker=out.worker,
@@ -69,13 +83,14 @@ class ProverServicer(pb_grpc.ProverServicer):
     @maps_errors
     async def StartProof(self, request: pb.StartProofRequest, context):
         started = await self._prover.start_proof(
-            request.code, timeout_s=request.timeout_s, ttl_s=request.ttl_s, check_axioms=request.check_axioms,
+            request.code, timeout_s=_seconds(request, "timeout"), ttl_s=_seconds(request, "ttl"),
+            check_axioms=request.check_axioms,
             client_id=_client(context), deadline=_deadline(context),
         )
         response = pb.StartProofResponse(
             proof_id=started.proof_id,
             messages=[convert.message_to_pb(m) for m in started.messages],
-            elapsed_s=started.elapsed_s,
+            elapsed=duration_of(started.elapsed_s),
         )
         for state in started.states:
             entry = response.states.add(state_id=state.state_id, goals=state.goals)
@@ -90,7 +105,7 @@ class ProverServicer(pb_grpc.ProverServicer):
 
     @maps_errors
     async def RunTactic(self, request: pb.RunTacticRequest, context):
-        out = await self._prover.run_tactic(request.state_id, request.tactic, timeout_s=request.timeout_s,
+        out = await self._prover.run_tactic(request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"),
                                             client_id=_client(context), deadline=_deadline(context))
         return outcome_to_pb(out)
 
@@ -107,7 +122,7 @@ class ProverServicer(pb_grpc.ProverServicer):
         async def expand_one(request: pb.ExpandRequest) -> None:
             try:
                 result = outcome_to_pb(await self._prover.run_tactic(
-                    request.state_id, request.tactic, timeout_s=request.timeout_s, client_id=client,
+                    request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"), client_id=client,
                     deadline=_deadline(context), request_id=request.request_id,
                 ))
             except asyncio.CancelledError:
