@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -18,7 +19,7 @@ KEY = "ab" + "0" * 62
 OTHER = "cd" + "1" * 62
 
 
-def verdict(status=Status.INVALID, infotree="") -> VerifyResult:
+def verdict(status=Status.INVALID, infotree=None) -> VerifyResult:
     return VerifyResult(
         id="orig",
         status=status,
@@ -26,7 +27,7 @@ def verdict(status=Status.INVALID, infotree="") -> VerifyResult:
         sorries=[SorryInfo(Position(4, 0), None, "⊢ True")],
         timings=Timings(body_s=1.5, total_s=2.0),
         verifier=VerifierIdentity(kind="stand-in", lean_version="v4.19.0"),
-        infotree_json=infotree,
+        infotree=infotree,
         axioms=["propext"],
     )
 
@@ -46,10 +47,10 @@ def test_entry_round_trip_keeps_the_verdict_and_names_the_run():
 
 
 def test_entries_are_lz4_compressed():
-    big = verdict(infotree='{"node": "x"}' * 50_000)  # infotrees can be megabytes
+    big = verdict(infotree=[{"node": "x", "children": []}] * 50_000)  # infotrees can be megabytes
     data = codec.encode(KEY, "r", 0.0, big)
-    assert len(data) < len(big.infotree_json) / 20
-    assert codec.decode(data, KEY).result.infotree_json == big.infotree_json
+    assert len(data) < len(json.dumps(big.infotree)) / 20
+    assert codec.decode(data, KEY).result.infotree == big.infotree
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "magic", "empty"])
@@ -122,7 +123,7 @@ from leanrpc.cache import DiskStore, codec
 from leanrpc.results import Status, VerifyResult
 store = DiskStore(sys.argv[1])
 # Hex text compresses only ~2x: each write is ~200 KB, so a kill lands mid-write.
-payload = VerifyResult(id="x", status=Status.VALID, infotree_json=secrets.token_hex(200_000))
+payload = VerifyResult(id="x", status=Status.VALID, infotree={"text": secrets.token_hex(200_000)})
 print("ready", flush=True)
 i = 0
 while True:
@@ -159,4 +160,4 @@ def test_disk_store_survives_kill_9_during_writes(tmp_path):
     for path in entries:
         key = path.name.removesuffix(".lrc")
         decoded = codec.decode(store.get_sync(key), key)  # every entry whole
-        assert decoded.result.status is Status.VALID and len(decoded.result.infotree_json) == 400_000
+        assert decoded.result.status is Status.VALID and len(decoded.result.infotree["text"]) == 400_000

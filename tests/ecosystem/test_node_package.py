@@ -26,8 +26,8 @@ from testkit import loopback_config
 REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = REPO / "clients" / "node"
 PACKAGE_FILES = {
-    "package.json", "index.js", "lib/proto.js", "lib/retry.js", "lib/convert.js",
-    "proto/leanrpc/v1/verifier.proto", "proto/leanrpc/v1/formalizer.proto",
+    "package.json", "index.js", "lib/proto.js", "lib/retry.js", "lib/convert.js", "lib/prover.js",
+    "proto/leanrpc/v1/verifier.proto", "proto/leanrpc/v1/formalizer.proto", "proto/leanrpc/v1/prover.proto",
     "proto/leanrpc/v1/header_hash_vectors.json",
     # googleapis' google.rpc protos: the rich error status (RetryInfo, ...)
     "proto/google/rpc/status.proto", "proto/google/rpc/error_details.proto",
@@ -117,7 +117,7 @@ async def live_server(**overrides):
 def test_packed_tarball_carries_the_contract(packed):
     assert packed["files"] == PACKAGE_FILES
     with tarfile.open(packed["tarball"]) as tar:
-        for name in ("verifier.proto", "formalizer.proto"):
+        for name in ("verifier.proto", "formalizer.proto", "prover.proto"):
             inside = tar.extractfile(f"package/proto/leanrpc/v1/{name}").read()
             assert inside == (REPO / "proto" / "leanrpc" / "v1" / name).read_bytes()
 

@@ -186,11 +186,7 @@ def extension(result: VerifyResult) -> dict:
 
 
 def _infotree(result: VerifyResult):
-    tree = getattr(result, "infotree", None)
-    if tree is not None:
-        return tree
-    # Already JSON: embedded as is, never re-parsed.
-    return msgspec.Raw(result.infotree_json.encode()) if result.infotree_json else None
+    return result.infotree
 
 
 def command_response(result: VerifyResult, shift: int) -> dict:

@@ -115,10 +115,11 @@ def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
         r.goals = rest
         return r
     if head == "constructor":
+        # `A ∧ B` / `A ↔ B` split in two; otherwise the first constructor
+        # closes the goal (`True`, `Nat` by `Nat.zero`), as in the recorded trees.
         parts = _conjuncts(main)
-        if parts is not None:
-            r.goals = parts + rest
-            return r
+        r.goals = (parts if parts is not None else []) + rest
+        return r
     if head == "by_cases":
         _tactic_by_cases(tactic, toks, main, rest, r)
         return r
