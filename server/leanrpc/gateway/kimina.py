@@ -186,11 +186,8 @@ def extension(result: VerifyResult) -> dict:
 
 
 def _infotree(result: VerifyResult):
-    tree = getattr(result, "infotree", None)
-    if tree is not None:
-        return tree
-    # Already JSON: embedded as is, never re-parsed.
-    return msgspec.Raw(result.infotree_json.encode()) if result.infotree_json else None
+    # VerifyResult carries the infotree as decoded JSON (or None); it has no infotree_json.
+    return result.infotree
 
 
 def command_response(result: VerifyResult, shift: int) -> dict:
