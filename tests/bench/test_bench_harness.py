@@ -267,3 +267,22 @@ def test_ratios_report_a_target_with_no_successes_instead_of_crashing(tmp_path):
         "throughput_x": 1.0, "p50_x": 2.0, "p99_x": 2.0}
     assert compare.no_successes({"leanrpc": dead, "kimina": ok}) == ["leanrpc"]
     assert compare.plot({"leanrpc": dead, "kimina": ok}, tmp_path, 2).stat().st_size > 0
+
+
+def test_grpo_run_side_by_side_gives_the_same_verdicts_and_serves_duplicates_from_the_cache(capsys):
+    from benchmarks import grpo
+
+    items = grpo.grpo_items(2, 8, 0.5, scale=TINY)
+    assert len(items) == 16 and grpo.duplicate_share(items) == 0.5
+
+    class Args:
+        statements, completions, dup_rates, concurrent_groups = 2, 8, [50], 2
+        workers, scale, seed, kimina = 2, TINY, 0, False
+
+    (row,) = asyncio.run(grpo.run(Args))
+    assert row["same_verdicts"] is True
+    assert row["nocache"]["answers"] == row["cache"]["answers"] == 16
+    assert row["nocache"]["sources"] == {"elaborated": 16}
+    # Exactly the unique completions were elaborated; the rest came from the cache or in flight.
+    assert row["cache"]["sources"].get("elaborated") == 8 and sum(row["cache"]["sources"].values()) == 16
+    assert "| 50% (50.0%) | 16 |" in grpo.table([row])
