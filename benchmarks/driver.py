@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import datetime
 import random
 import shutil
@@ -130,7 +131,10 @@ async def run_async(cfg: RunConfig, items: list[workloads.Item] | None = None) -
         return summarize(cfg, target.name, target.info, records, sent, elapsed, server, started_at)
     finally:
         await target.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("LEANRPC_BENCH_KEEP_LOGS"):  # server logs stay for a look at tail events
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 async def run_rounds(configs: dict[str, RunConfig], rounds: int) -> dict[str, dict]:

@@ -15,8 +15,14 @@ comment line: a different body, the same cost); the group is shuffled. A group i
 `concurrent_groups` statements in flight together. Ideal speed-up with a
 perfect cache: 1 / (1 - d) (2x at 50%).
 
+With `--kimina`, Kimina Lean Server (benchmarks/.peers-venv) gets the same
+items in the same run, one `POST /api/check` per group (its batch API); it
+has no result cache, so it is the peer's figure at each duplicate rate.
+
 `grpo_items()` is importable by the load driver (benchmarks.load) as a
 workload; `main()` runs it standalone.
+
+May import: benchmarks.workloads, benchmarks.config, benchmarks.targets, leanrpc.client.
 """
 
 from __future__ import annotations
@@ -35,7 +41,10 @@ import time
 from pathlib import Path
 
 from . import workloads
-from .load import _stop_process, _wait_port, free_port
+from .config import RunConfig
+from .targets.common import free_port, stop_process as _stop_process, wait_port as _wait_port
+from .targets.http import HttpConnection
+from .targets.kimina import KiminaTarget, status_of
 
 
 def grpo_items(statements: int, completions: int, dup_rate: float, *, scale: float = workloads.DEFAULT_SCALE,
@@ -108,15 +117,52 @@ async def measure(server: Server, items: list[workloads.Item], concurrent_groups
         wall = time.monotonic() - started
     finally:
         await client.close()
-    results = [r for group in answered for r in group]
+    return _tally([(r.id, r.status, r.cache_source) for group in answered for r in group], wall)
+
+
+def _tally(results: list[tuple[str, str, str]], wall: float) -> dict:
+    """(id, status, cache source) triples -> the row fields shared by every server."""
     sources: dict[str, int] = {}
-    for r in results:
-        sources[r.cache_source or "elaborated"] = sources.get(r.cache_source or "elaborated", 0) + 1
     statuses: dict[str, int] = {}
-    for r in results:
-        statuses[r.status] = statuses.get(r.status, 0) + 1
+    for _, status, source in results:
+        sources[source or "elaborated"] = sources.get(source or "elaborated", 0) + 1
+        statuses[status] = statuses.get(status, 0) + 1
     return {"wall_s": wall, "throughput": len(results) / wall, "answers": len(results), "sources": sources,
-            "statuses": statuses, "verdicts": {r.id: r.status for r in results}}
+            "statuses": statuses, "verdicts": {i: status for i, status, _ in results}}
+
+
+async def measure_kimina(target: KiminaTarget, items: list[workloads.Item], concurrent_groups: int,
+                         completions: int) -> dict:
+    """Kimina's server, sent what a trainer sends it: one `POST /api/check` per group of completions."""
+    warm = items[0].code.split("\n\n", 1)[0] + "\n\ntheorem w : True := trivial\n"
+    groups = [items[i:i + completions] for i in range(0, len(items), completions)]
+    semaphore = asyncio.Semaphore(concurrent_groups)
+    connections = [HttpConnection(target.port) for _ in range(concurrent_groups)]
+
+    async def one_group(group):
+        async with semaphore:
+            connection = connections.pop()
+            try:
+                payload = {"snippets": [{"id": i.id, "code": i.code} for i in group], "timeout": 120, "reuse": True}
+                code, body = await connection.post("/api/check", payload, 600)
+            finally:
+                connections.append(connection)
+        if code != 200 or not body:
+            return [(i.id, f"http:{code}", "") for i in group]
+        return [(r["id"], status_of(r), "") for r in body["results"]]
+
+    try:
+        code, _ = await connections[0].post("/api/check", {"snippets": [{"id": "warm", "code": warm}],
+                                                          "timeout": 120, "reuse": True}, 120)
+        if code != 200:
+            raise RuntimeError(f"Kimina warm-up answered HTTP {code}")
+        started = time.monotonic()
+        answered = await asyncio.gather(*(one_group(g) for g in groups))
+        wall = time.monotonic() - started
+    finally:
+        for connection in connections:
+            connection.close()
+    return _tally([r for group in answered for r in group], wall)
 
 
 async def run(args) -> list[dict]:
@@ -126,32 +172,59 @@ async def run(args) -> list[dict]:
         for dup in args.dup_rates:
             items = grpo_items(args.statements, args.completions, dup / 100, scale=args.scale, seed=args.seed)
             row = {"dup_rate": dup, "duplicates": duplicate_share(items), "items": len(items)}
-            for cache in (False, True):  # side by side, same items, fresh servers
-                server = Server(tmp, workers=args.workers, cache=cache, scale=args.scale)
+            # Side by side, same items, fresh servers; the order alternates from one rate to the next
+            # so that machine noise does not always favour the same server.
+            order = ["nocache", "cache"] + (["kimina"] if args.kimina else [])
+            if len(rows) % 2:
+                order.reverse()
+            for name in order:
+                if name == "kimina":
+                    target = KiminaTarget(RunConfig(target="kimina", workers=args.workers, scale=args.scale), tmp)
+                    await target.start()
+                    try:
+                        row["kimina"] = await measure_kimina(target, items, args.concurrent_groups, args.completions)
+                    finally:
+                        await target.stop()
+                    continue
+                server = Server(tmp, workers=args.workers, cache=name == "cache", scale=args.scale)
                 await server.start()
                 try:
-                    row["cache" if cache else "nocache"] = await measure(server, items, args.concurrent_groups,
-                                                                         args.completions)
+                    row[name] = await measure(server, items, args.concurrent_groups, args.completions)
                 finally:
                     server.stop()
-            same = row["cache"].pop("verdicts") == row["nocache"].pop("verdicts")
+            reference = row["nocache"].pop("verdicts")
+            same = row["cache"].pop("verdicts") == reference
             row["same_verdicts"] = same
             row["speedup"] = row["cache"]["throughput"] / row["nocache"]["throughput"]
+            line = (f"dup {dup:>3}% (measured {row['duplicates']:.0%}): uncached {row['nocache']['throughput']:.1f}/s, "
+                    f"cached {row['cache']['throughput']:.1f}/s, x{row['speedup']:.2f}, same verdicts: {same}, "
+                    f"sources {row['cache']['sources']}")
+            if "kimina" in row:
+                row["kimina_same_verdicts"] = row["kimina"].pop("verdicts") == reference
+                row["cached_vs_kimina"] = row["cache"]["throughput"] / row["kimina"]["throughput"]
+                line += (f"; kimina {row['kimina']['throughput']:.1f}/s (cached leanrpc x{row['cached_vs_kimina']:.2f}),"
+                         f" statuses {row['kimina']['statuses']}, same verdicts: {row['kimina_same_verdicts']}")
             rows.append(row)
-            print(f"dup {dup:>3}% (measured {row['duplicates']:.0%}): uncached {row['nocache']['throughput']:.1f}/s, "
-                  f"cached {row['cache']['throughput']:.1f}/s, x{row['speedup']:.2f}, same verdicts: {same}, "
-                  f"sources {row['cache']['sources']}", flush=True)
+            print(line, flush=True)
     return rows
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| duplicate rate (measured) | items | uncached req/s | cached req/s | cached / uncached | ideal 1/(1-d) | answered from cache or in-flight | same verdicts |",
-             "|---|---|---|---|---|---|---|---|"]
+    kimina = any("kimina" in r for r in rows)
+    head = "| duplicate rate (measured) | items | uncached req/s | cached req/s | cached / uncached | ideal 1/(1-d) | answered from cache or in-flight | same verdicts |"
+    rule = "|---|---|---|---|---|---|---|---|"
+    if kimina:
+        head += " Kimina req/s | cached leanrpc / Kimina | Kimina same verdicts |"
+        rule += "---|---|---|"
+    lines = [head, rule]
     for r in rows:
         reused = r["items"] - r["cache"]["sources"].get("elaborated", 0)
-        lines.append(f"| {r['dup_rate']}% ({r['duplicates']:.1%}) | {r['items']} | {r['nocache']['throughput']:.2f} | "
-                     f"{r['cache']['throughput']:.2f} | **{r['speedup']:.2f}x** | {1 / (1 - r['duplicates']):.2f}x | "
-                     f"{reused} | {r['same_verdicts']} |")
+        line = (f"| {r['dup_rate']}% ({r['duplicates']:.1%}) | {r['items']} | {r['nocache']['throughput']:.2f} | "
+                f"{r['cache']['throughput']:.2f} | **{r['speedup']:.2f}x** | {1 / (1 - r['duplicates']):.2f}x | "
+                f"{reused} | {r['same_verdicts']} |")
+        if "kimina" in r:
+            line += f" {r['kimina']['throughput']:.2f} | {r['cached_vs_kimina']:.2f}x | {r['kimina_same_verdicts']} |"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -164,6 +237,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--scale", type=float, default=workloads.DEFAULT_SCALE)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kimina", action="store_true",
+                        help="also run Kimina's server (benchmarks/.peers-venv) on the same items, in the same run")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     rows = asyncio.run(run(args))

@@ -25,8 +25,13 @@ def plot_throughput_latency(
     left.legend(fontsize=8)
     width = 0.38
     xs = range(len(names))
-    right.bar([x - width / 2 for x in xs], [results[n]["latency_ms"]["p50"] for n in names], width, label="p50")
-    right.bar([x + width / 2 for x in xs], [results[n]["latency_ms"]["p99"] for n in names], width, label="p99")
+    # A run that answered nothing has None latencies: NaN draws no bar instead of crashing.
+    def latency(name: str, key: str) -> float:
+        value = results[name]["latency_ms"][key]
+        return float("nan") if value is None else value
+
+    right.bar([x - width / 2 for x in xs], [latency(n, "p50") for n in names], width, label="p50")
+    right.bar([x + width / 2 for x in xs], [latency(n, "p99") for n in names], width, label="p99")
     right.set_xticks(list(xs), labels)
     right.set_ylabel("latency, ms")
     right.set_yscale("log")

@@ -33,17 +33,27 @@ def _write(path: str | None, data) -> None:
         Path(path).write_text(json.dumps(data, indent=2) + "\n")
 
 
+def no_successes(results: dict[str, dict]) -> list[str]:
+    """Targets that answered nothing: their latency figures are None and no ratio means anything."""
+    return [name for name, summary in results.items() if not summary["requests"]["answered"]]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
 def ratios(results: dict[str, dict], reference: str = "leanrpc") -> dict[str, dict]:
-    """leanrpc's throughput and latency as multiples of each peer's."""
+    """leanrpc's throughput and latency as multiples of each peer's; None where either side
+    answered nothing (listed under "no_successes" in the report, never a crash)."""
     ours = results[reference]
     out: dict[str, dict] = {}
     for name, peer in results.items():
         if name == reference:
             continue
-
-        def ratio(a: float, b: float) -> float | None:
-            return round(a / b, 3) if b else None
-
+        if not ours["requests"]["answered"] or not peer["requests"]["answered"]:
+            out[name] = {"throughput_x": None, "p50_x": None, "p99_x": None}
+            continue
+        ratio = _ratio
         out[name] = {
             "throughput_x": ratio(ours["throughput_rps"], peer["throughput_rps"]),
             "p50_x": ratio(ours["latency_ms"]["p50"], peer["latency_ms"]["p50"]),
@@ -69,7 +79,9 @@ def main(args, base: RunConfig) -> int:
     for cfg in configs.values():
         cfg.validate()
     results = asyncio.run(run_rounds(configs, args.rounds))
-    report = {"schema": SCHEMA, "kind": "compare", "results": results, "ratios": ratios(results)}
+    failed = no_successes(results)
+    report = {"schema": SCHEMA, "kind": "compare", "results": results, "ratios": ratios(results),
+              "no_successes": failed}
     if "kimina_rest" in results and "kimina" in results:
         # The drop-in claim: Kimina's API served by leanrpc against Kimina's own server.
         report["ratios_kimina_rest"] = ratios({k: results[k] for k in ("kimina_rest", "kimina")}, "kimina_rest")
@@ -80,5 +92,8 @@ def main(args, base: RunConfig) -> int:
         print(f"leanrpc vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x")
     for peer, r in report.get("ratios_kimina_rest", {}).items():
         print(f"kimina_rest vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x")
+    for name in failed:
+        print(f"{name}: NO SUCCESSES ({results[name]['errors']}): its ratios are None")
     print(f"wrote {plot(results, Path(args.out_dir), base.workers)}")
-    return 0 if all(s["requests"]["lost"] == 0 for s in results.values()) else 1
+    clean = all(s["requests"]["lost"] == 0 and s["requests"]["failed"] == 0 for s in results.values())
+    return 0 if clean else 1

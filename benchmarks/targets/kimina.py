@@ -16,6 +16,16 @@ from ..config import PEERS_VENV, REPO, SHIM_DIR, Record, RunConfig
 from .common import free_port, standin_args, stop_process, wait_port
 from .http import HttpConnection
 
+def status_of(result: dict) -> str:
+    """One entry of Kimina's `results` as a leanrpc status name (VALID, SORRY, TIMEOUT...)."""
+    response = result.get("response")
+    if result.get("error"):
+        return "TIMEOUT" if "timed out" in result["error"] else "REJECTED"
+    if not isinstance(response, dict) or "message" in response and "messages" not in response:
+        return "REJECTED"
+    return workloads.classify(response.get("messages"), response.get("sorries"))
+
+
 class KiminaTarget:
     """kimina-ast-server (Kimina Lean Server v2 derivative) from benchmarks/.peers-venv."""
 
@@ -73,14 +83,8 @@ class KiminaTarget:
         if code != 200 or not body or not body.get("results"):
             return Record(request_id, start, end, f"http:{code}", item.burn_s)
         result = body["results"][0]
-        response = result.get("response")
-        if result.get("error"):
-            status = "TIMEOUT" if "timed out" in result["error"] else "REJECTED"
-        elif not isinstance(response, dict) or "message" in response and "messages" not in response:
-            status = "REJECTED"
-        else:
-            status = workloads.classify(response.get("messages"), response.get("sorries"))
-        return Record(request_id, start, end, status, item.burn_s, repl_s=result.get("time"), verifier="stand-in")
+        return Record(request_id, start, end, status_of(result), item.burn_s, repl_s=result.get("time"),
+                      verifier="stand-in")
 
     async def stop(self) -> None:
         for connection in self._idle:

@@ -18,6 +18,11 @@ from ..config import Record, RunConfig
 from ..measure import distribution_ms
 from .common import free_port, standin_args, stop_process, wait_port
 
+def _seconds(duration) -> float:
+    """A google.protobuf.Duration (Timings fields since the v1 contract) as float seconds."""
+    return duration.seconds + duration.nanos / 1e9
+
+
 class LeanrpcTarget:
     name = "leanrpc"
     extra_serve_args: tuple[str, ...] = ()
@@ -72,7 +77,9 @@ class LeanrpcTarget:
         self.info["rpc_floor_ms"] = distribution_ms(floor)
         if info.verifier.kind != "stand-in":
             raise RuntimeError(f"expected the stand-in REPL, server reports {info.verifier.kind!r}")
-        self.options = pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=int(self.cfg.timeout_s), nanos=round(self.cfg.timeout_s % 1 * 1e9)), reuse=self.cfg.reuse)
+        timeout = duration_pb2.Duration()
+        timeout.FromNanoseconds(round(self.cfg.timeout_s * 1e9))
+        self.options = pb.VerifyOptions(timeout=timeout, reuse=self.cfg.reuse)
         if self.cfg.rpc == "stream":
             self._stream = self.stub.VerifyStream()
             await self._stream.write(pb.VerifyStreamRequest(options=self.options))
@@ -115,8 +122,8 @@ class LeanrpcTarget:
         t = result.timings
         return Record(
             request_id, start, end, pb.Status.Name(result.status).removeprefix("STATUS_"), item.burn_s,
-            repl_s=t.boot_s + t.header_s + t.body_s, queue_s=t.queue_s, verifier=result.verifier.kind,
-            server_total_s=t.total_s,
+            repl_s=_seconds(t.boot) + _seconds(t.header) + _seconds(t.body), queue_s=_seconds(t.queue),
+            verifier=result.verifier.kind, server_total_s=_seconds(t.total),
         )
 
     async def stop(self) -> None:

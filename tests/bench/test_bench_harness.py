@@ -221,3 +221,68 @@ def test_benchmark_rooms_import_without_cycles():
                         assert order.index(name) < order.index(room), (str(path), name)
                         checked += 1
     assert checked >= 15
+
+
+def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path):
+    """The side-by-side harness end to end (the `compare` command, as run for RESULTS.md): a
+    contract change that breaks a target (Duration timings, a gateway 500) shows up as errors."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "compare.json"
+    repo = Path(load.__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.load", "compare", "--workload", "mixed", "--workers", "2",
+         "--requests", "16", "--rounds", "1", "--scale", str(TINY), "--targets", "leanrpc,kimina_rest",
+         "--quiet", "--json", str(out), "--out-dir", str(tmp_path)],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert set(report["results"]) == {"leanrpc", "kimina_rest"}
+    for name, summary in report["results"].items():
+        assert summary["errors"] == {}, (name, summary["errors"])
+        _assert_counts_add_up(summary, sent=16)
+        assert summary["requests"]["answered"] == 16
+    assert report["no_successes"] == []
+    assert all(v is not None for v in report["ratios"]["kimina_rest"].values())
+    assert (tmp_path / "compare_peers.png").stat().st_size > 0
+
+
+def test_ratios_report_a_target_with_no_successes_instead_of_crashing(tmp_path):
+    from benchmarks.peers import compare
+
+    def summary(answered: int, p50: float | None) -> dict:
+        latency = {"n": answered, "mean": p50, "p50": p50, "p90": p50, "p99": p50, "max": p50}
+        return {"requests": {"sent": 10, "recorded": 10, "answered": answered, "failed": 10 - answered,
+                             "lost": 0},
+                "throughput_rps": 2.0 if answered else 0.0, "ideal_rps": 4.0, "latency_ms": latency}
+
+    ok, dead = summary(10, 100.0), summary(0, None)
+    assert compare.ratios({"leanrpc": dead, "kimina": ok}) == {
+        "kimina": {"throughput_x": None, "p50_x": None, "p99_x": None}}
+    assert compare.ratios({"leanrpc": ok, "kimina": dead})["kimina"]["p50_x"] is None
+    assert compare.ratios({"leanrpc": ok, "kimina": summary(10, 50.0)})["kimina"] == {
+        "throughput_x": 1.0, "p50_x": 2.0, "p99_x": 2.0}
+    assert compare.no_successes({"leanrpc": dead, "kimina": ok}) == ["leanrpc"]
+    assert compare.plot({"leanrpc": dead, "kimina": ok}, tmp_path, 2).stat().st_size > 0
+
+
+def test_grpo_run_side_by_side_gives_the_same_verdicts_and_serves_duplicates_from_the_cache(capsys):
+    from benchmarks import grpo
+
+    items = grpo.grpo_items(2, 8, 0.5, scale=TINY)
+    assert len(items) == 16 and grpo.duplicate_share(items) == 0.5
+
+    class Args:
+        statements, completions, dup_rates, concurrent_groups = 2, 8, [50], 2
+        workers, scale, seed, kimina = 2, TINY, 0, False
+
+    (row,) = asyncio.run(grpo.run(Args))
+    assert row["same_verdicts"] is True
+    assert row["nocache"]["answers"] == row["cache"]["answers"] == 16
+    assert row["nocache"]["sources"] == {"elaborated": 16}
+    # Exactly the unique completions were elaborated; the rest came from the cache or in flight.
+    assert row["cache"]["sources"].get("elaborated") == 8 and sum(row["cache"]["sources"].values()) == 16
+    assert "| 50% (50.0%) | 16 |" in grpo.table([row])

@@ -202,12 +202,25 @@ def test_fair_order_takes_one_job_per_client_then_per_stream():
         queue.push(j)
     order = queue.ordered(100)
     # newest client first (it had nothing queued), then one per client in turn;
-    # within "big", its newer stream s2 entered first as well
-    assert order[:4] == [small[0], big2[0], small[1], big[0]]
+    # within "big", its streams in arrival order (s1, then s2)
+    assert order[:4] == [small[0], big[0], small[1], big2[0]]
     assert len(order) == 9 and set(order) == set(big + big2 + small)
     # the client just served goes to the back of the rotation
     queue.take(small[0])
-    assert queue.ordered(2) == [big2[0], small[1]]
+    assert queue.ordered(2) == [big[0], small[1]]
+
+
+def test_one_clients_unary_calls_are_served_in_arrival_order():
+    """Each unary Verify is a stream of its own: a new stream must not jump ahead of the
+    client's older ones (it did: LIFO, p99 latency 1.7x LeanInteract's in the mixed compare)."""
+    queue = Admission(queue_limit=100)
+    calls = [job(client_id="peer:ipv4:127.0.0.1", stream_id=f"batch-{n}") for n in range(5)]
+    for j in calls:
+        queue.push(j)
+    assert queue.ordered(100) == calls
+    queue.take(calls[0])
+    queue.push(late := job(client_id="peer:ipv4:127.0.0.1", stream_id="batch-5"))
+    assert queue.ordered(100) == calls[1:] + [late]
 
 
 def test_admission_check_is_the_queue_limit():

@@ -8,8 +8,10 @@ edge passes) and, within a client, per stream or batch. The order handed to
 routing takes one job from each client in turn, and within a client one job
 from each of its streams in turn (deficit round robin with one unit per job:
 a job's REPL time is not known before it runs, so every job costs the same).
-A client or stream that was just served goes to the back of the rotation,
-and one that had nothing queued enters at the front. A stream of 3,000
+A client or stream that was just served goes to the back of the rotation;
+a client that had nothing queued enters at the front, a new stream of a
+client already queued enters at the back of that client's streams (so one
+client's unary calls are served in arrival order). A stream of 3,000
 snippets thus delays another client's single call by at most one running
 job, never by the 3,000. Jobs without a client share one
 anonymous client, which behaves as a plain FIFO.
@@ -73,8 +75,11 @@ class Admission:
             self._clients.move_to_end(job.client_id, last=False)
         jobs = streams.get(job.stream_id)
         if jobs is None:
+            # A new stream of a client enters at the BACK of that client's
+            # rotation. At the front, a client sending many one-snippet calls
+            # (each unary Verify is a stream of its own) was served newest
+            # first: LIFO, with the oldest calls overtaken again and again.
             jobs = streams[job.stream_id] = collections.deque()
-            streams.move_to_end(job.stream_id, last=False)
         jobs.append(job)
         self._size += 1
 
