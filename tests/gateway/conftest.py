@@ -3,10 +3,7 @@ port, and the peers' Python (>= 3.12) where Kimina's own client is installed."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -16,11 +13,9 @@ from leanrpc.client import AsyncClient
 from leanrpc.config import GatewayConfig
 from leanrpc.app import create_server
 from leanrpc.gateway import start_gateway
+from kimina_support import PEERS_PYTHON, REPO
 from testkit import loopback_config
 
-REPO = Path(__file__).resolve().parents[2]
-PEERS_PYTHON = REPO / "benchmarks" / ".peers-venv" / "bin" / "python"
-DRIVER = Path(__file__).with_name("kimina_driver.py")
 
 
 @pytest.fixture(scope="session")
@@ -36,25 +31,6 @@ def peers_python() -> Path:
         if done.returncode != 0 or not ready():
             pytest.fail(f"benchmarks/peers/setup.sh could not install kimina-ast-client:\n{done.stderr[-3000:]}")
     return PEERS_PYTHON
-
-
-async def run_kimina(python: Path, url: str, action: str, args: dict | None = None, *, timeout: float = 240) -> dict:
-    """Runs tests/gateway/kimina_driver.py (Kimina's client) without blocking the server's loop."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", NO_COLOR="1")
-    env.pop("PYTHONPATH", None)
-    env.pop("VIRTUAL_ENV", None)
-    proc = await asyncio.create_subprocess_exec(
-        str(python), str(DRIVER), url, action, json.dumps(args or {}),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise AssertionError(f"kimina driver {action} ran past {timeout} s")
-    if proc.returncode != 0:
-        raise AssertionError(f"kimina driver {action} failed ({proc.returncode}):\n{err.decode()[-4000:]}")
-    return json.loads(out.decode().strip().splitlines()[-1])
 
 
 @dataclasses.dataclass
@@ -85,11 +61,3 @@ async def served():
         await s.grpc.close()
         await s.gateway.stop(2.0)
         await s.app.stop(2.0)
-
-
-def kimina_inputs() -> list[Path]:
-    from testkit import shared_path
-
-    return sorted(shared_path("fixtures", "kimina", "match", "input").glob("*.lean"))
-
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import json
 
-from conftest import kimina_inputs, run_kimina
+from kimina_support import kimina_inputs, run_kimina
 
 # leanrpc status -> what Kimina's `ReplResponse.analyze()` must say.
 KIMINA_STATUS = {
