@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 class HttpConnection:
     """Minimal HTTP/1.1 keep-alive JSON client (the bench must not add a core dependency)."""
@@ -68,3 +69,33 @@ class HttpConnection:
         if self.writer is not None:
             self.writer.close()
         self.reader = self.writer = None
+
+
+class KiminaCheck:
+    """One-snippet `POST /api/check` calls over a pool of keep-alive connections
+    (the Kimina target and leanrpc's Kimina gateway target send the same requests)."""
+
+    def __init__(self) -> None:
+        self._idle: list[HttpConnection] = []
+
+    async def check(self, port: int, request_id: str, code: str, timeout_s: float,
+                    reuse: bool) -> tuple[float, float, str, dict | None]:
+        """(start, end, error or "", the snippet's result or None)."""
+        connection = self._idle.pop() if self._idle and self._idle[-1].port == port else HttpConnection(port)
+        start = time.monotonic()
+        payload = {"snippets": [{"id": request_id, "code": code}], "timeout": int(timeout_s), "reuse": reuse}
+        try:
+            status, body = await connection.post("/api/check", payload, timeout_s + 30)
+        except Exception as exc:
+            return start, time.monotonic(), f"http:{type(exc).__name__}", None
+        end = time.monotonic()
+        self._idle.append(connection)
+        if status != 200 or not body or not body.get("results"):
+            return start, end, f"http:{status}", None
+        return start, end, "", body["results"][0]
+
+    def close(self) -> None:
+        for connection in self._idle:
+            connection.close()
+        self._idle.clear()
+

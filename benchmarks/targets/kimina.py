@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from .. import workloads
 from ..config import PEERS_VENV, REPO, SHIM_DIR, Record, RunConfig
 from .common import free_port, standin_args, stop_process, wait_port
-from .http import HttpConnection
+from .http import KiminaCheck
 
 def status_of(result: dict) -> str:
     """One entry of Kimina's `results` as a leanrpc status name (VALID, SORRY, TIMEOUT...)."""
@@ -36,7 +35,7 @@ class KiminaTarget:
         self.tmp = tmp
         self.port = free_port()
         self.process = None
-        self._idle: list[HttpConnection] = []
+        self._check = KiminaCheck()
 
     async def start(self) -> int:
         exe = PEERS_VENV / "bin" / "kimina-ast-server"
@@ -70,24 +69,14 @@ class KiminaTarget:
         return self.process.pid
 
     async def send(self, item: workloads.Item, request_id: str) -> Record:
-        connection = self._idle.pop() if self._idle else HttpConnection(self.port)
-        start = time.monotonic()
-        payload = {"snippets": [{"id": request_id, "code": item.code}],
-                   "timeout": int(self.cfg.timeout_s), "reuse": self.cfg.reuse}
-        try:
-            code, body = await connection.post("/api/check", payload, self.cfg.timeout_s + 30)
-        except Exception as exc:
-            return Record(request_id, start, time.monotonic(), f"http:{type(exc).__name__}", item.burn_s)
-        end = time.monotonic()
-        self._idle.append(connection)
-        if code != 200 or not body or not body.get("results"):
-            return Record(request_id, start, end, f"http:{code}", item.burn_s)
-        result = body["results"][0]
+        start, end, error, result = await self._check.check(self.port, request_id, item.code,
+                                                            self.cfg.timeout_s, self.cfg.reuse)
+        if result is None:
+            return Record(request_id, start, end, error, item.burn_s)
         return Record(request_id, start, end, status_of(result), item.burn_s, repl_s=result.get("time"),
                       verifier="stand-in")
 
     async def stop(self) -> None:
-        for connection in self._idle:
-            connection.close()
+        self._check.close()
         if self.process:
             stop_process(self.process)

@@ -6,13 +6,12 @@ May import: benchmarks.config, benchmarks.workloads, benchmarks.targets.{common,
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from .. import workloads
 from ..config import Record, RunConfig
 from .common import free_port, wait_port
-from .http import HttpConnection
+from .http import KiminaCheck
 from .leanrpc import LeanrpcTarget
 
 
@@ -25,7 +24,7 @@ class KiminaRestTarget(LeanrpcTarget):
         super().__init__(cfg, tmp)
         self.http_port = free_port()
         self.extra_serve_args = ("--http-port", str(self.http_port))
-        self._idle: list[HttpConnection] = []
+        self._check = KiminaCheck()
 
     async def start(self) -> int:
         pid = await super().start()  # also checks, over gRPC, that the REPL is the stand-in
@@ -34,19 +33,10 @@ class KiminaRestTarget(LeanrpcTarget):
         return pid
 
     async def send(self, item: workloads.Item, request_id: str) -> Record:
-        connection = self._idle.pop() if self._idle else HttpConnection(self.http_port)
-        start = time.monotonic()
-        payload = {"snippets": [{"id": request_id, "code": item.code}],
-                   "timeout": int(self.cfg.timeout_s), "reuse": self.cfg.reuse}
-        try:
-            code, body = await connection.post("/api/check", payload, self.cfg.timeout_s + 30)
-        except Exception as exc:
-            return Record(request_id, start, time.monotonic(), f"http:{type(exc).__name__}", item.burn_s)
-        end = time.monotonic()
-        self._idle.append(connection)
-        if code != 200 or not body or not body.get("results"):
-            return Record(request_id, start, end, f"http:{code}", item.burn_s)
-        result = body["results"][0]
+        start, end, error, result = await self._check.check(self.http_port, request_id, item.code,
+                                                            self.cfg.timeout_s, self.cfg.reuse)
+        if result is None:
+            return Record(request_id, start, end, error, item.burn_s)
         ours = result.get("leanrpc", {})
         t = ours.get("timings", {})
         repl_s = t.get("boot_s", 0.0) + t.get("header_s", 0.0) + t.get("body_s", 0.0)
@@ -55,6 +45,5 @@ class KiminaRestTarget(LeanrpcTarget):
                       server_total_s=t.get("total_s"))
 
     async def stop(self) -> None:
-        for connection in self._idle:
-            connection.close()
+        self._check.close()
         await super().stop()
