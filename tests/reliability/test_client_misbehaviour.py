@@ -7,6 +7,7 @@ call succeeds.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import grpc
 import pytest
@@ -126,9 +127,14 @@ async def test_disconnects_mid_stream_release_every_job(app):
         calls.append(call)
     for _ in range(5):
         assert (await calls[0].read()).result.status == pb.STATUS_VALID
-    # Items 0-8 and 10-18 of the first stream done: hangs (60 s) now hold
-    # both workers.
-    await wait_for(lambda: app.pool.stats.jobs_finished >= 18, 30.0, "the first hangs to start")
+    # Hangs (60 s) hold both workers: each has been busy with one job for a
+    # second (an "ok" body takes milliseconds). Fair admission interleaves the
+    # 8 streams, so a count of finished jobs does not say when that happens.
+    def hangs_hold_both() -> bool:
+        now = time.monotonic()
+        return sum(1 for w in app.pool.workers if w.busy and now - w.busy_since > 1.0) == 2
+
+    await wait_for(hangs_hold_both, 60.0, "the hangs to hold both workers")
     # Vanish: half cancel their call, then the channel is closed under the rest.
     for call in calls[:4]:
         call.cancel()
