@@ -135,6 +135,7 @@ async def run_eval(args) -> dict:
         from leanrpc.services.verify import VerifyOptions, VerifyService
 
         vconfig = Config()
+        vconfig.cache.enabled = False  # each candidate is checked by the REPL, as before
         vconfig.pool.workers = args.verify_workers
         vconfig.pool.default_timeout_s = args.verify_timeout
         if args.verify == "repl":

@@ -84,6 +84,7 @@ def workloads(quick: bool) -> dict[str, list[tuple[str, str]]]:
 
 def make_config(mode: str, args) -> Config:
     config = Config()
+    config.cache.enabled = False  # every request elaborates (the cache is on by default)
     config.server.port = 0
     config.pool.workers = args.workers
     config.pool.default_timeout_s = 600

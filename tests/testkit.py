@@ -31,13 +31,16 @@ def loopback_config(workers: int = 1, **overrides) -> Config:
     """A config for tests: port 0, and overrides given as `section__key=value`.
 
     System-memory recycling is off: a loaded CI box must not recycle workers
-    behind a test's back (tests that need it inject the measurement).
+    behind a test's back (tests that need it inject the measurement). The
+    result cache is off: a test that sends a snippet twice means the REPL to
+    see it twice (tests/cache turns it on).
     """
     config = Config()
     config.server.port = 0
     config.pool.workers = workers
     config.pool.default_timeout_s = 30
     config.limits.max_system_memory_percent = 0
+    config.cache.enabled = False
     for key, value in overrides.items():
         section, _, name = key.partition("__")
         if not hasattr(getattr(config, section), name):

@@ -50,6 +50,9 @@ class LeanrpcTarget:
             "[repl]\ncommand = " + json.dumps(command) + "\n"
             f"[pool]\nworkers = {self.cfg.workers}\nmin_warm = {self.cfg.workers}\n"
             f"default_timeout_s = {self.cfg.timeout_s}\n"
+            # The result cache is on by default; comparisons with peers (which have none)
+            # and repeated rounds of the same items must elaborate every request.
+            "[cache]\nenabled = false\n"
         )
         env = dict(os.environ)
         env.pop("LEANRPC_NO_EXTENSIONS", None)

@@ -229,7 +229,9 @@ class SandboxConfig(_Section):
 class CacheConfig(_Section):
     """`[cache]`: the result cache (leanrpc.cache, docs/CACHE.md)."""
 
-    enabled: bool = False
+    # On by default: a byte-identical snippet under the same identity and options
+    # never costs a second elaboration (VerifyOptions.cache = false bypasses it).
+    enabled: bool = True
     memory_mb: NonNegativeFloat = 256.0  # in-process LRU of compressed entries
     cache_dir: str = ""  # on-disk tier (survives restarts); "" = none
     disk_max_mb: NonNegativeFloat = 0.0  # 0 = unbounded

@@ -285,4 +285,7 @@ def test_grpo_run_side_by_side_gives_the_same_verdicts_and_serves_duplicates_fro
     assert row["nocache"]["sources"] == {"elaborated": 16}
     # Exactly the unique completions were elaborated; the rest came from the cache or in flight.
     assert row["cache"]["sources"].get("elaborated") == 8 and sum(row["cache"]["sources"].values()) == 16
+    # REPL seconds are summed over elaborated results only (a cached answer carries the original's timings).
+    assert row["nocache"]["repl_s"] > 0 and row["cache"]["repl_s"] > 0
+    assert row["repl_saving"] == row["nocache"]["repl_s"] / row["cache"]["repl_s"]
     assert "| 50% (50.0%) | 16 |" in grpo.table([row])
