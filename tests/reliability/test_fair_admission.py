@@ -4,8 +4,11 @@ another client's single calls.
 A stream of 3,000 snippets from client "big" fills the queue of a 2-worker
 pool; client "small" sends 50 single calls one after another meanwhile.
 Every snippet costs the same fixed REPL time (the stand-in burns 30 ms of
-CPU per body). The small client's p99 latency must stay within 3 mean REPL
-times: it waits for at most one running job, then runs. Once the small
+CPU per body). The small client never waits behind the big stream's queue:
+between a small call's arrival in the queue and its dispatch, no job of the
+big stream is dispatched (a client with nothing queued goes first, so it waits
+for one running job at most). That is counted on the admission queue itself,
+so machine load cannot move it; the latencies are printed. Once the small
 client is done the pool closes, which answers the rest of the big stream
 (NotServingError, safe to resend): every snippet still gets exactly one
 answer, and the test does not wait for 3,000 bodies. Figures are in
@@ -33,8 +36,41 @@ def _code(tag: str, i: int) -> str:
     return f"{HEADER}theorem {tag}{i} (x : Nat) : x + {i} = x + {i} := by rfl\n{COST}"
 
 
+class DispatchLog:
+    """Records the admission queue's pushes and takes, in order."""
+
+    def __init__(self, admission) -> None:
+        self.events: list[tuple[str, str, str]] = []  # (push|take, client, job id)
+        push, take = admission.push, admission.take
+
+        def logged_push(job) -> None:
+            self.events.append(("push", job.client_id, id(job)))
+            push(job)
+
+        def logged_take(job) -> None:
+            self.events.append(("take", job.client_id, id(job)))
+            take(job)
+
+        admission.push, admission.take = logged_push, logged_take
+
+    def overtaking(self, client: str) -> list[int]:
+        """For each job of `client`: other clients' jobs dispatched while it was queued."""
+        counts, waiting = [], {}
+        for kind, who, job in self.events:
+            if who == client:
+                if kind == "push":
+                    waiting[job] = 0
+                elif job in waiting:
+                    counts.append(waiting.pop(job))
+            elif kind == "take":
+                for queued in waiting:
+                    waiting[queued] += 1
+        return counts
+
+
 async def _run(service: VerifyService) -> dict:
     options = VerifyOptions()
+    log = DispatchLog(service.pool.admission)
     big = [
         asyncio.ensure_future(service.verify(f"big{i}", _code("big", i), options,
                                              client_id="big", stream_id="stream-1"))
@@ -67,6 +103,7 @@ async def _run(service: VerifyService) -> dict:
         "p99_s": statistics.quantiles(latencies, n=100, method="inclusive")[98],
         "max_s": latencies[-1],
         "queued_behind": queued_behind,
+        "overtaken_by": log.overtaking("small"),
     }
 
 
@@ -90,4 +127,5 @@ async def test_a_small_client_is_not_starved_by_a_big_stream():
     assert figures["big_statuses"] <= {"VALID", "CRASH"}
     assert figures["answers"] == BIG + SMALL, "every snippet answered once"
     assert figures["queued_behind"] > 0, "the big stream was still queued while the small client ran"
-    assert figures["p99_s"] <= 3 * figures["mean_repl_s"], figures
+    assert len(figures["overtaken_by"]) == SMALL, "every small call was queued and dispatched once"
+    assert max(figures["overtaken_by"]) == 0, figures["overtaken_by"]
