@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import re
 import time
 
 import psutil
@@ -32,7 +31,6 @@ from .job import profile_key
 
 log = logging.getLogger("leanrpc.pool")
 
-_LEAN_VERSION = re.compile(r"(\d+)\.(\d+)")
 # Memory has no event to wait on: sample it this often.
 _PERIOD_S = 0.5
 
@@ -92,7 +90,6 @@ class Supervisor:
         self._wake = asyncio.Event()
         self._dead: list[Worker] = []
         self._background: set[asyncio.Task] = set()
-        self._probe_fork = pool.probe_fork_pending
 
     # -- the loop ----------------------------------------------------------------
 
@@ -202,7 +199,8 @@ class Supervisor:
         """Starts the worker's process; learns the verifier identity once."""
         pool = self._pool
         try:
-            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=self._probe_fork)
+            probe_fork = pool.features.probe_pending(worker.profile)
+            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=probe_fork)
         except WorkerBootError as exc:
             pool.stats.boot_failures += 1
             if self.breaker.record_failure(exc):
@@ -214,21 +212,11 @@ class Supervisor:
             self.identities[worker.profile] = identity
             log.info("verifier identity%s: %s", f" of profile {worker.profile!r}" if worker.profile else "",
                      identity.description)
-        if self._probe_fork:
-            self._probe_fork = False
-            pool.set_incrementality(bool(worker.is_fork))
-            log.info("REPL incrementality (fork) %s", "detected" if pool.incrementality else "not detected")
-        pool.elab_async = self._wants_elab_async()
-
-    def _wants_elab_async(self) -> bool:
-        setting = self.config.repl.elab_async
-        if setting in (True, "on"):
-            return True
-        if setting in (False, "off"):
-            return False
-        # auto: the fork accepts setOptions; Elab.async exists from Lean 4.19.
-        match = _LEAN_VERSION.search(self.identity.lean_version if self.identity else "")
-        return self._pool.incrementality and match is not None and (int(match[1]), int(match[2])) >= (4, 19)
+        # The fork question and Elab.async of this worker's own profile.
+        identity = self.identities[worker.profile]
+        if pool.features.learn(worker.profile, bool(worker.is_fork) if probe_fork else None, identity.lean_version):
+            log.info("REPL incrementality (fork)%s %s", f" of profile {worker.profile!r}" if worker.profile else "",
+                     "detected" if worker.is_fork else "not detected")
 
     def retire(self, worker: Worker, cause: ExitCause) -> None:
         if worker.state in (WorkerState.DEAD, WorkerState.FAILED, WorkerState.STOPPING):
