@@ -6,7 +6,8 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
 
     reap_dead()        forget dead workers, re-warm a lost header
     recycle_marked()   system memory: retire the largest idle worker
-    keep_spares()      keep `warm_spares` idle workers of the most used headers
+    keep_spares()      keep `warm_spares` idle workers of the most used headers,
+                       per REPL profile by recent demand (the default first)
 
 May import: config, errors, results, worker (the Worker and its launcher),
 pool.prefix_index, pool.job (profile_key). It never routes jobs: the pool asks it to boot, preload
@@ -86,6 +87,8 @@ class Supervisor:
         self.header_use: collections.Counter = collections.Counter()
         # (exact import text, profile) per import key, to re-warm replacements.
         self.imports_text: dict[str, tuple[str, str]] = {}
+        # Profile name -> when a job of it last arrived (spares follow demand).
+        self.profile_seen: dict[str, float] = {}
         self.preloading: set[str] = set()
         self._wake = asyncio.Event()
         self._dead: list[Worker] = []
@@ -150,19 +153,21 @@ class Supervisor:
                     break
 
     def keep_spares(self) -> None:
-        """Keeps `warm_spares` idle workers loaded with the most used headers
-        (spread round-robin over the top ones), so a killed worker's next
-        caller finds its header already imported."""
+        """Keeps `warm_spares` idle workers loaded with the most used headers,
+        so a killed worker's next caller finds its header already imported.
+
+        Per profile, by demand: the default profile's top header first, then
+        the top header of each profile with traffic in the last
+        `spare_profile_window_s` (most recent first), the rest round-robin
+        over the most used headers of those profiles. A profile without
+        recent traffic keeps none: its idle workers may make room."""
         pool = self._pool
         wanted = self.config.pool.warm_spares
         if not wanted or len(pool.admission) or pool.closing:
             return
-        ranked = [key for key, _n in self.header_use.most_common(wanted) if key in self.imports_text]
-        if not ranked:
+        target = self.spare_targets(wanted, time.monotonic())
+        if not target:
             return
-        target: collections.Counter = collections.Counter()
-        for i in range(wanted):
-            target[ranked[i % len(ranked)]] += 1
         have = collections.Counter(
             w.header_key
             for w in pool.workers
@@ -175,6 +180,23 @@ class Supervisor:
                     return
                 pool.stats.spares_started += 1
                 self.preload_header(*self.imports_text[key])
+
+    def spare_targets(self, wanted: int, now: float) -> collections.Counter:
+        """How many idle spares each header key should have (`wanted` in all)."""
+        window = self.config.pool.spare_profile_window_s
+        active = {profile for profile, seen in self.profile_seen.items() if not profile or now - seen <= window}
+        ranked = [key for key, _n in self.header_use.most_common()
+                  if key in self.imports_text and self.imports_text[key][1] in active]
+        if not ranked:
+            return collections.Counter()
+        top_of: dict[str, str] = {}
+        for key in ranked:
+            top_of.setdefault(self.imports_text[key][1], key)
+        by_recency = sorted(active, key=lambda p: (p != "", -self.profile_seen[p]))
+        picks = [top_of[p] for p in by_recency if p in top_of][:wanted]
+        ranked = ranked[:wanted]
+        picks += [ranked[i % len(ranked)] for i in range(len(picks), wanted)]
+        return collections.Counter(picks)
 
     def _free_slot_for_spare(self, have: collections.Counter, target: collections.Counter) -> None:
         """Retires the least recently used idle worker of a header that has
@@ -193,6 +215,7 @@ class Supervisor:
 
     def note_header(self, import_key: str, imports: str, profile: str = "") -> None:
         self.header_use[import_key] += 1
+        self.profile_seen[profile] = time.monotonic()
         self.imports_text.setdefault(import_key, (imports, profile))
 
     async def boot(self, worker: Worker) -> None:
