@@ -16,7 +16,7 @@ or finished loading, a plan asked to be woken at a time). Nothing polls.
 Rooms: admission.py (the one queue check, fair order, deadlines), routing.py
 (pure decisions), prefix_index.py (who elaborated what), runner.py (one
 attempt on one worker), supervisor.py (processes over time), sessions.py
-(session env trees). This module owns the worker list and wires the rooms;
+(session env trees), features.py (each profile's fork / Elab.async switches). This module owns the worker list and wires the rooms;
 it may import all of them, plus config, errors, results and worker.
 
 The verifier identity learnt at the first boot of each REPL profile is
