@@ -8,7 +8,7 @@
 const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
 const { loadVerifier, richDetails } = require('./lib/proto');
-const { resultFromPb, verifyOptions } = require('./lib/convert');
+const { resultFromPb, sessionResultFromPb, verifyOptions } = require('./lib/convert');
 const { backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
 
 const HEADER_HASH_KEY = 'x-leanrpc-header-hash';
@@ -129,8 +129,9 @@ class LeanrpcClient {
   }
 
   // snippets: [{id, code}]; resolves to results in input order (one unary Verify).
-  async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false } = {}) {
-    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms }) };
+  // `profile` names the server's REPL profile (toolchain); '' is its default.
+  async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false, profile = '' } = {}) {
+    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile }) };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
     return response.results.map(resultFromPb);
   }
@@ -144,7 +145,7 @@ class LeanrpcClient {
   // are the answers; a failed stream rejects with a LeanrpcError whose
   // `partial` holds the results received. onResult(result) sees each final
   // result as it arrives.
-  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = false, onResult = null } = {}) {
+  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = false, onResult = null, profile = '' } = {}) {
     // Keys are unique even when ids repeat; results get their own id back.
     const keys = snippets.map((s, n) => `${n}:${s.id}`);
     const byKey = new Map(keys.map((key, n) => [key, snippets[n]]));
@@ -155,7 +156,7 @@ class LeanrpcClient {
       if (onResult) onResult(result);
     };
     const inOrder = () => keys.filter((key) => results.has(key)).map((key) => results.get(key));
-    const options = verifyOptions({ timeoutS, checkAxioms });
+    const options = verifyOptions({ timeoutS, checkAxioms, profile });
     let attempt = 0;
     while (results.size < snippets.length) {
       const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code }));
@@ -220,6 +221,27 @@ class LeanrpcClient {
       call.write({ options });
       pump();
     });
+  }
+
+  // Sessions (docs/REUSE.md): a named tree of envs on one header. openSession
+  // runs the header (+ shared preamble) as env 0 on REPL profile `profile`
+  // ('' = the server's default), which the session keeps for life.
+  async openSession(code, { name = '', timeoutS = 0, deadlineS = 0, profile = '' } = {}) {
+    const request = { name, code, options: verifyOptions({ timeoutS, profile }) };
+    return sessionResultFromPb(await this._unary('OpenSession', request, this._metadata([code]), deadlineS));
+  }
+
+  // Runs commands (no imports) on session env `env` (null: env 0). A `profile`
+  // other than '' must be the session's own (else INVALID_ARGUMENT).
+  async runInSession(session, code, { env = null, timeoutS = 0, deadlineS = 0, profile = '' } = {}) {
+    const request = { session, code, options: verifyOptions({ timeoutS, profile }) };
+    if (env !== null && env !== undefined) request.env = env;
+    return sessionResultFromPb(await this._unary('RunInSession', request, this._metadata(), deadlineS));
+  }
+
+  async closeSession(session) {
+    const response = await this._unary('CloseSession', { session }, this._metadata(), 30);
+    return Boolean(response.closed);
   }
 
   serverInfo() {

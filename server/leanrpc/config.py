@@ -165,8 +165,12 @@ class PoolConfig(_Section):
     min_warm: NonNegativeInt = 1
     # Headers to pre-load into idle workers at startup and after restarts.
     warm_headers: list[str] = msgspec.field(default_factory=list)
-    # Keep this many idle workers loaded with the most used headers.
+    # Keep this many idle workers loaded with the most used headers: one for
+    # the default REPL profile's top header first, then one for each profile
+    # with traffic in the last `spare_profile_window_s`, the rest by use.
     warm_spares: NonNegativeInt = 0
+    # How recent a profile's last request must be for it to keep a spare.
+    spare_profile_window_s: NonNegativeFloat = 300.0
     # A queued request that has waited this long takes any idle worker, even
     # if that means loading its header there (bounds header starvation).
     max_wait_for_warm_s: NonNegativeFloat = 2.0

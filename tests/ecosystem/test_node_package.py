@@ -21,6 +21,7 @@ import pytest
 
 from eco_support import free_port
 from leanrpc.app import create_server
+from leanrpc.config import Config
 from testkit import loopback_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,6 +134,24 @@ async def test_installed_package_verifies_against_a_live_server(installed):
         assert {r["verifier"] for r in outcome["results"]} == {"stand-in"}
         assert node.retries == []
         assert app.pool.stats.jobs_finished == 36
+
+
+async def test_installed_package_opens_sessions_on_a_profile(installed):
+    config = loopback_config(workers=2)
+    data = config.to_dict()
+    data["repl"]["legacy"] = {"command": [*config.repl.command, "--lean-version", "4.9.0"]}
+    app = await create_server(Config.from_dict(data))
+    try:
+        async with NodeCheck(installed, "sessions", f"127.0.0.1:{app.port}") as node:
+            outcome = await node.outcome(240)
+        assert outcome["ok"], outcome
+        default_version = app.pool.identity_of("").lean_version
+        assert default_version != "4.9.0"
+        assert outcome["versions"] == ["4.9.0", "4.9.0", default_version, "4.9.0"]
+        assert outcome["closed"] == [True, False]
+        assert [s.profile for s in app.pool.sessions] == [""]  # the default-profile session is left open
+    finally:
+        await app.stop(2.0)
 
 
 async def test_unavailable_is_retried_until_a_late_server_starts(installed):

@@ -37,11 +37,27 @@ function resultFromPb(result) {
   return out;
 }
 
-// VerifyOptions from the client's arguments; timeoutS 0 means the server default.
-function verifyOptions({ timeoutS = 0, checkAxioms = false } = {}) {
-  const options = { check_axioms: checkAxioms };
+// VerifyOptions from the client's arguments; timeoutS 0 means the server
+// default, profile '' the server's default REPL profile (toolchain).
+function verifyOptions({ timeoutS = 0, checkAxioms = false, profile = '' } = {}) {
+  const options = { check_axioms: checkAxioms, profile };
   if (timeoutS) options.timeout = duration(timeoutS);
   return options;
 }
 
-module.exports = { resultFromPb, verifyOptions, duration, seconds };
+// OpenSessionResponse / RunInSessionResponse -> a plain object: `env` is the
+// new session env id (null if the code made none), `profile` the session's.
+function sessionResultFromPb(response) {
+  // `env` is proto3 optional: the loader's synthetic oneof `_env` says whether it is set.
+  const set = '_env' in response ? response._env === 'env' : response.env !== undefined && response.env !== null;
+  const env = set ? Number(response.env) : null;
+  return {
+    session: response.session,
+    env,
+    result: resultFromPb(response.result),
+    replayed_commands: Number(response.replayed_commands || 0),
+    profile: response.profile || '',
+  };
+}
+
+module.exports = { resultFromPb, sessionResultFromPb, verifyOptions, duration, seconds };

@@ -3,6 +3,7 @@
 // leanrpc-client-*.tgz`); tests/ecosystem/test_node_package.py copies it there.
 // Usage: node installed-check.js MODE HOST:PORT [MAX_RETRIES]
 //   verify    30 snippets over VerifyStream + 6 over Verify; checks statuses
+//   sessions  sessions and Verify on the server's REPL profile 'legacy'
 //   late      one Verify while no server listens yet (prints each retry)
 //   overload  a slow snippet then 6 more, window 16 (the server has a tiny queue)
 //   partial   two quick snippets then one that hangs (the test stops the server)
@@ -40,8 +41,31 @@ async function verify(client) {
   return { results: results.map(brief), info: (await client.serverInfo()).verifier.kind };
 }
 
+// Sessions on the server's REPL profile 'legacy' (the test's config): the
+// profile is kept for life, another one is refused naming the field.
+async function sessions(client) {
+  const header = 'import Mathlib\n\ndef double (n : Nat) : Nat := 2 * n\n';
+  const opened = await client.openSession(header, { name: 'old', profile: 'legacy' });
+  assert.deepEqual([opened.session, opened.env, opened.profile, opened.result.status], ['old', 0, 'legacy', 'VALID']);
+  const step = await client.runInSession('old', 'theorem d2 : double 2 = 4 := by decide', { env: 0 });
+  assert.deepEqual([step.env, step.profile, step.result.status], [1, 'legacy', 'VALID']);
+  const plain = await client.openSession(header);
+  assert.equal(plain.profile, '');
+  await assert.rejects(client.runInSession(plain.session, '#check double', { profile: 'legacy' }), (error) =>
+    error.code === grpc.status.INVALID_ARGUMENT && error.fieldViolations.some((v) => v.field === 'options.profile'));
+  const [onLegacy] = await client.verifyBatch([{ id: 'l', code: `${header}theorem t : 1 = 1 := rfl\n` }], { profile: 'legacy' });
+  assert.equal(onLegacy.status, 'VALID');
+  const closed = [await client.closeSession('old'), await client.closeSession('old')];
+  return {
+    versions: [opened.result.verifier.lean_version, step.result.verifier.lean_version, plain.result.verifier.lean_version,
+      onLegacy.verifier.lean_version],
+    closed,
+  };
+}
+
 const MODES = {
   verify,
+  sessions,
   late: async (client) => ({ results: (await client.verifyBatch([snippet(0), snippet(1), snippet(2)])).map(brief) }),
   overload: async (client) => {
     const slow = { id: 'slow', code: 'import Mathlib\n\ntheorem s : True := trivial\n--@standin: burn=1\n' };

@@ -110,13 +110,16 @@ def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) 
         env=r.env if r.HasField("env") else None,
         result=result_from_pb(r.result),
         replayed_commands=r.replayed_commands,
+        profile=r.profile,
     )
 
 
-def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "") -> pb.VerifyOptions:
+def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "",
+             profile: str = "") -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
-    options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session)
+    options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session,
+                               profile=profile)
     if timeout_s:
         options.timeout.CopyFrom(duration(timeout_s))
     return options

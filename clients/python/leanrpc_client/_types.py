@@ -102,3 +102,4 @@ class SessionResult:
     env: int | None
     result: Result
     replayed_commands: int = 0
+    profile: str = ""  # the REPL profile the session runs on ("" = the server's default)

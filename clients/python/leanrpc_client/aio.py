@@ -102,13 +102,15 @@ class AsyncClient(ProverCalls):
         check_axioms: bool = False,
         deadline_s: float | None = None,
         session: str = "",
+        profile: str = "",
     ) -> list[Result]:
         """One unary Verify call: results in input order. With `session`, each
-        snippet (no imports) runs on that session's env 0."""
+        snippet (no imports) runs on that session's env 0. `profile` names the
+        server's REPL profile (toolchain) to run on; "" is its default."""
         items = _as_snippets(snippets)
         request = pb.VerifyRequest(
             snippets=[pb.Snippet(id=i, code=c) for i, c in items],
-            options=_options(timeout_s, infotree, reuse, check_axioms, session),
+            options=_options(timeout_s, infotree, reuse, check_axioms, session, profile),
         )
         response = await self._call(self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items))
         return [result_from_pb(r) for r in response.results]
@@ -124,10 +126,12 @@ class AsyncClient(ProverCalls):
         window: int = 256,
         progress: bool | None = None,
         session: str = "",
+        profile: str = "",
     ) -> list[Result]:
         """Verifies any number of snippets over VerifyStream; input order kept.
         With `session`, each snippet (no imports) runs on that session's env 0
-        (an unknown session gives that snippet a REJECTED result).
+        (an unknown session gives that snippet a REJECTED result). `profile`
+        names the server's REPL profile (toolchain); "" is its default.
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
         whose stream broke with UNAVAILABLE, and those the server answered
@@ -141,7 +145,7 @@ class AsyncClient(ProverCalls):
         results: dict[str, Result] = {}
         show = progress if progress is not None else (len(items) >= 200 and sys.stderr.isatty())
         bar = _progress_bar(len(items)) if show else None
-        options = _options(timeout_s, infotree, reuse, check_axioms, session)
+        options = _options(timeout_s, infotree, reuse, check_axioms, session, profile)
         attempt = 0
         try:
             while len(results) < len(items):
@@ -226,18 +230,23 @@ class AsyncClient(ProverCalls):
 
     async def open_session(
         self, code: str, *, name: str = "", timeout_s: float = 0.0, infotree: str | None = None,
-        deadline_s: float | None = None,
+        deadline_s: float | None = None, profile: str = "",
     ) -> SessionResult:
-        """Opens a session from a header (+ shared preamble); its state is env 0."""
-        request = pb.OpenSessionRequest(name=name, code=code, options=_options(timeout_s, infotree, True, False))
+        """Opens a session from a header (+ shared preamble); its state is env 0.
+        `profile` names the server's REPL profile (toolchain) the session runs
+        on for life ("" = the server's default)."""
+        request = pb.OpenSessionRequest(name=name, code=code,
+                                        options=_options(timeout_s, infotree, True, False, profile=profile))
         return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
 
     async def run_in_session(
         self, session: str, code: str, *, env: int | None = None, timeout_s: float = 0.0,
-        infotree: str | None = None, deadline_s: float | None = None,
+        infotree: str | None = None, deadline_s: float | None = None, profile: str = "",
     ) -> SessionResult:
-        """Runs commands (no imports) on session env `env` (default 0)."""
-        request = pb.RunInSessionRequest(session=session, code=code, options=_options(timeout_s, infotree, True, False))
+        """Runs commands (no imports) on session env `env` (default 0). A
+        `profile` other than "" must be the session's own (else INVALID_ARGUMENT)."""
+        request = pb.RunInSessionRequest(session=session, code=code,
+                                         options=_options(timeout_s, infotree, True, False, profile=profile))
         if env is not None:
             request.env = env
         return session_result_from_pb(await self._call(self._stub.RunInSession, request, deadline_s))

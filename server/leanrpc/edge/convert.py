@@ -132,7 +132,8 @@ def overloaded_error_text(exc) -> str:
 
 def session_result_to_pb(ran, response_type):
     """services.sessions.SessionResult -> OpenSessionResponse or RunInSessionResponse."""
-    out = response_type(session=ran.session, result=result_to_pb(ran.result), replayed_commands=ran.replayed_commands)
+    out = response_type(session=ran.session, result=result_to_pb(ran.result), replayed_commands=ran.replayed_commands,
+                        profile=ran.profile)
     if ran.env is not None:
         out.env = ran.env
     return out

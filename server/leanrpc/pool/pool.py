@@ -16,7 +16,7 @@ or finished loading, a plan asked to be woken at a time). Nothing polls.
 Rooms: admission.py (the one queue check, fair order, deadlines), routing.py
 (pure decisions), prefix_index.py (who elaborated what), runner.py (one
 attempt on one worker), supervisor.py (processes over time), sessions.py
-(session env trees). This module owns the worker list and wires the rooms;
+(session env trees), features.py (each profile's fork / Elab.async switches). This module owns the worker list and wires the rooms;
 it may import all of them, plus config, errors, results and worker.
 
 The verifier identity learnt at the first boot of each REPL profile is
@@ -54,6 +54,7 @@ from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .admission import Admission
 from .cost import BodyCostModel
+from .features import Features
 from .job import BodyOutcome, Job
 from .prefix_index import PrefixIndex
 from .routing import LOOKAHEAD, Assign, Expire, Import, Router, Start, Switch, View, WorkerView
@@ -64,8 +65,6 @@ from .supervisor import Supervisor
 __all__ = ["BodyOutcome", "Job", "Pool", "PoolSnapshot", "PoolStats"]
 
 log = logging.getLogger("leanrpc.pool")
-
-_FORK_MARKS = ("augustepoiroux", "incremental", "--fork")
 
 # Worker states as routing sees them; DEAD and FAILED are GONE.
 _VIEW_OF_STATE = {
@@ -124,13 +123,8 @@ class Pool:
         self.workers: list[Worker] = []
         self.closing = False
         self._names = itertools.count(1)
-        mode = config.repl.incrementality
-        self.incrementality = mode == "on" or (
-            mode == "auto" and any(m in " ".join(config.repl.command) for m in _FORK_MARKS)
-        )
-        # "auto" without a telltale command line: ask the first REPL that boots.
-        self.probe_fork_pending = mode == "auto" and not self.incrementality
-        self.elab_async = False  # decided once the Lean version is known
+        # Each profile's incrementality / Elab.async, resolved from its own REPL.
+        self.features = Features(config.repl)
         self.admission = Admission(config.pool.queue_limit)
         self.prefix_index = self.index = PrefixIndex(config.pool.prefix_history)
         self.cost = BodyCostModel()
@@ -140,7 +134,7 @@ class Pool:
             cost=self.cost,
             max_wait_for_warm_s=config.pool.max_wait_for_warm_s,
             prefix_routing=config.pool.prefix_routing,
-            incrementality=self.incrementality,
+            incremental=self.features.incremental,
             stats=self.stats,
         )
         self.runner = Runner(self)
@@ -164,6 +158,15 @@ class Pool:
     @property
     def identity(self) -> VerifierIdentity | None:
         return self.supervisor.identity
+
+    @property
+    def incrementality(self) -> bool:
+        """The default profile's (each profile has its own: `features`)."""
+        return self.features.of("").incrementality
+
+    @property
+    def elab_async(self) -> bool:
+        return self.features.of("").elab_async
 
     @property
     def queue_depth(self) -> int:
@@ -421,9 +424,6 @@ class Pool:
             self.supervisor.retire(worker, reason or ExitCause.SHUTDOWN)
         else:
             worker.release()
-
-    def set_incrementality(self, on: bool) -> None:
-        self.incrementality = self.router.incrementality = on
 
     def forget_worker(self, name: str) -> None:
         self.index.forget_worker(name)

@@ -35,7 +35,7 @@ import collections
 import dataclasses
 import enum
 import itertools
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .cost import BodyCostModel
 from .job import Job
@@ -162,6 +162,7 @@ class Router:
         max_wait_for_warm_s: float = 2.0,
         prefix_routing: bool = True,
         incrementality: bool = False,
+        incremental: Callable[[str], bool] | None = None,
         stats=None,
     ) -> None:
         self.size = size
@@ -169,7 +170,11 @@ class Router:
         self.cost = cost
         self.max_wait_for_warm_s = max_wait_for_warm_s
         self.prefix_routing = prefix_routing
+        # Whether a profile's REPL is the incrementality fork: `incremental`
+        # (profile name -> bool, the pool's features) when given, else
+        # `incrementality` for every profile (tables of situations in tests).
         self.incrementality = incrementality
+        self._incremental = incremental
         # Any object with RoutingStats' fields (the pool passes its stats).
         self.stats = stats if stats is not None else RoutingStats()
         # Seconds jobs waited for a busy holder, per prefix; once it passes
@@ -296,10 +301,14 @@ class Router:
 
     # -- prefix affinity -------------------------------------------------------
 
+    def incremental(self, profile: str) -> bool:
+        """Whether jobs of `profile` reuse prefixes inside one REPL command."""
+        return self._incremental(profile) if self._incremental is not None else self.incrementality
+
     def routes_by_prefix(self, job: Job) -> bool:
         if not self.prefix_routing or not job.reuse:
             return False
-        return job.session is not None or job.call is not None or self.incrementality
+        return job.session is not None or job.call is not None or self.incremental(job.profile)
 
     def affinity(self, worker: WorkerView, job: Job) -> int:
         """Characters of the job's work this worker already did: the reusable
@@ -315,7 +324,7 @@ class Router:
             return 0
         chain = call.session.chain(call.parent)
         done = sum(len(call.session.commands[k].text or "") + 1 for k in chain if k in built)
-        if self.incrementality and (call.parent is None or call.parent in built):
+        if self.incremental(job.profile) and (call.parent is None or call.parent in built):
             done += self.index.reusable_prefix(worker.name, job.scope, job.text)
         return done
 

@@ -122,13 +122,14 @@ class Runner:
                 pool.stats.session_replays += replayed
                 header_s += time.monotonic() - started
             body = job.text
-            incremental = pool.incrementality and job.reuse
+            features = pool.features.of(job.profile)  # the job's own profile's REPL
+            incremental = features.incrementality and job.reuse
             reused = pool.index.reusable_prefix(worker.name, job.scope, body) if incremental else 0
             if reused:
                 pool.stats.prefix_routed += 1
                 pool.stats.prefix_reused_chars += reused
             payload = repl.command(body, run_env, infotree=job.infotree, incrementality=incremental,
-                                   elab_async=pool.elab_async)
+                                   elab_async=features.elab_async)
             started = time.monotonic()
             response = await worker.request(payload, _bounded(job.timeout_s, job))
             body_s = time.monotonic() - started

@@ -37,19 +37,18 @@ class SessionCommand:
 
 
 class Session:
-    def __init__(self, name: str, split: HeaderSplit) -> None:
+    def __init__(self, name: str, split: HeaderSplit, profile: str = "") -> None:
         self.name = name
         self.split = split
+        # The REPL profile it runs on, for life: its commands and replays run
+        # on workers of that profile only (REPL envs never cross toolchains).
+        self.profile = profile
         self.commands: list[SessionCommand] = []
         # worker name -> {session env id -> REPL env id on that worker}
         self.realized: dict[str, dict[int, int]] = {}
         self.created_at = time.monotonic()
         self.last_used = self.created_at
         self.replayed_commands = 0
-
-    @property
-    def import_key(self) -> str:
-        return self.split.import_key
 
     def has_env(self, env: int) -> bool:
         return 0 <= env < len(self.commands)
@@ -95,7 +94,7 @@ class SessionRegistry:
     def __iter__(self):
         return iter(list(self._sessions.values()))
 
-    def create(self, name: str, split: HeaderSplit) -> Session:
+    def create(self, name: str, split: HeaderSplit, profile: str = "") -> Session:
         if name in self._sessions:
             raise RequestError(f"a session named {name!r} is already open")
         if len(self._sessions) >= self.max_sessions:
@@ -107,7 +106,7 @@ class SessionRegistry:
             name = f"s{next(self._names)}"
             while name in self._sessions:
                 name = f"s{next(self._names)}"
-        session = Session(name, split)
+        session = Session(name, split, profile)
         self._sessions[name] = session
         return session
 

@@ -6,7 +6,8 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
 
     reap_dead()        forget dead workers, re-warm a lost header
     recycle_marked()   system memory: retire the largest idle worker
-    keep_spares()      keep `warm_spares` idle workers of the most used headers
+    keep_spares()      keep `warm_spares` idle workers of the most used headers,
+                       per REPL profile by recent demand (the default first)
 
 May import: config, errors, results, worker (the Worker and its launcher),
 pool.prefix_index, pool.job (profile_key). It never routes jobs: the pool asks it to boot, preload
@@ -18,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import re
 import time
 
 import psutil
@@ -32,7 +32,6 @@ from .job import profile_key
 
 log = logging.getLogger("leanrpc.pool")
 
-_LEAN_VERSION = re.compile(r"(\d+)\.(\d+)")
 # Memory has no event to wait on: sample it this often.
 _PERIOD_S = 0.5
 
@@ -88,11 +87,12 @@ class Supervisor:
         self.header_use: collections.Counter = collections.Counter()
         # (exact import text, profile) per import key, to re-warm replacements.
         self.imports_text: dict[str, tuple[str, str]] = {}
+        # Profile name -> when a job of it last arrived (spares follow demand).
+        self.profile_seen: dict[str, float] = {}
         self.preloading: set[str] = set()
         self._wake = asyncio.Event()
         self._dead: list[Worker] = []
         self._background: set[asyncio.Task] = set()
-        self._probe_fork = pool.probe_fork_pending
 
     # -- the loop ----------------------------------------------------------------
 
@@ -153,19 +153,21 @@ class Supervisor:
                     break
 
     def keep_spares(self) -> None:
-        """Keeps `warm_spares` idle workers loaded with the most used headers
-        (spread round-robin over the top ones), so a killed worker's next
-        caller finds its header already imported."""
+        """Keeps `warm_spares` idle workers loaded with the most used headers,
+        so a killed worker's next caller finds its header already imported.
+
+        Per profile, by demand: the default profile's top header first, then
+        the top header of each profile with traffic in the last
+        `spare_profile_window_s` (most recent first), the rest round-robin
+        over the most used headers of those profiles. A profile without
+        recent traffic keeps none: its idle workers may make room."""
         pool = self._pool
         wanted = self.config.pool.warm_spares
         if not wanted or len(pool.admission) or pool.closing:
             return
-        ranked = [key for key, _n in self.header_use.most_common(wanted) if key in self.imports_text]
-        if not ranked:
+        target = self.spare_targets(wanted, time.monotonic())
+        if not target:
             return
-        target: collections.Counter = collections.Counter()
-        for i in range(wanted):
-            target[ranked[i % len(ranked)]] += 1
         have = collections.Counter(
             w.header_key
             for w in pool.workers
@@ -178,6 +180,23 @@ class Supervisor:
                     return
                 pool.stats.spares_started += 1
                 self.preload_header(*self.imports_text[key])
+
+    def spare_targets(self, wanted: int, now: float) -> collections.Counter:
+        """How many idle spares each header key should have (`wanted` in all)."""
+        window = self.config.pool.spare_profile_window_s
+        active = {profile for profile, seen in self.profile_seen.items() if not profile or now - seen <= window}
+        ranked = [key for key, _n in self.header_use.most_common()
+                  if key in self.imports_text and self.imports_text[key][1] in active]
+        if not ranked:
+            return collections.Counter()
+        top_of: dict[str, str] = {}
+        for key in ranked:
+            top_of.setdefault(self.imports_text[key][1], key)
+        by_recency = sorted(active, key=lambda p: (p != "", -self.profile_seen[p]))
+        picks = [top_of[p] for p in by_recency if p in top_of][:wanted]
+        ranked = ranked[:wanted]
+        picks += [ranked[i % len(ranked)] for i in range(len(picks), wanted)]
+        return collections.Counter(picks)
 
     def _free_slot_for_spare(self, have: collections.Counter, target: collections.Counter) -> None:
         """Retires the least recently used idle worker of a header that has
@@ -196,13 +215,15 @@ class Supervisor:
 
     def note_header(self, import_key: str, imports: str, profile: str = "") -> None:
         self.header_use[import_key] += 1
+        self.profile_seen[profile] = time.monotonic()
         self.imports_text.setdefault(import_key, (imports, profile))
 
     async def boot(self, worker: Worker) -> None:
         """Starts the worker's process; learns the verifier identity once."""
         pool = self._pool
         try:
-            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=self._probe_fork)
+            probe_fork = pool.features.probe_pending(worker.profile)
+            await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=probe_fork)
         except WorkerBootError as exc:
             pool.stats.boot_failures += 1
             if self.breaker.record_failure(exc):
@@ -214,21 +235,11 @@ class Supervisor:
             self.identities[worker.profile] = identity
             log.info("verifier identity%s: %s", f" of profile {worker.profile!r}" if worker.profile else "",
                      identity.description)
-        if self._probe_fork:
-            self._probe_fork = False
-            pool.set_incrementality(bool(worker.is_fork))
-            log.info("REPL incrementality (fork) %s", "detected" if pool.incrementality else "not detected")
-        pool.elab_async = self._wants_elab_async()
-
-    def _wants_elab_async(self) -> bool:
-        setting = self.config.repl.elab_async
-        if setting in (True, "on"):
-            return True
-        if setting in (False, "off"):
-            return False
-        # auto: the fork accepts setOptions; Elab.async exists from Lean 4.19.
-        match = _LEAN_VERSION.search(self.identity.lean_version if self.identity else "")
-        return self._pool.incrementality and match is not None and (int(match[1]), int(match[2])) >= (4, 19)
+        # The fork question and Elab.async of this worker's own profile.
+        identity = self.identities[worker.profile]
+        if pool.features.learn(worker.profile, bool(worker.is_fork) if probe_fork else None, identity.lean_version):
+            log.info("REPL incrementality (fork)%s %s", f" of profile {worker.profile!r}" if worker.profile else "",
+                     "detected" if worker.is_fork else "not detected")
 
     def retire(self, worker: Worker, cause: ExitCause) -> None:
         if worker.state in (WorkerState.DEAD, WorkerState.FAILED, WorkerState.STOPPING):

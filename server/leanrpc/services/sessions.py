@@ -1,7 +1,10 @@
 """Sessions: named env trees whose env ids survive worker restarts.
 
-Owns: session request checks (names, env ids, no imports after opening) and
-running session commands. The pool keeps the commands and replays them
+Owns: session request checks (names, env ids, no imports after opening, the
+REPL profile fixed at opening) and running session commands. A session runs
+on the profile its OpenSession named (`options.profile`, "" = the default)
+for life: every command and every replay after a worker restart runs on a
+worker of that profile; a later call naming another profile is refused. The pool keeps the commands and replays them
 (leanrpc.pool.sessions); results are built by services.outcomes, exactly as
 for Verify. May import: core, errors, results, pool, services.outcomes.
 Never imports services.verify (Verify uses this room, not the reverse).
@@ -29,6 +32,7 @@ class SessionResult:
     env: int | None  # the session env after the code; None if none was made
     result: VerifyResult
     replayed_commands: int = 0
+    profile: str = ""  # the REPL profile the session runs on ("" = default)
 
 
 class SessionService:
@@ -52,7 +56,7 @@ class SessionService:
         options = self._options(options)
         self._validate(code, options)
         split = split_header(code)
-        session = self.registry.create(name, split)
+        session = self.registry.create(name, split, options.profile)
         try:
             out = await self._submit(session, None, split.padded_body, options, deadline, record=True,
                                      result_id=session.name, client_id=client_id)
@@ -71,6 +75,7 @@ class SessionService:
         session = self.registry.get(name)
         options = self._options(options)
         self._validate(code, options)
+        self.check_profile(session, options.profile)
         if split_header(code).imports:
             raise RequestError(
                 f"session code cannot import modules; the imports of session {name!r} are fixed when it is opened"
@@ -82,6 +87,18 @@ class SessionService:
         return await self._submit(session, parent, code, options, deadline, record=record,
                                   result_id=result_id or f"{name}:{parent}", client_id=client_id,
                                   stream_id=stream_id)
+
+    @staticmethod
+    def check_profile(session, profile: str) -> None:
+        """RequestError unless `profile` is empty (the session's own) or the
+        profile the session was opened on."""
+        if profile and profile != session.profile:
+            runs_on = f"profile {session.profile!r}" if session.profile else "the default profile"
+            raise RequestError(
+                f"session {session.name!r} runs on {runs_on}, not on profile {profile!r}; "
+                "a session keeps the profile it was opened on",
+                field="options.profile",
+            )
 
     def close(self, name: str) -> bool:
         return self.registry.close(name)
@@ -97,8 +114,9 @@ class SessionService:
             session=SessionCall(session, parent, text, record),
             client_id=client_id,
             stream_id=stream_id or f"session:{session.name}",
+            profile=session.profile,
         )
         result, outcome = await run_job(self.pool, job, result_id)
         if outcome is None:
-            return SessionResult(session.name, None, result)
-        return SessionResult(session.name, outcome.session_env, result, outcome.replayed_commands)
+            return SessionResult(session.name, None, result, profile=session.profile)
+        return SessionResult(session.name, outcome.session_env, result, outcome.replayed_commands, session.profile)

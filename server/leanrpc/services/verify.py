@@ -75,11 +75,13 @@ class VerifyService:
         if "\x00" in code:
             raise RequestError("snippet code contains a NUL character")
         if options.profile:
-            self.pool.check_profile(options.profile)  # unknown: INVALID_ARGUMENT
-            if options.session:
-                raise RequestError("sessions run on the default REPL profile; drop the profile or the session")
+            try:
+                self.pool.check_profile(options.profile)
+            except RequestError as exc:  # unknown: INVALID_ARGUMENT naming the field
+                raise RequestError(exc.message, field="options.profile") from exc
         if options.session:
-            self.sessions.registry.get(options.session)
+            # The session runs on its own profile; naming another one is refused.
+            self.sessions.check_profile(self.sessions.registry.get(options.session), options.profile)
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
                      client_id: str = "", stream_id: str = "") -> VerifyResult:
