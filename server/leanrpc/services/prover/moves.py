@@ -49,14 +49,26 @@ class StateMover:
         self.timeout_s = timeout_s
         self.max_pickle_bytes = max_pickle_bytes
         self._background: set[asyncio.Task] = set()
+        # (proof id, path) -> when it was last rebuilt eagerly. A state not
+        # expanded since is not moved again: eager rebuilds are pool jobs that
+        # count towards max_requests, and must not chase each other.
+        self._moved: dict[tuple[str, Path], float] = {}
 
     def _only_here(self, worker_name: str) -> list[tuple[Proof, Path]]:
         """Live states `worker_name` holds that no other live worker holds, deepest first."""
         alive = {w.name for w in self.pool.workers if w.alive and w.name != worker_name}
-        return [
-            (proof, path) for proof, path in self.registry.live_paths(worker_name)
-            if path not in proof.pickles and not any(path in proof.realized.get(n, {}) for n in alive)
-        ][:self.max_states]
+        moves, seen = [], set()
+        for state in self.registry.held_states(worker_name):
+            proof, path = state.proof, state.path
+            if (proof.proof_id, path) in seen or path in proof.pickles:
+                continue
+            seen.add((proof.proof_id, path))
+            if any(path in proof.realized.get(n, ()) for n in alive):
+                continue
+            if self._moved.get((proof.proof_id, path), -1.0) >= state.last_used:
+                continue
+            moves.append((proof, path))
+        return moves[:self.max_states]
 
     async def before_recycle(self, worker, cause: ExitCause) -> None:
         moves = self._only_here(worker.name)
@@ -96,6 +108,11 @@ class StateMover:
         for proof, path in moves:  # deepest first
             if not any(p is proof and q[:len(path)] == path for p, q in leaves):
                 leaves.append((proof, path))
+        now = time.monotonic()
+        for proof, path in moves:
+            self._moved[(proof.proof_id, path)] = now
+        if len(self._moved) > 16 * max(1, self.max_states):
+            self._moved = {k: t for k, t in self._moved.items() if now - t < 3600}
         for proof, path in leaves:
             job = Job(split=proof.split, timeout_s=self.pool.config.pool.default_timeout_s, client_id=MOVER_CLIENT,
                       stream_id=f"prover:{proof.proof_id}", call=RealizeCall(proof, path, self.rebuilder))

@@ -15,8 +15,8 @@ priced like elaborating the proof's command once (it re-adds the command's
 constants on the worker's header env), so a pickle of a state with tactics
 behind it is always cheaper than replaying from nothing; ties go to the
 pickle. A failed unpickle (a message, other goals than when pickled, a REPL
-that died on the file) drops that pickle: the path is replayed (on the same
-worker, or, when the REPL died, by the pool's retry on another).
+that died on the file) drops every pickle of that proof: the path is replayed
+(on the same worker, or, when the REPL died, by the pool's retry on another).
 
 A replay that answers differently from the first time (no proof state where
 there was one, a different number of sorries) means the process is not a
@@ -89,17 +89,22 @@ async def _unpickle(rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: 
     try:
         response = await unpickle_state(worker, rb.scratch, data, base_env, timeout)
     except (WorkerError, OSError):
-        rb.registry.drop_pickle(proof, prefix)
-        rb.stats.unpickle_failures += 1
+        _drop_all(rb, proof)
         if worker.alive:
             return None
         raise WorkerCrashed(f"unpickling a state of proof {proof.proof_id} killed {worker.name}; "
                             "the pickle is dropped and the state replayed") from None
     if response.proof_state is None or list(response.goals or []) != goals:
-        rb.registry.drop_pickle(proof, prefix)
-        rb.stats.unpickle_failures += 1
+        _drop_all(rb, proof)
         return None
     return response.proof_state
+
+
+def _drop_all(rb: Rebuilder, proof: Proof) -> None:
+    """A pickle of `proof` did not load: its others were made the same way."""
+    for path in list(proof.pickles):
+        rb.registry.drop_pickle(proof, path)
+    rb.stats.unpickle_failures += 1
 
 
 async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: float, rb: Rebuilder) -> tuple[int, int]:

@@ -135,14 +135,10 @@ class StateRegistry:
     def live_states(self, client_id: str) -> int:
         return self._per_client[client_id]
 
-    def live_paths(self, worker: str) -> list[tuple[Proof, Path]]:
-        """(proof, path) of the live states `worker` holds, deepest first."""
-        found = []
-        for state in self._states.values():
-            built = state.proof.realized.get(worker)
-            if built and state.path in built:
-                found.append((state.proof, state.path))
-        found.sort(key=lambda item: -len(item[1]))
+    def held_states(self, worker: str) -> list[ProofState]:
+        """The live states `worker` holds, deepest first."""
+        found = [s for s in self._states.values() if s.path in s.proof.realized.get(worker, ())]
+        found.sort(key=lambda state: -len(state.path))
         return found
 
     # -- pickles the server holds ------------------------------------------------
