@@ -304,6 +304,18 @@ class ProverConfig(_Section):
     max_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=31_536_000)] = 86_400.0
     # Longest tactic text accepted (RunTactic, Expand).
     max_tactic_chars: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 8_192
+    # Rebuild states by pickling (pickleTo / unpickleProofStateFrom): "auto"
+    # when the REPL's Lean version has it (>= 4.3.0), "on", "off" (replay only).
+    pickle: OnOffAuto = "auto"
+    # Pickle bytes the server holds for all proofs (oldest dropped beyond it),
+    # and the largest single pickle it keeps.
+    max_pickle_store_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1024
+    max_pickle_mb: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 64
+    # Before a worker holding live states is recycled: states moved (pickled,
+    # or rebuilt on another worker where the REPL cannot pickle) and the time
+    # the pickling may take; 0 states: rebuilt lazily on their next expansion.
+    max_moved_states: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 256
+    move_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 10.0
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -141,6 +141,7 @@ class Pool:
         self.supervisor = Supervisor(self)
         self.sessions = SessionRegistry(config.pool.max_sessions, config.pool.max_session_commands)
         self._state_listeners: list = []
+        self._recycle_hooks: list = []
         self._wake = asyncio.Event()
         self._dispatcher: asyncio.Task | None = None
         self._supervisor_task: asyncio.Task | None = None
@@ -241,6 +242,29 @@ class Pool:
     def add_state_listener(self, listener) -> None:
         """listener(worker, old_state, new_state), called on every transition."""
         self._state_listeners.append(listener)
+
+    def add_recycle_hook(self, hook) -> None:
+        """`await hook(worker, cause)` runs before a live worker is recycled, while the pool holds it
+        (the Prover moves proof states off it); it bounds its own time. Errors are logged."""
+        self._recycle_hooks.append(hook)
+
+    def recycle(self, worker: Worker, cause: ExitCause) -> None:
+        if not self._recycle_hooks or self.closing or not worker.alive:
+            return self.supervisor.retire(worker, cause)
+        if worker.state in (WorkerState.IDLE, WorkerState.READY):
+            worker.reserve()  # held while the hooks run: routing skips it
+        self.supervisor.schedule(self._recycle_after_hooks(worker, cause), name=f"recycle-{worker.name}")
+
+    async def _recycle_after_hooks(self, worker: Worker, cause: ExitCause) -> None:
+        try:
+            for hook in self._recycle_hooks:
+                try:
+                    await hook(worker, cause)
+                except Exception:  # noqa: BLE001 - a hook never keeps a worker alive
+                    log.exception("recycle hook failed on %s", worker.name)
+        finally:
+            self.supervisor.retire(worker, cause)
+            self.poke()
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -421,7 +445,7 @@ class Pool:
             if worker.rss_at_release > limits.max_worker_rss_mb * 2**20:
                 reason = ExitCause.OUT_OF_MEMORY
         if reason is not None or self.closing:
-            self.supervisor.retire(worker, reason or ExitCause.SHUTDOWN)
+            self.recycle(worker, reason or ExitCause.SHUTDOWN)  # shutdown: no hooks
         else:
             worker.release()
 

@@ -145,7 +145,7 @@ class Supervisor:
         if idle:
             victim = max(idle, key=lambda w: w.tree_rss())
             log.warning("system memory above %.0f%%; recycling %s", threshold, victim.name)
-            self.retire(victim, ExitCause.SYSTEM_MEMORY)
+            self._pool.recycle(victim, ExitCause.SYSTEM_MEMORY)
         else:
             for worker in self._pool.workers:
                 if worker.busy and worker.recycle_reason is None:

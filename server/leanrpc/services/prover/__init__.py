@@ -1,10 +1,13 @@
 """Prover: step-level proof search on the pool (docs/PROVER.md).
 
-Rooms: registry (state ids, tactic paths, quotas, TTL), calls (the pool
-WorkerCalls: elaborate a proof, rebuild a state by replay, run a tactic),
-assemble (bare statements, whole-proof text), service (the service on
-internal types). May import: config, core, errors, results, repl, pool,
-worker (states only), services.verify. Never imports edge or `*_pb2`.
+Rooms: registry (state ids, tactic paths, quotas, TTL, the pickle store),
+pickles (which REPLs pickle, each worker's scratch, pickle/unpickle
+exchanges), rebuild (a path on a worker: unpickle or replay, by cost), calls
+(the pool WorkerCalls: elaborate a proof, run a tactic, rebuild a state),
+moves (states moved off a worker before its recycle), assemble (bare
+statements, whole-proof text), service (the service on internal types). May
+import: config, core, errors, results, repl, pool, worker (states only),
+services.verify. Never imports edge or `*_pb2`.
 """
 
 from .registry import ProofState, StateRegistry

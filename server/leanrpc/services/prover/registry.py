@@ -4,7 +4,7 @@ Owns: `Proof` (one StartProof: its code, its sorries, which workers elaborated
 it and which REPL proof state numbers they hold for which tactic path),
 `ProofState` (an immutable node: proof + root sorry + tactic path + goals),
 and `StateRegistry` (state_id -> ProofState; per-client quotas, TTL, release,
-forgetting a dead worker). Pure bookkeeping: no REPL, no asyncio. May import:
+forgetting a dead worker, the bounded store of pickles the server holds). Pure bookkeeping: no REPL, no asyncio. May import:
 core.headers, errors.
 
 A state is named by its *path* (root sorry index, tactic, tactic, ...), never
@@ -46,6 +46,8 @@ class Proof:
         # worker name -> {path -> REPL proof state number on that worker}
         self.realized: dict[str, dict[Path, int]] = {}
         self.live: set[str] = set()  # live state ids of this proof
+        # path -> (pickle bytes, goals when pickled): the server's own copy (pickles.py)
+        self.pickles: dict[Path, tuple[bytes, list[str]]] = {}
 
     def held_chars(self, worker: str, path: Path) -> int:
         """Characters of the work to build `path` that `worker` already did."""
@@ -63,6 +65,10 @@ class Proof:
 
     def forget_worker(self, worker: str) -> None:
         self.realized.pop(worker, None)
+
+    def deepest_pickle(self, path: Path, above: int = 0) -> int:
+        """Length of the longest prefix of `path` with a pickle (0: none over `above`)."""
+        return next((k for k in range(len(path), above, -1) if path[:k] in self.pickles), 0)
 
 
 @dataclasses.dataclass(eq=False)
@@ -94,13 +100,23 @@ class RegistryStats:
     states_rebuilt: int = 0     # expansions that had to replay a path on a worker first
     replayed_tactics: int = 0
     replayed_commands: int = 0
+    states_rebuilt_by_pickle: int = 0   # rebuilt from a pickle the server held (and the rest replayed)
+    states_rebuilt_by_replay: int = 0   # rebuilt by replaying the command and tactics only
+    states_pickled: int = 0             # pickles taken (before a recycle)
+    unpickle_failures: int = 0          # unpickles that failed (the pickle is dropped; replay)
+    states_moved_eagerly: int = 0       # rebuilt on another worker before a recycle (no pickling)
+    unpickle_s: float = 0.0             # time spent in successful unpickles
 
 
 class StateRegistry:
     """state_id -> ProofState, with per-client quotas and TTL."""
 
-    def __init__(self, *, max_states_per_client: int, default_ttl_s: float, max_ttl_s: float) -> None:
+    def __init__(self, *, max_states_per_client: int, default_ttl_s: float, max_ttl_s: float,
+                 max_pickle_bytes: int = 2**30) -> None:
         self.max_states_per_client = max_states_per_client
+        self.max_pickle_bytes = max_pickle_bytes
+        self.pickle_bytes = 0
+        self._pickle_order: dict[tuple[str, Path], int] = {}  # oldest first -> size
         self.default_ttl_s = default_ttl_s
         self.max_ttl_s = max_ttl_s
         self.stats = RegistryStats()
@@ -118,6 +134,35 @@ class StateRegistry:
 
     def live_states(self, client_id: str) -> int:
         return self._per_client[client_id]
+
+    def held_states(self, worker: str) -> list[ProofState]:
+        """The live states `worker` holds, deepest first."""
+        found = [s for s in self._states.values() if s.path in s.proof.realized.get(worker, ())]
+        found.sort(key=lambda state: -len(state.path))
+        return found
+
+    # -- pickles the server holds ------------------------------------------------
+
+    def store_pickle(self, proof: Proof, path: Path, data: bytes, goals: list[str]) -> None:
+        if proof.proof_id not in self._proofs or len(data) > self.max_pickle_bytes:
+            return
+        self.drop_pickle(proof, path)
+        proof.pickles[path] = (data, goals)
+        self._pickle_order[(proof.proof_id, path)] = len(data)
+        self.pickle_bytes += len(data)
+        while self.pickle_bytes > self.max_pickle_bytes and self._pickle_order:
+            proof_id, old = next(iter(self._pickle_order))
+            owner = self._proofs.get(proof_id)
+            self._forget_pickle(proof_id, old)
+            if owner is not None:
+                owner.pickles.pop(old, None)
+
+    def drop_pickle(self, proof: Proof, path: Path) -> None:
+        if proof.pickles.pop(path, None) is not None:
+            self._forget_pickle(proof.proof_id, path)
+
+    def _forget_pickle(self, proof_id: str, path: Path) -> None:
+        self.pickle_bytes -= self._pickle_order.pop((proof_id, path), 0)
 
     # -- creating ----------------------------------------------------------------
 
@@ -182,6 +227,8 @@ class StateRegistry:
                 self._drop(self._states[state_id])
                 released += 1
             self._proofs.pop(proof_id, None)
+            for path in list(proof.pickles):
+                self.drop_pickle(proof, path)
         self.stats.states_released += released
         return released, unknown
 
@@ -215,3 +262,5 @@ class StateRegistry:
             # command and REPL numbers (the REPL itself never frees them;
             # worker recycling does).
             self._proofs.pop(proof.proof_id, None)
+            for path in list(proof.pickles):
+                self.drop_pickle(proof, path)

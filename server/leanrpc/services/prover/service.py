@@ -31,6 +31,9 @@ from ...worker.worker import WorkerState
 from ..verify import VerifyOptions, VerifyService
 from .assemble import assemble, prepare_code
 from .calls import StartCall, TacticCall, TacticRun
+from .moves import StateMover
+from .pickles import Scratch, can_pickle
+from .rebuild import Rebuilder
 from .registry import ProofState, StateRegistry
 
 __all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
@@ -54,6 +57,11 @@ class ProverLimits:
     default_ttl_s: float = 600.0
     max_ttl_s: float = 86_400.0
     max_tactic_chars: int = 8_192
+    pickle: str = "auto"
+    max_pickle_store_mb: int = 1024
+    max_pickle_mb: int = 64
+    max_moved_states: int = 256
+    move_timeout_s: float = 10.0
 
     @classmethod
     def from_config(cls, config: Config) -> "ProverLimits":
@@ -61,7 +69,9 @@ class ProverLimits:
         if section.default_ttl_s > section.max_ttl_s:
             raise RequestError(f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}")
         return cls(max_states_per_client=section.max_states_per_client, default_ttl_s=section.default_ttl_s,
-                   max_ttl_s=section.max_ttl_s, max_tactic_chars=section.max_tactic_chars)
+                   max_ttl_s=section.max_ttl_s, max_tactic_chars=section.max_tactic_chars, pickle=section.pickle,
+                   max_pickle_store_mb=section.max_pickle_store_mb, max_pickle_mb=section.max_pickle_mb,
+                   max_moved_states=section.max_moved_states, move_timeout_s=section.move_timeout_s)
 
 
 @dataclasses.dataclass
@@ -101,20 +111,42 @@ class ProverService:
             max_states_per_client=self.limits.max_states_per_client,
             default_ttl_s=self.limits.default_ttl_s,
             max_ttl_s=self.limits.max_ttl_s,
+            max_pickle_bytes=self.limits.max_pickle_store_mb * 2**20,
         )
+        # Under the unshare sandbox each worker's scratch is its own tmpfs at this path.
+        self.scratch = Scratch(getattr(pool.launcher, "scratch_dir", None))
+        self.rebuilder = Rebuilder(self.registry, self.scratch, pool.cost, self.can_pickle)
+        self.mover = StateMover(pool, self.registry, self.rebuilder, max_states=self.limits.max_moved_states,
+                                timeout_s=self.limits.move_timeout_s, max_pickle_bytes=self.limits.max_pickle_mb * 2**20)
         pool.add_state_listener(self._on_worker_state)
+        pool.add_recycle_hook(self.mover.before_recycle)
 
     def _on_worker_state(self, worker, old: WorkerState, new: WorkerState) -> None:
         if new in (WorkerState.DEAD, WorkerState.FAILED):
             self.registry.forget_worker(worker.name)
+            self.scratch.forget(worker.name)
+
+    def can_pickle(self, worker) -> bool:
+        """Whether `worker`'s REPL pickles proof states (`[prover] pickle`, else
+        the Lean version its profile's identity probe learnt)."""
+        identity = self.pool.supervisor.identities.get(getattr(worker, "profile", ""))
+        version = identity.lean_version if identity is not None else worker.version_string
+        return can_pickle(self.limits.pickle, version)
+
+    async def close(self) -> None:
+        await self.mover.close()
+        self.scratch.close()
 
     # -- checks ------------------------------------------------------------------
 
     def _timeout(self, timeout_s: float) -> float:
+        """`timeout` (a Duration on the wire, seconds here); refusals name the proto field."""
+        limit = self.config.pool.max_timeout_s
         if timeout_s < 0 or timeout_s != timeout_s:
-            raise RequestError("timeout_s must be a non-negative number")
-        if timeout_s > self.config.pool.max_timeout_s:
-            raise RequestError(f"timeout_s {timeout_s} is over the limit of {self.config.pool.max_timeout_s}")
+            raise RequestError("timeout must be a non-negative duration", field="timeout")
+        if timeout_s > limit:
+            raise RequestError(f"timeout {timeout_s:g} s is over the limit of {limit:g} s (pool.max_timeout_s)",
+                               field="timeout")
         return timeout_s or self.config.pool.default_timeout_s
 
     def _check_code(self, code: str) -> None:
@@ -141,7 +173,9 @@ class ProverService:
         self._check_code(code)
         timeout = self._timeout(timeout_s)
         if ttl_s < 0 or ttl_s != ttl_s or ttl_s > self.limits.max_ttl_s:
-            raise RequestError(f"ttl_s must be between 0 (server default) and {self.limits.max_ttl_s}")
+            raise RequestError(f"ttl {ttl_s:g} s is out of range: between 0 (unset: the server default "
+                               f"{self.limits.default_ttl_s:g} s) and {self.limits.max_ttl_s:g} s (prover.max_ttl_s)",
+                               field="ttl")
         code = prepare_code(code, split_header(code).body)
         split = split_header(code)
         self.registry.check_room(client_id, 1)
@@ -187,7 +221,7 @@ class ProverService:
         out = TacticOutcome(parent_state_id=state_id, tactic=tactic, status=ProofStatus.REJECTED,
                             request_id=request_id)
         job = Job(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                  stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.registry.stats))
+                  stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.rebuilder))
         try:
             outcome = await self._submit_uncancelled_once_running(job)
         except (WorkerError, HeaderLoadError) as exc:

@@ -1,0 +1,136 @@
+"""Proof states as bytes the server holds: pickled on one worker, unpickled on another.
+
+Owns: whether a worker's REPL can pickle proof states (`can_pickle`: the
+`[prover] pickle` setting, else the Lean version its identity probe learnt;
+`pickleTo`/`unpickleProofStateFrom` arrived in REPL v4.3.0), where a worker's
+private scratch is (`Scratch`: as the REPL sees it, as the server reaches it)
+and the two exchanges `pickle_state` / `unpickle_state`. May import: errors,
+repl, worker (states only).
+
+The bytes never stay in a worker's scratch. The server reads them back right
+after the REPL wrote them and removes the file; to unpickle, it writes them
+into the *target* worker's own scratch and removes the file after the answer.
+No directory is shared by two workers, so code one snippet runs (`#eval`) on
+one worker cannot touch the pickles another worker reads. Under the unshare
+sandbox the scratch is the worker's private tmpfs, reached from the server
+through `/proc/<REPL pid>/root`; without the sandbox it is a 0700 directory
+the server makes for that worker alone (a worker running as the server's uid
+is not isolated from anything then; docs/SECURITY.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import tempfile
+
+import psutil
+
+from ... import repl
+
+__all__ = ["FIRST_PICKLING_VERSION", "Scratch", "can_pickle", "pickle_state", "unpickle_state"]
+
+# The first REPL tag with proof-state pickling (shared/REPL-PROTOCOL.md §9).
+FIRST_PICKLING_VERSION = (4, 3, 0)
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    match = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if match is None:
+        return None
+    return tuple(int(g or 0) for g in match.groups())
+
+
+def can_pickle(setting: str, lean_version: str) -> bool:
+    """`setting` is "on", "off" or "auto" (by `lean_version`; unknown: no)."""
+    if setting in ("on", "off"):
+        return setting == "on"
+    version = _version(lean_version)
+    return version is not None and version >= FIRST_PICKLING_VERSION
+
+
+class Scratch:
+    """Where each worker may write: (path the REPL is given, path the server opens)."""
+
+    def __init__(self, sandbox_scratch: str | None) -> None:
+        # The sandbox's scratch mountpoint (inside each worker's own root), or
+        # None when workers run without the unshare sandbox.
+        self._sandbox = sandbox_scratch
+        self._private: dict[str, str] = {}  # worker name -> directory the server made
+
+    def paths(self, worker) -> tuple[str, str]:
+        name = f"leanrpc-state-{secrets.token_hex(8)}.olean"
+        if self._sandbox:
+            inside = os.path.join(self._sandbox, name)
+            return inside, f"/proc/{_repl_pid(worker)}/root{inside}"
+        folder = self._private.get(worker.name)
+        if folder is None or not os.path.isdir(folder):
+            folder = self._private[worker.name] = tempfile.mkdtemp(prefix=f"leanrpc-{worker.name}-states-")
+        path = os.path.join(folder, name)
+        return path, path
+
+    def forget(self, worker_name: str) -> None:
+        folder = self._private.pop(worker_name, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        for name in list(self._private):
+            self.forget(name)
+
+
+def _repl_pid(worker) -> int:
+    """The process whose root holds the scratch: the monitor's child (enter.py)."""
+    try:
+        children = psutil.Process(worker.pid).children()
+    except (psutil.Error, TypeError):
+        children = []
+    return children[0].pid if children else worker.pid
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: float,
+                       max_bytes: int) -> tuple[bytes, list[str]] | None:
+    """The pickle of REPL proof state `proof_state` and its goals, or None
+    when the REPL refused or the file is unreadable or over `max_bytes`.
+    WorkerError (timeout, crash: a pickle I/O failure kills the REPL) propagates."""
+    inside, outside = scratch.paths(worker)
+    try:
+        response = await worker.request({"proofState": proof_state, "pickleTo": inside}, timeout)
+        if response.proof_state is None:
+            return None
+        try:
+            fd = os.open(outside, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(max_bytes + 1)
+        if not data or len(data) > max_bytes:
+            return None
+        return data, list(response.goals or [])
+    finally:
+        _unlink(outside)
+
+
+async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, timeout: float) -> repl.Response:
+    """Writes `data` into `worker`'s own scratch and unpickles it on `base_env`.
+
+    Returns the REPL's answer (a new proof state, or a message); WorkerError
+    propagates (a bad pickle can kill the REPL). OSError when the scratch
+    cannot be written."""
+    inside, outside = scratch.paths(worker)
+    try:
+        fd = os.open(outside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return await worker.request({"unpickleProofStateFrom": inside, "env": base_env}, timeout)
+    finally:
+        _unlink(outside)
