@@ -81,6 +81,8 @@ class App:
         if self.gateway is not None:
             await self.gateway.stop(grace)
         await self.server.stop(grace)
+        if self.prover is not None:
+            await self.prover.close()  # eager state moves still queued; unsandboxed scratch folders
         await self.pool.close(grace)
         if hasattr(self.verify, "close"):
             await self.verify.close()  # the result cache's pending writes

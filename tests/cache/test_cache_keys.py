@@ -32,6 +32,21 @@ def test_environment_is_in_the_key():
     assert key(VerifierSettings(LEAN, ())) != key()
 
 
+def test_each_profile_keys_on_its_own_repl_settings():
+    from leanrpc.cache.build import key_environments
+    from leanrpc.config import Config
+
+    config = Config.from_dict({"repl": {"incrementality": "off", "fork": {
+        "command": ["repl"], "incrementality": "on", "elab_async": "on"}}})
+    environments = key_environments(config, "unshare")
+    assert set(environments) == {"", "fork"}
+    assert "incrementality=off" in environments[""] and "incrementality=on" in environments["fork"]
+    assert "elab_async=on" in environments["fork"] and "elab_async=on" not in environments[""]
+    assert all("sandbox=unshare" in env for env in environments.values())
+    keys = {key(VerifierSettings(LEAN, env)) for env in environments.values()}
+    assert len(keys) == 2
+
+
 @pytest.mark.parametrize(
     "variant",
     [

@@ -34,10 +34,15 @@ def build_cache(section: Any) -> ResultCache:
     return ResultCache(memory, disk=disk, shared=shared)
 
 
-def key_environment(config: Any, sandbox: str) -> tuple[str, ...]:
-    """The configured settings besides the identity that can change an answer."""
-    return (
-        f"sandbox={sandbox}",
-        f"incrementality={config.repl.incrementality}",
-        f"elab_async={config.repl.elab_async}",
-    )
+def key_environments(config: Any, sandbox: str) -> dict[str, tuple[str, ...]]:
+    """Per REPL profile ("" = the default), the configured settings besides
+    the identity that can change an answer: each profile's own."""
+    environments = {}
+    for name in config.repl.profile_names:
+        repl = config.repl.profile(name)
+        environments[name] = (
+            f"sandbox={sandbox}",
+            f"incrementality={repl.incrementality}",
+            f"elab_async={repl.elab_async}",
+        )
+    return environments

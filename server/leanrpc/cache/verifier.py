@@ -62,10 +62,11 @@ class _Landing:
 
 
 class CachedVerifier:
-    def __init__(self, service: Any, cache: ResultCache, *, environment: tuple[str, ...] = ()) -> None:
+    def __init__(self, service: Any, cache: ResultCache, *,
+                 environments: dict[str, tuple[str, ...]] | None = None) -> None:
         self.service = service
         self.cache = cache
-        self.environment = environment
+        self.environments = environments or {}  # per profile: settings in every key
         self.flights = SingleFlight()
         self._settings: VerifierSettings | None = None
         self._by_profile: dict[str, VerifierSettings] = {}
@@ -74,12 +75,12 @@ class CachedVerifier:
     @classmethod
     def from_config(cls, service: Any, config: Any, *, sandbox: str = "") -> Any:
         """`service` wrapped per `config.cache`; `service` itself when disabled."""
-        from .build import build_cache, key_environment
+        from .build import build_cache, key_environments
 
         section = getattr(config, "cache", None)
         if section is None or not section.enabled:
             return service
-        return cls(service, build_cache(section), environment=key_environment(config, sandbox))
+        return cls(service, build_cache(section), environments=key_environments(config, sandbox))
 
     # The rest of the VerifyService surface, unchanged.
     def __getattr__(self, name: str) -> Any:
@@ -99,7 +100,7 @@ class CachedVerifier:
             return None
         settings = self._by_profile.get(profile)
         if settings is None or settings.identity != identity:
-            settings = self._by_profile[profile] = VerifierSettings(identity, self.environment)
+            settings = self._by_profile[profile] = VerifierSettings(identity, self.environments.get(profile, ()))
             if not settings.fully_identified and self.cache.tiers:
                 log.warning("result cache: the Lean identity%s has no REPL or project revision "
                             "([repl] repl_revision / project_revision); disk and Redis tiers are off",
