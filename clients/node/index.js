@@ -130,8 +130,9 @@ class LeanrpcClient {
 
   // snippets: [{id, code}]; resolves to results in input order (one unary Verify).
   // `profile` names the server's REPL profile (toolchain); '' is its default.
-  async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false, profile = '' } = {}) {
-    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile }) };
+  // `cache: false` bypasses the server's result cache (null: its default).
+  async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false, profile = '', cache = null } = {}) {
+    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile, cache }) };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
     return response.results.map(resultFromPb);
   }
@@ -145,7 +146,8 @@ class LeanrpcClient {
   // are the answers; a failed stream rejects with a LeanrpcError whose
   // `partial` holds the results received. onResult(result) sees each final
   // result as it arrives.
-  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = false, onResult = null, profile = '' } = {}) {
+  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = false, onResult = null, profile = '',
+    cache = null } = {}) {
     // Keys are unique even when ids repeat; results get their own id back.
     const keys = snippets.map((s, n) => `${n}:${s.id}`);
     const byKey = new Map(keys.map((key, n) => [key, snippets[n]]));
@@ -156,7 +158,7 @@ class LeanrpcClient {
       if (onResult) onResult(result);
     };
     const inOrder = () => keys.filter((key) => results.has(key)).map((key) => results.get(key));
-    const options = verifyOptions({ timeoutS, checkAxioms, profile });
+    const options = verifyOptions({ timeoutS, checkAxioms, profile, cache });
     let attempt = 0;
     while (results.size < snippets.length) {
       const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code }));

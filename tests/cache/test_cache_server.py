@@ -101,3 +101,18 @@ async def test_results_survive_a_restart_with_cache_dir(tmp_path):
         assert (second.cache_source, second.original_run) == ("disk", first.original_run)
         assert third.cache_source == "memory"
         assert app.pool.stats.jobs_finished == 0
+
+
+async def test_the_cache_is_on_by_default_and_the_clients_cache_false_bypasses_it():
+    from leanrpc.config import Config
+
+    assert Config().cache.enabled and Config().cache.memory_mb > 0
+    async with cached_server() as (app, client):
+        code = theorem(9)
+        [first] = await client.verify([("a", code)])
+        [bypassed] = await client.verify_batch([("b", code)], cache=False)
+        [streamed] = await client.verify([("c", code)], cache=False)
+        [hit] = await client.verify([("d", code)])
+        assert first.status == bypassed.status == streamed.status == hit.status == "VALID"
+        assert bypassed.cache_source == streamed.cache_source == "" and hit.cache_source == "memory"
+        assert app.pool.stats.jobs_finished == 3

@@ -88,3 +88,19 @@ async def test_hang_times_out_within_the_deadline_plus_one_second():
         assert after.status.name == "VALID"
     finally:
         await pool.close(2.0)
+
+
+async def test_a_tree_over_its_memory_limit_when_time_runs_out_is_out_of_memory():
+    # The memory watch polls once at the start and then not for an hour: only the
+    # check made when the time runs out can see the balloon. The verdict follows
+    # the process (over its limit), not whether a poll happened to see it first.
+    service = await start_service(workers=1, limits__max_worker_rss_mb=200, limits__memory_poll_s=3600)
+    try:
+        result = await verify(service, "theorem big : True := trivial\n--@standin: grow=400\n--@standin: hang\n",
+                              snippet_id="big", timeout_s=5)
+        assert result.status.name == "OUT_OF_MEMORY", result.error
+        assert "200 MB limit" in result.error
+        hang = await verify(service, "theorem h : True := trivial\n--@standin: hang\n", snippet_id="h", timeout_s=1)
+        assert hang.status.name == "TIMEOUT", hang.error  # a plain hang stays a timeout
+    finally:
+        await service.pool.close(2.0)

@@ -38,10 +38,12 @@ function resultFromPb(result) {
 }
 
 // VerifyOptions from the client's arguments; timeoutS 0 means the server
-// default, profile '' the server's default REPL profile (toolchain).
-function verifyOptions({ timeoutS = 0, checkAxioms = false, profile = '' } = {}) {
+// default, profile '' the server's default REPL profile (toolchain), cache
+// null the server's result-cache default (false bypasses it).
+function verifyOptions({ timeoutS = 0, checkAxioms = false, profile = '', cache = null } = {}) {
   const options = { check_axioms: checkAxioms, profile };
   if (timeoutS) options.timeout = duration(timeoutS);
+  if (cache !== null && cache !== undefined) options.cache = Boolean(cache);
   return options;
 }
 

@@ -38,7 +38,13 @@ async function verify(client) {
     assert.equal(r.verifier.kind, 'stand-in');
   });
   await assert.rejects(client.verifyBatch([]), (error) => error.code === grpc.status.INVALID_ARGUMENT);
-  return { results: results.map(brief), info: (await client.serverInfo()).verifier.kind };
+  // The server's result cache: `cache: false` bypasses it, the default uses it.
+  const again = plain([all[0]]);
+  const [bypassed] = await client.verifyBatch(again, { cache: false });
+  const [streamed] = await client.verify(again, { cache: false });
+  const [cached] = await client.verifyBatch(again);
+  const sources = [bypassed, streamed, cached].map((r) => r.reuse.cache_source);
+  return { results: results.map(brief), info: (await client.serverInfo()).verifier.kind, sources };
 }
 
 // Sessions on the server's REPL profile 'legacy' (the test's config): the

@@ -115,11 +115,13 @@ def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) 
 
 
 def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "",
-             profile: str = "") -> pb.VerifyOptions:
+             profile: str = "", cache: bool | None = None) -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
     options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session,
                                profile=profile)
+    if cache is not None:  # unset = the server's result cache if it has one
+        options.cache = cache
     if timeout_s:
         options.timeout.CopyFrom(duration(timeout_s))
     return options

@@ -103,14 +103,16 @@ class AsyncClient(ProverCalls):
         deadline_s: float | None = None,
         session: str = "",
         profile: str = "",
+        cache: bool | None = None,
     ) -> list[Result]:
         """One unary Verify call: results in input order. With `session`, each
         snippet (no imports) runs on that session's env 0. `profile` names the
-        server's REPL profile (toolchain) to run on; "" is its default."""
+        server's REPL profile (toolchain) to run on; "" is its default.
+        `cache=False` bypasses the server's result cache (None: its default)."""
         items = _as_snippets(snippets)
         request = pb.VerifyRequest(
             snippets=[pb.Snippet(id=i, code=c) for i, c in items],
-            options=_options(timeout_s, infotree, reuse, check_axioms, session, profile),
+            options=_options(timeout_s, infotree, reuse, check_axioms, session, profile, cache),
         )
         response = await self._call(self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items))
         return [result_from_pb(r) for r in response.results]
@@ -127,11 +129,13 @@ class AsyncClient(ProverCalls):
         progress: bool | None = None,
         session: str = "",
         profile: str = "",
+        cache: bool | None = None,
     ) -> list[Result]:
         """Verifies any number of snippets over VerifyStream; input order kept.
         With `session`, each snippet (no imports) runs on that session's env 0
         (an unknown session gives that snippet a REJECTED result). `profile`
         names the server's REPL profile (toolchain); "" is its default.
+        `cache=False` bypasses the server's result cache (None: its default).
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
         whose stream broke with UNAVAILABLE, and those the server answered
@@ -145,7 +149,7 @@ class AsyncClient(ProverCalls):
         results: dict[str, Result] = {}
         show = progress if progress is not None else (len(items) >= 200 and sys.stderr.isatty())
         bar = _progress_bar(len(items)) if show else None
-        options = _options(timeout_s, infotree, reuse, check_axioms, session, profile)
+        options = _options(timeout_s, infotree, reuse, check_axioms, session, profile, cache)
         attempt = 0
         try:
             while len(results) < len(items):

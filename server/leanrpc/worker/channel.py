@@ -70,9 +70,14 @@ class Channel:
     """Speaks the protocol over one `ReplProcess`'s pipes."""
 
     def __init__(self, name: str, process: ReplProcess, *, max_frame: int, settings: FenceSettings,
-                 on_poison: Callable[[str, bool], None]) -> None:
+                 on_poison: Callable[[str, bool], None],
+                 over_memory: Callable[[], WorkerError | None] = lambda: None) -> None:
         self.name = name
         self._process = process
+        # Asked when the time runs out, before the kill: a tree already over
+        # its memory limit is OUT_OF_MEMORY, whether or not the memory watch
+        # (a poll) has seen it yet; the verdict follows the process, not the poll.
+        self._over_memory = over_memory
         self._decoder = FrameDecoder(max_frame=max_frame)
         self.settings = settings
         self._on_poison = on_poison
@@ -137,9 +142,10 @@ class Channel:
             stdin.write(data)
             await asyncio.wait_for(self._send_and_wait(stdin, pending.future), timeout)
         except asyncio.TimeoutError:
+            over = self._over_memory()
             self._process.kill()
-            raise WorkerTimeout(f"no answer within {timeout:.3g} s; worker {self.name} killed",
-                                stderr_tail=self._process.stderr_tail()) from None
+            raise over or WorkerTimeout(f"no answer within {timeout:.3g} s; worker {self.name} killed",
+                                        stderr_tail=self._process.stderr_tail()) from None
         except (ConnectionResetError, BrokenPipeError) as exc:
             self._process.kill()
             raise WorkerCrashed(

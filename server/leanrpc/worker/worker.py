@@ -114,7 +114,7 @@ class Worker:
         self._process = ReplProcess(name, spec, launcher)
         self._channel = Channel(name, self._process, max_frame=limits.max_frame_mb * 2**20,
                                 settings=fence if isinstance(fence, FenceSettings) else FenceSettings.from_config(fence),
-                                on_poison=self._on_poison)
+                                on_poison=self._on_poison, over_memory=self._memory_verdict)
         self.started_at = time.monotonic()
         self.last_used = time.monotonic()
         self.requests_served = 0
@@ -371,15 +371,22 @@ class Worker:
             self.drain(ExitCause.STDERR)
         return response
 
+    def _memory_verdict(self) -> WorkerOutOfMemory | None:
+        """WorkerOutOfMemory if the tree is over its limit now, else None."""
+        if self._limits.max_worker_rss_mb <= 0:
+            return None
+        rss = self.tree_rss()
+        if rss <= self._limits.max_worker_rss_mb * 2**20:
+            return None
+        return WorkerOutOfMemory(f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
+                                 f"{self._limits.max_worker_rss_mb} MB limit; killed", stderr_tail=self.stderr_tail())
+
     async def _watch_memory(self) -> None:
-        limit = self._limits.max_worker_rss_mb * 2**20
         while True:
-            rss = self.tree_rss()
-            if rss > limit:
+            over = self._memory_verdict()
+            if over is not None:
                 self.kill(ExitCause.OUT_OF_MEMORY)
-                self._channel.fail_pending(WorkerOutOfMemory(
-                    f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
-                    f"{self._limits.max_worker_rss_mb} MB limit; killed", stderr_tail=self.stderr_tail()))
+                self._channel.fail_pending(over)
                 return
             await asyncio.sleep(self._limits.memory_poll_s)
 

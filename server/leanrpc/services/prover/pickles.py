@@ -60,16 +60,20 @@ class Scratch:
         self._sandbox = sandbox_scratch
         self._private: dict[str, str] = {}  # worker name -> directory the server made
 
-    def paths(self, worker) -> tuple[str, str]:
+    def paths(self, worker) -> tuple[str, str, str]:
+        """(path the REPL is given, a directory the server trusts, the path
+        below it). Nothing below the trusted directory is followed if it is
+        a symlink (`_open_beneath`): under the sandbox the worker owns what
+        is in its root, and a symlink there must not lead the server (root)
+        to read or create a file of its own choosing."""
         name = f"leanrpc-state-{secrets.token_hex(8)}.olean"
         if self._sandbox:
             inside = os.path.join(self._sandbox, name)
-            return inside, f"/proc/{_repl_pid(worker)}/root{inside}"
+            return inside, f"/proc/{_repl_pid(worker)}/root", inside.lstrip("/")
         folder = self._private.get(worker.name)
         if folder is None or not os.path.isdir(folder):
             folder = self._private[worker.name] = tempfile.mkdtemp(prefix=f"leanrpc-{worker.name}-states-")
-        path = os.path.join(folder, name)
-        return path, path
+        return os.path.join(folder, name), folder, name
 
     def forget(self, worker_name: str) -> None:
         folder = self._private.pop(worker_name, None)
@@ -90,11 +94,38 @@ def _repl_pid(worker) -> int:
     return children[0].pid if children else worker.pid
 
 
-def _unlink(path: str) -> None:
+def _open_beneath(base: str, relative: str, flags: int, mode: int = 0o600) -> tuple[int, int]:
+    """(directory fd, file fd) of `relative` below `base`, walking every
+    component with O_NOFOLLOW: a symlink anywhere below `base` is an OSError.
+    (Python has no openat2(RESOLVE_IN_ROOT); this walk is its safe subset.)"""
+    *folders, name = relative.split("/")
+    directory = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.unlink(path)
+        for folder in folders:
+            if folder in ("", ".", ".."):
+                raise OSError(f"unexpected path component {folder!r}")
+            inner = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+        return directory, os.open(name, flags | os.O_NOFOLLOW, mode, dir_fd=directory)
+    except BaseException:
+        os.close(directory)
+        raise
+
+
+def _unlink_beneath(base: str, relative: str) -> None:
+    folder, _, name = relative.rpartition("/")
+    try:
+        directory, probe = _open_beneath(base, f"{folder}/." if folder else ".", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.unlink(name, dir_fd=probe)
     except OSError:
         pass
+    finally:
+        os.close(probe)
+        os.close(directory)
 
 
 async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: float,
@@ -102,22 +133,23 @@ async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: floa
     """The pickle of REPL proof state `proof_state` and its goals, or None
     when the REPL refused or the file is unreadable or over `max_bytes`.
     WorkerError (timeout, crash: a pickle I/O failure kills the REPL) propagates."""
-    inside, outside = scratch.paths(worker)
+    inside, base, relative = scratch.paths(worker)
     try:
         response = await worker.request({"proofState": proof_state, "pickleTo": inside}, timeout)
         if response.proof_state is None:
             return None
         try:
-            fd = os.open(outside, os.O_RDONLY | os.O_NOFOLLOW)
+            directory, fd = _open_beneath(base, relative, os.O_RDONLY)
         except OSError:
             return None
+        os.close(directory)
         with os.fdopen(fd, "rb") as f:
             data = f.read(max_bytes + 1)
         if not data or len(data) > max_bytes:
             return None
         return data, list(response.goals or [])
     finally:
-        _unlink(outside)
+        _unlink_beneath(base, relative)
 
 
 async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, timeout: float) -> repl.Response:
@@ -126,11 +158,12 @@ async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, t
     Returns the REPL's answer (a new proof state, or a message); WorkerError
     propagates (a bad pickle can kill the REPL). OSError when the scratch
     cannot be written."""
-    inside, outside = scratch.paths(worker)
+    inside, base, relative = scratch.paths(worker)
     try:
-        fd = os.open(outside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        directory, fd = _open_beneath(base, relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.close(directory)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         return await worker.request({"unpickleProofStateFrom": inside, "env": base_env}, timeout)
     finally:
-        _unlink(outside)
+        _unlink_beneath(base, relative)
