@@ -56,10 +56,13 @@ async def test_thousand_snippets_three_headers_two_workers():
         for i, r in enumerate(results + streamed):
             assert r.status == ("SORRY" if i % 5 == 0 else "VALID"), (i, r)
             assert r.verifier == "stand-in"
-        # LRU policy bound: each header switch costs one load; with 2 workers
-        # and grouping by header, loads stay far below one per snippet.
+        # Header reuse bound: a worker holds several headers (pool.max_headers_per_worker
+        # >= 3 here), so without restarts or switches each of the 2 workers loads each
+        # of the 3 headers at most once (whether the router waits for a holder or
+        # spreads to the idle worker depends on timing); loads stay far below one per snippet.
+        assert app.config.pool.max_headers_per_worker >= 3
         loads = app.pool.stats.header_loads
-        assert 3 <= loads <= 3 + app.pool.stats.header_switches + app.pool.stats.restarts.total()
+        assert 3 <= loads <= 2 * 3 + app.pool.stats.header_switches + app.pool.stats.restarts.total()
         assert app.pool.stats.header_hits >= 1000 - loads
         assert app.pool.stats.jobs_submitted == 1000 == app.pool.stats.jobs_finished
     finally:

@@ -382,13 +382,17 @@ class Worker:
                                  f"{self._limits.max_worker_rss_mb} MB limit; killed", stderr_tail=self.stderr_tail())
 
     async def _watch_memory(self) -> None:
+        # The first look comes one poll in: the tree was measured when it was
+        # last released (and is again at the end of this request and when its
+        # time runs out), so a sample at the start would repeat that /proc walk
+        # on every exchange of a short-request workload (tactics).
         while True:
+            await asyncio.sleep(self._limits.memory_poll_s)
             over = self._memory_verdict()
             if over is not None:
                 self.kill(ExitCause.OUT_OF_MEMORY)
                 self._channel.fail_pending(over)
                 return
-            await asyncio.sleep(self._limits.memory_poll_s)
 
     # -- header ------------------------------------------------------------------
 
