@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 import psutil
+import tomli_w
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -89,19 +90,25 @@ async def _search(client: AsyncClient, name: str, code: str, tactics: list[str],
 
 
 async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: int, tactics: list[str], *,
-                      width: int, max_expansions: int, kill_every: float = 0.0, timeout_s: float = 60.0) -> dict:
+                      width: int, max_expansions: int, kill_every: float = 0.0, timeout_s: float = 60.0,
+                      profile: str = "", settings: tuple[str, ...] = ()) -> dict:
     """One leanrpc run: a fresh server, a warm-up search per worker, then every statement."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
     config = tmp / "leanrpc.toml"
-    config.write_text(
-        "[repl]\ncommand = " + json.dumps([sys.executable, "-m", "leanrpc.standin"]) + "\n"
-        f"[pool]\nworkers = {workers}\nmin_warm = {workers}\ndefault_timeout_s = {timeout_s}\n"
-        "[limits]\nmax_system_memory_percent = 0\n"
-    )
+    table = {"repl": {"command": [sys.executable, "-m", "leanrpc.standin"]},
+             "pool": {"workers": workers, "min_warm": workers, "default_timeout_s": timeout_s},
+             "limits": {"max_system_memory_percent": 0}}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        section, _, name = key.partition(".")
+        table.setdefault(section, {})[name] = json.loads(value) if value[:1] in '[{"0123456789-tf' else value
+    config.write_text(tomli_w.dumps(table))
     env = dict(os.environ)
     env.pop("LEANRPC_NO_EXTENSIONS", None)
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "leanrpc.cli", "serve", "--config", str(config),
+    # --profile-server: the server under cProfile (written when it exits on SIGTERM).
+    prefix = ["-m", "cProfile", "-o", f"{profile}.w{workers}.prof"] if profile else []
+    server = subprocess.Popen([sys.executable, *prefix, "-m", "leanrpc.cli", "serve", "--config", str(config),
                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
                               stderr=open(tmp / "server.log", "wb"))
     client = None
@@ -159,14 +166,15 @@ def totals(run: dict) -> dict:
     searches = run["searches"]
     expansions = sum(s["expansions"] for s in searches)
     processes = run["workers"]
-    cpu = run.get("server_cpu_s", 0.0) + run.get("driver_cpu_s", 0.0) + run.get("repl_cpu_s", 0.0)
+    # CPU outside the REPLs: leanrpc's server and search driver; LeanInteract's runner process.
+    # (REPL CPU is not comparable: leanrpc recycles workers mid-run, and a dead REPL's CPU is gone.)
+    cpu = run.get("server_cpu_s", 0.0) + run.get("driver_cpu_s", 0.0)
     return {
         "expansions": expansions, "per_s": expansions / run["elapsed"],
         "per_worker_s": expansions / run["elapsed"] / processes,
         "found": sum(bool(s["found"]) for s in searches), "errors": sum("error" in s for s in searches),
         "rebuilt": sum(s.get("rebuilt", 0) for s in searches), "rejected": sum(s.get("rejected", 0) for s in searches),
         "cpu_ms_per_expansion": 1000 * cpu / max(expansions, 1),
-        "repl_cpu_ms_per_expansion": 1000 * run.get("repl_cpu_s", 0.0) / max(expansions, 1),
     }
 
 
@@ -193,6 +201,10 @@ async def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--kill-every", type=float, default=0.0)
     parser.add_argument("--no-leaninteract", action="store_true")
     parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a leanrpc server setting, e.g. repl.fence=off (JSON values: numbers, true/false)")
+    parser.add_argument("--profile-server", default="", metavar="PREFIX",
+                        help="run leanrpc's server under cProfile, writing PREFIX.wN.prof per run")
     args = parser.parse_args(argv)
     items = search_tree.statements(args.statements)
     tactics = search_tree.tactic_list(args.tactic_cost)
@@ -201,10 +213,11 @@ async def main(argv: list[str] | None = None) -> dict:
           f"leanrpc {args.concurrency} searches at once; {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
           flush=True)
     print("| target | workers (REPL processes) | expansions | seconds | expansions/s | per worker | found | "
-          "CPU ms/expansion (REPL) | same trees as LeanInteract |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+          "states rebuilt | CPU ms/expansion outside the REPLs | same trees |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     runs: list[dict] = []
     common = dict(width=args.width, max_expansions=args.max_expansions)
+    ours_only = dict(common, profile=args.profile_server, settings=tuple(args.set))
 
     def show(run: dict, reference: dict | None) -> None:
         t = totals(run)
@@ -215,15 +228,13 @@ async def main(argv: list[str] | None = None) -> dict:
             run["same_trees"], run["differ"] = n, differ
             same = f"{n}/{len(run['searches'])}" + (f" (differ: {', '.join(differ[:3])})" if differ else "")
         label = run["target"] + (f", kill -9 every {args.kill_every:g} s: {run['kills']} kills, "
-                                 f"{t['rebuilt']} expansions rebuilt, {t['rejected']} rejected"
-                                 if run.get("kills") else "")
+                                 f"{t['rejected']} expansions rejected" if run.get("kills") else "")
         print(f"| {label} | {run['workers']} | {t['expansions']} | {run['elapsed']:.1f} | {t['per_s']:.0f} | "
-              f"{t['per_worker_s']:.0f} | {t['found']} | {t['cpu_ms_per_expansion']:.2f} "
-              f"({t['repl_cpu_ms_per_expansion']:.2f}) | {same} |", flush=True)
+              f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | {same} |", flush=True)
 
     for _ in range(args.repeats):
         for workers in args.workers:
-            ours = await run_leanrpc(items, workers, args.concurrency, tactics, **common)
+            ours = await run_leanrpc(items, workers, args.concurrency, tactics, **ours_only)
             theirs = None
             if not args.no_leaninteract:
                 theirs = run_leaninteract_search(items, workers, tactic_cost=args.tactic_cost, **common)
@@ -233,11 +244,11 @@ async def main(argv: list[str] | None = None) -> dict:
                 show(theirs, None)
                 ratio = ours["totals"]["per_worker_s"] / theirs["totals"]["per_worker_s"]
                 ours["ratio_per_worker"] = ratio
-                print(f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | {ratio:.2f}x | | | |", flush=True)
+                print(f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | |", flush=True)
             runs.extend([ours] + ([theirs] if theirs else []))
     if args.kill_every > 0:
         killed = await run_leanrpc(items, max(args.workers), args.concurrency, tactics, kill_every=args.kill_every,
-                                   **common)
+                                   **ours_only)
         reference = next((r for r in runs if r["target"] == "leanrpc"), None)
         show(killed, reference)
         runs.append(killed)
