@@ -18,7 +18,8 @@ per-worker rate to LeanInteract's at the same process count, CPU seconds per exp
 and whether both targets searched the same trees (per statement: expansion count, found
 path and a digest of every expansion's path, status and goals). `--kill-every S` adds a
 leanrpc run with the largest W that kills a random REPL with SIGKILL every S seconds and
-counts the expansions whose state was rebuilt.
+counts the expansions whose state was rebuilt (only booted, working REPLs are killed:
+killing them mid-boot trips the boot circuit breaker instead, another test).
 
     python benchmarks/search_bench.py --statements 100 --workers 1 2 4 --concurrency 8
     python benchmarks/search_bench.py --statements 100 --workers 4 --kill-every 0.5 --no-leaninteract
@@ -74,7 +75,7 @@ async def _search(client: AsyncClient, name: str, code: str, tactics: list[str],
             steps: list[search_tree.Step | None] = [None] * len(pairs)
             async for r in client.expand(pairs):
                 steps[int(r.request_id)] = search_tree.Step(r.status, r.state_id, tuple(r.goals), r.proof_text,
-                                                            r.rebuilt)
+                                                            r.rebuilt, r.error)
             missing = [k for k, s in enumerate(steps) if s is None]
             if missing:
                 raise RuntimeError(f"{name}: expansions {missing} got no answer")
@@ -133,11 +134,25 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
             nonlocal kills
             rng = random.Random(1)
             me = psutil.Process(server.pid)
+            last_cpu: dict[int, float] = {}
             while not stop.is_set():
                 try:
                     await asyncio.wait_for(stop.wait(), kill_every)
                 except asyncio.TimeoutError:
-                    repls = [p for p in me.children(recursive=True) if "leanrpc.standin" in " ".join(p.cmdline())]
+                    repls = []
+                    for p in me.children(recursive=True):
+                        try:
+                            # A booted, working REPL: a leaf up for 2 s whose CPU time grew since
+                            # the last tick. Killing REPLs mid-boot only trips the boot circuit
+                            # breaker (UNAVAILABLE for everyone), which is not this test.
+                            cpu = sum(p.cpu_times()[:2])
+                            working = cpu > last_cpu.get(p.pid, cpu)
+                            last_cpu[p.pid] = cpu
+                            if ("leanrpc.standin" in " ".join(p.cmdline()) and not p.children()
+                                    and time.time() - p.create_time() > 2.0 and working):
+                                repls.append(p)
+                        except psutil.Error:
+                            pass
                     if repls:
                         os.kill(rng.choice(repls).pid, signal.SIGKILL)
                         kills += 1
@@ -253,6 +268,13 @@ async def main(argv: list[str] | None = None) -> dict:
         show(killed, reference)
         runs.append(killed)
     for run in runs:
+        reasons: dict[str, int] = {}
+        for search in run["searches"]:
+            for reason, n in search.get("rejected_errors", {}).items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        if reasons:
+            top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+            print(f"  {run['target']} w={run['workers']} rejected: " + "; ".join(f"{n} x {r!r}" for r, n in top))
         if any(not s.get("assembled_same", True) for s in run["searches"]):
             print(f"! {run['target']} w={run['workers']}: the Prover's proof text differs from the assembled one")
     if args.json:

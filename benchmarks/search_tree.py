@@ -78,6 +78,7 @@ class Step:
     goals: tuple[str, ...] = ()
     proof_text: str = ""
     rebuilt: bool = False
+    error: str = ""
 
 
 class BestFirst:
@@ -94,6 +95,7 @@ class BestFirst:
         self._paths: list[tuple[str, ...]] = []
         self._digest = hashlib.sha1()
         self.expansions = self.refuted = self.rejected = self.rebuilt = 0
+        self.rejected_errors: dict[str, int] = {}
         self.found: tuple[str, ...] | None = None
         self.proof_text = ""
         self.done = False
@@ -125,6 +127,8 @@ class BestFirst:
                 self.refuted += 1
             elif step.status == REJECTED:
                 self.rejected += 1
+                reason = step.error[:80]
+                self.rejected_errors[reason] = self.rejected_errors.get(reason, 0) + 1
             elif step.status == INCOMPLETE and step.goals and step.goals not in self._seen:
                 self._seen.add(step.goals)
                 heapq.heappush(self._frontier, (len(step.goals), next(self._order), step.state, step.goals, path))
@@ -136,4 +140,4 @@ class BestFirst:
         expansion's path, status and goals, in order)."""
         return {"name": name, "expansions": self.expansions, "found": self.found is not None,
                 "path": list(self.found or ()), "refuted": self.refuted, "rejected": self.rejected,
-                "rebuilt": self.rebuilt, "tree": self._digest.hexdigest()[:16], "proof_text": self.proof_text}
+                "rebuilt": self.rebuilt, "rejected_errors": self.rejected_errors, "tree": self._digest.hexdigest()[:16], "proof_text": self.proof_text}

@@ -68,8 +68,8 @@ def test_leanrpc_and_leaninteract_search_the_same_trees(lean_interact, capsys):
 
 def test_kill_run_rebuilds_states_and_every_search_ends(lean_interact):
     out = search_bench.asyncio.run(search_bench.main(
-        ["--statements", "12", "--workers", "2", "--no-leaninteract", "--kill-every", "0.1"]))
+        ["--statements", "30", "--workers", "2", "--no-leaninteract", "--kill-every", "0.3"]))
     killed = out["runs"][-1]
     assert killed["kills"] >= 1
-    assert len(killed["searches"]) == 12 and not [s for s in killed["searches"] if s.get("error")]
+    assert len(killed["searches"]) == 30 and not [s for s in killed["searches"] if s.get("error")]
     assert killed["totals"]["rebuilt"] >= 1
