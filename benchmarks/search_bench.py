@@ -32,6 +32,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -102,7 +103,11 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
     for setting in settings:
         key, _, value = setting.partition("=")
         section, _, name = key.partition(".")
-        table.setdefault(section, {})[name] = json.loads(value) if value[:1] in '[{"0123456789-tf' else value
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value  # a bare string: repl.fence=off
+        table.setdefault(section, {})[name] = parsed
     config.write_text(tomli_w.dumps(table))
     env = dict(os.environ)
     env.pop("LEANRPC_NO_EXTENSIONS", None)
@@ -154,8 +159,11 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
                         except psutil.Error:
                             pass
                     if repls:
-                        os.kill(rng.choice(repls).pid, signal.SIGKILL)
-                        kills += 1
+                        try:
+                            os.kill(rng.choice(repls).pid, signal.SIGKILL)
+                            kills += 1
+                        except ProcessLookupError:
+                            pass
 
         proc = psutil.Process(server.pid)
         server0, repl0 = _cpu(proc)
@@ -175,6 +183,7 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
         if client is not None:
             await client.close()
         stop_process(server)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def totals(run: dict) -> dict:

@@ -7,6 +7,7 @@ checks they searched the same trees and found the same proofs. Counts only, neve
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 
 import pytest
@@ -47,7 +48,7 @@ def test_the_tree_is_fixed_by_the_answers_not_their_order():
 
 
 def test_leanrpc_and_leaninteract_search_the_same_trees(lean_interact, capsys):
-    out = search_bench.asyncio.run(search_bench.main(
+    out = asyncio.run(search_bench.main(
         ["--statements", "4", "--workers", "1", "2", "--max-expansions", "64"]))
     runs = out["runs"]
     assert [(r["target"], r["workers"]) for r in runs] == [
@@ -67,7 +68,7 @@ def test_leanrpc_and_leaninteract_search_the_same_trees(lean_interact, capsys):
 
 
 def test_kill_run_rebuilds_states_and_every_search_ends(lean_interact):
-    out = search_bench.asyncio.run(search_bench.main(
+    out = asyncio.run(search_bench.main(
         ["--statements", "30", "--workers", "2", "--no-leaninteract", "--kill-every", "0.3"]))
     killed = out["runs"][-1]
     assert killed["kills"] >= 1
