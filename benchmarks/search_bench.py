@@ -1,115 +1,294 @@
-"""Proof-search workload on the Prover service (issue 18 item 7).
+"""Proof-search workload: leanrpc's Prover vs LeanInteract in-process (issue 18 item 7).
 
-Best-first search (leanrpc.client.best_first_search over Expand) on miniF2F
-statements (shared/datasets/minif2f-lean4-yangky11, Test split, as written: `:= by
-sorry`), with a fixed
-tactic list per state (no model), `--concurrency` searches at once, against
-a real server on loopback with `--workers` stand-in workers. Reports
-expansions per second and, with `--kill-every S`, how many states were
-rebuilt after worker kills (kill -9 of a random busy worker every S seconds).
+The same best-first search (benchmarks/search_tree.py: fixed tactic list, fewest goals
+first, `--width` states per round, at most `--max-expansions` per statement, answers taken
+in request order) over the first `--statements` miniF2F Test statements
+(shared/datasets/minif2f-lean4-yangky11, `:= by sorry` as written), on two targets,
+alternating within one run:
+
+* leanrpc: `leanrpc serve` (a separate process) with W stand-in workers for each W of
+  `--workers`; `--concurrency` searches at once, each one Expand stream per round; a found
+  proof is the Prover's whole-proof-verified COMPLETED.
+* LeanInteract 0.11.6 in-process (benchmarks/.peers-venv): P lanes, each a thread with its
+  own REPL process (one REPL per running search), P = each W; the whole-proof check is a
+  Command with the assembled proof in the header env.
+
+Reports expansions/s, expansions/s per worker (per REPL process), the ratio of leanrpc's
+per-worker rate to LeanInteract's at the same process count, CPU seconds per expansion,
+and whether both targets searched the same trees (per statement: expansion count, found
+path and a digest of every expansion's path, status and goals). `--kill-every S` adds a
+leanrpc run with the largest W that kills a random REPL with SIGKILL every S seconds and
+counts the expansions whose state was rebuilt (only booted, working REPLs are killed:
+killing them mid-boot trips the boot circuit breaker instead, another test).
 
     python benchmarks/search_bench.py --statements 100 --workers 1 2 4 --concurrency 8
-    python benchmarks/search_bench.py --statements 100 --workers 4 --kill-every 1.0
-
-LeanInteract is not installed here, so the in-process comparison of the
-issue is not run (see benchmarks/RESULTS.md).
+    python benchmarks/search_bench.py --statements 100 --workers 4 --kill-every 0.5 --no-leaninteract
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
-import platform
 import random
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import psutil
+import tomli_w
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
-from leanrpc.client import AsyncClient, best_first_search  # noqa: E402
-from leanrpc.app import create_server  # noqa: E402
-from testkit import loopback_config  # noqa: E402
-
-DATASET = ROOT.parent / "shared" / "datasets" / "minif2f-lean4-yangky11" / "MiniF2F" / "Test"
-TACTICS = ["intro h", "constructor", "rw [h]", "unfold f", "norm_num", "linarith", "nlinarith [sq_nonneg x]"]
+from benchmarks import search_tree  # noqa: E402
+from benchmarks.targets.common import free_port, stop_process, wait_port  # noqa: E402
+from benchmarks.targets.leaninteract_search import run_leaninteract_search  # noqa: E402
+from leanrpc.client import AsyncClient  # noqa: E402
 
 
-def statements(count: int) -> list[str]:
-    out = []
-    for path in sorted(DATASET.glob("*.lean"))[:count]:
-        out.append(path.read_text())
+def _cpu(process: psutil.Process) -> tuple[float, float]:
+    """(the process's CPU seconds, its live descendants' CPU seconds)."""
+    t = process.cpu_times()
+    repl = 0.0
+    for child in process.children(recursive=True):
+        try:
+            c = child.cpu_times()
+            repl += c.user + c.system
+        except psutil.Error:
+            pass
+    return t.user + t.system, repl
+
+
+async def _search(client: AsyncClient, name: str, code: str, tactics: list[str], width: int,
+                  max_expansions: int) -> dict:
+    proof = await client.start_proof(code)
+    root = proof.states[0]
+    tree = search_tree.BestFirst(root.state_id, root.goals, tactics, width=width, max_expansions=max_expansions)
+    try:
+        while pairs := tree.next_round():
+            steps: list[search_tree.Step | None] = [None] * len(pairs)
+            async for r in client.expand(pairs):
+                steps[int(r.request_id)] = search_tree.Step(r.status, r.state_id, tuple(r.goals), r.proof_text,
+                                                            r.rebuilt, r.error)
+            missing = [k for k, s in enumerate(steps) if s is None]
+            if missing:
+                raise RuntimeError(f"{name}: expansions {missing} got no answer")
+            tree.feed(steps)
+    finally:
+        await client.release_states(proof_ids=[proof.proof_id])
+    out = tree.summary(name)
+    # The Prover assembles the proof itself; ours must be the same text.
+    out["assembled_same"] = (not tree.found
+                             or search_tree.assemble_by_sorry(code, root.start, root.end, list(tree.found))
+                             == tree.proof_text)
     return out
 
 
-async def run(workers: int, codes: list[str], concurrency: int, kill_every: float, max_expansions: int) -> dict:
-    app = await create_server(loopback_config(workers, pool__default_timeout_s=30))
-    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=5)
-    slots = asyncio.Semaphore(concurrency)
-    totals = {"expansions": 0, "found": 0, "refuted": 0}
-    kills = 0
-    stop = asyncio.Event()
-
-    async def one(code: str) -> None:
-        async with slots:
-            result = await best_first_search(client, code, lambda goals: TACTICS, max_expansions=max_expansions,
-                                             width=4)
-            totals["expansions"] += result.expansions
-            totals["found"] += result.proof_text is not None
-            totals["refuted"] += result.refuted
-
-    async def killer() -> None:
-        nonlocal kills
-        rng = random.Random(1)
-        while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), kill_every)
-            except asyncio.TimeoutError:
-                busy = [w for w in app.pool.workers if w.busy and w.pid]
-                if busy:
-                    os.kill(rng.choice(busy).pid, signal.SIGKILL)
-                    kills += 1
-
+async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: int, tactics: list[str], *,
+                      width: int, max_expansions: int, kill_every: float = 0.0, timeout_s: float = 60.0,
+                      profile: str = "", settings: tuple[str, ...] = ()) -> dict:
+    """One leanrpc run: a fresh server, a warm-up search per worker, then every statement."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
+    config = tmp / "leanrpc.toml"
+    table = {"repl": {"command": [sys.executable, "-m", "leanrpc.standin"]},
+             "pool": {"workers": workers, "min_warm": workers, "default_timeout_s": timeout_s},
+             "limits": {"max_system_memory_percent": 0}}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        section, _, name = key.partition(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value  # a bare string: repl.fence=off
+        table.setdefault(section, {})[name] = parsed
+    config.write_text(tomli_w.dumps(table))
+    env = dict(os.environ)
+    env.pop("LEANRPC_NO_EXTENSIONS", None)
+    port = free_port()
+    # --profile-server: the server under cProfile (written when it exits on SIGTERM).
+    prefix = ["-m", "cProfile", "-o", f"{profile}.w{workers}.prof"] if profile else []
+    server = subprocess.Popen([sys.executable, *prefix, "-m", "leanrpc.cli", "serve", "--config", str(config),
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=open(tmp / "server.log", "wb"))
+    client = None
     try:
+        await wait_port(port, server, 60, "leanrpc server")
+        client = AsyncClient(f"127.0.0.1:{port}", max_retries=5)
+        # Warm-up (not measured): every worker has the header and preamble loaded.
+        await asyncio.gather(*(_search(client, n, c, tactics, width, 8) for n, c in items[:workers]))
+        slots = asyncio.Semaphore(concurrency)
+        stop = asyncio.Event()
+        kills = 0
+
+        async def one(name: str, code: str) -> dict:
+            async with slots:
+                try:
+                    return await _search(client, name, code, tactics, width, max_expansions)
+                except Exception as exc:  # noqa: BLE001 - reported per statement
+                    return {"name": name, "expansions": 0, "found": False, "path": [],
+                            "error": f"{type(exc).__name__}: {exc}"}
+
+        async def killer() -> None:
+            nonlocal kills
+            rng = random.Random(1)
+            me = psutil.Process(server.pid)
+            last_cpu: dict[int, float] = {}
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), kill_every)
+                except asyncio.TimeoutError:
+                    repls = []
+                    for p in me.children(recursive=True):
+                        try:
+                            # A booted, working REPL: a leaf up for 2 s whose CPU time grew since
+                            # the last tick. Killing REPLs mid-boot only trips the boot circuit
+                            # breaker (UNAVAILABLE for everyone), which is not this test.
+                            cpu = sum(p.cpu_times()[:2])
+                            working = cpu > last_cpu.get(p.pid, cpu)
+                            last_cpu[p.pid] = cpu
+                            if ("leanrpc.standin" in " ".join(p.cmdline()) and not p.children()
+                                    and time.time() - p.create_time() > 2.0 and working):
+                                repls.append(p)
+                        except psutil.Error:
+                            pass
+                    if repls:
+                        try:
+                            os.kill(rng.choice(repls).pid, signal.SIGKILL)
+                            kills += 1
+                        except ProcessLookupError:
+                            pass
+
+        proc = psutil.Process(server.pid)
+        server0, repl0 = _cpu(proc)
+        client0 = time.process_time()
         started = time.perf_counter()
         task = asyncio.ensure_future(killer()) if kill_every > 0 else None
-        await asyncio.gather(*(one(code) for code in codes))
+        searches = await asyncio.gather(*(one(n, c) for n, c in items))
         elapsed = time.perf_counter() - started
         stop.set()
         if task is not None:
             await task
-        stats = app.prover.registry.stats
-        return {
-            "workers": workers, "elapsed_s": elapsed, "expansions": totals["expansions"],
-            "per_s": totals["expansions"] / elapsed, "found": totals["found"], "refuted": totals["refuted"],
-            "kills": kills, "rebuilt": stats.states_rebuilt, "replayed_tactics": stats.replayed_tactics,
-        }
+        server1, repl1 = _cpu(proc)
+        return {"target": "leanrpc", "workers": workers, "elapsed": elapsed, "searches": searches, "kills": kills,
+                "driver_cpu_s": time.process_time() - client0, "server_cpu_s": server1 - server0,
+                "repl_cpu_s": repl1 - repl0}
     finally:
-        await client.close()
-        await app.stop(2.0)
+        if client is not None:
+            await client.close()
+        stop_process(server)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-async def main() -> None:
+def totals(run: dict) -> dict:
+    searches = run["searches"]
+    expansions = sum(s["expansions"] for s in searches)
+    processes = run["workers"]
+    # CPU outside the REPLs: leanrpc's server and search driver; LeanInteract's runner process.
+    # (REPL CPU is not comparable: leanrpc recycles workers mid-run, and a dead REPL's CPU is gone.)
+    cpu = run.get("server_cpu_s", 0.0) + run.get("driver_cpu_s", 0.0)
+    return {
+        "expansions": expansions, "per_s": expansions / run["elapsed"],
+        "per_worker_s": expansions / run["elapsed"] / processes,
+        "found": sum(bool(s["found"]) for s in searches), "errors": sum("error" in s for s in searches),
+        "rebuilt": sum(s.get("rebuilt", 0) for s in searches), "rejected": sum(s.get("rejected", 0) for s in searches),
+        "cpu_ms_per_expansion": 1000 * cpu / max(expansions, 1),
+    }
+
+
+def same_trees(a: dict, b: dict) -> tuple[int, list[str]]:
+    """(statements whose trees agree, names of those that differ)."""
+    differ = []
+    for x, y in zip(a["searches"], b["searches"]):
+        keys = ("expansions", "found", "path", "tree")
+        if any(x.get(k) != y.get(k) for k in keys):
+            differ.append(x["name"])
+    return len(a["searches"]) - len(differ), differ
+
+
+async def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--statements", type=int, default=100)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--concurrency", type=int, default=8, help="leanrpc: searches at once")
+    parser.add_argument("--width", type=int, default=search_tree.WIDTH)
+    parser.add_argument("--max-expansions", type=int, default=search_tree.MAX_EXPANSIONS)
+    parser.add_argument("--tactic-cost", type=float, default=0.0,
+                        help="CPU seconds the stand-in burns per tactic run (a directive line in each tactic)")
+    parser.add_argument("--repeats", type=int, default=1, help="rounds of alternating runs")
     parser.add_argument("--kill-every", type=float, default=0.0)
-    parser.add_argument("--max-expansions", type=int, default=32)
-    args = parser.parse_args()
-    codes = statements(args.statements)
-    print(f"# search_bench: {len(codes)} miniF2F statements, {len(TACTICS)} tactics per state, "
-          f"{args.concurrency} searches at once, stand-in workers; {platform.node()} {os.cpu_count()} CPUs, "
-          f"{time.strftime('%Y-%m-%d')}")
-    print("| workers | expansions | seconds | expansions/s | found | refuted | kills | states rebuilt |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for workers in args.workers:
-        r = await run(workers, codes, args.concurrency, args.kill_every, args.max_expansions)
-        print(f"| {r['workers']} | {r['expansions']} | {r['elapsed_s']:.1f} | {r['per_s']:.0f} | {r['found']} | "
-              f"{r['refuted']} | {r['kills']} | {r['rebuilt']} |", flush=True)
+    parser.add_argument("--no-leaninteract", action="store_true")
+    parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a leanrpc server setting, e.g. repl.fence=off (JSON values: numbers, true/false)")
+    parser.add_argument("--profile-server", default="", metavar="PREFIX",
+                        help="run leanrpc's server under cProfile, writing PREFIX.wN.prof per run")
+    args = parser.parse_args(argv)
+    items = search_tree.statements(args.statements)
+    tactics = search_tree.tactic_list(args.tactic_cost)
+    print(f"# search_bench: {len(items)} miniF2F statements, {len(tactics)} tactics per state, width {args.width}, "
+          f"at most {args.max_expansions} expansions per statement, tactic cost {args.tactic_cost * 1000:g} ms, "
+          f"leanrpc {args.concurrency} searches at once; {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
+          flush=True)
+    print("| target | workers (REPL processes) | expansions | seconds | expansions/s | per worker | found | "
+          "states rebuilt | CPU ms/expansion outside the REPLs | same trees |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    runs: list[dict] = []
+    common = dict(width=args.width, max_expansions=args.max_expansions)
+    ours_only = dict(common, profile=args.profile_server, settings=tuple(args.set))
+
+    def show(run: dict, reference: dict | None) -> None:
+        t = totals(run)
+        run["totals"] = t
+        same = "-"
+        if reference is not None and run is not reference:
+            n, differ = same_trees(run, reference)
+            run["same_trees"], run["differ"] = n, differ
+            same = f"{n}/{len(run['searches'])}" + (f" (differ: {', '.join(differ[:3])})" if differ else "")
+        label = run["target"] + (f", kill -9 every {args.kill_every:g} s: {run['kills']} kills, "
+                                 f"{t['rejected']} expansions rejected" if run.get("kills") else "")
+        print(f"| {label} | {run['workers']} | {t['expansions']} | {run['elapsed']:.1f} | {t['per_s']:.0f} | "
+              f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | {same} |", flush=True)
+
+    for _ in range(args.repeats):
+        for workers in args.workers:
+            ours = await run_leanrpc(items, workers, args.concurrency, tactics, **ours_only)
+            theirs = None
+            if not args.no_leaninteract:
+                theirs = run_leaninteract_search(items, workers, tactic_cost=args.tactic_cost, **common)
+                theirs.update(target="leaninteract", workers=workers)
+            show(ours, theirs)
+            if theirs is not None:
+                show(theirs, None)
+                ratio = ours["totals"]["per_worker_s"] / theirs["totals"]["per_worker_s"]
+                ours["ratio_per_worker"] = ratio
+                print(f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | |", flush=True)
+            runs.extend([ours] + ([theirs] if theirs else []))
+    if args.kill_every > 0:
+        killed = await run_leanrpc(items, max(args.workers), args.concurrency, tactics, kill_every=args.kill_every,
+                                   **ours_only)
+        reference = next((r for r in runs if r["target"] == "leanrpc"), None)
+        show(killed, reference)
+        runs.append(killed)
+    for run in runs:
+        reasons: dict[str, int] = {}
+        for search in run["searches"]:
+            for reason, n in search.get("rejected_errors", {}).items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        if reasons:
+            top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+            print(f"  {run['target']} w={run['workers']} rejected: " + "; ".join(f"{n} x {r!r}" for r, n in top))
+        if any(not s.get("assembled_same", True) for s in run["searches"]):
+            print(f"! {run['target']} w={run['workers']}: the Prover's proof text differs from the assembled one")
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1))
+    return {"runs": runs}
 
 
 if __name__ == "__main__":
