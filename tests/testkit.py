@@ -68,3 +68,12 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.0
         if time.monotonic() > end:
             raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+async def stop_server(app, client) -> None:
+    """Closes `client`, stops `app`, and checks that none of its workers outlived it."""
+    await client.close()
+    children = [w.pid for w in app.pool.workers if w.pid]
+    await app.stop(2.0)
+    for pid in children:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

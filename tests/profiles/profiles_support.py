@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import psutil
 
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
+from testkit import stop_server
 
 RECORDING_REPL = str(Path(__file__).with_name("recording_repl.py"))
 
@@ -44,8 +44,4 @@ async def start(config: Config):
 
 
 async def stop(app, client) -> None:
-    await client.close()
-    children = [w.pid for w in app.pool.workers if w.pid]
-    await app.stop(2.0)
-    for pid in children:
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    await stop_server(app, client)

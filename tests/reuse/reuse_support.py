@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-import psutil
 
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
+from testkit import stop_server
 from leanrpc.app import create_server
 
 
@@ -36,11 +36,7 @@ async def start(workers: int = 2, command: list[str] | None = None, **overrides)
 
 
 async def stop(app, client) -> None:
-    await client.close()
-    children = [w.pid for w in app.pool.workers if w.pid]
-    await app.stop(2.0)
-    for pid in children:
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    await stop_server(app, client)
 
 
 def lean_file(n_lemmas: int, tag: str = "", last: str | None = None) -> str:

@@ -233,3 +233,45 @@ def test_admission_check_is_the_queue_limit():
         queue.check(2)
     assert info.value.retry_after_s > 0
     assert len(queue) == 1 and queue.remove(queue.ordered(1)[0]) and len(queue) == 0
+
+
+class _StateCall:
+    """A WorkerCall whose state `held` workers hold (all of its work but the tactic)."""
+
+    def __init__(self, name: str, held: tuple[str, ...]) -> None:
+        self.scope, self.text, self.held = f"proof:{name}", f"theorem {name} : True := by\n  trivial\n", held
+
+    def held_chars(self, worker_name: str) -> int:
+        return len(self.text) - 10 if worker_name in self.held else 0
+
+
+def _call_job(name: str, held: tuple[str, ...], *, age: float = 0.0) -> Job:
+    return job(call=_StateCall(name, held), client_id=name, stream_id=name, age=age)
+
+
+def test_an_idle_worker_takes_a_state_it_holds_before_one_it_would_rebuild():
+    # a's state is on the busy worker w1, b's on the idle w2: fair order says a
+    # first, but running a on w2 would rebuild a state w1 holds while w2's own
+    # b waits; w2 takes b and a waits for its holder.
+    r = router(costs=[(0.01, 100)])
+    a, b = _call_job("a", ("w1",)), _call_job("b", ("w2",))
+    w1 = view("w1", View.BUSY, busy_since=NOW, expected_busy_s=0.05)
+    w2 = view("w2", View.IDLE)
+    assert decided(r.plan([a, b], [w1, w2], NOW)) == [("assign", "w2")]
+    plan = r.plan([a, b], [w1, w2], NOW)
+    assert [d.job for d in plan.decisions] == [b]
+    # with nothing of its own queued, the idle worker rebuilds a's state (spreads)
+    assert [d.job for d in r.plan([a], [w1, w2], NOW).decisions] == [a]
+    # and once the oldest job has waited max_wait_for_warm_s, fair order alone decides
+    old_a = _call_job("a", ("w1",), age=2.5)
+    assert [d.job for d in r.plan([old_a, b], [w1, w2], NOW).decisions] == [old_a]
+
+
+def test_a_state_the_idle_worker_holds_goes_before_one_nobody_holds():
+    # a's state was lost with its worker (nobody holds it), b is held by both
+    # workers: the idle one runs b at once and a is rebuilt by the next free worker.
+    r = router(costs=[(0.01, 100)])
+    a, b = _call_job("a", ()), _call_job("b", ("w1", "w2"))
+    w1 = view("w1", View.BUSY, busy_since=NOW, expected_busy_s=0.05)
+    w2 = view("w2", View.IDLE)
+    assert [d.job for d in r.plan([a, b], [w1, w2], NOW).decisions] == [b]

@@ -8,6 +8,11 @@ now), asks for a plan, and carries it out. Tests read like a table of
 situations and decisions (tests/reuse/test_routing_plan.py).
 
 Rules, in order, for the idle workers and the queued jobs (bounded look-ahead):
+  0. WorkerCall jobs (proof states) go first to an idle worker that already
+     holds their state (no busy worker holding more), out of fair order
+     while the oldest job has waited less than max_wait_for_warm_s: a
+     rebuild elsewhere would be extra REPL work while every worker has work
+     of its own;
   1. an idle worker already holding the job's import header, preferring the
      one that elaborated the longest prefix of its text before (or built its
      session env). When a *busy* worker holds a longer prefix and the
@@ -259,7 +264,9 @@ class Router:
                 by_key[key].append(worker)
         if not by_key:
             return False
-        assigned = False
+        assigned = self._assign_held_calls(pending, by_key, views, now, plan)
+        if not any(by_key.values()):
+            return assigned
         for job in list(itertools.islice(pending, LOOKAHEAD)):
             candidates = by_key.get(job.import_key)
             if not candidates or not job.reuse:
@@ -278,6 +285,36 @@ class Router:
         for job in itertools.islice(pending, LOOKAHEAD):
             if job.wait_mark is not None and not by_key.get(job.import_key):
                 job.wait_mark = None  # a later job took the idle worker: no idle time to charge
+        return assigned
+
+    def _assign_held_calls(self, pending: list[Job], by_key: dict, views: dict, now: float, plan: Plan) -> bool:
+        """Gives idle workers the WorkerCall jobs (proof states) they already
+        hold, before any job that would make a worker rebuild a state another
+        worker holds: under load every worker has work of its own, and a
+        rebuild there is pure extra REPL work. A job no idle worker holds waits
+        for the normal pass; once the oldest job has waited max_wait_for_warm_s,
+        fair order alone decides again (nothing starves)."""
+        window = list(itertools.islice(pending, LOOKAHEAD))
+        if not any(job.call is not None for job in window):
+            return False
+        if now - min(job.enqueued_at for job in window) >= self.max_wait_for_warm_s:
+            return False
+        assigned = False
+        for job in window:
+            candidates = by_key.get(job.import_key)
+            if job.call is None or not candidates or not self.routes_by_prefix(job):
+                continue
+            held, _, worker = max(((self.affinity(w, job), w.last_used, w) for w in candidates), key=lambda t: t[:2])
+            if held <= 0 or self._holder(job, views)[1] > held:
+                continue
+            for others in by_key.values():
+                if worker in others:
+                    others.remove(worker)
+            pending.remove(job)
+            self._assign(job, worker, views, now, plan)
+            assigned = True
+            if not any(by_key.values()):
+                break
         return assigned
 
     def _first_not_waiting(self, pending: list[Job], views: dict, waiting_on: collections.Counter,
