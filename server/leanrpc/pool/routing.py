@@ -274,11 +274,7 @@ class Router:
             worker = self._best_for_prefix(candidates, job, views, waiting_on, now, plan)
             if worker is None:
                 continue
-            for others in by_key.values():
-                if worker in others:
-                    others.remove(worker)
-            pending.remove(job)
-            self._assign(job, worker, views, now, plan)
+            self._assign_idle(job, worker, pending, by_key, views, now, plan)
             assigned = True
             if not any(by_key.values()):
                 break
@@ -286,6 +282,15 @@ class Router:
             if job.wait_mark is not None and not by_key.get(job.import_key):
                 job.wait_mark = None  # a later job took the idle worker: no idle time to charge
         return assigned
+
+    def _assign_idle(self, job: Job, worker: WorkerView, pending: list[Job], by_key: dict, views: dict,
+                     now: float, plan: Plan) -> None:
+        """Assigns a queued job to an idle worker, which no other job may then take."""
+        for others in by_key.values():
+            if worker in others:
+                others.remove(worker)
+        pending.remove(job)
+        self._assign(job, worker, views, now, plan)
 
     def _assign_held_calls(self, pending: list[Job], by_key: dict, views: dict, now: float, plan: Plan) -> bool:
         """Gives idle workers the WorkerCall jobs (proof states) they already
@@ -307,11 +312,7 @@ class Router:
             held, _, worker = max(((self.affinity(w, job), w.last_used, w) for w in candidates), key=lambda t: t[:2])
             if held <= 0 or self._holder(job, views)[1] > held:
                 continue
-            for others in by_key.values():
-                if worker in others:
-                    others.remove(worker)
-            pending.remove(job)
-            self._assign(job, worker, views, now, plan)
+            self._assign_idle(job, worker, pending, by_key, views, now, plan)
             assigned = True
             if not any(by_key.values()):
                 break
