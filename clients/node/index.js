@@ -9,7 +9,7 @@ const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
 const { loadVerifier, richDetails } = require('./lib/proto');
 const { resultFromPb, sessionResultFromPb, verifyOptions } = require('./lib/convert');
-const { backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
+const { MAX_BACKOFF_MS, backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
 
 const HEADER_HASH_KEY = 'x-leanrpc-header-hash';
 
@@ -257,4 +257,6 @@ class LeanrpcClient {
 
 const { ProverClient } = require('./lib/prover');
 
-module.exports = { LeanrpcClient, LeanrpcError, ProverClient, headerHash, resendHintMs, HEADER_HASH_KEY, grpc };
+module.exports = {
+  LeanrpcClient, LeanrpcError, ProverClient, headerHash, resendHintMs, backoffMs, MAX_BACKOFF_MS, HEADER_HASH_KEY, grpc,
+};

@@ -243,3 +243,23 @@ def test_resend_rule_matches_the_python_client(installed):
     python_hints = [resend_hint_s(SimpleNamespace(status=s, error=e, retry_after_s=None if ms is None else ms / 1000))
                     for s, e, ms in cases]
     assert [None if h is None else round(h * 1000) for h in python_hints] == node_hints
+
+
+def test_backoff_is_bounded_in_both_clients_and_a_server_hint_is_its_floor(installed):
+    from leanrpc.client import MAX_BACKOFF_S, backoff_s
+
+    # (base ms, attempt, server hint ms): pauses for attempt 1, a late attempt, a huge one, and a long hint.
+    cases = [(200, 1, 0), (200, 12, 0), (200, 10_000, 0), (200, 3, 90_000)]
+    script = ("const {backoffMs,MAX_BACKOFF_MS}=require('@leanrpc/client');"
+              "console.log(JSON.stringify({max:MAX_BACKOFF_MS,pauses:JSON.parse(process.argv[1]).map("
+              "([b,a,h])=>Array.from({length:50},()=>backoffMs(b,a,h)))}))")
+    out = subprocess.run(["node", "-e", script, json.dumps(cases)], cwd=installed, env=_node_env(),
+                         check=True, capture_output=True, text=True, timeout=60)
+    node = json.loads(out.stdout)
+    assert node["max"] == MAX_BACKOFF_S * 1000
+    python = [[backoff_s(b / 1000, a, h / 1000) * 1000 for _ in range(50)] for b, a, h in cases]
+    for pauses in (node["pauses"], python):
+        first, late, huge, hinted = pauses
+        assert all(100 <= p <= 300 for p in first)  # 200 ms x jitter 0.5..1.5
+        assert all(p <= MAX_BACKOFF_S * 1000 for p in late + huge) and max(late) > MAX_BACKOFF_S * 500
+        assert all(p == 90_000 for p in hinted)  # the server's hint is a floor, even above the cap

@@ -24,15 +24,20 @@ function isRetryable(error) {
   return RETRYABLE_CODES.has(error && error.code);
 }
 
-// Exponential backoff with jitter (x0.5 .. x1.5). The server's retry hint
-// (argument, or the RetryInfo in the rich status of a gRPC error) is a floor,
-// and the backoff makes sure a long overload is not hammered at the hint's pace.
+// The longest pause the client picks by itself (a server's hint may ask for more).
+const MAX_BACKOFF_MS = 30000;
+
+// Exponential backoff with jitter (x0.5 .. x1.5), at most MAX_BACKOFF_MS. The
+// server's retry hint (argument, or the RetryInfo in the rich status of a gRPC
+// error) is a floor, and the backoff makes sure a long overload is not hammered
+// at the hint's pace.
 function backoffMs(baseMs, attempt, hintMs = 0, error = null) {
   const retryAfterMs = error ? richDetails(error).retryAfterMs : null;
   if (retryAfterMs !== null) hintMs = Math.max(hintMs, retryAfterMs);
-  return Math.max(hintMs, baseMs * 2 ** (attempt - 1) * (0.5 + Math.random()));
+  const exponent = Math.min(attempt - 1, 30);
+  return Math.max(hintMs, Math.min(MAX_BACKOFF_MS, baseMs * 2 ** exponent * (0.5 + Math.random())));
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { RETRYABLE_CODES, resendHintMs, isRetryable, backoffMs, sleep };
+module.exports = { RETRYABLE_CODES, MAX_BACKOFF_MS, resendHintMs, isRetryable, backoffMs, sleep };

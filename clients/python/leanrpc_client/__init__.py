@@ -19,7 +19,7 @@ best-first search helper, docs/PROVER.md), aio (AsyncClient), sync (Client).
 """
 
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
-from ._retry import resend_hint_s
+from ._retry import MAX_BACKOFF_S, backoff_s, resend_hint_s
 from ._types import ClientError, Declaration, Message, Result, SessionResult, TacticStep
 from .aio import AsyncClient
 from .prover import ProofStart, ProofState, SearchResult, TacticResult, best_first_search
@@ -42,6 +42,8 @@ __all__ = [
     "best_first_search",
     "header_hash",
     "resend_hint_s",
+    "backoff_s",
+    "MAX_BACKOFF_S",
     "result_from_pb",
     "session_result_from_pb",
 ]
