@@ -8,6 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
+
+_LEAN_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def lean_version_tuple(text: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a Lean version ("4.19.0", "v4.3.0", "4.22.0-rc1"); None without one."""
+    match = _LEAN_VERSION.search(text or "")
+    return None if match is None else (int(match[1]), int(match[2]), int(match[3] or 0))
 
 
 class Status(enum.IntEnum):

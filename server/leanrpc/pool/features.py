@@ -11,23 +11,22 @@ Owns: `ProfileFeatures` (one profile's resolved switches) and `Features`
                     at Lean >= 4.19 (the profile's own Lean version)
 
 and each profile's switches are used for that profile's jobs only. Pure: no
-processes, no clock, no asyncio. May import: config.
+processes, no clock, no asyncio. May import: config, results.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from ..config import ReplConfig
+from ..results import lean_version_tuple
 
 __all__ = ["Features", "ProfileFeatures"]
 
 # Words in a command line that name the augustepoiroux incrementality fork.
 _FORK_MARKS = ("augustepoiroux", "incremental", "--fork")
-_LEAN_VERSION = re.compile(r"(\d+)\.(\d+)")
 # Elab.async exists from this Lean version on.
-_ELAB_ASYNC_SINCE = (4, 19)
+_ELAB_ASYNC_SINCE = (4, 19, 0)
 
 
 @dataclasses.dataclass
@@ -90,5 +89,5 @@ def _wants_elab_async(setting: str | bool, incrementality: bool, lean_version: s
     if setting in (False, "off"):
         return False
     # auto: the fork accepts setOptions; Elab.async exists from Lean 4.19.
-    match = _LEAN_VERSION.search(lean_version)
-    return incrementality and match is not None and (int(match[1]), int(match[2])) >= _ELAB_ASYNC_SINCE
+    version = lean_version_tuple(lean_version)
+    return incrementality and version is not None and version >= _ELAB_ASYNC_SINCE

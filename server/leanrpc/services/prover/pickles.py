@@ -4,7 +4,7 @@ Owns: whether a worker's REPL can pickle proof states (`can_pickle`: the
 `[prover] pickle` setting, else the Lean version its identity probe learnt;
 `pickleTo`/`unpickleProofStateFrom` arrived in REPL v4.3.0), where a worker's
 private scratch is (`Scratch`: as the REPL sees it, as the server reaches it)
-and the two exchanges `pickle_state` / `unpickle_state`. May import: errors,
+and the two exchanges `pickle_state` / `unpickle_state`. May import: errors, results,
 repl, worker (states only).
 
 The bytes never stay in a worker's scratch. The server reads them back right
@@ -21,7 +21,6 @@ is not isolated from anything then; docs/SECURITY.md).
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -29,6 +28,7 @@ import tempfile
 import psutil
 
 from ... import repl
+from ...results import lean_version_tuple
 
 __all__ = ["FIRST_PICKLING_VERSION", "Scratch", "can_pickle", "pickle_state", "unpickle_state"]
 
@@ -36,18 +36,11 @@ __all__ = ["FIRST_PICKLING_VERSION", "Scratch", "can_pickle", "pickle_state", "u
 FIRST_PICKLING_VERSION = (4, 3, 0)
 
 
-def _version(text: str) -> tuple[int, ...] | None:
-    match = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
-    if match is None:
-        return None
-    return tuple(int(g or 0) for g in match.groups())
-
-
 def can_pickle(setting: str, lean_version: str) -> bool:
     """`setting` is "on", "off" or "auto" (by `lean_version`; unknown: no)."""
     if setting in ("on", "off"):
         return setting == "on"
-    version = _version(lean_version)
+    version = lean_version_tuple(lean_version)
     return version is not None and version >= FIRST_PICKLING_VERSION
 
 
@@ -94,11 +87,10 @@ def _repl_pid(worker) -> int:
     return children[0].pid if children else worker.pid
 
 
-def _open_beneath(base: str, relative: str, flags: int, mode: int = 0o600) -> tuple[int, int]:
-    """(directory fd, file fd) of `relative` below `base`, walking every
-    component with O_NOFOLLOW: a symlink anywhere below `base` is an OSError.
+def _folder_beneath(base: str, folders: list[str]) -> int:
+    """An fd of the folder `base/folders...`, walking every component with
+    O_NOFOLLOW: a symlink anywhere below `base` is an OSError.
     (Python has no openat2(RESOLVE_IN_ROOT); this walk is its safe subset.)"""
-    *folders, name = relative.split("/")
     directory = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for folder in folders:
@@ -107,24 +99,33 @@ def _open_beneath(base: str, relative: str, flags: int, mode: int = 0o600) -> tu
             inner = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
             os.close(directory)
             directory = inner
-        return directory, os.open(name, flags | os.O_NOFOLLOW, mode, dir_fd=directory)
     except BaseException:
         os.close(directory)
         raise
+    return directory
+
+
+def _open_beneath(base: str, relative: str, flags: int, mode: int = 0o600) -> int:
+    """An fd of the file `relative` below `base`, no symlink followed on the way or at the end."""
+    *folders, name = relative.split("/")
+    directory = _folder_beneath(base, folders)
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW, mode, dir_fd=directory)
+    finally:
+        os.close(directory)
 
 
 def _unlink_beneath(base: str, relative: str) -> None:
-    folder, _, name = relative.rpartition("/")
+    *folders, name = relative.split("/")
     try:
-        directory, probe = _open_beneath(base, f"{folder}/." if folder else ".", os.O_RDONLY | os.O_DIRECTORY)
+        directory = _folder_beneath(base, folders)
     except OSError:
         return
     try:
-        os.unlink(name, dir_fd=probe)
+        os.unlink(name, dir_fd=directory)
     except OSError:
         pass
     finally:
-        os.close(probe)
         os.close(directory)
 
 
@@ -139,10 +140,9 @@ async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: floa
         if response.proof_state is None:
             return None
         try:
-            directory, fd = _open_beneath(base, relative, os.O_RDONLY)
+            fd = _open_beneath(base, relative, os.O_RDONLY)
         except OSError:
             return None
-        os.close(directory)
         with os.fdopen(fd, "rb") as f:
             data = f.read(max_bytes + 1)
         if not data or len(data) > max_bytes:
@@ -160,8 +160,7 @@ async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, t
     cannot be written."""
     inside, base, relative = scratch.paths(worker)
     try:
-        directory, fd = _open_beneath(base, relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        os.close(directory)
+        fd = _open_beneath(base, relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         return await worker.request({"unpickleProofStateFrom": inside, "env": base_env}, timeout)
