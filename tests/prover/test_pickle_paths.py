@@ -12,9 +12,7 @@ from leanrpc.services.prover.pickles import _open_beneath, _unlink_beneath
 
 
 def _read(base, relative) -> bytes:
-    directory, fd = _open_beneath(str(base), relative, os.O_RDONLY)
-    os.close(directory)
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(_open_beneath(str(base), relative, os.O_RDONLY), "rb") as f:
         return f.read()
 
 

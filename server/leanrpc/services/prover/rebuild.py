@@ -102,8 +102,7 @@ async def _unpickle(rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: 
 
 def _drop_all(rb: Rebuilder, proof: Proof) -> None:
     """A pickle of `proof` did not load: its others were made the same way."""
-    for path in list(proof.pickles):
-        rb.registry.drop_pickle(proof, path)
+    rb.registry.drop_pickles(proof)
     rb.stats.unpickle_failures += 1
 
 

@@ -4,7 +4,8 @@ Owns: `Proof` (one StartProof: its code, its sorries, which workers elaborated
 it and which REPL proof state numbers they hold for which tactic path),
 `ProofState` (an immutable node: proof + root sorry + tactic path + goals),
 and `StateRegistry` (state_id -> ProofState; per-client quotas, TTL, release,
-forgetting a dead worker, the bounded store of pickles the server holds). Pure bookkeeping: no REPL, no asyncio. May import:
+forgetting a dead worker, the bounded store of pickles the server holds).
+Pure bookkeeping: no REPL, no asyncio. May import:
 core.headers, errors.
 
 A state is named by its *path* (root sorry index, tactic, tactic, ...), never
@@ -161,6 +162,10 @@ class StateRegistry:
         if proof.pickles.pop(path, None) is not None:
             self._forget_pickle(proof.proof_id, path)
 
+    def drop_pickles(self, proof: Proof) -> None:
+        for path in list(proof.pickles):
+            self.drop_pickle(proof, path)
+
     def _forget_pickle(self, proof_id: str, path: Path) -> None:
         self.pickle_bytes -= self._pickle_order.pop((proof_id, path), 0)
 
@@ -227,8 +232,7 @@ class StateRegistry:
                 self._drop(self._states[state_id])
                 released += 1
             self._proofs.pop(proof_id, None)
-            for path in list(proof.pickles):
-                self.drop_pickle(proof, path)
+            self.drop_pickles(proof)
         self.stats.states_released += released
         return released, unknown
 
@@ -262,5 +266,4 @@ class StateRegistry:
             # command and REPL numbers (the REPL itself never frees them;
             # worker recycling does).
             self._proofs.pop(proof.proof_id, None)
-            for path in list(proof.pickles):
-                self.drop_pickle(proof, path)
+            self.drop_pickles(proof)
