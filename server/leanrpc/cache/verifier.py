@@ -68,9 +68,7 @@ class CachedVerifier:
         self.cache = cache
         self.environments = environments or {}  # per profile: settings in every key
         self.flights = SingleFlight()
-        self._settings: VerifierSettings | None = None
         self._by_profile: dict[str, VerifierSettings] = {}
-        self._warned_unidentified = False
 
     @classmethod
     def from_config(cls, service: Any, config: Any, *, sandbox: str = "") -> Any:
@@ -105,8 +103,6 @@ class CachedVerifier:
                 log.warning("result cache: the Lean identity%s has no REPL or project revision "
                             "([repl] repl_revision / project_revision); disk and Redis tiers are off",
                             f" of profile {profile!r}" if profile else "")
-        if not profile:
-            self._settings = settings
         return settings
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
