@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from leanrpc.config import Config, ConfigError, to_toml
+from leanrpc.config import Config, ConfigError, ProverConfig, to_toml
 from leanrpc.errors import RequestError
 from leanrpc.services.prover import ProverLimits
 
@@ -32,6 +34,9 @@ def test_prover_keys_become_the_limits_and_round_trip(tmp_path):
     config = Config.from_toml(path)
     limits = ProverLimits.from_config(config)
     assert (limits.max_states_per_client, limits.default_ttl_s, limits.max_ttl_s, limits.max_tactic_chars) == (7, 30, 60, 100)
+    # Every `[prover]` key is a limit of the same name and default, and nothing else is.
+    assert [f.name for f in dataclasses.fields(ProverLimits)] == list(ProverConfig.__struct_fields__)
+    assert ProverLimits() == ProverLimits.from_config(Config())
     again = tmp_path / "again.toml"
     again.write_text(to_toml(config))
     assert Config.from_toml(again) == config

@@ -68,10 +68,8 @@ class ProverLimits:
         section = config.prover
         if section.default_ttl_s > section.max_ttl_s:
             raise RequestError(f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}")
-        return cls(max_states_per_client=section.max_states_per_client, default_ttl_s=section.default_ttl_s,
-                   max_ttl_s=section.max_ttl_s, max_tactic_chars=section.max_tactic_chars, pickle=section.pickle,
-                   max_pickle_store_mb=section.max_pickle_store_mb, max_pickle_mb=section.max_pickle_mb,
-                   max_moved_states=section.max_moved_states, move_timeout_s=section.move_timeout_s)
+        # The same keys as the `[prover]` section (tests/prover/test_prover_config.py checks it).
+        return cls(**{field.name: getattr(section, field.name) for field in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass
