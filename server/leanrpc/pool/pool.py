@@ -16,8 +16,8 @@ or finished loading, a plan asked to be woken at a time). Nothing polls.
 Rooms: admission.py (the one queue check, fair order, deadlines), routing.py
 (pure decisions), prefix_index.py (who elaborated what), runner.py (one
 attempt on one worker), supervisor.py (processes over time), sessions.py
-(session env trees), features.py (each profile's fork / Elab.async switches). This module owns the worker list and wires the rooms;
-it may import all of them, plus config, errors, results and worker.
+(session env trees), features.py (each profile's fork and Elab.async). The
+pool owns the worker list and wires the rooms; it imports them, config, errors, results, worker.
 
 The verifier identity learnt at the first boot of each REPL profile is
 reported with every result; a result cache must include

@@ -4,8 +4,8 @@ Owns: session request checks (names, env ids, no imports after opening, the
 REPL profile fixed at opening) and running session commands. A session runs
 on the profile its OpenSession named (`options.profile`, "" = the default)
 for life: every command and every replay after a worker restart runs on a
-worker of that profile; a later call naming another profile is refused. The pool keeps the commands and replays them
-(leanrpc.pool.sessions); results are built by services.outcomes, exactly as
+worker of that profile; a later call naming another profile is refused. The
+pool keeps the commands and replays them (leanrpc.pool.sessions); results are built by services.outcomes, exactly as
 for Verify. May import: core, errors, results, pool, services.outcomes.
 Never imports services.verify (Verify uses this room, not the reverse).
 """
