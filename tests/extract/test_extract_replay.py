@@ -10,17 +10,13 @@ must give ERROR then NOT_RUN.
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
 import extract_synthetic as sc
 from infotree_builder import full, project
-from leanrpc.config import Config
-from leanrpc.app import create_server
 from leanrpc.extract import extract_declarations
 from leanrpc.services.extract import goals_match
 from leanrpc.v1 import verifier_pb2 as pb
-from leanrpc.v1 import verifier_pb2_grpc
 
 CASES = sorted(name for name in dir(sc) if name.startswith("case_"))
 
@@ -57,21 +53,6 @@ def test_goals_match_ignores_trailing_spaces_only():
     assert goals_match(["a : Nat  \n⊢ a = a"], ["a : Nat\n⊢ a = a"])
     assert not goals_match(["⊢ a = a"], ["⊢ a = b"])
     assert not goals_match(["⊢ p", "⊢ q"], ["⊢ q", "⊢ p"])
-
-
-@pytest.fixture
-async def stub():
-    config = Config()
-    config.server.port = 0
-    config.pool.workers = 1
-    config.pool.default_timeout_s = 20
-    app = await create_server(config)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
-    try:
-        yield verifier_pb2_grpc.VerifierStub(channel)
-    finally:
-        await channel.close()
-        await app.stop(2.0)
 
 
 def _sources():

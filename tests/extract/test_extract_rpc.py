@@ -8,12 +8,9 @@ import pytest
 
 from extract_fixtures import RecordedCase, recorded_cases
 from leanrpc.client import AsyncClient
-from leanrpc.config import Config
-from leanrpc.app import create_server
 from leanrpc.extract import extract_declarations, slice_source
 from leanrpc.results import Position
 from leanrpc.v1 import verifier_pb2 as pb
-from leanrpc.v1 import verifier_pb2_grpc
 
 MODES = {"full": pb.INFOTREE_MODE_FULL, "substantive": pb.INFOTREE_MODE_SUBSTANTIVE, "original": pb.INFOTREE_MODE_ORIGINAL}
 # Upstream REPL transcripts the stand-in replays byte for byte (same request, fresh env).
@@ -28,21 +25,6 @@ WITH_HEADER = (
     "theorem three : 1 + 2 = 3 := by\n"
     "  norm_num\n"
 )
-
-
-@pytest.fixture
-async def server():
-    config = Config()
-    config.server.port = 0
-    config.pool.workers = 1
-    config.pool.default_timeout_s = 20
-    app = await create_server(config)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
-    try:
-        yield app, verifier_pb2_grpc.VerifierStub(channel)
-    finally:
-        await channel.close()
-        await app.stop(2.0)
 
 
 def _declarations(response: pb.ExtractResponse, compressed: bool):
