@@ -299,9 +299,9 @@ class Router:
         rebuild there is pure extra REPL work. A job no idle worker holds waits
         for the normal pass; once the oldest job has waited max_wait_for_warm_s,
         fair order alone decides again (nothing starves)."""
+        if not any(job.call is not None for job in itertools.islice(pending, LOOKAHEAD)):
+            return False  # Verify-only queues (the common case) pay one scan, no copy
         window = list(itertools.islice(pending, LOOKAHEAD))
-        if not any(job.call is not None for job in window):
-            return False
         if now - min(job.enqueued_at for job in window) >= self.max_wait_for_warm_s:
             return False
         assigned = False
