@@ -128,3 +128,56 @@ class VerifyResult:
     # Set only on a REJECTED result for a snippet that never ran (queue full,
     # server shutting down): it may be sent again after this many seconds.
     retry_after_s: float | None = None
+    # Set when the snippet carried a reference (issue 25 item 2); `judge`
+    # when a `[judge]` ran on it (item 5).
+    reference: "ReferenceCheck | None" = None
+    judge: "JudgeCheck | None" = None
+
+
+class ReferenceReason(enum.IntEnum):
+    """Mirrors leanrpc.v1.ReferenceReason: why a snippet does not prove its reference."""
+
+    NONE = 0  # the statement check passed (or did not run)
+    STATEMENT_MISMATCH = 1  # the elaborated type differs
+    MISSING_DECLARATION = 2  # the reference's declaration is not in the snippet's env
+    KIND_CHANGED = 3  # e.g. a theorem became an axiom or an opaque
+    FORBIDDEN_AXIOM = 4  # the declaration depends on an axiom outside the allow-list
+    BODY_CHANGED = 5  # a def/abbrev body differs from the reference's (not `sorry`)
+    CONTAINS_SORRY = 6  # the declaration depends on sorryAx
+    REFERENCE_INVALID = 7  # the reference itself does not elaborate
+    CHECK_INCOMPLETE = 8  # the REPL did not answer every statement query (fail closed)
+
+
+@dataclasses.dataclass(slots=True)
+class ReferenceCheck:
+    """The statement check of a snippet that carried a reference.
+
+    `passed` is True only when every reference declaration was found with
+    the same kind and type (and body, for def/abbrev), within the axiom
+    allow-list and without sorry.
+    """
+
+    passed: bool = False
+    reason: ReferenceReason = ReferenceReason.NONE
+    declaration: str = ""  # the reference declaration that failed
+    detail: str = ""
+    declarations: list[str] = dataclasses.field(default_factory=list)  # every one checked
+    cached_reference: bool = False  # the reference's types came from the cache
+
+
+class JudgeLevel(enum.IntEnum):
+    """Mirrors leanrpc.v1.JudgeLevel: what the external judge (`[judge]`) said."""
+
+    NOT_RUN = 0  # no judge configured, or the result was not VALID with a reference
+    ACCEPTED = 1
+    REFUSED = 2
+    TIMEOUT = 3
+    FAILED = 4  # the judge could not be started or crashed
+
+
+@dataclasses.dataclass(slots=True)
+class JudgeCheck:
+    level: JudgeLevel = JudgeLevel.NOT_RUN
+    judge: str = ""  # the configured judge's name
+    detail: str = ""  # the tail of its output
+    elapsed_s: float = 0.0

@@ -15,7 +15,7 @@ from typing import Iterable
 from google.protobuf import duration_pb2
 
 from ._proto import pb
-from ._types import Declaration, Message, Result, SessionResult, TacticStep
+from ._types import Declaration, Message, ReferenceCheck, Result, SessionResult, TacticStep
 
 # pb.STATUS_VALID -> "VALID", pb.SEVERITY_ERROR -> "ERROR" (the client's names).
 _STATUS_NAMES = {v: k.removeprefix("STATUS_") for k, v in pb.Status.items()}
@@ -101,7 +101,19 @@ def result_from_pb(r: pb.Result) -> Result:
         cache_source=r.reuse.cache_source,
         original_run=r.reuse.original_run,
         retry_after_s=seconds(r.retry_after) if r.HasField("retry_after") else None,
+        reference=_reference_from_pb(r.reference) if r.HasField("reference") else None,
+        judge=_JUDGE_NAMES.get(r.judge.level, str(r.judge.level)) if r.HasField("judge") else "",
     )
+
+
+_JUDGE_NAMES = {0: "NOT_RUN", 1: "ACCEPTED", 2: "REFUSED", 3: "TIMEOUT", 4: "FAILED"}
+
+
+def _reference_from_pb(check) -> ReferenceCheck:
+    name = pb.ReferenceReason.Name(check.reason).removeprefix("REFERENCE_REASON_")
+    return ReferenceCheck(passed=check.passed, reason="" if name == "UNSPECIFIED" else name,
+                          declaration=check.declaration, detail=check.detail, declarations=list(check.declarations),
+                          cached_reference=check.cached_reference)
 
 
 def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) -> SessionResult:
@@ -138,6 +150,23 @@ def _as_snippets(snippets: Iterable) -> list[tuple[str, str]]:
             snippet_id, code = item
             out.append((str(snippet_id), code))
     return out
+
+
+def _as_pinned(snippets: Iterable, references) -> tuple[list[tuple[str, str]], list[str]]:
+    """(id, code) pairs and each snippet's reference ("" = not pinned).
+
+    A dict snippet may carry its own "reference"; `references`, when given,
+    is one reference text per snippet, in order ("" or None: not pinned).
+    """
+    snippets = list(snippets)
+    items = _as_snippets(snippets)
+    refs = [(item.get("reference") or "") if isinstance(item, dict) else "" for item in snippets]
+    if references is not None:
+        references = list(references)
+        if len(references) != len(items):
+            raise ValueError(f"{len(references)} references for {len(items)} snippets: give one per snippet")
+        refs = [r or "" for r in references]
+    return items, refs
 
 
 def declarations_from_pb(declarations) -> list[Declaration]:

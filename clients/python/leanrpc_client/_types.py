@@ -44,6 +44,19 @@ class Message:
 
 
 @dataclasses.dataclass
+class ReferenceCheck:
+    """Result.reference: `reason` is "" when passed, else STATEMENT_MISMATCH,
+    MISSING_DECLARATION, KIND_CHANGED, FORBIDDEN_AXIOM, ... naming `declaration`."""
+
+    passed: bool
+    reason: str
+    declaration: str = ""
+    detail: str = ""
+    declarations: list[str] = dataclasses.field(default_factory=list)
+    cached_reference: bool = False
+
+
+@dataclasses.dataclass
 class Result:
     id: str
     status: str  # VALID, INVALID, SORRY, TIMEOUT, CRASH, OUT_OF_MEMORY, REJECTED, CANCELLED
@@ -68,6 +81,9 @@ class Result:
     # Set only on a REJECTED result whose snippet never ran (queue full, server
     # shutting down): it may be sent again after this many seconds (Result.retry_after).
     retry_after_s: float | None = None
+    # Set when the snippet carried a reference: the statement check (Result.reference).
+    reference: "ReferenceCheck | None" = None
+    judge: str = ""  # the external judge's level ("" = none configured), Result.judge
 
     @property
     def valid(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 import grpc
 
 from ._convert import (
+    _as_pinned,
     _as_snippets,
     _header_metadata,
     _options,
@@ -104,14 +105,17 @@ class AsyncClient(ProverCalls):
         session: str = "",
         profile: str = "",
         cache: bool | None = None,
+        references: Sequence[str | None] | None = None,
     ) -> list[Result]:
         """One unary Verify call: results in input order. With `session`, each
         snippet (no imports) runs on that session's env 0. `profile` names the
         server's REPL profile (toolchain) to run on; "" is its default.
-        `cache=False` bypasses the server's result cache (None: its default)."""
-        items = _as_snippets(snippets)
+        `cache=False` bypasses the server's result cache (None: its default).
+        `references` pins each snippet to a statement (one per snippet, ""
+        for none; a dict snippet may carry its own "reference")."""
+        items, refs = _as_pinned(snippets, references)
         request = pb.VerifyRequest(
-            snippets=[pb.Snippet(id=i, code=c) for i, c in items],
+            snippets=[pb.Snippet(id=i, code=c, reference=r) for (i, c), r in zip(items, refs)],
             options=_options(timeout_s, infotree, reuse, check_axioms, session, profile, cache),
         )
         response = await self._call(self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items))
@@ -130,8 +134,10 @@ class AsyncClient(ProverCalls):
         session: str = "",
         profile: str = "",
         cache: bool | None = None,
+        references: Iterable[str | None] | None = None,
     ) -> list[Result]:
         """Verifies any number of snippets over VerifyStream; input order kept.
+        `references` pins each snippet to a statement, as in `verify_batch`.
         With `session`, each snippet (no imports) runs on that session's env 0
         (an unknown session gives that snippet a REJECTED result). `profile`
         names the server's REPL profile (toolchain); "" is its default.
@@ -144,8 +150,9 @@ class AsyncClient(ProverCalls):
         max_retries those REJECTED results are returned as they are. A failure after
         retries raises ClientError whose `partial` holds the results received.
         """
-        items = _as_snippets(snippets)
+        items, refs = _as_pinned(snippets, references)
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
+        pinned = {key: ref for key, ref in zip(keys, refs) if ref}
         results: dict[str, Result] = {}
         show = progress if progress is not None else (len(items) >= 200 and sys.stderr.isatty())
         bar = _progress_bar(len(items)) if show else None
@@ -156,7 +163,7 @@ class AsyncClient(ProverCalls):
                 todo = [(k, items[n][1]) for n, k in enumerate(keys) if k not in results]
                 resend: dict[str, tuple[Result, float]] = {}
                 try:
-                    await self._stream_once(todo, options, window, results, bar, resend)
+                    await self._stream_once(todo, options, window, results, bar, resend, pinned)
                 except grpc.aio.AioRpcError as exc:
                     attempt += 1
                     if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
@@ -180,7 +187,7 @@ class AsyncClient(ProverCalls):
                 bar.close()
         return _in_order(keys, items, results)
 
-    async def _stream_once(self, todo, options, window, results, bar, resend) -> None:
+    async def _stream_once(self, todo, options, window, results, bar, resend, pinned=None) -> None:
         call = self._stub.VerifyStream(metadata=self._metadata + _header_metadata(c for _k, c in todo))
         slots = asyncio.Semaphore(window)
 
@@ -188,7 +195,8 @@ class AsyncClient(ProverCalls):
             await call.write(pb.VerifyStreamRequest(options=options))
             for key, code in todo:
                 await slots.acquire()
-                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=key, code=code)))
+                reference = (pinned or {}).get(key, "")
+                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=key, code=code, reference=reference)))
             await call.done_writing()
 
         sender = asyncio.ensure_future(send())

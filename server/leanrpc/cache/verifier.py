@@ -112,7 +112,9 @@ class CachedVerifier:
         arrived = time.monotonic()
         self.service.validate(code, options)
         settings = self.settings(getattr(options, "profile", ""))
-        if options.session or not getattr(options, "cache", True) or settings is None:
+        # A pinned snippet bypasses it: the entry format has no statement
+        # check; the reference's own types are cached by services.reference.
+        if options.session or not getattr(options, "cache", True) or settings is None or options.reference:
             self.cache.stats.bypassed += 1
             return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
         split = split_header(code)

@@ -3,10 +3,11 @@ imports the generated stubs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from ..errors import RequestError
-from ..results import Message, Position, SorryInfo, VerifierIdentity, VerifyResult
+from ..results import JudgeCheck, Message, Position, ReferenceCheck, SorryInfo, VerifierIdentity, VerifyResult
 from ..services.verify import VerifyOptions
 from ..v1 import verifier_pb2 as pb
 from .errors import duration_of
@@ -120,7 +121,27 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
         out.verifier.CopyFrom(identity)
     if result.retry_after_s is not None:
         out.retry_after.CopyFrom(duration_of(result.retry_after_s))
+    if result.reference is not None:
+        out.reference.CopyFrom(reference_to_pb(result.reference))
+    if result.judge is not None:
+        out.judge.CopyFrom(judge_to_pb(result.judge))
     return out
+
+
+def snippet_options(snippet: pb.Snippet, options: VerifyOptions) -> VerifyOptions:
+    """The batch's or stream's options with this snippet's own reference."""
+    return dataclasses.replace(options, reference=snippet.reference) if snippet.reference else options
+
+
+def reference_to_pb(check: ReferenceCheck) -> pb.ReferenceCheck:
+    return pb.ReferenceCheck(passed=check.passed, reason=int(check.reason), declaration=check.declaration,
+                             detail=check.detail, declarations=check.declarations,
+                             cached_reference=check.cached_reference)
+
+
+def judge_to_pb(check: JudgeCheck) -> pb.JudgeCheck:
+    return pb.JudgeCheck(level=int(check.level), judge=check.judge, detail=check.detail,
+                         elapsed=duration_of(check.elapsed_s))
 
 
 # The words of a REJECTED result whose snippet never ran; the retry hint

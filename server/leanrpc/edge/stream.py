@@ -175,7 +175,8 @@ class StreamCall:
             self._emit(VerifyResult(id=snippet.id, status=Status.REJECTED,
                                     error="duplicate id: a snippet with this id is in flight"))
         else:
-            self._running[snippet.id] = asyncio.ensure_future(self._run_one(snippet.id, snippet.code, options))
+            self._running[snippet.id] = asyncio.ensure_future(self._run_one(snippet.id, snippet.code,
+                                                                          convert.snippet_options(snippet, options)))
 
     async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions) -> None:
         result = await answer(self._verify, snippet_id, code, options, deadline=self._deadline,

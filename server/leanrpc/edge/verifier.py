@@ -59,7 +59,7 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         for index, snippet in enumerate(snippets):
             try:
-                self._verify.validate(snippet.code, options)
+                self._verify.validate(snippet.code, convert.snippet_options(snippet, options))
             except RequestError as exc:
                 # Keep the subclass (an unknown session is NOT_FOUND, not INVALID_ARGUMENT).
                 kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
@@ -71,7 +71,8 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         stream_id = f"batch-{next(self._stream_numbers)}"
         tasks = [
             asyncio.ensure_future(
-                self._verify.verify(snippet.id or str(index), snippet.code, options, deadline=deadline,
+                self._verify.verify(snippet.id or str(index), snippet.code, convert.snippet_options(snippet, options),
+                                    deadline=deadline,
                                     client_id=client_id, stream_id=stream_id)
             )
             for index, snippet in enumerate(snippets)

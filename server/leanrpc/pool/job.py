@@ -53,6 +53,9 @@ class Job:
     reuse: bool = True
     # Command run on the body's env right after it (e.g. `#print axioms`).
     after_body: str | None = None
+    # The statement queries of a reference check (leanrpc.reference), run
+    # on the body's env after `after_body`; its answer is kept apart.
+    reference_query: str | None = None
     deadline: float | None = None  # time.monotonic() based
     # Set for a session job: the command runs on a session env, not the body.
     session: SessionCall | None = None
@@ -125,3 +128,6 @@ class BodyOutcome:
     # Messages Lean gave for the job's open/set_option preamble (REPL JSON),
     # at their positions in the user's text; reported with the body's.
     preamble_messages: list = dataclasses.field(default_factory=list)
+    # The answer to `Job.reference_query` (REPL JSON), and its REPL time.
+    reference_response: dict | None = None
+    reference_s: float = 0.0

@@ -141,6 +141,12 @@ class Runner:
             after = None
             if job.after_body and response.env is not None:
                 after = await worker.request(repl.command(job.after_body, response.env), _bounded(job.timeout_s, job))
+            reference_response, reference_s = None, 0.0
+            if job.reference_query and response.env is not None:
+                started = time.monotonic()
+                reference_response = await worker.request(repl.command(job.reference_query, response.env),
+                                                          _bounded(job.timeout_s, job))
+                reference_s = time.monotonic() - started
             if not job.future.done():
                 job.future.set_result(
                     BodyOutcome(
@@ -157,6 +163,8 @@ class Runner:
                         session_env=session_env,
                         replayed_commands=replayed,
                         preamble_messages=preamble_messages,
+                        reference_response=reference_response,
+                        reference_s=reference_s,
                     )
                 )
         except asyncio.CancelledError:

@@ -19,10 +19,12 @@ from .. import repl
 from ..config import Config
 from ..core.declarations import AxiomCheck, plan_axiom_check
 from ..core.headers import split_header
+from ..reference import query_command
 from ..errors import RequestError
 from ..pool import Job, Pool, PoolSnapshot
 from ..results import Position, VerifyResult
 from .outcomes import run_job
+from .reference import ReferenceService
 from .sessions import SessionService
 
 INFOTREE_MODES = ("original", "substantive", "tactics", "full")
@@ -39,6 +41,9 @@ class VerifyOptions:
     cache: bool = True
     # The REPL profile (`[repl.<name>]`); "" = the default `[repl]`.
     profile: str = ""
+    # The problem's own statement (issue 25 item 2): header plus declarations
+    # proved by `sorry`; "" = not pinned. services.reference checks it.
+    reference: str = ""
 
 
 class VerifyService:
@@ -48,6 +53,7 @@ class VerifyService:
         self.pool = pool
         self.config = config
         self.sessions = SessionService(pool, config, self.validate)
+        self.references = ReferenceService(pool, config)
 
     def admission(self, count: int = 1) -> None:
         """Raises OverloadedError or NotServingError unless `count` more
@@ -79,6 +85,10 @@ class VerifyService:
                 self.pool.check_profile(options.profile)
             except RequestError as exc:  # unknown: INVALID_ARGUMENT naming the field
                 raise RequestError(exc.message, field="options.profile") from exc
+        if options.reference:
+            if options.session:
+                raise RequestError("a reference cannot be pinned in a session", field="reference")
+            self.references.parse(options.reference)
         if options.session:
             # The session runs on its own profile; naming another one is refused.
             self.sessions.check_profile(self.sessions.registry.get(options.session), options.profile)
@@ -101,12 +111,21 @@ class VerifyService:
             axiom_check = plan_axiom_check(split.body, split.body_start_line, split.body_start_column)
             after_body = axiom_check.print_command
             split = dataclasses.replace(split, body=axiom_check.body)
+        reference = pinned = None
+        cached = False
+        timeout_s = options.timeout_s or self.config.pool.default_timeout_s
+        if options.reference:
+            reference = self.references.parse(options.reference)
+            pinned, cached = await self.references.pinned(reference, options.profile, split, timeout_s=timeout_s,
+                                                          deadline=deadline, client_id=client_id,
+                                                          stream_id=stream_id)
         job = Job(
             split=split,
-            timeout_s=options.timeout_s or self.config.pool.default_timeout_s,
+            timeout_s=timeout_s,
             infotree=options.infotree,
             reuse=options.reuse,
             after_body=after_body,
+            reference_query=None if reference is None else query_command(reference.names),
             deadline=deadline,
             client_id=client_id,
             stream_id=stream_id,
@@ -119,6 +138,8 @@ class VerifyService:
                 after = outcome.after_response
                 repl.require_every_axiom_check(result, None if after is None else repl.as_response(after),
                                                axiom_check.names)
+        if reference is not None:
+            self.references.apply(result, outcome, reference, pinned, cached)
         return result
 
 

@@ -52,9 +52,6 @@ from .syntax import (
     CMD_KWS,
     DECL_KWS,
     Command,
-    Facts,
-    axioms_of,
-    facts_of,
     first_constant,
     goal_text,
     have_goal,
@@ -62,12 +59,12 @@ from .syntax import (
     module_known,
     note_namespace,
     parse_decl,
-    signature,
     split_commands,
     split_header,
     tactic_blocks,
     variable_binders,
 )
+from .statements import Facts, context_text, decl_info, facts_of, query_target, render_check, render_print
 from .tactics import TACTIC_MODE_ONLY, run_tactic, status
 
 __all__ = ["Elab", "Facts", "elaborate", "facts_of", "is_mathlib", "module_known", "run_tactic", "split_header",
@@ -108,6 +105,7 @@ class _Context:
         self.declarations = declarations
         self.tactic_nodes: list = []
         self.decl_entries: list = []
+        self.context: list[str] = []  # instance/notation commands so far (standin.statements)
 
     def find(self, name):
         return self.local.get(name) or self.lookup(name)
@@ -143,12 +141,18 @@ BUILTIN_SIGNATURES = {
 
 
 def _cmd_check(ctx: _Context, cmd: Command) -> list:
-    if len(cmd.toks) > 1 and cmd.toks[1].kind == "id":
-        name = cmd.toks[1].text
-        info = ctx.find(name)
-        signature = info[0] if info is not None else BUILTIN_SIGNATURES.get(name)
-        if signature is not None:
-            ctx.error(cmd.toks[0], signature, "info")
+    target = query_target(cmd, "#check")
+    if target is None:
+        return []
+    tok, explicit, pp_all = target
+    info = ctx.find(tok.text)
+    at = next(t for t in cmd.toks if t.text == "#check")
+    if info is not None:
+        ctx.error(at, render_check(tok.text, info, pp_all), "info")
+    elif tok.text in BUILTIN_SIGNATURES:
+        ctx.error(at, BUILTIN_SIGNATURES[tok.text], "info")
+    elif explicit:
+        ctx.error(tok, f"unknown identifier '{tok.text}'")
     return []
 
 
@@ -162,6 +166,16 @@ def _cmd_print(ctx: _Context, cmd: Command) -> list:
             ctx.error(cmd.toks[0], f"'{name}' depends on axioms: [{', '.join(info[1])}]", "info")
         else:
             ctx.error(cmd.toks[0], f"'{name}' does not depend on any axioms", "info")
+        return []
+    target = query_target(cmd, "#print")
+    if target is not None:
+        tok = target[0]
+        info = ctx.find(tok.text)
+        at = next(t for t in cmd.toks if t.text == "#print")
+        if info is not None and len(info) >= 5:
+            ctx.error(at, render_print(tok.text, info), "info")
+        elif info is None:
+            ctx.error(tok, f"unknown constant '{tok.text}'")
     return []
 
 
@@ -210,7 +224,7 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
             goals = after
     if d.name:
         full = ".".join(ctx.ns + [d.name])
-        ctx.local[full] = ctx.local[d.name] = (signature(d, text), axioms_of(d, full, ctx.find))
+        ctx.local[full] = ctx.local[d.name] = decl_info(d, text, full, ctx.find, ctx.variables, ctx.context)
     if ctx.declarations:
         ctx.decl_entries.append(declaration_entry(d, text, P, ctx.ns))
     return children
@@ -278,6 +292,9 @@ def elaborate(
             continue
         note_namespace(cmd, ctx.ns)
         children = _handler(cmd)(ctx, cmd)
+        extra = context_text(cmd, text)
+        if extra is not None:
+            ctx.context.append(extra)
         if infotree == "full":
             tree.append(command_node(cmd, text, ctx.P, children))
     if infotree == "full":

@@ -2,8 +2,8 @@
 
 Owns: `split_header`, splitting a text into commands at column-0 keywords,
 `parse_decl` (binders, statement, body, sorries, unknown identifiers), goal
-text, the facts a command adds to its env (`facts_of`) and the split of a
-`by` block into top-level tactics. May import: standin.lexer.
+text and the split of a `by` block into top-level tactics (what a command
+adds to its env is standin.statements). May import: standin.lexer.
 """
 
 from __future__ import annotations
@@ -328,41 +328,6 @@ def hyps_lines(binders: list[tuple[str, str, str]]) -> list[str]:
 
 def goal_text(hyps: list[tuple[str, str, str]], target: str) -> str:
     return "\n".join(hyps_lines(hyps) + ["⊢ " + target])
-
-
-# --------------------------------------------------------------------------
-# env facts (what later commands can see)
-
-
-class Facts:
-    """Declarations and `variable` binders introduced by one command text."""
-
-    __slots__ = ("decls", "variables")
-
-    def __init__(self):
-        self.decls: dict[str, tuple] = {}
-        self.variables: list[tuple[str, str, str]] = []
-
-
-def facts_of(text: str) -> Facts:
-    f = Facts()
-    if not text:
-        return f
-    toks = lex(text)
-    pos = Positions(text)
-    ns: list[str] = []
-    for cmd in split_commands(toks, text, pos):
-        note_namespace(cmd, ns)
-        if cmd.kw == "variable":
-            f.variables.extend(variable_binders(cmd, text))
-        elif cmd.kw in DECL_KWS:
-            d = parse_decl(cmd, text)
-            if d is not None and d.name:
-                full = ".".join(ns + [d.name])
-                info = (signature(d, text), axioms_of(d, full, f.decls.get))
-                f.decls[full] = info
-                f.decls.setdefault(d.name, info)
-    return f
 
 
 def note_namespace(cmd: Command, ns: list[str]) -> None:

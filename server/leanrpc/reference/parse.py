@@ -1,0 +1,83 @@
+"""Reading a reference: its header and the declarations it pins.
+
+A reference is the problem's own formal text, as miniF2F, ProofNet or
+PutnamBench state it: imports, `open`/`set_option` lines, and declarations
+whose proofs are `sorry`. Declarations are found with core.declarations (the
+check_axioms scanner: comments, strings, namespaces, `«»` names). A bad
+reference is a RequestError, raised at the edge before anything runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from ..core.declarations import declarations, mask
+from ..core.headers import HeaderSplit, split_header
+from ..errors import RequestError
+
+__all__ = ["Reference", "ReferenceDecl", "parse_reference"]
+
+# What a reference may pin, and the kind Lean's `#print` shows for it.
+PRINTED_KIND = {"theorem": "theorem", "lemma": "theorem", "def": "def", "abbrev": "def", "instance": "def",
+                "opaque": "opaque"}
+_SORRY_BODY = re.compile(r":=\s*(?:by\s+)?sorry\s*$")
+MAX_DECLARATIONS = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceDecl:
+    name: str
+    kind: str  # the reference's keyword (theorem, lemma, def, abbrev, ...)
+    body_is_sorry: bool  # a def/abbrev whose body is `sorry`: any body passes
+
+    @property
+    def printed_kind(self) -> str:
+        return PRINTED_KIND[self.kind]
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    text: str
+    split: HeaderSplit
+    decls: tuple[ReferenceDecl, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.decls]
+
+
+def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "reference") -> Reference:
+    """The reference's header and pinned declarations; RequestError if unusable."""
+    if not text.strip():
+        raise RequestError("the reference is empty", field=field)
+    if len(text) > max_chars:
+        raise RequestError(f"the reference has {len(text)} characters, over the limit of {max_chars}", field=field)
+    if "\x00" in text:
+        raise RequestError("the reference contains a NUL character", field=field)
+    split = split_header(text)
+    found = declarations(split.body)
+    masked = mask(split.body)
+    decls: list[ReferenceDecl] = []
+    for index, decl in enumerate(found):
+        if decl.kind == "example" or not decl.name:
+            raise RequestError(
+                f"the reference has an unnamed {decl.kind}: every declaration it pins needs a name", field=field
+            )
+        if decl.kind not in PRINTED_KIND:
+            raise RequestError(f"the reference pins {decl.name} as {decl.kind!r}, which cannot be pinned", field=field)
+        end = found[index + 1].offset if index + 1 < len(found) else len(masked)
+        segment = masked[decl.offset:end].rstrip()
+        body_is_sorry = bool(_SORRY_BODY.search(segment))
+        if decl.kind in ("theorem", "lemma") and not body_is_sorry:
+            raise RequestError(f"reference theorem {decl.name} must have `sorry` as its proof", field=field)
+        decls.append(ReferenceDecl(decl.name, decl.kind, body_is_sorry))
+    if not decls:
+        raise RequestError("the reference declares no theorem, lemma or def to pin", field=field)
+    if len(decls) > MAX_DECLARATIONS:
+        raise RequestError(f"the reference pins {len(decls)} declarations, over the limit of {MAX_DECLARATIONS}",
+                           field=field)
+    names = [d.name for d in decls]
+    if len(set(names)) != len(names):
+        raise RequestError("the reference declares a name twice", field=field)
+    return Reference(text=text, split=split, decls=tuple(decls))

@@ -1,0 +1,61 @@
+"""The pinning table (issue 25 item 2): each way of proving something other
+than the reference gets the right verdict, through the real gRPC server on
+the stand-in REPL. The reference is elaborated once and its types cached."""
+
+from __future__ import annotations
+
+import pytest
+
+from verify_support import running_server
+
+pytestmark = pytest.mark.timeout(120)
+
+HEADER = "import Mathlib\n\n"
+REFERENCE = HEADER + "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  sorry\n"
+
+# (label, snippet body, expected status, expected reason ("" = passed))
+TABLE = [
+    ("good", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n", "VALID", ""),
+    ("good with a helper lemma",
+     "lemma helper : 4 = 4 := rfl\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  exact helper\n",
+     "VALID", ""),
+    ("good with other spacing and a comment",
+     "theorem   target ( x : Nat )\n    (h : 0<x) :\n  2+2 = 4 := by -- same statement\n  norm_num\n", "VALID", ""),
+    ("changed statement", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 5 := by\n  norm_num\n",
+     "INVALID", "STATEMENT_MISMATCH"),
+    ("weaker hypotheses", "theorem target (x : Nat) (h : 0 < x) (h2 : False) : 2 + 2 = 4 := by\n  norm_num\n",
+     "INVALID", "STATEMENT_MISMATCH"),
+    ("renamed", "theorem target' (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n",
+     "INVALID", "MISSING_DECLARATION"),
+    ("missing", "theorem other : 1 = 1 := rfl\n", "INVALID", "MISSING_DECLARATION"),
+    ("theorem replaced by axiom", "axiom target (x : Nat) (h : 0 < x) : 2 + 2 = 4\n", "INVALID", "KIND_CHANGED"),
+    ("extra axiom",
+     "axiom cheat : False\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  exact cheat.elim\n",
+     "INVALID", "FORBIDDEN_AXIOM"),
+    ("user instance",
+     "instance : Add Nat := ⟨Nat.mul⟩\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n",
+     "INVALID", "STATEMENT_MISMATCH"),
+    ("native_decide", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  native_decide\n",
+     "INVALID", "FORBIDDEN_AXIOM"),
+    ("sorry", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  sorry\n", "SORRY", "CONTAINS_SORRY"),
+]
+
+
+async def test_pinning_table_gives_the_right_verdict_for_each_case():
+    async with running_server() as (app, client):
+        codes = [HEADER + body for _label, body, _status, _reason in TABLE]
+        results = await client.verify_batch(codes, references=[REFERENCE] * len(codes))
+        for (label, _body, status, reason), result in zip(TABLE, results):
+            assert result.status == status, (label, result.status, result.error, result.reference)
+            assert result.reference is not None, label
+            assert result.reference.reason == reason, (label, result.reference)
+            assert result.reference.passed == (reason == ""), label
+            if reason:
+                assert result.reference.declaration == "target", label
+        # Without the reference, every one of the cheats but `sorry` passes:
+        # the pin is what catches them.
+        plain = await client.verify_batch(codes)
+        assert [r.status for r in plain] == ["VALID"] * (len(TABLE) - 1) + ["SORRY"]
+        assert all(r.reference is None for r in plain)
+        # One elaboration of the reference served the whole batch (and the rerun).
+        assert app.verify.references.elaborations == 1
