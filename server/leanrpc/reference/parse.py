@@ -22,6 +22,8 @@ __all__ = ["Reference", "ReferenceDecl", "parse_reference"]
 PRINTED_KIND = {"theorem": "theorem", "lemma": "theorem", "def": "def", "abbrev": "def", "instance": "def",
                 "opaque": "opaque"}
 _SORRY_BODY = re.compile(r":=\s*(?:by\s+)?sorry\s*$")
+# Scope commands between a declaration and the next one are not its body.
+_TRAILING_SCOPE = re.compile(r"(?:\n[ \t]*(?:end|namespace|section|open|noncomputable section)\b[^\n]*|\s)+$")
 MAX_DECLARATIONS = 64
 
 
@@ -67,7 +69,7 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
         if decl.kind not in PRINTED_KIND:
             raise RequestError(f"the reference pins {decl.name} as {decl.kind!r}, which cannot be pinned", field=field)
         end = found[index + 1].offset if index + 1 < len(found) else len(masked)
-        segment = masked[decl.offset:end].rstrip()
+        segment = _TRAILING_SCOPE.sub("", masked[decl.offset:end])
         body_is_sorry = bool(_SORRY_BODY.search(segment))
         if decl.kind in ("theorem", "lemma") and not body_is_sorry:
             raise RequestError(f"reference theorem {decl.name} must have `sorry` as its proof", field=field)
