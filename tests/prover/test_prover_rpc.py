@@ -170,3 +170,16 @@ async def test_best_first_search_helper_finds_and_releases():
         assert found.tactics == ["constructor", "exact hp", "exact hq"]
         assert found.proof_text is not None and found.proof_text.count("exact") == 2
         assert len(app.prover.registry) == 0  # released at the end
+
+
+async def test_whole_proof_check_is_pinned_to_the_start_statement():
+    """Issue 25: the whole-proof check uses the StartProof statement as its
+    reference, so COMPLETED means a proof of *that* statement."""
+    async with running_server(1) as (app, client):
+        proof = await client.start_proof(AND_STATEMENT)
+        split = await client.run_tactic(proof.states[0].state_id, "constructor")
+        left = await client.run_tactic(split.state_id, "exact hp")
+        done = await client.run_tactic(left.state_id, "exact hq")
+        assert done.status == "COMPLETED" and done.verification_status == "VALID"
+        # The start statement was elaborated as a reference (once) and pinned.
+        assert app.verify.references.elaborations == 1

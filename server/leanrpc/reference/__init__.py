@@ -13,7 +13,7 @@ May import: errors, results, core. Never imports repl, pool or services.
 """
 
 from .answers import DeclAnswer, compare, query_command, read_answers
-from .parse import Reference, ReferenceDecl, parse_reference
+from .parse import Reference, ReferenceDecl, parse_reference, pin_of
 
-__all__ = ["DeclAnswer", "Reference", "ReferenceDecl", "compare", "parse_reference", "query_command",
+__all__ = ["DeclAnswer", "Reference", "ReferenceDecl", "compare", "parse_reference", "pin_of", "query_command",
            "read_answers"]

@@ -16,7 +16,7 @@ from ..core.declarations import declarations, mask
 from ..core.headers import HeaderSplit, split_header
 from ..errors import RequestError
 
-__all__ = ["Reference", "ReferenceDecl", "parse_reference"]
+__all__ = ["Reference", "ReferenceDecl", "parse_reference", "pin_of"]
 
 # What a reference may pin, and the kind Lean's `#print` shows for it.
 PRINTED_KIND = {"theorem": "theorem", "lemma": "theorem", "def": "def", "abbrev": "def", "instance": "def",
@@ -71,8 +71,9 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
         end = found[index + 1].offset if index + 1 < len(found) else len(masked)
         segment = _TRAILING_SCOPE.sub("", masked[decl.offset:end])
         body_is_sorry = bool(_SORRY_BODY.search(segment))
-        if decl.kind in ("theorem", "lemma") and not body_is_sorry:
-            raise RequestError(f"reference theorem {decl.name} must have `sorry` as its proof", field=field)
+        # A theorem's proof in the reference is never compared (only its
+        # type), so one given there is harmless: the Prover pins to a start
+        # statement that may already hold some tactics.
         decls.append(ReferenceDecl(decl.name, decl.kind, body_is_sorry))
     if not decls:
         raise RequestError("the reference declares no theorem, lemma or def to pin", field=field)
@@ -83,3 +84,16 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
     if len(set(names)) != len(names):
         raise RequestError("the reference declares a name twice", field=field)
     return Reference(text=text, split=split, decls=tuple(decls))
+
+
+def pin_of(code: str) -> str:
+    """`code` itself when it can serve as its own reference, else "".
+
+    StartProof pins the whole-proof check to its own statement this way; a
+    start with only an `example` (no name to pin) is not pinned.
+    """
+    try:
+        parse_reference(code)
+    except RequestError:
+        return ""
+    return code

@@ -25,6 +25,7 @@ from ...config import Config
 from ...core.headers import split_header
 from ...errors import HeaderLoadError, RequestError, WorkerError
 from ...pool import Job, Pool
+from ...reference import pin_of
 from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...repl import message_from_repl
 from ...worker.worker import WorkerState
@@ -273,7 +274,9 @@ class ProverService:
             out.error = "the sorry of this proof state has no position; the proof cannot be assembled"
             return
         out.proof_text = assemble(proof.code, start, end, state.tactics)
-        options = VerifyOptions(check_axioms=proof.check_axioms)
+        # Pinned to the start statement (issue 25): a tactic that changes
+        # the goal's meaning cannot make the whole proof COMPLETED.
+        options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
         result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline)
         out.verification = result
         other_sorries = len(proof.spans) > 1 or proof.roots > 1
