@@ -180,3 +180,26 @@ async def test_kill_9_of_workers_during_a_rest_batch_answers_every_snippet_once(
     assert statuses["CRASH"] * 2 <= kills, (statuses, kills)
     assert all(r["error"].startswith("Snippet execution failed") for r in body["results"]
                if r["leanrpc"]["status"] == "CRASH")
+
+
+async def test_check_snippet_reference_pins_the_statement(served):
+    """leanrpc's extension (issue 25): `/api/check` snippets may carry a
+    `reference`; a changed statement is INVALID with an error Kimina's
+    analyze() sees, and a bad reference is 422 naming its place."""
+    s = await served()
+    reference = HEADER + "theorem a : 1 + 1 = 2 := by sorry"
+    status, body, _ = await _post(s.url, "/api/check", {"snippets": [
+        {"id": "good", "code": HEADER + "theorem a : 1 + 1 = 2 := by rfl", "reference": reference},
+        {"id": "changed", "code": HEADER + "theorem a : 1 + 0 = 1 := by rfl", "reference": reference},
+        {"id": "unpinned", "code": HEADER + "theorem a : 1 + 0 = 1 := by rfl"}]})
+    assert status == 200
+    good, changed, unpinned = body["results"]
+    assert good["leanrpc"]["status"] == "VALID" and good["leanrpc"]["reference"]["passed"]
+    assert changed["leanrpc"]["status"] == "INVALID"
+    assert changed["leanrpc"]["reference"]["reason"] == "STATEMENT_MISMATCH"
+    assert any(m["severity"] == "error" and "reference check" in m["data"] for m in changed["response"]["messages"])
+    assert unpinned["leanrpc"]["status"] == "VALID" and "reference" not in unpinned["leanrpc"]
+    status, body, _ = await _post(s.url, "/api/check", {"snippets": [
+        {"id": "x", "code": HEADER + "theorem a : True := trivial", "reference": HEADER + "-- nothing\n"}]})
+    assert status == 422 and body["detail"][0]["loc"] == ["body", "snippets", 0, "reference"]
+    assert "declares no theorem" in body["detail"][0]["msg"]

@@ -11,7 +11,8 @@ SORRY always carries a `sorries` entry, a REJECTED never looks valid, a
 TIMEOUT says "timed out". leanrpc's full result rides along under the
 extension key `leanrpc`, which Kimina's pydantic models ignore.
 
-May import: results, services.verify (VerifyOptions), msgspec.
+May import: errors, results, reference (to validate a snippet's `reference`),
+services.verify (VerifyOptions), msgspec.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..errors import RequestError
+from ..reference import parse_reference
 from ..results import Message, SorryInfo, Status, VerifyResult
 from ..services.verify import VerifyOptions
 
@@ -32,6 +35,8 @@ NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 class Snippet(msgspec.Struct):
     id: str
     code: str
+    # leanrpc's extension (issue 25): the problem's statement to pin to.
+    reference: str = ""
 
 
 class CheckRequest(msgspec.Struct):
@@ -101,6 +106,12 @@ def decode_check(body: bytes) -> CheckRequest:
         raise _invalid("value_error", [], "Value error, `snippets` must be non empty")
     if len({s.id for s in request.snippets}) != len(request.snippets):
         raise _invalid("value_error", [], "Value error, `snippets` must have unique ids")
+    for index, snippet in enumerate(request.snippets):
+        if snippet.reference:
+            try:
+                parse_reference(snippet.reference)
+            except RequestError as exc:
+                raise _invalid("value_error", ["snippets", index, "reference"], f"Value error, {exc.message}") from None
     return request
 
 
@@ -113,12 +124,12 @@ def decode_verify(body: bytes) -> VerifyRequestBody:
     return request
 
 
-def check_items(request: CheckRequest) -> list[tuple[str, str]]:
-    return [(s.id, s.code) for s in request.snippets]
+def check_items(request: CheckRequest) -> list[tuple[str, str, str]]:
+    return [(s.id, s.code, s.reference) for s in request.snippets]
 
 
-def verify_items(request: VerifyRequestBody) -> list[tuple[str, str]]:
-    return [(str(c.custom_id), c.proof if c.proof is not None else c.code) for c in request.codes]
+def verify_items(request: VerifyRequestBody) -> list[tuple[str, str, str]]:
+    return [(str(c.custom_id), c.proof if c.proof is not None else c.code, "") for c in request.codes]
 
 
 def check_options(request: CheckRequest) -> VerifyOptions:
@@ -178,6 +189,12 @@ def extension(result: VerifyResult) -> dict:
         out["error"] = result.error
     if result.axioms:
         out["axioms"] = list(result.axioms)
+    if result.reference is not None:
+        r = result.reference
+        out["reference"] = {"passed": r.passed, "reason": r.reason.name if r.reason else "",
+                            "declaration": r.declaration, "detail": r.detail, "declarations": list(r.declarations)}
+    if result.judge is not None:
+        out["judge"] = {"level": result.judge.level.name, "judge": result.judge.judge, "detail": result.judge.detail}
     if result.verifier is not None:
         v = result.verifier
         out["verifier"] = {"kind": v.kind, "lean_version": v.lean_version, "repl_revision": v.repl_revision,
@@ -200,6 +217,12 @@ def command_response(result: VerifyResult, shift: int) -> dict:
     status = result.status
     if status is Status.REJECTED and not any(m["severity"] == "error" for m in messages):
         return {"message": result.error or "rejected"}
+    check = result.reference
+    if check is not None and not check.passed and status is Status.INVALID:
+        # Lean reported no error, the statement check did: Kimina's analyze()
+        # must see one to agree with INVALID.
+        messages.append({"severity": "error", "pos": {"line": 1, "column": 0},
+                         "data": f"leanrpc reference check: {check.reason.name} {check.declaration}: {check.detail}"})
     if status is Status.SORRY and not sorries:
         # A sorry leanrpc saw (warning text, sorryAx) but the REPL listed none.
         at = next((m for m in messages if "sorry" in m["data"]), None)

@@ -151,9 +151,10 @@ class KiminaGateway:
             results = [kimina.backward_response(r) for r in results]
         return _json({"results": results})
 
-    async def _run_all(self, items: list[tuple[str, str]], options: VerifyOptions, *, debug: bool) -> list[dict]:
+    async def _run_all(self, items: list[tuple[str, str, str]], options: VerifyOptions, *, debug: bool) -> list[dict]:
         timeout_s = options.timeout_s or self._config.pool.default_timeout_s
-        tasks = [asyncio.ensure_future(self._run_one(sid, code, options, timeout_s, debug)) for sid, code in items]
+        tasks = [asyncio.ensure_future(self._run_one(sid, code, _pinned(options, reference), timeout_s, debug))
+                 for sid, code, reference in items]
         try:
             return await asyncio.gather(*tasks)
         except BaseException:  # the client went away (handler cancelled): free the queue
@@ -256,3 +257,8 @@ async def start_gateway(verify: VerifyService, config: Config, *, host: str | No
 async def stop_gateway(gateway: Gateway | None, grace: float = 10.0) -> None:
     if gateway is not None:
         await gateway.stop(grace)
+
+
+def _pinned(options: VerifyOptions, reference: str) -> VerifyOptions:
+    """The batch's options with one snippet's `reference` (leanrpc's extension)."""
+    return dataclasses.replace(options, reference=reference) if reference else options
