@@ -32,7 +32,56 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--retries", type=int, default=3, metavar="N",
                         help="retries when the server is unavailable or overloaded (default: 3)")
     parser.add_argument("--json", action="store_true", help="one JSON result per line (default: text)")
+    pin = parser.add_mutually_exclusive_group()
+    pin.add_argument("--reference", metavar="REF.lean",
+                     help="pin every file to this statement (header + declarations proved by `sorry`)")
+    pin.add_argument("--reference-dir", metavar="DIR",
+                     help="pin each file to DIR/<its file name>; a file without one is REJECTED")
     return parser
+
+
+def references_for(snippets: list[tuple[str, str]], args) -> tuple[list[str] | None, list[tuple[str, str]]]:
+    """One reference per snippet (None: not pinned), and files refused for a missing one."""
+    if getattr(args, "reference", None):
+        try:
+            text = Path(args.reference).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"--reference {args.reference}: cannot read it ({exc})") from None
+        problem = _reference_problem(text)
+        if problem:
+            raise UserError(f"--reference {args.reference}: {problem}")
+        return [text] * len(snippets), []
+    folder = getattr(args, "reference_dir", None)
+    if not folder:
+        return None, []
+    if not Path(folder).is_dir():
+        raise UserError(f"--reference-dir {folder}: no such folder")
+    refs, missing = [], []
+    for path, _text in snippets:
+        candidate = Path(folder) / Path(path).name
+        try:
+            text = candidate.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            refs.append("")
+            missing.append((path, f"no reference {candidate} for it in --reference-dir"))
+            continue
+        problem = _reference_problem(text)
+        refs.append(text)
+        if problem:
+            missing.append((path, f"reference {candidate}: {problem}"))
+    return refs, missing
+
+
+def _reference_problem(text: str) -> str:
+    """Why a reference cannot pin anything ("" when it can), before anything is sent."""
+    from ..errors import RequestError
+    from ..reference import parse_reference
+
+    try:
+        parse_reference(text)
+    except RequestError as exc:
+        return exc.message
+    return ""
 
 
 def server_address(text: str) -> str:
@@ -88,10 +137,21 @@ def run(args) -> int:
     if not snippets:
         print("leanrpc verify: error: no .lean file to verify in the paths given", file=sys.stderr)
         return EXIT_USAGE
+    references, missing = references_for(snippets, args)
+    if missing:
+        # Never verify a file unpinned when pinning was asked for.
+        refused = {path for path, _reason in missing}
+        for path, reason in missing:
+            _print_problem(path, reason, args.json)
+        problems = problems + missing
+        kept = [n for n, (path, _t) in enumerate(snippets) if path not in refused]
+        snippets, references = [snippets[n] for n in kept], [references[n] for n in kept]
+        if not snippets:
+            return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
     try:
         with Client(address, token=args.token, max_retries=args.retries) as client:
-            results = client.verify(snippets, timeout_s=args.timeout, progress=progress)
+            results = client.verify(snippets, timeout_s=args.timeout, progress=progress, references=references)
     except ClientError as exc:
         for result in exc.partial:
             _print_result(result, args.json)
@@ -132,3 +192,5 @@ def _print_result(result, as_json: bool) -> None:
             print(f"    {result.id}:{message.line}:{message.column}: {message.severity.lower()}: {message.text}")
     if result.error:
         print(f"    {result.error.splitlines()[0]}")
+    if result.reference is not None and not result.reference.passed:
+        print(f"    reference: {result.reference.reason} {result.reference.declaration}")
