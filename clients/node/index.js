@@ -128,7 +128,8 @@ class LeanrpcClient {
     }
   }
 
-  // snippets: [{id, code}]; resolves to results in input order (one unary Verify).
+  // snippets: [{id, code, reference?}] (`reference`: the statement to pin
+  // to, header + declarations proved by `sorry`); resolves to results in input order (one unary Verify).
   // `profile` names the server's REPL profile (toolchain); '' is its default.
   // `cache: false` bypasses the server's result cache (null: its default).
   async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false, profile = '', cache = null } = {}) {
@@ -161,7 +162,7 @@ class LeanrpcClient {
     const options = verifyOptions({ timeoutS, checkAxioms, profile, cache });
     let attempt = 0;
     while (results.size < snippets.length) {
-      const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code }));
+      const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code, reference: byKey.get(key).reference || '' }));
       const resend = new Map();
       try {
         await this._streamOnce(todo, options, window, accept, resend);

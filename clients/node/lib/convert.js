@@ -34,6 +34,15 @@ function resultFromPb(result) {
     retry_after_ms: result.retry_after ? seconds(result.retry_after) * 1000 : null,
   };
   delete out.retry_after;
+  // Set when the snippet carried a `reference`: reason '' when it passed,
+  // else STATEMENT_MISMATCH, MISSING_DECLARATION, KIND_CHANGED, ...
+  if (result.reference) {
+    const reason = unprefix(result.reference.reason, 'REFERENCE_REASON_');
+    out.reference = { ...result.reference, reason: reason === 'UNSPECIFIED' ? '' : reason };
+  } else {
+    out.reference = null;
+  }
+  out.judge = result.judge ? unprefix(result.judge.level, 'JUDGE_LEVEL_') : '';
   return out;
 }
 
