@@ -318,6 +318,21 @@ class ProverConfig(_Section):
     move_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 10.0
 
 
+class JudgeConfig(_Section):
+    """`[judge]`: an external checker run on VALID results that carry a
+    reference (issue 25 item 5; docs/REAL-LEAN.md, "External judge")."""
+
+    # The checker's command line (a string is split like a shell); "" = no
+    # judge. It reads {"reference", "submission"} as JSON on stdin; exit 0
+    # accepts, anything else refuses.
+    command: str | list[str] = ""
+    name: str = ""  # how results name it (default: the command's program name)
+    timeout_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 120.0
+    max_concurrent: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 2  # its own pool, apart from the REPLs
+    # Run it through the workers' launcher (their sandbox, rlimits) when true.
+    sandboxed: bool = True
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repl: ReplConfig = msgspec.field(default_factory=ReplConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
@@ -328,6 +343,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     cache: CacheConfig = msgspec.field(default_factory=CacheConfig)
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
     prover: ProverConfig = msgspec.field(default_factory=ProverConfig)
+    judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

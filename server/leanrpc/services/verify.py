@@ -8,7 +8,9 @@ the edge never touches the pool. Results are built by services.outcomes
 OUT_OF_MEMORY, a header that does not load -> REJECTED). Only admission
 problems (bad input, queue full, not serving) are raised, for the edge to
 map to gRPC status codes. May import: config, core, errors, results, repl, pool,
-services.outcomes, services.sessions. Never imports edge or `*_pb2`.
+services.outcomes, services.sessions, services.reference (statements pinned
+to a reference), services.judge (the external judge on a pinned VALID).
+Never imports edge or `*_pb2`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from ..core.headers import split_header
 from ..reference import query_command
 from ..errors import RequestError
 from ..pool import Job, Pool, PoolSnapshot
-from ..results import Position, VerifyResult
+from ..results import JudgeLevel, Position, Status, VerifyResult
 from .outcomes import run_job
+from .judge import JudgeService
 from .reference import ReferenceService
 from .sessions import SessionService
 
@@ -54,6 +57,7 @@ class VerifyService:
         self.config = config
         self.sessions = SessionService(pool, config, self.validate)
         self.references = ReferenceService(pool, config)
+        self.judge = JudgeService(config, getattr(pool, "launcher", None))
 
     def admission(self, count: int = 1) -> None:
         """Raises OverloadedError or NotServingError unless `count` more
@@ -140,7 +144,20 @@ class VerifyService:
                                                axiom_check.names)
         if reference is not None:
             self.references.apply(result, outcome, reference, pinned, cached)
+            if result.status is Status.VALID and self.judge.enabled:
+                await self._judge(result, options.reference, code)
         return result
+
+    async def _judge(self, result: VerifyResult, reference: str, code: str) -> None:
+        """The external judge's word on a pinned VALID: anything but ACCEPTED downgrades it."""
+        check = await self.judge.judge(reference, code)
+        result.judge = check
+        if check.level is JudgeLevel.REFUSED:
+            result.status = Status.INVALID
+            result.error = f"judge {check.judge} refused: {check.detail[-300:]}"
+        elif check.level is not JudgeLevel.ACCEPTED:
+            result.status = Status.REJECTED
+            result.error = f"judge {check.judge} gave no verdict ({check.level.name}): {check.detail[-300:]}"
 
 
 def _restore_positions(result: VerifyResult, check: AxiomCheck) -> None:
