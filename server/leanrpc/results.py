@@ -163,6 +163,8 @@ class ReferenceCheck:
     detail: str = ""
     declarations: list[str] = dataclasses.field(default_factory=list)  # every one checked
     cached_reference: bool = False  # the reference's types came from the cache
+    # REPL seconds of the snippet's statement queries (not on the wire; benchmarks).
+    query_s: float = 0.0
 
 
 class JudgeLevel(enum.IntEnum):

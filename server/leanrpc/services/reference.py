@@ -37,6 +37,7 @@ class Pinned:
 
     answers: dict[str, DeclAnswer]
     problem: str | None = None
+    repl_s: float = 0.0  # REPL seconds of the reference's own elaboration and queries
 
 
 class ReferenceService:
@@ -48,6 +49,7 @@ class ReferenceService:
         self._cache: collections.OrderedDict[tuple, Pinned] = collections.OrderedDict()
         self._flights: dict[tuple, asyncio.Future] = {}
         self.elaborations = 0  # how many references were elaborated (not from the cache)
+        self.elaboration_s = 0.0  # their REPL seconds, in all
 
     def parse(self, text: str) -> Reference:
         """Raises RequestError for a reference that cannot pin anything."""
@@ -98,7 +100,8 @@ class ReferenceService:
             return Pinned({}, f"the reference does not elaborate ({result.status.name}): "
                               f"{(errors or result.error)[:300]}")
         answers = answers_of(outcome, reference)
-        return Pinned(answers, reference_problem(reference, answers))
+        self.elaboration_s += outcome.body_s + outcome.reference_s
+        return Pinned(answers, reference_problem(reference, answers), outcome.body_s + outcome.reference_s)
 
     def apply(self, result: VerifyResult, outcome: BodyOutcome | None, reference: Reference, pinned: Pinned,
               cached: bool) -> None:
@@ -114,6 +117,7 @@ class ReferenceService:
             return  # the snippet never ran (timeout, crash): its status says so
         check = compare(reference, pinned.answers, answers_of(outcome, reference), STANDARD_AXIOMS)
         check.cached_reference = cached
+        check.query_s = outcome.reference_s
         result.reference = check
         if result.status is Status.VALID and not check.passed:
             result.status = Status.INVALID
