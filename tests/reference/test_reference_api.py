@@ -26,7 +26,15 @@ BAD_REFERENCES = [
     (HEADER + "axiom t : 2 + 2 = 4\n", "declares no theorem"),
     (HEADER + "theorem t : 1 = 1 := sorry\ntheorem t : 2 = 2 := sorry\n", "declares a name twice"),
     (HEADER + "theorem t : 1 = 1 := sorry\x00", "NUL"),
+    (HEADER + "#eval IO.println 1\ntheorem t : 1 = 1 := sorry\n", "`#eval` at line 3 runs code"),
+    (HEADER + "@[implemented_by foo] def t : Nat := sorry\n", "`implemented_by`"),
+    (HEADER + "set_option debug.skipKernelTC true in\ntheorem t : 1 = 1 := sorry\n", "`debug.skipKernelTC`"),
 ]
+
+
+def test_a_mention_in_a_comment_or_string_is_not_refused():
+    ref = parse_reference(HEADER + "/- #eval here is a comment -/\ntheorem t : \"#eval\" = \"#eval\" := sorry\n")
+    assert ref.names == ["t"]
 
 
 @pytest.mark.parametrize("text, words", BAD_REFERENCES)

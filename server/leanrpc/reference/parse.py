@@ -25,6 +25,14 @@ _SORRY_BODY = re.compile(r":=\s*(?:by\s+)?sorry\s*$")
 # Scope commands between a declaration and the next one are not its body.
 _TRAILING_SCOPE = re.compile(r"(?:\n[ \t]*(?:end|namespace|section|open|noncomputable section)\b[^\n]*|\s)+$")
 MAX_DECLARATIONS = 64
+# A reference is elaborated on a REPL like a snippet: it may state
+# declarations, never run code or weaken checking (issue 25 item 1's list).
+# Comments and strings are masked first, so a mention there is fine.
+_CODE_RUNNING = re.compile(
+    r"(?<![\w.'])(#eval|#exit|#print\s+axioms|run_cmd|run_elab|run_meta|run_tac|elab_rules|elab|macro_rules|macro|"
+    r"syntax|declare_syntax_cat|builtin_initialize|initialize|unsafe|implemented_by|extern|"
+    r"debug\.[\w.]+|compiler\.[\w.]+|interpreter\.[\w.]+)(?![\w'])"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +68,15 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
     split = split_header(text)
     found = declarations(split.body)
     masked = mask(split.body)
+    running = _CODE_RUNNING.search(masked)
+    if running:
+        line = split.body_start_line + masked.count("\n", 0, running.start())
+        raise RequestError(f"the reference may only state declarations: `{running.group(1)}` at line {line} "
+                           "runs code or weakens checking", field=field)
     decls: list[ReferenceDecl] = []
     for index, decl in enumerate(found):
+        if decl.kind == "instance" and not decl.name:
+            continue  # context for the statements (e.g. `instance : Fact p`), nothing to pin by name
         if decl.kind == "example" or not decl.name:
             raise RequestError(
                 f"the reference has an unnamed {decl.kind}: every declaration it pins needs a name", field=field
