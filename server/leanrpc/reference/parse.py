@@ -29,7 +29,7 @@ MAX_DECLARATIONS = 64
 # declarations, never run code or weaken checking (issue 25 item 1's list).
 # Comments and strings are masked first, so a mention there is fine.
 _CODE_RUNNING = re.compile(
-    r"(?<![\w.'])(#eval|#exit|#print\s+axioms|run_cmd|run_elab|run_meta|run_tac|elab_rules|elab|macro_rules|macro|"
+    r"(?<![\w.'])(#eval|#exit|run_cmd|run_elab|run_meta|run_tac|elab_rules|elab|macro_rules|macro|"
     r"syntax|declare_syntax_cat|builtin_initialize|initialize|unsafe|implemented_by|extern|"
     r"debug\.[\w.]+|compiler\.[\w.]+|interpreter\.[\w.]+)(?![\w'])"
 )
