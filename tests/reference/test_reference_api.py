@@ -84,3 +84,9 @@ async def test_def_bodies_are_pinned_unless_the_reference_body_is_sorry():
         # references are one per snippet
         with pytest.raises(ValueError):
             await client.verify([GOOD, GOOD], references=[REFERENCE])
+
+
+async def test_a_reference_without_imports_runs_on_the_snippets_header():
+    async with running_server() as (app, client):
+        [result] = await client.verify_batch([GOOD], references=["theorem t : 2 + 2 = 4 := by sorry\n"])
+        assert result.status == "VALID" and result.reference.passed, result
