@@ -214,6 +214,8 @@ class ServerConfig(_Section):
     tls_client_ca: str = ""  # set for mTLS
     metrics_port: Port = 0  # 0 = no Prometheus endpoint
     log_json: bool = False
+    # Threshold of the server log (--log-level); "debug" adds per-snippet detail.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
 class SandboxConfig(_Section):
