@@ -118,3 +118,14 @@ def test_absurd_cache_size_is_refused_by_the_config_schema(tmp_path):
     assert done.stdout == ""
     line, = done.stderr.strip().splitlines()
     assert line.startswith("leanrpc serve: error: ") and "memory_mb" in line and "1048576" in line, line
+
+
+def test_progress_bar_ships_with_the_server_package():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    server = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    client = tomllib.loads((root / "clients/python/pyproject.toml").read_text())["project"]["dependencies"]
+    tqdm = [d for d in client if d.startswith("tqdm")]
+    assert tqdm and tqdm[0] in server  # the same requirement in both distributions
