@@ -123,6 +123,10 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
 
         metrics = Metrics()
         interceptors.append(metrics.interceptor)  # first: also counts refused calls
+    from .edge.interceptors.requestlog import RequestLogInterceptor
+
+    tokens_checked = bool(getattr(access_interceptors[0], "_tokens", ())) if access_interceptors else False
+    interceptors.append(RequestLogInterceptor(tokens_checked))  # before auth: refused calls are logged too
     interceptors += access_interceptors
     max_bytes = config.server.max_message_mb * 2**20
     server = grpc.aio.server(

@@ -79,3 +79,16 @@ def test_boot_failure_names_the_exec_error(tmp_path):
         server.stop()
     assert "worker w1 boot failed: " in line
     assert "No such file or directory" in line, line
+
+
+def test_one_line_per_request_with_identity_counts_and_ms(tmp_path):
+    server = LoggedServer(tmp_path)
+    try:
+        with Client(server.address) as client:
+            client.verify(["theorem a : 1 = 1 := rfl", "theorem b : 1 = 1 := rfl",
+                           "theorem c (x : Nat) : x = x + 1 := by\n  exact Nat.nonexistent_lemma x"])
+        line = server.wait_for("VerifyStream from ")
+    finally:
+        server.stop()
+    assert "INFO leanrpc.requests: VerifyStream from peer:ipv4:127.0.0.1: 3 snippets (VALID 2, INVALID 1) OK in " in line, line
+    assert line.endswith(" ms")
