@@ -174,7 +174,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
         from .gateway import start_gateway
 
         try:
-            app.gateway = await start_gateway(verify, config)
+            app.gateway = await start_gateway(verify, config, metrics=app.metrics)
         except BaseException:
             await app.stop(0)
             raise
