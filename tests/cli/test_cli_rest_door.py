@@ -62,3 +62,21 @@ def test_rest_and_grpc_counted_under_the_same_names_with_a_door_label(served):
     assert snippets[frozenset({("status", "VALID"), ("door", "grpc")})] == 1
     line = served.wait_for("POST /api/check from ")
     assert "INFO leanrpc.requests: POST /api/check from peer:ipv4:127.0.0.1: 2 snippets (INVALID 1, VALID 1) 200 in " in line, line
+
+
+def test_grpc_bytes_on_the_rest_port_are_one_rate_limited_line(served):
+    for _ in range(5):
+        with socket.create_connection(("127.0.0.1", served.http)) as s:
+            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+            try:
+                s.recv(100)
+            except OSError:
+                pass
+    served.wait_for("not HTTP/1.1 on the REST port")
+    with urllib.request.urlopen(f"http://127.0.0.1:{served.http}/health", timeout=30) as response:
+        assert response.status == 200  # answered after the junk: every junk request was handled
+    log = served.log()
+    assert "Traceback" not in "\n".join(log)
+    junk = [line for line in log if "REST port" in line]
+    assert len(junk) == 1, junk
+    assert "WARNING aiohttp.server: not HTTP/1.1 on the REST port from 127.0.0.1 (BadHttpMessage: " in junk[0], junk
