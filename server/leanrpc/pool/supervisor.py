@@ -50,15 +50,19 @@ class CircuitBreaker:
         self.consecutive_failures = 0
         self.opened_at: float | None = None
         self.reason = ""
+        self.first_cause = ""  # the first failure of the current streak (the real cause, usually)
 
     def record_failure(self, exc: BaseException) -> bool:
         """Counts a boot failure; True when this one opened (or re-opened) it."""
+        if self.consecutive_failures == 0:
+            self.first_cause = str(exc)
         self.consecutive_failures += 1
         if self.consecutive_failures < self.limit:
             return False
         first = self.opened_at is None
         self.opened_at = self._clock()
-        self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; last: {exc}"
+        last = "" if str(exc) == self.first_cause else f"; last: {exc}"
+        self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; first: {self.first_cause}{last}"
         if first:
             log.error("circuit breaker open after %d boot failures: %s", self.consecutive_failures, exc)
         return True
@@ -68,6 +72,7 @@ class CircuitBreaker:
             log.info("REPL booted again; closing the circuit breaker")
         self.consecutive_failures = 0
         self.opened_at = None
+        self.first_cause = ""
 
     def allow(self) -> bool:
         """False while open; True when closed or half-open (the next boot may try)."""
