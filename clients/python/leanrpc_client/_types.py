@@ -33,6 +33,20 @@ class ClientError(Exception):
         self.partial: list[Result] = list(partial or [])
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (KeyboardInterrupt) during a blocking `Client.verify`.
+
+    `partial` holds the results received before it, in input order, and
+    `total` the number of snippets asked. Still a KeyboardInterrupt, so code
+    that catches that keeps working.
+    """
+
+    def __init__(self, partial: list, total: int) -> None:
+        super().__init__(f"interrupted: {len(partial)} of {total} answered")
+        self.partial: list[Result] = list(partial)
+        self.total = total
+
+
 @dataclasses.dataclass
 class Message:
     severity: str

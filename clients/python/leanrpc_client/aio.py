@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import grpc
 
@@ -45,6 +45,22 @@ def _in_order(keys: list[str], items: list[tuple[str, str]], results: dict[str, 
             result.id = sid
             ordered.append(result)
     return ordered
+
+
+class _Notifying(dict):
+    """The results dict of one `verify` that tells `on_result` of each final answer."""
+
+    def __init__(self, keys: list[str], items: list[tuple[str, str]], on_result) -> None:
+        super().__init__()
+        self._where = {key: n for n, key in enumerate(keys)}
+        self._items = items
+        self._on_result = on_result
+
+    def __setitem__(self, key: str, result: Result) -> None:
+        super().__setitem__(key, result)
+        n = self._where[key]
+        result.id = self._items[n][0]
+        self._on_result(n, result)
 
 
 class AsyncClient(ProverCalls):
@@ -135,9 +151,12 @@ class AsyncClient(ProverCalls):
         profile: str = "",
         cache: bool | None = None,
         references: Iterable[str | None] | None = None,
+        on_result: Callable[[int, Result], None] | None = None,
     ) -> list[Result]:
         """Verifies any number of snippets over VerifyStream; input order kept.
         `references` pins each snippet to a statement, as in `verify_batch`.
+        `on_result(index, result)` is called as each final result arrives
+        (any order; `index` is the snippet's position in the input).
         With `session`, each snippet (no imports) runs on that session's env 0
         (an unknown session gives that snippet a REJECTED result). `profile`
         names the server's REPL profile (toolchain); "" is its default.
@@ -158,6 +177,8 @@ class AsyncClient(ProverCalls):
         bar = _progress_bar(len(items)) if show else None
         options = _options(timeout_s, infotree, reuse, check_axioms, session, profile, cache)
         attempt = 0
+        if on_result is not None:
+            results = _Notifying(keys, items, on_result)
         try:
             while len(results) < len(items):
                 todo = [(k, items[n][1]) for n, k in enumerate(keys) if k not in results]

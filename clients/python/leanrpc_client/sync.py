@@ -14,7 +14,7 @@ import threading
 from typing import Any, Coroutine, Iterable, Sequence
 
 from .aio import AsyncClient
-from ._types import Result, SessionResult
+from ._types import Interrupted, Result, SessionResult
 from .prover import SyncProverCalls
 
 
@@ -85,7 +85,25 @@ class Client(SyncProverCalls):
         self._loop.close()
 
     def verify(self, snippets: Iterable, **kwargs) -> list[Result]:
-        return self._run(self._async.verify(snippets, **kwargs))
+        """AsyncClient.verify, blocking. Ctrl-C raises `Interrupted` (a
+        KeyboardInterrupt) whose `partial` holds the results received so far;
+        `on_result` is called on the client's loop thread."""
+        snippets = list(snippets)
+        received: dict[int, Result] = {}
+        user = kwargs.pop("on_result", None)
+
+        def on_result(n: int, result: Result) -> None:
+            received[n] = result
+            if user is not None:
+                user(n, result)
+
+        try:
+            return self._run(self._async.verify(snippets, on_result=on_result, **kwargs))
+        except KeyboardInterrupt as exc:
+            if isinstance(exc, Interrupted):
+                raise
+            partial = [received[n] for n in sorted(dict(received))]
+            raise Interrupted(partial, len(snippets)) from None
 
     def verify_batch(self, snippets: Sequence, **kwargs) -> list[Result]:
         return self._run(self._async.verify_batch(snippets, **kwargs))

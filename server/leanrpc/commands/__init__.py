@@ -52,11 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        print(
-            f"leanrpc {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} "
-            "(run again with --debug for the traceback, and please report it)",
-            file=sys.stderr,
-        )
+        hint = "please report it" if args.debug else "run again with --debug for the traceback, and please report it"
+        print(f"leanrpc {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} ({hint})", file=sys.stderr)
         return EXIT_INTERNAL
 
 

@@ -29,7 +29,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)")
     parser.add_argument("--http-port", type=int, metavar="PORT",
                         help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)")
-    parser.add_argument("--log-json", action="store_true", help="one JSON object per log line (default: plain lines)")
+    parser.add_argument("--log-json", action="store_true",
+                        help="one JSON object per log line, and JSON status lines on stdout (default: plain lines)")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                        help="log threshold (default: [server] log_level, info)")
     return parser
 
 
@@ -48,6 +51,10 @@ def load_config(args) -> Config:
         config.server.metrics_port = args.metrics_port
     if args.http_port is not None:
         config.gateway.http_port = args.http_port
+    if args.log_json:
+        config.server.log_json = True
+    if args.log_level:
+        config.server.log_level = args.log_level
     return config.validated()
 
 
@@ -56,6 +63,6 @@ def run(args) -> int:
     from ..logsetup import configure_logging
 
     config = load_config(args)
-    configure_logging(json_lines=config.server.log_json or args.log_json)
+    configure_logging(json_lines=config.server.log_json, level=config.server.log_level.upper())
     asyncio.run(serve(config))
     return 0

@@ -104,6 +104,7 @@ class SetupOptions:
     elan_home: Path | None = None
     workers: int = 0                   # 0: leave the config default (one per core)
     via_lake: bool = False             # `lake env repl` instead of the binary with lake's environment
+    elan_installer: Path | None = None  # a local elan-init.sh (offline); default: download it
 
     def __post_init__(self) -> None:
         if not self.lean_version.startswith("v"):
@@ -116,6 +117,10 @@ class SetupOptions:
         self.config_path = Path(self.config_path or self.workdir / "leanrpc.toml").expanduser().resolve()
         if self.project is not None:
             self.project = Path(self.project).expanduser().resolve()
+        if self.elan_installer is not None:
+            self.elan_installer = Path(self.elan_installer).expanduser().resolve()
+            if not self.elan_installer.is_file():
+                raise ValueError(f"--elan {self.elan_installer}: no such file (give a local elan-init.sh)")
 
     @property
     def toolchain(self) -> str:
@@ -145,10 +150,14 @@ def plan(options: SetupOptions) -> list[Step]:
     project = options.project_dir
     repl_marker = options.repl_dir / ".leanrpc-revision"
     repl_source = f"{REPL_REPOS[options.repl]}@{options.repl_revision}"
+    # Download, then run: no `curl | sh`, whose status is sh's even when the
+    # download failed (no pipefail in POSIX sh).
+    installer = options.elan_installer or options.workdir / "elan-init.sh"
+    fetch = [] if options.elan_installer else [Command(["curl", "-sSfL", ELAN_INIT_URL, "-o", str(installer)])]
     steps = [
         Step(
             "elan", "install the Lean version manager",
-            [Command(["sh", "-c", f"curl -sSfL {ELAN_INIT_URL} | sh -s -- -y --no-modify-path --default-toolchain none"])],
+            [*fetch, Command(["sh", str(installer), "-y", "--no-modify-path", "--default-toolchain", "none"])],
             lambda: elan.exists() or shutil.which("elan") is not None,
         ),
         Step(
@@ -329,7 +338,12 @@ class SubprocessRunner:
         if command.cwd is not None:
             command.cwd.mkdir(parents=True, exist_ok=True)
         stdout = subprocess.PIPE if command.capture else None
-        completed = subprocess.run(command.argv, cwd=command.cwd, env=env, stdout=stdout)
+        if command.argv[0] == "curl" and len(command.argv) > 4:
+            Path(command.argv[-1]).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            completed = subprocess.run(command.argv, cwd=command.cwd, env=env, stdout=stdout)
+        except FileNotFoundError:
+            raise SetupError(f"cannot run `{command.argv[0]}`: no such program on PATH") from None
         if completed.returncode != 0:
             raise SetupError(f"`{command.describe()}` exited with status {completed.returncode}")
         if command.capture:
@@ -345,6 +359,24 @@ class SubprocessRunner:
 
 class SetupError(RuntimeError):
     pass
+
+
+# What to do without a network, per step that needs one.
+OFFLINE_HINTS = {
+    "elan": "offline? pass --elan PATH (a local elan-init.sh), or install elan into $ELAN_HOME beforehand",
+    "toolchain": "offline? put the toolchain in $ELAN_HOME/toolchains first (a toolchain already present is skipped)",
+    "dependencies": "offline? use --project DIR, a lake project whose packages are already fetched",
+    "cache": "offline? use --project DIR, a lake project whose Mathlib is already built",
+    "repl-source": "offline? put a checkout of the REPL in WORKDIR/repl (git fetch then needs no network only if the tag is there)",
+}
+
+
+class StepFailed(SetupError):
+    """A step failed: which one, why, and what to do offline."""
+
+    def __init__(self, prefix: str, name: str, why: str) -> None:
+        hint = OFFLINE_HINTS.get(name)
+        super().__init__(f"{prefix} failed: {why}" + (f"\n{hint}" if hint else ""))
 
 
 @dataclasses.dataclass
@@ -382,12 +414,19 @@ def execute(
             continue
         report(f"{prefix}: {step.summary} ...")
         started = time.monotonic()
-        for action in step.actions:
-            report(f"      {action.describe()}")
-            if isinstance(action, WriteFile):
-                runner.write(action)
-            else:
-                runner.run(action, env)
+        try:
+            for action in step.actions:
+                report(f"      {action.describe()}")
+                if isinstance(action, WriteFile):
+                    runner.write(action)
+                else:
+                    runner.run(action, env)
+        except StepFailed:
+            raise
+        except SetupError as exc:
+            raise StepFailed(prefix, step.name, str(exc)) from None
+        except OSError as exc:
+            raise StepFailed(prefix, step.name, f"{exc.filename or ''}: {exc.strerror}") from None
         seconds = time.monotonic() - started
         report(f"{prefix}: done in {seconds:.1f} s")
         reports.append(StepReport(step.name, "done", seconds))
@@ -417,6 +456,8 @@ def add_parser(sub):
     parser.add_argument("--via-lake", action="store_true",
                         help="REPL command `lake env repl` (the sandbox then allows spawning) instead of the REPL "
                              "binary with lake's environment (default: the binary)")
+    parser.add_argument("--elan", metavar="PATH",
+                        help="a local elan-init.sh to run, for a machine without internet (default: download it)")
     parser.add_argument("--dry-run", action="store_true", help="print the steps; run nothing (default: run them)")
     return parser
 
@@ -438,6 +479,7 @@ def main_setup(args) -> int:
             config_path=args.output,
             workers=args.workers or 0,
             via_lake=getattr(args, "via_lake", False),
+            elan_installer=getattr(args, "elan", None),
         )
         execute(options, dry_run=args.dry_run, report=lambda line: print(line, flush=True))
     except (SetupError, ValueError) as exc:

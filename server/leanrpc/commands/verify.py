@@ -8,11 +8,16 @@ text and `--json` output, and the exit status. May import: the client.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import os
+import re
 import sys
+import threading
+import time
 from pathlib import Path
 
-from .exits import EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
+from .exits import EXIT_INTERRUPTED, EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
 
 DEFAULT_PORT = 50051
 
@@ -24,12 +29,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Verify .lean files (folders are searched recursively) on a running `leanrpc serve`.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help=".lean files or folders")
-    parser.add_argument("--server", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST[:PORT]",
+    parser.add_argument("--server", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST[:PORT]", type=_address_arg,
                         help=f"server address; without a port, {DEFAULT_PORT} (default: 127.0.0.1:{DEFAULT_PORT})")
     parser.add_argument("--token", help="bearer token, when the server requires one (default: none)")
-    parser.add_argument("--timeout", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=_non_negative, default=0.0, metavar="SECONDS",
                         help="per-file time limit in seconds, 0 = the server's default (default: 0)")
-    parser.add_argument("--retries", type=int, default=3, metavar="N",
+    parser.add_argument("--retries", type=_non_negative_int, default=3, metavar="N",
                         help="retries when the server is unavailable or overloaded (default: 3)")
     parser.add_argument("--json", action="store_true", help="one JSON result per line (default: text)")
     pin = parser.add_mutually_exclusive_group()
@@ -37,6 +42,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="pin every file to this statement (header + declarations proved by `sorry`)")
     pin.add_argument("--reference-dir", metavar="DIR",
                      help="pin each file to DIR/<its file name>; a file without one is REJECTED")
+    parser.add_argument("--quiet", action="store_true", help="no summary table on stderr at the end (default: print it)")
     return parser
 
 
@@ -84,6 +90,33 @@ def _reference_problem(text: str) -> str:
     return ""
 
 
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be 0 (the server's default) or a positive number of seconds")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
+    return value
+
+
+def _address_arg(text: str) -> str:
+    try:
+        return server_address(text)
+    except UserError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--server ")) from None
+
+
 def server_address(text: str) -> str:
     """HOST, HOST:PORT, [V6] or [V6]:PORT; a missing port is 50051 (never 443)."""
     text = text.strip()
@@ -93,77 +126,183 @@ def server_address(text: str) -> str:
     if not text:
         raise UserError("--server is empty; give HOST or HOST:PORT")
     if text.startswith("["):
-        return text if "]:" in text else f"{text}:{DEFAULT_PORT}"
+        if "]:" not in text:
+            return f"{text}:{DEFAULT_PORT}"
+        _check_port(text, text.rpartition("]:")[2])
+        return text
     if text.count(":") > 1:  # a bare IPv6 address
         return f"[{text}]:{DEFAULT_PORT}"
     host, sep, port = text.partition(":")
-    if sep and not port.isdigit():
-        raise UserError(f"--server {text!r}: the port must be a number")
+    if sep:
+        _check_port(text, port)
+    if not host:
+        raise UserError(f"--server {text!r}: the host is missing; give HOST or HOST:PORT")
     return text if sep else f"{host}:{DEFAULT_PORT}"
 
 
-def collect(paths: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(snippets to send as (path, text), problems as (path, reason)), in argument order."""
+def _check_port(text: str, port: str) -> None:
+    if not port.isdigit():
+        raise UserError(f"--server {text!r}: the port must be a number")
+    if not 1 <= int(port) <= 65535:
+        raise UserError(f"--server {text!r}: the port must be between 1 and 65535")
+
+
+def _natural(path: Path) -> list:
+    """Sort key: `l2` before `l10` (digit runs compare as numbers)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
+def collect(paths: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """(snippets to send as (path, text), problems as (path, reason), every
+    entry's path in output order: argument order, folders in natural order)."""
     snippets: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
+    order: list[str] = []
+
+    def problem(path: str, reason: str) -> None:
+        problems.append((path, reason))
+        order.append(path)
+
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files = sorted(p for p in path.rglob("*.lean") if p.is_file())
-            if not files:
-                problems.append((raw, f"folder {raw} has no .lean files"))
+            found = sorted((p for p in path.rglob("*.lean") if p.is_file() or p.is_symlink()), key=_natural)
+            if not found:
+                problem(raw, f"folder {raw} has no .lean files")
+            files = found
         elif path.exists():
             files = [path]
+        elif path.is_symlink():
+            files = [path]
         else:
-            problems.append((raw, f"{raw}: no such file or folder"))
+            problem(raw, f"{raw}: no such file or folder")
             continue
         for file in files:
+            if file.is_symlink() and not file.exists():
+                problem(str(file), f"{file}: broken symbolic link (to {os.readlink(file)})")
+                continue
             try:
-                snippets.append((str(file), file.read_bytes().decode("utf-8")))
+                text = file.read_bytes().decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.append((str(file), f"{file}: not UTF-8 text (byte 0x{file.read_bytes()[exc.start]:02x} at offset {exc.start})"))
+                problem(str(file), f"{file}: not UTF-8 text (byte 0x{file.read_bytes()[exc.start]:02x} at offset {exc.start})")
+                continue
             except OSError as exc:
-                problems.append((str(file), f"{file}: cannot read: {exc.strerror}"))
-    return snippets, problems
+                problem(str(file), f"{file}: cannot read: {exc.strerror}")
+                continue
+            if not text.strip():
+                problem(str(file), f"{file}: the file is empty")
+                continue
+            snippets.append((str(file), text))
+            order.append(str(file))
+    return snippets, problems, order
+
+
+class _Printer:
+    """Prints each entry in output order as soon as all before it are in
+    (results arrive in any order on the client's loop thread)."""
+
+    def __init__(self, order: list[str], problems: list[tuple[str, str]], snippets, as_json: bool) -> None:
+        self._lock = threading.Lock()
+        self._json = as_json
+        self._slots: list = [None] * len(order)
+        self._next = 0
+        self._stopped = False
+        self.printed_results = 0
+        position: dict[str, list[int]] = {}
+        for n, path in enumerate(order):
+            position.setdefault(path, []).append(n)
+        for path, reason in problems:
+            self._slots[position[path].pop(0)] = ("problem", path, reason)
+        self._snippet_at = [position[path].pop(0) for path, _text in snippets]
+        self._flush()
+
+    def on_result(self, index: int, result) -> None:
+        with self._lock:
+            if not self._stopped:
+                self._slots[self._snippet_at[index]] = ("result", result)
+                self._flush()
+
+    def stop(self) -> int:
+        """Stop printing new arrivals; print those already in (any gaps skipped). Returns results printed."""
+        with self._lock:
+            self._stopped = True
+            while self._next < len(self._slots):
+                self._emit(self._slots[self._next])
+                self._next += 1
+            return self.printed_results
+
+    def _flush(self) -> None:
+        while self._next < len(self._slots) and self._slots[self._next] is not None:
+            self._emit(self._slots[self._next])
+            self._next += 1
+
+    def _emit(self, slot) -> None:
+        if slot is None:
+            return
+        if slot[0] == "problem":
+            _print_problem(slot[1], slot[2], self._json)
+        else:
+            self.printed_results += 1
+            _print_result(slot[1], self._json)
+        sys.stdout.flush()
 
 
 def run(args) -> int:
-    from ..client import Client, ClientError
+    from ..client import Client, ClientError, Interrupted
 
-    address = server_address(args.server)
-    snippets, problems = collect(args.paths)
-    for path, reason in problems:
-        _print_problem(path, reason, args.json)
-    if not snippets:
+    address = args.server
+    snippets, problems, order = collect(args.paths)
+    started = time.monotonic()
+    if not snippets and all(reason.startswith("folder ") for _path, reason in problems):
         print("leanrpc verify: error: no .lean file to verify in the paths given", file=sys.stderr)
         return EXIT_USAGE
-    references, missing = references_for(snippets, args)
+    references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
         # Never verify a file unpinned when pinning was asked for.
         refused = {path for path, _reason in missing}
-        for path, reason in missing:
-            _print_problem(path, reason, args.json)
         problems = problems + missing
         kept = [n for n, (path, _t) in enumerate(snippets) if path not in refused]
         snippets, references = [snippets[n] for n in kept], [references[n] for n in kept]
-        if not snippets:
-            return EXIT_NOT_VALID
+    printer = _Printer(order, problems, snippets, args.json)
+    if not snippets:
+        printer.stop()
+        _summary(args, [], problems, started)
+        return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
     try:
         with Client(address, token=args.token, max_retries=args.retries) as client:
-            results = client.verify(snippets, timeout_s=args.timeout, progress=progress, references=references)
+            results = client.verify(snippets, timeout_s=args.timeout, progress=progress,
+                                    on_result=printer.on_result, references=references)
+    except Interrupted as exc:
+        printed = printer.stop()
+        print(f"interrupted: {printed} of {exc.total} answered", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except ClientError as exc:
-        for result in exc.partial:
-            _print_result(result, args.json)
+        printer.stop()
         got = f" ({len(exc.partial)} of {len(snippets)} results arrived before it)" if exc.partial else ""
         print(f"leanrpc verify: error: {_describe_failure(exc, address)}{got}", file=sys.stderr)
         return EXIT_USAGE
-    for result in results:
-        _print_result(result, args.json)
+    printer.stop()
     bad = sum(not r.valid for r in results) + len(problems)
     if not args.json:
         print(f"{len(results) - sum(not r.valid for r in results)} of {len(results) + len(problems)} valid")
+    _summary(args, results, problems, started)
     return EXIT_NOT_VALID if bad else EXIT_OK
+
+
+def _summary(args, results, problems, started: float) -> None:
+    """The table at the end (stderr): count per outcome, elapsed, snippets per second."""
+    if args.quiet:
+        return
+    elapsed = time.monotonic() - started
+    counts = collections.Counter(r.status for r in results)
+    if problems:
+        counts["REJECTED (not sent)"] += len(problems)
+    lines = [f"  {status:<20} {count:>7}" for status, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    rate = len(results) / elapsed if elapsed > 0 else 0.0
+    lines.append(f"  {'total':<20} {len(results) + len(problems):>7}")
+    lines.append(f"  elapsed {elapsed:.2f} s, {rate:.1f} snippets/s")
+    print("summary:\n" + "\n".join(lines), file=sys.stderr)
 
 
 def _describe_failure(exc, address: str) -> str:

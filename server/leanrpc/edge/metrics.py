@@ -11,7 +11,9 @@ The HTTP endpoint runs on the server's event loop (not in a thread, as
 on the loop, from the thread that mutates it, then renders the text in a
 thread, so a large scrape never stalls health checks or RPCs.
 
-Labels are bounded: a method the server does not serve is `unknown` (random
+Every door counts under the same names: `door="grpc"` or `door="rest"` (the
+Kimina gateway, whose `method` label is its route and `code` the HTTP
+status). Labels are bounded: a method the server does not serve is `unknown` (random
 method names cannot grow the series). Besides the `leanrpc_*` families, the
 stock gRPC names (`grpc_server_started_total`, `grpc_server_handled_total`,
 `grpc_server_handling_seconds`, as go-grpc-prometheus and py-grpc-prometheus
@@ -82,14 +84,16 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.rpcs = Counter(
-            "leanrpc_rpcs", "Finished RPCs by method and gRPC status code", ["method", "code"], registry=self.registry
+            "leanrpc_rpcs", "Finished requests by method (gRPC) or route (REST), status code and door",
+            ["method", "code", "door"], registry=self.registry
         )
         self.rpc_seconds = Histogram(
-            "leanrpc_rpc_duration_seconds", "RPC latency by method", ["method"],
+            "leanrpc_rpc_duration_seconds", "Request latency by method or route, and door", ["method", "door"],
             buckets=_LATENCY_BUCKETS, registry=self.registry,
         )
         self.snippets = Counter(
-            "leanrpc_snippets", "Snippet results sent, by result status", ["status"], registry=self.registry
+            "leanrpc_snippets", "Snippet results sent, by result status and door", ["status", "door"],
+            registry=self.registry
         )
         self.phase_seconds = Histogram(
             "leanrpc_snippet_phase_seconds", "Per-snippet time by phase (queue, header, body, total)", ["phase"],
@@ -128,6 +132,14 @@ class Metrics:
             return UNKNOWN_METHOD, (UNKNOWN_METHOD, UNKNOWN_METHOD, UNKNOWN_METHOD)
         return method, known
 
+    def observe_rest(self, route: str, http_status: int, seconds: float, statuses) -> None:
+        """One finished REST request (the gateway's door): the same families
+        as gRPC with door="rest"; `code` is the HTTP status, `method` the route."""
+        self.rpcs.labels(route, str(http_status), "rest").inc()
+        self.rpc_seconds.labels(route, "rest").observe(seconds)
+        for status, count in statuses.items():
+            self.snippets.labels(status, "rest").inc(count)
+
     def _on_worker_state(self, worker, old, new) -> None:
         self.transitions.labels(new.value).inc()
 
@@ -142,7 +154,7 @@ class Metrics:
         else:
             return
         for result in results:
-            self.snippets.labels(_status_name(result)).inc()
+            self.snippets.labels(_status_name(result), "grpc").inc()
             if result.HasField("timings"):
                 for phase in _PHASES:
                     seconds = getattr(result.timings, phase).ToNanoseconds() / 1e9  # a Duration

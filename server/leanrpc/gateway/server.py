@@ -9,7 +9,8 @@ the queue cannot take (429 with Retry-After, as Kimina's "No available
 REPLs"). Every accepted snippet gets exactly one result: a refusal after
 admission is that snippet's `error`, never a lost entry.
 
-May import: config, errors, results, services.verify, edge.auth, gateway.kimina.
+May import: config, errors, results, services.verify, edge.auth, gateway.kimina,
+gateway.observe (request log and metrics), gateway.openapi.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..errors import LeanServiceError, NotServingError, OverloadedError, Request
 from ..results import Status
 from ..services.verify import VerifyOptions, VerifyService
 from . import kimina
+from .observe import note_outcome, observe_middleware
 
 log = logging.getLogger("leanrpc.gateway")
 
@@ -174,6 +176,7 @@ class KiminaGateway:
         except LeanServiceError as exc:
             log.error("snippet %s failed: %r", snippet_id, exc)
             return kimina.refused_response(snippet_id, f"Snippet execution failed: {exc.message}")
+        note_outcome(result.status.name)
         shift = kimina.body_line_offset(code) if self._shift_to_body and result.status is not Status.REJECTED else 0
         return kimina.repl_response(result, timeout_s=timeout_s, shift=shift, debug=debug)
 
@@ -189,8 +192,9 @@ async def _errors_as_detail(request: web.Request, handler):
         return _detail(exc.status, exc.reason, {k: v for k, v in exc.headers.items() if k.lower() == "allow"})
 
 
-def build_app(gateway: KiminaGateway, config: Config) -> web.Application:
-    app = web.Application(middlewares=[_errors_as_detail], client_max_size=config.server.max_message_mb * 2**20)
+def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Application:
+    middlewares = [observe_middleware(metrics, bool(gateway._tokens)), _errors_as_detail]
+    app = web.Application(middlewares=middlewares, client_max_size=config.server.max_message_mb * 2**20)
     routes = [
         web.post("/api/check", gateway.check), web.post("/api/check/", gateway.check),
         web.post("/verify", gateway.verify), web.post("/one_pass_verify_batch", gateway.verify),
@@ -232,7 +236,7 @@ def check_access(config: Config, host: str) -> None:
 
 
 async def start_gateway(verify: VerifyService, config: Config, *, host: str | None = None,
-                        port: int | None = None) -> Gateway:
+                        port: int | None = None, metrics=None) -> Gateway:
     """Serve Kimina's REST API on `host:port` (default: config.gateway / server.host)."""
     host = host or config.gateway.host or config.server.host
     port = config.gateway.http_port if port is None else port
@@ -240,7 +244,7 @@ async def start_gateway(verify: VerifyService, config: Config, *, host: str | No
         raise RequestError(f"gateway.message_lines must be \"file\" or \"body\", not {config.gateway.message_lines!r}")
     check_access(config, host)
     handlers = KiminaGateway(verify, config)
-    runner = web.AppRunner(build_app(handlers, config), handle_signals=False, access_log=None,
+    runner = web.AppRunner(build_app(handlers, config, metrics), handle_signals=False, access_log=None,
                            handler_cancellation=True, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=4096)

@@ -27,7 +27,8 @@ from ..config import Config
 from ..core.headers import split_header
 from ..errors import HeaderLoadError, WorkerBootError, WorkerError
 from ..worker.identity import identity_from_probe
-from ..worker.worker import ExitCause, Worker, WorkerState
+from ..worker.process import describe_status
+from ..worker.worker import ExitCause, Worker, WorkerState, last_stderr_line
 from .job import profile_key
 
 log = logging.getLogger("leanrpc.pool")
@@ -49,15 +50,19 @@ class CircuitBreaker:
         self.consecutive_failures = 0
         self.opened_at: float | None = None
         self.reason = ""
+        self.first_cause = ""  # the first failure of the current streak (the real cause, usually)
 
     def record_failure(self, exc: BaseException) -> bool:
         """Counts a boot failure; True when this one opened (or re-opened) it."""
+        if self.consecutive_failures == 0:
+            self.first_cause = str(exc)
         self.consecutive_failures += 1
         if self.consecutive_failures < self.limit:
             return False
         first = self.opened_at is None
         self.opened_at = self._clock()
-        self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; last: {exc}"
+        last = "" if str(exc) == self.first_cause else f"; last: {exc}"
+        self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; first: {self.first_cause}{last}"
         if first:
             log.error("circuit breaker open after %d boot failures: %s", self.consecutive_failures, exc)
         return True
@@ -67,6 +72,7 @@ class CircuitBreaker:
             log.info("REPL booted again; closing the circuit breaker")
         self.consecutive_failures = 0
         self.opened_at = None
+        self.first_cause = ""
 
     def allow(self) -> bool:
         """False while open; True when closed or half-open (the next boot may try)."""
@@ -120,6 +126,7 @@ class Supervisor:
 
     def on_worker_dead(self, worker: Worker) -> None:
         """Called at the DEAD transition: reap on the next pass, right away."""
+        log_worker_exit(worker)
         self._dead.append(worker)
         self._wake.set()
 
@@ -221,15 +228,20 @@ class Supervisor:
     async def boot(self, worker: Worker) -> None:
         """Starts the worker's process; learns the verifier identity once."""
         pool = self._pool
+        started = time.monotonic()
         try:
             probe_fork = pool.features.probe_pending(worker.profile)
             await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=probe_fork)
         except WorkerBootError as exc:
+            log.warning("worker %s boot failed: %s", worker.name, exc,
+                        extra={"worker": worker.name, "event": "boot_failure"})
             pool.stats.boot_failures += 1
             if self.breaker.record_failure(exc):
                 pool.fail_queued_not_serving(f"no REPL worker can start: {self.breaker.reason}")
             raise
         self.breaker.record_success()
+        log.info("worker %s booted in %.2f s", worker.name, time.monotonic() - started,
+                 extra={"worker": worker.name, "event": "boot"})
         if worker.profile not in self.identities:
             identity = identity_from_probe(worker.version_string, self.config.repl.profile(worker.profile))
             self.identities[worker.profile] = identity
@@ -296,3 +308,30 @@ class Supervisor:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+# One log line per worker exit, in words a person reads (docs: issue 29).
+_EXIT_WORDS = {
+    ExitCause.TIMEOUT: ("warning", "killed after a timeout"),
+    ExitCause.CRASH: ("warning", "crashed"),
+    ExitCause.OUT_OF_MEMORY: ("warning", "ran out of memory"),
+    ExitCause.GARBAGE: ("warning", "poisoned (wrote garbage on stdout)"),
+    ExitCause.POISONED: ("warning", "poisoned"),
+    ExitCause.CANCELLED: ("info", "killed: its request was cancelled"),
+    ExitCause.MAX_REQUESTS: ("info", "recycled after max_requests"),
+    ExitCause.SYSTEM_MEMORY: ("warning", "recycled: memory"),
+    ExitCause.HEADER_SWITCH: ("info", "recycled for another header"),
+    ExitCause.HEADER_FAILED: ("warning", "stopped: its header failed to load"),
+    ExitCause.STDERR: ("warning", "stopped: too much stderr"),
+    ExitCause.BOOT_FAILURE: ("debug", "gone after a failed boot"),  # the boot line said why
+    ExitCause.SHUTDOWN: ("debug", "stopped for shutdown"),
+}
+
+
+def log_worker_exit(worker: Worker) -> None:
+    cause = worker.exit_cause or ExitCause.CRASH
+    level, words = _EXIT_WORDS.get(cause, ("warning", cause.value))
+    status = describe_status(worker.returncode)
+    last = last_stderr_line(worker.stderr_tail()) if cause in (ExitCause.CRASH, ExitCause.OUT_OF_MEMORY) else ""
+    log.log(logging.getLevelName(level.upper()), "worker %s %s%s%s", worker.name, words, status,
+            f": {last}" if last else "", extra={"worker": worker.name, "event": cause.value})

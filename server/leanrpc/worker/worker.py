@@ -101,6 +101,14 @@ class ExitCause(enum.Enum):
     SHUTDOWN = "shutdown"
 
 
+def last_stderr_line(tail: str) -> str:
+    """The last non-blank stderr line (the exec error, the panic), at most 300 characters."""
+    for line in reversed(tail.splitlines()):
+        if line.strip():
+            return line.strip()[:300]
+    return ""
+
+
 class Worker:
     """Owns one REPL process. Changes state only through `_set_state`."""
 
@@ -255,7 +263,9 @@ class Worker:
                 self.is_fork = repl.is_fork(await self._channel.exchange(repl.fork_probe(), timeout))
         except WorkerError as exc:
             await self._fail_boot()
-            raise WorkerBootError(f"REPL {self._process.argv!r} failed its boot probe: {exc.message}",
+            cause = last_stderr_line(self.stderr_tail())
+            raise WorkerBootError(f"REPL {self._process.argv!r} failed its boot probe: {exc.message}"
+                                  + (f": {cause}" if cause and cause not in exc.message else ""),
                                   detail=self.stderr_tail()[-2000:]) from exc
         if self.state is not S.PROBING:  # killed meanwhile
             raise WorkerCrashed(f"worker {self.name} was stopped while starting")

@@ -37,8 +37,8 @@ class MetricsInterceptor(CallWrapper):
         label, grpc_labels = metrics.method_labels(method)
         code = final_code(context, error)
         elapsed = time.perf_counter() - started
-        metrics.rpcs.labels(label, code).inc()
-        metrics.rpc_seconds.labels(label).observe(elapsed)
+        metrics.rpcs.labels(label, code, "grpc").inc()
+        metrics.rpc_seconds.labels(label, "grpc").observe(elapsed)
         metrics.grpc_handled.labels(*grpc_labels, code).inc()
         metrics.grpc_seconds.labels(*grpc_labels).observe(elapsed)
 

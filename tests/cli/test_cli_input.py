@@ -1,0 +1,131 @@
+"""`leanrpc verify` input checks, output order, summary and Ctrl-C (issue 29),
+through the real command against a real server on port 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from cli_support import BAD, GOOD, LEANRPC, Served, clean_env, leanrpc
+
+
+@pytest.fixture(scope="module")
+def server():
+    served = Served()
+    yield served
+    served.stop()
+
+
+@pytest.mark.parametrize(("flag", "value", "says"), [
+    ("--timeout", "-5", "argument --timeout: -5 must be 0 (the server's default) or a positive number of seconds"),
+    ("--server", "127.0.0.1:99999", "argument --server: '127.0.0.1:99999': the port must be between 1 and 65535"),
+    ("--retries", "-1", "argument --retries: -1 must be 0 or more"),
+])
+def test_bad_values_are_usage_errors_before_anything_runs(tmp_path, flag, value, says):
+    (tmp_path / "a.lean").write_text(GOOD)
+    done = leanrpc("verify", str(tmp_path / "a.lean"), flag, value)
+    assert done.returncode == 2
+    assert done.stdout == ""  # nothing was verified
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"leanrpc verify: error: {says}"
+    assert done.stderr.startswith("usage: leanrpc verify")
+
+
+def test_missing_file_exits_1_alone_and_beside_a_good_file(server, tmp_path):
+    (tmp_path / "good.lean").write_text(GOOD)
+    missing = str(tmp_path / "nope.lean")
+    alone = leanrpc("verify", missing, "--server", server.address, "--quiet")
+    beside = leanrpc("verify", str(tmp_path / "good.lean"), missing, "--server", server.address, "--quiet")
+    assert alone.returncode == beside.returncode == 1
+    assert alone.stdout.splitlines() == [f"{'REJECTED':<14} {missing}  ({missing}: no such file or folder)"]
+    assert beside.stdout.splitlines()[1] == alone.stdout.splitlines()[0]
+
+
+def test_folder_walk_reports_broken_symlink_and_empty_file_in_natural_order(server, tmp_path):
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for n in (1, 2, 10, 11):
+        (folder / f"l{n}.lean").write_text(GOOD.replace("theorem t", f"theorem t{n}"))
+    (folder / "l3.lean").symlink_to(tmp_path / "gone.lean")
+    (folder / "l4.lean").write_text("  \n")
+    done = leanrpc("verify", str(folder), "--server", server.address)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    names = [line.split()[1].rsplit("/", 1)[-1] for line in lines[:-1]]
+    assert names == ["l1.lean", "l2.lean", "l3.lean", "l4.lean", "l10.lean", "l11.lean"]
+    assert lines[2] == f"{'REJECTED':<14} {folder}/l3.lean  ({folder}/l3.lean: broken symbolic link (to {tmp_path}/gone.lean))"
+    assert lines[3] == f"{'REJECTED':<14} {folder}/l4.lean  ({folder}/l4.lean: the file is empty)"
+    assert lines[-1] == "4 of 6 valid"
+    # The summary table: stderr, counts per outcome, then elapsed and rate.
+    summary = done.stderr.splitlines()
+    assert summary[0] == "summary:"
+    assert summary[1].split() == ["VALID", "4"]
+    assert summary[2].split() == ["REJECTED", "(not", "sent)", "2"]
+    assert summary[3].split() == ["total", "6"]
+    assert summary[4].startswith("  elapsed ") and summary[4].endswith(" snippets/s")
+    quiet = leanrpc("verify", str(folder), "--server", server.address, "--quiet", "--json")
+    assert quiet.stderr == ""
+    assert [json.loads(line)["id"].rsplit("/", 1)[-1] for line in quiet.stdout.splitlines()] == names
+
+
+def test_one_sigint_mid_batch_prints_what_arrived_then_exits_130(server, tmp_path):
+    total = 20
+    for n in range(total):
+        # Distinct text (no cache hits), each ~0.4 s of stand-in CPU on one worker.
+        (tmp_path / f"f{n}.lean").write_text(f"--@standin: burn=0.4\ntheorem s{n} : {n} = {n} := rfl\n")
+    process = subprocess.Popen([LEANRPC, "verify", str(tmp_path), "--server", server.address],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    first = [process.stdout.readline(), process.stdout.readline()]  # results stream: two arrived
+    assert all(line.startswith("VALID") for line in first), first
+    process.send_signal(signal.SIGINT)
+    rest, err = process.communicate(timeout=60)
+    printed = first + rest.splitlines()
+    assert process.returncode == 130
+    assert "Traceback" not in err
+    assert 2 <= len(printed) < total
+    assert all(line.split()[0] == "VALID" for line in printed)
+    assert err.strip().splitlines()[-1] == f"interrupted: {len(printed)} of {total} answered"
+
+
+def test_python_client_raises_interrupted_with_partial(server, tmp_path):
+    script = (
+        "import os, signal, threading, time\n"
+        "from leanrpc.client import Client, Interrupted\n"
+        f"codes = [f'--@standin: burn=0.4\\ntheorem u{{n}} : {{n}} = {{n}} := rfl' for n in range(20)]\n"
+        "got = []\n"
+        "def hit(n, r):\n"
+        "    got.append(n)\n"
+        "    if len(got) == 2: os.kill(os.getpid(), signal.SIGINT)\n"
+        f"with Client({server.address!r}) as c:\n"
+        "    try:\n"
+        "        c.verify(codes, on_result=hit)\n"
+        "    except Interrupted as exc:\n"
+        "        print(len(exc.partial) >= 2, exc.total, isinstance(exc, KeyboardInterrupt))\n"
+    )
+    done = subprocess.run([os.path.join(os.path.dirname(LEANRPC), "python"), "-c", script],
+                          capture_output=True, text=True, timeout=60, env=clean_env())
+    assert done.stdout.split() == ["True", "20", "True"], done.stderr
+
+
+def test_absurd_cache_size_is_refused_by_the_config_schema(tmp_path):
+    (tmp_path / "c.toml").write_text("[cache]\nmemory_mb = 1e12\n")
+    done = leanrpc("serve", "--config", str(tmp_path / "c.toml"), "--port", "0")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    line, = done.stderr.strip().splitlines()
+    assert line.startswith("leanrpc serve: error: ") and "memory_mb" in line and "1048576" in line, line
+
+
+def test_progress_bar_ships_with_the_server_package():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    server = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    client = tomllib.loads((root / "clients/python/pyproject.toml").read_text())["project"]["dependencies"]
+    tqdm = [d for d in client if d.startswith("tqdm")]
+    assert tqdm and tqdm[0] in server  # the same requirement in both distributions
