@@ -247,6 +247,10 @@ class CacheConfig(_Section):
     redis_ttl_s: PositiveInt = 7 * 24 * 3600
     breaker_failures: PositiveInt = 3  # consecutive Redis failures that open the breaker
     breaker_cooldown_s: NonNegativeFloat = 5.0
+    # MAC secret of the disk and Redis entries (owner-only file; else
+    # $LEANRPC_CACHE_SECRET). Required with redis_url; the disk tier alone
+    # makes its own (<cache_dir>/.secret). See leanrpc.cache.seal.
+    secret_file: str = ""
 
 
 class GatewayConfig(_Section):
@@ -490,3 +494,18 @@ def _describe(kind: Any) -> str:
         float: "a number",
         str: "a string",
     }.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def check_private_file(path: str, what: str, error: type[Exception] = ConfigError) -> None:
+    """`error` unless `path` can be read by its owner only (token files, cache secrets)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise error(f"cannot read {what} {path!r}: {exc.strerror}") from exc
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise error(
+            f"{what} {path!r} is readable by group or others (mode {stat.S_IMODE(mode):04o}); "
+            f"run chmod 600 {path!r}"
+        )

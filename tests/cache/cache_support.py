@@ -16,6 +16,9 @@ from leanrpc.app import create_server
 from testkit import loopback_config
 
 
+TEST_SECRET = "test-cluster-secret-0123456789abcdef"
+
+
 def cached_config(workers: int = 1, **cache):
     config = loopback_config(workers)
     config.cache.enabled = True
@@ -49,7 +52,7 @@ def free_port() -> int:
 class RedisServer:
     """A real redis-server on a free loopback port in a temp dir."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, password: str = "") -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed (apt-get install -y redis-server; .ci/run installs it)")
@@ -57,15 +60,17 @@ class RedisServer:
         self.workdir = workdir
         self.port = free_port()
         self.process: subprocess.Popen | None = None
+        self.password = password  # --requirepass; the url carries it
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
         self.process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
+             "--dir", str(self.workdir), *(["--requirepass", self.password] if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         end = time.monotonic() + 10

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 
-from cache_support import cached_server, theorem
+from cache_support import TEST_SECRET, cached_server, theorem
 
 EXPECTED = {0: "VALID", 1: "SORRY", 2: "INVALID"}
 PROOFS = {0: "rfl", 1: "sorry", 2: "exact Nat.nonexistent_lemma x"}
@@ -17,7 +17,8 @@ def snippets(start: int, count: int) -> list[tuple[str, str, str]]:
     return [(f"s{i}", theorem(i, PROOFS[i % 3]), EXPECTED[i % 3]) for i in range(start, start + count)]
 
 
-async def test_two_servers_share_results_and_survive_redis_stopping(redis_server, caplog):
+async def test_two_servers_share_results_and_survive_redis_stopping(redis_server, caplog, monkeypatch):
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)  # the same on both: they share
     settings = dict(redis_url=redis_server.url, redis_timeout_s=0.2, breaker_failures=2, breaker_cooldown_s=0.5)
     async with cached_server(**settings) as (app_a, client_a), cached_server(**settings) as (app_b, client_b):
         first = snippets(0, 9)

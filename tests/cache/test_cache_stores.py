@@ -97,13 +97,13 @@ async def test_disk_store_survives_a_new_instance_and_turns_corruption_into_a_wa
     assert (await cache.lookup(KEY))[1] == "memory"  # promoted
     path = first.path_for(OTHER)
     path.parent.mkdir(exist_ok=True)
-    path.write_bytes(codec.encode(OTHER, "r", 0.0, verdict())[:40])  # torn
+    path.write_bytes(first.sealer.seal(OTHER, codec.encode(OTHER, "r", 0.0, verdict())[:40]))  # torn
     with caplog.at_level(logging.WARNING, logger="leanrpc.cache"):
         assert await cache.lookup(OTHER) is None
         await cache.flush()
     assert "corrupt disk entry" in caplog.text
     assert not path.exists()  # removed, so the next run rewrites it
-    assert cache.stats.corrupt == 1
+    assert cache.stats.corrupt == 1 and cache.stats.forged == 0
 
 
 async def test_a_failing_disk_write_never_fails_the_caller(tmp_path, caplog):

@@ -11,6 +11,7 @@ from typing import Any
 
 from .disk import DiskStore
 from .memory import MemoryStore
+from .seal import configured_secret
 from .shared import CircuitBreaker, RedisStore
 from .tiers import ResultCache
 
@@ -20,7 +21,10 @@ log = logging.getLogger("leanrpc.cache")
 def build_cache(section: Any) -> ResultCache:
     """A ResultCache with the tiers `section` (a config.CacheConfig) names."""
     memory = MemoryStore(int(section.memory_mb * 2**20))
-    disk = DiskStore(section.cache_dir, max_bytes=int(section.disk_max_mb * 2**20)) if section.cache_dir else None
+    secret = configured_secret(section)  # ConfigError: unreadable or not owner-only
+    disk = None
+    if section.cache_dir:
+        disk = DiskStore(section.cache_dir, max_bytes=int(section.disk_max_mb * 2**20), secret=secret)
     shared = None
     if section.redis_url:
         shared = RedisStore(
@@ -28,6 +32,7 @@ def build_cache(section: Any) -> ResultCache:
             timeout_s=section.redis_timeout_s,
             ttl_s=section.redis_ttl_s,
             breaker=CircuitBreaker(section.breaker_failures, section.breaker_cooldown_s),
+            secret=secret,
         )
     log.info("result cache: memory %s MB%s%s", section.memory_mb,
              f", disk {section.cache_dir}" if disk else "", f", Redis {section.redis_url}" if shared else "")

@@ -1,7 +1,7 @@
 """The on-disk tier: one file per entry under `cache_dir`, crash-safe.
 
 Owns the directory layout and the write protocol; imports nothing from
-leanrpc. Blocking file I/O runs in a thread so the event loop never waits
+leanrpc but this package's seal (the secret). Blocking file I/O runs in a thread so the event loop never waits
 on the disk.
 
 Write protocol (a crash at any instant leaves either the old state or the
@@ -23,6 +23,8 @@ import os
 import secrets
 from pathlib import Path
 
+from .seal import Sealer, disk_secret
+
 log = logging.getLogger("leanrpc.cache")
 
 SUFFIX = ".lrc"
@@ -32,10 +34,12 @@ TEMP_PREFIX = ".tmp-"
 class DiskStore:
     name = "disk"
 
-    def __init__(self, root: str | os.PathLike, *, max_bytes: int = 0) -> None:
+    def __init__(self, root: str | os.PathLike, *, max_bytes: int = 0, secret: bytes | None = None) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
         self.root.mkdir(parents=True, exist_ok=True)
+        # Entries are sealed with the cluster secret, else this server's own.
+        self.sealer = Sealer(secret if secret is not None else disk_secret(self.root))
         self.bytes_held = self._scan_and_clean()
 
     def path_for(self, key: str) -> Path:

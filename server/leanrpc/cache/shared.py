@@ -1,7 +1,12 @@
 """The shared tier: entries in Redis, for every node of a cluster.
 
 Owns the Redis connection, its timeouts and the circuit breaker that keeps a
-dead Redis from adding latency to every call; imports nothing from leanrpc.
+dead Redis from adding latency to every call; imports this package's seal
+and ConfigError only.
+
+Redis may need a password, an ACL user or TLS: all go in the URL, which
+redis-py reads (`redis://user:password@host:6379/0`, `rediss://…` for TLS).
+The tier does not start without a cache secret: values are sealed with it.
 
 Every failure (refused, timed out, reset, garbage) is a miss or a dropped
 write, logged as a warning, never an exception to the caller. After
@@ -14,6 +19,9 @@ from __future__ import annotations
 
 import logging
 import time
+
+from ..config import ConfigError
+from .seal import Sealer
 
 log = logging.getLogger("leanrpc.cache")
 
@@ -62,8 +70,15 @@ class RedisStore:
     name = "redis"
 
     def __init__(self, url: str, *, timeout_s: float = 0.25, ttl_s: int = 7 * 24 * 3600,
-                 breaker: CircuitBreaker | None = None) -> None:
-        import redis.asyncio as aioredis
+                 breaker: CircuitBreaker | None = None, secret: bytes | None = None) -> None:
+        if not secret:
+            raise ConfigError("cache.redis_url needs a cache secret: set [cache] secret_file (an owner-only file) "
+                              "or $LEANRPC_CACHE_SECRET, the same on every server sharing this Redis")
+        self.sealer = Sealer(secret)
+        try:
+            import redis.asyncio as aioredis
+        except ModuleNotFoundError as exc:
+            raise ConfigError("cache.redis_url needs the redis package: pip install 'leanrpc[redis]'") from exc
 
         self.url = url
         self.ttl_s = ttl_s

@@ -8,6 +8,8 @@ copies a hit into the tiers above it. `store` puts the entry in memory at
 once and writes disk and Redis in background tasks (`flush` waits for them),
 so no caller waits for a disk or the network to get its answer. A corrupt
 entry in any tier is a miss, logged as a warning, and removed from that tier.
+Disk and Redis values are sealed (seal.Sealer, each tier's `sealer`): one
+whose MAC fails is a miss too, counted in `forged`, logged once per tier.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from ..results import VerifyResult
 from . import codec
 from .memory import MemoryStore
+from .seal import ForgedEntry
 
 log = logging.getLogger("leanrpc.cache")
 
@@ -35,6 +38,7 @@ class CacheStats:
     not_cacheable: int = 0
     bypassed: int = 0
     corrupt: int = 0
+    forged: int = 0  # disk/Redis entries whose MAC failed (leanrpc.cache.seal)
     store_errors: int = 0
 
 
@@ -45,6 +49,7 @@ class ResultCache:
         self.shared = shared
         self.stats = CacheStats()
         self._writes: set[asyncio.Task] = set()
+        self._warned_forged: set[str] = set()  # tiers whose forged entry was logged
 
     @property
     def tiers(self) -> list:
@@ -64,13 +69,14 @@ class ResultCache:
             except Exception as exc:  # a broken disk is a miss too
                 log.warning("result cache: %s read failed (%s); treated as a miss", tier.name, exc)
                 data = None
+            data = self._unseal(data, key, tier)
             found = self._decode(data, key, tier)
             if found is not None:
                 self.stats.hits[tier.name] += 1
                 # Promotion copies the stored bytes as they are.
                 self.memory.put(key, data)
                 for upper in above:
-                    self._background(upper, key, data)
+                    self._background(upper, key, upper.sealer.seal(key, data))
                 return found, tier.name
             above.append(tier)
         self.stats.misses += 1
@@ -81,7 +87,7 @@ class ResultCache:
         self.memory.put(key, data)
         self.stats.stored += 1
         for tier in self.tiers:
-            self._background(tier, key, data)
+            self._background(tier, key, tier.sealer.seal(key, data))
 
     async def flush(self) -> None:
         """Waits for every background write started so far."""
@@ -92,6 +98,26 @@ class ResultCache:
         await self.flush()
         if self.shared is not None:
             await self.shared.close()
+
+    def _unseal(self, data: bytes | None, key: str, tier) -> bytes | None:
+        """The entry inside a disk/Redis value, or None (a miss) when its MAC fails."""
+        if data is None:
+            return None
+        try:
+            return tier.sealer.open(key, data)
+        except ForgedEntry as exc:
+            self.stats.forged += 1
+            if tier.name not in self._warned_forged:
+                self._warned_forged.add(tier.name)
+                log.warning("result cache: unauthenticated %s entry %s… (%s); treated as a miss and removed "
+                            "(further ones are only counted: cache forged)", tier.name, key[:16], exc)
+            self._discard(tier, key)
+            return None
+
+    def _discard(self, tier, key: str) -> None:
+        task = asyncio.ensure_future(tier.discard(key))
+        self._writes.add(task)
+        task.add_done_callback(self._write_done)
 
     def _decode(self, data: bytes | None, key: str, tier) -> codec.CachedVerdict | None:
         if data is None:
@@ -104,9 +130,7 @@ class ResultCache:
             if tier is self.memory:
                 self.memory.discard(key)
             else:
-                task = asyncio.ensure_future(tier.discard(key))
-                self._writes.add(task)
-                task.add_done_callback(self._write_done)
+                self._discard(tier, key)
             return None
 
     def _background(self, tier, key: str, data: bytes) -> None:

@@ -19,9 +19,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import stat
 
-from ..config import ServerConfig
+from ..config import ServerConfig, check_private_file
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -52,15 +51,7 @@ def load_tokens(server: ServerConfig) -> list[str]:
 
 def check_private(path: str, what: str) -> None:
     """AccessConfigError unless `path` is readable by its owner only."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise AccessConfigError(f"cannot read {what} {path!r}: {exc.strerror}") from exc
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise AccessConfigError(
-            f"{what} {path!r} is readable by group or others (mode {stat.S_IMODE(mode):04o}); "
-            f"run chmod 600 {path!r}"
-        )
+    check_private_file(path, what, AccessConfigError)
 
 
 def authorization_values(metadata) -> list[str]:

@@ -1,0 +1,131 @@
+"""Disk and Redis entries are authenticated: a forged, edited or foreign
+entry is a counted, logged miss, never an answer (leanrpc.cache.seal)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import pytest
+import redis
+
+from cache_support import TEST_SECRET, RedisServer, cached_config
+from leanrpc.cache import DiskStore, MemoryStore, RedisStore, ResultCache, codec
+from leanrpc.cache.build import build_cache
+from leanrpc.cache.shared import KEY_PREFIX
+from leanrpc.config import ConfigError
+from leanrpc.results import Status, VerifyResult
+
+KEY = "ab" + "0" * 62
+OTHER_SECRET = b"another-cluster-secret-fedcba9876543210"
+
+
+def result(status=Status.INVALID) -> VerifyResult:
+    return VerifyResult(id="x", status=status, error="" if status is Status.VALID else "type mismatch")
+
+
+@pytest.fixture
+def locked_redis(tmp_path):
+    server = RedisServer(tmp_path, password="s3cret-pass")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis, caplog):
+    # The password path: without it Redis refuses; with it in the URL it works.
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=locked_redis.port).get("x")
+    raw = redis.Redis(port=locked_redis.port, password=locked_redis.password)
+    store = RedisStore(locked_redis.url, secret=TEST_SECRET.encode())
+    cache = ResultCache(MemoryStore(1 << 20), shared=store)
+    try:
+        # An attacker with write access sets VALID for a wrong proof, unsealed
+        # (the old format) and sealed under a secret it guessed.
+        forged = codec.encode(KEY, "forged", 0.0, result(Status.VALID))
+        for value in (forged, OTHER_SECRET[:4] + b"\0" * 32 + forged):
+            raw.set(KEY_PREFIX + KEY, value)
+            with caplog.at_level(logging.WARNING, logger="leanrpc.cache"):
+                assert await cache.lookup(KEY) is None
+                await cache.flush()
+            assert raw.get(KEY_PREFIX + KEY) is None  # removed
+        assert cache.stats.forged == 2 and cache.stats.hits["redis"] == 0
+        assert caplog.text.count("unauthenticated redis entry") == 1  # logged once
+        # A genuine entry from a server with the same secret is shared.
+        cache.store(KEY, "run-1", result())
+        await cache.flush()
+        fresh = ResultCache(MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=TEST_SECRET.encode()))
+        hit = await fresh.lookup(KEY)
+        assert hit is not None and hit[1] == "redis" and hit[0].result.status is Status.INVALID
+        await fresh.close()
+        # A server with another secret never trusts it.
+        foreign = ResultCache(MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=OTHER_SECRET))
+        assert await foreign.lookup(KEY) is None and foreign.stats.forged == 1
+        await foreign.close()
+    finally:
+        await cache.close()
+        raw.close()
+
+
+async def test_edited_disk_entry_is_never_served(tmp_path, caplog):
+    store = DiskStore(tmp_path)  # no secret given: this server makes its own
+    secret_file = tmp_path / ".secret"
+    assert secret_file.exists() and secret_file.stat().st_mode & 0o077 == 0
+    cache = ResultCache(MemoryStore(1 << 20), disk=store)
+    cache.store(KEY, "run-1", result(Status.INVALID))
+    await cache.flush()
+    path = store.path_for(KEY)
+    sealed = path.read_bytes()
+    # Edit the verdict inside, keeping the old MAC, as an attacker with write access would.
+    entry = codec.encode(KEY, "run-1", 0.0, result(Status.VALID))
+    path.write_bytes(sealed[:36] + entry)
+    restarted = ResultCache(MemoryStore(1 << 20), disk=DiskStore(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="leanrpc.cache"):
+        assert await restarted.lookup(KEY) is None
+        await restarted.flush()
+    assert restarted.stats.forged == 1 and not path.exists()
+    assert "unauthenticated disk entry" in caplog.text
+    # The same directory under another server's secret: its entries are misses.
+    cache.store(KEY, "run-1", result(Status.INVALID))
+    await cache.flush()
+    other = ResultCache(MemoryStore(1 << 20), disk=DiskStore(tmp_path, secret=OTHER_SECRET))
+    assert await other.lookup(KEY) is None and other.stats.forged == 1
+    # The genuine one still reads back under the server's own secret.
+    cache.store(KEY, "run-1", result(Status.INVALID))
+    await cache.flush()
+    again = await ResultCache(MemoryStore(1 << 20), disk=DiskStore(tmp_path)).lookup(KEY)
+    assert again is not None and again[0].result.status is Status.INVALID
+
+
+def test_shared_tier_refuses_to_start_without_a_secret(monkeypatch, tmp_path):
+    monkeypatch.delenv("LEANRPC_CACHE_SECRET", raising=False)
+    section = cached_config(redis_url="redis://127.0.0.1:1/0").cache
+    with pytest.raises(ConfigError, match="needs a cache secret"):
+        build_cache(section)
+    loose = tmp_path / "secret"
+    loose.write_text(TEST_SECRET)
+    loose.chmod(0o644)
+    section.secret_file = str(loose)
+    with pytest.raises(ConfigError, match="readable by group or others"):
+        build_cache(section)
+    loose.chmod(0o600)
+    assert build_cache(section).shared is not None
+
+
+def test_redis_url_without_the_redis_package_names_the_extra(monkeypatch):
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    monkeypatch.setitem(sys.modules, "redis", None)  # import redis -> ModuleNotFoundError
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)
+    section = cached_config(redis_url="redis://127.0.0.1:1/0").cache
+    with pytest.raises(ConfigError, match=r"leanrpc\[redis\]"):
+        build_cache(section)
+
+
+def test_a_disk_secret_that_others_can_read_is_refused(tmp_path):
+    DiskStore(tmp_path)
+    os.chmod(tmp_path / ".secret", 0o644)
+    with pytest.raises(ConfigError, match="owner-only"):
+        DiskStore(tmp_path)
