@@ -39,9 +39,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one JSON result per line (default: text)")
     pin = parser.add_mutually_exclusive_group()
     pin.add_argument("--reference", metavar="REF.lean",
-                     help="pin every file to this statement (header + declarations proved by `sorry`)")
+                     help="pin every file to this statement (header + declarations proved by `sorry`) (default: none)")
     pin.add_argument("--reference-dir", metavar="DIR",
-                     help="pin each file to DIR/<its file name>; a file without one is REJECTED")
+                     help="pin each file to DIR/<its file name>; a file without one is REJECTED (default: none)")
     parser.add_argument("--quiet", action="store_true", help="no summary table on stderr at the end (default: print it)")
     return parser
 
@@ -253,10 +253,14 @@ def run(args) -> int:
     address = args.server
     snippets, problems, order = collect(args.paths)
     started = time.monotonic()
-    if not snippets and all(reason.startswith("folder ") for _path, reason in problems):
-        print("leanrpc verify: error: no .lean file to verify in the paths given", file=sys.stderr)
-        return EXIT_USAGE
-    references, missing = references_for(snippets, args) if snippets else (None, [])
+    if not snippets:
+        _Printer(order, problems, snippets, args.json).stop()
+        if all(reason.startswith("folder ") for _path, reason in problems):
+            print("leanrpc verify: error: no .lean file to verify in the paths given", file=sys.stderr)
+            return EXIT_USAGE
+        _summary(args, [], problems, started)
+        return EXIT_NOT_VALID
+    references, missing = references_for(snippets, args)
     if missing:
         # Never verify a file unpinned when pinning was asked for.
         refused = {path for path, _reason in missing}
@@ -264,7 +268,7 @@ def run(args) -> int:
         kept = [n for n, (path, _t) in enumerate(snippets) if path not in refused]
         snippets, references = [snippets[n] for n in kept], [references[n] for n in kept]
     printer = _Printer(order, problems, snippets, args.json)
-    if not snippets:
+    if not snippets:  # every file lacked its reference
         printer.stop()
         _summary(args, [], problems, started)
         return EXIT_NOT_VALID
