@@ -14,6 +14,7 @@
      |    +-- WorkerTimeout                                     -> DEADLINE_EXCEEDED
      |    +-- WorkerCrashed
      |    |    +-- WorkerPoisoned  answer not proven the REPL's (fence, audit)
+     |    |    +-- WorkerDiverged  a replay answered otherwise than the first time
      |    +-- WorkerOutOfMemory                                 -> RESOURCE_EXHAUSTED
      |    +-- WorkerBootError
      +-- NotServingError         circuit open, shutting down   -> UNAVAILABLE
@@ -102,6 +103,12 @@ class WorkerPoisoned(WorkerCrashed):
     """The worker's answer could not be proven to be the REPL's answer to the
     command (unsolicited output, a missing fence, a failed /proc audit); the
     worker was killed and the request is safe to re-run on a fresh one."""
+
+
+class WorkerDiverged(WorkerCrashed):
+    """Replaying a chain (session commands, proof tactics) answered otherwise
+    than the first time: the process is not a faithful copy. Raised by the
+    code that replays; the pool, which alone kills workers, kills it."""
 
 
 class WorkerOutOfMemory(WorkerError):
