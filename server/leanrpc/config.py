@@ -25,12 +25,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 import tomli_w
 
-from .errors import RequestError
+from .errors import ConfigError
 from .formalize.config import FormalizeConfig
-
-
-class ConfigError(RequestError):
-    """A configuration file or value that cannot be used (one line, names the key)."""
 
 
 # Constrained types: the range is part of the type, and of the error message.

@@ -2,14 +2,19 @@
 
     LeanServiceError
      +-- RequestError            bad input                     -> INVALID_ARGUMENT
-     |    +-- OverloadedError     queue or session limit full   -> RESOURCE_EXHAUSTED
-     |    +-- AuthError           missing/bad credentials       -> UNAUTHENTICATED
-     |    +-- NotFoundError       unknown session               -> NOT_FOUND
-     |    +-- HeaderLoadError     imports did not load          (a REJECTED result)
+     |    +-- NotFoundError       unknown session or state      -> NOT_FOUND
+     +-- AuthError               missing/bad credentials       -> UNAUTHENTICATED
+     +-- OverloadedError         queue or a limit full         -> RESOURCE_EXHAUSTED
+     +-- HeaderLoadError         imports did not load          (a REJECTED result;
+     |                                                           FAILED_PRECONDITION
+     |                                                           if it ends a call)
+     +-- ConfigError             unusable config (start-up)    (one line, exit 2;
+     |                                                           FAILED_PRECONDITION)
      +-- WorkerError             a REPL failed us              -> UNAVAILABLE
      |    +-- WorkerTimeout                                     -> DEADLINE_EXCEEDED
      |    +-- WorkerCrashed
      |    |    +-- WorkerPoisoned  answer not proven the REPL's (fence, audit)
+     |    |    +-- WorkerDiverged  a replay answered otherwise than the first time
      |    +-- WorkerOutOfMemory                                 -> RESOURCE_EXHAUSTED
      |    +-- WorkerBootError
      +-- NotServingError         circuit open, shutting down   -> UNAVAILABLE
@@ -25,6 +30,11 @@ OUT_OF_MEMORY) in leanrpc.services.outcomes, not status codes; the codes
 above apply where an error ends a whole call.
 
 The mapping to gRPC codes lives in one table, leanrpc.edge.errors.
+
+Only bad input is a RequestError: `except RequestError` never catches a
+full queue, a missing credential, a header that did not load or a config
+error, each of which needs its own answer (a retry hint, UNAUTHENTICATED,
+a REJECTED result, a start-up line).
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ class RequestError(LeanServiceError, ValueError):
         self.field = field
 
 
-class OverloadedError(RequestError):
+class OverloadedError(LeanServiceError):
     """The admission queue is full; retry after `retry_after_s`."""
 
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
@@ -65,7 +75,7 @@ class OverloadedError(RequestError):
         self.retry_after_s = retry_after_s
 
 
-class AuthError(RequestError):
+class AuthError(LeanServiceError):
     """Missing or invalid credentials."""
 
 
@@ -93,6 +103,12 @@ class WorkerPoisoned(WorkerCrashed):
     """The worker's answer could not be proven to be the REPL's answer to the
     command (unsolicited output, a missing fence, a failed /proc audit); the
     worker was killed and the request is safe to re-run on a fresh one."""
+
+
+class WorkerDiverged(WorkerCrashed):
+    """Replaying a chain (session commands, proof tactics) answered otherwise
+    than the first time: the process is not a faithful copy. Raised by the
+    code that replays; the pool, which alone kills workers, kills it."""
 
 
 class WorkerOutOfMemory(WorkerError):
@@ -131,7 +147,7 @@ class FrameDecodeError(FramingError):
     """A frame was not valid UTF-8 JSON of an object."""
 
 
-class HeaderLoadError(RequestError):
+class HeaderLoadError(LeanServiceError):
     """The snippet's import header did not load (unknown module, errors).
 
     Reported to the caller as a REJECTED result, never as wrong proofs.
@@ -140,3 +156,7 @@ class HeaderLoadError(RequestError):
     def __init__(self, message: str, *, messages: list | None = None) -> None:
         super().__init__(message)
         self.messages = messages or []
+
+
+class ConfigError(LeanServiceError, ValueError):
+    """A configuration file or value that cannot be used (one line, names the key)."""

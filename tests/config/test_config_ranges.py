@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from leanrpc.config import Config, ConfigError, to_toml
-from leanrpc.errors import RequestError
+from leanrpc.errors import LeanServiceError, RequestError
 
 
 @pytest.mark.parametrize(
@@ -36,7 +36,8 @@ def test_out_of_range_values_are_refused_with_key_and_range(tmp_path, text, expe
     message = str(info.value)
     assert expected in message
     assert "\n" not in message  # one line
-    assert isinstance(info.value, RequestError)  # the project's one error tree
+    assert isinstance(info.value, LeanServiceError)  # the project's one error tree
+    assert not isinstance(info.value, RequestError)  # a bad config is not a bad request
 
 
 def test_edge_values_inside_the_range_load(tmp_path):

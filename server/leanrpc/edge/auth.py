@@ -11,7 +11,7 @@ per-client limits and fair queuing: the (hashed) token only when tokens are
 checked, else the peer address, so a made-up token buys no new identity.
 
 Owns: the token list, bearer-token checks, client identity, the public
-methods. May import: leanrpc.config (nothing of gRPC's).
+methods. May import: leanrpc.config, leanrpc.errors (nothing of gRPC's).
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ import hmac
 import os
 
 from ..config import ServerConfig, check_private_file
+from ..errors import ConfigError
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
-class AccessConfigError(ValueError):
+class AccessConfigError(ConfigError):
     """The server's access settings are unsafe or unreadable; it will not start."""
 
 

@@ -215,7 +215,7 @@ class Pool:
         return {name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names}
 
     def check_profile(self, name: str) -> None:
-        """ConfigError (a RequestError: INVALID_ARGUMENT) for an unknown profile."""
+        """ConfigError for an unknown profile (the caller maps it to bad input)."""
         self.config.repl.profile(name)
 
     def snapshot(self) -> PoolSnapshot:

@@ -186,6 +186,10 @@ class Runner:
             else:
                 pool.requeue(job)
         except WorkerCrashed as exc:
+            # Any doubt poisons: a crash, a poisoned exchange or a diverged
+            # replay leaves no worker to reuse (most are dead already).
+            if worker.alive:
+                worker.kill(ExitCause.CRASH)
             if job.attempts <= config.pool.max_retries and not pool.closing:
                 pool.stats.retries += 1
                 pool.requeue(job)

@@ -22,8 +22,7 @@ import time
 
 from .. import repl
 from ..core.headers import HeaderSplit
-from ..errors import NotFoundError, OverloadedError, RequestError, WorkerCrashed
-from ..worker.worker import ExitCause
+from ..errors import NotFoundError, OverloadedError, RequestError, WorkerDiverged
 
 __all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV"]
 
@@ -158,9 +157,9 @@ async def realize(session: Session, worker, base_env: int, env: int | None, time
             response = await worker.request(repl.command(command.text, repl_env), timeout)
             if response.env is None:
                 # The command gave an env the first time; a different answer
-                # now means this process is not a faithful copy: never reuse it.
-                worker.kill(ExitCause.CRASH)
-                raise WorkerCrashed(
+                # now means this process is not a faithful copy: the runner
+                # kills it (WorkerDiverged is a WorkerCrashed) and retries.
+                raise WorkerDiverged(
                     f"replaying session {session.name!r} env {k} failed: {response.message!r}"
                 )
             repl_env = response.env

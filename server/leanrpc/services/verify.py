@@ -22,7 +22,7 @@ from ..config import Config
 from ..core.declarations import AxiomCheck, plan_axiom_check
 from ..core.headers import split_header
 from ..reference import query_command
-from ..errors import RequestError
+from ..errors import ConfigError, RequestError
 from ..pool import Job, Pool, PoolSnapshot
 from ..results import JudgeLevel, Position, Status, VerifyResult
 from .outcomes import run_job
@@ -87,7 +87,7 @@ class VerifyService:
         if options.profile:
             try:
                 self.pool.check_profile(options.profile)
-            except RequestError as exc:  # unknown: INVALID_ARGUMENT naming the field
+            except ConfigError as exc:  # unknown: bad input (INVALID_ARGUMENT) naming the field
                 raise RequestError(exc.message, field="options.profile") from exc
         if options.reference:
             if options.session:

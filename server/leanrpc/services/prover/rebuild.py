@@ -6,7 +6,7 @@ workers' scratch, the pool's body cost model, which workers can pickle) and
 starts from the longer of (the prefix the worker already holds, the deepest
 prefix the server holds a pickle of) when the cost model says the pickle is
 cheaper, and replays the rest (the proof's command, then the tactics). May
-import: errors, repl, worker (ExitCause), pool (the cost model),
+import: errors, repl, pool (the cost model),
 services.prover.{registry, pickles}.
 
 Cost: replaying costs one request per command or tactic, each priced by the
@@ -20,8 +20,8 @@ that died on the file) drops every pickle of that proof: the path is replayed
 
 A replay that answers differently from the first time (no proof state where
 there was one, a different number of sorries) means the process is not a
-faithful copy: the worker is killed and the call fails with WorkerCrashed, so
-the pool retries the expansion on another worker.
+faithful copy: the call fails with WorkerDiverged; the pool kills the worker
+(services never do) and retries the expansion on another.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from __future__ import annotations
 import time
 
 from ... import repl
-from ...errors import WorkerCrashed, WorkerError
-from ...worker.worker import ExitCause
+from ...errors import WorkerCrashed, WorkerDiverged, WorkerError
 from .pickles import Scratch, unpickle_state
 from .registry import Path, Proof, RegistryStats, StateRegistry
 
@@ -130,24 +129,21 @@ async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: floa
         spent += 1
         rb.stats.replayed_commands += 1
         if response.env is None or len(response.sorries) != proof.roots:
-            worker.kill(ExitCause.CRASH)
-            raise WorkerCrashed(
+            raise WorkerDiverged(
                 f"replaying proof {proof.proof_id} on {worker.name} gave a different answer "
                 f"({len(response.sorries)} sorries, first time {proof.roots}; {response.message!r})"
             )
         record_roots(proof, worker.name, response)
         built = proof.realized[worker.name]
         if path[:1] not in built:
-            worker.kill(ExitCause.CRASH)
-            raise WorkerCrashed(f"replaying proof {proof.proof_id}: sorry {path[0]} has no proof state now")
+            raise WorkerDiverged(f"replaying proof {proof.proof_id}: sorry {path[0]} has no proof state now")
         held = 1
     for k in range(held, len(path)):
         response = await worker.request(repl.TacticRequest(tactic=path[k], proof_state=built[path[:k]]), timeout)
         spent += 1
         rb.stats.replayed_tactics += 1
         if response.proof_state is None:
-            worker.kill(ExitCause.CRASH)
-            raise WorkerCrashed(
+            raise WorkerDiverged(
                 f"replaying tactic {k} of a state of proof {proof.proof_id} failed now: {response.message!r}"
             )
         built[path[:k + 1]] = response.proof_state
