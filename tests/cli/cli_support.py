@@ -17,7 +17,10 @@ BAD = "theorem t (x : Nat) : x = x + 1 := by\n  exact Nat.nonexistent_lemma x\n"
 
 
 def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "LEANRPC_TOKENS"}
+    # No config from the developer's environment: LEANRPC_CONFIG, LEANRPC_<S>__<K>, ~/.config.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LEANRPC_TOKENS", "LEANRPC_CONFIG") and not (k.startswith("LEANRPC_") and "__" in k)}
+    env["XDG_CONFIG_HOME"] = os.devnull  # a file: no leanrpc/leanrpc.toml below it
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
