@@ -25,9 +25,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     parser.add_argument("--defaults", action="store_true",
-                        help="print the built-in defaults, ignoring any file and the environment")
+                        help="print the built-in defaults, ignoring any file and the environment (default: the effective config)")
     parser.add_argument("--reference", action="store_true",
-                        help=f"print the key reference in Markdown (docs/CONFIG.md: `{configref.REGENERATE}`)")
+                        help=f"print the key reference in Markdown, docs/CONFIG.md: `{configref.REGENERATE}` (default: off)")
     return parser
 
 

@@ -39,9 +39,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one JSON result per line (default: text)")
     pin = parser.add_mutually_exclusive_group()
     pin.add_argument("--reference", metavar="REF.lean",
-                     help="pin every file to this statement (header + declarations proved by `sorry`)")
+                     help="pin every file to this statement (header + declarations proved by `sorry`) (default: none)")
     pin.add_argument("--reference-dir", metavar="DIR",
-                     help="pin each file to DIR/<its file name>; a file without one is REJECTED")
+                     help="pin each file to DIR/<its file name>; a file without one is REJECTED (default: none)")
     parser.add_argument("--quiet", action="store_true", help="no summary table on stderr at the end (default: print it)")
     return parser
 
