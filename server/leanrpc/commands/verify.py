@@ -269,6 +269,8 @@ def run(args) -> int:
         _summary(args, [], problems, started)
         return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
+    if args.token:
+        _say_if_token_unchecked(address, Client, ClientError)
     try:
         with Client(address, token=args.token, max_retries=args.retries) as client:
             results = client.verify(snippets, timeout_s=args.timeout, progress=progress,
@@ -288,6 +290,17 @@ def run(args) -> int:
         print(f"{len(results) - sum(not r.valid for r in results)} of {len(results) + len(problems)} valid")
     _summary(args, results, problems, started)
     return EXIT_NOT_VALID if bad else EXIT_OK
+
+
+def _say_if_token_unchecked(address: str, client_type, client_error) -> None:
+    """--token against a server that checks no tokens: one line, not silence.
+    (A tokenless GetServerInfo succeeds only there; it is guarded otherwise.)"""
+    try:
+        with client_type(address, max_retries=0) as probe:
+            probe.server_info()
+    except client_error:
+        return  # tokens are checked (UNAUTHENTICATED), or the verify call says what is wrong
+    print(f"leanrpc verify: warning: the server at {address} checks no tokens; --token is not used", file=sys.stderr)
 
 
 def _summary(args, results, problems, started: float) -> None:
