@@ -44,6 +44,37 @@ _SECTION_DOC = {
     "formalize": "The Formalize service (docs/FORMALIZE.md); one key per FormalizeConfig field.",
 }
 
+# Meanings of keys config.py has no comment for (a comment there wins).
+_NOTES = {
+    "repl.cwd": "Working directory of the REPL (the Lean project for `lake env repl`); unset: the server's.",
+    "repl.env": "Extra environment variables for the REPL (e.g. LEAN_PATH, LEAN_SYSROOT).",
+    "repl.repl_revision": "REPL revision, part of the verifier identity and of cache keys (`leanrpc setup` fills it).",
+    "repl.project_revision": "Project revision (e.g. \"mathlib v4.19.0\"), part of the identity and of cache keys.",
+    "limits.memory_poll_s": "How often a running request's worker memory is sampled, in seconds.",
+    "limits.max_frame_mb": "Largest single REPL answer (one JSON frame) read, in MB; a larger one fails the worker.",
+    "pool.workers": "REPL worker processes (`serve --workers`).",
+    "pool.queue_limit": "Snippets that may wait for a worker; past it requests are refused as overloaded (retry later).",
+    "pool.default_timeout_s": "Time limit of a snippet that asks for none (0 in the request), in seconds.",
+    "pool.max_timeout_s": "Largest time limit a request may ask for; above it the request is refused.",
+    "pool.header_timeout_s": "Time limit of a worker boot and of loading an import header, in seconds.",
+    "pool.breaker_cooldown_s": "How long an open circuit breaker refuses boots before one trial boot.",
+    "pool.max_session_commands": "Commands one named session may run.",
+    "pool.shutdown_grace_s": "On SIGTERM/SIGINT: how long running requests may finish before workers are stopped.",
+    "server.host": "Address to listen on (`serve --host`); a non-loopback host needs auth tokens.",
+    "server.port": "gRPC port (`serve --port`); 0 = any free port.",
+    "server.max_message_mb": "Largest gRPC message, each way, in MB; also the REST gateway's largest request body.",
+    "server.max_snippets_per_batch": "Snippets in one Verify request or REST batch.",
+    "server.max_code_chars": "Longest snippet (and reference), in characters.",
+    "server.auth_token_file": "File with one bearer token per line (owner-only permissions).",
+    "server.auth_token_env": "Environment variable holding bearer tokens.",
+    "server.tls_cert": "PEM certificate chain; with tls_key, the gRPC port speaks TLS.",
+    "server.tls_key": "PEM private key of tls_cert.",
+    "server.log_json": "One JSON object per log line, and JSON status lines on stdout (`serve --log-json`).",
+    "cache.redis_timeout_s": "Time limit of one Redis call; a slow Redis counts as a failure.",
+    "cache.redis_ttl_s": "How long a Redis entry lives, in seconds.",
+    "cache.breaker_cooldown_s": "How long the Redis tier stays off after its breaker opens.",
+}
+
 
 # ---- where the config comes from ---------------------------------------------
 
@@ -181,7 +212,8 @@ def sections() -> list[tuple[str, type, list[Key]]]:
     for name, kind in _section_types().items():
         comments = _comments(FormalizeConfig if name == "formalize" else kind)
         section_default = getattr(defaults, name)
-        keys = [Key(f.name, f.type, getattr(section_default, f.name), _shown_default(f), comments.get(f.name, ""))
+        keys = [Key(f.name, f.type, getattr(section_default, f.name), _shown_default(f),
+                    comments.get(f.name) or _NOTES.get(f"{name}.{f.name}", ""))
                 for f in msgspec.structs.fields(kind)]
         result.append((name, kind, keys))
     return result
