@@ -254,7 +254,7 @@ def run(args) -> int:
     snippets, problems, order = collect(args.paths)
     started = time.monotonic()
     if not snippets and all(reason.startswith("folder ") for _path, reason in problems):
-        print("leanrpc verify: error: no .lean file to verify in the paths given", file=sys.stderr)
+        print(f"leanrpc verify: error: {'; '.join(reason for _path, reason in problems)}", file=sys.stderr)
         return EXIT_USAGE
     references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
