@@ -16,7 +16,7 @@ from . import workloads
 from .config import REPO, SCHEMA, TARGETS, RunConfig
 from .driver import run_async, run_rounds
 from .peers import compare
-from .plots import plot_scaling
+from .plots import PlotsUnavailable, plot_scaling
 from .report import table
 
 def scaling_configs(base: RunConfig, worker_counts: list[int]) -> dict[str, RunConfig]:
@@ -66,8 +66,11 @@ def cmd_scaling(args) -> int:
     write_json(args.json, {"schema": SCHEMA, "kind": "scaling", "results": results})
     print(table(list(results.values())))
     print("\nconfigurations: " + "; ".join(f"{i + 1}. {n}" for i, n in enumerate(results)))
-    for path in plot_scaling(results, worker_counts, Path(args.out_dir)):
-        print(f"wrote {path}")
+    try:
+        for path in plot_scaling(results, worker_counts, Path(args.out_dir)):
+            print(f"wrote {path}")
+    except PlotsUnavailable as exc:
+        print(f"plots skipped: {exc}", file=sys.stderr)
     return 0 if all(s["requests"]["lost"] == 0 for s in results.values()) else 1
 
 
@@ -113,7 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except workloads.SharedNotFound as exc:
+        print(f"benchmarks.load {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """PNG plots (matplotlib, imported lazily): throughput/latency bars and worker scaling.
 
+Without matplotlib each plot raises PlotsUnavailable; the commands print one
+line and keep their JSON and tables.
+
 May import: nothing from the benchmark.
 """
 
@@ -7,15 +10,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+
+class PlotsUnavailable(ImportError):
+    """matplotlib is not installed: the plots are skipped, with one line."""
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise PlotsUnavailable("matplotlib is not installed (pip install matplotlib, or the test extra: "
+                               "pip install -e '.[test]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_throughput_latency(
     results: dict[str, dict], names: list[str], labels: list[str], path: Path,
     *, throughput_title: str, latency_title: str, ideal_label: str,
 ) -> Path:
     """Two panels: throughput bars against the first run's ideal, and p50/p99 latency bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
     left.bar(labels, [results[n]["throughput_rps"] for n in names])
@@ -44,10 +61,7 @@ def plot_throughput_latency(
 
 
 def plot_scaling(results: dict[str, dict], worker_counts: list[int], out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     paths = []
     fig, ax = plt.subplots(figsize=(5, 3.5))

@@ -62,17 +62,27 @@ class Item:
         return dataclasses.asdict(self)
 
 
-def shared_dir() -> Path:
-    """The project's shared/ folder: $LEANRPC_SHARED, else the first shared/ above this file."""
+class SharedNotFound(FileNotFoundError):
+    """The project's shared/ folder (datasets/, fixtures/) cannot be found: one line, no traceback."""
+
+
+def shared_dir(start: Path | None = None) -> Path:
+    """The project's shared/ folder: $LEANRPC_SHARED, else the first shared/
+    (with fixtures/) above `start` (default: this file). SharedNotFound else."""
     env = os.environ.get("LEANRPC_SHARED")
     if env:
-        return Path(env)
-    here = Path(__file__).resolve()
+        path = Path(env).expanduser()
+        if not ((path / "datasets").is_dir() or (path / "fixtures").is_dir()):
+            raise SharedNotFound(f"LEANRPC_SHARED={env} has no datasets/ or fixtures/ folder; "
+                                 "point it at the project's shared/ folder")
+        return path
+    here = (start or Path(__file__)).resolve()
     for parent in here.parents:
         candidate = parent / "shared"
         if (candidate / "fixtures").is_dir():
             return candidate
-    raise FileNotFoundError("shared/ folder not found; set LEANRPC_SHARED")
+    raise SharedNotFound("the project's shared/ folder (datasets/, fixtures/) is not above this checkout; "
+                         "set LEANRPC_SHARED=/path/to/shared")
 
 
 def _kimina_dir() -> Path:

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -16,8 +17,14 @@ GOOD = "theorem t (x : Nat) : x + 0 = x := by\n  rfl\n"
 BAD = "theorem t (x : Nat) : x = x + 1 := by\n  exact Nat.nonexistent_lemma x\n"
 
 
+_EMPTY_CONFIG_HOME = tempfile.mkdtemp(prefix="leanrpc-test-xdg-")
+
+
 def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "LEANRPC_TOKENS"}
+    # No config from the developer's environment: LEANRPC_CONFIG, LEANRPC_<S>__<K>, ~/.config.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LEANRPC_TOKENS", "LEANRPC_CONFIG") and not (k.startswith("LEANRPC_") and "__" in k)}
+    env["XDG_CONFIG_HOME"] = _EMPTY_CONFIG_HOME  # no leanrpc/leanrpc.toml there
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -1,11 +1,11 @@
-"""Health says NOT_SERVING once no REPL can boot, with the first real cause
-(the exec error) in the reason (issue 29): `--repl-cmd /nonexistent/repl`."""
+"""Health says NOT_SERVING until a worker has booted and while none can, with
+the first real cause (the exec error) in the reason (issue 29 case 7), at once
+and with no request sent: `leanrpc serve --repl-cmd /nonexistent/repl`."""
 
 from __future__ import annotations
 
 import json
 import socket
-import time
 import urllib.error
 import urllib.request
 
@@ -14,6 +14,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from test_cli_logging import LoggedServer
 
 from leanrpc.client import Client, ClientError
+from leanrpc.v1 import verifier_pb2 as pb
+from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 
 
 def _free_port() -> int:
@@ -22,32 +24,51 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_nonexistent_repl_health_reason_names_the_exec_error(tmp_path):
+def _rest_health(port: int) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_nonexistent_repl_is_not_serving_from_the_start_with_the_exec_error(tmp_path):
     http = _free_port()
     server = LoggedServer(tmp_path, "--repl-cmd", "/nonexistent/repl", "--http-port", str(http))
     try:
+        # The first answers after "listening", before any request: not 200.
+        with grpc.insecure_channel(server.address) as channel:
+            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+            assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            info = pb_grpc.VerifierStub(channel).GetServerInfo(pb.GetServerInfoRequest(), timeout=30)
+        assert not info.serving
+        assert "No such file or directory" in info.not_serving_reason, info.not_serving_reason
+        status, body = _rest_health(http)
+        assert status == 503, body
+        assert body["status"] == "unavailable"
+        assert "first: " in body["detail"] and "No such file or directory" in body["detail"], body
+        # Requests get one clear answer, and the reason stays the first cause.
         with Client(server.address, max_retries=0) as client:
-            for _ in range(3):  # each refused request tries a boot, until the breaker opens
+            for _ in range(3):
                 try:
                     client.verify_batch(["theorem h : 1 = 1 := rfl"])
-                except ClientError:
-                    pass
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{http}/health", timeout=30)
-            raise AssertionError("/health answered 200 with no REPL that can boot")
-        except urllib.error.HTTPError as exc:
-            assert exc.code == 503
-            body = json.loads(exc.read())
-        assert body["status"] == "unavailable"
-        assert body["detail"].startswith("3 consecutive REPL boot failures; first: ")
-        assert "No such file or directory" in body["detail"], body
+                    raise AssertionError("a snippet was verified with no REPL")
+                except ClientError as exc:
+                    assert exc.code is grpc.StatusCode.UNAVAILABLE, exc
+        status, body = _rest_health(http)
+        assert status == 503 and "No such file or directory" in body["detail"], body
+    finally:
+        server.stop()
+
+
+def test_a_working_repl_serves_once_booted(tmp_path):
+    http = _free_port()
+    server = LoggedServer(tmp_path, "--http-port", str(http))
+    try:
+        status, body = _rest_health(http)
+        assert status == 200, body
         with grpc.insecure_channel(server.address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            for _ in range(200):  # gRPC health follows the pool within its refresh period
-                answer = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
-                if answer.status == health_pb2.HealthCheckResponse.NOT_SERVING:
-                    break
-                time.sleep(0.05)
-        assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         server.stop()

@@ -129,3 +129,27 @@ def test_progress_bar_ships_with_the_server_package():
     client = tomllib.loads((root / "clients/python/pyproject.toml").read_text())["project"]["dependencies"]
     tqdm = [d for d in client if d.startswith("tqdm")]
     assert tqdm and tqdm[0] in server  # the same requirement in both distributions
+
+
+def test_token_against_a_server_without_tokens_says_so_in_one_line(server, tmp_path):
+    (tmp_path / "a.lean").write_text(GOOD)
+    done = leanrpc("verify", "--server", server.address, "--token", "s3cret", "--quiet", str(tmp_path / "a.lean"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == f"leanrpc verify: warning: the server at {server.address} checks no tokens; --token is not used\n"
+    assert done.stdout.startswith("VALID ")
+
+
+def test_token_against_a_server_with_tokens_is_used_quietly(tmp_path):
+    config = tmp_path / "auth.toml"
+    config.write_text('[server]\nauth_tokens = ["s3cret-token-0123456789"]\n')
+    with_tokens = Served("--config", str(config))
+    try:
+        (tmp_path / "a.lean").write_text(GOOD)
+        done = leanrpc("verify", "--server", with_tokens.address, "--token", "s3cret-token-0123456789", "--quiet",
+                       str(tmp_path / "a.lean"))
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        refused = leanrpc("verify", "--server", with_tokens.address, "--quiet", str(tmp_path / "a.lean"))
+        assert with_tokens.process.poll() is None  # the server is still up (it once died of SIGSEGV here)
+        assert refused.returncode == 2 and "wants a token" in refused.stderr
+    finally:
+        with_tokens.stop()

@@ -74,7 +74,7 @@ def test_version():
     assert done.returncode == 0 and done.stdout.strip() == f"leanrpc {__version__}"
 
 
-@pytest.mark.parametrize("command", ["serve", "verify", "setup", "doctor"])
+@pytest.mark.parametrize("command", ["serve", "verify", "setup", "doctor", "config"])
 def test_help_documents_every_option_with_its_default_and_the_exit_codes(command):
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]

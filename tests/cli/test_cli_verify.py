@@ -69,9 +69,8 @@ def test_folder_without_lean_files_says_so(server, tmp_path):
     (empty / "sub").mkdir(parents=True)
     (empty / "notes.txt").write_text("x")
     done = leanrpc("verify", str(empty), "--server", server.address)
-    assert f"folder {empty} has no .lean files" in done.stdout
-    assert "no .lean files given" not in done.stdout + done.stderr
-    assert done.returncode == 2
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"leanrpc verify: error: folder {empty} has no .lean files\n"
 
 
 def test_folders_are_searched_recursively(server, tmp_path):

@@ -182,3 +182,38 @@ async def test_a_scrape_renders_off_the_event_loop(monkeypatch):
         assert threads == [False], "render ran on the event loop's thread"
     finally:
         await app.stop(2.0)
+
+
+async def test_the_endpoint_is_aiohttp_head_keepalive_and_junk_is_one_line(caplog):
+    from leanrpc.edge import metrics as endpoint
+
+    for junk_filter in endpoint._HTTP_LOG.filters:  # the rate limit starts fresh for this test
+        junk_filter._last = None
+    metrics_port = free_port()
+    app = await start_app(workers=1, metrics_port=metrics_port)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", metrics_port)
+        # Two requests on one connection (keep-alive), the second a HEAD.
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        await writer.drain()
+        first = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        assert first.startswith(b"HTTP/1.1 200") and b"text/plain; version=" in first
+        length = int(next(line.split(b":")[1] for line in first.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        assert b"leanrpc_" in await asyncio.wait_for(reader.readexactly(length), 30)
+        second = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        assert second.startswith(b"HTTP/1.1 200")
+        writer.close()
+        # A gRPC client (HTTP/2 preface) on the metrics port: 400 and one WARNING line naming the port.
+        with caplog.at_level("WARNING", logger="leanrpc.metrics.http"):
+            for _ in range(3):
+                reader, writer = await asyncio.open_connection("127.0.0.1", metrics_port)
+                writer.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                await writer.drain()
+                answer = await asyncio.wait_for(reader.read(), 30)
+                writer.close()
+                assert b" 400 " in answer.split(b"\r\n")[0], answer
+        junk = [r.getMessage() for r in caplog.records if r.name == "leanrpc.metrics.http"]
+        assert len(junk) == 1 and junk[0].startswith("not HTTP/1.1 on the metrics port"), junk
+        assert all(r.exc_info is None for r in caplog.records if r.name == "leanrpc.metrics.http")
+    finally:
+        await app.stop(2.0)

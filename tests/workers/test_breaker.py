@@ -139,14 +139,17 @@ async def test_half_open_breaker_reopens_on_the_next_failure(broken_server):
     app, channel, flag = broken_server
     stub = pb_grpc.VerifierStub(channel)
     request = pb.VerifyRequest(snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")])
-    for _ in range(3):
-        if not app.pool.serving:
-            break
-        with pytest.raises(grpc.aio.AioRpcError):
-            await stub.Verify(request, timeout=30)
+    breaker = app.pool.supervisor.breaker
+    # No request needed: while no worker is up the supervisor retries the
+    # boot, and health says NOT_SERVING with the first cause all along.
+    assert not app.pool.serving and "toolchain missing" in app.pool.not_serving_reason
+    await wait_until(lambda: breaker.opened_at is not None, 20.0, "the breaker to open")
     assert not app.pool.serving
-    await wait_until(lambda: app.pool.serving, 20.0, "the breaker cooldown to pass")
-    # Still broken: one more failed boot re-opens it at once.
+    opened, failures = breaker.opened_at, app.pool.stats.boot_failures
+    # After the cooldown one trial boot runs; still broken, it re-opens at once.
+    await wait_until(lambda: breaker.opened_at != opened, 20.0, "a half-open trial boot")
+    assert app.pool.stats.boot_failures == failures + 1
+    assert not app.pool.serving
     with pytest.raises(grpc.aio.AioRpcError) as failed:
         await stub.Verify(request, timeout=30)
     assert failed.value.code() is grpc.StatusCode.UNAVAILABLE

@@ -2,6 +2,9 @@
 
 Owns only the LRU; imports nothing from leanrpc. Entries are the compressed
 bytes from `codec`, so the bound counts what is really held.
+An OrderedDict of our own rather than `cachetools.LRUCache(getsizeof=len)`:
+that is not a dependency, and for these ~40 lines it would still need the
+bytes-held and eviction counts the metrics read wrapped around it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Owns: argument parsing, exit codes, and turning every error a user can fix
 into one line (no traceback unless `--debug`). Each command module
-(serve, verify, setup, doctor) adds its subparser and a `run(args) -> int`.
+(serve, verify, setup, doctor, config) adds its subparser and a `run(args) -> int`.
 May import: app (serve), config, the client (verify), and the layers the
 doctor and setup commands drive.
 """
@@ -14,10 +14,10 @@ import sys
 import traceback
 
 from .. import __version__
-from . import doctor, serve, setup, verify
+from . import doctor, serve, setup, showconfig, verify
 from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_USAGE, UserError, user_errors
 
-COMMANDS = (serve, verify, setup, doctor)
+COMMANDS = (serve, verify, setup, doctor, showconfig)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from ..config import Config
 from ..results import STAND_IN_KIND
+from .configref import load
+from .showconfig import CONFIG_HELP
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 
@@ -234,7 +236,7 @@ def add_parser(sub):
         description="Check a configured REPL before serving it: command, versions, sandbox, handshake, "
                     "and the time (seconds) and memory (MB) of loading an import header.",
     )
-    parser.add_argument("--config", metavar="FILE", help="TOML configuration file (default: the embedded stand-in)")
+    parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     parser.add_argument("--repl-cmd", metavar="CMD", help="REPL command line instead of the config's (default: the config's)")
     parser.add_argument("--header", help='header to time (default: "import Mathlib" for Mathlib projects, else none)')
     parser.add_argument("--require-lean", action="store_true", help="fail when the REPL is the stand-in (default: warn)")
@@ -247,7 +249,7 @@ def run(args) -> int:
 
 def main_doctor(args) -> int:
     """Entry point for `leanrpc doctor`: 0 when healthy, 1 otherwise."""
-    config = Config.from_toml(args.config) if args.config else Config()
+    config, _path = load(args.config)
     if getattr(args, "repl_cmd", None):
         import shlex
 

@@ -1,7 +1,7 @@
 """`leanrpc serve`: load and check the config, set up logging, run the server.
 
-Owns: the serve flags and how they override the config file. May import:
-app, config, logsetup.
+Owns: the serve flags and how they override the config (found by
+commands.configref). May import: app, config, logsetup, commands.configref.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import asyncio
 import shlex
 
 from ..config import Config
-
+from .configref import load
+from .showconfig import CONFIG_HELP
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -20,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="run the server (default REPL: the embedded stand-in)",
         description="Run the leanrpc gRPC server until SIGINT/SIGTERM. Flags override the config file.",
     )
-    parser.add_argument("--config", metavar="FILE", help="TOML configuration file (default: none; built-in defaults)")
+    parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     parser.add_argument("--host", help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)")
     parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
     parser.add_argument("--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)")
@@ -37,8 +38,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def load_config(args) -> Config:
-    """The config file (if any) with the flags applied, validated."""
-    config = Config.from_toml(args.config) if args.config else Config()
+    """The config found (--config or the search path), the environment's
+    LEANRPC_<SECTION>__<KEY> keys, then the flags; validated."""
+    config, _path = load(args.config)
     if args.host:
         config.server.host = args.host
     if args.port is not None:

@@ -253,14 +253,10 @@ def run(args) -> int:
     address = args.server
     snippets, problems, order = collect(args.paths)
     started = time.monotonic()
-    if not snippets:
-        _Printer(order, problems, snippets, args.json).stop()
-        if all(reason.startswith("folder ") for _path, reason in problems):
-            print("leanrpc verify: error: no .lean file to verify in the paths given", file=sys.stderr)
-            return EXIT_USAGE
-        _summary(args, [], problems, started)
-        return EXIT_NOT_VALID
-    references, missing = references_for(snippets, args)
+    if not snippets and all(reason.startswith("folder ") for _path, reason in problems):
+        print(f"leanrpc verify: error: {'; '.join(reason for _path, reason in problems)}", file=sys.stderr)
+        return EXIT_USAGE
+    references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
         # Never verify a file unpinned when pinning was asked for.
         refused = {path for path, _reason in missing}
@@ -268,11 +264,13 @@ def run(args) -> int:
         kept = [n for n, (path, _t) in enumerate(snippets) if path not in refused]
         snippets, references = [snippets[n] for n in kept], [references[n] for n in kept]
     printer = _Printer(order, problems, snippets, args.json)
-    if not snippets:  # every file lacked its reference
+    if not snippets:
         printer.stop()
         _summary(args, [], problems, started)
         return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
+    if args.token:
+        _say_if_token_unchecked(address, Client, ClientError)
     try:
         with Client(address, token=args.token, max_retries=args.retries) as client:
             results = client.verify(snippets, timeout_s=args.timeout, progress=progress,
@@ -292,6 +290,17 @@ def run(args) -> int:
         print(f"{len(results) - sum(not r.valid for r in results)} of {len(results) + len(problems)} valid")
     _summary(args, results, problems, started)
     return EXIT_NOT_VALID if bad else EXIT_OK
+
+
+def _say_if_token_unchecked(address: str, client_type, client_error) -> None:
+    """--token against a server that checks no tokens: one line, not silence.
+    (A tokenless GetServerInfo succeeds only there; it is guarded otherwise.)"""
+    try:
+        with client_type(address, max_retries=0) as probe:
+            probe.server_info()
+    except client_error:
+        return  # tokens are checked (UNAUTHENTICATED), or the verify call says what is wrong
+    print(f"leanrpc verify: warning: the server at {address} checks no tokens; --token is not used", file=sys.stderr)
 
 
 def _summary(args, results, problems, started: float) -> None:

@@ -6,10 +6,12 @@
                                          by cause, header cache hits (read from
                                          the pool at scrape time)
 
-The HTTP endpoint runs on the server's event loop (not in a thread, as
-`prometheus_client.start_http_server` would): a scrape snapshots pool state
-on the loop, from the thread that mutates it, then renders the text in a
-thread, so a large scrape never stalls health checks or RPCs.
+The HTTP endpoint is an aiohttp app on the server's event loop (aiohttp is
+already a dependency, for the REST gateway; it replaced a hand-written HTTP
+reader). Not `prometheus_client.start_http_server`: that serves from its own
+thread, while a scrape must snapshot pool state on the loop, from the thread
+that mutates it; the text is then rendered in a thread, so a large scrape
+never stalls health checks or RPCs.
 
 Every door counts under the same names: `door="grpc"` or `door="rest"` (the
 Kimina gateway, whose `method` label is its route and `code` the HTTP
@@ -25,7 +27,7 @@ The interceptor (edge/interceptors/metrics.py) feeds the RPC and snippet
 series; this module owns the registry, the pool collector and the endpoint.
 Results are read through protobuf descriptors, not the generated stubs.
 
-May import: prometheus_client, protobuf descriptors, leanrpc (version),
+May import: prometheus_client, aiohttp, protobuf descriptors, leanrpc (version, logsetup),
 leanrpc.edge.interceptors.metrics. The pool comes in as an object
 (`attach_pool`), never by import.
 """
@@ -36,12 +38,14 @@ import asyncio
 import logging
 import socket
 
+from aiohttp import web
 from google.protobuf import descriptor_pool
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .. import __version__
+from ..logsetup import ProtocolJunkFilter
 from .interceptors.metrics import MetricsInterceptor
 
 log = logging.getLogger("leanrpc.metrics")
@@ -252,7 +256,9 @@ def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
 
 
 class MetricsEndpoint:
-    """`GET /metrics` on the event loop; every other path is 404."""
+    """`GET /metrics` (and `/`) on the event loop, served by aiohttp (a
+    dependency already, for the REST gateway): HTTP parsing, keep-alive, HEAD
+    and 404/405 are aiohttp's, not ours. Protocol junk is one line a minute."""
 
     def __init__(self, metrics: Metrics, host: str, port: int) -> None:
         self._metrics = metrics
@@ -264,37 +270,28 @@ class MetricsEndpoint:
         self._sock.listen(64)
         self._sock.setblocking(False)
         self.port = self._sock.getsockname()[1]
-        self._server: asyncio.base_events.Server | None = None
+        http = web.Application()
+        http.router.add_get("/metrics", self._scrape)
+        http.router.add_get("/", self._scrape)
+        self._runner = web.AppRunner(http, handle_signals=False, access_log=None, logger=_HTTP_LOG,
+                                     shutdown_timeout=0.5)
         self._starting = asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, sock=self._sock)
+        await self._runner.setup()
+        await web.SockSite(self._runner, self._sock).start()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request_line = await asyncio.wait_for(reader.readline(), 10)
-            while (await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b"\n", b""):
-                pass  # headers: nothing we need
-            parts = request_line.decode("latin-1").split()
-            path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
-            if len(parts) >= 2 and parts[0] in ("GET", "HEAD") and path in ("/metrics", "/"):
-                body = await self._metrics.render_off_loop()
-                status, content_type = "200 OK", CONTENT_TYPE_LATEST
-            else:
-                body, status, content_type = b"not found\n", "404 Not Found", "text/plain"
-            head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            writer.write(head.encode("latin-1") + (body if parts and parts[0] != "HEAD" else b""))
-            await writer.drain()
-        except (asyncio.TimeoutError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+    async def _scrape(self, _request: web.Request) -> web.Response:
+        return web.Response(body=await self._metrics.render_off_loop(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def close(self) -> None:
         await self._starting
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        await self._runner.cleanup()
+
+
+# The metrics port's own aiohttp server log: junk there is named as such.
+_HTTP_LOG = logging.getLogger("leanrpc.metrics.http")
+_HTTP_LOG.addFilter(ProtocolJunkFilter(door="metrics port", hint="a client pointed at --metrics-port?"))
 
 
 def start_metrics(app, port: int, metrics: Metrics | None = None) -> Metrics:

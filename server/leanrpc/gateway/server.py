@@ -28,7 +28,7 @@ from ..edge.auth import AccessConfigError, bearer_token_valid, client_key, is_lo
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
 from ..results import Status
 from ..services.verify import VerifyOptions, VerifyService
-from . import kimina
+from . import kimina, openapi
 from .observe import note_outcome, observe_middleware
 
 log = logging.getLogger("leanrpc.gateway")
@@ -202,6 +202,7 @@ def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Appli
     ]
     for path in NOT_IMPLEMENTED:
         routes += [web.post(path, gateway.not_implemented), web.get(path, gateway.not_implemented)]
+    routes += openapi.routes()  # GET /openapi.json (/api/openapi.json), GET /docs
     app.add_routes(routes)
     return app
 

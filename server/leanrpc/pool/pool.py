@@ -187,7 +187,7 @@ class Pool:
             return "shutting down"
         if not self.supervisor.breaker.allow():
             return self.supervisor.breaker.reason
-        return self._no_worker_reason()
+        return self.supervisor.boot_reason() or self._no_worker_reason()
 
     def _no_worker_reason(self) -> str:
         """Why no worker can take a job ("" when one can): every slot is

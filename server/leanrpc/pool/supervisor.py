@@ -8,6 +8,9 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
     recycle_marked()   system memory: retire the largest idle worker
     keep_spares()      keep `warm_spares` idle workers of the most used headers,
                        per REPL profile by recent demand (the default first)
+    retry_boot()       while no worker is up after a failed boot, one boot per
+                       pass (the breaker bounds them); `boot_reason()` is
+                       health's NOT_SERVING reason meanwhile (the first cause)
 
 May import: config, errors, results, worker (the Worker and its launcher),
 pool.prefix_index, pool.job (profile_key). It never routes jobs: the pool asks it to boot, preload
@@ -99,6 +102,8 @@ class Supervisor:
         self._wake = asyncio.Event()
         self._dead: list[Worker] = []
         self._background: set[asyncio.Task] = set()
+        self.booted_once = False
+        self._retrying = False
 
     # -- the loop ----------------------------------------------------------------
 
@@ -116,6 +121,7 @@ class Supervisor:
                 self.reap_dead()
                 self.recycle_marked()
                 self.keep_spares()
+                self.retry_boot()
             except Exception:  # pragma: no cover - keep supervising
                 log.exception("supervisor step failed")
 
@@ -129,6 +135,42 @@ class Supervisor:
         log_worker_exit(worker)
         self._dead.append(worker)
         self._wake.set()
+
+    def boot_reason(self) -> str:
+        """Why nothing can serve for want of a booted REPL ("" when a worker is
+        up or may be started on demand): before the first boot, and while no
+        worker is up and every boot since the last success failed."""
+        if any(w.alive and w.state not in (WorkerState.SPAWNING, WorkerState.PROBING) for w in self._pool.workers):
+            return ""
+        failures = self.breaker.consecutive_failures
+        if failures:
+            return (f"no REPL worker is up: {failures} boot failure{'s' if failures > 1 else ''} in a row; "
+                    f"first: {self.breaker.first_cause}")
+        return "" if self.booted_once else "no REPL worker has booted yet"
+
+    def retry_boot(self) -> None:
+        """While no worker is up after a failed boot, tries one boot per pass
+        (the breaker still bounds them), so health recovers with no traffic
+        and a broken command opens the breaker without waiting for requests."""
+        pool = self._pool
+        if (self._retrying or pool.closing or not self.breaker.consecutive_failures or not self.breaker.allow()
+                or any(w.alive for w in pool.workers) or pool.free_slots() <= 0
+                or len(pool.admission) or pool.loads_in_flight):
+            return
+        worker = pool.spawn_worker()
+        self._retrying = True
+
+        async def attempt() -> None:
+            try:
+                await self.boot(worker)
+                if worker.state is WorkerState.READY:
+                    worker.release()
+            except WorkerError:
+                pass  # counted and logged by boot()
+            finally:
+                self._retrying = False
+
+        self.schedule(attempt(), name=f"retry-boot-{worker.name}")
 
     def reap_dead(self) -> None:
         pool = self._pool
@@ -240,6 +282,7 @@ class Supervisor:
                 pool.fail_queued_not_serving(f"no REPL worker can start: {self.breaker.reason}")
             raise
         self.breaker.record_success()
+        self.booted_once = True
         log.info("worker %s booted in %.2f s", worker.name, time.monotonic() - started,
                  extra={"worker": worker.name, "event": "boot"})
         if worker.profile not in self.identities:

@@ -52,7 +52,14 @@ class RequestLogInterceptor(CallWrapper):
         self._tokens_checked = tokens_checked
 
     async def enter(self, details, context):
-        return details.method, time.perf_counter(), collections.Counter()
+        # The identity is read now: after a streaming call has finished, grpc's
+        # context.peer()/invocation_metadata() may touch freed call state (a
+        # SIGSEGV was seen in exit(), after an UNAUTHENTICATED call).
+        try:
+            who = client_key(details.invocation_metadata or (), context.peer(), self._tokens_checked)
+        except Exception:  # a context without a peer (cancelled early)
+            who = "unknown"
+        return details.method, time.perf_counter(), collections.Counter(), who
 
     def sent(self, token, response) -> None:
         field = _RESULT_FIELDS.get(response.DESCRIPTOR.full_name)
@@ -66,15 +73,11 @@ class RequestLogInterceptor(CallWrapper):
             counts[status_name(getattr(response, field))] += 1
 
     def exit(self, token, context, error) -> None:
-        method, started, counts = token
+        method, started, counts, who = token
         level = logging.DEBUG if method.startswith("/grpc.health.") else logging.INFO
         if not log.isEnabledFor(level):
             return
         rpc = method.rpartition("/")[2] or method
-        try:
-            who = client_key(context.invocation_metadata(), context.peer(), self._tokens_checked)
-        except Exception:  # a context without a peer (cancelled early)
-            who = "unknown"
         code = final_code(context, error)
         ms = (time.perf_counter() - started) * 1000
         log.log(level, "%s from %s: %s%s in %.0f ms", rpc, who, describe_counts(counts), code, ms,
