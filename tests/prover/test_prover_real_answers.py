@@ -158,15 +158,39 @@ async def _sorries_opened_by_induction(version: str) -> None:
         assert zero.goals[0].startswith("case zero") and succ.goals[0].startswith("case succ")
         assert zero.start == (2, 10) and succ.start == (3, 15) and succ.end == (3, 20)
         closed = await client.run_tactic(zero.state_id, "simp")
-        # The other branch is still a sorry of its own: closing this one is COMPLETED.
-        assert closed.status == "COMPLETED", (closed.error, closed.proof_text)
+        # The other branch is still a sorry: the text checks up to it, never COMPLETED.
+        assert closed.status == "INCOMPLETE" and closed.verification_status == "SORRY", closed.error
+        assert "1 sorry a tactic on its path opened" in closed.error
         assert "| zero => simp\n" in closed.proof_text and "| succ k ih => sorry" in closed.proof_text
         # A lost worker costs a replay, and the replay goes back into the same sorry.
         [worker] = app.pool.workers
         app.prover.registry.forget_worker(worker.name)
         again = await client.run_tactic(succ.state_id, "simp")
-        assert again.status == "COMPLETED" and again.rebuilt
+        assert again.status == "INCOMPLETE" and again.rebuilt and again.verification_status == "SORRY"
         assert "| zero => sorry\n" in again.proof_text and "| succ k ih => simp" in again.proof_text
+        # The main line through a tactic's sorry is not a proof either (a search proposing
+        # `have … := by sorry` finds nothing), even with the user's other sorries around.
+        have = await client.run_tactic(proof.states[0].state_id, "have h : n + 0 = n := by sorry")
+        assert len(have.opened) == 1 and have.goals
+        done = await client.run_tactic(have.state_id, "exact h")
+        assert done.status == "INCOMPLETE" and done.goals == []
+        if version == "4.18.0":  # no proofStatus: the whole-proof check finds the sorry
+            assert done.repl_status == "" and done.verification_status == "SORRY"
+        else:                    # the REPL says so itself
+            assert done.repl_status == "Incomplete: contains sorry" and done.verification_status == ""
+
+
+async def test_a_sorry_in_a_tactic_is_never_completed_with_two_roots():
+    # 4.18.0: no proofStatus, so the whole-proof check (not the REPL) meets the tactic's sorry.
+    async with running_server(1, repl__command=_standin("4.18.0")) as (app, client):
+        proof = await client.start_proof("theorem a (n : Nat) : n + 0 = n := by\n  sorry\n\n"
+                                         "theorem b (n : Nat) : 0 + n = n := by\n  sorry\n")
+        first = proof.states[0]
+        have = await client.run_tactic(first.state_id, "have h : n + 0 = n := by sorry")
+        done = await client.run_tactic(have.state_id, "exact h")
+        assert done.status == "INCOMPLETE" and done.verification_status == "SORRY", (done.status, done.error)
+        plain = await client.run_tactic(first.state_id, "simp")
+        assert plain.status == "COMPLETED" and plain.verification_status == "SORRY"  # b is the user's own sorry
 
 
 async def test_sorries_opened_by_a_tactic_become_states_v4_19():

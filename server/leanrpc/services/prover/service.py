@@ -301,8 +301,15 @@ class ProverService:
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
         result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline)
         out.verification = result
-        other_sorries = len(proof.spans) > 1 or proof.roots > 1 or state.other_sorries() > 0
-        if result.status is Status.VALID or (result.status is Status.SORRY and other_sorries):
+        opened_left = state.other_sorries()  # sorries tactics on this path opened, off this path
+        other_roots = len(proof.spans) > 1 or proof.roots > 1
+        if result.status is Status.SORRY and opened_left:
+            # Never COMPLETED while a tactic's own sorry stays in the text (a search that
+            # proposes `sorry` must not find a "proof"); each of them is a state of its own.
+            out.status = ProofStatus.INCOMPLETE
+            out.error = (f"this goal is closed and the assembled proof checks up to {opened_left} sorr"
+                         f"{'y' if opened_left == 1 else 'ies'} a tactic on its path opened (states of their own)")
+        elif result.status is Status.VALID or (result.status is Status.SORRY and other_roots):
             out.status = ProofStatus.COMPLETED
         elif result.status in (Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY):
             out.status = ProofStatus.REJECTED
