@@ -294,7 +294,7 @@ class ProverService:
         if tactics is None:
             out.status = ProofStatus.REFUTED
             out.error = "a sorry this state came from cannot be found in its tactic; the proof cannot be assembled"
-            return out
+            return
         out.proof_text = assemble(proof.code, start, end, tactics)
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
