@@ -45,13 +45,25 @@ def write_json(path: str | None, data) -> None:
         Path(path).write_text(json.dumps(data, indent=2) + "\n")
 
 
+def warm_without_reuse(summary: dict) -> str | None:
+    """A reuse=false run answered by warm workers measures no fresh process: the reason, or None."""
+    warm = summary["requests"].get("warm_answers", 0)
+    if summary["config"].get("reuse", True) or not warm:
+        return None
+    return (f"reuse=false run ({summary.get('label') or summary['target']}) got {warm} answers from warm workers: "
+            "it did not measure fresh processes")
+
+
 def cmd_run(args) -> int:
     summary = asyncio.run(run_async(_config_from_args(args)))
     write_json(args.json, summary)
     print(table([summary]))
     if not args.json:
         print(json.dumps(summary, indent=2))
-    return 0 if summary["requests"]["lost"] == 0 else 1
+    warm = warm_without_reuse(summary)
+    if warm:
+        print(warm, file=sys.stderr)
+    return 0 if summary["requests"]["lost"] == 0 and not warm else 1
 
 
 def cmd_scaling(args) -> int:
@@ -71,7 +83,10 @@ def cmd_scaling(args) -> int:
             print(f"wrote {path}")
     except PlotsUnavailable as exc:
         print(f"plots skipped: {exc}", file=sys.stderr)
-    return 0 if all(s["requests"]["lost"] == 0 for s in results.values()) else 1
+    warm = [w for w in map(warm_without_reuse, results.values()) if w]
+    for line in warm:
+        print(line, file=sys.stderr)
+    return 0 if all(s["requests"]["lost"] == 0 for s in results.values()) and not warm else 1
 
 
 def cmd_compare(args) -> int:

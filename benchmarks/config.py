@@ -71,3 +71,4 @@ class Record:
     queue_s: float | None = None
     verifier: str = ""
     server_total_s: float | None = None  # leanrpc: arrival to answer, inside the server
+    warm_header: bool | None = None  # leanrpc: answered by a worker that already held the header

@@ -106,6 +106,7 @@ async def run_async(cfg: RunConfig, items: list[workloads.Item] | None = None) -
     if cfg.target == "leaninteract":
         return await asyncio.to_thread(run_leaninteract, cfg, items)
     items = items if items is not None else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
+    workloads.require_data(items, f"items in workload {cfg.workload!r}")
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-{cfg.target}-"))
     target = make_target(cfg, tmp)

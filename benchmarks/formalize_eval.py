@@ -46,17 +46,30 @@ from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, Sampli
 from leanrpc.results import Status, VerifyResult  # noqa: E402
 
 _CHECKOUT_DATASETS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
-DATASETS = pathlib.Path(os.environ.get("LEANRPC_DATASETS", _CHECKOUT_DATASETS))
+DATASETS = pathlib.Path(os.environ.get("LEANRPC_DATASETS")
+                        or (pathlib.Path(os.environ["LEANRPC_SHARED"]) / "datasets" if os.environ.get("LEANRPC_SHARED")
+                            else _CHECKOUT_DATASETS))
 
 
 # ----------------------------------------------------------------------------- data
+
+
+def _no_data(what: str):
+    """One clear line and exit status 1 (as benchmarks.workloads.no_data, which this script cannot import)."""
+    raise SystemExit(f"benchmark stopped: no data: {what} (set LEANRPC_SHARED or LEANRPC_DATASETS)")
+
+
+def _lines(path: pathlib.Path) -> list[str]:
+    if not path.is_file():
+        _no_data(f"{path} is missing")
+    return path.read_text().splitlines()
 
 
 def load_problems(name: str, split: str, limit: int | None, offset: int = 0) -> list[dict]:
     rows = []
     if name == "minif2f":
         path = DATASETS / "minif2f-proofnet-putnam-goedel-prover" / "minif2f.jsonl"
-        for line in path.read_text().splitlines():
+        for line in _lines(path):
             d = json.loads(line)
             if split != "all" and d["split"] != split:
                 continue
@@ -65,7 +78,7 @@ def load_problems(name: str, split: str, limit: int | None, offset: int = 0) -> 
                          "reference": d["formal_statement"].rstrip() + " sorry"})
     elif name == "proofnet-verified":
         path = DATASETS / "proofnet-verified" / "proofnet-verified.jsonl"
-        for line in path.read_text().splitlines():
+        for line in _lines(path):
             d = json.loads(line)
             header = d["header"].strip() + ("\n\n" + d["helper"].strip() if d.get("helper", "").strip() else "")
             rows.append({"name": d["name"], "informal": d["informal_stmt"].strip(), "header": header,
@@ -73,7 +86,10 @@ def load_problems(name: str, split: str, limit: int | None, offset: int = 0) -> 
     else:
         raise SystemExit(f"unknown dataset {name!r}")
     rows = rows[offset:]
-    return rows[:limit] if limit else rows
+    rows = rows[:limit] if limit else rows
+    if not rows:
+        _no_data(f"0 {name} problems (split {split}, offset {offset}) in {DATASETS}")
+    return rows
 
 
 # ----------------------------------------------------------------------------- oracles

@@ -25,7 +25,7 @@ from leanrpc.core.declarations import declarations, mask
 from leanrpc.core.headers import split_header
 from leanrpc.services.verify import VerifyOptions
 
-from benchmarks.workloads import _raw
+from benchmarks.workloads import _raw, no_data, require_data
 
 _PROOF_START = re.compile(r":=\s*by\b")
 
@@ -60,8 +60,12 @@ async def _pass(app, items, reference: bool) -> dict:
 
 
 async def main(limit: int, workers: int, cost_per_kchar: float) -> None:
-    raw = _raw("minif2f")[: limit or None]
+    try:
+        raw = _raw("minif2f")[: limit or None]
+    except FileNotFoundError as exc:
+        no_data(f"miniF2F proofs: {exc}")
     items = [(name, code, ref) for name, code in raw if (ref := pinned_statement(code)) is not None]
+    require_data(items, "miniF2F proofs with a pinnable statement")
     config = Config()
     config.cache.enabled = False
     config.server.port = 0

@@ -46,7 +46,9 @@ def summarize(cfg: RunConfig, target_name: str, info: dict, records: list[Record
         "machine": machine(),
         "started_at": started_at,
         "requests": {"sent": sent, "recorded": len(records), "answered": len(answered),
-                     "failed": len(records) - len(answered), "lost": sent - len(records)},
+                     "failed": len(records) - len(answered), "lost": sent - len(records),
+                     # reuse=false must never be answered warm (issue 28 item 4): cli checks it
+                     "warm_answers": sum(1 for r in answered if r.warm_header)},
         "statuses": dict(sorted(statuses.items())),
         "errors": dict(sorted(errors.items())),
         "duration_s": round(elapsed, 3),
@@ -96,8 +98,8 @@ def aggregate(summaries: list[dict]) -> dict:
     first = summaries[0]
     out = json.loads(json.dumps(first))
     out["rounds"] = len(summaries)
-    for key in ("sent", "recorded", "answered", "failed", "lost"):
-        out["requests"][key] = sum(s["requests"][key] for s in summaries)
+    for key in ("sent", "recorded", "answered", "failed", "lost", "warm_answers"):
+        out["requests"][key] = sum(s["requests"].get(key, 0) for s in summaries)
     for bucket in ("statuses", "errors"):
         merged: dict[str, int] = {}
         for s in summaries:

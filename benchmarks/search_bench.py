@@ -16,13 +16,16 @@ alternating within one run:
 Reports expansions/s, expansions/s per worker (per REPL process), the ratio of leanrpc's
 per-worker rate to LeanInteract's at the same process count, CPU seconds per expansion,
 and whether both targets searched the same trees (per statement: expansion count, found
-path and a digest of every expansion's path, status and goals). `--kill-every S` adds a
-leanrpc run with the largest W that kills a random REPL with SIGKILL every S seconds and
-counts the expansions whose state was rebuilt (only booted, working REPLs are killed:
-killing them mid-boot trips the boot circuit breaker instead, another test).
+path and a digest of every expansion's path, status and goals). `--kill-every N` adds a
+leanrpc run with the largest W that kills a random REPL with SIGKILL after every N answered
+expansions (a count, so the run kills as often on a fast machine as on a slow one) and
+counts the expansions whose state was rebuilt (only while no REPL is booting, as the
+server's GetServerInfo says: killing them mid-boot trips the boot circuit breaker instead,
+another test). With no statements (none found under $LEANRPC_SHARED, or `--statements 0`)
+it stops with one line and exit status 1.
 
     python benchmarks/search_bench.py --statements 100 --workers 1 2 4 --concurrency 8
-    python benchmarks/search_bench.py --statements 100 --workers 4 --kill-every 0.5 --no-leaninteract
+    python benchmarks/search_bench.py --statements 100 --workers 4 --kill-every 50 --no-leaninteract
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ def _cpu(process: psutil.Process) -> tuple[float, float]:
 
 
 async def _search(client: AsyncClient, name: str, code: str, tactics: list[str], width: int,
-                  max_expansions: int) -> dict:
+                  max_expansions: int, answered=None) -> dict:
     proof = await client.start_proof(code)
     root = proof.states[0]
     tree = search_tree.BestFirst(root.state_id, root.goals, tactics, width=width, max_expansions=max_expansions)
@@ -77,6 +80,8 @@ async def _search(client: AsyncClient, name: str, code: str, tactics: list[str],
             async for r in client.expand(pairs):
                 steps[int(r.request_id)] = search_tree.Step(r.status, r.state_id, tuple(r.goals), r.proof_text,
                                                             r.rebuilt, r.error)
+            if answered is not None:
+                answered(len(pairs))
             missing = [k for k, s in enumerate(steps) if s is None]
             if missing:
                 raise RuntimeError(f"{name}: expansions {missing} got no answer")
@@ -92,7 +97,7 @@ async def _search(client: AsyncClient, name: str, code: str, tactics: list[str],
 
 
 async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: int, tactics: list[str], *,
-                      width: int, max_expansions: int, kill_every: float = 0.0, timeout_s: float = 60.0,
+                      width: int, max_expansions: int, kill_every: int = 0, timeout_s: float = 60.0,
                       profile: str = "", settings: tuple[str, ...] = ()) -> dict:
     """One leanrpc run: a fresh server, a warm-up search per worker, then every statement."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
@@ -125,12 +130,21 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
         await asyncio.gather(*(_search(client, n, c, tactics, width, 8) for n, c in items[:workers]))
         slots = asyncio.Semaphore(concurrency)
         stop = asyncio.Event()
+        kill_due = asyncio.Event()
         kills = 0
+        expansions = 0
+
+        def answered(n: int) -> None:
+            # A kill is due after every `kill_every` answered expansions.
+            nonlocal expansions
+            expansions += n
+            if kill_every > 0 and expansions >= (kills + 1) * kill_every:
+                kill_due.set()
 
         async def one(name: str, code: str) -> dict:
             async with slots:
                 try:
-                    return await _search(client, name, code, tactics, width, max_expansions)
+                    return await _search(client, name, code, tactics, width, max_expansions, answered)
                 except Exception as exc:  # noqa: BLE001 - reported per statement
                     return {"name": name, "expansions": 0, "found": False, "path": [],
                             "error": f"{type(exc).__name__}: {exc}"}
@@ -139,31 +153,36 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
             nonlocal kills
             rng = random.Random(1)
             me = psutil.Process(server.pid)
-            last_cpu: dict[int, float] = {}
             while not stop.is_set():
-                try:
-                    await asyncio.wait_for(stop.wait(), kill_every)
-                except asyncio.TimeoutError:
+                waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(kill_due.wait())]
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                for waiter in waiters:
+                    waiter.cancel()
+                if stop.is_set():
+                    return
+                repls = []
+                for p in me.children(recursive=True):
+                    try:
+                        if "leanrpc.standin" in " ".join(p.cmdline()) and not p.children():
+                            repls.append(p)
+                    except psutil.Error:
+                        pass
+                # Only booted REPLs: killing one mid-boot only trips the boot circuit
+                # breaker (UNAVAILABLE for everyone), which is not this test. Listed
+                # before asking, so a REPL started after the answer is not among them.
+                states = (await client.server_info()).worker_states
+                if any(states.get(s, 0) for s in ("spawning", "probing")):
                     repls = []
-                    for p in me.children(recursive=True):
-                        try:
-                            # A booted, working REPL: a leaf up for 2 s whose CPU time grew since
-                            # the last tick. Killing REPLs mid-boot only trips the boot circuit
-                            # breaker (UNAVAILABLE for everyone), which is not this test.
-                            cpu = sum(p.cpu_times()[:2])
-                            working = cpu > last_cpu.get(p.pid, cpu)
-                            last_cpu[p.pid] = cpu
-                            if ("leanrpc.standin" in " ".join(p.cmdline()) and not p.children()
-                                    and time.time() - p.create_time() > 2.0 and working):
-                                repls.append(p)
-                        except psutil.Error:
-                            pass
-                    if repls:
-                        try:
-                            os.kill(rng.choice(repls).pid, signal.SIGKILL)
-                            kills += 1
-                        except ProcessLookupError:
-                            pass
+                if not repls:
+                    await asyncio.sleep(0.05)  # all booting: the kill stays due
+                    continue
+                try:
+                    os.kill(rng.choice(repls).pid, signal.SIGKILL)
+                    kills += 1
+                except ProcessLookupError:
+                    pass
+                if expansions < (kills + 1) * kill_every:
+                    kill_due.clear()
 
         proc = psutil.Process(server.pid)
         server0, repl0 = _cpu(proc)
@@ -222,7 +241,8 @@ async def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tactic-cost", type=float, default=0.0,
                         help="CPU seconds the stand-in burns per tactic run (a directive line in each tactic)")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of alternating runs")
-    parser.add_argument("--kill-every", type=float, default=0.0)
+    parser.add_argument("--kill-every", type=int, default=0, metavar="N",
+                        help="a leanrpc run that kills a REPL after every N answered expansions")
     parser.add_argument("--no-leaninteract", action="store_true")
     parser.add_argument("--json", help="write every run's figures here")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -251,7 +271,7 @@ async def main(argv: list[str] | None = None) -> dict:
             n, differ = same_trees(run, reference)
             run["same_trees"], run["differ"] = n, differ
             same = f"{n}/{len(run['searches'])}" + (f" (differ: {', '.join(differ[:3])})" if differ else "")
-        label = run["target"] + (f", kill -9 every {args.kill_every:g} s: {run['kills']} kills, "
+        label = run["target"] + (f", kill -9 every {args.kill_every} expansions: {run['kills']} kills, "
                                  f"{t['rejected']} expansions rejected" if run.get("kills") else "")
         print(f"| {label} | {run['workers']} | {t['expansions']} | {run['elapsed']:.1f} | {t['per_s']:.0f} | "
               f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | {same} |", flush=True)

@@ -6,7 +6,8 @@ round, all their tactics, results taken in request order, so the tree does
 not depend on which expansion finished first), the assembly of a found proof
 for the `:= by sorry` statements, and a digest of the whole tree so two
 targets can show they searched the same one. Stdlib only: the LeanInteract
-runner imports it from the peers venv. May import: nothing of this repository.
+runner imports it from the peers venv. May import: benchmarks.workloads (stdlib
+only too: the shared folder, $LEANRPC_SHARED, and the no-data exit).
 """
 
 from __future__ import annotations
@@ -17,8 +18,19 @@ import heapq
 import itertools
 from pathlib import Path
 
+from .workloads import no_data, require_data, shared_dir
+
 REPO = Path(__file__).resolve().parents[1]
-DATASET = REPO.parent / "shared" / "datasets" / "minif2f-lean4-yangky11" / "MiniF2F" / "Test"
+DATASET = ("datasets", "minif2f-lean4-yangky11", "MiniF2F", "Test")  # under the shared folder
+
+
+def dataset_dir() -> Path:
+    """The miniF2F Test statements under $LEANRPC_SHARED (else the shared/ above the checkout)."""
+    try:
+        return shared_dir().joinpath(*DATASET)
+    except FileNotFoundError as exc:
+        no_data(str(exc))
+
 
 # The fixed tactic list tried on every state (no model). On the stand-in a closing
 # tactic closes any goal, so the only closers here are focused on a case tag that
@@ -51,7 +63,9 @@ def tactic_list(cost_s: float = 0.0) -> list[str]:
 
 def statements(count: int) -> list[tuple[str, str]]:
     """(name, code) of the first `count` miniF2F Test statements, as written (`:= by sorry`)."""
-    return [(p.stem, p.read_text()) for p in sorted(DATASET.glob("*.lean"))[:count]]
+    folder = dataset_dir()
+    found = [(p.stem, p.read_text()) for p in sorted(folder.glob("*.lean"))[:count]]
+    return require_data(found, f"miniF2F statements under {folder} (asked for {count})")
 
 
 def assemble_by_sorry(code: str, start: tuple[int, int], end: tuple[int, int], tactics: list[str]) -> str:

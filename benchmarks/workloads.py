@@ -85,6 +85,20 @@ def shared_dir(start: Path | None = None) -> Path:
                          "set LEANRPC_SHARED=/path/to/shared")
 
 
+def no_data(what: str):
+    """Stops a benchmark that has nothing to measure: one clear line on stderr, exit status 1."""
+    where = os.environ.get("LEANRPC_SHARED") or "the first shared/ above benchmarks/"
+    raise SystemExit(f"benchmark stopped: no data: {what} (shared folder: {where}; "
+                     "set LEANRPC_SHARED to the folder holding datasets/ and fixtures/)")
+
+
+def require_data(items, what: str):
+    """`items`, or the benchmark stops with one clear line when there are none (issue 28 item 6)."""
+    if not items:
+        no_data(f"0 {what}")
+    return items
+
+
 def _kimina_dir() -> Path:
     return shared_dir() / "fixtures" / "kimina" / "match"
 
@@ -172,12 +186,15 @@ def load(source: str = "kimina", *, scale: float = DEFAULT_SCALE, limit: int = 0
     """
     if scale <= 0:
         raise ValueError("scale must be positive")
-    if source == "mixed":
-        parts = [_costed(s, scale) for s in ("kimina", "minif2f", "proofnet")]
-        items = [part[i] for i in range(max(map(len, parts))) for part in parts if i < len(part)]
-    else:
-        items = _costed(source, scale)
-    return items[:limit] if limit else items
+    try:
+        if source == "mixed":
+            parts = [_costed(s, scale) for s in ("kimina", "minif2f", "proofnet")]
+            items = [part[i] for i in range(max(map(len, parts))) for part in parts if i < len(part)]
+        else:
+            items = _costed(source, scale)
+    except (FileNotFoundError, ZeroDivisionError) as exc:  # a missing dataset or fixture folder
+        no_data(f"workload {source!r}: its files are missing ({type(exc).__name__}: {exc})")
+    return require_data(items[:limit] if limit else items, f"items in workload {source!r}")
 
 
 def import_cost(scale: float = DEFAULT_SCALE) -> float:

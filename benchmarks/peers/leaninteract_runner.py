@@ -123,7 +123,7 @@ def main() -> int:
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
 
-    items = workloads.read_jsonl(args.items)
+    items = workloads.require_data(workloads.read_jsonl(args.items), f"items in {args.items}")
     shim = Path(args.shim).resolve()
     repl_dir = fake_repl_checkout(Path(args.work), shim)
     config = LeanREPLConfig(local_repl_path=repl_dir, build_repl=False, lake_path=shim / "lake", verbose=False)

@@ -112,7 +112,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
 
-    items = json.loads(Path(args.statements).read_text())
+    items = workloads.require_data(json.loads(Path(args.statements).read_text()), f"statements in {args.statements}")
     tactics = search_tree.tactic_list(args.tactic_cost)
     shim = Path(args.shim).resolve()
     config = LeanREPLConfig(local_repl_path=fake_repl_checkout(Path(args.work), shim), build_repl=False,

@@ -23,10 +23,11 @@ from .common import standin_args
 
 def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict:
     """LeanInteract is a library: its runner drives the REPLs in-process, in the peers venv."""
+    items = items if items is not None else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
+    workloads.require_data(items, f"items for LeanInteract ({cfg.workload})")
     python = PEERS_VENV / "bin" / "python"
     if not python.exists():
         raise RuntimeError(f"{python} missing: run benchmarks/peers/setup.sh")
-    items = items if items is not None else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     tmp = Path(tempfile.mkdtemp(prefix="bench-leaninteract-"))
     try:

@@ -2,7 +2,7 @@
 
 Starts benchmarks/peers/leaninteract_search.py in the peers venv (LeanInteract is a library)
 against the REPL stand-in and returns its per-statement summaries and elapsed time.
-May import: benchmarks.config, benchmarks.targets.common.
+May import: benchmarks.config, benchmarks.workloads, benchmarks.targets.common.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..config import PEERS_VENV, REPO, SHIM_DIR
+from ..workloads import require_data
 
 
 def peers_python() -> Path:
@@ -25,6 +26,7 @@ def peers_python() -> Path:
 def run_leaninteract_search(items: list[tuple[str, str]], processes: int, *, tactic_cost: float = 0.0,
                             width: int, max_expansions: int, timeout_s: float = 60.0) -> dict:
     """{"elapsed", "version", "searches"} of one run over `items` with `processes` REPL processes."""
+    require_data(items, "statements for the LeanInteract search")
     python = peers_python()
     if not python.exists():
         raise RuntimeError(f"{python} missing: run benchmarks/peers/setup.sh")

@@ -126,7 +126,7 @@ class LeanrpcTarget:
         return Record(
             request_id, start, end, pb.Status.Name(result.status).removeprefix("STATUS_"), item.burn_s,
             repl_s=_seconds(t.boot) + _seconds(t.header) + _seconds(t.body), queue_s=_seconds(t.queue),
-            verifier=result.verifier.kind, server_total_s=_seconds(t.total),
+            verifier=result.verifier.kind, server_total_s=_seconds(t.total), warm_header=result.reuse.warm_header,
         )
 
     async def stop(self) -> None:

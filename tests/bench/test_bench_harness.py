@@ -6,6 +6,7 @@ Assertions are on counts, statuses and the JSON schema, never on speed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import statistics
 
@@ -289,3 +290,21 @@ def test_grpo_run_side_by_side_gives_the_same_verdicts_and_serves_duplicates_fro
     assert row["nocache"]["repl_s"] > 0 and row["cache"]["repl_s"] > 0
     assert row["repl_saving"] == row["nocache"]["repl_s"] / row["cache"]["repl_s"]
     assert "| 50% (50.0%) | 16 |" in grpo.table([row])
+
+
+def test_cache_miss_row_measures_fresh_processes():
+    """The scaling benchmark's "cache miss (reuse=false)" row: every answer from a fresh
+    process (issue 28 item 4; it used to be answered by the warm workers)."""
+    from benchmarks.cli import scaling_configs, warm_without_reuse
+
+    miss = scaling_configs(_cfg(requests=6, concurrency=2), [2])["cache miss (reuse=false)"]
+    assert miss.reuse is False
+    items = workloads.load("minif2f", scale=TINY, limit=4)
+    summary = asyncio.run(load.run_async(dataclasses.replace(miss, requests=6, concurrency=2, warmup=2), items))
+    _assert_counts_add_up(summary, sent=6)
+    assert summary["requests"]["answered"] == 6 and summary["requests"]["warm_answers"] == 0
+    assert warm_without_reuse(summary) is None
+    warm = asyncio.run(load.run_async(_cfg(requests=6, concurrency=2), items))
+    assert warm["requests"]["warm_answers"] > 0 and warm_without_reuse(warm) is None
+    flagged = dict(summary, requests=dict(summary["requests"], warm_answers=3))
+    assert "did not measure fresh processes" in warm_without_reuse(flagged)

@@ -72,6 +72,8 @@ class TacticResult:
     rebuilt: bool = False
     worker: str = ""
     request_id: str = ""
+    # States for the sorries the tactic itself opened (one per sorry, each expands on its own).
+    opened: list[ProofState] = dataclasses.field(default_factory=list)
 
     @property
     def completed(self) -> bool:
@@ -96,7 +98,13 @@ def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
         rebuilt=r.rebuilt,
         worker=r.worker,
         request_id=r.request_id,
+        opened=[_state_from_pb(s) for s in r.opened],
     )
+
+
+def _state_from_pb(s) -> ProofState:
+    return ProofState(s.state_id, list(s.goals), (s.start.line, s.start.column) if s.HasField("start") else None,
+                      (s.end.line, s.end.column) if s.HasField("end") else None)
 
 
 def _duration_or_none(seconds_: float):

@@ -73,7 +73,18 @@ def outcome_to_pb(out: TacticOutcome) -> pb.TacticResult:
     )
     if out.verification is not None:
         msg.verification.CopyFrom(convert.result_to_pb(out.verification))
+    for state in out.opened:
+        _state_to_pb(msg.opened.add(), state)
     return msg
+
+
+def _state_to_pb(entry: pb.ProofGoalState, state) -> None:
+    entry.state_id = state.state_id
+    entry.goals.extend(state.goals)
+    if state.start is not None:
+        entry.start.CopyFrom(_position(state.start))
+    if state.end is not None:
+        entry.end.CopyFrom(_position(state.end))
 
 
 class ProverServicer(pb_grpc.ProverServicer):
@@ -93,11 +104,7 @@ class ProverServicer(pb_grpc.ProverServicer):
             elapsed=duration_of(started.elapsed_s),
         )
         for state in started.states:
-            entry = response.states.add(state_id=state.state_id, goals=state.goals)
-            if state.start is not None:
-                entry.start.CopyFrom(_position(state.start))
-            if state.end is not None:
-                entry.end.CopyFrom(_position(state.end))
+            _state_to_pb(response.states.add(), state)
         identity = convert.identity_to_pb(started.verifier)
         if identity is not None:
             response.verifier.CopyFrom(identity)

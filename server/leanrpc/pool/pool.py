@@ -389,6 +389,7 @@ class Pool:
                 header_keys=frozenset(w.header_keys),
                 profile=w.profile,
                 can_import=self._may_import(w),
+                served=w.requests_served > 0,
             )
             for w in self.workers
         ]

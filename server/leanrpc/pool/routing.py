@@ -78,6 +78,8 @@ class WorkerView:
     profile: str = ""
     # May import one more header in-process (under its count and memory bounds).
     can_import: bool = True
+    # Has run a job (a reuse=false job never goes to it).
+    served: bool = False
 
     def holds(self, key: str) -> bool:
         return key == self.import_key or key in self.header_keys
@@ -214,19 +216,21 @@ class Router:
             if head is None:
                 self._wake_for_oldest(pending, plan)
                 break
-            fresh = [w for w in idle if w.fresh and w.profile == head.profile]
+            # reuse=false (the proto's promise): a process nothing ran on
+            # yet, else a new one; never an import into a used process.
+            fresh = [w for w in idle if w.fresh and w.profile == head.profile and (head.reuse or not w.served)]
             if fresh:
                 pending.remove(head)
                 self._assign(head, fresh[0], views, now, plan)
                 continue
             if free_slots > 0:
-                if starting and self._someone_will_hold(views, head.import_key):
+                if head.reuse and starting and self._someone_will_hold(views, head.import_key):
                     break
                 pending.remove(head)
                 plan.decisions.append(Start(head))
                 started += 1
                 continue
-            importers = [w for w in idle if w.can_import and w.profile == head.profile]
+            importers = [w for w in idle if w.can_import and w.profile == head.profile] if head.reuse else []
             if importers and self._may_switch(views, head, now):
                 worker = min(importers, key=lambda w: (len(w.header_keys), w.last_used))
                 pending.remove(head)

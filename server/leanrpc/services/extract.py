@@ -122,7 +122,8 @@ class ExtractService:
                 outcome = await prover.run_tactic(state_id, unit.text, timeout_s=timeout_s,
                                                   client_id=client_id or "extract", deadline=deadline,
                                                   check_whole=False)
-                if outcome.status in (ProofStatus.ERROR, ProofStatus.REJECTED):
+                # REFUTED here is the REPL's own kernel check (check_whole is off): no state to go on.
+                if outcome.status in (ProofStatus.ERROR, ProofStatus.REJECTED, ProofStatus.REFUTED):
                     verdict = StepReplay(ReplayVerdict.ERROR, unit.text, [], outcome.error or outcome.repl_status)
                 else:
                     same = goals_match(outcome.goals, unit.goals_after)

@@ -51,7 +51,8 @@ def parse_args(argv: list[str] | None = None) -> Options:
     p.add_argument("--fork", action="store_true", default=_env_bool("fork"),
                    help="behave like the augustepoiroux fork: incrementality, setOptions, declarations, header cache")
     p.add_argument("--lean-version", default=_env("lean-version", "4.19.0"),
-                   help="Lean version to claim (#eval Lean.versionString) and prefer in replay (default 4.19.0)")
+                   help="Lean version to claim (#eval Lean.versionString) and prefer in replay (default 4.19.0); "
+                        "below 4.19.0 (without --fork) tactic answers have no proofStatus, as those REPL tags")
     p.add_argument("--sorry-style", choices=("backtick", "quote"), default=_env("sorry-style", "backtick"),
                    help="spelling of the plausible-mode sorry warning (default backtick)")
     p.add_argument("--import-cost", type=float, default=_env_float("import-cost", 0.0), metavar="SECONDS",

@@ -65,10 +65,10 @@ from .syntax import (
     variable_binders,
 )
 from .statements import Facts, context_text, decl_info, facts_of, query_target, render_check, render_print
-from .tactics import TACTIC_MODE_ONLY, run_tactic, status
+from .tactics import KERNEL_REJECT, TACTIC_MODE_ONLY, run_tactic, sends_proof_status, status
 
 __all__ = ["Elab", "Facts", "elaborate", "facts_of", "is_mathlib", "module_known", "run_tactic", "split_header",
-           "status"]
+           "status", "sends_proof_status", "KERNEL_REJECT"]
 
 
 class Elab:

@@ -360,6 +360,7 @@ class Repl:
                 resp["goals"] = r.goals
                 infos = [([g], False) for g in r.nested] + [(r.goals, r.sorry)]
         self._register(key, infos, ps.env)
+        resp = self._versioned(resp, stripped)
         extra = self._escape_messages(directives, True)
         if extra and "message" not in resp:
             resp = dict(resp)
@@ -431,7 +432,22 @@ class Repl:
         return resp
 
     def _ps_response(self, goals: list[str], sorry: bool) -> dict:
-        return {"proofStatus": elab.status(goals, sorry), "proofState": len(self.states), "goals": list(goals)}
+        return self._versioned(
+            {"proofStatus": elab.status(goals, sorry), "proofState": len(self.states), "goals": list(goals)})
+
+    def _versioned(self, resp: dict, tactic: str = "") -> dict:
+        """A tactic-style answer as the claimed REPL version writes it: no
+        `proofStatus` before v4.19.0 (the fork backports it to every tag);
+        from v4.19.0 the kernel check's refusal for `leanrpc_kernel_reject`."""
+        if "proofStatus" not in resp:
+            return resp
+        if not self.o.fork and not elab.sends_proof_status(self.o.lean_version):
+            return {k: v for k, v in resp.items() if k != "proofStatus"}
+        if elab.KERNEL_REJECT in tactic and resp["proofStatus"] == "Completed":
+            resp = dict(resp)
+            resp["proofStatus"] = ("Error: kernel type check failed: (kernel) declaration type mismatch "
+                                   "(stand-in: leanrpc_kernel_reject)")
+        return resp
 
     def _pickle_ps(self, req: dict):
         n = req["proofState"]

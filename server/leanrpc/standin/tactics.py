@@ -15,7 +15,9 @@ from .syntax import unknown_identifiers
 # Tactics that close the goal in tactic mode but make the whole command fail
 # (elab.py reports an error): a simulated unsound tactic-mode "Completed",
 # which the Prover's whole-proof check must catch.
-TACTIC_MODE_ONLY = frozenset(["leanrpc_unsound"])
+TACTIC_MODE_ONLY = frozenset(["leanrpc_unsound", "leanrpc_kernel_reject"])
+# Closes the goal, and the REPL's own kernel check (v4.19.0 on) refuses the term.
+KERNEL_REJECT = "leanrpc_kernel_reject"
 KNOWN_TACTICS = frozenset(
     """rfl simp simp_all simp? simp_all? dsimp simpa simpa? norm_num omega decide native_decide linarith
     nlinarith positivity ring ring_nf ring1 field_simp aesop aesop? tauto trivial exact exact? apply apply?
@@ -57,6 +59,16 @@ class TacticResult:
         self.nested: list[str] = []  # goals of nested sorries, in order
         self.goals: list[str] = []
         self.sorry = False
+
+
+def sends_proof_status(lean_version: str) -> bool:
+    """`proofStatus` arrived in REPL v4.19.0 (PR #63): tags v4.3.0 to v4.18.0
+    and v4.19.0-rc2 never send it."""
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?(-rc\d+)?", lean_version or "")
+    if not m:
+        return True
+    version = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    return version > (4, 19, 0) or (version == (4, 19, 0) and not m.group(4))
 
 
 def status(goals: list[str], sorry: bool) -> str:
@@ -108,6 +120,14 @@ def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
         r.nested.extend(goals)
         r.sorry = True
         r.goals = []
+        return r
+    if head in _WITH_ALTERNATIVES and "=>" in tactic and "sorry" in words:
+        # `induction n with | zero => sorry | succ k ih => sorry`: one sorry (and state) per alternative.
+        for alt in re.finditer(r"\|\s*([\w']+)[^|]*?=>\s*sorry\b", tactic):
+            r.nested.append(f"case {alt.group(1)}\n{main}")
+        r.nested = r.nested or [main]
+        r.sorry = True
+        r.goals = rest
         return r
     if "sorry" in words or "admit" in words:
         r.nested.append(main)

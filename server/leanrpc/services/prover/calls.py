@@ -11,8 +11,9 @@ pickle). Rebuilding is `rebuild.realize`. May import: errors, repl, worker
 from __future__ import annotations
 
 from ... import repl
-from .rebuild import Rebuilder, realize, record_roots
-from .registry import Path, Proof
+from .answers import proof_sorries
+from .rebuild import Rebuilder, realize, record_opened, record_roots
+from .registry import Path, Proof, SorryStep
 
 __all__ = ["RealizeCall", "StartCall", "TacticCall", "TacticRun"]
 
@@ -31,7 +32,7 @@ class StartCall:
     async def run(self, worker, base_env: int, timeout: float) -> repl.Response:
         response = await worker.request(repl.command(self.proof.command, base_env), timeout)
         if response.env is not None:
-            self.proof.roots = len(response.sorries)
+            self.proof.roots = len(proof_sorries(response))
             record_roots(self.proof, worker.name, response)
         return response
 
@@ -55,7 +56,7 @@ class RealizeCall:
         self.path = path
         self.rebuilder = rebuilder
         self.scope = f"proof:{proof.proof_id}"
-        self.text = proof.command + "".join(t + "\n" for t in path[1:])
+        self.text = proof.command + _tactics_text(path)
 
     def held_chars(self, worker_name: str) -> int:
         return self.proof.held_chars(worker_name, self.path)
@@ -75,7 +76,7 @@ class TacticCall:
         self.rebuilder = rebuilder
         self.scope = f"proof:{proof.proof_id}"
         # The work to redo on a worker holding none of it: the command, the path, the tactic.
-        self.text = proof.command + "".join(t + "\n" for t in path[1:]) + tactic
+        self.text = proof.command + _tactics_text(path) + tactic
 
     def held_chars(self, worker_name: str) -> int:
         return self.proof.held_chars(worker_name, self.path)
@@ -84,5 +85,11 @@ class TacticCall:
         state, spent = await realize(self.proof, worker, base_env, self.path, timeout, self.rebuilder)
         response = await worker.request(repl.TacticRequest(tactic=self.tactic, proof_state=state), timeout)
         if response.proof_state is not None:
-            self.proof.realized.setdefault(worker.name, {})[self.path + (self.tactic,)] = response.proof_state
+            built = self.proof.realized.setdefault(worker.name, {})
+            built[self.path + (self.tactic,)] = response.proof_state
+            record_opened(self.proof, built, self.path + (self.tactic,), response, self.tactic)
         return TacticRun(response, spent > 0, worker.name)
+
+
+def _tactics_text(path: Path) -> str:
+    return "".join(t + "\n" for t in path[1:] if not isinstance(t, SorryStep))

@@ -30,10 +30,11 @@ import time
 
 from ... import repl
 from ...errors import WorkerCrashed, WorkerDiverged, WorkerError
+from .answers import opened_sorries, proof_sorries
 from .pickles import Scratch, unpickle_state
-from .registry import Path, Proof, RegistryStats, StateRegistry
+from .registry import Path, Proof, RegistryStats, SorryStep, StateRegistry
 
-__all__ = ["Rebuilder", "realize", "record_roots"]
+__all__ = ["Rebuilder", "realize", "record_opened", "record_roots"]
 
 # Seconds per request and per character when the pool has measured nothing yet.
 _NOMINAL_REQUEST_S = 1e-3
@@ -59,7 +60,7 @@ class Rebuilder:
     def replay_seconds(self, proof: Proof, path: Path, held: int) -> float:
         """Expected time to replay `path` from its prefix of length `held`."""
         total = self.seconds(len(proof.command)) if held == 0 else 0.0
-        return total + sum(self.seconds(len(t)) for t in path[max(held, 1):])
+        return total + sum(self.seconds(len(t)) for t in path[max(held, 1):] if not isinstance(t, SorryStep))
 
     def pickle_start(self, proof: Proof, worker, path: Path, held: int) -> int:
         """The prefix length to unpickle before replaying, or 0 to replay from `held`."""
@@ -76,11 +77,30 @@ def record_roots(proof: Proof, worker_name: str, response: repl.Response) -> lis
     """Sorry index -> REPL proof state, for the sorries that have one."""
     built = proof.realized.setdefault(worker_name, {})
     roots = []
-    for index, sorry in enumerate(response.sorries):
+    for index, sorry in enumerate(proof_sorries(response)):
         if sorry.proof_state is not None:
             built[(index,)] = sorry.proof_state
             roots.append(index)
     return roots
+
+
+def record_opened(proof: Proof, built: dict, path: Path, response: repl.Response, tactic: str) -> int:
+    """The states the tactic at the end of `path` opened with its own sorries; returns how many."""
+    opened = opened_sorries(response, tactic)
+    for sorry in opened:
+        built[path + (SorryStep(sorry.index, len(opened)),)] = sorry.proof_state
+    if opened:
+        proof.opened[path] = len(opened)
+    return len(opened)
+
+
+def _held(built: dict, path: Path) -> int:
+    """Length of the longest prefix of `path` built here from which a replay can go on
+    (not one whose next step is a sorry the worker has no state of)."""
+    for k in range(len(path), 0, -1):
+        if path[:k] in built and not (k < len(path) and isinstance(path[k], SorryStep)):
+            return k
+    return 0
 
 
 async def _unpickle(rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: Path, timeout: float) -> int | None:
@@ -113,7 +133,7 @@ async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: floa
     built = proof.realized.setdefault(worker.name, {})
     if path in built:
         return built[path], 0
-    held = next((k for k in range(len(path), 0, -1) if path[:k] in built), 0)
+    held = _held(built, path)
     spent, by_pickle = 0, False
     start = rb.pickle_start(proof, worker, path, held)
     if start:
@@ -128,10 +148,11 @@ async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: floa
         response = await worker.request(repl.command(proof.command, base_env), timeout)
         spent += 1
         rb.stats.replayed_commands += 1
-        if response.env is None or len(response.sorries) != proof.roots:
+        sorries = len(proof_sorries(response))
+        if response.env is None or sorries != proof.roots:
             raise WorkerDiverged(
                 f"replaying proof {proof.proof_id} on {worker.name} gave a different answer "
-                f"({len(response.sorries)} sorries, first time {proof.roots}; {response.message!r})"
+                f"({sorries} sorries, first time {proof.roots}; {response.message!r})"
             )
         record_roots(proof, worker.name, response)
         built = proof.realized[worker.name]
@@ -139,6 +160,11 @@ async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: floa
             raise WorkerDiverged(f"replaying proof {proof.proof_id}: sorry {path[0]} has no proof state now")
         held = 1
     for k in range(held, len(path)):
+        if isinstance(path[k], SorryStep):
+            if path[:k + 1] not in built:
+                raise WorkerDiverged(f"replaying tactic {k - 1} of a state of proof {proof.proof_id} opened "
+                                    f"other sorries than the first time (no {path[k].index} of {path[k].count})")
+            continue
         response = await worker.request(repl.TacticRequest(tactic=path[k], proof_state=built[path[:k]]), timeout)
         spent += 1
         rb.stats.replayed_tactics += 1
@@ -147,6 +173,7 @@ async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: floa
                 f"replaying tactic {k} of a state of proof {proof.proof_id} failed now: {response.message!r}"
             )
         built[path[:k + 1]] = response.proof_state
+        record_opened(proof, built, path[:k + 1], response, path[k])
     if spent:
         rb.stats.states_rebuilt += 1
         if by_pickle:

@@ -24,10 +24,32 @@ import time
 from ...core.headers import HeaderSplit
 from ...errors import NotFoundError, OverloadedError
 
-__all__ = ["Path", "Proof", "ProofState", "RegistryStats", "StateRegistry"]
+__all__ = ["Path", "Proof", "ProofState", "RegistryStats", "SorryStep", "StateRegistry"]
 
-# (index of the root sorry, tactic, tactic, ...)
+# (index of the root sorry, tactic, tactic, ...); a `SorryStep` after a
+# tactic goes into one of the sorries that tactic opened.
 Path = tuple
+
+
+class SorryStep(str):
+    """A path step into sorry `index` (of `count`) that the previous tactic opened.
+
+    A str (NUL-prefixed, which no tactic may contain) so paths stay plain
+    tuples of strings for hashing and cost counting.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, index: int, count: int) -> "SorryStep":
+        return super().__new__(cls, f"\x00sorry {index}/{count}")
+
+    @property
+    def index(self) -> int:
+        return int(self[7:].split("/")[0])
+
+    @property
+    def count(self) -> int:
+        return int(self.split("/")[1])
 
 
 class Proof:
@@ -48,6 +70,8 @@ class Proof:
         self.realized: dict[str, dict[Path, int]] = {}
         self.live: set[str] = set()  # live state ids of this proof
         # path -> (pickle bytes, goals when pickled): the server's own copy (pickles.py)
+        # path after a tactic -> how many sorries that tactic opened (answers.opened_sorries)
+        self.opened: dict[Path, int] = {}
         self.pickles: dict[Path, tuple[bytes, list[str]]] = {}
 
     def held_chars(self, worker: str, path: Path) -> int:
@@ -69,7 +93,8 @@ class Proof:
 
     def deepest_pickle(self, path: Path, above: int = 0) -> int:
         """Length of the longest prefix of `path` with a pickle (0: none over `above`)."""
-        return next((k for k in range(len(path), above, -1) if path[:k] in self.pickles), 0)
+        return next((k for k in range(len(path), above, -1) if path[:k] in self.pickles
+                     and not (k < len(path) and isinstance(path[k], SorryStep))), 0)
 
 
 @dataclasses.dataclass(eq=False)
@@ -88,6 +113,12 @@ class ProofState:
     @property
     def tactics(self) -> tuple[str, ...]:
         return self.path[1:]
+
+    def other_sorries(self) -> int:
+        """Sorries of tactics on this path that are not on it (each its own state)."""
+        path, opened = self.path, self.proof.opened
+        return sum(opened[path[:k]] - (k < len(path) and isinstance(path[k], SorryStep))
+                   for k in range(2, len(path) + 1) if path[:k] in opened)
 
     def expired(self, now: float) -> bool:
         return now - self.last_used > self.ttl_s

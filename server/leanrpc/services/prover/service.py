@@ -30,12 +30,13 @@ from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...repl import message_from_repl
 from ...worker.worker import WorkerState
 from ..verify import VerifyOptions, VerifyService
+from .answers import Reading, nest_tactics, proof_sorries, read_tactic
 from .assemble import assemble, prepare_code
 from .calls import StartCall, TacticCall, TacticRun
 from .moves import StateMover
 from .pickles import Scratch, can_pickle
 from .rebuild import Rebuilder
-from .registry import ProofState, StateRegistry
+from .registry import ProofState, SorryStep, StateRegistry
 
 __all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
 
@@ -98,6 +99,8 @@ class TacticOutcome:
     rebuilt: bool = False
     worker: str = ""
     request_id: str = ""
+    # States for the sorries the tactic itself opened (`induction … | zero => sorry`).
+    opened: list[ProofState] = dataclasses.field(default_factory=list)
 
 
 class ProverService:
@@ -187,7 +190,7 @@ class ProverService:
         if response.env is None:
             raise RequestError(f"the REPL refused the code: {response.message}")
         messages = [message_from_repl(m) for m in response.messages]
-        roots = [(k, s) for k, s in enumerate(response.sorries) if s.proof_state is not None]
+        roots = [(k, s) for k, s in enumerate(proof_sorries(response)) if s.proof_state is not None]
         if not roots:
             errors = "; ".join(m.data for m in response.errors)
             raise RequestError("the code gave no proof state (no `sorry` Lean could elaborate)"
@@ -231,16 +234,30 @@ class ProverService:
         response = run.response
         out.rebuilt, out.worker = run.rebuilt, run.worker
         out.messages = [message_from_repl(m) for m in response.messages]
-        out.repl_status = response.proof_status or ""
-        if response.proof_state is None or response.errors:
+        reading = read_tactic(response, tactic)
+        out.repl_status = reading.repl_status
+        if reading.kind is Reading.ERROR:
             out.status = ProofStatus.ERROR
-            out.error = response.message or "; ".join(m.data for m in response.errors)
+            out.error = reading.error
             out.elapsed_s = time.monotonic() - arrived
             return out
-        goals = list(response.goals or [])
-        child = self.registry.add(proof, state.path + (tactic,), goals, out.repl_status, state.ttl_s)
+        if reading.kind is Reading.REFUTED:
+            # The REPL's kernel refused the term (v4.19.0 on): no state to go on from.
+            out.status = ProofStatus.REFUTED
+            out.error = reading.error
+            out.goals = reading.goals
+            out.elapsed_s = time.monotonic() - arrived
+            return out
+        goals = reading.goals
+        path = state.path + (tactic,)
+        child = self.registry.add(proof, path, goals, out.repl_status, state.ttl_s)
         out.state_id, out.goals = child.state_id, goals
-        if goals or out.repl_status != "Completed":
+        for sorry in reading.opened:
+            # Each sorry the tactic opened is a state of its own (its goal, where it is in the tactic).
+            out.opened.append(self.registry.add(proof, path + (SorryStep(sorry.index, len(reading.opened)),),
+                                                [sorry.goal] if sorry.goal else [], "Incomplete: open goals remain",
+                                                state.ttl_s, start=sorry.start, end=sorry.end))
+        if reading.kind is Reading.OPEN:
             out.status = ProofStatus.INCOMPLETE
         elif not check_whole:
             out.status = ProofStatus.COMPLETED
@@ -273,14 +290,26 @@ class ProverService:
             out.status = ProofStatus.REFUTED
             out.error = "the sorry of this proof state has no position; the proof cannot be assembled"
             return
-        out.proof_text = assemble(proof.code, start, end, state.tactics)
+        tactics = nest_tactics(state.tactics)
+        if tactics is None:
+            out.status = ProofStatus.REFUTED
+            out.error = "a sorry this state came from cannot be found in its tactic; the proof cannot be assembled"
+            return
+        out.proof_text = assemble(proof.code, start, end, tactics)
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
         result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline)
         out.verification = result
-        other_sorries = len(proof.spans) > 1 or proof.roots > 1
-        if result.status is Status.VALID or (result.status is Status.SORRY and other_sorries):
+        opened_left = state.other_sorries()  # sorries tactics on this path opened, off this path
+        other_roots = len(proof.spans) > 1 or proof.roots > 1
+        if result.status is Status.SORRY and opened_left:
+            # Never COMPLETED while a tactic's own sorry stays in the text (a search that
+            # proposes `sorry` must not find a "proof"); each of them is a state of its own.
+            out.status = ProofStatus.INCOMPLETE
+            out.error = (f"this goal is closed and the assembled proof checks up to {opened_left} sorr"
+                         f"{'y' if opened_left == 1 else 'ies'} a tactic on its path opened (states of their own)")
+        elif result.status is Status.VALID or (result.status is Status.SORRY and other_roots):
             out.status = ProofStatus.COMPLETED
         elif result.status in (Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY):
             out.status = ProofStatus.REJECTED
