@@ -192,6 +192,8 @@ def load(source: str = "kimina", *, scale: float = DEFAULT_SCALE, limit: int = 0
             items = [part[i] for i in range(max(map(len, parts))) for part in parts if i < len(part)]
         else:
             items = _costed(source, scale)
+    except SharedNotFound:
+        raise  # no shared/ folder at all: the command's one usage line (benchmarks/cli.py)
     except (FileNotFoundError, ZeroDivisionError) as exc:  # a missing dataset or fixture folder
         no_data(f"workload {source!r}: its files are missing ({type(exc).__name__}: {exc})")
     return require_data(items[:limit] if limit else items, f"items in workload {source!r}")

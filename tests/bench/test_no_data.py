@@ -32,7 +32,9 @@ def test_a_benchmark_without_data_stops_with_one_line(tmp_path, args):
     done = _run(tmp_path, *args)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("benchmark stopped: no data:"), done.stderr[-2000:]
+    # No data at all, or (the load harness) no shared/ folder where LEANRPC_SHARED points: one line.
+    assert len(lines) == 1 and lines[0].startswith(("benchmark stopped: no data:", "benchmarks.load run: error:")), \
+        done.stderr[-2000:]
     assert "Traceback" not in done.stderr and done.stdout.strip() == ""
 
 
@@ -45,7 +47,7 @@ def test_search_tree_reads_statements_under_leanrpc_shared(tmp_path, monkeypatch
     assert search_tree.statements(5) == [("a_one", "theorem a : 1 = 1 := by sorry\n"),
                                          ("b_two", "theorem b : 2 = 2 := by sorry\n")]
     monkeypatch.setenv("LEANRPC_SHARED", str(tmp_path / "nowhere"))
-    with pytest.raises(SystemExit, match="no data: 0 miniF2F statements"):
+    with pytest.raises(SystemExit, match="no data: .*nowhere"):
         search_tree.statements(5)
 
 
