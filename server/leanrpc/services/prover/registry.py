@@ -8,6 +8,12 @@ forgetting a dead worker, the bounded store of pickles the server holds).
 Pure bookkeeping: no REPL, no asyncio. May import:
 core.headers, errors.
 
+Owners: a proof and its states belong to the identity that started it
+(`Proof.client_id`, edge/identity.py). For any other identity a state or
+proof id is unknown: `get` raises the same NotFoundError, and `release`
+lists it under `unknown`, exactly as for an id never issued; its quota is
+the owner's only. Ids are random (`secrets`), never a counter.
+
 A state is named by its *path* (root sorry index, tactic, tactic, ...), never
 by a REPL number: REPL numbers die with their process, paths can be replayed
 on any worker. `Proof.realized[worker][path]` is the REPL proof state number
@@ -199,9 +205,12 @@ class StateRegistry:
 
     # -- looking up --------------------------------------------------------------
 
-    def get(self, state_id: str) -> ProofState:
-        """The live state, its TTL restarted; NotFoundError if unknown, released or expired."""
+    def get(self, state_id: str, client_id: str) -> ProofState:
+        """`client_id`'s live state, its TTL restarted; NotFoundError if
+        unknown, released, expired or another client's."""
         state = self._states.get(state_id)
+        if state is not None and state.proof.client_id != client_id:
+            state = None  # another client's: exactly as unknown (its TTL untouched)
         now = time.monotonic()
         if state is not None and state.expired(now):
             self._drop(state)
@@ -214,18 +223,19 @@ class StateRegistry:
 
     # -- freeing -----------------------------------------------------------------
 
-    def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
+    def release(self, state_ids, proof_ids=(), *, client_id: str) -> tuple[int, list[str]]:
+        """Frees `client_id`'s states and proofs; the others' ids are `unknown`."""
         released, unknown = 0, []
         for state_id in state_ids:
             state = self._states.get(state_id)
-            if state is None:
+            if state is None or state.proof.client_id != client_id:
                 unknown.append(state_id)
                 continue
             self._drop(state)
             released += 1
         for proof_id in proof_ids:
             proof = self._proofs.get(proof_id)
-            if proof is None:
+            if proof is None or proof.client_id != client_id:
                 unknown.append(proof_id)
                 continue
             for state_id in list(proof.live):

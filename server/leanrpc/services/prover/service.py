@@ -214,9 +214,9 @@ class ProverService:
         arrived = time.monotonic()
         self.check_tactic(tactic)
         timeout = self._timeout(timeout_s)
-        state = self.registry.get(state_id)
+        state = self.registry.get(state_id, client_id)  # another client's: NOT_FOUND
         proof = state.proof
-        self.registry.check_room(proof.client_id, 1)
+        self.registry.check_room(client_id, 1)
         out = TacticOutcome(parent_state_id=state_id, tactic=tactic, status=ProofStatus.REJECTED,
                             request_id=request_id)
         job = Job(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
@@ -277,7 +277,8 @@ class ProverService:
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
-        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline)
+        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline,
+                                          client_id=proof.client_id)
         out.verification = result
         other_sorries = len(proof.spans) > 1 or proof.roots > 1
         if result.status is Status.VALID or (result.status is Status.SORRY and other_sorries):
@@ -292,8 +293,9 @@ class ProverService:
 
     # -- ReleaseStates -----------------------------------------------------------
 
-    def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
-        return self.registry.release(list(state_ids), list(proof_ids))
+    def release(self, state_ids, proof_ids=(), *, client_id: str = "") -> tuple[int, list[str]]:
+        """Frees `client_id`'s states and proofs; anyone else's ids are `unknown`."""
+        return self.registry.release(list(state_ids), list(proof_ids), client_id=client_id)
 
 
 def _consume(task: asyncio.Future) -> None:
