@@ -34,8 +34,8 @@ def _deadline(context: grpc.aio.ServicerContext) -> float | None:
 
 
 class VerifierServicer(pb_grpc.VerifierServicer):
-    def __init__(self, verify: VerifyService, extract: ExtractService, *, sandbox_description: str = "", native: bool = False,
-                 identity: CallerIdentity | None = None) -> None:
+    def __init__(self, verify: VerifyService, extract: ExtractService, *, sandbox_description: str = "",
+                 native: bool = False, identity: CallerIdentity | None = None) -> None:
         self._verify = verify
         self._extract = extract
         self._config = verify.config
