@@ -12,10 +12,13 @@ belongs to the identity that created it).
   its token: ``token:`` and 16 hex digits of the token's SHA-256. The REST
   gateway's ``Authorization`` with or without the ``Bearer`` prefix names
   the same identity as gRPC's ``authorization: Bearer``.
-- Otherwise (loopback without tokens, mTLS only) a caller is its peer host,
-  without the port: ``peer:ipv4:127.0.0.1`` (one client, many connections,
-  on gRPC and REST alike). A bearer header is then ignored: a made-up token
-  buys no new identity.
+- Otherwise, on a gRPC call whose client certificate the server checked
+  (mTLS, `server.tls_client_ca`: the server requires one from that CA), a
+  caller is its certificate's common name: ``cert:client-1``.
+- Otherwise (loopback without tokens) a caller is its peer host, without the
+  port: ``peer:ipv4:127.0.0.1`` (one client, many connections, on gRPC and
+  REST alike). A bearer header is then ignored: a made-up token buys no new
+  identity.
 
 May import: leanrpc.config (through edge.auth; nothing of gRPC's or aiohttp's).
 """
@@ -56,6 +59,19 @@ def _grpc_peer(remote: str | None) -> str:
     return f"ipv4:{remote}:0"
 
 
+def _certificate_name(context) -> str:
+    """``cert:<common name>`` of the client certificate gRPC verified, "" when none."""
+    try:
+        auth = context.auth_context() or {}
+    except Exception:  # noqa: BLE001 - a context without transport security
+        return ""
+    names = auth.get("x509_common_name") or ()
+    if names:
+        return "cert:" + names[0].decode("utf-8", "replace")
+    pem = auth.get("x509_pem_cert") or ()
+    return "cert:" + hashlib.sha256(pem[0]).hexdigest()[:16] if pem else ""
+
+
 @dataclasses.dataclass(frozen=True)
 class CallerIdentity:
     """The rule with the server's one fact: whether tokens are checked."""
@@ -67,7 +83,11 @@ class CallerIdentity:
         return cls(tokens_checked=bool(load_tokens(server)))
 
     def of_call(self, context) -> str:
-        """A gRPC servicer context's caller."""
+        """A gRPC servicer context's caller (interceptors pass theirs too)."""
+        if not self.tokens_checked:
+            certified = _certificate_name(context)
+            if certified:
+                return certified
         return self.of_metadata(context.invocation_metadata(), context.peer() or "")
 
     def of_metadata(self, metadata, peer: str) -> str:

@@ -147,7 +147,7 @@ class ClientConcurrencyInterceptor(CallWrapper):
         return not method.startswith(PUBLIC_METHOD_PREFIXES)
 
     async def enter(self, details, context) -> str:
-        key = self.identity.of_metadata(details.invocation_metadata, context.peer())
+        key = self.identity.of_call(context)
         await self._admit(key, context)
         return key
 
