@@ -323,6 +323,8 @@ class ProverConfig(_Section):
     # the pickling may take; 0 states: rebuilt lazily on their next expansion.
     max_moved_states: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 256
     move_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 10.0
+    # MB one client's proofs and states hold (their code, tactics and goals); beyond: RESOURCE_EXHAUSTED.
+    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1024
 
 
 class JudgeConfig(_Section):

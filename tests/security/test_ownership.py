@@ -162,3 +162,27 @@ async def test_made_up_bearer_tokens_buy_no_proof_state_quota_with_auth_off(monk
                 except grpc.aio.AioRpcError as exc:
                     codes.append(exc.code())
             assert codes == [grpc.StatusCode.OK] * 3 + [grpc.StatusCode.RESOURCE_EXHAUSTED] * 3
+
+
+async def test_proof_memory_is_limited_per_client_and_failed_starts_hold_nothing(monkeypatch):
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    async with running_server(_config(prover__max_mb_per_client=1)) as app:
+        two = _Two(app)
+        try:
+            padding = "\n-- " + "x" * 300_000 + "\n"
+            # Starts that fail after reaching the REPL (a header that does not
+            # load) keep nothing against the client: two of them would be over 1 MB.
+            for _ in range(2):
+                broken = "import NoSuchRoot.X\n\n" + AND_STATEMENT + " := by\n  sorry" + padding
+                code, details = await _refusal(two.a.start_proof(broken))
+                assert code == grpc.StatusCode.INVALID_ARGUMENT and "header failed to load" in details
+            held = await two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)  # ~600 KB: code + command
+            code, details = await _refusal(two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding))
+            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "prover.max_mb_per_client" in details
+            other = await two.b.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)  # B's room is B's
+            assert other.states
+            assert await two.a.release_states([], [held.proof_id]) == 1
+            again = await two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)
+            assert again.states
+        finally:
+            await two.close()
