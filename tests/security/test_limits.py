@@ -67,6 +67,30 @@ async def test_per_client_concurrency(monkeypatch):
             assert again.results[0].status == pb.STATUS_VALID
 
 
+async def test_a_refused_stream_is_resource_exhausted_every_time(monkeypatch):
+    """The refusal waits for the client's writes (else grpc reports a local INTERNAL)."""
+    from leanrpc.client import AsyncClient, ClientError
+
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    async with running_server(make_config(server__max_concurrent_per_client=1)) as app:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            held = await _open_stream_with_one_answer(stub(channel), ())
+            codes = []
+            for _ in range(40):
+                async with AsyncClient(f"127.0.0.1:{app.port}", max_retries=0) as client:
+                    try:
+                        await client.verify([CODE] * 5)
+                        codes.append("OK")
+                    except ClientError as exc:
+                        codes.append(exc.code.name)
+            assert codes == ["RESOURCE_EXHAUSTED"] * 40
+            await held.done_writing()
+            assert await held.read() is grpc.aio.EOF
+            # Once the held stream is done, a stream gets in again.
+            async with AsyncClient(f"127.0.0.1:{app.port}", max_retries=0) as client:
+                assert [r.status for r in await client.verify([CODE] * 3)] == ["VALID"] * 3
+
+
 def test_client_key_prefers_token_then_peer_host():
     def key(metadata, peer):
         return client_key(metadata, peer, tokens_checked=True)

@@ -37,7 +37,7 @@ from ..auth import (
 )
 from ..errors import abort_with
 from ..identity import CallerIdentity
-from .wrap import CallWrapper
+from .wrap import CallWrapper, wrap_handler
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
@@ -81,7 +81,7 @@ def _deny(handler: grpc.RpcMethodHandler | None, message: str) -> grpc.RpcMethod
         await abort_with(context, error)
 
     async def streamed(request_iterator, context):
-        await _drain(request_iterator)
+        await _drain(request_iterator.__aiter__().__anext__)
         await abort_with(context, error)
 
     # No deserializers: nothing the caller sent is parsed.
@@ -94,21 +94,21 @@ def _deny(handler: grpc.RpcMethodHandler | None, message: str) -> grpc.RpcMethod
     return grpc.stream_stream_rpc_method_handler(streamed)
 
 
-async def _drain(request_iterator) -> None:
+async def _drain(next_message) -> None:
     """Drops what the client sends until it half-closes, at most DRAIN_MESSAGES
-    messages and DRAIN_S seconds (see the module doc)."""
+    messages and DRAIN_S seconds (see the module doc). `next_message()` is the
+    request iterator's `__anext__` or the context's `read`."""
     loop = asyncio.get_running_loop()
     until = loop.time() + DRAIN_S
-    messages = request_iterator.__aiter__()
     for _ in range(DRAIN_MESSAGES):
-        read = asyncio.ensure_future(messages.__anext__())
+        read = asyncio.ensure_future(next_message())
         done, _pending = await asyncio.wait([read], timeout=max(0.0, until - loop.time()))
         if not done:
             # Left pending: the call's end finishes it; its outcome is read then.
             read.add_done_callback(_consume)
             return
-        if read.cancelled() or read.exception() is not None:
-            return  # StopAsyncIteration (half-closed) or the call already ended
+        if read.cancelled() or read.exception() is not None or read.result() is grpc.aio.EOF:
+            return  # half-closed, or the call already ended
 
 
 def _consume(future: asyncio.Future) -> None:
@@ -135,30 +135,42 @@ def build_access_interceptors(server: ServerConfig) -> list[grpc.aio.ServerInter
 class ClientConcurrencyInterceptor(CallWrapper):
     """At most `limit` RPCs in flight per client; the next gets RESOURCE_EXHAUSTED.
 
-    A VerifyStream counts as one call for as long as it is open.
+    A VerifyStream counts as one call for as long as it is open. A refused
+    call the client streams to is drained first, as AuthInterceptor's are.
     """
 
     def __init__(self, limit: int, identity: CallerIdentity) -> None:
         self.limit = limit
         self.identity = identity
         self.in_flight: collections.Counter[str] = collections.Counter()
+        self._client_streams: dict[str, bool] = {}  # method -> whether the client streams (registered ones only)
 
     def wants(self, method: str) -> bool:
         return not method.startswith(PUBLIC_METHOD_PREFIXES)
 
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or not self.wants(handler_call_details.method):
+            return handler
+        self._client_streams[handler_call_details.method] = handler.request_streaming
+        return wrap_handler(handler, self, handler_call_details)
+
     async def enter(self, details, context) -> str:
         key = self.identity.of_call(context)
-        await self._admit(key, context)
+        await self._admit(key, context, drain=self._client_streams.get(details.method, False))
         return key
 
     def exit(self, key, context, error) -> None:
         self._leave(key)
 
-    async def _admit(self, key: str, context) -> None:
-        if self.in_flight[key] >= self.limit:
+    async def _admit(self, key: str, context, *, drain: bool = False) -> None:
+        held = self.in_flight[key]
+        if held >= self.limit:
+            if drain:  # refused whatever happens meanwhile: its messages are dropped
+                await _drain(context.read)
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"this client already has {self.in_flight[key]} calls in flight, the limit "
+                f"this client already has {held} calls in flight, the limit "
                 f"(server.max_concurrent_per_client) is {self.limit}; wait for one to finish",
             )
         self.in_flight[key] += 1
