@@ -9,10 +9,11 @@ methods) is edge/auth.py; who a caller is, edge/identity.py.
 
 A refusal has the cardinality of the method it refuses, and on a method the
 client streams to it first reads (and drops, unparsed) what the client is
-still sending, until it half-closes or `DRAIN_S` / `DRAIN_MESSAGES` run
-out: a grpc client whose write is in flight when the call ends reports a
-local INTERNAL ("Internal error from Core") instead of the server's status,
-so refusing at once made an unauthenticated VerifyStream INTERNAL at random.
+still sending, until it half-closes or `DRAIN_S` / `DRAIN_MESSAGES` /
+`DRAIN_BYTES` run out: a grpc client whose write is in flight when the call
+ends reports a local INTERNAL ("Internal error from Core") instead of the
+server's status, so refusing at once made an unauthenticated VerifyStream
+INTERNAL at random.
 
 May import: grpc, leanrpc.config, leanrpc.errors, leanrpc.edge.{auth,errors,identity},
 leanrpc.edge.interceptors.wrap.
@@ -67,9 +68,11 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
         return _deny(await continuation(handler_call_details), message)
 
 
-# How long, and for how many messages, a refusal waits for the client to stop sending.
+# How long, for how many messages and (unauthenticated: raw) bytes a refusal
+# waits for the client to stop sending.
 DRAIN_S = 5.0
 DRAIN_MESSAGES = 10_000
+DRAIN_BYTES = 16 * 2**20
 
 
 def _deny(handler: grpc.RpcMethodHandler | None, message: str) -> grpc.RpcMethodHandler:
@@ -100,6 +103,7 @@ async def _drain(next_message) -> None:
     request iterator's `__anext__` or the context's `read`."""
     loop = asyncio.get_running_loop()
     until = loop.time() + DRAIN_S
+    drained = 0
     for _ in range(DRAIN_MESSAGES):
         read = asyncio.ensure_future(next_message())
         done, _pending = await asyncio.wait([read], timeout=max(0.0, until - loop.time()))
@@ -109,6 +113,10 @@ async def _drain(next_message) -> None:
             return
         if read.cancelled() or read.exception() is not None or read.result() is grpc.aio.EOF:
             return  # half-closed, or the call already ended
+        message = read.result()
+        drained += len(message) if isinstance(message, (bytes, bytearray)) else 0
+        if drained > DRAIN_BYTES:
+            return
 
 
 def _consume(future: asyncio.Future) -> None:
