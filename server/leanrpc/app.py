@@ -38,6 +38,7 @@ from .worker.launcher import Launcher
 from .worker.memory import effective_memory_limit_mb
 from .edge.interceptors.auth import build_access_interceptors
 from .edge.errors import abort_with
+from .edge.identity import CallerIdentity
 from .edge.reflection import enable_reflection
 from .errors import ModelNotConfigured
 from .edge.prover import ProverServicer, add_prover_to_server
@@ -126,6 +127,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     from .edge.interceptors.requestlog import RequestLogInterceptor
 
     tokens_checked = bool(getattr(access_interceptors[0], "_tokens", ())) if access_interceptors else False
+    identity = CallerIdentity(tokens_checked=tokens_checked)  # every door names callers by it
     interceptors.append(RequestLogInterceptor(tokens_checked))  # before auth: refused calls are logged too
     interceptors += access_interceptors
     max_bytes = config.server.max_message_mb * 2**20
@@ -137,11 +139,12 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
             ("grpc.so_reuseport", 0),
         ],
     )
-    verifier = VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE)
+    verifier = VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE,
+                                identity=identity)
     add_verifier_to_server(verifier, server)
     prover = ProverService(pool, config, verify)
     extract.attach_prover(prover)  # Extract's replay check runs through the Prover
-    add_prover_to_server(ProverServicer(prover), server)
+    add_prover_to_server(ProverServicer(prover, identity), server)
     formalize = _add_formalizer(config, server, verify)
 
     health_servicer = health.aio.HealthServicer()

@@ -319,6 +319,8 @@ class ProverConfig(_Section):
     # the pickling may take; 0 states: rebuilt lazily on their next expansion.
     max_moved_states: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 256
     move_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 10.0
+    # MB one client's proofs and states hold (their code, tactics and goals); beyond: RESOURCE_EXHAUSTED.
+    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1024
 
 
 class JudgeConfig(_Section):
@@ -336,6 +338,14 @@ class JudgeConfig(_Section):
     sandboxed: bool = True
 
 
+class SessionsConfig(_Section):
+    """`[sessions]`: what one client may hold in sessions (docs/REUSE.md); `pool.max_sessions` is the total."""
+
+    max_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 32
+    # MB of session code (opening code and recorded commands) kept for one client.
+    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 64
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repl: ReplConfig = msgspec.field(default_factory=ReplConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
@@ -347,6 +357,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
     prover: ProverConfig = msgspec.field(default_factory=ProverConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

@@ -18,6 +18,9 @@ from leanrpc.client import ClientError
 from profiles_support import profiles_config, standin, start, stop
 from testkit import wait_until
 
+# The owner of the sessions these tests open: loopback, no tokens (edge/identity.py).
+LOCAL = "peer:ipv4:127.0.0.1"
+
 PREAMBLE = "import Mathlib\nopen Nat\n\ndef double (n : Nat) : Nat := 2 * n\n"
 
 
@@ -35,7 +38,7 @@ def _profile_of(app, worker_name: str) -> str:
 
 
 def _holders(app, session_name: str) -> list:
-    names = set(app.pool.sessions.get(session_name).realized)
+    names = set(app.pool.sessions.get(session_name, LOCAL).realized)
     return [w for w in app.pool.workers if w.name in names and w.alive]
 
 
@@ -72,10 +75,10 @@ async def test_a_session_runs_and_replays_on_its_profile():
         assert {w.profile for w in _holders(app, "old")} == {"legacy"}
 
         # Verify on the session: its own profile, the session unchanged.
-        envs = len(app.pool.sessions.get("old").commands)
+        envs = len(app.pool.sessions.get("old", LOCAL).commands)
         [checked] = await client.verify_batch(["#check double"], session="old")
         assert checked.status == "VALID" and "4.9.0" in checked.verifier_description
-        assert len(app.pool.sessions.get("old").commands) == envs
+        assert len(app.pool.sessions.get("old", LOCAL).commands) == envs
 
         # GetServerInfo and health are unaffected.
         info = await client.server_info()
@@ -119,8 +122,8 @@ async def test_another_profile_for_a_session_is_refused():
         _bad_field(info)
         assert "runs on the default profile, not on profile 'legacy'" in info.value.details
         # Nothing was recorded by the refused calls; both sessions still answer.
-        assert len(app.pool.sessions.get("old").commands) == 1
-        assert len(app.pool.sessions.get("new").commands) == 1
+        assert len(app.pool.sessions.get("old", LOCAL).commands) == 1
+        assert len(app.pool.sessions.get("new", LOCAL).commands) == 1
         ok = await client.run_in_session("old", "#check double")
         assert ok.result.status == "VALID" and ok.profile == "legacy"
     finally:

@@ -89,7 +89,8 @@ async def test_the_python_client_reports_elapsed_seconds_from_the_durations():
     async with running_server(1) as (app, client):
         proof = await client.start_proof(AND_STATEMENT, timeout_s=30.0, ttl_s=60.25)
         assert isinstance(proof.elapsed_s, float) and 0 < proof.elapsed_s < 30
-        assert app.prover.registry.get(proof.states[0].state_id).ttl_s == 60.25  # the TTL arrived as seconds
+        state = app.prover.registry.get(proof.states[0].state_id, "peer:ipv4:127.0.0.1")
+        assert state.ttl_s == 60.25  # the TTL arrived as seconds
         step = await client.run_tactic(proof.states[0].state_id, "constructor", timeout_s=30.0)
         assert step.status == "INCOMPLETE" and 0 < step.elapsed_s < 30
         [streamed] = [r async for r in client.expand([(proof.states[0].state_id, "constructor")], timeout_s=30.0)]
@@ -142,4 +143,4 @@ async def test_the_node_client_sends_and_reads_durations(node_client):
         assert (status, goals) == ("PROOF_STATUS_INCOMPLETE", 2) and 0 < elapsed_s < 30
         code, details = out["negative"]
         assert code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and details.startswith("timeout is negative")
-        assert app.prover.registry.get(out["root"]).ttl_s == 60.5  # the TTL arrived as seconds
+        assert app.prover.registry.get(out["root"], "peer:ipv4:127.0.0.1").ttl_s == 60.5  # the TTL arrived as seconds

@@ -12,11 +12,14 @@ import pytest
 from leanrpc.client import Client, ClientError
 from reuse_support import start, stop
 
+# The owner of the sessions these tests open: loopback, no tokens (edge/identity.py).
+LOCAL = "peer:ipv4:127.0.0.1"
+
 PREAMBLE = "import Mathlib\nopen Nat\n\ndef double (n : Nat) : Nat := 2 * n\n"
 
 
 def _holder_pid(app, session_name: str) -> int:
-    session = app.pool.sessions.get(session_name)
+    session = app.pool.sessions.get(session_name, LOCAL)
     names = set(session.realized)
     pids = [w.pid for w in app.pool.workers if w.name in names and w.alive]
     assert pids, "some live worker holds the session"
@@ -85,7 +88,7 @@ async def test_verify_with_session_runs_on_env_0():
         assert [r.id for r in results] == ["a", "b"]
         assert [r.status for r in results] == ["VALID", "INVALID"]
         # the session is unchanged: Verify does not add envs
-        assert len(app.pool.sessions.get(name).commands) == 1
+        assert len(app.pool.sessions.get(name, LOCAL).commands) == 1
 
         # the streaming call takes the same option, async and blocking
         snippets = [("s1", "#check double"), ("s2", "theorem s2 : 1 = 1 := by exact Nat.nonexistent_thing")]
@@ -104,7 +107,7 @@ async def test_verify_with_session_runs_on_env_0():
                 return sync_client.verify(snippets, session=name)
 
         assert summary(await asyncio.to_thread(blocking)) == expected
-        assert len(app.pool.sessions.get(name).commands) == 1
+        assert len(app.pool.sessions.get(name, LOCAL).commands) == 1
     finally:
         await stop(app, client)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from leanrpc.edge.auth import client_key
+from leanrpc.edge.identity import CallerIdentity, client_key
 from leanrpc.v1 import verifier_pb2 as pb
 
 from security_support import HEADER, bearer, make_config, one_snippet, running_server, stub
@@ -67,8 +67,46 @@ async def test_per_client_concurrency(monkeypatch):
             assert again.results[0].status == pb.STATUS_VALID
 
 
+async def test_a_refused_stream_is_resource_exhausted_every_time(monkeypatch):
+    """The refusal waits for the client's writes (else grpc reports a local INTERNAL)."""
+    from leanrpc.client import AsyncClient, ClientError
+
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    async with running_server(make_config(server__max_concurrent_per_client=1)) as app:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            held = await _open_stream_with_one_answer(stub(channel), ())
+            codes = []
+            for _ in range(40):
+                async with AsyncClient(f"127.0.0.1:{app.port}", max_retries=0) as client:
+                    try:
+                        await client.verify([CODE] * 5)
+                        codes.append("OK")
+                    except ClientError as exc:
+                        codes.append(exc.code.name)
+            assert codes == ["RESOURCE_EXHAUSTED"] * 40
+            await held.done_writing()
+            assert await held.read() is grpc.aio.EOF
+            # Once the held stream is done, a stream gets in again.
+            async with AsyncClient(f"127.0.0.1:{app.port}", max_retries=0) as client:
+                assert [r.status for r in await client.verify([CODE] * 3)] == ["VALID"] * 3
+
+
 def test_client_key_prefers_token_then_peer_host():
-    assert client_key(bearer("a"), "ipv4:127.0.0.1:5000") == client_key(bearer("a"), "ipv4:10.0.0.9:6000")
-    assert client_key(bearer("a"), "ipv4:127.0.0.1:5000") != client_key(bearer("b"), "ipv4:127.0.0.1:5000")
-    assert client_key((), "ipv4:127.0.0.1:5000") == client_key((), "ipv4:127.0.0.1:5001") == "peer:ipv4:127.0.0.1"
-    assert client_key((), "ipv6:[::1]:5000") == "peer:ipv6:[::1]"
+    def key(metadata, peer):
+        return client_key(metadata, peer, tokens_checked=True)
+
+    assert key(bearer("a"), "ipv4:127.0.0.1:5000") == key(bearer("a"), "ipv4:10.0.0.9:6000")
+    assert key(bearer("a"), "ipv4:127.0.0.1:5000") != key(bearer("b"), "ipv4:127.0.0.1:5000")
+    assert key((), "ipv4:127.0.0.1:5000") == key((), "ipv4:127.0.0.1:5001") == "peer:ipv4:127.0.0.1"
+    assert key((), "ipv6:[::1]:5000") == "peer:ipv6:[::1]"
+
+
+def test_identity_is_one_rule_for_grpc_and_rest():
+    checked, unchecked = CallerIdentity(tokens_checked=True), CallerIdentity(tokens_checked=False)
+    grpc_caller = checked.of_metadata(bearer("tok"), "ipv4:10.0.0.1:4000")
+    # Kimina's REST form, with or without "Bearer ", is the same token, the same caller.
+    assert checked.of_http("Bearer tok", "10.0.0.2") == checked.of_http("tok", "10.0.0.3") == grpc_caller
+    # Tokens not checked: a bearer, made up or not, is no identity; the host is, on both doors.
+    assert unchecked.of_metadata(bearer("made-up"), "ipv4:127.0.0.1:4000") == "peer:ipv4:127.0.0.1"
+    assert unchecked.of_http("made-up", "127.0.0.1") == "peer:ipv4:127.0.0.1"
+    assert unchecked.of_http(None, "::1") == unchecked.of_metadata((), "ipv6:[::1]:5000") == "peer:ipv6:[::1]"

@@ -115,3 +115,23 @@ async def test_mtls_requires_a_client_certificate_from_the_ca(pki, monkeypatch):
         async with AsyncClient(address, credentials=good, max_retries=0) as client:
             results = await client.verify(["import Mathlib\n\ntheorem t : 1 = 1 := rfl\n"])
         assert [r.status for r in results] == ["VALID"]
+
+
+async def test_with_mtls_a_caller_is_its_certificates_name(pki, monkeypatch):
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    async with running_server(_tls_config(pki, mtls=True)) as app:
+        seen: list[str] = []
+        verify = app.verify.verify
+
+        async def spy(*args, client_id: str = "", **kwargs):
+            seen.append(client_id)
+            return await verify(*args, client_id=client_id, **kwargs)
+
+        app.verify.verify = spy
+        good = grpc.ssl_channel_credentials(pki["ca"], pki["client_key"], pki["client_cert"])
+        async with AsyncClient(f"127.0.0.1:{app.port}", credentials=good, token="made-up", max_retries=0) as client:
+            opened = await client.open_session("import Mathlib\n")
+            await client.verify_batch(["theorem t : 1 = 1 := rfl"], session=opened.session)
+        # The checked certificate names the caller (a made-up bearer does not), and owns the session.
+        assert seen == ["cert:client-1"]
+        assert app.pool.sessions.get(opened.session, "cert:client-1").name == opened.session

@@ -84,8 +84,8 @@ class CachedVerifier:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.service, name)
 
-    def validate(self, code: str, options: VerifyOptions) -> None:
-        self.service.validate(code, options)
+    def validate(self, code: str, options: VerifyOptions, *, client_id: str = "") -> None:
+        self.service.validate(code, options, client_id=client_id)
 
     async def close(self) -> None:
         await self.cache.close()
@@ -110,7 +110,7 @@ class CachedVerifier:
         # Who asks decides only the queue's fairness, never the verdict: not in the key.
         fair = {"client_id": client_id, "stream_id": stream_id}
         arrived = time.monotonic()
-        self.service.validate(code, options)
+        self.service.validate(code, options, client_id=client_id)
         settings = self.settings(getattr(options, "profile", ""))
         # A pinned snippet bypasses it: the entry format has no statement
         # check; the reference's own types are cached by services.reference.

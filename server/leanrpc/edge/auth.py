@@ -4,19 +4,15 @@ The tokens come from the config, a token file and an environment variable
 (`load_tokens`); a token file readable by group or others refuses to start
 (as ssh does with keys). The interceptors that enforce the policy, and the
 startup check of what guards the server, are in edge/interceptors/auth.py;
-the REST gateway uses the same checks (`bearer_token_valid`, `client_key`).
+the REST gateway uses the same checks (`bearer_token_valid`). Who a caller
+is, once it is let in, is edge/identity.py (the one rule for every door).
 
-`client_identity(context, tokens_checked)` says who a call counts against for
-per-client limits and fair queuing: the (hashed) token only when tokens are
-checked, else the peer address, so a made-up token buys no new identity.
-
-Owns: the token list, bearer-token checks, client identity, the public
-methods. May import: leanrpc.config, leanrpc.errors (nothing of gRPC's).
+Owns: the token list, bearer-token checks, the public methods.
+May import: leanrpc.config, leanrpc.errors (nothing of gRPC's).
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 
@@ -70,18 +66,3 @@ def bearer_token_valid(header: str | None, tokens: list[bytes]) -> bool:
 
 def is_loopback(host: str) -> bool:
     return host in LOOPBACK_HOSTS
-
-
-def client_identity(context, tokens_checked: bool) -> str:
-    """Who a call counts against (per-client limits, fair queuing); see the module doc."""
-    return client_key(context.invocation_metadata(), context.peer(), tokens_checked)
-
-
-def client_key(metadata, peer: str, tokens_checked: bool = True) -> str:
-    """The token (hashed) when tokens are checked (AuthInterceptor ran), else the peer address."""
-    values = authorization_values(metadata)
-    header = values[0] if len(values) == 1 else ""
-    if tokens_checked and header.startswith("Bearer "):
-        return "token:" + hashlib.sha256(header[len("Bearer "):].strip().encode()).hexdigest()[:16]
-    # "ipv4:127.0.0.1:53412" -> "ipv4:127.0.0.1": one client, many ports.
-    return "peer:" + peer.rpartition(":")[0] if peer.count(":") >= 2 else "peer:" + peer

@@ -5,9 +5,10 @@ ReleaseStates, and the Expand stream's rule that a bad pair is a REJECTED
 result (the stream goes on) while a bad unary call is a status code
 (edge.errors' one table). Times are google.protobuf.Duration on the wire
 and float seconds inside: a negative or invalid request Duration is
-INVALID_ARGUMENT naming the field. Quotas count against `auth.client_key` (the bearer
-token, else the peer address). May import: errors, results, services, v1,
-edge.convert, edge.errors, edge.auth.
+INVALID_ARGUMENT naming the field. Quotas and ownership count against the
+caller's identity (edge/identity.py: the checked token, else the peer host;
+with auth off a made-up bearer is no new identity). May import: errors,
+results, services, v1, edge.convert, edge.errors, edge.identity.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..v1 import prover_pb2 as pb
 from ..v1 import prover_pb2_grpc as pb_grpc
 from ..v1 import verifier_pb2 as vpb
 from . import convert
-from .auth import client_key
+from .identity import CallerIdentity
 from .errors import duration_of, maps_errors, status_for
 from .interceptors.lenient import LenientRegistrar
 
@@ -33,10 +34,6 @@ __all__ = ["ProverServicer", "add_prover_to_server", "outcome_to_pb"]
 def _deadline(context) -> float | None:
     remaining = context.time_remaining()
     return None if remaining is None else time.monotonic() + remaining
-
-
-def _client(context) -> str:
-    return client_key(context.invocation_metadata(), context.peer() or "")
 
 
 def _seconds(request, name: str) -> float:
@@ -88,15 +85,19 @@ def _state_to_pb(entry: pb.ProofGoalState, state) -> None:
 
 
 class ProverServicer(pb_grpc.ProverServicer):
-    def __init__(self, prover: ProverService) -> None:
+    def __init__(self, prover: ProverService, identity: CallerIdentity | None = None) -> None:
         self._prover = prover
+        self._identity = identity or CallerIdentity.for_server(prover.config.server)
+
+    def _client(self, context) -> str:
+        return self._identity.of_call(context)
 
     @maps_errors
     async def StartProof(self, request: pb.StartProofRequest, context):
         started = await self._prover.start_proof(
             request.code, timeout_s=_seconds(request, "timeout"), ttl_s=_seconds(request, "ttl"),
             check_axioms=request.check_axioms,
-            client_id=_client(context), deadline=_deadline(context),
+            client_id=self._client(context), deadline=_deadline(context),
         )
         response = pb.StartProofResponse(
             proof_id=started.proof_id,
@@ -113,13 +114,13 @@ class ProverServicer(pb_grpc.ProverServicer):
     @maps_errors
     async def RunTactic(self, request: pb.RunTacticRequest, context):
         out = await self._prover.run_tactic(request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"),
-                                            client_id=_client(context), deadline=_deadline(context))
+                                            client_id=self._client(context), deadline=_deadline(context))
         return outcome_to_pb(out)
 
     async def Expand(self, request_iterator, context):
         out: asyncio.Queue = asyncio.Queue()
         running: dict[str, asyncio.Task] = {}
-        client = _client(context)
+        client = self._client(context)
         done_reading = object()
 
         def rejected(request: pb.ExpandRequest, error: str) -> pb.TacticResult:
@@ -173,7 +174,8 @@ class ProverServicer(pb_grpc.ProverServicer):
     async def ReleaseStates(self, request: pb.ReleaseStatesRequest, context):
         if not request.state_ids and not request.proof_ids:
             raise RequestError("name at least one state_id or proof_id to release")
-        released, unknown = self._prover.release(request.state_ids, request.proof_ids)
+        released, unknown = self._prover.release(request.state_ids, request.proof_ids,
+                                                 client_id=self._client(context))
         return pb.ReleaseStatesResponse(released=released, unknown=unknown)
 
 

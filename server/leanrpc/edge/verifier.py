@@ -18,7 +18,7 @@ from ..services.verify import VerifyService
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
-from .auth import client_identity, load_tokens
+from .identity import CallerIdentity
 from .errors import abort_with, duration_of, maps_errors
 from .interceptors.lenient import LenientRegistrar
 from .stream import Shutdown, StreamCall, shutdown_result
@@ -34,7 +34,8 @@ def _deadline(context: grpc.aio.ServicerContext) -> float | None:
 
 
 class VerifierServicer(pb_grpc.VerifierServicer):
-    def __init__(self, verify: VerifyService, extract: ExtractService, *, sandbox_description: str = "", native: bool = False) -> None:
+    def __init__(self, verify: VerifyService, extract: ExtractService, *, sandbox_description: str = "",
+                 native: bool = False, identity: CallerIdentity | None = None) -> None:
         self._verify = verify
         self._extract = extract
         self._config = verify.config
@@ -42,7 +43,8 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         self._native = native
         self._shutdown = Shutdown()
         self._stream_numbers = itertools.count(1)
-        self._auth_on = bool(load_tokens(self._config.server))
+        # Who a caller is (edge/identity.py): every RPC, sessions included, passes it down.
+        self._identity = identity or CallerIdentity.for_server(self._config.server)
         # A result (stream) or a whole response (unary) must fit in one gRPC
         # message; larger ones are cut by convert.fit_result.
         self._max_result_bytes = self._config.server.max_message_mb * 2**20 - 64 * 1024
@@ -57,9 +59,10 @@ class VerifierServicer(pb_grpc.VerifierServicer):
             raise RequestError(f"the batch has {len(snippets)} snippets, over the limit of {limit}; split it or use VerifyStream",
                                field="snippets")
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
+        client_id = self._client_identity(context)
         for index, snippet in enumerate(snippets):
             try:
-                self._verify.validate(snippet.code, convert.snippet_options(snippet, options))
+                self._verify.validate(snippet.code, convert.snippet_options(snippet, options), client_id=client_id)
             except RequestError as exc:
                 # Keep the subclass (an unknown session is NOT_FOUND, not INVALID_ARGUMENT).
                 kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
@@ -67,7 +70,6 @@ class VerifierServicer(pb_grpc.VerifierServicer):
                            field=exc.field or f"snippets[{index}]") from exc
         self._verify.admission(len(snippets))
         deadline = _deadline(context)
-        client_id = self._client_identity(context)
         stream_id = f"batch-{next(self._stream_numbers)}"
         tasks = [
             asyncio.ensure_future(
@@ -126,7 +128,7 @@ class VerifierServicer(pb_grpc.VerifierServicer):
 
     def _client_identity(self, context) -> str:
         # A bearer header counts only when the auth interceptor checked it.
-        return client_identity(context, self._auth_on)
+        return self._identity.of_call(context)
 
     @maps_errors
     async def Extract(self, request: pb.ExtractRequest, context):
@@ -175,19 +177,22 @@ class VerifierServicer(pb_grpc.VerifierServicer):
     @maps_errors
     async def OpenSession(self, request: pb.OpenSessionRequest, context):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
-        ran = await self._verify.sessions.open(request.name, request.code, options, deadline=_deadline(context))
+        ran = await self._verify.sessions.open(request.name, request.code, options, deadline=_deadline(context),
+                                               client_id=self._client_identity(context))
         return convert.session_result_to_pb(ran, pb.OpenSessionResponse)
 
     @maps_errors
     async def RunInSession(self, request: pb.RunInSessionRequest, context):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         env = request.env if request.HasField("env") else None
-        ran = await self._verify.sessions.run(request.session, request.code, env, options, deadline=_deadline(context))
+        ran = await self._verify.sessions.run(request.session, request.code, env, options, deadline=_deadline(context),
+                                              client_id=self._client_identity(context))
         return convert.session_result_to_pb(ran, pb.RunInSessionResponse)
 
     @maps_errors
     async def CloseSession(self, request: pb.CloseSessionRequest, context):
-        return pb.CloseSessionResponse(closed=self._verify.sessions.close(request.session))
+        closed = self._verify.sessions.close(request.session, client_id=self._client_identity(context))
+        return pb.CloseSessionResponse(closed=closed)
 
 
 def _position(p: Position) -> pb.Position:

@@ -7,7 +7,7 @@ Kimina's own client works by changing its URL. A view, never a second
 verifier: every snippet goes through `services.verify.VerifyService`.
 
 Rooms: `kimina` (the wire shapes, pure), `server` (aiohttp, auth, admission,
-lifecycle). May import: config, errors, results, services, edge.auth.
+lifecycle). May import: config, errors, results, services, edge.auth, edge.identity.
 Imported only by the composition root.
 """
 

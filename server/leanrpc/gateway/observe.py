@@ -8,7 +8,7 @@ gathered through a ContextVar: `note_outcome(status)` (called where each
 snippet's result is made) adds to the Counter of the request it runs under,
 since asyncio tasks inherit the request's context.
 
-May import: aiohttp, edge.auth (client identity), the standard library.
+May import: aiohttp, edge.identity (client identity), the standard library.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 
 from aiohttp import web
 
-from ..edge.auth import client_key
+from ..edge.identity import CallerIdentity
 
 log = logging.getLogger("leanrpc.requests")
 
@@ -65,10 +65,8 @@ def _log_line(request: web.Request, route: str, status: int, seconds: float, cou
     level = logging.DEBUG if route in _QUIET else logging.INFO
     if not log.isEnabledFor(level):
         return
-    peer = request.remote or "unknown"
-    family = "ipv6" if ":" in peer else "ipv4"  # gRPC's peer spelling, so both doors name a client alike
-    who = client_key([("authorization", v) for v in request.headers.getall("Authorization", [])],
-                     f"{family}:{peer}:0", tokens_checked)
+    # The gateway's own rule (edge/identity.py), so both doors name a client alike.
+    who = CallerIdentity(tokens_checked=tokens_checked).of_http(request.headers.get("Authorization"), request.remote)
     total = sum(counts.values())
     parts = ", ".join(f"{s} {n}" for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     what = f"{total} snippet{'s' if total != 1 else ''} ({parts}) " if total else ""

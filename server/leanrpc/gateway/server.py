@@ -4,12 +4,14 @@
 
 Every snippet goes through the same `VerifyService.verify` as gRPC, so the
 same pool, fencing, limits and cache apply; the same bearer tokens
-(edge.auth) guard it, and the same queue admission check refuses a batch
+(edge.auth) guard it, the caller's identity is named by the same rule
+(edge.identity) and passed to Verify (fair admission counts it as that
+client), and the same queue admission check refuses a batch
 the queue cannot take (429 with Retry-After, as Kimina's "No available
 REPLs"). Every accepted snippet gets exactly one result: a refusal after
 admission is that snippet's `error`, never a lost entry.
 
-May import: config, errors, results, services.verify, edge.auth, gateway.kimina,
+May import: config, errors, results, services.verify, edge.auth, edge.identity, gateway.kimina,
 gateway.observe (request log and metrics), gateway.openapi.
 """
 
@@ -18,13 +20,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
+import itertools
 import logging
 import math
 
 from aiohttp import web
 
 from ..config import Config
-from ..edge.auth import AccessConfigError, bearer_token_valid, client_key, is_loopback, load_tokens
+from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
+from ..edge.identity import CallerIdentity
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
 from ..results import Status
 from ..services.verify import VerifyOptions, VerifyService
@@ -58,9 +62,11 @@ class KiminaGateway:
         self._verify = verify
         self._config = config
         self._tokens = [t.encode() for t in load_tokens(config.server)]
+        self._identity = CallerIdentity(tokens_checked=bool(self._tokens))
         self._shift_to_body = config.gateway.message_lines == "body"
         self._in_flight: collections.Counter[str] = collections.Counter()
         self._batches = 0
+        self._batch_numbers = itertools.count(1)
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -80,9 +86,8 @@ class KiminaGateway:
         return None
 
     def _client(self, request: web.Request) -> str:
-        auth = request.headers.get("Authorization", "")
         # A made-up key buys no new identity when keys are not checked.
-        return client_key((("authorization", auth),), f"http:{request.remote}:0", bool(self._tokens))
+        return self._identity.of_http(request.headers.get("Authorization"), request.remote)
 
     # ---- endpoints ----------------------------------------------------------
 
@@ -141,7 +146,7 @@ class KiminaGateway:
         self._batches += 1
         self.idle.clear()
         try:
-            results = await self._run_all(items, options, debug=debug_of(parsed))
+            results = await self._run_all(items, options, debug=debug_of(parsed), client=client)
         finally:
             self._in_flight[client] -= 1
             if self._in_flight[client] <= 0:
@@ -153,9 +158,12 @@ class KiminaGateway:
             results = [kimina.backward_response(r) for r in results]
         return _json({"results": results})
 
-    async def _run_all(self, items: list[tuple[str, str, str]], options: VerifyOptions, *, debug: bool) -> list[dict]:
+    async def _run_all(self, items: list[tuple[str, str, str]], options: VerifyOptions, *, debug: bool,
+                       client: str) -> list[dict]:
         timeout_s = options.timeout_s or self._config.pool.default_timeout_s
-        tasks = [asyncio.ensure_future(self._run_one(sid, code, _pinned(options, reference), timeout_s, debug))
+        stream_id = f"rest-{next(self._batch_numbers)}"
+        tasks = [asyncio.ensure_future(self._run_one(sid, code, _pinned(options, reference), timeout_s, debug,
+                                                     client=client, stream_id=stream_id))
                  for sid, code, reference in items]
         try:
             return await asyncio.gather(*tasks)
@@ -164,9 +172,10 @@ class KiminaGateway:
                 task.cancel()
             raise
 
-    async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions, timeout_s: float, debug: bool) -> dict:
+    async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions, timeout_s: float, debug: bool, *,
+                       client: str, stream_id: str) -> dict:
         try:
-            result = await self._verify.verify(snippet_id, code, options)
+            result = await self._verify.verify(snippet_id, code, options, client_id=client, stream_id=stream_id)
         except OverloadedError as exc:
             return kimina.refused_response(snippet_id, f"No available REPLs: {exc.message}")
         except RequestError as exc:

@@ -93,7 +93,7 @@ class Job:
             self.text = self.call.text
             base = f"{base}\x01call:{self.call.scope}"
         elif self.session is not None:
-            base = f"{base}\x01session:{self.session.session.name}:{self.session.parent}"
+            base = f"{base}\x01session:{self.session.session.uid}:{self.session.parent}"
         self.scope = base
 
     @property

@@ -139,7 +139,7 @@ class Pool:
         )
         self.runner = Runner(self)
         self.supervisor = Supervisor(self)
-        self.sessions = SessionRegistry(config.pool.max_sessions, config.pool.max_session_commands)
+        self.sessions = SessionRegistry.from_config(config)
         self._state_listeners: list = []
         self._recycle_hooks: list = []
         self._wake = asyncio.Event()

@@ -25,7 +25,7 @@ from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .job import BodyOutcome, Job
-from .sessions import SessionCommand, realize
+from .sessions import realize
 
 log = logging.getLogger("leanrpc.pool")
 
@@ -338,7 +338,6 @@ def _record_session(job: Job, worker: Worker, response: repl.Response) -> int | 
     if call is None or not call.record or response.env is None:
         return None
     session = call.session
-    session_env = len(session.commands)
-    session.commands.append(SessionCommand(call.parent, call.text))
+    session_env = session.record(call.parent, call.text)
     session.realized.setdefault(worker.name, {})[session_env] = response.env
     return session_env

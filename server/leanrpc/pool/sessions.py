@@ -8,16 +8,27 @@ which of its envs that process has built (`realized`). A request on env k
 whose chain is not built on the chosen worker is preceded by a replay of the
 missing commands, in order, so a kill -9 costs time but never an env id.
 
-Memory: the registry holds at most `max_sessions` sessions and each at most
-`max_commands` envs; both are refused beyond that (the client closes sessions
-it no longer needs), never evicted, because an evicted session would break
-the promise that its env ids stay valid.
+Owners: a session belongs to the identity that opened it (edge/identity.py).
+Names are per owner: another identity's session of that name, for every
+call (run, verify in it, close), is the same NotFoundError as a name never
+opened, so no call tells whether someone else holds a name. Names the server
+makes up are `secrets.token_urlsafe`, not a counter.
+
+Memory: the registry holds at most `max_sessions` sessions in all and each at
+most `max_commands` envs; per owner at most `max_per_client` sessions and
+`max_bytes_per_client` bytes of session code (each session's header and
+every command it recorded; a command's bytes are reserved while it runs, so
+concurrent commands cannot overshoot). All are refused beyond that (the
+client closes sessions it no longer needs), never evicted, because an
+evicted session would break the promise that its env ids stay valid. One
+owner at its limits leaves every other owner's room untouched.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import itertools
+import secrets
 import time
 
 from .. import repl
@@ -36,9 +47,15 @@ class SessionCommand:
 
 
 class Session:
-    def __init__(self, name: str, split: HeaderSplit, profile: str = "") -> None:
+    def __init__(self, name: str, split: HeaderSplit, profile: str = "", owner: str = "",
+                 header_bytes: int = 0) -> None:
         self.name = name
+        self.owner = owner  # the identity that opened it (edge/identity.py)
+        # Names are per owner; this one is the server's, for routing scopes.
+        self.uid = secrets.token_hex(8)
         self.split = split
+        # Bytes of session code the server keeps for it: the header, then each recorded command.
+        self.held_bytes = header_bytes
         # The REPL profile it runs on, for life: its commands and replays run
         # on workers of that profile only (REPL envs never cross toolchains).
         self.profile = profile
@@ -48,6 +65,12 @@ class Session:
         self.created_at = time.monotonic()
         self.last_used = self.created_at
         self.replayed_commands = 0
+
+    def record(self, parent: int | None, text: str | None) -> int:
+        """Appends a command (a new env); returns its session env id."""
+        self.commands.append(SessionCommand(parent, text))
+        self.held_bytes += code_bytes(text or "")
+        return len(self.commands) - 1
 
     def has_env(self, env: int) -> bool:
         return 0 <= env < len(self.commands)
@@ -80,12 +103,27 @@ class SessionCall:
     record: bool = True
 
 
+def code_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class SessionRegistry:
-    def __init__(self, max_sessions: int, max_commands: int) -> None:
+    def __init__(self, max_sessions: int, max_commands: int, *, max_per_client: int = 1_000_000,
+                 max_bytes_per_client: int = 2**62) -> None:
         self.max_sessions = max_sessions
         self.max_commands = max_commands
-        self._sessions: dict[str, Session] = {}
-        self._names = itertools.count(1)
+        self.max_per_client = max_per_client
+        self.max_bytes_per_client = max_bytes_per_client
+        self._sessions: dict[tuple[str, str], Session] = {}  # (owner, name) -> session
+        self._per_owner: collections.Counter[str] = collections.Counter()
+        self._reserved: collections.Counter[str] = collections.Counter()  # bytes of commands running
+
+    @classmethod
+    def from_config(cls, config) -> "SessionRegistry":
+        """`[pool] max_sessions, max_session_commands` and `[sessions]`."""
+        return cls(config.pool.max_sessions, config.pool.max_session_commands,
+                   max_per_client=config.sessions.max_per_client,
+                   max_bytes_per_client=config.sessions.max_mb_per_client * 2**20)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -93,42 +131,83 @@ class SessionRegistry:
     def __iter__(self):
         return iter(list(self._sessions.values()))
 
-    def create(self, name: str, split: HeaderSplit, profile: str = "") -> Session:
-        if name in self._sessions:
+    def open_by(self, owner: str) -> int:
+        return self._per_owner[owner]
+
+    def held_bytes(self, owner: str) -> int:
+        """Session code bytes `owner`'s sessions hold, with those of its running commands."""
+        held = sum(s.held_bytes for (who, _name), s in self._sessions.items() if who == owner)
+        return held + self._reserved[owner]
+
+    def create(self, name: str, split: HeaderSplit, profile: str = "", *, owner: str = "",
+               header_bytes: int = 0, opening_bytes: int = 0) -> Session:
+        """A new session of `owner`; `opening_bytes` (its whole opening code)
+        must fit in what `owner` may still hold."""
+        if (owner, name) in self._sessions:
             raise RequestError(f"a session named {name!r} is already open")
+        if self._per_owner[owner] >= self.max_per_client:
+            raise OverloadedError(
+                f"this client has {self._per_owner[owner]} sessions open, the limit is {self.max_per_client} "
+                "(sessions.max_per_client); close some", retry_after_s=5.0)
         if len(self._sessions) >= self.max_sessions:
             raise OverloadedError(
                 f"{len(self._sessions)} sessions are open, the limit is {self.max_sessions}; close some",
                 retry_after_s=5.0,
             )
-        if not name:
-            name = f"s{next(self._names)}"
-            while name in self._sessions:
-                name = f"s{next(self._names)}"
-        session = Session(name, split, profile)
-        self._sessions[name] = session
+        self._check_bytes(owner, opening_bytes)
+        while not name or (owner, name) in self._sessions:
+            name = "s-" + secrets.token_urlsafe(12)
+        session = Session(name, split, profile, owner, header_bytes)
+        self._sessions[(owner, name)] = session
+        self._per_owner[owner] += 1
         return session
 
-    def get(self, name: str) -> Session:
-        session = self._sessions.get(name)
+    def get(self, name: str, owner: str) -> Session:
+        """`owner`'s session `name`; NotFoundError, the same for any other owner's."""
+        session = self._sessions.get((owner, name))
         if session is None:
             raise NotFoundError(f"unknown session {name!r} (never opened, or closed)")
         session.last_used = time.monotonic()
         return session
 
-    def close(self, name: str) -> bool:
-        return self._sessions.pop(name, None) is not None
+    def close(self, name: str, owner: str) -> bool:
+        """Closes `owner`'s session `name`; False when it has none of that name."""
+        if self._sessions.pop((owner, name), None) is None:
+            return False
+        self._per_owner[owner] -= 1
+        if self._per_owner[owner] <= 0:
+            del self._per_owner[owner]
+        return True
 
     def check_env(self, session: Session, env: int) -> None:
         if not session.has_env(env):
             raise RequestError(f"session {session.name!r} has no env {env} (it has 0..{len(session.commands) - 1})")
 
-    def check_room(self, session: Session) -> None:
+    def check_room(self, session: Session, incoming_bytes: int = 0) -> None:
+        """OverloadedError unless `session` may record one more command of `incoming_bytes`."""
         if len(session.commands) >= self.max_commands:
             raise OverloadedError(
                 f"session {session.name!r} holds {len(session.commands)} envs, the limit is {self.max_commands}",
                 retry_after_s=5.0,
             )
+        self._check_bytes(session.owner, incoming_bytes)
+
+    def _check_bytes(self, owner: str, incoming: int) -> None:
+        held = self.held_bytes(owner)
+        if held + incoming > self.max_bytes_per_client:
+            raise OverloadedError(
+                f"this client's sessions hold {held / 2**20:.1f} MB of code; {incoming / 2**20:.1f} MB more is over "
+                f"the limit of {self.max_bytes_per_client / 2**20:g} MB (sessions.max_mb_per_client); close some",
+                retry_after_s=5.0)
+
+    def reserve(self, owner: str, nbytes: int) -> None:
+        """Counts a running command's bytes against `owner` until `unreserve`."""
+        self._reserved[owner] += nbytes
+
+    def unreserve(self, owner: str, nbytes: int) -> None:
+        self._reserved[owner] -= nbytes
+        if self._reserved[owner] <= 0:
+            del self._reserved[owner]
 
     def forget_worker(self, worker_name: str) -> None:
         for session in self._sessions.values():

@@ -77,7 +77,8 @@ class ExtractService:
             raise RequestError("replay needs the Prover service, which this server does not run")
         if options.infotree is None:
             options.infotree = "original"
-        result: VerifyResult = await self.verify_service.verify("extract", code, options, deadline=deadline)
+        result: VerifyResult = await self.verify_service.verify("extract", code, options, deadline=deadline,
+                                                                client_id=client_id)
         declarations = []
         if result.infotree is not None:
             # Positions are already in the user's text: the body was sent
@@ -105,8 +106,9 @@ class ExtractService:
         start_code = before + "sorry" + after
         prover = self.prover
         proof_id = ""
+        owner = client_id or "extract"  # the caller's proof states, on its quota
         try:
-            started = await prover.start_proof(start_code, timeout_s=timeout_s, client_id=client_id or "extract",
+            started = await prover.start_proof(start_code, timeout_s=timeout_s, client_id=owner,
                                                deadline=deadline)
             proof_id = started.proof_id
             here = (first.start.line, first.start.column)
@@ -120,7 +122,7 @@ class ExtractService:
             state_id = state.state_id
             for unit in declaration.units:
                 outcome = await prover.run_tactic(state_id, unit.text, timeout_s=timeout_s,
-                                                  client_id=client_id or "extract", deadline=deadline,
+                                                  client_id=owner, deadline=deadline,
                                                   check_whole=False)
                 # REFUTED here is the REPL's own kernel check (check_whole is off): no state to go on.
                 if outcome.status in (ProofStatus.ERROR, ProofStatus.REJECTED, ProofStatus.REFUTED):
@@ -138,6 +140,6 @@ class ExtractService:
             report.error = f"the replay stopped: {getattr(exc, 'message', None) or exc}"
         finally:
             if proof_id:
-                prover.release((), (proof_id,))
+                prover.release((), (proof_id,), client_id=owner)
             report.elapsed_s = time.monotonic() - arrived
         return report

@@ -6,7 +6,10 @@ on the profile its OpenSession named (`options.profile`, "" = the default)
 for life: every command and every replay after a worker restart runs on a
 worker of that profile; a later call naming another profile is refused. The
 pool keeps the commands and replays them (leanrpc.pool.sessions); results are built by services.outcomes, exactly as
-for Verify. May import: core, errors, results, pool, services.outcomes.
+for Verify. Every call names its caller (`client_id`, edge/identity.py): a
+session is its opener's, and anyone else gets NOT_FOUND as for a name never
+opened; the per-client limits (sessions, bytes of code) are the registry's.
+May import: core, errors, results, pool, services.outcomes.
 Never imports services.verify (Verify uses this room, not the reverse).
 """
 
@@ -19,7 +22,7 @@ from ..config import Config
 from ..core.headers import split_header
 from ..errors import RequestError
 from ..pool import Job, Pool
-from ..pool.sessions import ROOT_ENV, SessionCall
+from ..pool.sessions import ROOT_ENV, SessionCall, code_bytes
 from ..results import VerifyResult
 from .outcomes import run_job
 
@@ -56,23 +59,26 @@ class SessionService:
         options = self._options(options)
         self._validate(code, options)
         split = split_header(code)
-        session = self.registry.create(name, split, options.profile)
+        size = code_bytes(code)
+        session = self.registry.create(name, split, options.profile, owner=client_id, opening_bytes=size,
+                                       header_bytes=max(0, size - code_bytes(split.body)))
         try:
             out = await self._submit(session, None, split.padded_body, options, deadline, record=True,
                                      result_id=session.name, client_id=client_id)
         except BaseException:
-            self.registry.close(session.name)
+            self.registry.close(session.name, client_id)
             raise
         if out.env is None:
             # No root env: nothing to continue from, so no session.
-            self.registry.close(session.name)
+            self.registry.close(session.name, client_id)
         return out
 
     async def run(self, name: str, code: str, env: int | None, options, *, deadline: float | None = None,
                   record: bool = True, result_id: str = "", client_id: str = "",
                   stream_id: str = "") -> SessionResult:
-        """Runs `code` on session env `env` (default 0); records the new env if `record`."""
-        session = self.registry.get(name)
+        """Runs `code` on session env `env` (default 0) of `client_id`'s session
+        `name`; records the new env if `record`."""
+        session = self.registry.get(name, client_id)
         options = self._options(options)
         self._validate(code, options)
         self.check_profile(session, options.profile)
@@ -82,11 +88,16 @@ class SessionService:
             )
         parent = ROOT_ENV if env is None else env
         self.registry.check_env(session, parent)
+        size = code_bytes(code) if record else 0
         if record:
-            self.registry.check_room(session)
-        return await self._submit(session, parent, code, options, deadline, record=record,
-                                  result_id=result_id or f"{name}:{parent}", client_id=client_id,
-                                  stream_id=stream_id)
+            self.registry.check_room(session, size)
+        self.registry.reserve(session.owner, size)
+        try:
+            return await self._submit(session, parent, code, options, deadline, record=record,
+                                      result_id=result_id or f"{name}:{parent}", client_id=client_id,
+                                      stream_id=stream_id)
+        finally:
+            self.registry.unreserve(session.owner, size)
 
     @staticmethod
     def check_profile(session, profile: str) -> None:
@@ -100,8 +111,10 @@ class SessionService:
                 field="options.profile",
             )
 
-    def close(self, name: str) -> bool:
-        return self.registry.close(name)
+    def close(self, name: str, *, client_id: str = "") -> bool:
+        """Closes `client_id`'s session `name`; False (as for a name never
+        opened) when it has none of that name."""
+        return self.registry.close(name, client_id)
 
     async def _submit(self, session, parent, text, options, deadline, *, record: bool, result_id: str,
                       client_id: str = "", stream_id: str = "") -> SessionResult:

@@ -68,8 +68,10 @@ class VerifyService:
         """Size, worker states, queue, serving state and verifier identity."""
         return self.pool.snapshot()
 
-    def validate(self, code: str, options: VerifyOptions) -> None:
-        """Raises RequestError for input the service refuses outright."""
+    def validate(self, code: str, options: VerifyOptions, *, client_id: str = "") -> None:
+        """Raises RequestError for input the service refuses outright; a
+        session (`options.session`) must be one `client_id` opened (anyone
+        else's is NotFoundError, as an unknown one)."""
         if not code.strip():
             raise RequestError("snippet code is empty")
         if len(code) > self.config.server.max_code_chars:
@@ -95,13 +97,14 @@ class VerifyService:
             self.references.parse(options.reference)
         if options.session:
             # The session runs on its own profile; naming another one is refused.
-            self.sessions.check_profile(self.sessions.registry.get(options.session), options.profile)
+            self.sessions.check_profile(self.sessions.registry.get(options.session, client_id), options.profile)
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
                      client_id: str = "", stream_id: str = "") -> VerifyResult:
         """One snippet, one result. `client_id` (the authenticated caller) and
-        `stream_id` (its stream or batch) decide its turn in the fair queue."""
-        self.validate(code, options)
+        `stream_id` (its stream or batch) decide its turn in the fair queue;
+        a session must be one `client_id` opened."""
+        self.validate(code, options, client_id=client_id)
         if options.session:
             # Runs on the session's env 0 and leaves the session unchanged.
             ran = await self.sessions.run(options.session, code, None, options, deadline=deadline, record=False,

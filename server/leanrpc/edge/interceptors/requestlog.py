@@ -2,13 +2,13 @@
 
     Verify from peer:ipv4:127.0.0.1: 3 snippets (VALID 2, INVALID 1) OK in 41 ms
 
-The line names the RPC, the client identity (edge/auth.client_key: the
-hashed token when tokens are checked, else the peer address), the number of
+The line names the RPC, the client identity (edge/identity.py: the
+hashed token when tokens are checked, else the peer host), the number of
 snippet results sent with their counts per status, the final code and the
 milliseconds. Health checks log at DEBUG (probes would drown the rest). The
 fields also go out as `extra=`, so `--log-json` lines carry them as keys.
 
-May import: grpc, protobuf descriptors, leanrpc.edge.auth,
+May import: grpc, protobuf descriptors, leanrpc.edge.identity,
 leanrpc.edge.interceptors.{wrap,metrics}.
 """
 
@@ -18,7 +18,7 @@ import collections
 import logging
 import time
 
-from ..auth import client_key
+from ..identity import CallerIdentity
 from .metrics import final_code
 from .wrap import CallWrapper
 
@@ -49,14 +49,14 @@ class RequestLogInterceptor(CallWrapper):
     """Logs each finished call: RPC, identity, snippet counts by status, code, ms."""
 
     def __init__(self, tokens_checked: bool) -> None:
-        self._tokens_checked = tokens_checked
+        self._identity = CallerIdentity(tokens_checked=tokens_checked)
 
     async def enter(self, details, context):
         # The identity is read now: after a streaming call has finished, grpc's
         # context.peer()/invocation_metadata() may touch freed call state (a
         # SIGSEGV was seen in exit(), after an UNAUTHENTICATED call).
         try:
-            who = client_key(details.invocation_metadata or (), context.peer(), self._tokens_checked)
+            who = self._identity.of_call(context)
         except Exception:  # a context without a peer (cancelled early)
             who = "unknown"
         return details.method, time.perf_counter(), collections.Counter(), who

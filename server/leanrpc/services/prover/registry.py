@@ -8,6 +8,14 @@ forgetting a dead worker, the bounded store of pickles the server holds).
 Pure bookkeeping: no REPL, no asyncio. May import:
 core.headers, errors.
 
+Owners: a proof and its states belong to the identity that started it
+(`Proof.client_id`, edge/identity.py). For any other identity a state or
+proof id is unknown: `get` raises the same NotFoundError, and `release`
+lists it under `unknown`, exactly as for an id never issued; its quota is
+the owner's only. Ids are random (`secrets`), never a counter. Per owner:
+`max_states_per_client` live states and `max_bytes_per_client` bytes held
+(each proof's command and code, each state's tactic and goals).
+
 A state is named by its *path* (root sorry index, tactic, tactic, ...), never
 by a REPL number: REPL numbers die with their process, paths can be replayed
 on any worker. `Proof.realized[worker][path]` is the REPL proof state number
@@ -52,6 +60,15 @@ class SorryStep(str):
         return int(self.split("/")[1])
 
 
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def proof_bytes(command: str, code: str) -> int:
+    """What a proof holds before any state: its command and its code."""
+    return _bytes(command) + _bytes(code)
+
+
 class Proof:
     """One StartProof: the command every state of it is rebuilt from."""
 
@@ -64,6 +81,7 @@ class Proof:
         self.check_axioms = check_axioms
         self.roots = roots      # number of sorries the command handed out
         self.code = ""          # the user's code as elaborated (bare statements closed), for assembly
+        self.held_bytes = 0     # counted against the client (proof_bytes)
         # root sorry index -> ((line, column), (line, column)) of the sorry in `code`
         self.spans: dict[int, tuple] = {}
         # worker name -> {path -> REPL proof state number on that worker}
@@ -109,6 +127,7 @@ class ProofState:
     end: tuple[int, int] | None = None
     ttl_s: float = 600.0
     last_used: float = dataclasses.field(default_factory=time.monotonic)
+    held_bytes: int = 0  # its tactic and goals, counted against the client
 
     @property
     def tactics(self) -> tuple[str, ...]:
@@ -144,8 +163,10 @@ class StateRegistry:
     """state_id -> ProofState, with per-client quotas and TTL."""
 
     def __init__(self, *, max_states_per_client: int, default_ttl_s: float, max_ttl_s: float,
-                 max_pickle_bytes: int = 2**30) -> None:
+                 max_pickle_bytes: int = 2**30, max_bytes_per_client: int = 2**62) -> None:
         self.max_states_per_client = max_states_per_client
+        self.max_bytes_per_client = max_bytes_per_client
+        self._bytes_of: collections.Counter = collections.Counter()  # client -> bytes held
         self.max_pickle_bytes = max_pickle_bytes
         self.pickle_bytes = 0
         self._pickle_order: dict[tuple[str, Path], int] = {}  # oldest first -> size
@@ -166,6 +187,9 @@ class StateRegistry:
 
     def live_states(self, client_id: str) -> int:
         return self._per_client[client_id]
+
+    def held_bytes(self, client_id: str) -> int:
+        return self._bytes_of[client_id]
 
     def held_states(self, worker: str) -> list[ProofState]:
         """The live states `worker` holds, deepest first."""
@@ -202,13 +226,24 @@ class StateRegistry:
 
     # -- creating ----------------------------------------------------------------
 
-    def new_proof(self, split: HeaderSplit, command: str, client_id: str, check_axioms: bool, roots: int) -> Proof:
+    def new_proof(self, split: HeaderSplit, command: str, client_id: str, check_axioms: bool, roots: int,
+                  code: str = "") -> Proof:
         proof = Proof("p-" + secrets.token_hex(8), split, command, client_id, check_axioms, roots)
+        proof.code = code
+        proof.held_bytes = proof_bytes(command, code)
+        self._bytes_of[client_id] += proof.held_bytes
         self._proofs[proof.proof_id] = proof
         return proof
 
-    def check_room(self, client_id: str, count: int = 1) -> None:
-        """Raises OverloadedError unless `client_id` may hold `count` more states."""
+    def forget_proof(self, proof: Proof) -> None:
+        """Drops a proof none of whose states is live (a StartProof that failed)."""
+        if not proof.live and self._proofs.pop(proof.proof_id, None) is not None:
+            self.drop_pickles(proof)
+            self._unbill(proof.client_id, proof.held_bytes)
+
+    def check_room(self, client_id: str, count: int = 1, incoming_bytes: int = 0) -> None:
+        """Raises OverloadedError unless `client_id` may hold `count` more
+        states and `incoming_bytes` more bytes."""
         self.sweep()
         held = self._per_client[client_id]
         if held + count > self.max_states_per_client:
@@ -217,22 +252,35 @@ class StateRegistry:
                 "release states the search abandoned (ReleaseStates)",
                 retry_after_s=1.0,
             )
+        held_bytes = self._bytes_of[client_id]
+        if held_bytes + incoming_bytes > self.max_bytes_per_client:
+            raise OverloadedError(
+                f"client's proofs and states hold {held_bytes / 2**20:.1f} MB, the limit is "
+                f"{self.max_bytes_per_client / 2**20:g} MB (prover.max_mb_per_client); "
+                "release states the search abandoned (ReleaseStates)",
+                retry_after_s=1.0,
+            )
 
     def add(self, proof: Proof, path: Path, goals: list[str], repl_status: str, ttl_s: float,
             start=None, end=None) -> ProofState:
         state = ProofState("s-" + secrets.token_hex(10), proof, path, list(goals), repl_status, start, end,
                            ttl_s=ttl_s or self.default_ttl_s)
+        state.held_bytes = (_bytes(path[-1]) if len(path) > 1 else 0) + sum(_bytes(g) for g in goals)
         self._states[state.state_id] = state
         proof.live.add(state.state_id)
         self._per_client[proof.client_id] += 1
+        self._bytes_of[proof.client_id] += state.held_bytes
         self.stats.states_created += 1
         return state
 
     # -- looking up --------------------------------------------------------------
 
-    def get(self, state_id: str) -> ProofState:
-        """The live state, its TTL restarted; NotFoundError if unknown, released or expired."""
+    def get(self, state_id: str, client_id: str) -> ProofState:
+        """`client_id`'s live state, its TTL restarted; NotFoundError if
+        unknown, released, expired or another client's."""
         state = self._states.get(state_id)
+        if state is not None and state.proof.client_id != client_id:
+            state = None  # another client's: exactly as unknown (its TTL untouched)
         now = time.monotonic()
         if state is not None and state.expired(now):
             self._drop(state)
@@ -245,25 +293,25 @@ class StateRegistry:
 
     # -- freeing -----------------------------------------------------------------
 
-    def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
+    def release(self, state_ids, proof_ids=(), *, client_id: str) -> tuple[int, list[str]]:
+        """Frees `client_id`'s states and proofs; the others' ids are `unknown`."""
         released, unknown = 0, []
         for state_id in state_ids:
             state = self._states.get(state_id)
-            if state is None:
+            if state is None or state.proof.client_id != client_id:
                 unknown.append(state_id)
                 continue
             self._drop(state)
             released += 1
         for proof_id in proof_ids:
             proof = self._proofs.get(proof_id)
-            if proof is None:
+            if proof is None or proof.client_id != client_id:
                 unknown.append(proof_id)
                 continue
             for state_id in list(proof.live):
                 self._drop(self._states[state_id])
                 released += 1
-            self._proofs.pop(proof_id, None)
-            self.drop_pickles(proof)
+            self.forget_proof(proof)
         self.stats.states_released += released
         return released, unknown
 
@@ -292,9 +340,14 @@ class StateRegistry:
         self._per_client[proof.client_id] -= 1
         if self._per_client[proof.client_id] <= 0:
             del self._per_client[proof.client_id]
+        self._unbill(proof.client_id, state.held_bytes)
         if not proof.live:
             # Nothing can be expanded from this proof any more: forget its
             # command and REPL numbers (the REPL itself never frees them;
             # worker recycling does).
-            self._proofs.pop(proof.proof_id, None)
-            self.drop_pickles(proof)
+            self.forget_proof(proof)
+
+    def _unbill(self, client_id: str, nbytes: int) -> None:
+        self._bytes_of[client_id] -= nbytes
+        if self._bytes_of[client_id] <= 0:
+            del self._bytes_of[client_id]

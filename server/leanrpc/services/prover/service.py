@@ -36,7 +36,7 @@ from .calls import StartCall, TacticCall, TacticRun
 from .moves import StateMover
 from .pickles import Scratch, can_pickle
 from .rebuild import Rebuilder
-from .registry import ProofState, SorryStep, StateRegistry
+from .registry import ProofState, SorryStep, StateRegistry, proof_bytes
 
 __all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
 
@@ -64,6 +64,7 @@ class ProverLimits:
     max_pickle_mb: int = 64
     max_moved_states: int = 256
     move_timeout_s: float = 10.0
+    max_mb_per_client: int = 1024
 
     @classmethod
     def from_config(cls, config: Config) -> "ProverLimits":
@@ -114,6 +115,7 @@ class ProverService:
             default_ttl_s=self.limits.default_ttl_s,
             max_ttl_s=self.limits.max_ttl_s,
             max_pickle_bytes=self.limits.max_pickle_store_mb * 2**20,
+            max_bytes_per_client=self.limits.max_mb_per_client * 2**20,
         )
         # Under the unshare sandbox each worker's scratch is its own tmpfs at this path.
         self.scratch = Scratch(getattr(pool.launcher, "scratch_dir", None))
@@ -180,22 +182,15 @@ class ProverService:
                                field="ttl")
         code = prepare_code(code, split_header(code).body)
         split = split_header(code)
-        self.registry.check_room(client_id, 1)
-        proof = self.registry.new_proof(split, split.padded_body, client_id, check_axioms, roots=0)
-        proof.code = code
-        job = Job(split=split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                  stream_id=f"prover:{proof.proof_id}", call=StartCall(proof))
-        outcome = await self.pool.submit(job)
-        response = outcome.response
-        if response.env is None:
-            raise RequestError(f"the REPL refused the code: {response.message}")
+        self.registry.check_room(client_id, 1, proof_bytes(split.padded_body, code))
+        proof = self.registry.new_proof(split, split.padded_body, client_id, check_axioms, roots=0, code=code)
+        try:
+            response = await self._start(proof, split, timeout, deadline, client_id)
+        except BaseException:
+            self.registry.forget_proof(proof)  # no state of it was handed out
+            raise
         messages = [message_from_repl(m) for m in response.messages]
         roots = [(k, s) for k, s in enumerate(proof_sorries(response)) if s.proof_state is not None]
-        if not roots:
-            errors = "; ".join(m.data for m in response.errors)
-            raise RequestError("the code gave no proof state (no `sorry` Lean could elaborate)"
-                               + (f"; Lean says: {errors}" if errors else ""))
-        self.registry.check_room(client_id, len(roots))
         states = []
         for index, sorry in roots:
             start = (sorry.pos.line, sorry.pos.column) if sorry.pos is not None else None
@@ -205,6 +200,20 @@ class ProverService:
                                             start=start, end=end))
         proof.spans = {s.path[0]: (s.start, s.end) for s in states}
         return StartedProof(proof.proof_id, states, messages, self.pool.identity, time.monotonic() - arrived)
+
+    async def _start(self, proof, split, timeout: float, deadline: float | None, client_id: str):
+        """The REPL's answer to the proof's command, refused unless it gives proof states."""
+        job = Job(split=split, timeout_s=timeout, deadline=deadline, client_id=client_id,
+                  stream_id=f"prover:{proof.proof_id}", call=StartCall(proof))
+        response = (await self.pool.submit(job)).response
+        if response.env is None:
+            raise RequestError(f"the REPL refused the code: {response.message}")
+        if not any(s.proof_state is not None for s in proof_sorries(response)):
+            errors = "; ".join(m.data for m in response.errors)
+            raise RequestError("the code gave no proof state (no `sorry` Lean could elaborate)"
+                               + (f"; Lean says: {errors}" if errors else ""))
+        self.registry.check_room(client_id, sum(s.proof_state is not None for s in proof_sorries(response)))
+        return response
 
     # -- RunTactic ---------------------------------------------------------------
 
@@ -217,9 +226,9 @@ class ProverService:
         arrived = time.monotonic()
         self.check_tactic(tactic)
         timeout = self._timeout(timeout_s)
-        state = self.registry.get(state_id)
+        state = self.registry.get(state_id, client_id)  # another client's: NOT_FOUND
         proof = state.proof
-        self.registry.check_room(proof.client_id, 1)
+        self.registry.check_room(client_id, 1, len(tactic.encode("utf-8", "surrogatepass")))
         out = TacticOutcome(parent_state_id=state_id, tactic=tactic, status=ProofStatus.REJECTED,
                             request_id=request_id)
         job = Job(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
@@ -299,7 +308,8 @@ class ProverService:
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
-        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline)
+        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline,
+                                          client_id=proof.client_id)
         out.verification = result
         opened_left = state.other_sorries()  # sorries tactics on this path opened, off this path
         other_roots = len(proof.spans) > 1 or proof.roots > 1
@@ -321,8 +331,9 @@ class ProverService:
 
     # -- ReleaseStates -----------------------------------------------------------
 
-    def release(self, state_ids, proof_ids=()) -> tuple[int, list[str]]:
-        return self.registry.release(list(state_ids), list(proof_ids))
+    def release(self, state_ids, proof_ids=(), *, client_id: str = "") -> tuple[int, list[str]]:
+        """Frees `client_id`'s states and proofs; anyone else's ids are `unknown`."""
+        return self.registry.release(list(state_ids), list(proof_ids), client_id=client_id)
 
 
 def _consume(task: asyncio.Future) -> None:
