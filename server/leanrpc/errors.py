@@ -6,7 +6,7 @@
      +-- AuthError               missing/bad credentials       -> UNAUTHENTICATED
      +-- OverloadedError         queue or a limit full         -> RESOURCE_EXHAUSTED
      +-- HeaderLoadError         imports did not load          (a REJECTED result;
-     |                                                           FAILED_PRECONDITION
+     |                                                           INVALID_ARGUMENT
      |                                                           if it ends a call)
      +-- ConfigError             unusable config (start-up)    (one line, exit 2;
      |                                                           FAILED_PRECONDITION)

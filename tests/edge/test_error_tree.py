@@ -42,7 +42,7 @@ def test_only_bad_input_is_a_request_error(exc):
         (errors.NotFoundError("no session s"), grpc.StatusCode.NOT_FOUND),
         (errors.OverloadedError("queue full"), grpc.StatusCode.RESOURCE_EXHAUSTED),
         (errors.AuthError("no token"), grpc.StatusCode.UNAUTHENTICATED),
-        (errors.HeaderLoadError("unknown module"), grpc.StatusCode.FAILED_PRECONDITION),
+        (errors.HeaderLoadError("unknown module"), grpc.StatusCode.INVALID_ARGUMENT),
         (errors.ConfigError("bad key"), grpc.StatusCode.FAILED_PRECONDITION),
         (errors.WorkerTimeout("late"), grpc.StatusCode.DEADLINE_EXCEEDED),
         (errors.WorkerOutOfMemory("big"), grpc.StatusCode.RESOURCE_EXHAUSTED),

@@ -39,7 +39,7 @@ async def test_a_diverged_replay_kills_the_worker_and_is_retried(tmp_path):
         # The process that diverged is not reused: the pool killed it.
         await wait_until(lambda: not fresh & {w.pid for w in app.pool.workers if w.alive}, 30.0,
                          "the diverged worker to be replaced")
-        session = app.pool.sessions.get("s")
+        session = app.pool.sessions.get("s", "peer:ipv4:127.0.0.1")  # the loopback caller owns it
         live = {w.name for w in app.pool.workers if w.alive}
         assert not any(name in live and 1 in envs for name, envs in session.realized.items())
         assert opened.env == 0

@@ -32,7 +32,8 @@ STATUS_FOR_ERROR: list[tuple[type[BaseException], grpc.StatusCode, str]] = [
     (errors.OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED"),
     (errors.NotFoundError, grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
     (errors.RequestError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),
-    (errors.HeaderLoadError, grpc.StatusCode.FAILED_PRECONDITION, "HEADER_NOT_LOADED"),
+    # Not a RequestError (no `except RequestError` catches it), but the caller's imports are at fault.
+    (errors.HeaderLoadError, grpc.StatusCode.INVALID_ARGUMENT, "HEADER_NOT_LOADED"),
     (errors.ConfigError, grpc.StatusCode.FAILED_PRECONDITION, "CONFIG"),
     (errors.ModelNotConfigured, grpc.StatusCode.FAILED_PRECONDITION, "MODEL_NOT_CONFIGURED"),
     (errors.NotServingError, grpc.StatusCode.UNAVAILABLE, "NOT_SERVING"),
