@@ -261,6 +261,12 @@ class GatewayConfig(_Section):
     # Message/sorry lines: "file" (whole snippet, like gRPC and Kimina since
     # PR #56) or "body" (after the import header, like kimina-ast-server 2.1.3).
     message_lines: Literal["file", "body"] = "file"
+    # Slow clients (issue 26): headers must arrive within header_timeout_s of
+    # the connection (or of the last answer on it), a body within body_timeout_s
+    # (else 408); at most max_connections_per_peer open connections per address.
+    header_timeout_s: PositiveFloat = 10.0
+    body_timeout_s: PositiveFloat = 30.0
+    max_connections_per_peer: NonNegativeInt = 64  # 0 = no cap
 
 
 def _formalize_section() -> type:
