@@ -251,6 +251,12 @@ class CacheConfig(_Section):
     # $LEANRPC_CACHE_SECRET). Required with redis_url; the disk tier alone
     # makes its own (<cache_dir>/.secret). See leanrpc.cache.seal.
     secret_file: str = ""
+    # Redis auth and TLS (the URL may carry them too; its user/password win):
+    # an ACL user, a password in an owner-only file, the CA bundle that signs a
+    # rediss:// server's certificate ("" = the system's). See cache/shared.py.
+    redis_username: str = ""
+    redis_password_file: str = ""
+    redis_tls_ca_file: str = ""
 
 
 class GatewayConfig(_Section):
