@@ -107,3 +107,18 @@ async def test_tls_with_the_servers_ca_and_not_without_it(tmp_path):
         assert hit is None and shared.failures >= 1
     finally:
         server.stop()
+
+
+async def test_a_burst_of_300_writes_is_not_refused_by_the_connection_pool(redis_server):
+    from leanrpc.cache import MemoryStore, RedisStore, ResultCache
+
+    cache = ResultCache(MemoryStore(1 << 20), shared=RedisStore(redis_server.url, secret=TEST_SECRET.encode(),
+                                                                timeout_s=5.0))
+    try:
+        for i in range(300):  # a GRPO group's worth of background writes at once
+            cache.store(f"{i:064x}", "run", VerifyResult(id="x", status=Status.VALID))
+        await cache.flush()
+        assert cache.shared.failures == 0 and not cache.shared.breaker.is_open
+        assert await ResultCache(MemoryStore(1 << 20), shared=cache.shared).lookup(f"{299:064x}") is not None
+    finally:
+        await cache.close()

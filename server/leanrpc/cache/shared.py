@@ -12,6 +12,11 @@ that signs a `rediss://` server's certificate; the certificate and host name
 are verified). The URL is logged with its password masked. The tier does not
 start without a cache secret: values are sealed with it.
 
+At most MAX_IN_FLIGHT calls are on the network at once (redis-py's pool
+refuses a 101st connection with "Too many connections": a burst of a GRPO
+group's background writes used to trip the breaker that way); the rest wait
+for a place.
+
 Every failure (refused, timed out, reset, garbage) is a miss or a dropped
 write, logged as a warning, never an exception to the caller. After
 `failure_limit` consecutive failures the breaker opens: for `cooldown_s`
@@ -21,6 +26,7 @@ is let through to probe, and success closes the breaker again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import urllib.parse
@@ -31,6 +37,7 @@ from .seal import Sealer
 log = logging.getLogger("leanrpc.cache")
 
 KEY_PREFIX = "leanrpc:result:"
+MAX_IN_FLIGHT = 64  # below redis-py's default pool of 100 connections
 
 
 def masked_url(url: str) -> str:
@@ -104,6 +111,7 @@ class RedisStore:
         self.ttl_s = ttl_s
         self.breaker = breaker or CircuitBreaker()
         self.failures = 0
+        self._places = asyncio.Semaphore(MAX_IN_FLIGHT)
         extra: dict = {}
         if username:
             extra["username"] = username
@@ -129,7 +137,8 @@ class RedisStore:
         if not self.breaker.allow():
             return None
         try:
-            data = await self._client.get(KEY_PREFIX + key)
+            async with self._places:
+                data = await self._client.get(KEY_PREFIX + key)
         except Exception as exc:  # redis, OS and timeout errors alike
             self._failed("read", exc)
             return None
@@ -140,7 +149,8 @@ class RedisStore:
         if not self.breaker.allow():
             return
         try:
-            await self._client.set(KEY_PREFIX + key, data, ex=self.ttl_s)
+            async with self._places:
+                await self._client.set(KEY_PREFIX + key, data, ex=self.ttl_s)
         except Exception as exc:
             self._failed("write", exc)
             return
@@ -150,7 +160,8 @@ class RedisStore:
         if not self.breaker.allow():
             return
         try:
-            await self._client.delete(KEY_PREFIX + key)
+            async with self._places:
+                await self._client.delete(KEY_PREFIX + key)
         except Exception as exc:
             self._failed("delete", exc)
             return
