@@ -231,7 +231,6 @@ class CachedVerifier:
             self.cache.stats.store_errors += 1
             log.warning("result cache: could not store a verdict (%s)", exc)
 
-
     def _pid_of(self, worker: str) -> int:
         for candidate in getattr(getattr(self.service, "pool", None), "workers", ()):
             if candidate.name == worker:
