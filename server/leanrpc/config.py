@@ -251,9 +251,7 @@ class CacheConfig(_Section):
     # $LEANRPC_CACHE_SECRET). Required with redis_url; the disk tier alone
     # makes its own (<cache_dir>/.secret). See leanrpc.cache.seal.
     secret_file: str = ""
-    # Redis auth and TLS (the URL may carry them too; its user/password win):
-    # an ACL user, a password in an owner-only file, the CA bundle that signs a
-    # rediss:// server's certificate ("" = the system's). See cache/shared.py.
+    # Redis auth/TLS besides the URL (cache/shared.py): ACL user, owner-only password file, rediss:// CA.
     redis_username: str = ""
     redis_password_file: str = ""
     redis_tls_ca_file: str = ""
@@ -267,12 +265,9 @@ class GatewayConfig(_Section):
     # Message/sorry lines: "file" (whole snippet, like gRPC and Kimina since
     # PR #56) or "body" (after the import header, like kimina-ast-server 2.1.3).
     message_lines: Literal["file", "body"] = "file"
-    # Slow clients (issue 26): headers must arrive within header_timeout_s of
-    # the connection (or of the last answer on it), a body within body_timeout_s
-    # (else 408); at most max_connections_per_peer open connections per address.
-    header_timeout_s: PositiveFloat = 10.0
-    body_timeout_s: PositiveFloat = 30.0
-    max_connections_per_peer: NonNegativeInt = 64  # 0 = no cap
+    header_timeout_s: PositiveFloat = 10.0  # request headers (and idle keep-alive); gateway/server.py
+    body_timeout_s: PositiveFloat = 30.0  # the body, else 408 and closed
+    max_connections_per_peer: NonNegativeInt = 64  # open connections per address, else 429; 0 = no cap
 
 
 def _formalize_section() -> type:
