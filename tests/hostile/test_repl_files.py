@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -33,14 +32,14 @@ def test_a_fifo_is_not_read_and_the_open_does_not_wait(tmp_path):
     assert _read_regular(str(tmp_path), "link.olean", 1 << 20) is None
 
 
-async def _pickle_through_a_recycle(client, config_limits) -> list:
-    """A proof whose states live on a worker that is then recycled (each
-    live state pickled first); returns the answers after the recycle."""
+async def _pickle_through_a_recycle(client) -> list:
+    """A proof whose states live on workers recycled after every job
+    (max_requests_per_worker = 1: each live state is pickled first, here into
+    a FIFO); returns the answers that had to rebuild them."""
     proof = await client.start_proof(AND_STATEMENT)
     split = await client.run_tactic(proof.states[0].state_id, "constructor")
     left = await client.run_tactic(split.state_id, "exact hp")
     assert left.status != "ERROR", left.error
-    config_limits()  # every later job recycles its worker
     return [await client.run_tactic(split.state_id, "exact hp"), await client.run_tactic(left.state_id, "exact hq")]
 
 
@@ -55,7 +54,7 @@ def test_a_repl_answering_pickles_with_fifos_leaves_the_server_serving(tmp_path)
         async def drive():
             client = AsyncClient(served.address, max_retries=0)
             try:
-                after = await _pickle_through_a_recycle(client, lambda: None)
+                after = await _pickle_through_a_recycle(client)
                 info = await client.server_info()  # the loop answers: no open blocked it
                 return after, info
             finally:
