@@ -247,6 +247,10 @@ class CacheConfig(_Section):
     # $LEANRPC_CACHE_SECRET). Required with redis_url; the disk tier alone
     # makes its own (<cache_dir>/.secret). See leanrpc.cache.seal.
     secret_file: str = ""
+    # Redis auth/TLS besides the URL (cache/shared.py): ACL user, owner-only password file, rediss:// CA.
+    redis_username: str = ""
+    redis_password_file: str = ""
+    redis_tls_ca_file: str = ""
 
 
 class GatewayConfig(_Section):
@@ -257,6 +261,9 @@ class GatewayConfig(_Section):
     # Message/sorry lines: "file" (whole snippet, like gRPC and Kimina since
     # PR #56) or "body" (after the import header, like kimina-ast-server 2.1.3).
     message_lines: Literal["file", "body"] = "file"
+    header_timeout_s: PositiveFloat = 10.0  # request headers (and idle keep-alive); gateway/server.py
+    body_timeout_s: PositiveFloat = 30.0  # the body, else 408 and closed
+    max_connections_per_peer: NonNegativeInt = 64  # open connections per address, else 429; 0 = no cap
 
 
 def _formalize_section() -> type:

@@ -52,7 +52,8 @@ def free_port() -> int:
 class RedisServer:
     """A real redis-server on a free loopback port in a temp dir."""
 
-    def __init__(self, workdir: Path, password: str = "") -> None:
+    def __init__(self, workdir: Path, password: str = "", *, acl_user: tuple[str, str] | None = None,
+                 tls: tuple[Path, Path, Path] | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed (apt-get install -y redis-server; .ci/run installs it)")
@@ -61,6 +62,8 @@ class RedisServer:
         self.port = free_port()
         self.process: subprocess.Popen | None = None
         self.password = password  # --requirepass; the url carries it
+        self.acl_user = acl_user  # (name, password): the only user (default off), keys leanrpc:* only
+        self.tls = tls  # (cert, key, CA): TLS only, on self.port
 
     @property
     def url(self) -> str:
@@ -68,9 +71,18 @@ class RedisServer:
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        extra = ["--requirepass", self.password] if self.password else []
+        if self.acl_user:
+            name, password = self.acl_user
+            extra += ["--user", name, "on", f">{password}", "~leanrpc:*", "+@all", "--user", "default", "off"]
+        ports = ["--port", str(self.port)]
+        if self.tls:
+            cert, key, ca = self.tls
+            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
+                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir), *(["--requirepass", self.password] if self.password else [])],
+            [self.binary, *ports, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         end = time.monotonic() + 10

@@ -129,3 +129,20 @@ def test_a_disk_secret_that_others_can_read_is_refused(tmp_path):
     os.chmod(tmp_path / ".secret", 0o644)
     with pytest.raises(ConfigError, match="owner-only"):
         DiskStore(tmp_path)
+
+
+async def test_servers_with_different_secrets_on_one_redis_never_serve_each_others(redis_server, monkeypatch):
+    from cache_support import cached_server, theorem
+
+    settings = dict(redis_url=redis_server.url, redis_timeout_s=5.0)
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    async with cached_server(**settings) as (app_a, client_a):
+        monkeypatch.setenv("LEANRPC_CACHE_SECRET", OTHER_SECRET.decode())  # read when B builds its cache
+        async with cached_server(**settings) as (app_b, client_b):
+            codes = [(f"s{i}", theorem(i)) for i in range(4)]
+            assert [r.status for r in await client_a.verify(codes)] == ["VALID"] * 4
+            await app_a.verify.cache.flush()
+            answers = await client_b.verify(codes)
+            assert [(r.status, r.cache_source) for r in answers] == [("VALID", "")] * 4  # elaborated itself
+            assert app_b.pool.stats.jobs_finished == 4 and app_b.verify.cache.stats.forged == 4
+            assert app_b.verify.cache.stats.hits["redis"] == 0

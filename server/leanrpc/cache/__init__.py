@@ -5,7 +5,9 @@ services' option type, never the pool or the edge. Rooms:
 
     keys          the cache key (verifier identity + header + body + options)
                   and which statuses may be cached
-    codec         an entry as lz4-compressed bytes, checked on read
+    codec         an entry as lz4-compressed bytes, checked on read, with its provenance
+    seal          the HMAC of disk and Redis entries, and the cluster secret
+    provenance    which worker produced which entries; a poisoned one's are withdrawn
     memory        in-process LRU bounded in bytes
     disk          one file per entry, temp + fsync + rename
     shared        Redis, short timeouts, circuit breaker

@@ -11,8 +11,8 @@ from typing import Any
 
 from .disk import DiskStore
 from .memory import MemoryStore
-from .seal import configured_secret
-from .shared import CircuitBreaker, RedisStore
+from .seal import configured_secret, read_private
+from .shared import CircuitBreaker, RedisStore, masked_url
 from .tiers import ResultCache
 
 log = logging.getLogger("leanrpc.cache")
@@ -33,9 +33,12 @@ def build_cache(section: Any) -> ResultCache:
             ttl_s=section.redis_ttl_s,
             breaker=CircuitBreaker(section.breaker_failures, section.breaker_cooldown_s),
             secret=secret,
+            username=getattr(section, "redis_username", ""),
+            password=read_private(getattr(section, "redis_password_file", ""), "cache.redis_password_file").decode(),
+            tls_ca_file=getattr(section, "redis_tls_ca_file", ""),
         )
     log.info("result cache: memory %s MB%s%s", section.memory_mb,
-             f", disk {section.cache_dir}" if disk else "", f", Redis {section.redis_url}" if shared else "")
+             f", disk {section.cache_dir}" if disk else "", f", Redis {masked_url(section.redis_url)}" if shared else "")
     return ResultCache(memory, disk=disk, shared=shared)
 
 

@@ -4,7 +4,9 @@ Owns the entry format; imports only the result types. Every store (memory,
 disk, Redis) holds these bytes, so an entry moves between stores unchanged.
 
 Layout: the 4-byte magic `LRC1`, then an lz4 frame (with content checksum) of
-a msgpack array: key, run id, store time, body seconds, the verdict. The key
+a msgpack array: key, run id, store time, body seconds, the verdict, and the
+provenance (server boot, worker, its pid, code policy; absent in entries
+written before it existed, which decode with `provenance` None). The key
 inside is checked on read, so a file or Redis value under the wrong name is a
 miss, never someone else's answer. Anything that does not decode raises
 `CorruptEntry`; callers turn that into a miss with a warning.
@@ -37,12 +39,24 @@ class _Verdict(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     verifier: VerifierIdentity | None
 
 
+class Provenance(msgspec.Struct, array_like=True, forbid_unknown_fields=True, frozen=True):
+    """Who produced an entry: the server (a random id per start), the worker
+    (its name is unique within one server start) and that process's pid, and
+    the code policy the snippet ran under ("proof" unless told otherwise)."""
+
+    server: str
+    worker: str
+    pid: int = 0
+    policy: str = "proof"
+
+
 class _Entry(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     key: str
     run: str
     stored_at: float
     body_s: float
     verdict: _Verdict
+    provenance: Provenance | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,6 +68,7 @@ class CachedVerdict:
     stored_at: float  # Unix time
     body_s: float  # how long the original body took
     result: VerifyResult  # id "" and zero timings: the caller fills its own
+    provenance: Provenance | None = None
 
     def answer(self, snippet_id: str, *, source: str, total_s: float) -> VerifyResult:
         """A fresh result for one caller: its id, its time, the cache's word on reuse."""
@@ -80,7 +95,7 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Entry)
 
 
-def encode(key: str, run: str, stored_at: float, result: VerifyResult) -> bytes:
+def encode(key: str, run: str, stored_at: float, result: VerifyResult, provenance: Provenance | None = None) -> bytes:
     verdict = _Verdict(
         status=result.status,
         messages=result.messages,
@@ -90,7 +105,8 @@ def encode(key: str, run: str, stored_at: float, result: VerifyResult) -> bytes:
         axioms=result.axioms,
         verifier=result.verifier,
     )
-    entry = _Entry(key=key, run=run, stored_at=stored_at, body_s=result.timings.body_s, verdict=verdict)
+    entry = _Entry(key=key, run=run, stored_at=stored_at, body_s=result.timings.body_s, verdict=verdict,
+                   provenance=provenance)
     return MAGIC + lz4.frame.compress(_encoder.encode(entry), content_checksum=True)
 
 
@@ -115,4 +131,5 @@ def decode(data: bytes, expected_key: str) -> CachedVerdict:
         verifier=verdict.verifier,
         timings=Timings(body_s=entry.body_s),
     )
-    return CachedVerdict(key=entry.key, run=entry.run, stored_at=entry.stored_at, body_s=entry.body_s, result=result)
+    return CachedVerdict(key=entry.key, run=entry.run, stored_at=entry.stored_at, body_s=entry.body_s, result=result,
+                         provenance=entry.provenance)

@@ -69,18 +69,25 @@ class Sealer:
         return bytes(entry)
 
 
+def read_private(path: str, key: str) -> bytes:
+    """The stripped contents of the owner-only file `path` (config key `key`); b"" when path is ""."""
+    if not path:
+        return b""
+    check_private_file(path, key)
+    try:
+        data = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {key} {path!r}: {exc.strerror}") from exc
+    if not data:
+        raise ConfigError(f"{key} {path!r} is empty")
+    return data
+
+
 def configured_secret(section) -> bytes | None:
     """The cluster secret `[cache]` names (secret_file, else $LEANRPC_CACHE_SECRET), or None."""
     path = getattr(section, "secret_file", "")
     if path:
-        check_private_file(path, "cache.secret_file")
-        try:
-            secret = Path(path).read_bytes().strip()
-        except OSError as exc:
-            raise ConfigError(f"cannot read cache.secret_file {path!r}: {exc.strerror}") from exc
-        if not secret:
-            raise ConfigError(f"cache.secret_file {path!r} is empty")
-        return secret
+        return read_private(path, "cache.secret_file")
     env = os.environ.get(SECRET_ENV, "").strip()
     return env.encode() if env else None
 

@@ -4,9 +4,18 @@ Owns the Redis connection, its timeouts and the circuit breaker that keeps a
 dead Redis from adding latency to every call; imports this package's seal
 and ConfigError only.
 
-Redis may need a password, an ACL user or TLS: all go in the URL, which
-redis-py reads (`redis://user:password@host:6379/0`, `rediss://…` for TLS).
-The tier does not start without a cache secret: values are sealed with it.
+Redis may need a password, an ACL user or TLS: in the URL, which redis-py
+reads (`redis://user:password@host:6379/0`, `rediss://…` for TLS), or from
+`[cache] redis_username`, `redis_password_file` (owner-only, so the password
+stays out of the config and the process list) and `redis_tls_ca_file` (the CA
+that signs a `rediss://` server's certificate; the certificate and host name
+are verified). The URL is logged with its password masked. The tier does not
+start without a cache secret: values are sealed with it.
+
+At most MAX_IN_FLIGHT calls are on the network at once (redis-py's pool
+refuses a 101st connection with "Too many connections": a burst of a GRPO
+group's background writes used to trip the breaker that way); the rest wait
+for a place.
 
 Every failure (refused, timed out, reset, garbage) is a miss or a dropped
 write, logged as a warning, never an exception to the caller. After
@@ -17,8 +26,10 @@ is let through to probe, and success closes the breaker again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import urllib.parse
 
 from ..config import ConfigError
 from .seal import Sealer
@@ -26,6 +37,21 @@ from .seal import Sealer
 log = logging.getLogger("leanrpc.cache")
 
 KEY_PREFIX = "leanrpc:result:"
+MAX_IN_FLIGHT = 64  # below redis-py's default pool of 100 connections
+
+
+def masked_url(url: str) -> str:
+    """`url` with its password (if any) shown as ***."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparseable Redis URL>"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 class CircuitBreaker:
@@ -70,7 +96,8 @@ class RedisStore:
     name = "redis"
 
     def __init__(self, url: str, *, timeout_s: float = 0.25, ttl_s: int = 7 * 24 * 3600,
-                 breaker: CircuitBreaker | None = None, secret: bytes | None = None) -> None:
+                 breaker: CircuitBreaker | None = None, secret: bytes | None = None,
+                 username: str = "", password: str = "", tls_ca_file: str = "") -> None:
         if not secret:
             raise ConfigError("cache.redis_url needs a cache secret: set [cache] secret_file (an owner-only file) "
                               "or $LEANRPC_CACHE_SECRET, the same on every server sharing this Redis")
@@ -80,23 +107,38 @@ class RedisStore:
         except ModuleNotFoundError as exc:
             raise ConfigError("cache.redis_url needs the redis package: pip install 'leanrpc[redis]'") from exc
 
-        self.url = url
+        self.url = masked_url(url)  # for logs
         self.ttl_s = ttl_s
         self.breaker = breaker or CircuitBreaker()
         self.failures = 0
+        self._places = asyncio.Semaphore(MAX_IN_FLIGHT)
+        extra: dict = {}
+        if username:
+            extra["username"] = username
+        if password:
+            extra["password"] = password
+        if tls_ca_file:
+            if not url.startswith("rediss://"):
+                raise ConfigError("cache.redis_tls_ca_file needs a rediss:// cache.redis_url (TLS)")
+            extra["ssl_ca_certs"] = tls_ca_file
+        if url.startswith("rediss://"):
+            extra["ssl_cert_reqs"] = "required"
+            extra["ssl_check_hostname"] = True
         self._client = aioredis.Redis.from_url(
             url,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
             retry_on_timeout=False,
             health_check_interval=0,
+            **extra,
         )
 
     async def get(self, key: str) -> bytes | None:
         if not self.breaker.allow():
             return None
         try:
-            data = await self._client.get(KEY_PREFIX + key)
+            async with self._places:
+                data = await self._client.get(KEY_PREFIX + key)
         except Exception as exc:  # redis, OS and timeout errors alike
             self._failed("read", exc)
             return None
@@ -107,7 +149,8 @@ class RedisStore:
         if not self.breaker.allow():
             return
         try:
-            await self._client.set(KEY_PREFIX + key, data, ex=self.ttl_s)
+            async with self._places:
+                await self._client.set(KEY_PREFIX + key, data, ex=self.ttl_s)
         except Exception as exc:
             self._failed("write", exc)
             return
@@ -117,7 +160,8 @@ class RedisStore:
         if not self.breaker.allow():
             return
         try:
-            await self._client.delete(KEY_PREFIX + key)
+            async with self._places:
+                await self._client.delete(KEY_PREFIX + key)
         except Exception as exc:
             self._failed("delete", exc)
             return

@@ -10,6 +10,7 @@ so no caller waits for a disk or the network to get its answer. A corrupt
 entry in any tier is a miss, logged as a warning, and removed from that tier.
 Disk and Redis values are sealed (seal.Sealer, each tier's `sealer`): one
 whose MAC fails is a miss too, counted in `forged`, logged once per tier.
+`withdraw` removes entries from every tier (a poisoned worker's: provenance.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class CacheStats:
     corrupt: int = 0
     forged: int = 0  # disk/Redis entries whose MAC failed (leanrpc.cache.seal)
     store_errors: int = 0
+    withdrawn: int = 0  # entries removed because their worker was poisoned (cache.provenance)
 
 
 class ResultCache:
@@ -82,12 +84,30 @@ class ResultCache:
         self.stats.misses += 1
         return None
 
-    def store(self, key: str, run: str, result: VerifyResult) -> None:
-        data = codec.encode(key, run, time.time(), result)
+    def store(self, key: str, run: str, result: VerifyResult, provenance: codec.Provenance | None = None) -> None:
+        data = codec.encode(key, run, time.time(), result, provenance)
         self.memory.put(key, data)
         self.stats.stored += 1
         for tier in self.tiers:
             self._background(tier, key, tier.sealer.seal(key, data))
+
+    def withdraw(self, entries: dict[str, str], *, shared: bool = True) -> int:
+        """Removes each key's entry from memory (when it is still run `run`'s),
+        and from disk and Redis (`shared`), in background deletes (`flush`
+        waits for them). Returns how many keys were withdrawn."""
+        for key, run in entries.items():
+            data = self.memory.get(key)
+            if data is not None:
+                try:
+                    if codec.decode(data, key).run == run:
+                        self.memory.discard(key)
+                except codec.CorruptEntry:
+                    self.memory.discard(key)
+            if shared:
+                for tier in self.tiers:
+                    self._discard(tier, key)
+        self.stats.withdrawn += len(entries)
+        return len(entries)
 
     async def flush(self) -> None:
         """Waits for every background write started so far."""

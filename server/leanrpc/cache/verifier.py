@@ -19,6 +19,12 @@ Per request:
    Redis, else elaborates on the pool and stores a deterministic verdict;
    every caller of the flight gets the verdict under its own id.
 
+Every stored entry records its provenance (server start, worker, pid, code
+policy: codec.Provenance); when the pool reports a worker poisoned, the
+entries it produced are withdrawn from every tier, and an answer of a worker
+already poisoned is not stored (provenance.py says why that is the latest
+point the exchange order allows).
+
 A joiner takes the flight's verdict when it is deterministic, or when the
 flight ran under the same timeout and a deadline no earlier than its own
 (then a TIMEOUT is the answer it would have got). Otherwise, and when the
@@ -40,6 +46,7 @@ from ..services.verify import VerifyOptions
 from . import codec
 from .codec import verdict_copy
 from .keys import VerifierSettings, cache_key, is_cacheable
+from .provenance import END_STATES, ProvenanceIndex
 from .singleflight import SingleFlight
 from .tiers import ResultCache
 
@@ -69,6 +76,21 @@ class CachedVerifier:
         self.environments = environments or {}  # per profile: settings in every key
         self.flights = SingleFlight()
         self._by_profile: dict[str, VerifierSettings] = {}
+        self.provenance = ProvenanceIndex()
+        pool = getattr(service, "pool", None)
+        if hasattr(pool, "add_state_listener"):
+            pool.add_state_listener(self._on_worker_state)
+
+    def _on_worker_state(self, worker: Any, _old: Any, new: Any) -> None:
+        """Pool state listener: a worker's end forgets (or, poisoned, withdraws) its entries."""
+        if getattr(new, "value", None) not in END_STATES:
+            return
+        cause = getattr(worker.exit_cause, "value", None)
+        entries = self.provenance.ended(worker.name, cause)
+        if entries:
+            count = self.cache.withdraw(entries)
+            log.warning("result cache: worker %s was poisoned; withdrew the %d entries it produced "
+                        "(memory, disk, Redis)", worker.name, count)
 
     @classmethod
     def from_config(cls, service: Any, config: Any, *, sandbox: str = "") -> Any:
@@ -132,7 +154,7 @@ class CachedVerifier:
             result.reuse.original_run = run
             cacheable = is_cacheable(result.status, result.error)
             if cacheable:
-                self._store(key, run, result, shared_tiers)
+                self._store(key, run, result, shared_tiers, options)
             else:
                 self.cache.stats.not_cacheable += 1
             return _Landing(result, "", run, deadline, cacheable)
@@ -192,16 +214,37 @@ class CachedVerifier:
             return None
         return hit
 
-    def _store(self, key: str, run: str, result: VerifyResult, shared_tiers: bool) -> None:
+    def _store(self, key: str, run: str, result: VerifyResult, shared_tiers: bool, options: Any = None) -> None:
+        worker = result.reuse.worker
+        if not self.provenance.may_store(worker):
+            self.cache.stats.not_cacheable += 1
+            return  # its worker was poisoned while this answer was on its way
+        provenance = self.provenance.provenance(worker, self._pid_of(worker), _policy_of(options))
         try:
             if shared_tiers:
-                self.cache.store(key, run, result)
+                self.cache.store(key, run, result, provenance)
             else:
-                self.cache.memory.put(key, codec.encode(key, run, time.time(), result))
+                self.cache.memory.put(key, codec.encode(key, run, time.time(), result, provenance))
                 self.cache.stats.stored += 1
+            self.provenance.record(key, run, worker)
         except Exception as exc:  # never fail an answer because it could not be stored
             self.cache.stats.store_errors += 1
             log.warning("result cache: could not store a verdict (%s)", exc)
+
+    def _pid_of(self, worker: str) -> int:
+        for candidate in getattr(getattr(self.service, "pool", None), "workers", ()):
+            if candidate.name == worker:
+                return candidate.pid or 0
+        return 0
+
+
+def _policy_of(options: Any) -> str:
+    """The code policy a snippet ran under (issue 25's option), "proof" by default."""
+    for name in ("code_policy", "policy"):
+        value = getattr(options, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return "proof"
 
 
 def _same_deadline_or_later(flight_deadline: float | None, own_deadline: float | None) -> bool:

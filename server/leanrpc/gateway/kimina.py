@@ -98,6 +98,8 @@ def _decode(body: bytes, model: type):
         raise _invalid("value_error", _loc(path.rstrip("`")), text) from None
     except msgspec.DecodeError as exc:
         raise _invalid("json_invalid", [], f"JSON decode error: {exc}") from None
+    except RecursionError:  # nesting deeper than the decoder goes (about 1,000)
+        raise _invalid("json_invalid", [], "JSON decode error: nested too deeply") from None
 
 
 def decode_check(body: bytes) -> CheckRequest:
@@ -139,8 +141,9 @@ def check_options(request: CheckRequest) -> VerifyOptions:
 
 
 def verify_options(request: VerifyRequestBody) -> VerifyOptions:
+    # disable_cache: neither the REPL's header reuse nor leanrpc's result cache.
     return VerifyOptions(timeout_s=float(request.timeout), infotree=request.infotree_type,
-                         reuse=not request.disable_cache)
+                         reuse=not request.disable_cache, cache=not request.disable_cache)
 
 
 # ---- rendering -------------------------------------------------------------
@@ -185,6 +188,9 @@ def extension(result: VerifyResult) -> dict:
         "reuse": {"warm_header": reuse.warm_header, "reused_prefix_chars": reuse.reused_prefix_chars,
                   "worker": reuse.worker, "attempts": reuse.attempts},
     }
+    if reuse.cache_source:  # answered by leanrpc's result cache: "memory", "disk", "redis", "in-flight"
+        out["reuse"]["cache_source"] = reuse.cache_source
+        out["reuse"]["original_run"] = reuse.original_run
     if result.error:
         out["error"] = result.error
     if result.axioms:

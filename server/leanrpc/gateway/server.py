@@ -11,6 +11,14 @@ the queue cannot take (429 with Retry-After, as Kimina's "No available
 REPLs"). Every accepted snippet gets exactly one result: a refusal after
 admission is that snippet's `error`, never a lost entry.
 
+Slow or greedy peers (issue 26 item 6): aiohttp closes a connection whose
+request headers are not complete `gateway.header_timeout_s` after it opened
+(or after the last answer on it: its keep-alive timer, which also closes a
+connection that is only idle); a body that takes longer than
+`gateway.body_timeout_s` is answered 408 and the connection closed; a peer
+address holding `gateway.max_connections_per_peer` connections gets its next
+one answered 429 and closed (`_PeerCap`).
+
 May import: config, errors, results, services.verify, edge.auth, edge.identity, gateway.kimina,
 gateway.observe (request log and metrics), gateway.openapi.
 """
@@ -25,6 +33,7 @@ import logging
 import math
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from ..config import Config
 from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
@@ -121,7 +130,12 @@ class KiminaGateway:
         if refused is not None:
             return refused
         try:
-            parsed = decode(await request.read())
+            body = await asyncio.wait_for(request.read(), self._config.gateway.body_timeout_s)
+        except asyncio.TimeoutError:
+            return _detail(408, f"the request body did not arrive within {self._config.gateway.body_timeout_s:g} s "
+                                "(gateway.body_timeout_s)", {"Connection": "close"})
+        try:
+            parsed = decode(body)
         except kimina.RequestInvalid as exc:
             return _detail(422, exc.detail)
         items = items_of(parsed)
@@ -216,6 +230,65 @@ def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Appli
     return app
 
 
+_TOO_MANY = b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+def _peer_of(transport) -> str:
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if isinstance(peer, (tuple, list)) and peer else str(peer)
+
+
+class _PeerCap:
+    """aiohttp's protocol factory, with at most `cap` open connections per peer address."""
+
+    def __init__(self, server, cap: int) -> None:
+        self._server = server
+        self.open: collections.Counter[str] = collections.Counter()
+        peers: dict[int, str] = {}
+        counts = self.open
+
+        class Capped(RequestHandler):
+            __slots__ = ()
+
+            def connection_made(self, transport) -> None:
+                super().connection_made(transport)
+                peer = peers[id(self)] = _peer_of(transport)
+                counts[peer] += 1
+                if counts[peer] > cap:
+                    log.warning("REST gateway: %s holds %d connections (gateway.max_connections_per_peer %d); "
+                                "refusing one", peer, counts[peer] - 1, cap)
+                    transport.write(_TOO_MANY)
+                    self.force_close()
+
+            def connection_lost(self, exc) -> None:
+                peer = peers.pop(id(self), None)
+                if peer is not None:
+                    counts[peer] -= 1
+                    if counts[peer] <= 0:
+                        del counts[peer]
+                super().connection_lost(exc)
+
+        self._handler_class = Capped
+
+    def __call__(self) -> RequestHandler:
+        handler = self._server()
+        handler.__class__ = self._handler_class  # same layout (no new slots)
+        return handler
+
+    def __getattr__(self, name: str):
+        return getattr(self._server, name)
+
+
+class _Runner(web.AppRunner):
+    def __init__(self, app: web.Application, *, peer_cap: int, **kwargs) -> None:
+        super().__init__(app, **kwargs)
+        self._peer_cap = peer_cap
+
+    async def _make_server(self):
+        server = await super()._make_server()
+        return _PeerCap(server, self._peer_cap) if self._peer_cap > 0 else server
+
+
 @dataclasses.dataclass
 class Gateway:
     runner: web.AppRunner
@@ -254,8 +327,10 @@ async def start_gateway(verify: VerifyService, config: Config, *, host: str | No
         raise RequestError(f"gateway.message_lines must be \"file\" or \"body\", not {config.gateway.message_lines!r}")
     check_access(config, host)
     handlers = KiminaGateway(verify, config)
-    runner = web.AppRunner(build_app(handlers, config, metrics), handle_signals=False, access_log=None,
-                           handler_cancellation=True, shutdown_timeout=0.5)
+    runner = _Runner(build_app(handlers, config, metrics), handle_signals=False, access_log=None,
+                     handler_cancellation=True, shutdown_timeout=0.5,
+                     keepalive_timeout=config.gateway.header_timeout_s, lingering_time=0,
+                     peer_cap=config.gateway.max_connections_per_peer)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=4096)
     try:

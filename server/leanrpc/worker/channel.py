@@ -8,8 +8,10 @@ Owns: the stdout reader and its `FrameDecoder`, the single pending exchange,
 the fence (issue 15 item 1), the env counter, the audit call, timeouts, and
 poisoning: any unsolicited byte (while idle, or a second frame inside one
 exchange), a missing or wrong fence answer, an env id the REPL should not
-have allocated, or a failed audit kills the process and fails the pending
-exchange with `WorkerPoisoned`, which the pool retries on a fresh worker.
+have allocated, a proof state it did not allocate (the proof-state counter,
+REPL-PROTOCOL.md section 6: new ids are the next ones, in order), or a failed
+audit kills the process and fails the pending exchange with
+`WorkerPoisoned`, which the pool retries on a fresh worker.
 An answer is returned only after its fence answer and the audit confirmed it,
 so no result is ever delivered unconfirmed.
 May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors,
@@ -86,6 +88,9 @@ class Channel:
         self.poisoned: str | None = None   # why, once poisoned
         self.eof = asyncio.Event()
         self.next_env = 0                  # the env id the REPL must allocate next
+        # The proofState id it must allocate next; None once a request asked
+        # for rootGoals (ids we do not decode), so unchecked from then on.
+        self.next_proof_state: int | None = 0
         self.exchanges = 0
         self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
         self._audit: PipeAudit | None = None
@@ -156,6 +161,7 @@ class Channel:
             self._pending = None
         response = pending.future.result()
         self.exchanges += 1
+        self._count_proof_states(request, response)
         if self.settings.fence:
             await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
@@ -189,6 +195,20 @@ class Channel:
             if self.poisoned is not None:  # something arrived while we audited
                 raise WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
                                      stderr_tail=self._process.stderr_tail())
+
+    def _count_proof_states(self, request, response: repl.Response) -> None:
+        """New proofState ids must be the next ones, in order: an answer naming
+        a state the REPL never allocated (or an old one as new) is not its own."""
+        if _asks_root_goals(request):
+            self.next_proof_state = None
+        if self.next_proof_state is None:
+            return
+        given = _new_proof_states(response)
+        expected = list(range(self.next_proof_state, self.next_proof_state + len(given)))
+        if given != expected:
+            self._poison_raise(f"the REPL answered with proof state(s) {given[:8]}, but the next it could allocate "
+                               f"were {expected[:8]} (a state it was never given)")
+        self.next_proof_state += len(given)
 
     def _poison_raise(self, why: str) -> None:
         self.poison(why)
@@ -286,6 +306,22 @@ def _is_tactic(request) -> bool:
     if isinstance(request, dict):
         return "tactic" in request or "pickleTo" in request
     return isinstance(request, repl.TacticRequest)
+
+
+def _asks_root_goals(request) -> bool:
+    if isinstance(request, dict):
+        return bool(request.get("rootGoals"))
+    return bool(getattr(request, "root_goals", False))
+
+
+def _new_proof_states(response: repl.Response) -> list:
+    """The proofState ids an answer allocates, in the REPL's order: sorries,
+    then tactics entries, then the answer's own (section 6)."""
+    ids: list = [s.proof_state for s in response.sorries if s.proof_state is not None]
+    ids += [t["proofState"] for t in response.tactics if isinstance(t, dict) and t.get("proofState") is not None]
+    if response.proof_state is not None:
+        ids.append(response.proof_state)
+    return ids
 
 
 def _brief(response: repl.Response) -> str:

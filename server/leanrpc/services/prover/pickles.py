@@ -16,13 +16,21 @@ sandbox the scratch is the worker's private tmpfs, reached from the server
 through `/proc/<REPL pid>/root`; without the sandbox it is a 0700 directory
 the server makes for that worker alone (a worker running as the server's uid
 is not isolated from anything then; docs/SECURITY.md).
+
+The REPL chooses what lies at the path it answers about, so the event loop
+never touches it: every open, read, write and unlink runs in a thread
+(`asyncio.to_thread`), the pickle is opened O_NONBLOCK|O_NOFOLLOW (a FIFO with
+no writer does not block the open) and read only when fstat says it is a
+regular file (a FIFO, socket or device is "no pickle").
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 
 import psutil
@@ -129,27 +137,43 @@ def _unlink_beneath(base: str, relative: str) -> None:
         os.close(directory)
 
 
+def _read_regular(base: str, relative: str, max_bytes: int) -> bytes | None:
+    """The bytes of the regular file `relative` below `base` (at most
+    `max_bytes` + 1), or None: missing, a symlink, or not a regular file.
+    Opened non-blocking, so a FIFO there never waits for a writer."""
+    try:
+        fd = _open_beneath(base, relative, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(max_bytes + 1)
+
+
+def _write_new(base: str, relative: str, data: bytes) -> None:
+    fd = _open_beneath(base, relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NONBLOCK, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: float,
                        max_bytes: int) -> tuple[bytes, list[str]] | None:
     """The pickle of REPL proof state `proof_state` and its goals, or None
-    when the REPL refused or the file is unreadable or over `max_bytes`.
-    WorkerError (timeout, crash: a pickle I/O failure kills the REPL) propagates."""
+    when the REPL refused or the file is unreadable, not a regular file, or
+    over `max_bytes`. WorkerError (timeout, crash: a pickle I/O failure kills
+    the REPL) propagates."""
     inside, base, relative = scratch.paths(worker)
     try:
         response = await worker.request({"proofState": proof_state, "pickleTo": inside}, timeout)
         if response.proof_state is None:
             return None
-        try:
-            fd = _open_beneath(base, relative, os.O_RDONLY)
-        except OSError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(max_bytes + 1)
+        data = await asyncio.to_thread(_read_regular, base, relative, max_bytes)
         if not data or len(data) > max_bytes:
             return None
         return data, list(response.goals or [])
     finally:
-        _unlink_beneath(base, relative)
+        await asyncio.to_thread(_unlink_beneath, base, relative)
 
 
 async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, timeout: float) -> repl.Response:
@@ -160,9 +184,7 @@ async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, t
     cannot be written."""
     inside, base, relative = scratch.paths(worker)
     try:
-        fd = _open_beneath(base, relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        await asyncio.to_thread(_write_new, base, relative, data)
         return await worker.request({"unpickleProofStateFrom": inside, "env": base_env}, timeout)
     finally:
-        _unlink_beneath(base, relative)
+        await asyncio.to_thread(_unlink_beneath, base, relative)

@@ -1,0 +1,93 @@
+"""A hostile REPL made from the honest stand-in: it relays every request to a
+`python -m leanrpc.standin` child and every answer back, except where a mode
+(argv) says to misbehave, as a REPL running a snippet's code could.
+
+Run as `python trapdoor_repl.py MODE... [-- STANDIN-ARGS...]`. Modes:
+
+  fifo-pickles   on a proof-state `pickleTo`, replace the file the stand-in
+                 wrote by a FIFO with no writer and answer as it did (a server
+                 that opens the path blocking on its event loop freezes)
+  foreign-state  answer every tactic with proofState 4242, a state the REPL
+                 never allocated (as if it were another client's)
+  poison-on-trap after honestly answering a command containing `TRAPDOOR`,
+                 write a second, forged frame before the fence's answer (the
+                 worker is poisoned on the command *after* it produced entries
+                 for the snippets sent before)
+  log=PATH       append one line per misdeed to PATH (the test's proof that
+                 it happened)
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+args = sys.argv[1:]
+modes = set(args[: args.index("--")] if "--" in args else args)
+LOG = next((m[4:] for m in modes if m.startswith("log=")), "")
+standin_args = args[args.index("--") + 1:] if "--" in args else []
+
+child = subprocess.Popen([sys.executable, "-m", "leanrpc.standin", *standin_args],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def read_request():
+    lines = []
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            return None
+        if line.strip() == b"" and lines:
+            return b"".join(lines)
+        if line.strip():
+            lines.append(line)
+
+
+def read_answer():
+    """One frame of the stand-in: bytes up to and including the blank line."""
+    frame = b""
+    while not frame.endswith(b"}\n\n"):
+        line = child.stdout.readline()
+        if not line:
+            sys.exit(1)
+        frame += line
+    return frame
+
+
+def note(what):
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write(what + "\n")
+
+
+def write(data):
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+while True:
+    raw = read_request()
+    if raw is None:
+        break
+    request = json.loads(raw)
+    child.stdin.write(raw.rstrip(b"\n") + b"\n\n")
+    child.stdin.flush()
+    answer = read_answer()
+    if "fifo-pickles" in modes and "pickleTo" in request and "proofState" in request:
+        path = request["pickleTo"]
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        os.mkfifo(path, 0o600)
+        note(f"fifo {path}")
+    if "foreign-state" in modes and "tactic" in request:
+        decoded = json.loads(answer)
+        if "proofState" in decoded:
+            decoded["proofState"] = 4242
+            answer = json.dumps(decoded).encode() + b"\n\n"
+            note("foreign state")
+    write(answer)
+    if "poison-on-trap" in modes and "TRAPDOOR" in request.get("cmd", ""):
+        write(json.dumps({"env": 999}).encode() + b"\n\n")
+        note("forged frame")
