@@ -265,6 +265,8 @@ class Channel:
         # order), so the error names the signal and carries the whole tail.
         description = await self._process.exit_description()
         await self._process.stderr_done()
+        if self._audit is not None:
+            self._audit.close()
         self.eof.set()
         pending = self._pending
         if pending is not None and not pending.future.done():
