@@ -5,7 +5,7 @@
 Alternates `python -m benchmarks.load run` between the checkouts (each run imports leanrpc
 from its own checkout's server/ and uses its own harness), round by round, and prints per run:
 throughput, server CPU ms per answered request, REPL CPU, and the foreign load: CPU used on
-the machine during the run by anything but that server and its REPLs (from /proc/stat), in
+the machine during the run by anything but that run's client, server and REPLs (from /proc/stat), in
 percent of all cores. Only rounds with a low foreign load say anything about a 2-core box.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,20 +29,25 @@ def _busy_s() -> float:
     return (sum(fields[:8]) - fields[3] - fields[4]) / ticks
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_one(checkout: Path, args, out: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=f"{checkout / 'server'}{os.pathsep}{checkout}")
+    env.setdefault("LEANRPC_SHARED", "/work/shared")
     cmd = [sys.executable, "-m", "benchmarks.load", "run", "--workers", str(args.workers), "--workload", args.workload,
            "--duration", str(args.duration), "--quiet", "--json", str(out)]
-    busy0, t0 = _busy_s(), time.monotonic()
+    busy0, ours0, t0 = _busy_s(), _children_cpu_s(), time.monotonic()
     subprocess.run(cmd, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL)
-    busy, wall = _busy_s() - busy0, time.monotonic() - t0
+    busy, ours, wall = _busy_s() - busy0, _children_cpu_s() - ours0, time.monotonic() - t0
     summary = json.loads(out.read_text())
     summary = summary[0] if isinstance(summary, list) else summary
     server = summary["server"]
     answered = max(1, summary["requests"]["answered"])
-    # Our own: the measured server + REPLs over the measured window; the harness's client, boot and
-    # warm-up also run outside it, so the figure errs high (counts the client as foreign).
-    foreign = max(0.0, busy - server["cpu_s"] - server["repl_cpu_s"]) / (wall * os.cpu_count()) * 100
+    # Ours: the whole run's process tree (client, server, REPLs; all reaped, so in RUSAGE_CHILDREN).
+    foreign = max(0.0, busy - ours) / (wall * os.cpu_count()) * 100
     return {"checkout": str(checkout), "rps": summary["throughput_rps"], "ratio_to_ideal": summary["ratio_to_ideal"],
             "server_cpu_ms_per_req": round(1000 * server["cpu_s"] / answered, 3),
             "repl_cpu_s": server["repl_cpu_s"], "answered": answered, "foreign_load_pct": round(foreign, 1),
