@@ -39,6 +39,10 @@ class Admission:
             collections.OrderedDict()
         )
         self._size = 0
+        self._order: collections.deque[Job] | None = None  # the fair order built last, still valid
+        self._order_complete = False   # it holds every queued job
+        self._earliest = float("inf")  # no queued deadline is earlier (a lower bound)
+        self.order_builds = 0          # rebuilds, for tests
 
     def __len__(self) -> int:
         return self._size
@@ -82,10 +86,14 @@ class Admission:
             jobs = streams[job.stream_id] = collections.deque()
         jobs.append(job)
         self._size += 1
+        self._order = None
+        if job.deadline is not None and job.deadline < self._earliest:
+            self._earliest = job.deadline
 
     def push_front(self, job: Job) -> None:
         """Puts a job back at the head (a retry after a crash): it goes next."""
         self.push(job)
+        self._order = None
         jobs = self._clients[job.client_id][job.stream_id]
         jobs.rotate(1)
         self._clients[job.client_id].move_to_end(job.stream_id, last=False)
@@ -94,7 +102,14 @@ class Admission:
     def take(self, job: Job) -> None:
         """Removes a job that is being dispatched; its client and stream
         move to the back of their rotations."""
+        order = self._order
+        head = order is not None and order and order[0] is job
         self._remove(job)
+        if head:
+            order.popleft()
+            self._order = order
+        else:
+            self._order = None
         streams = self._clients.get(job.client_id)
         if streams is not None:
             self._clients.move_to_end(job.client_id)
@@ -103,6 +118,7 @@ class Admission:
 
     def remove(self, job: Job) -> bool:
         """Removes a job that leaves without running (cancel, deadline)."""
+        self._order = None
         return self._remove(job)
 
     def _remove(self, job: Job) -> bool:
@@ -123,6 +139,14 @@ class Admission:
 
     def ordered(self, limit: int) -> list[Job]:
         """Up to `limit` queued jobs in the order they should be served."""
+        order = self._order
+        if order is None or (len(order) < limit and not self._order_complete):
+            order = self._order = collections.deque(self._build_order(2 * limit))
+            self._order_complete = len(order) >= self._size
+            self.order_builds += 1
+        return list(itertools.islice(order, limit))
+
+    def _build_order(self, limit: int) -> list[Job]:
         per_client = [self._interleave(list(streams.values()), limit) for streams in self._clients.values()]
         return self._interleave(per_client, limit)
 
@@ -146,6 +170,10 @@ class Admission:
 
     def expired(self, now: float) -> list[Job]:
         """Queued jobs whose deadline has passed (still queued)."""
+        if now < self._earliest:
+            return []
+        self._earliest = min((job.deadline for streams in self._clients.values() for jobs in streams.values()
+                              for job in jobs if job.deadline is not None and job.deadline > now), default=float("inf"))
         return [
             job
             for streams in self._clients.values()
@@ -159,4 +187,5 @@ class Admission:
         jobs = [job for streams in self._clients.values() for q in streams.values() for job in q]
         self._clients.clear()
         self._size = 0
+        self._order = None
         return jobs

@@ -442,7 +442,7 @@ class Pool:
         if reason is None and limits.max_requests_per_worker and worker.requests_served >= limits.max_requests_per_worker:
             reason = ExitCause.MAX_REQUESTS
         if reason is None and limits.max_worker_rss_mb > 0:
-            worker.rss_at_release = worker.tree_rss()
+            worker.rss_at_release = worker.memory_at_release()
             if worker.rss_at_release > limits.max_worker_rss_mb * 2**20:
                 reason = ExitCause.OUT_OF_MEMORY
         if reason is not None or self.closing:

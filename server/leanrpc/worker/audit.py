@@ -17,6 +17,12 @@ parent, so it may read its child's /proc entries) that
     exchange and wrote at least every byte we received. A thief that took a
     request off the pipe and answered it, and then went back to sleep before
     this audit, leaves the main thread's counters short.
+Cost (issue 28): each process's /proc/<pid>/task and /proc/<pid>/fd are
+opened once and reused (openat, readlinkat, listdir on the directory fd); the
+tree walk and the thread listing share one pass. Every thread's syscall is
+still read at every audit: auditing only the threads whose I/O counters moved
+would miss exactly the thief we look for, one parked in read() or poll() on
+our pipes, waiting for the next request; it has moved no byte yet.
 May import: the standard library only.
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
@@ -89,6 +95,7 @@ class PipeAudit:
         self._baseline: _Snapshot | None = None
         self._reader: tuple[int, int] | None = None
         self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
+        self._dirs = _ProcDirs()                    # /proc directories of the tree, held open
 
     @property
     def has_baseline(self) -> bool:
@@ -168,38 +175,65 @@ class PipeAudit:
         threads = 0
         readers: list[tuple[int, int]] = []
         suspects: list[str] = []
-        for pid in self._tree():
-            fds = self._pipe_fds(pid)
+        seen: list[int] = []
+        todo = [self._root]
+        while todo:  # the tree, from the children files, walked with the threads
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.append(pid)
+            try:
+                pid_dir, tids = self._threads_of(pid)
+                for tid in tids:
+                    todo.extend(int(c) for c in _read_at(f"{tid}/children", pid_dir.task).split())
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            fds = self._pipe_fds(pid_dir)
             if not fds:
                 continue
             pipe_fds[pid] = fds
-            try:
-                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            except FileNotFoundError:
-                continue
             threads += len(tids)
             for tid in tids:
-                waits = self._waits_on(pid, tid)
+                waits = self._waits_on(pid_dir, tid)
                 if waits is None:
                     continue
                 kind, fd = waits
-                if kind == "read" and fd is not None and pid_fd_inode(pid, fd) == self._stdin:
+                inode = None
+                if kind == "read" and fd is not None:
+                    inode = fds[fd] if fd in fds else _fd_inode_at(pid_dir.fd, fd)
+                if kind == "read" and inode == self._stdin:
                     readers.append((pid, tid))
                     if tid != pid:
                         suspects.append(f"thread {tid} of process {pid} (not its main thread) is reading the REPL's input")
-                elif kind == "read" and fd is not None and pid_fd_inode(pid, fd) in self._ours:
+                elif kind == "read" and inode in self._ours:
                     suspects.append(f"thread {tid} of process {pid} is reading fd {fd}, one of the REPL's pipes")
                 elif kind == "wait" and tid != pid:
                     suspects.append(f"thread {tid} of process {pid} is waiting in poll/select/epoll")
+        self._dirs.keep(seen)
         return _Snapshot(pipe_fds, threads, sorted(readers), suspects)
 
-    def _waits_on(self, pid: int, tid: int) -> tuple[str, int | None] | None:
+    def _threads_of(self, pid: int) -> tuple["_PidDir", list[int]]:
+        """The process's held directories and its thread ids. A held directory
+        that fails (its process exited) is dropped and /proc/<pid> opened
+        afresh once, so a new process that reused the pid is still seen."""
+        for fresh in (False, True):
+            if fresh:
+                self._dirs.drop(pid)
+            pid_dir = self._dirs.get(pid)
+            try:
+                return pid_dir, [int(t) for t in os.listdir(pid_dir.task)]
+            except (FileNotFoundError, ProcessLookupError):
+                if fresh:
+                    self._dirs.drop(pid)
+                    raise
+        raise AssertionError("unreachable")
+
+    def _waits_on(self, pid_dir: "_PidDir", tid: int) -> tuple[str, int | None] | None:
         try:
-            with open(f"/proc/{pid}/task/{tid}/syscall") as f:
-                fields = f.read().split()
+            fields = _read_at(f"{tid}/syscall", pid_dir.task).split()
         except (FileNotFoundError, ProcessLookupError):
             return None
-        if len(fields) < 2 or not fields[0].lstrip("-").isdigit():
+        if len(fields) < 2 or not fields[0].lstrip(b"-").isdigit():
             return None  # "running", or no syscall
         number = int(fields[0])
         if number in self._syscalls["read"]:
@@ -208,34 +242,87 @@ class PipeAudit:
             return "wait", None
         return None
 
-    def _pipe_fds(self, pid: int) -> dict[int, int]:
+    def _pipe_fds(self, pid_dir: "_PidDir") -> dict[int, int]:
         found = {}
         try:
-            names = os.listdir(f"/proc/{pid}/fd")
+            names = os.listdir(pid_dir.fd)
         except (FileNotFoundError, ProcessLookupError):
             return found
         for name in names:
-            inode = pid_fd_inode(pid, int(name))
+            inode = _fd_inode_at(pid_dir.fd, int(name))
             if inode in self._ours:
                 found[int(name)] = inode
         return found
 
-    def _tree(self) -> list[int]:
-        """The root and its descendants, from /proc/<pid>/task/<tid>/children."""
-        seen = []
-        todo = [self._root]
-        while todo:
-            pid = todo.pop()
-            if pid in seen:
-                continue
-            seen.append(pid)
+    def close(self) -> None:
+        """Closes the /proc directories held open (the REPL is gone)."""
+        self._dirs.keep([])
+
+
+class _PidDir:
+    """/proc/<pid>/task and /proc/<pid>/fd, opened once per process and
+    reused by every audit (listdir rewinds a directory fd; reads go through
+    openat). A directory fd stays bound to its process: after the process
+    exits its reads fail, so a reused pid can never be read by mistake."""
+
+    __slots__ = ("task", "fd")
+
+    def __init__(self, pid: int) -> None:
+        base = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self.task = os.open("task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=base)
             try:
-                for tid in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{tid}/children") as f:
-                        todo.extend(int(c) for c in f.read().split())
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-        return seen
+                self.fd = os.open("fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=base)
+            except OSError:
+                os.close(self.task)
+                raise
+        finally:
+            os.close(base)
+
+    def close(self) -> None:
+        os.close(self.task)
+        os.close(self.fd)
+
+
+class _ProcDirs:
+    def __init__(self) -> None:
+        self._open: dict[int, _PidDir] = {}
+
+    def get(self, pid: int) -> _PidDir:
+        pid_dir = self._open.get(pid)
+        if pid_dir is None:
+            pid_dir = self._open[pid] = _PidDir(pid)
+        return pid_dir
+
+    def drop(self, pid: int) -> None:
+        pid_dir = self._open.pop(pid, None)
+        if pid_dir is not None:
+            pid_dir.close()
+
+    def keep(self, pids: list[int]) -> None:
+        for pid in [p for p in self._open if p not in pids]:
+            self._open.pop(pid).close()
+
+    def __del__(self) -> None:
+        self.keep([])
+
+
+def _read_at(path: str, dir_fd: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def _fd_inode_at(fd_dir: int, fd: int) -> int | None:
+    try:
+        target = os.readlink(str(fd), dir_fd=fd_dir)
+    except OSError:
+        return None
+    if target.startswith("pipe:["):
+        return int(target[6:-1])
+    return None
 
 
 def _running(pid: int) -> bool:

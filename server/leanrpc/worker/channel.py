@@ -142,10 +142,19 @@ class Channel:
         loop = asyncio.get_running_loop()
         pending = self._pending = _Exchange(loop.create_future(), nonce)
         received_before = self.stdout_bytes
+        # One timer on the pending future instead of wait_for (a task per
+        # exchange): the pipe takes the command whole in the usual case, so
+        # there is nothing to drain; a full pipe falls back to wait_for.
+        timer = loop.call_later(timeout, _expire, pending.future)
+        started = loop.time()
         try:
             stdin = self._process.process.stdin
             stdin.write(data)
-            await asyncio.wait_for(self._send_and_wait(stdin, pending.future), timeout)
+            if stdin.transport.get_write_buffer_size():
+                await asyncio.wait_for(self._send_and_wait(stdin, pending.future),
+                                       max(0.0, timeout - (loop.time() - started)))
+            else:
+                await pending.future
         except asyncio.TimeoutError:
             over = self._over_memory()
             self._process.kill()
@@ -158,6 +167,7 @@ class Channel:
                 stderr_tail=self._process.stderr_tail(),
             ) from None
         finally:
+            timer.cancel()
             self._pending = None
         response = pending.future.result()
         self.exchanges += 1
@@ -285,6 +295,8 @@ class Channel:
         # order), so the error names the signal and carries the whole tail.
         description = await self._process.exit_description()
         await self._process.stderr_done()
+        if self._audit is not None:
+            self._audit.close()
         self.eof.set()
         pending = self._pending
         if pending is not None and not pending.future.done():
@@ -300,6 +312,11 @@ class Channel:
     async def wait_reader(self) -> None:
         if self._reader is not None:
             await asyncio.shield(self._reader)
+
+
+def _expire(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_exception(asyncio.TimeoutError())
 
 
 def _is_tactic(request) -> bool:

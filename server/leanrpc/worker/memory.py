@@ -13,6 +13,18 @@ Why not PSS from /proc/<pid>/smaps_rollup: it walks the page tables, about
 sum above errs high, never low: a memfd both mapped and held open counts
 twice, and shared memory mapped by two processes counts in each.
 
+Measuring cheaply (issue 28): a `TreeMemory` per worker keeps its list of
+processes (refreshed at most once a second from
+/proc/<pid>/task/<tid>/children, never by scanning all of /proc) and reads
+one status file per process per sample. The fd scan for shared-memory files
+runs at most once a second, at once when the system's `Shmem` (/proc/meminfo,
+one O(1) read) grew by `SHMEM_STEP` since the last scan, and on every sample
+once the tree was seen holding one. A memfd written with write(2) charges
+`Shmem`, so one cannot grow unseen past `SHMEM_STEP` between two samples.
+When the worker runs in its own cgroup (v2, security/cgroups.py), one read of
+its `memory.stat` (`anon` + `shmem`: the same sum, memfds included, each page
+counted once) replaces all of that.
+
 Owns memory measurement and the default per-worker limit; may import only
 the standard library and psutil.
 """
@@ -20,6 +32,7 @@ the standard library and psutil.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 
 import psutil
@@ -92,3 +105,151 @@ def tree_memory_bytes(pids: Iterable[int]) -> int:
 def tree_memory_of(root: psutil.Process, children: Iterable[psutil.Process]) -> int:
     """`tree_memory_bytes` for a psutil process and its (cached) descendants."""
     return tree_memory_bytes([root.pid, *(child.pid for child in children)])
+
+
+SHMEM_STEP = 16 << 20          # system Shmem growth that forces an fd scan
+_SCAN_EVERY_S = 1.0            # fd scan and process list refresh, at least this often
+_STATUS_KEYS = (b"RssAnon:", b"RssShmem:")
+
+
+def _read(path: str, dir_fd: int | None = None) -> bytes:
+    fd = os.open(path, os.O_RDONLY, dir_fd=dir_fd)
+    try:
+        return os.read(fd, 8192)
+    finally:
+        os.close(fd)
+
+
+def _status_bytes(pid: int) -> int:
+    """`resident_bytes` without text decoding (the hot path)."""
+    try:
+        data = _read(f"/proc/{pid}/status")
+    except OSError:
+        return 0
+    total = 0
+    for key in _STATUS_KEYS:
+        at = data.find(key)
+        if at >= 0:
+            end = data.find(b"\n", at)
+            total += int(data[at + len(key):end].split()[0]) * 1024
+    return total
+
+
+def system_shmem_bytes() -> int:
+    """`Shmem` of /proc/meminfo (all tmpfs, memfd and SysV pages), 0 if unreadable."""
+    try:
+        data = _read("/proc/meminfo")
+    except OSError:
+        return 0
+    at = data.find(b"\nShmem:")
+    if at < 0:
+        return 0
+    return int(data[at + 7:data.find(b"\n", at + 1)].split()[0]) * 1024
+
+
+def tree_pids(root: int) -> list[int]:
+    """The root and its descendants, from the children files (CONFIG_PROC_CHILDREN);
+    psutil's full /proc scan where those are missing."""
+    seen, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                todo.extend(int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split())
+        except FileNotFoundError as exc:
+            if pid == root and exc.filename and exc.filename.endswith("/children"):
+                return _psutil_tree(root)
+        except (ProcessLookupError, OSError):
+            continue
+    return seen
+
+
+def _psutil_tree(root: int) -> list[int]:
+    try:
+        return [root, *(p.pid for p in psutil.Process(root).children(recursive=True))]
+    except psutil.Error:
+        return [root]
+
+
+def worker_cgroup_dir(pid: int) -> str | None:
+    """The cgroup v2 directory of `pid` when it is its own worker cgroup
+    (below the server's, named by security/cgroups.py), else None."""
+    try:
+        theirs = next((l[3:].strip() for l in _read(f"/proc/{pid}/cgroup").decode().splitlines()
+                       if l.startswith("0::")), None)
+        ours = next((l[3:].strip() for l in _read("/proc/self/cgroup").decode().splitlines()
+                     if l.startswith("0::")), None)
+        mounts = [line.partition(" - ")[0].split()[4] for line in _read("/proc/self/mountinfo", None).decode().splitlines()
+                  if line.partition(" - ")[2].split()[:1] == ["cgroup2"]]
+    except (OSError, IndexError, ValueError):
+        return None
+    if not theirs or not ours or theirs == ours or "/leanrpc-" not in theirs:
+        return None
+    if not theirs.startswith(ours.rstrip("/") + "/"):
+        return None
+    for mount in mounts:
+        path = mount.rstrip("/") + theirs
+        if os.path.exists(path + "/memory.stat"):
+            return path
+    return None
+
+
+def cgroup_memory_bytes(path: str) -> int | None:
+    """`anon` + `shmem` of a cgroup's memory.stat, None if unreadable."""
+    try:
+        data = _read(path + "/memory.stat")
+    except OSError:
+        return None
+    total = 0
+    for line in data.splitlines():
+        key, _, value = line.partition(b" ")
+        if key in (b"anon", b"shmem"):
+            total += int(value)
+    return total
+
+
+class TreeMemory:
+    """One worker tree's memory (the sum `tree_memory_bytes` defines), cheaply."""
+
+    def __init__(self, root_pid: int, *, cgroup_dir: str | None = None) -> None:
+        self._root = root_pid
+        self.cgroup_dir = cgroup_dir
+        self._pids: list[int] = [root_pid]
+        self._listed_at = float("-inf")
+        self._scanned_at = float("-inf")
+        self._shmem_base = 0
+        self.shmem_seen = False       # the tree held a shared-memory file at a scan
+        self._held: dict[tuple[int, int], int] = {}
+        self.fd_scans = 0             # for tests and the benchmark's profile
+
+    def use_own_cgroup(self) -> None:
+        """After the handshake (the REPL has joined its cgroup by then)."""
+        if self.cgroup_dir is None:
+            self.cgroup_dir = worker_cgroup_dir(self._root)
+
+    def sample(self, *, periodic_scan: bool = True) -> int:
+        """Bytes now. `periodic_scan=False` (at release): the fd scan only
+        when memfds were seen or the system's Shmem grew, not for its age."""
+        if self.cgroup_dir is not None:
+            value = cgroup_memory_bytes(self.cgroup_dir)
+            if value is not None:
+                return value
+        now = time.monotonic()
+        if now - self._listed_at >= _SCAN_EVERY_S:
+            self._pids, self._listed_at = tree_pids(self._root), now
+        total = sum(_status_bytes(pid) for pid in self._pids)
+        shmem = system_shmem_bytes()
+        if (self.shmem_seen or (periodic_scan and now - self._scanned_at >= _SCAN_EVERY_S)
+                or shmem - self._shmem_base >= SHMEM_STEP):
+            held: dict[tuple[int, int], int] = {}
+            for pid in self._pids:
+                held.update(_held_shmem(pid))
+            self._held, self._scanned_at, self._shmem_base = held, now, shmem
+            self.shmem_seen = self.shmem_seen or bool(held)
+            self.fd_scans += 1
+        else:
+            self._shmem_base = min(self._shmem_base, shmem)
+        return total + sum(self._held.values())

@@ -21,12 +21,11 @@ import enum
 import logging
 import os
 import signal
-import time
 
 import psutil
 
 from .launcher import LaunchSpec, Launcher, kill_process_group
-from .memory import tree_memory_of
+from .memory import TreeMemory
 
 log = logging.getLogger("leanrpc.worker")
 
@@ -64,8 +63,7 @@ class ReplProcess:
         self._stderr_task: asyncio.Task | None = None
         self._psutil: psutil.Process | None = None
         self.pipe_inodes: tuple[int, int, int] = (-1, -1, -1)
-        self._children: list[psutil.Process] = []
-        self._children_listed_at = float("-inf")
+        self.memory: TreeMemory | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -80,6 +78,7 @@ class ReplProcess:
             self._psutil = psutil.Process(self.pid)
         except psutil.Error:
             self._psutil = None
+        self.memory = TreeMemory(self.pid)
         self._watch_exit()
         self._stderr_task = asyncio.create_task(self._read_stderr(), name=f"{self.name}-stderr")
 
@@ -232,22 +231,15 @@ class ReplProcess:
 
     # -- memory ----------------------------------------------------------------
 
-    def tree_rss(self) -> int:
+    def tree_rss(self, *, periodic_scan: bool = True) -> int:
         """Memory of the process and all its descendants, in bytes: anonymous
-        and shared memory, memfds held open included (worker/memory.py)."""
-        if self._psutil is None:
+        and shared memory, memfds held open included (worker/memory.py). One
+        status read per process (or one cgroup file); the process list and
+        the fd scan are refreshed on their own clock (TreeMemory)."""
+        if self.memory is None or self._psutil is None:
             return 0
-        try:
-            # Listing descendants scans all of /proc (milliseconds). A process
-            # tree (monitor -> lake -> repl) is set at boot, so refresh the
-            # list at most once a second.
-            now = time.monotonic()
-            if now - self._children_listed_at >= 1.0:
-                self._children = self._psutil.children(recursive=True)
-                self._children_listed_at = now
-        except psutil.Error:
-            return 0
-        return tree_memory_of(self._psutil, self._children)
+        return self.memory.sample(periodic_scan=periodic_scan)
+
 
 def describe_status(code: int | None) -> str:
     if code is None:

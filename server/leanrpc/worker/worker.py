@@ -141,6 +141,8 @@ class Worker:
         self._drain_cause: ExitCause | None = None
         self._stopped = asyncio.Event()
         self._finisher: asyncio.Task | None = None
+        self._memwatch: asyncio.Task | None = None
+        self._exchanging = False                 # a command is in flight (the memory watch looks then)
 
     # -- state -----------------------------------------------------------------
 
@@ -206,6 +208,11 @@ class Worker:
     def tree_rss(self) -> int:
         return self._process.tree_rss()
 
+    def memory_at_release(self) -> int:
+        """The tree's memory for the pool's release decision: one cheap
+        sample, no fd scan unless memfds were seen (worker/memory.py)."""
+        return self._process.tree_rss(periodic_scan=False)
+
     # -- pool verbs --------------------------------------------------------------
 
     def reserve(self) -> None:
@@ -270,6 +277,10 @@ class Worker:
         if self.state is not S.PROBING:  # killed meanwhile
             raise WorkerCrashed(f"worker {self.name} was stopped while starting")
         self.version_string = repl.version_from_probe(response)
+        if self._process.memory is not None:
+            self._process.memory.use_own_cgroup()
+        if self._limits.max_worker_rss_mb > 0:
+            self._memwatch = asyncio.create_task(self._watch_memory(), name=f"{self.name}-memwatch")
         self._set_state(S.READY)
 
     async def _fail_boot(self) -> None:
@@ -327,6 +338,8 @@ class Worker:
         """DEAD only after stdout EOF and the exit status (uvloop's order)."""
         await self._channel.eof.wait()
         await self._process.reap()
+        if self._memwatch is not None:
+            self._memwatch.cancel()
         if self.exit_cause is None:
             # An allocation refused under the address-space rlimit ends the
             # process; its last words say so. Not retried: it would recur.
@@ -359,9 +372,7 @@ class Worker:
         if running:
             self._set_state(S.RUNNING)
         stderr_before = self._process.stderr_bytes
-        watcher = None
-        if self._limits.max_worker_rss_mb > 0:
-            watcher = asyncio.create_task(self._watch_memory(), name=f"{self.name}-memwatch")
+        self._exchanging = True
         try:
             response = await self._channel.exchange(payload, timeout)
         except asyncio.CancelledError:
@@ -371,8 +382,7 @@ class Worker:
             self.kill(_cause_of(exc))
             raise
         finally:
-            if watcher is not None:
-                watcher.cancel()
+            self._exchanging = False
         if running and self.state is S.RUNNING:
             self._set_state(S.RESERVED)
         if self._process.stderr_bytes > stderr_before:
@@ -392,14 +402,17 @@ class Worker:
                                  f"{self._limits.max_worker_rss_mb} MB limit; killed", stderr_tail=self.stderr_tail())
 
     async def _watch_memory(self) -> None:
-        # The first look comes one poll in: the tree was measured when it was
-        # last released (and is again at the end of this request and when its
-        # time runs out), so a sample at the start would repeat that /proc walk
-        # on every exchange of a short-request workload (tactics).
+        # One timer per worker for its life (not a task per request): it looks
+        # only while a command is in flight. Between commands the tree is
+        # measured at release (Pool.release) and when a command's time runs
+        # out, so a short-request workload (tactics) pays one cheap sample per
+        # request and no task churn. Boot probes are not watched (as before).
         while True:
             await asyncio.sleep(self._limits.memory_poll_s)
+            if not self._exchanging:
+                continue
             over = self._memory_verdict()
-            if over is not None:
+            if over is not None and self._exchanging:
                 self.kill(ExitCause.OUT_OF_MEMORY)
                 self._channel.fail_pending(over)
                 return

@@ -1,0 +1,87 @@
+"""Server CPU per request, two checkouts side by side in one run (issue 28).
+
+    python -m benchmarks.cpu_compare /work/main /work/wt-28b --rounds 2 --duration 20
+
+Alternates `python -m benchmarks.load run` between the checkouts (each run imports leanrpc
+from its own checkout's server/ and uses its own harness), round by round, and prints per run:
+throughput, server CPU ms per answered request, REPL CPU, and the foreign load: CPU used on
+the machine during the run by anything but that run's client, server and REPLs (from /proc/stat), in
+percent of all cores. Only rounds with a low foreign load say anything about a 2-core box.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _busy_s() -> float:
+    """CPU seconds spent on all cores, not idle or iowait, since boot."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - fields[3] - fields[4]) / ticks
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_one(checkout: Path, args, out: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=f"{checkout / 'server'}{os.pathsep}{checkout}")
+    env.setdefault("LEANRPC_SHARED", "/work/shared")
+    cmd = [sys.executable, "-m", "benchmarks.load", "run", "--workers", str(args.workers), "--workload", args.workload,
+           "--duration", str(args.duration), "--quiet", "--json", str(out)]
+    busy0, ours0, t0 = _busy_s(), _children_cpu_s(), time.monotonic()
+    subprocess.run(cmd, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL)
+    busy, ours, wall = _busy_s() - busy0, _children_cpu_s() - ours0, time.monotonic() - t0
+    summary = json.loads(out.read_text())
+    summary = summary[0] if isinstance(summary, list) else summary
+    server = summary["server"]
+    answered = max(1, summary["requests"]["answered"])
+    # Ours: the whole run's process tree (client, server, REPLs; all reaped, so in RUSAGE_CHILDREN).
+    foreign = max(0.0, busy - ours) / (wall * os.cpu_count()) * 100
+    return {"checkout": str(checkout), "rps": summary["throughput_rps"], "ratio_to_ideal": summary["ratio_to_ideal"],
+            "server_cpu_ms_per_req": round(1000 * server["cpu_s"] / answered, 3),
+            "repl_cpu_s": server["repl_cpu_s"], "answered": answered, "foreign_load_pct": round(foreign, 1),
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--duration", type=float, default=20.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workload", default="minif2f")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_no in range(args.rounds):
+            order = (args.before, args.after) if round_no % 2 == 0 else (args.after, args.before)
+            for checkout in order:
+                row = run_one(checkout.resolve(), args, Path(tmp) / "run.json")
+                row["round"] = round_no + 1
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print(f"\n| round | checkout | req/s | share of ideal | server CPU ms/req | foreign load % |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['round']} | {r['checkout']} | {r['rps']:.2f} | {r['ratio_to_ideal']:.3f} | "
+              f"{r['server_cpu_ms_per_req']:.2f} | {r['foreign_load_pct']:.0f} |")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

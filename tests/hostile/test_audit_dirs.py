@@ -1,0 +1,63 @@
+"""The audit's held /proc directories (issue 28): a process that joins the
+tree holding our pipes after the baseline is still caught, its directories
+are closed once it is gone, and close() leaves no fd behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from leanrpc.worker.audit import PipeAudit
+
+# Reads lines; "fork" starts a child that inherits (and holds) the pipes.
+_REPL = """
+import os, sys, time
+kids = []
+for line in sys.stdin:
+    if line.strip() == "fork":
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+    elif line.strip() == "reap":
+        for pid in kids:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        kids.clear()
+    print("ok", flush=True)
+"""
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_dirs_closed():
+    child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, bufsize=1)
+    inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
+    fds_before = _open_fds()
+    try:
+        audit = PipeAudit(child.pid, inodes, settle_s=30.0)
+        assert await audit.record_baseline() is None
+        assert await audit.check() is None  # the held directories read the same tree again
+
+        def say(line: str) -> None:
+            child.stdin.write(line + "\n")
+            assert child.stdout.readline().strip() == "ok"
+
+        say("fork")
+        problem = await audit.check()
+        assert problem is not None and "file descriptors on the REPL's pipes changed" in problem, problem
+        say("reap")
+        assert await audit.check() is None  # back to the baseline tree
+        say("fork")  # a new process again (perhaps a reused pid): seen afresh
+        assert "file descriptors on the REPL's pipes changed" in (await audit.check() or "")
+        say("reap")
+        audit.close()
+        assert _open_fds() == fds_before
+    finally:
+        child.kill()
+        child.wait()

@@ -1,0 +1,96 @@
+"""The cheap memory watch (issue 28): one status read per process, the fd scan
+only when memfds may exist, one cgroup file when the worker has its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from leanrpc.worker import memory
+from leanrpc.worker.memory import TreeMemory, tree_memory_bytes, tree_pids
+
+# A child that holds a memfd written with write(2) (never mapped: no RSS shows
+# it) and grows it by 64 MB each time it reads a line.
+_HOLDER = """
+import os, sys
+fd = os.memfd_create("leanrpc-watch-test")
+print("ready", flush=True)
+for line in sys.stdin:
+    os.write(fd, b"x" * (64 << 20))
+    print("grown", flush=True)
+"""
+
+
+def _start_holder():
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    return child
+
+
+def _grow(child) -> None:
+    child.stdin.write("grow\n")
+    child.stdin.flush()
+    assert child.stdout.readline().strip() == "grown"
+
+
+def test_an_unmapped_memfd_is_counted_at_release_without_a_periodic_scan():
+    child = _start_holder()
+    try:
+        watch = TreeMemory(child.pid)
+        before = watch.sample(periodic_scan=False)
+        scans = watch.fd_scans
+        _grow(child)
+        # System Shmem rose by 64 MB: the release-time sample scans the fds.
+        after = watch.sample(periodic_scan=False)
+        assert watch.fd_scans == scans + 1
+        assert watch.shmem_seen
+        assert after - before >= 64 << 20
+        # Once seen, every sample scans (the memfd can grow between samples).
+        watch.sample(periodic_scan=False)
+        assert watch.fd_scans == scans + 2
+        # The same sum as the full walk.
+        assert abs(after - tree_memory_bytes([child.pid])) < 8 << 20
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_no_fd_scan_at_release_when_no_memfd_was_seen(monkeypatch):
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        watch = TreeMemory(child.pid)
+        watch.sample()  # the first (periodic) scan: nothing held
+        assert not watch.shmem_seen
+        scanned = []
+        monkeypatch.setattr(memory, "_held_shmem", lambda pid: scanned.append(pid) or {})
+        monkeypatch.setattr(memory, "system_shmem_bytes", lambda: 0)  # no Shmem growth
+        for _ in range(5):
+            assert watch.sample(periodic_scan=False) > 0
+        assert scanned == []
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_tree_pids_follows_the_children_files():
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(['sleep', '30'])"])
+    try:
+        deadline = time.monotonic() + 10
+        while len(tree_pids(child.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pids = tree_pids(child.pid)
+        assert pids[0] == child.pid and len(pids) == 2
+    finally:
+        for pid in tree_pids(child.pid)[1:]:
+            subprocess.run(["kill", "-9", str(pid)])
+        child.kill()
+        child.wait()
+
+
+def test_a_worker_cgroup_is_read_from_memory_stat_alone(tmp_path, monkeypatch):
+    (tmp_path / "memory.stat").write_text("anon 3000\nfile 999999\nkernel 5\nshmem 400\nfile_mapped 7\n")
+    monkeypatch.setattr(memory, "_status_bytes", lambda pid: (_ for _ in ()).throw(AssertionError("walked /proc")))
+    watch = TreeMemory(1, cgroup_dir=str(tmp_path))
+    assert watch.sample() == 3400  # anon + shmem; page cache (file) left out
+    assert watch.fd_scans == 0
