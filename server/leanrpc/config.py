@@ -340,6 +340,27 @@ class JudgeConfig(_Section):
     sandboxed: bool = True
 
 
+class AxiomsConfig(_Section):
+    """`[axioms]`: the check_axioms rules (issue 25 item 3; docs/SECURITY.md).
+
+    `check` is the default when a request leaves check_axioms unset (gRPC
+    `optional bool`, the Python client's None, the gateway's missing field);
+    a request may still turn it off. `allowed` is matched by exact name:
+    `sorryAx` can never be allowed, and anything not listed (the
+    native-evaluation axioms `Lean.ofReduceBool`, `Lean.trustCompiler`,
+    `<decl>._native.native_decide.ax_<n>`, a user's own axiom) is refused."""
+
+    check: bool = True
+    allowed: list[str] = msgspec.field(default_factory=lambda: ["propext", "Classical.choice", "Quot.sound"])
+
+    def __post_init__(self) -> None:
+        for name in self.allowed:
+            if not name or name != name.strip() or any(c in name for c in "*?[]"):
+                raise ValueError(f"[axioms] allowed names are exact axiom names, not {name!r}")
+            if name == "sorryAx":
+                raise ValueError("[axioms] allowed cannot list sorryAx: a proof by sorry is never VALID")
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repl: ReplConfig = msgspec.field(default_factory=ReplConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
@@ -351,6 +372,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
     prover: ProverConfig = msgspec.field(default_factory=ProverConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    axioms: AxiomsConfig = msgspec.field(default_factory=AxiomsConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":
