@@ -341,24 +341,16 @@ class JudgeConfig(_Section):
 
 
 class AxiomsConfig(_Section):
-    """`[axioms]`: the check_axioms rules (issue 25 item 3; docs/SECURITY.md).
-
-    `check` is the default when a request leaves check_axioms unset (gRPC
-    `optional bool`, the Python client's None, the gateway's missing field);
-    a request may still turn it off. `allowed` is matched by exact name:
-    `sorryAx` can never be allowed, and anything not listed (the
-    native-evaluation axioms `Lean.ofReduceBool`, `Lean.trustCompiler`,
-    `<decl>._native.native_decide.ax_<n>`, a user's own axiom) is refused."""
+    """`[axioms]` (issue 25 item 3): `check` is the default of a request that leaves
+    check_axioms unset; `allowed` is matched by exact name (never sorryAx)."""
 
     check: bool = True
     allowed: list[str] = msgspec.field(default_factory=lambda: ["propext", "Classical.choice", "Quot.sound"])
 
     def __post_init__(self) -> None:
         for name in self.allowed:
-            if not name or name != name.strip() or any(c in name for c in "*?[]"):
-                raise ValueError(f"[axioms] allowed names are exact axiom names, not {name!r}")
-            if name == "sorryAx":
-                raise ValueError("[axioms] allowed cannot list sorryAx: a proof by sorry is never VALID")
+            if not name or name != name.strip() or any(c in name for c in "*?[]") or name == "sorryAx":
+                raise ValueError(f"[axioms] allowed takes exact axiom names other than sorryAx, not {name!r}")
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

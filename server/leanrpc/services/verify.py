@@ -141,10 +141,11 @@ class VerifyService:
             profile=options.profile,
         )
         result, outcome = await run_job(self.pool, job, snippet_id)
+        if reference is not None:  # first: its structured reason names the declaration
+            self.references.apply(result, outcome, reference, pinned, cached)
         if axiom_check is not None:
             axioms.finish(result, outcome, axiom_check, self.config)
         if reference is not None:
-            self.references.apply(result, outcome, reference, pinned, cached)
             if result.status is Status.VALID and self.judge.enabled:
                 await self._judge(result, options.reference, code)
         return result
