@@ -88,6 +88,7 @@ def identity_to_pb(identity: VerifierIdentity | None) -> pb.VerifierIdentity | N
         repl_revision=identity.repl_revision,
         project_revision=identity.project_revision,
         description=identity.description,
+        warning=identity.warning,
     )
 
 
