@@ -105,3 +105,14 @@ def test_the_allow_list_is_configurable():
     check_axiom_answers(result, _after("'t' depends on axioms: [propext, Classical.choice]"), ["t"],
                         frozenset({"propext"}))
     assert result.status is Status.REJECTED and "Classical.choice" in result.error
+
+
+def test_a_quoted_name_is_printed_as_lean_reads_it():
+    from leanrpc.core.declarations import plan_axiom_check
+
+    check = plan_axiom_check("namespace A\ntheorem «odd name» : True := trivial\nend A\ntheorem b' : True := trivial")
+    assert check.names == ["A.«odd name»", "b'"]
+    result = _valid()  # Lean answers with the name escaped the same way
+    check_axiom_answers(result, _after("'A.«odd name»' does not depend on any axioms",
+                                       "'b'' depends on axioms: [propext]"), check.names, STANDARD)
+    assert result.status is Status.VALID, result.error

@@ -76,6 +76,8 @@ class Declaration:
     offset: int
     name_at: int
     auxiliaries: tuple[str, ...] = ()
+    # `name` as Lean reads it back, `«»` kept (`«odd name»`): what `#print axioms` is given.
+    print_name: str = ""
 
 
 @dataclasses.dataclass
@@ -133,7 +135,7 @@ def declarations(body: str) -> list[Declaration]:
         kind = match.group()
         after = match.end()
         prefix = ".".join(name for scope, name in scopes if scope == "namespace" and name)
-        name = ""
+        name = print_name = ""
         name_at = after
         if kind == "instance":
             priority = _PRIORITY.match(masked, after)
@@ -143,10 +145,11 @@ def declarations(body: str) -> list[Declaration]:
             named = _NAME.match(masked, after)
             if named is not None and named.group("name") not in _KEYWORDS:
                 name = _qualify(prefix, named.group("name"))
+                print_name = _qualify(prefix, named.group("name"), keep_quotes=True)
                 after = named.end()
         end = decl_starts[index + 1] if index + 1 < len(decl_starts) else len(masked)
         auxiliaries = tuple(_qualify("", f"{name}.{aux}") for aux in _where_auxiliaries(masked[after:end])) if name else ()
-        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries))
+        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries, print_name or name))
     return found
 
 
@@ -214,7 +217,7 @@ def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonc
     masked = mask(body)
     for number, declaration in enumerate(declarations(body)):
         if declaration.name:
-            names.append(declaration.name)
+            names.append(declaration.print_name or declaration.name)
             names.extend(declaration.auxiliaries)
             continue
         fresh = f"_leanrpc_axiom_check_{nonce}_{number}"
@@ -337,8 +340,9 @@ def _code_end(text: str, pos: int) -> int:
     return n
 
 
-def _qualify(prefix: str, name: str) -> str:
-    name = name.replace("«", "").replace("»", "")
+def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
+    if not keep_quotes:
+        name = name.replace("«", "").replace("»", "")
     if name.startswith("_root_."):
         return name[len("_root_."):]
     return f"{prefix}.{name}" if prefix else name
