@@ -353,6 +353,19 @@ class SessionsConfig(_Section):
     max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 64
 
 
+class AxiomsConfig(_Section):
+    """`[axioms]` (issue 25 item 3): `check` is the default of a request that leaves
+    check_axioms unset; `allowed` is matched by exact name (never sorryAx)."""
+
+    check: bool = True
+    allowed: list[str] = msgspec.field(default_factory=lambda: ["propext", "Classical.choice", "Quot.sound"])
+
+    def __post_init__(self) -> None:
+        for name in self.allowed:
+            if not name or name != name.strip() or any(c in name for c in "*?[]") or name == "sorryAx":
+                raise ValueError(f"[axioms] allowed takes exact axiom names other than sorryAx, not {name!r}")
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repl: ReplConfig = msgspec.field(default_factory=ReplConfig)
     limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
@@ -365,6 +378,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     prover: ProverConfig = msgspec.field(default_factory=ProverConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
+    axioms: AxiomsConfig = msgspec.field(default_factory=AxiomsConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

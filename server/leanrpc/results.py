@@ -96,6 +96,8 @@ class VerifierIdentity:
     repl_revision: str = ""
     project_revision: str = ""
     description: str = ""
+    # A Lean before a published kernel soundness fix (repl.probes.soundness_warning); "" = none known.
+    warning: str = ""
 
     @property
     def cache_key(self) -> str:

@@ -43,8 +43,11 @@ async def test_every_kind_with_native_decide_is_rejected():
                 continue
             assert "native_decide" in result.error, (label, result.error)
             assert "Lean.ofReduceBool" in result.axioms, label
-        # Without check_axioms the same snippets pass: the option is what catches them.
-        plain = await client.verify_batch(codes)
+        # The server default (check_axioms unset) checks them too (issue 25 item 3).
+        default = await client.verify_batch(codes)
+        assert [r.status for r in default] == ["REJECTED"] * len(CHEATS)
+        # Explicitly off, the same snippets pass: the check is what catches them.
+        plain = await client.verify_batch(codes, check_axioms=False)
         assert [r.status for r in plain] == ["VALID"] * len(CHEATS)
 
 

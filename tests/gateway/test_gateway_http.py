@@ -203,3 +203,15 @@ async def test_check_snippet_reference_pins_the_statement(served):
         {"id": "x", "code": HEADER + "theorem a : True := trivial", "reference": HEADER + "-- nothing\n"}]})
     assert status == 422 and body["detail"][0]["loc"] == ["body", "snippets", 0, "reference"]
     assert "declares no theorem" in body["detail"][0]["msg"]
+
+
+async def test_axioms_are_checked_by_default_on_check_and_verify(served):
+    # Issue 25 item 3: no check_axioms field = the server default (on); false turns it off.
+    s = await served()
+    cheat = "axiom cheat : False\ntheorem t : 1 = 2 := cheat.elim"
+    _, default, _ = await _post(s.url, "/api/check", {"snippets": [{"id": "ax", "code": cheat}]})
+    assert default["results"][0]["leanrpc"]["status"] == "REJECTED", default
+    _, off, _ = await _post(s.url, "/api/check", {"check_axioms": False, "snippets": [{"id": "ax", "code": cheat}]})
+    assert off["results"][0]["leanrpc"]["status"] == "VALID", off
+    _, verified, _ = await _post(s.url, "/verify", {"codes": [{"custom_id": "ax", "proof": cheat}]})
+    assert verified["results"][0]["leanrpc"]["status"] == "REJECTED", verified

@@ -29,8 +29,11 @@ async def test_axiom_check_rejects_native_decide_and_own_axioms():
         # The `#print axioms` commands are ours: their info messages stay out.
         assert not any("axioms" in m.text for r in (clean, native, own) for m in r.messages)
 
-        # Without the option the same proofs pass and no axioms are listed.
-        plain = await client.verify_batch([NATIVE, OWN_AXIOM])
+        # Unset, the server default checks them (issue 25 item 3).
+        default = await client.verify_batch([NATIVE, OWN_AXIOM])
+        assert [r.status for r in default] == ["REJECTED", "REJECTED"]
+        # Explicitly off, the same proofs pass and no axioms are listed.
+        plain = await client.verify_batch([NATIVE, OWN_AXIOM], check_axioms=False)
         assert [(r.status, r.axioms) for r in plain] == [("VALID", []), ("VALID", [])]
 
         # The option also works per stream (options message before snippets).

@@ -126,12 +126,13 @@ def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) 
     )
 
 
-def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool, session: str = "",
+def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool | None, session: str = "",
              profile: str = "", cache: bool | None = None) -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
-    options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, check_axioms=check_axioms, session=session,
-                               profile=profile)
+    options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, session=session, profile=profile)
+    if check_axioms is not None:  # unset = the server's default ([axioms] check, on)
+        options.check_axioms = check_axioms
     if cache is not None:  # unset = the server's result cache if it has one
         options.cache = cache
     if timeout_s:

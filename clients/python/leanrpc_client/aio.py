@@ -116,7 +116,7 @@ class AsyncClient(ProverCalls):
         timeout_s: float = 0.0,
         infotree: str | None = None,
         reuse: bool = True,
-        check_axioms: bool = False,
+        check_axioms: bool | None = None,
         deadline_s: float | None = None,
         session: str = "",
         profile: str = "",
@@ -144,7 +144,7 @@ class AsyncClient(ProverCalls):
         timeout_s: float = 0.0,
         infotree: str | None = None,
         reuse: bool = True,
-        check_axioms: bool = False,
+        check_axioms: bool | None = None,
         window: int = 256,
         progress: bool | None = None,
         session: str = "",
@@ -263,23 +263,24 @@ class AsyncClient(ProverCalls):
 
     async def open_session(
         self, code: str, *, name: str = "", timeout_s: float = 0.0, infotree: str | None = None,
-        deadline_s: float | None = None, profile: str = "",
+        deadline_s: float | None = None, profile: str = "", check_axioms: bool | None = None,
     ) -> SessionResult:
         """Opens a session from a header (+ shared preamble); its state is env 0.
         `profile` names the server's REPL profile (toolchain) the session runs
         on for life ("" = the server's default)."""
         request = pb.OpenSessionRequest(name=name, code=code,
-                                        options=_options(timeout_s, infotree, True, False, profile=profile))
+                                        options=_options(timeout_s, infotree, True, check_axioms, profile=profile))
         return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
 
     async def run_in_session(
         self, session: str, code: str, *, env: int | None = None, timeout_s: float = 0.0,
         infotree: str | None = None, deadline_s: float | None = None, profile: str = "",
+        check_axioms: bool | None = None,
     ) -> SessionResult:
         """Runs commands (no imports) on session env `env` (default 0). A
         `profile` other than "" must be the session's own (else INVALID_ARGUMENT)."""
         request = pb.RunInSessionRequest(session=session, code=code,
-                                         options=_options(timeout_s, infotree, True, False, profile=profile))
+                                         options=_options(timeout_s, infotree, True, check_axioms, profile=profile))
         if env is not None:
             request.env = env
         return session_result_from_pb(await self._call(self._stub.RunInSession, request, deadline_s))

@@ -125,10 +125,11 @@ class ProverCalls:
         return stub
 
     async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0,
-                          check_axioms: bool = False, deadline_s: float | None = None) -> ProofStart:
+                          check_axioms: bool | None = None, deadline_s: float | None = None) -> ProofStart:
         """One proof state per `sorry` in `code` (a bare statement gets `:= by sorry`)."""
-        request = ppb.StartProofRequest(code=code, timeout=_duration_or_none(timeout_s), ttl=_duration_or_none(ttl_s),
-                                        check_axioms=check_axioms)
+        request = ppb.StartProofRequest(code=code, timeout=_duration_or_none(timeout_s), ttl=_duration_or_none(ttl_s))
+        if check_axioms is not None:  # unset = the server's default ([axioms] check, on)
+            request.check_axioms = check_axioms
         r = await self._call(self._prover_stub.StartProof, request, deadline_s)
         return ProofStart(
             proof_id=r.proof_id,

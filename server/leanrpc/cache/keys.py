@@ -70,8 +70,9 @@ class VerifierSettings:
         return bool(identity.lean_version and identity.repl_revision and identity.project_revision)
 
 
-def cache_key(settings: VerifierSettings, split: HeaderSplit, *, infotree: str | None, check_axioms: bool) -> str:
-    """Hex SHA-256 over every input that decides the verdict."""
+def cache_key(settings: VerifierSettings, split: HeaderSplit, *, infotree: str | None, check_axioms: bool | str) -> str:
+    """Hex SHA-256 over every input that decides the verdict. `check_axioms`
+    may be the allow-list in force (text), so that changing it changes the key."""
     material = msgspec.msgpack.encode(
         [
             KEY_VERSION,
@@ -82,7 +83,7 @@ def cache_key(settings: VerifierSettings, split: HeaderSplit, *, infotree: str |
             split.body_start_line,
             split.body,
             infotree or "",
-            bool(check_axioms),
+            check_axioms if isinstance(check_axioms, str) else bool(check_axioms),
         ]
     )
     return hashlib.sha256(material).hexdigest()

@@ -112,6 +112,14 @@ class CachedVerifier:
     async def close(self) -> None:
         await self.cache.close()
 
+    def _axiom_rules(self, options: VerifyOptions) -> bool | str:
+        """The check_axioms part of the key: False, or the allow-list in force
+        (None in the request resolved to `[axioms] check`, issue 25 item 3)."""
+        config = self.service.config
+        choice = options.check_axioms
+        on = config.axioms.check if choice is None else bool(choice)
+        return "allowed:" + ",".join(sorted(config.axioms.allowed)) if on else False
+
     def settings(self, profile: str = "") -> VerifierSettings | None:
         """The cache settings of one REPL profile: its own identity, so its
         keys never meet another toolchain's."""
@@ -140,7 +148,7 @@ class CachedVerifier:
             self.cache.stats.bypassed += 1
             return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
         split = split_header(code)
-        key = cache_key(settings, split, infotree=options.infotree, check_axioms=options.check_axioms)
+        key = cache_key(settings, split, infotree=options.infotree, check_axioms=self._axiom_rules(options))
         timeout = options.timeout_s or self.service.config.pool.default_timeout_s
         shared_tiers = settings.fully_identified
 

@@ -210,6 +210,8 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
                             "test-double verdicts; configure a real REPL with `leanrpc setup`."))
         else:
             emit(result.add("handshake", OK, f"Lean {identity.lean_version}: {identity.description} ({took:.1f} s)"))
+        if identity.warning:  # issue 25 item 6: which kernel soundness fix is missing
+            emit(result.add("soundness", WARN, identity.warning))
         code = (f"{header}\n\n" if header else "") + "example : True := trivial\n"
         verify = VerifyService(pool, probe_config)
         answer = await verify.verify("doctor", code, VerifyOptions(timeout_s=probe_config.pool.header_timeout_s))

@@ -42,6 +42,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="pin every file to this statement (header + declarations proved by `sorry`) (default: none)")
     pin.add_argument("--reference-dir", metavar="DIR",
                      help="pin each file to DIR/<its file name>; a file without one is REJECTED (default: none)")
+    parser.add_argument("--no-check-axioms", dest="check_axioms", action="store_false", default=None,
+                        help="turn off the server's `#print axioms` check for these files "
+                             "(default: the server's [axioms] check, on)")
     parser.add_argument("--quiet", action="store_true", help="no summary table on stderr at the end (default: print it)")
     return parser
 
@@ -274,7 +277,8 @@ def run(args) -> int:
     try:
         with Client(address, token=args.token, max_retries=args.retries) as client:
             results = client.verify(snippets, timeout_s=args.timeout, progress=progress,
-                                    on_result=printer.on_result, references=references)
+                                    on_result=printer.on_result, references=references,
+                                    check_axioms=args.check_axioms)
     except Interrupted as exc:
         printed = printer.stop()
         print(f"interrupted: {printed} of {exc.total} answered", file=sys.stderr, flush=True)

@@ -76,6 +76,8 @@ class Declaration:
     offset: int
     name_at: int
     auxiliaries: tuple[str, ...] = ()
+    # `name` as Lean reads it back, `«»` kept (`«odd name»`): what `#print axioms` is given.
+    print_name: str = ""
 
 
 @dataclasses.dataclass
@@ -133,7 +135,7 @@ def declarations(body: str) -> list[Declaration]:
         kind = match.group()
         after = match.end()
         prefix = ".".join(name for scope, name in scopes if scope == "namespace" and name)
-        name = ""
+        name = print_name = ""
         name_at = after
         if kind == "instance":
             priority = _PRIORITY.match(masked, after)
@@ -143,23 +145,62 @@ def declarations(body: str) -> list[Declaration]:
             named = _NAME.match(masked, after)
             if named is not None and named.group("name") not in _KEYWORDS:
                 name = _qualify(prefix, named.group("name"))
+                print_name = _qualify(prefix, named.group("name"), keep_quotes=True)
                 after = named.end()
         end = decl_starts[index + 1] if index + 1 < len(decl_starts) else len(masked)
         auxiliaries = tuple(_qualify("", f"{name}.{aux}") for aux in _where_auxiliaries(masked[after:end])) if name else ()
-        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries))
+        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries, print_name or name))
     return found
 
 
 def _declaration_keywords(masked: str) -> list:
-    """Keyword matches that start a declaration (only allowed text before them on the line)."""
+    """Keyword tokens that start a declaration.
+
+    A command can start anywhere (past column 400, after another command on
+    the same line), but never inside brackets or attribute lists
+    (`@[instance]`, `attribute [instance]`) nor after `deriving`. With
+    unbalanced brackets every keyword token counts (fail closed).
+    """
+    plain = _blank_names(masked)
+    depth = _depths(plain)
+    balanced = depth is not None
     found = []
-    for match in _KEYWORD.finditer(masked):
-        line_start = masked.rfind("\n", 0, match.start()) + 1
-        if match.start() - line_start > 400:
-            continue  # inside a long term line, not a command
-        if _LINE_PREFIX.fullmatch(masked, line_start, match.start()):
-            found.append(match)
+    for match in _KEYWORD.finditer(plain):
+        start, end = match.start(), match.end()
+        if start and (plain[start - 1] == "." or _IDENT_CHAR.match(plain[start - 1])):
+            continue
+        if end < len(plain) and _IDENT_CHAR.match(plain[end]):
+            continue
+        if balanced and depth[start]:
+            continue
+        if _DERIVING.search(plain, max(0, start - 64), start):
+            continue
+        found.append(match)
     return found
+
+
+_IDENT_CHAR = re.compile(r"[\w'!?₀-₉ₐ-ₜᵢ-ᵪ]")
+_DERIVING = re.compile(r"\bderiving[ \t]+$")
+_OPEN, _CLOSE = "([{⟨⦃", ")]}⟩⦄"
+
+
+def _blank_names(masked: str) -> str:
+    """`«...»` contents as spaces: a keyword inside a quoted name is no keyword."""
+    return re.sub(r"«[^»\n]*»", lambda m: "«" + " " * (len(m.group()) - 2) + "»", masked)
+
+
+def _depths(plain: str) -> list[int] | None:
+    """Bracket depth before each character, None when the brackets do not balance."""
+    depth, out = 0, []
+    for char in plain:
+        out.append(depth)
+        if char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+            if depth < 0:
+                return None
+    return out if depth == 0 else None
 
 
 def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonce: str | None = None) -> AxiomCheck:
@@ -176,7 +217,7 @@ def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonc
     masked = mask(body)
     for number, declaration in enumerate(declarations(body)):
         if declaration.name:
-            names.append(declaration.name)
+            names.append(declaration.print_name or declaration.name)
             names.extend(declaration.auxiliaries)
             continue
         fresh = f"_leanrpc_axiom_check_{nonce}_{number}"
@@ -198,42 +239,25 @@ def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonc
     return AxiomCheck(body="".join(pieces), names=names, edits=edits)
 
 
-_SPECIAL = re.compile(r"--|/-|\"|'")
+_SPECIAL = re.compile(r"--|/-|\"|'|«|\br#*\"")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def mask(text: str) -> str:
-    """`text` with comments and string literals replaced by spaces (newlines kept)."""
+    """`text` with comments, strings (raw, interpolated) and char literals
+    replaced by spaces (newlines kept), read as Lean's lexer reads them:
+    nested block comments, `r#"..."#` raw strings, `'\\''` char literals,
+    a prime inside a name (`foo'`) and `«...»` names left alone."""
     out = []
-    n = len(text)
     pos = keep = 0
     while True:
         found = _SPECIAL.search(text, pos)
         if found is None:
             break
         pos = found.start()
-        mark = found.group()
-        if mark == "--":
-            stop = text.find("\n", pos)
-            stop = n if stop < 0 else stop
-        elif mark == "/-":
-            depth, stop = 1, pos + 2
-            while depth:
-                inner = _COMMENT_MARK.search(text, stop)
-                if inner is None:
-                    stop = n
-                    break
-                depth += 1 if inner.group() == "/-" else -1
-                stop = inner.end()
-        elif mark == '"':
-            stop = pos + 1
-            while stop < n and text[stop] != '"':
-                stop += 2 if text[stop] == "\\" else 1
-            stop = min(n, stop + 1)
-        elif pos + 2 < n and (text[pos + 2] == "'" or text[pos + 1] == "\\"):
-            stop = text.find("'", pos + 2) + 1 or n  # a char literal such as '"'
-        else:
-            pos += 1
+        stop = _literal_end(text, pos, found.group())
+        if stop is None:  # not a literal here (a prime, a «name»): read on
+            pos = _name_end(text, pos) if found.group() == "«" else pos + 1
             continue
         out.append(text[keep:pos])
         out.append(_NOT_NEWLINE.sub(" ", text[pos:stop]))
@@ -242,8 +266,83 @@ def mask(text: str) -> str:
     return "".join(out)
 
 
-def _qualify(prefix: str, name: str) -> str:
-    name = name.replace("«", "").replace("»", "")
+def _name_end(text: str, pos: int) -> int:
+    stop = text.find("»", pos)
+    return len(text) if stop < 0 else stop + 1
+
+
+def _literal_end(text: str, pos: int, mark: str) -> int | None:
+    """Where the comment or literal starting at `pos` ends, None if there is none."""
+    n = len(text)
+    if mark == "--":
+        stop = text.find("\n", pos)
+        return n if stop < 0 else stop
+    if mark == "/-":
+        depth, stop = 1, pos + 2
+        while depth:
+            inner = _COMMENT_MARK.search(text, stop)
+            if inner is None:
+                return n
+            depth += 1 if inner.group() == "/-" else -1
+            stop = inner.end()
+        return stop
+    if mark.startswith("r"):  # r"..." / r#"..."#: no escapes, ends at "#...#
+        close = '"' + "#" * (len(mark) - 2)
+        stop = text.find(close, pos + len(mark))
+        return n if stop < 0 else stop + len(close)
+    if mark == '"':
+        return _string_end(text, pos + 1, interpolated=pos > 0 and text[pos - 1] == "!")
+    if mark == "'":
+        if pos and _IDENT_CHAR.match(text[pos - 1]):
+            return None  # a prime of a name: foo', h''
+        if pos + 1 < n and text[pos + 1] == "\\":
+            stop = text.find("'", pos + 3)
+            return None if stop < 0 or stop - pos > 12 else stop + 1
+        if pos + 2 < n and text[pos + 2] == "'" and text[pos + 1] != "\n":
+            return pos + 3
+        return None
+    return None
+
+
+def _string_end(text: str, pos: int, interpolated: bool) -> int:
+    """End of a string body starting at `pos`; `{...}` of an `s!"..."` is code."""
+    n = len(text)
+    while pos < n:
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+        elif char == '"':
+            return pos + 1
+        elif char == "{" and interpolated:
+            pos = _code_end(text, pos + 1)
+        else:
+            pos += 1
+    return n
+
+
+def _code_end(text: str, pos: int) -> int:
+    """Just past the `}` closing an interpolation, skipping nested literals."""
+    depth = 1
+    n = len(text)
+    while pos < n:
+        found = re.compile(r"--|/-|\"|'|«|\br#*\"|[{}]").search(text, pos)
+        if found is None:
+            return n
+        pos, mark = found.start(), found.group()
+        if mark in "{}":
+            depth += 1 if mark == "{" else -1
+            pos += 1
+            if not depth:
+                return pos
+            continue
+        stop = _literal_end(text, pos, mark)
+        pos = (_name_end(text, pos) if mark == "«" else pos + 1) if stop is None else stop
+    return n
+
+
+def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
+    if not keep_quotes:
+        name = name.replace("«", "").replace("»", "")
     if name.startswith("_root_."):
         return name[len("_root_."):]
     return f"{prefix}.{name}" if prefix else name

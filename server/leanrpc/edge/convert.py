@@ -31,7 +31,7 @@ def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str |
         timeout_s=_timeout_s(options),
         infotree=infotree,
         reuse=options.reuse if options.HasField("reuse") else True,
-        check_axioms=options.check_axioms,
+        check_axioms=options.check_axioms if options.HasField("check_axioms") else None,  # None: [axioms] check
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
         profile=options.profile,
@@ -88,6 +88,7 @@ def identity_to_pb(identity: VerifierIdentity | None) -> pb.VerifierIdentity | N
         repl_revision=identity.repl_revision,
         project_revision=identity.project_revision,
         description=identity.description,
+        warning=identity.warning,
     )
 
 

@@ -96,7 +96,7 @@ class ProverServicer(pb_grpc.ProverServicer):
     async def StartProof(self, request: pb.StartProofRequest, context):
         started = await self._prover.start_proof(
             request.code, timeout_s=_seconds(request, "timeout"), ttl_s=_seconds(request, "ttl"),
-            check_axioms=request.check_axioms,
+            check_axioms=request.check_axioms if request.HasField("check_axioms") else None,
             client_id=self._client(context), deadline=_deadline(context),
         )
         response = pb.StartProofResponse(

@@ -47,8 +47,10 @@ class CheckRequest(msgspec.Struct):
     debug: bool = False
     reuse: bool = True
     infotree: Infotree | None = None
-    # leanrpc extension: `#print axioms` check (REJECTED on sorryAx, native_decide, custom axioms).
-    check_axioms: bool = False
+    # leanrpc extension: `#print axioms` check (REJECTED on native_decide and
+    # axioms outside `[axioms] allowed`, SORRY on sorryAx). Absent or null:
+    # the server default (`[axioms] check`, on); false turns it off.
+    check_axioms: bool | None = None
 
 
 class Code(msgspec.Struct):
@@ -64,6 +66,8 @@ class VerifyRequestBody(msgspec.Struct):
     timeout: NonNegativeInt = 300
     infotree_type: Infotree | None = None
     disable_cache: bool = False
+    # leanrpc extension, as in CheckRequest: None = `[axioms] check` (on).
+    check_axioms: bool | None = None
 
 
 class RequestInvalid(Exception):
@@ -143,7 +147,8 @@ def check_options(request: CheckRequest) -> VerifyOptions:
 def verify_options(request: VerifyRequestBody) -> VerifyOptions:
     # disable_cache: neither the REPL's header reuse nor leanrpc's result cache.
     return VerifyOptions(timeout_s=float(request.timeout), infotree=request.infotree_type,
-                         reuse=not request.disable_cache, cache=not request.disable_cache)
+                         reuse=not request.disable_cache, cache=not request.disable_cache,
+                         check_axioms=request.check_axioms)
 
 
 # ---- rendering -------------------------------------------------------------

@@ -9,8 +9,10 @@ Used by: worker/, pool/, services/, formalize/. Never imports them.
 """
 
 from .outcome import (
+    STANDARD_AXIOMS,
     apply_axiom_check,
     as_response,
+    check_axiom_answers,
     classify,
     message_from_repl,
     require_every_axiom_check,
@@ -59,8 +61,10 @@ __all__ = [
     "Request",
     "Response",
     "TacticRequest",
+    "STANDARD_AXIOMS",
     "apply_axiom_check",
     "as_response",
+    "check_axiom_answers",
     "classify",
     "command",
     "decode",

@@ -31,8 +31,12 @@ __all__ = [
     "STANDARD_AXIOMS",
     "apply_axiom_check",
     "as_response",
+    "axiom_answer",
+    "check_axiom_answers",
     "classify",
+    "is_native_axiom",
     "message_from_repl",
+    "name_atoms",
     "require_every_axiom_check",
     "sorry_from_repl",
 ]
@@ -43,7 +47,6 @@ NATIVE_AXIOMS = frozenset({"Lean.ofReduceBool", "Lean.trustCompiler"})
 
 # Both spellings: 'sorry' (Lean <= 4.27) and `sorry` (Lean >= 4.28).
 SORRY_WARNING = re.compile(r"declaration uses ['`]sorry['`]")
-_AXIOMS_LINE = re.compile(r"'(?P<name>[^']+)' depends on axioms: \[(?P<axioms>[^\]]*)\]", re.S)
 
 
 def as_response(raw) -> Response:
@@ -96,46 +99,121 @@ def classify(snippet_id: str, outcome, check_axioms: bool) -> VerifyResult:
     return result
 
 
-def apply_axiom_check(result: VerifyResult, after: Response | None) -> None:
-    """Reads `#print axioms` answers; downgrades VALID on sorry or foreign axioms."""
+def apply_axiom_check(result: VerifyResult, after: Response | None,
+                      allowed: frozenset[str] = STANDARD_AXIOMS) -> None:
+    """Reads every `#print axioms` answer in `after` (names not matched: use
+    `check_axiom_answers` where the asked names are known)."""
     if after is None:
         return
-    used: set[str] = set()
-    for message in after.messages:
-        match = _AXIOMS_LINE.search(message.data)
-        if match:
-            used.update(a.strip() for a in match.group("axioms").split(",") if a.strip())
+    answers = [answer for m in after.messages if (answer := axiom_answer(m.data)) is not None]
+    used = {axiom for _name, axioms in answers for axiom in axioms}
     result.axioms = sorted(used)
+    _judge_axioms(result, used, allowed)
+
+
+def check_axiom_answers(result: VerifyResult, after: Response | None, names: list[str],
+                        allowed: frozenset[str] = STANDARD_AXIOMS) -> None:
+    """The check_axioms verdict: each asked name's own answer, then the rules.
+
+    An answer counts only for the declaration it names (primes, `«»`,
+    namespaces compared atom by atom); a VALID stands only if every asked
+    name got its answer and no answer uses an axiom outside `allowed`
+    (exact names). `sorryAx` makes it SORRY, anything else REJECTED. Fails
+    closed: an error, a missing answer or an answer for another name is REJECTED.
+    """
+    asked = {name_atoms(name) for name in names}
+    messages = after.messages if after is not None else []
+    answered: set[tuple[str, ...]] = set()
+    used: set[str] = set()
+    for message in messages:
+        answer = axiom_answer(message.data)
+        if answer is None or name_atoms(answer[0]) not in asked:
+            continue
+        answered.add(name_atoms(answer[0]))
+        used.update(answer[1])
+    result.axioms = sorted(used)
+    if result.status is not Status.VALID or not names:
+        return
+    _judge_axioms(result, used, allowed)
+    if result.status is not Status.VALID:
+        return
+    errors = [m.data for m in messages if m.severity == "error"]
+    missing = [name for name in names if name_atoms(name) not in answered]
+    if after is None or errors or missing:
+        result.status = Status.REJECTED
+        detail = "; ".join(errors)[:300] or f"no answer for {', '.join(missing)}"
+        result.error = f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
+
+
+def _judge_axioms(result: VerifyResult, used: set[str], allowed: frozenset[str]) -> None:
     if result.status is not Status.VALID:
         return
     if "sorryAx" in used:
         result.status = Status.SORRY
         return
-    native = used & NATIVE_AXIOMS
-    extra = used - STANDARD_AXIOMS - NATIVE_AXIOMS
+    refused = used - allowed
+    native = {axiom for axiom in refused if is_native_axiom(axiom)}
     if native:
         result.status = Status.REJECTED
         result.error = f"proof uses native_decide / compiler trust ({', '.join(sorted(native))})"
-    elif extra:
+    elif refused:
         result.status = Status.REJECTED
-        result.error = f"proof uses non-standard axioms: {', '.join(sorted(extra))}"
+        result.error = f"proof uses non-standard axioms: {', '.join(sorted(refused))}"
 
 
-# One answer per `#print axioms` name: "'n' depends on axioms: [...]" or
-# "'n' does not depend on any axioms".
-_AXIOMS_ANSWER = re.compile(r"'[^']+' (?:depends on axioms: \[|does not depend on any axioms)")
+# Lean >= 4.29: `native_decide` adds one axiom per use, `<decl>._native.native_decide.ax_<n>`.
+_NATIVE_DECIDE_AXIOM = re.compile(r".+\._native\.native_decide\.ax_\d+(?:_\d+)*")
+
+
+def is_native_axiom(name: str) -> bool:
+    """Whether `name` is a native-evaluation axiom (either spelling; only names the refusal)."""
+    return name in NATIVE_AXIOMS or _NATIVE_DECIDE_AXIOM.fullmatch(name) is not None
+
+
+# "'n' depends on axioms: [...]" or "'n' does not depend on any axioms". The
+# name is everything between the first quote and the quote before the tail,
+# so `'foo''` (a primed name) and `'«a b».c'` read whole.
+_ANSWER = re.compile(
+    r"'(?P<name>.+)' (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|(?P<none>does not depend on any axioms))\s*", re.S
+)
+
+
+def axiom_answer(text: str) -> tuple[str, list[str]] | None:
+    """(name, axioms) of one `#print axioms` answer, None for any other message."""
+    match = _ANSWER.fullmatch(text.strip())
+    if match is None:
+        return None
+    if match.group("none") is not None:
+        return match.group("name"), []
+    return match.group("name"), [a.strip() for a in match.group("axioms").split(",") if a.strip()]
+
+
+_ATOM = re.compile(r"«(?P<quoted>[^»]*)»|(?P<plain>[^.«]+)")
+
+
+def name_atoms(name: str) -> tuple[str, ...]:
+    """A Lean name as its atoms: `«a b».c` and `a b` quoted or not compare by atom,
+    so `«a.b»` (one atom) is not `a.b` (two)."""
+    atoms = []
+    for match in _ATOM.finditer(name.strip()):
+        atoms.append(match.group("quoted") if match.group("quoted") is not None else match.group("plain"))
+    if atoms and atoms[0] == "_root_":
+        atoms = atoms[1:]
+    return tuple(atoms)
 
 
 def require_every_axiom_check(result: VerifyResult, after: Response | None, names: list[str]) -> None:
-    """Fail closed: a VALID stands only if `#print axioms` answered for every name."""
+    """Fail closed: a VALID stands only if `#print axioms` answered for every name
+    (kept for callers that read answers with `apply_axiom_check`)."""
     if result.status is not Status.VALID or not names:
         return
+    asked = {name_atoms(name) for name in names}
     messages = after.messages if after is not None else []
-    answered = sum(1 for m in messages if _AXIOMS_ANSWER.search(m.data))
+    answered = {name_atoms(a[0]) for m in messages if (a := axiom_answer(m.data)) is not None} & asked
     errors = [m.data for m in messages if m.severity == "error"]
-    if after is None or errors or answered < len(names):
+    if after is None or errors or len(answered) < len(asked):
         result.status = Status.REJECTED
-        detail = "; ".join(errors)[:300] or f"{answered} of {len(names)} answered"
+        detail = "; ".join(errors)[:300] or f"{len(answered)} of {len(asked)} answered"
         result.error = f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
 
 

@@ -18,6 +18,7 @@ and allocates an env on every exchange.
 
 from __future__ import annotations
 
+import re
 import secrets
 
 from .protocol import CommandRequest, FileRequest, Response, command
@@ -36,6 +37,7 @@ __all__ = [
     "is_fork",
     "mentions_fence",
     "new_nonce",
+    "soundness_warning",
     "version_from_probe",
 ]
 
@@ -70,6 +72,32 @@ def version_from_probe(response: Response) -> str:
         if message.severity == "info":
             return message.data.strip().strip('"')
     return ""
+
+
+# Published kernel soundness fixes (issue 25 item 6), one per release line:
+# a version on a line before its fix, or on an older line, misses it.
+SOUNDNESS_FIXES = ((4, 32, 1), (4, 33, 1), (4, 34, 0))
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(-\S+)?")
+
+
+def soundness_warning(version: str) -> str:
+    """A warning naming the kernel soundness fix `version` lacks, "" if none
+    is missing (or the version cannot be read)."""
+    match = _VERSION.match(version.strip())
+    if match is None:
+        return ""
+    have = tuple(int(part) for part in match.groups()[:3])
+    prerelease = match.group(4) is not None
+    for fix in SOUNDNESS_FIXES:
+        if have[:2] == fix[:2] and (have[2] > fix[2] or have[2] == fix[2] and not prerelease):
+            return ""  # this line has its fix
+    if have > SOUNDNESS_FIXES[-1] or (have == SOUNDNESS_FIXES[-1] and not prerelease):
+        return ""
+    line = next((fix for fix in SOUNDNESS_FIXES if fix[:2] == have[:2]), SOUNDNESS_FIXES[0])
+    wanted = "v" + ".".join(map(str, line))
+    return (f"Lean {version.strip()} predates a published kernel soundness fix (in {wanted}; also "
+            f"{', '.join('v' + '.'.join(map(str, f)) for f in SOUNDNESS_FIXES if f != line)}): "
+            f"its VALID can rest on a kernel bug; upgrade to {wanted} or later")
 
 
 def header_failure(response: Response) -> str | None:

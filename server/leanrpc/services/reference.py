@@ -27,7 +27,8 @@ from .outcomes import run_job
 
 __all__ = ["ReferenceService", "STANDARD_AXIOMS"]
 
-STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
+# The default of `[axioms] allowed`; the check itself reads the configured list.
+STANDARD_AXIOMS = repl.STANDARD_AXIOMS
 CACHE_ENTRIES = 4096
 
 
@@ -115,7 +116,8 @@ class ReferenceService:
             return
         if outcome is None:
             return  # the snippet never ran (timeout, crash): its status says so
-        check = compare(reference, pinned.answers, answers_of(outcome, reference), STANDARD_AXIOMS)
+        check = compare(reference, pinned.answers, answers_of(outcome, reference),
+                        frozenset(self.config.axioms.allowed))
         check.cached_reference = cached
         check.query_s = outcome.reference_s
         result.reference = check

@@ -6,10 +6,13 @@ on the profile its OpenSession named (`options.profile`, "" = the default)
 for life: every command and every replay after a worker restart runs on a
 worker of that profile; a later call naming another profile is refused. The
 pool keeps the commands and replays them (leanrpc.pool.sessions); results are built by services.outcomes, exactly as
-for Verify. Every call names its caller (`client_id`, edge/identity.py): a
-session is its opener's, and anyone else gets NOT_FOUND as for a name never
-opened; the per-client limits (sessions, bytes of code) are the registry's.
-May import: core, errors, results, pool, services.outcomes.
+for Verify, and check_axioms (on unless the request turns it off) runs as
+for Verify, through services.axioms: `#print axioms` on the command's own
+env, which the session does not keep. Every call names its caller
+(`client_id`, edge/identity.py): a session is its opener's, and anyone else
+gets NOT_FOUND as for a name never opened; the per-client limits (sessions,
+bytes of code) are the registry's. May import: core, errors, results, pool,
+services.outcomes, services.axioms.
 Never imports services.verify (Verify uses this room, not the reverse).
 """
 
@@ -24,6 +27,7 @@ from ..errors import RequestError
 from ..pool import Job, Pool
 from ..pool.sessions import ROOT_ENV, SessionCall, code_bytes
 from ..results import VerifyResult
+from . import axioms
 from .outcomes import run_job
 
 _MAX_NAME = 128
@@ -118,6 +122,9 @@ class SessionService:
 
     async def _submit(self, session, parent, text, options, deadline, *, record: bool, result_id: str,
                       client_id: str = "", stream_id: str = "") -> SessionResult:
+        check = axioms.plan(text) if axioms.axioms_on(options, self.config) else None
+        if check is not None:
+            text = check.body
         job = Job(
             split=session.split,
             timeout_s=options.timeout_s or self.config.pool.default_timeout_s,
@@ -125,11 +132,14 @@ class SessionService:
             reuse=options.reuse,
             deadline=deadline,
             session=SessionCall(session, parent, text, record),
+            after_body=None if check is None else check.print_command,
             client_id=client_id,
             stream_id=stream_id or f"session:{session.name}",
             profile=session.profile,
         )
         result, outcome = await run_job(self.pool, job, result_id)
+        if check is not None:
+            axioms.finish(result, outcome, check, self.config)
         if outcome is None:
             return SessionResult(session.name, None, result, profile=session.profile)
         return SessionResult(session.name, outcome.session_env, result, outcome.replayed_commands, session.profile)

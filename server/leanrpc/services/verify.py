@@ -1,14 +1,13 @@
 """Verify: one snippet in, one VerifyResult out, on internal types only.
 
-Owns: input validation, the `check_axioms` follow-up command (every
-proof-carrying declaration, planned by core.declarations; its answers are read
-by repl.apply_axiom_check and repl.require_every_axiom_check), and what the edge may ask of the pool (`admission()`, `info()`), so
+Owns: input validation, the `check_axioms` follow-up command (on unless the
+request turns it off; planned and read by services.axioms), and what the edge may ask of the pool (`admission()`, `info()`), so
 the edge never touches the pool. Results are built by services.outcomes
 (Lean messages -> statuses, worker failures -> TIMEOUT / CRASH /
 OUT_OF_MEMORY, a header that does not load -> REJECTED). Only admission
 problems (bad input, queue full, not serving) are raised, for the edge to
 map to gRPC status codes. May import: config, core, errors, results, repl, pool,
-services.outcomes, services.sessions, services.reference (statements pinned
+services.outcomes, services.axioms, services.sessions, services.reference (statements pinned
 to a reference), services.judge (the external judge on a pinned VALID).
 Never imports edge or `*_pb2`.
 """
@@ -17,14 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from .. import repl
 from ..config import Config
-from ..core.declarations import AxiomCheck, plan_axiom_check
 from ..core.headers import split_header
 from ..reference import query_command
 from ..errors import ConfigError, RequestError
 from ..pool import Job, Pool, PoolSnapshot
-from ..results import JudgeLevel, Position, Status, VerifyResult
+from ..results import JudgeLevel, Status, VerifyResult
+from . import axioms
 from .outcomes import run_job
 from .judge import JudgeService
 from .reference import ReferenceService
@@ -38,7 +36,9 @@ class VerifyOptions:
     timeout_s: float = 0.0  # 0: server default
     infotree: str | None = None
     reuse: bool = True
-    check_axioms: bool = False
+    # None: the server default (`[axioms] check`, on unless configured off);
+    # False turns the check off for this request only.
+    check_axioms: bool | None = None
     session: str = ""
     # Use the result cache (leanrpc.cache wraps this service); false bypasses it.
     cache: bool = True
@@ -58,6 +58,10 @@ class VerifyService:
         self.sessions = SessionService(pool, config, self.validate)
         self.references = ReferenceService(pool, config)
         self.judge = JudgeService(config, getattr(pool, "launcher", None))
+
+    def axioms_on(self, options: VerifyOptions) -> bool:
+        """Whether check_axioms runs for `options` (None = `[axioms] check`)."""
+        return axioms.axioms_on(options, self.config)
 
     def admission(self, count: int = 1) -> None:
         """Raises OverloadedError or NotServingError unless `count` more
@@ -113,9 +117,10 @@ class VerifyService:
         split = split_header(code)
         after_body = None
         axiom_check = None
-        if options.check_axioms:
+        check_axioms = self.axioms_on(options)
+        if check_axioms:
             # Every proof-carrying declaration, anonymous ones renamed (core/declarations.py).
-            axiom_check = plan_axiom_check(split.body, split.body_start_line, split.body_start_column)
+            axiom_check = axioms.plan(split.body, split.body_start_line, split.body_start_column)
             after_body = axiom_check.print_command
             split = dataclasses.replace(split, body=axiom_check.body)
         reference = pinned = None
@@ -138,15 +143,12 @@ class VerifyService:
             stream_id=stream_id,
             profile=options.profile,
         )
-        result, outcome = await run_job(self.pool, job, snippet_id, check_axioms=options.check_axioms)
-        if axiom_check is not None:
-            _restore_positions(result, axiom_check)
-            if outcome is not None:
-                after = outcome.after_response
-                repl.require_every_axiom_check(result, None if after is None else repl.as_response(after),
-                                               axiom_check.names)
-        if reference is not None:
+        result, outcome = await run_job(self.pool, job, snippet_id)
+        if reference is not None:  # first: its structured reason names the declaration
             self.references.apply(result, outcome, reference, pinned, cached)
+        if axiom_check is not None:
+            axioms.finish(result, outcome, axiom_check, self.config)
+        if reference is not None:
             if result.status is Status.VALID and self.judge.enabled:
                 await self._judge(result, options.reference, code)
         return result
@@ -161,13 +163,3 @@ class VerifyService:
         elif check.level is not JudgeLevel.ACCEPTED:
             result.status = Status.REJECTED
             result.error = f"judge {check.judge} gave no verdict ({check.level.name}): {check.detail[-300:]}"
-
-
-def _restore_positions(result: VerifyResult, check: AxiomCheck) -> None:
-    """Maps positions in a body renamed for check_axioms back to the user's text."""
-    for item in [*result.messages, *result.sorries]:
-        for attr in ("start", "end"):
-            pos = getattr(item, attr)
-            if pos is not None:
-                setattr(item, attr, Position(*check.original_position(pos.line, pos.column)))
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..config import ReplConfig
+from ..repl.probes import soundness_warning
 from ..results import LEAN_KIND, STAND_IN_KIND, VerifierIdentity
 
 STAND_IN_MARK = "stand-in"
@@ -23,6 +24,7 @@ def identity_from_probe(version_string: str, repl: ReplConfig) -> VerifierIdenti
             repl_revision=repl.repl_revision or "leanrpc-repl-standin",
             project_revision=repl.project_revision,
             description=f"leanrpc REPL stand-in (a test double, not Lean); emulates Lean {lean_version}",
+            warning=soundness_warning(lean_version),
         )
     return VerifierIdentity(
         kind=LEAN_KIND,
@@ -31,6 +33,7 @@ def identity_from_probe(version_string: str, repl: ReplConfig) -> VerifierIdenti
         project_revision=repl.project_revision,
         description=f"Lean {lean_version} REPL {repl.repl_revision or '(revision unknown)'}"
         + (f", project {repl.project_revision}" if repl.project_revision else ""),
+        warning=soundness_warning(lean_version),
     )
 
 

@@ -171,7 +171,7 @@ class ProverService:
 
     # -- StartProof --------------------------------------------------------------
 
-    async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0, check_axioms: bool = False,
+    async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0, check_axioms: bool | None = None,
                           client_id: str = "", deadline: float | None = None) -> StartedProof:
         arrived = time.monotonic()
         self._check_code(code)
