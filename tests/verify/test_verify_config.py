@@ -8,7 +8,7 @@ import pytest
 
 from leanrpc.config import Config, FormalizeSection, to_toml
 from leanrpc.edge.formalizer import formalize_config_from
-from leanrpc.errors import RequestError
+from leanrpc.errors import ConfigError
 from leanrpc.formalize.config import FormalizeConfig
 
 
@@ -79,7 +79,7 @@ def test_relative_cwd_is_resolved_against_the_file(tmp_path):
 def test_bad_config_raises_clear_error(tmp_path, text, words):
     path = tmp_path / "bad.toml"
     path.write_text(text)
-    with pytest.raises(RequestError) as info:
+    with pytest.raises(ConfigError) as info:  # a config error, not a bad request (issue 27)
         Config.from_toml(path)
     for word in words:
         assert word in str(info.value)
