@@ -325,6 +325,17 @@ class ProverConfig(_Section):
     move_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=3600)] = 10.0
 
 
+class PolicyConfig(_Section):
+    """`[policy]`: the code policy (issue 25 item 1; docs/SECURITY.md, "Code policy")."""
+
+    # "proof": refuse, before any REPL sees it, code that runs while Lean elaborates.
+    default: Literal["proof", "trusted"] = "proof"
+    # Client identities (as the request log names them, e.g. "token:3f2a…") under `trusted`.
+    trusted_clients: list[str] = msgspec.field(default_factory=list)
+    # REPL profiles ("" = the default [repl]) whose snippets all run under `trusted`.
+    trusted_profiles: list[str] = msgspec.field(default_factory=list)
+
+
 class JudgeConfig(_Section):
     """`[judge]`: an external checker run on VALID results that carry a
     reference (issue 25 item 5; docs/REAL-LEAN.md, "External judge")."""
@@ -351,6 +362,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     formalize: FormalizeSection = msgspec.field(default_factory=FormalizeSection)  # type: ignore[valid-type]
     prover: ProverConfig = msgspec.field(default_factory=ProverConfig)
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
+    policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

@@ -36,12 +36,13 @@ class SessionResult:
 
 
 class SessionService:
-    def __init__(self, pool: Pool, config: Config, validate: Callable) -> None:
+    def __init__(self, pool: Pool, config: Config, validate: Callable, policy=None) -> None:
         """`validate(code, options)` raises RequestError for refused input."""
         self.pool = pool
         self.config = config
         self.registry = pool.sessions
         self._validate = validate
+        self._policy = policy
 
     @staticmethod
     def _options(options):
@@ -55,6 +56,7 @@ class SessionService:
             raise RequestError(f"session names are up to {_MAX_NAME} characters without spaces")
         options = self._options(options)
         self._validate(code, options)
+        self._check_policy(code, options, client_id, "the session's code")
         split = split_header(code)
         session = self.registry.create(name, split, options.profile)
         try:
@@ -76,6 +78,7 @@ class SessionService:
         options = self._options(options)
         self._validate(code, options)
         self.check_profile(session, options.profile)
+        self._check_policy(code, options, client_id, "the session command")
         if split_header(code).imports:
             raise RequestError(
                 f"session code cannot import modules; the imports of session {name!r} are fixed when it is opened"
@@ -87,6 +90,11 @@ class SessionService:
         return await self._submit(session, parent, code, options, deadline, record=record,
                                   result_id=result_id or f"{name}:{parent}", client_id=client_id,
                                   stream_id=stream_id)
+
+    def _check_policy(self, code: str, options, client_id: str, what: str) -> None:
+        """PolicyRefused (INVALID_ARGUMENT) for code the `proof` policy keeps from the REPL."""
+        if self._policy is not None:
+            self._policy.check_command(code, what, self._policy.of(options.profile, client_id))
 
     @staticmethod
     def check_profile(session, profile: str) -> None:

@@ -25,7 +25,9 @@ from ..reference import query_command
 from ..errors import RequestError
 from ..pool import Job, Pool, PoolSnapshot
 from ..results import JudgeLevel, Position, Status, VerifyResult
+from ..repl.outcome import STANDARD_AXIOMS
 from .outcomes import run_job
+from .policy import CodePolicy
 from .judge import JudgeService
 from .reference import ReferenceService
 from .sessions import SessionService
@@ -55,7 +57,8 @@ class VerifyService:
     def __init__(self, pool: Pool, config: Config) -> None:
         self.pool = pool
         self.config = config
-        self.sessions = SessionService(pool, config, self.validate)
+        self.policy = CodePolicy(config, STANDARD_AXIOMS)
+        self.sessions = SessionService(pool, config, self.validate, self.policy)
         self.references = ReferenceService(pool, config)
         self.judge = JudgeService(config, getattr(pool, "launcher", None))
 
@@ -98,10 +101,30 @@ class VerifyService:
             self.sessions.check_profile(self.sessions.registry.get(options.session), options.profile)
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+                     client_id: str = "", stream_id: str = "", screened: bool = False) -> VerifyResult:
         """One snippet, one result. `client_id` (the authenticated caller) and
-        `stream_id` (its stream or batch) decide its turn in the fair queue."""
+        `stream_id` (its stream or batch) decide its turn in the fair queue.
+        Under the `proof` code policy, a snippet that would run its own code
+        never reaches a REPL (`screened`: the caller already asked `screen`)."""
         self.validate(code, options)
+        policy = self.policy.of(options.profile, client_id)
+        if not screened:
+            refused = self.screen(snippet_id, code, options, client_id)
+            if refused is not None:
+                return refused
+        result = await self._verify(snippet_id, code, options, deadline, client_id, stream_id)
+        result.policy = policy
+        result.axioms_checked = result.axioms_checked or bool(options.check_axioms)
+        return result
+
+    def screen(self, snippet_id: str, code: str, options: VerifyOptions, client_id: str = "") -> VerifyResult | None:
+        """The code policy's answer to a snippet that must not reach a REPL
+        (leanrpc.services.policy), or None: run it. The cache asks first too."""
+        policy = self.policy.of(options.profile, client_id)
+        return self.policy.screen(snippet_id, code, policy, check_axioms=bool(options.check_axioms))
+
+    async def _verify(self, snippet_id: str, code: str, options: VerifyOptions, deadline: float | None,
+                      client_id: str, stream_id: str) -> VerifyResult:
         if options.session:
             # Runs on the session's env 0 and leaves the session unchanged.
             ran = await self.sessions.run(options.session, code, None, options, deadline=deadline, record=False,
