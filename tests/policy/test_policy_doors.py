@@ -69,9 +69,9 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
         # VerifyStream.
         streamed = await client.verify([HEADER + a for a in ATTACKS], check_axioms=False)
         assert [r.status for r in streamed] == ["REJECTED"] * len(ATTACKS)
-        # With the axiom check on, native evaluation is the INVALID the check would give, without running it.
+        # With the axiom check on, native evaluation gets the axiom check's answer, without running it.
         native = (await client.verify_batch([HEADER + ATTACKS[-1]], check_axioms=True))[0]
-        assert native.status == "INVALID" and "Lean.ofReduceBool" in native.error
+        assert native.status != "VALID" and "Lean.ofReduceBool" in native.axioms and "native_decide" in native.error
         assert native.checks.axioms == "FAILED"
         # Sessions: opening with code, a session command, Verify(session=...).
         with pytest.raises(ClientError) as refused:
@@ -130,5 +130,25 @@ async def test_a_trusted_client_is_named_in_config_not_in_the_request(tmp_path):
         assert result.status == "REJECTED" and result.checks.policy == "proof"
         assert app.verify.policy.of("nope") == "trusted" and app.verify.policy.of("") == "proof"
         assert _fired(log) == []
+    finally:
+        await stop_server(app, client)
+
+
+async def test_with_the_cache_on_the_policy_answers_first_and_trusted_results_are_never_stored(tmp_path):
+    app, client, log, _url = await _start(tmp_path, cache__enabled=True)
+    try:
+        for _ in range(2):
+            result = (await client.verify_batch([HEADER + ATTACKS[0]], check_axioms=False))[0]
+            assert result.status == "REJECTED" and result.cache_source == ""
+        good = [(await client.verify_batch([GOOD]))[0] for _ in range(2)]
+        assert good[1].cache_source == "memory" and good[1].checks.policy == "proof"  # the cache is on
+        assert _fired(log) == []
+    finally:
+        await stop_server(app, client)
+    app, client, log, _url = await _start(tmp_path, cache__enabled=True, policy__default="trusted")
+    try:
+        runs = [(await client.verify_batch([GOOD]))[0] for _ in range(2)]
+        assert [r.cache_source for r in runs] == ["", ""]  # a trusted result is the caller's own
+        assert all(r.checks.policy == "trusted" for r in runs)
     finally:
         await stop_server(app, client)

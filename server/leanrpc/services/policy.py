@@ -9,8 +9,8 @@ profile, a trusted client identity), never from the request alone; and
 - native evaluation (`native_decide`, `Lean.ofReduceBool`, …) would run the
   snippet's own compiled code inside the REPL, so under `proof` it is never
   sent: with the axiom check on and the native-evaluation axioms outside the
-  allow-list (the default), it is answered INVALID exactly as the axiom check
-  would answer it (the proof would depend on `Lean.ofReduceBool`); with the
+  allow-list (the default), it is answered exactly as the axiom check would
+  answer it (the proof would depend on `Lean.ofReduceBool`); with the
   check off, REJECTED, since nothing short of running it tells.
 May import: leanrpc.policy, leanrpc.results, leanrpc.config, leanrpc.errors.
 """
@@ -26,6 +26,8 @@ __all__ = ["CodePolicy", "PolicyRefused", "PROOF", "TRUSTED"]
 
 # The axiom a native evaluation leaves in the proof, by the names Lean has used.
 NATIVE_AXIOMS = ("Lean.ofReduceBool", "Lean.trustCompiler")
+# What the axiom check answers a proof that depends on them (repl/outcome.py).
+NATIVE_STATUS = Status.REJECTED
 
 
 class PolicyRefused(RequestError):
@@ -65,11 +67,11 @@ class CodePolicy:
         where = f"{found.native} at line {found.native_line}"
         if check_axioms and not self.native_allowed:
             return VerifyResult(
-                id=snippet_id, status=Status.INVALID, policy=policy, axioms=["Lean.ofReduceBool"],
+                id=snippet_id, status=NATIVE_STATUS, policy=policy, axioms=["Lean.ofReduceBool"],
                 axioms_checked=True,
-                error=(f"proof uses non-standard axioms: Lean.ofReduceBool (native evaluation: {where}); "
-                       "answered without running it, since native evaluation runs the snippet's own compiled "
-                       "code inside the REPL"))
+                error=(f"proof uses native_decide / compiler trust (Lean.ofReduceBool; {where}); answered "
+                       "without running it, since native evaluation runs the snippet's own compiled code "
+                       "inside the REPL"))
         return VerifyResult(
             id=snippet_id, status=Status.REJECTED, policy=policy,
             error=(f"refused by the code policy `proof`: native evaluation ({where}) runs the snippet's own "
