@@ -46,26 +46,28 @@ _NAME_CHAR = re.compile(_IDENT_CHAR)
 _OPENER_TEXTS = ("--", "/-", '"', "«", "'", 'r"', "r#")
 
 
-def positions(text: str, needles: tuple[str, ...]) -> list[int]:
-    """Sorted offsets of every occurrence of each needle."""
+def positions(text: str, needles: tuple[str, ...], until: int | None = None) -> list[int]:
+    """Sorted offsets of every occurrence of each needle (starting before `until`)."""
     found = []
     find = text.find
+    end = len(text) if until is None else min(len(text), until + max(map(len, needles)))
     for needle in needles:
-        at = find(needle)
-        while at >= 0:
+        at = find(needle, 0, end)
+        while 0 <= at and (until is None or at < until):
             found.append(at)
-            at = find(needle, at + 1)
+            at = find(needle, at + 1, end)
     found.sort()
     return found
 
 
-def hidden_spans(text: str) -> list[tuple[int, int, str]]:
+def hidden_spans(text: str, until: int | None = None) -> list[tuple[int, int, str]]:
     """(start, end, kind) of every comment, string, raw string, char literal and
-    `«»` name, in order: the stretches where a keyword is only a mention."""
+    `«»` name that starts before `until` (default: all), in order: the
+    stretches where a keyword is only a mention."""
     spans = []
     end = -1
     n = len(text)
-    for at in positions(text, _OPENER_TEXTS):
+    for at in positions(text, _OPENER_TEXTS, until):
         if at < end:
             continue
         c = text[at]

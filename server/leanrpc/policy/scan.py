@@ -133,7 +133,7 @@ def scan(text: str) -> Scan:
     candidates = positions(text, _CANDIDATES)
     if not candidates:
         return ALLOWED
-    spans = hidden_spans(text)
+    spans = hidden_spans(text, candidates[-1] + 1)  # only what can hide a candidate
     native, native_at = "", 0
     seen = -1  # the end of the last word read
     for at in candidates:
