@@ -29,9 +29,11 @@ async def test_axiom_check_rejects_native_decide_and_own_axioms():
         # The `#print axioms` commands are ours: their info messages stay out.
         assert not any("axioms" in m.text for r in (clean, native, own) for m in r.messages)
 
-        # Without the option the same proofs pass and no axioms are listed.
+        # Without the option an own axiom passes and no axioms are listed; native
+        # evaluation is never sent under the `proof` code policy (issue 25 item 1).
         plain = await client.verify_batch([NATIVE, OWN_AXIOM])
-        assert [(r.status, r.axioms) for r in plain] == [("VALID", []), ("VALID", [])]
+        assert [(r.status, r.axioms) for r in plain] == [("REJECTED", []), ("VALID", [])]
+        assert "code policy `proof`" in plain[0].error
 
         # The option also works per stream (options message before snippets).
         streamed = await client.verify([("c", CLEAN), ("n", NATIVE)], check_axioms=True)

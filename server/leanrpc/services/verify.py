@@ -24,7 +24,7 @@ from ..core.headers import split_header
 from ..reference import query_command
 from ..errors import RequestError
 from ..pool import Job, Pool, PoolSnapshot
-from ..results import JudgeLevel, Position, Status, VerifyResult
+from ..results import JudgeLevel, Position, ReferenceCheck, ReferenceReason, Status, VerifyResult
 from ..repl.outcome import STANDARD_AXIOMS
 from .outcomes import run_job
 from .policy import CodePolicy
@@ -121,7 +121,17 @@ class VerifyService:
         """The code policy's answer to a snippet that must not reach a REPL
         (leanrpc.services.policy), or None: run it. The cache asks first too."""
         policy = self.policy.of(options.profile, client_id)
-        return self.policy.screen(snippet_id, code, policy, check_axioms=bool(options.check_axioms))
+        # A pinned snippet's axioms are checked by the statement check too.
+        pinned = bool(options.reference)
+        result = self.policy.screen(snippet_id, code, policy, check_axioms=bool(options.check_axioms) or pinned)
+        if result is not None and pinned and result.axioms_checked:
+            # Native evaluation under a reference: what the statement check would say.
+            names = self.references.parse(options.reference).names
+            result.status = Status.INVALID
+            result.reference = ReferenceCheck(passed=False, reason=ReferenceReason.FORBIDDEN_AXIOM,
+                                              declaration=names[0] if names else "", detail=result.error,
+                                              declarations=names)
+        return result
 
     async def _verify(self, snippet_id: str, code: str, options: VerifyOptions, deadline: float | None,
                       client_id: str, stream_id: str) -> VerifyResult:
