@@ -330,6 +330,17 @@ class ProverConfig(_Section):
     max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1024
 
 
+class PolicyConfig(_Section):
+    """`[policy]`: the code policy (issue 25 item 1; docs/SECURITY.md, "Code policy")."""
+
+    # "proof": refuse, before any REPL sees it, code that runs while Lean elaborates.
+    default: Literal["proof", "trusted"] = "proof"
+    # Client identities (as the request log names them, e.g. "token:3f2a…") under `trusted`.
+    trusted_clients: list[str] = msgspec.field(default_factory=list)
+    # REPL profiles ("" = the default [repl]) whose snippets all run under `trusted`.
+    trusted_profiles: list[str] = msgspec.field(default_factory=list)
+
+
 class JudgeConfig(_Section):
     """`[judge]`: an external checker run on VALID results that carry a
     reference (issue 25 item 5; docs/REAL-LEAN.md, "External judge")."""
@@ -379,6 +390,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     judge: JudgeConfig = msgspec.field(default_factory=JudgeConfig)
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
     axioms: AxiomsConfig = msgspec.field(default_factory=AxiomsConfig)
+    policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

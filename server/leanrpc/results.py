@@ -134,6 +134,10 @@ class VerifyResult:
     # when a `[judge]` ran on it (item 5).
     reference: "ReferenceCheck | None" = None
     judge: "JudgeCheck | None" = None
+    # The checks behind the verdict (issue 25 item 4): the code policy in
+    # force ("proof" or "trusted"), and whether the axiom check ran.
+    policy: str = ""
+    axioms_checked: bool = False
 
 
 class ReferenceReason(enum.IntEnum):
@@ -185,3 +189,41 @@ class JudgeCheck:
     judge: str = ""  # the configured judge's name
     detail: str = ""  # the tail of its output
     elapsed_s: float = 0.0
+
+
+class CheckLevel(enum.IntEnum):
+    """Mirrors leanrpc.v1.CheckLevel: how one check behind a verdict came out."""
+
+    NOT_RUN = 0
+    PASSED = 1
+    FAILED = 2
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Checks:
+    """Which checks ran behind a verdict (issue 25 item 4; Result.checks)."""
+
+    policy: str
+    axioms: CheckLevel
+    statement: CheckLevel
+    judge: CheckLevel
+
+
+def checks_of(result: VerifyResult, allowed_axioms: frozenset[str]) -> Checks:
+    """The verdict levels of `result`, read in one place for every door."""
+    foreign = [a for a in result.axioms if a not in allowed_axioms]
+    if not result.axioms_checked:
+        axioms = CheckLevel.NOT_RUN
+    elif foreign:
+        axioms = CheckLevel.FAILED
+    else:
+        axioms = CheckLevel.PASSED if result.status is Status.VALID else CheckLevel.NOT_RUN
+    if result.reference is None:
+        statement = CheckLevel.NOT_RUN
+    else:
+        statement = CheckLevel.PASSED if result.reference.passed else CheckLevel.FAILED
+    if result.judge is None or result.judge.level is JudgeLevel.NOT_RUN:
+        judge = CheckLevel.NOT_RUN
+    else:
+        judge = CheckLevel.PASSED if result.judge.level is JudgeLevel.ACCEPTED else CheckLevel.FAILED
+    return Checks(result.policy, axioms, statement, judge)

@@ -19,8 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 LAYERS: list[set[str]] = [
     {"", "errors", "results", "v1", "_native", "logsetup"},  # leanrpc itself (__version__), plain data, stubs, log format
     {"core", "client"},                           # framing, trie, header split; the Python client (v1 stubs only)
-    {"repl", "extract", "formalize", "standin", "reference"},  # REPL protocol; pure libraries; the stand-in
-    # REPL program; statement pinning (reference: text in, verdict out)
+    {"repl", "extract", "formalize", "standin", "reference", "policy"},  # REPL protocol; pure libraries; the stand-in
+    # REPL program; statement pinning (reference: text in, verdict out); the code policy (text in, verdict out)
     {"config"},                                   # reads formalize.config
     {"worker"},
     {"pool", "security"},

@@ -30,8 +30,24 @@ CHEATS = [
 FAIL_CLOSED = {"instance with priority"}
 
 
-async def test_every_kind_with_native_decide_is_rejected():
+async def test_under_proof_native_decide_never_reaches_the_repl():
+    # The code policy answers native evaluation without running it (issue 25 item 1):
+    # with check_axioms, the axiom check's answer; without, REJECTED.
     async with running_server() as (_app, client):
+        codes = [code if code.startswith("import") else HEADER + code for _label, code in CHEATS]
+        checked = await client.verify_batch(codes, check_axioms=True)
+        for (label, _code), result in zip(CHEATS, checked):
+            assert result.status == "REJECTED" and "native_decide" in result.error, label
+            assert "Lean.ofReduceBool" in result.axioms, label
+            assert result.worker == "", label  # no worker answered it
+        plain = await client.verify_batch(codes)
+        assert all(r.status == "REJECTED" and "code policy `proof`" in r.error for r in plain)
+
+
+async def test_every_kind_with_native_decide_is_rejected():
+    # The axiom scanner itself, on the REPL's answers: only `trusted` lets
+    # native evaluation run, so this runs under it.
+    async with running_server(policy__default="trusted") as (_app, client):
         codes = [code if code.startswith("import") else HEADER + code for _label, code in CHEATS]
         results = await client.verify_batch(codes, check_axioms=True)
         for (label, _code), result in zip(CHEATS, results):

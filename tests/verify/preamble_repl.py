@@ -1,5 +1,5 @@
 """A fake REPL for preamble tests: speaks the JSON protocol and gives Lean-like
-messages for `open Bad...` (an error) and `set_option warnme` (a warning).
+messages for `open Bad...` (an error) and `set_option linter.warnme` (a warning).
 
 It counts envs like the real REPL (one per command), answers File requests
 (the fence) with an IO error naming the path, and logs every command it runs
@@ -32,7 +32,7 @@ def answer(request, env):
             messages.append(message("error", number, 0, "unknown module prefix 'Nope'"))
         elif line.startswith("open Bad"):
             messages.append(message("error", number, 5, f"unknown namespace '{line.split()[1]}'"))
-        elif line.startswith("set_option warnme"):
+        elif line.startswith("set_option linter.warnme"):
             messages.append(message("warning", number, 11, "warnme is deprecated"))
     out = {"env": env}
     if messages:

@@ -32,9 +32,11 @@ async def test_axiom_check_rejects_native_decide_and_own_axioms():
         # Unset, the server default checks them (issue 25 item 3).
         default = await client.verify_batch([NATIVE, OWN_AXIOM])
         assert [r.status for r in default] == ["REJECTED", "REJECTED"]
-        # Explicitly off, the same proofs pass and no axioms are listed.
+        # Explicitly off, an own axiom passes and no axioms are listed; native
+        # evaluation is never sent under the `proof` code policy (issue 25 item 1).
         plain = await client.verify_batch([NATIVE, OWN_AXIOM], check_axioms=False)
-        assert [(r.status, r.axioms) for r in plain] == [("VALID", []), ("VALID", [])]
+        assert [(r.status, r.axioms) for r in plain] == [("REJECTED", []), ("VALID", [])]
+        assert "code policy `proof`" in plain[0].error
 
         # The option also works per stream (options message before snippets).
         streamed = await client.verify([("c", CLEAN), ("n", NATIVE)], check_axioms=True)

@@ -15,7 +15,7 @@ from typing import Iterable
 from google.protobuf import duration_pb2
 
 from ._proto import pb
-from ._types import Declaration, Message, ReferenceCheck, Result, SessionResult, TacticStep
+from ._types import Checks, Declaration, Message, ReferenceCheck, Result, SessionResult, TacticStep
 
 # pb.STATUS_VALID -> "VALID", pb.SEVERITY_ERROR -> "ERROR" (the client's names).
 _STATUS_NAMES = {v: k.removeprefix("STATUS_") for k, v in pb.Status.items()}
@@ -103,7 +103,16 @@ def result_from_pb(r: pb.Result) -> Result:
         retry_after_s=seconds(r.retry_after) if r.HasField("retry_after") else None,
         reference=_reference_from_pb(r.reference) if r.HasField("reference") else None,
         judge=_JUDGE_NAMES.get(r.judge.level, str(r.judge.level)) if r.HasField("judge") else "",
+        checks=_checks_from_pb(r.checks) if r.HasField("checks") else None,
     )
+
+
+def _checks_from_pb(checks) -> Checks:
+    def level(value: int) -> str:
+        return pb.CheckLevel.Name(value).removeprefix("CHECK_LEVEL_")
+
+    return Checks(policy=checks.policy, axioms=level(checks.axioms), statement=level(checks.statement),
+                  judge=level(checks.judge))
 
 
 _JUDGE_NAMES = {0: "NOT_RUN", 1: "ACCEPTED", 2: "REFUSED", 3: "TIMEOUT", 4: "FAILED"}

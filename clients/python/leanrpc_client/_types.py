@@ -71,6 +71,16 @@ class ReferenceCheck:
 
 
 @dataclasses.dataclass
+class Checks:
+    """Result.checks: the verdict's levels (docs/SECURITY.md, "Levels")."""
+
+    policy: str
+    axioms: str
+    statement: str
+    judge: str
+
+
+@dataclasses.dataclass
 class Result:
     id: str
     status: str  # VALID, INVALID, SORRY, TIMEOUT, CRASH, OUT_OF_MEMORY, REJECTED, CANCELLED
@@ -98,6 +108,9 @@ class Result:
     # Set when the snippet carried a reference: the statement check (Result.reference).
     reference: "ReferenceCheck | None" = None
     judge: str = ""  # the external judge's level ("" = none configured), Result.judge
+    # Which checks ran behind the verdict (Result.checks): policy "proof" or
+    # "trusted"; axioms, statement, judge each "NOT_RUN", "PASSED" or "FAILED".
+    checks: "Checks | None" = None
 
     @property
     def valid(self) -> bool:

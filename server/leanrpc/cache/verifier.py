@@ -137,14 +137,32 @@ class CachedVerifier:
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
                      client_id: str = "", stream_id: str = "") -> VerifyResult:
+        result = await self._verify(snippet_id, code, options, deadline=deadline, client_id=client_id,
+                                    stream_id=stream_id)
+        if not result.policy:  # a stored verdict: only `proof` results are ever stored
+            result.policy = "proof"
+            result.axioms_checked = self.service.axioms_on(options)
+        return result
+
+    async def _verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
+                      client_id: str = "", stream_id: str = "") -> VerifyResult:
         # Who asks decides only the queue's fairness, never the verdict: not in the key.
         fair = {"client_id": client_id, "stream_id": stream_id}
         arrived = time.monotonic()
         self.service.validate(code, options, client_id=client_id)
+        # The code policy first: a snippet it keeps from the REPL is never
+        # looked up either (an old entry for it is not an answer).
+        refused = self.service.screen(snippet_id, code, options, client_id)
+        if refused is not None:
+            refused.policy = self.service.policy.of(options.profile, client_id)
+            return refused
+        fair["screened"] = True
         settings = self.settings(getattr(options, "profile", ""))
         # A pinned snippet bypasses it: the entry format has no statement
         # check; the reference's own types are cached by services.reference.
-        if options.session or not getattr(options, "cache", True) or settings is None or options.reference:
+        # A `trusted` result is the caller's own: never shared with anyone.
+        if (options.session or not getattr(options, "cache", True) or settings is None or options.reference
+                or self.service.policy.of(options.profile, client_id) != "proof"):
             self.cache.stats.bypassed += 1
             return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
         split = split_header(code)

@@ -7,7 +7,9 @@ import dataclasses
 import json
 
 from ..errors import RequestError
-from ..results import JudgeCheck, Message, Position, ReferenceCheck, SorryInfo, VerifierIdentity, VerifyResult
+from ..repl.outcome import STANDARD_AXIOMS
+from ..results import (JudgeCheck, Message, Position, ReferenceCheck, SorryInfo, VerifierIdentity, VerifyResult,
+                       checks_of)
 from ..services.verify import VerifyOptions
 from ..v1 import verifier_pb2 as pb
 from .errors import duration_of
@@ -126,6 +128,9 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
         out.reference.CopyFrom(reference_to_pb(result.reference))
     if result.judge is not None:
         out.judge.CopyFrom(judge_to_pb(result.judge))
+    checks = checks_of(result, STANDARD_AXIOMS)
+    out.checks.CopyFrom(pb.Checks(policy=checks.policy, axioms=int(checks.axioms), statement=int(checks.statement),
+                                  judge=int(checks.judge)))
     return out
 
 

@@ -23,7 +23,8 @@ import msgspec
 
 from ..errors import RequestError
 from ..reference import parse_reference
-from ..results import Message, SorryInfo, Status, VerifyResult
+from ..repl.outcome import STANDARD_AXIOMS
+from ..results import Message, SorryInfo, Status, VerifyResult, checks_of
 from ..services.verify import VerifyOptions
 
 EXTENSION_KEY = "leanrpc"
@@ -206,6 +207,9 @@ def extension(result: VerifyResult) -> dict:
                             "declaration": r.declaration, "detail": r.detail, "declarations": list(r.declarations)}
     if result.judge is not None:
         out["judge"] = {"level": result.judge.level.name, "judge": result.judge.judge, "detail": result.judge.detail}
+    checks = checks_of(result, STANDARD_AXIOMS)
+    out["checks"] = {"policy": checks.policy, "axioms": checks.axioms.name, "statement": checks.statement.name,
+                     "judge": checks.judge.name}
     if result.verifier is not None:
         v = result.verifier
         out["verifier"] = {"kind": v.kind, "lean_version": v.lean_version, "repl_revision": v.repl_revision,

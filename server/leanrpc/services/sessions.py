@@ -43,12 +43,13 @@ class SessionResult:
 
 
 class SessionService:
-    def __init__(self, pool: Pool, config: Config, validate: Callable) -> None:
+    def __init__(self, pool: Pool, config: Config, validate: Callable, policy=None) -> None:
         """`validate(code, options)` raises RequestError for refused input."""
         self.pool = pool
         self.config = config
         self.registry = pool.sessions
         self._validate = validate
+        self._policy = policy
 
     @staticmethod
     def _options(options):
@@ -62,6 +63,7 @@ class SessionService:
             raise RequestError(f"session names are up to {_MAX_NAME} characters without spaces")
         options = self._options(options)
         self._validate(code, options)
+        self._check_policy(code, options, client_id, "the session's code")
         split = split_header(code)
         size = code_bytes(code)
         session = self.registry.create(name, split, options.profile, owner=client_id, opening_bytes=size,
@@ -86,6 +88,7 @@ class SessionService:
         options = self._options(options)
         self._validate(code, options)
         self.check_profile(session, options.profile)
+        self._check_policy(code, options, client_id, "the session command")
         if split_header(code).imports:
             raise RequestError(
                 f"session code cannot import modules; the imports of session {name!r} are fixed when it is opened"
@@ -102,6 +105,11 @@ class SessionService:
                                       stream_id=stream_id)
         finally:
             self.registry.unreserve(session.owner, size)
+
+    def _check_policy(self, code: str, options, client_id: str, what: str) -> None:
+        """PolicyRefused (INVALID_ARGUMENT) for code the `proof` policy keeps from the REPL."""
+        if self._policy is not None:
+            self._policy.check_command(code, what, self._policy.of(options.profile, client_id))
 
     @staticmethod
     def check_profile(session, profile: str) -> None:

@@ -21,9 +21,10 @@ from ..core.headers import split_header
 from ..reference import query_command
 from ..errors import ConfigError, RequestError
 from ..pool import Job, Pool, PoolSnapshot
-from ..results import JudgeLevel, Status, VerifyResult
+from ..results import JudgeLevel, ReferenceCheck, ReferenceReason, Status, VerifyResult
 from . import axioms
 from .outcomes import run_job
+from .policy import CodePolicy
 from .judge import JudgeService
 from .reference import ReferenceService
 from .sessions import SessionService
@@ -55,7 +56,8 @@ class VerifyService:
     def __init__(self, pool: Pool, config: Config) -> None:
         self.pool = pool
         self.config = config
-        self.sessions = SessionService(pool, config, self.validate)
+        self.policy = CodePolicy(config, frozenset(config.axioms.allowed))
+        self.sessions = SessionService(pool, config, self.validate, self.policy)
         self.references = ReferenceService(pool, config)
         self.judge = JudgeService(config, getattr(pool, "launcher", None))
 
@@ -104,11 +106,41 @@ class VerifyService:
             self.sessions.check_profile(self.sessions.registry.get(options.session, client_id), options.profile)
 
     async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+                     client_id: str = "", stream_id: str = "", screened: bool = False) -> VerifyResult:
         """One snippet, one result. `client_id` (the authenticated caller) and
         `stream_id` (its stream or batch) decide its turn in the fair queue;
-        a session must be one `client_id` opened."""
+        a session must be one `client_id` opened.
+        Under the `proof` code policy, a snippet that would run its own code
+        never reaches a REPL (`screened`: the caller already asked `screen`)."""
         self.validate(code, options, client_id=client_id)
+        policy = self.policy.of(options.profile, client_id)
+        if not screened:
+            refused = self.screen(snippet_id, code, options, client_id)
+            if refused is not None:
+                return refused
+        result = await self._verify(snippet_id, code, options, deadline, client_id, stream_id)
+        result.policy = policy
+        result.axioms_checked = result.axioms_checked or self.axioms_on(options)
+        return result
+
+    def screen(self, snippet_id: str, code: str, options: VerifyOptions, client_id: str = "") -> VerifyResult | None:
+        """The code policy's answer to a snippet that must not reach a REPL
+        (leanrpc.services.policy), or None: run it. The cache asks first too."""
+        policy = self.policy.of(options.profile, client_id)
+        # A pinned snippet's axioms are checked by the statement check too.
+        pinned = bool(options.reference)
+        result = self.policy.screen(snippet_id, code, policy, check_axioms=self.axioms_on(options) or pinned)
+        if result is not None and pinned and result.axioms_checked:
+            # Native evaluation under a reference: what the statement check would say.
+            names = self.references.parse(options.reference).names
+            result.status = Status.INVALID
+            result.reference = ReferenceCheck(passed=False, reason=ReferenceReason.FORBIDDEN_AXIOM,
+                                              declaration=names[0] if names else "", detail=result.error,
+                                              declarations=names)
+        return result
+
+    async def _verify(self, snippet_id: str, code: str, options: VerifyOptions, deadline: float | None,
+                      client_id: str, stream_id: str) -> VerifyResult:
         if options.session:
             # Runs on the session's env 0 and leaves the session unchanged.
             ran = await self.sessions.run(options.session, code, None, options, deadline=deadline, record=False,

@@ -160,6 +160,7 @@ class ProverService:
             raise RequestError(f"code has {len(code)} characters, over the limit of {self.config.server.max_code_chars}")
         if "\x00" in code:
             raise RequestError("code contains a NUL character")
+        self._check_policy(code, "code")
 
     def check_tactic(self, tactic: str) -> None:
         if not tactic.strip():
@@ -168,6 +169,15 @@ class ProverService:
             raise RequestError(f"tactic has {len(tactic)} characters, over the limit of {self.limits.max_tactic_chars}")
         if "\x00" in tactic:
             raise RequestError("tactic contains a NUL character")
+        self._check_policy(tactic, "tactic")
+
+    def _check_policy(self, text: str, what: str) -> None:
+        """The Prover runs under the server's default code policy (`[policy]
+        default`): under `proof`, code or a tactic that would run its own code
+        is refused (PolicyRefused, INVALID_ARGUMENT) before a REPL sees it."""
+        policy = getattr(self.verify, "policy", None)
+        if policy is not None:
+            policy.check_command(text, what, policy.of())
 
     # -- StartProof --------------------------------------------------------------
 

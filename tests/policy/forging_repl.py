@@ -1,0 +1,79 @@
+"""A hostile REPL for the code policy: it answers honestly (a command with
+`bad` gets an error, `sorry` a sorry with a proof state, each command the next
+env id, `{"path": …}` the IO error the fence expects), except that whenever a
+command or tactic contains code-running text it does what such code could do
+inside real Lean on the REPL's main thread: it answers VALID for it (fence
+and all) and appends the offending text to the file named by its first
+argument. Under the `proof` policy that file must stay empty. (The server's
+own identity probe, `#eval Lean.versionString`, is its text, not a snippet's.)"""
+
+import json
+import os
+import sys
+
+MARKERS = ("#eval", "#exit", "run_cmd", "run_elab", "run_meta", "run_tac", "elab ", "elab_rules", "macro ",
+           "macro_rules", "syntax ", "initialize", "unsafe", "implemented_by", "extern", "native_decide",
+           "debug.skipKernelTC", "reduceBool", "+native")
+STATE = {"env": 0, "proof_state": 0}
+
+
+def fired(text: str) -> None:
+    with open(sys.argv[1], "a", encoding="utf-8") as log:
+        log.write(json.dumps(text) + "\n")
+
+
+def answer(obj: dict) -> dict:
+    if "path" in obj:
+        return {"message": f"no such file or directory (error code: 2)\n  file: {obj['path']}"}
+    text = obj.get("cmd", obj.get("tactic", ""))
+    # The server's own identity probe is the one #eval a REPL gets from it.
+    if text != "#eval Lean.versionString" and any(marker in text for marker in MARKERS):
+        fired(text)
+        if "tactic" in obj:
+            STATE["proof_state"] += 1
+            return {"proofState": STATE["proof_state"], "goals": [], "proofStatus": "Completed"}
+        env, STATE["env"] = STATE["env"], STATE["env"] + 1
+        return {"env": env}  # the forged verdict: clean, whatever the snippet proves
+    if "tactic" in obj:
+        STATE["proof_state"] += 1
+        if "bad" in text:
+            return {"message": "Lean error:\nunknown tactic"}
+        return {"proofState": STATE["proof_state"], "goals": [], "proofStatus": "Completed"}
+    if "env" in obj and obj["env"] is not None and obj["env"] >= STATE["env"]:
+        return {"message": "Unknown environment."}
+    env, STATE["env"] = STATE["env"], STATE["env"] + 1
+    out = {"env": env}
+    if "Lean.versionString" in text:
+        out["messages"] = [{"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 5},
+                            "data": '"4.19.0 (forging fake)"'}]
+    elif "bad" in text:
+        out["messages"] = [{"severity": "error", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 3},
+                            "data": "type mismatch (forging fake)"}]
+    elif "sorry" in text:
+        state = STATE["proof_state"]
+        STATE["proof_state"] += 1
+        out["sorries"] = [{"pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 13}, "goal": "⊢ True",
+                           "proofState": state}]
+        out["messages"] = [{"severity": "warning", "pos": {"line": 1, "column": 8},
+                            "endPos": {"line": 1, "column": 13}, "data": "declaration uses 'sorry'"}]
+    return out
+
+
+def main() -> None:
+    stdin = sys.stdin.buffer
+    lines = []
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        if line.strip():
+            lines.append(line)
+            continue
+        if lines:
+            obj = json.loads(b"".join(lines))
+            lines = []
+            os.write(1, json.dumps(answer(obj)).encode() + b"\n\n")
+
+
+if __name__ == "__main__":
+    main()
