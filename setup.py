@@ -108,6 +108,9 @@ PACKAGES = [
     "leanrpc.commands",
     "leanrpc.ray",
     "leanrpc.cache",
+    "leanrpc.config",
+    "leanrpc.reference",
+    "leanrpc.policy",
     "leanrpc.client",
 ]
 

@@ -42,3 +42,14 @@ def test_the_check_sees_a_kill():
     sample = ast.parse("async def f(worker):\n    worker.kill(ExitCause.CRASH)\n")
     assert list(_kill_calls(sample)) == [2]
     assert not list(_kill_calls(ast.parse("process.kill(signal.SIGTERM)\n")))
+
+
+def test_every_server_package_is_in_the_distribution():
+    # setup.py lists packages by hand; a room missing from it installs from a
+    # checkout (editable) but not from a wheel.
+    import re
+
+    listed = set(re.findall(r'"(leanrpc[\w.]*)"', (ROOT / "setup.py").read_text(encoding="utf-8")))
+    found = {"leanrpc." + ".".join(p.parent.relative_to(SERVER).parts) if p.parent != SERVER else "leanrpc"
+             for p in SERVER.rglob("__init__.py")}
+    assert found - listed == set()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import grpc
+import pytest
+
+from leanrpc.client import ClientError
 from verify_support import running_server
 
 HEADER = "import Mathlib\n"
@@ -16,15 +20,18 @@ async def test_run_in_session_and_verify_in_a_session_check_axioms_by_default():
         assert opened.env == 0
         cheat = await client.run_in_session("ax", CHEAT)
         assert cheat.result.status == "REJECTED" and "cheat" in cheat.result.error
-        native = await client.run_in_session("ax", NATIVE)
-        assert native.result.status == "REJECTED" and "native_decide" in native.result.error
+        # Native evaluation never reaches the REPL under the `proof` code policy
+        # (issue 25 item 1): a session command is refused as bad input.
+        with pytest.raises(ClientError) as refused:
+            await client.run_in_session("ax", NATIVE)
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "native_decide" in refused.value.details
         good = await client.run_in_session("ax", CLEAN)
         assert good.result.status == "VALID", good.result.error
         # Verify(session=...) runs on env 0 and is checked the same way.
         [by_verify] = await client.verify_batch([NATIVE], session="ax")
         assert by_verify.status == "REJECTED" and "Lean.ofReduceBool" in by_verify.axioms
-        # Explicitly off, per request.
-        off = await client.run_in_session("ax", NATIVE, check_axioms=False)
+        # Explicitly off, per request: an own axiom passes; native evaluation is still never sent.
+        off = await client.run_in_session("ax", CHEAT, check_axioms=False)
         assert off.result.status == "VALID"
         [off_verify] = await client.verify_batch([NATIVE], session="ax", check_axioms=False)
-        assert off_verify.status == "VALID"
+        assert off_verify.status == "REJECTED" and "code policy `proof`" in off_verify.error

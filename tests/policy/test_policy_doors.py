@@ -104,7 +104,9 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
                 assert response.status == 200
                 answers = (await response.json())["results"]
         assert len(answers) == len(ATTACKS)
-        assert all("code policy" in json.dumps(a) for a in answers)
+        # Each refused by the policy (native evaluation: the axiom check's answer, never run).
+        assert all("code policy" in json.dumps(a) or "native_decide / compiler trust" in json.dumps(a)
+                   for a in answers), answers
         # Across every door, the hostile REPL never saw code-running text.
         assert _fired(log) == []
     finally:

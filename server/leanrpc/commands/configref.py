@@ -5,7 +5,7 @@ then $XDG_CONFIG_HOME/leanrpc/leanrpc.toml), the environment scheme
 (`LEANRPC_<SECTION>__<KEY>=value`, the value read as a TOML value, else as a
 string: `LEANRPC_POOL__WORKERS=8`), `leanrpc config`'s commented TOML, and
 docs/CONFIG.md, generated from the msgspec schema (types, ranges, defaults)
-and the comments beside each field in config.py, so docs and code cannot
+and the comments beside each field in config/sections.py, so docs and code cannot
 drift (tests/config/test_config_reference.py holds them equal).
 Regenerate the page with `leanrpc config --reference > docs/CONFIG.md`.
 May import: config, formalize.config (the comments of the [formalize] keys).
@@ -264,7 +264,7 @@ def commented_toml(config: Config, source: str = "") -> str:
 def reference_markdown() -> str:
     """The text of docs/CONFIG.md."""
     out = ["# Configuration reference", "",
-           f"Generated from the schema in `server/leanrpc/config.py`: after changing a key, run `{REGENERATE}`.",
+           f"Generated from the schema in `server/leanrpc/config/sections.py`: after changing a key, run `{REGENERATE}`.",
            "`tests/config/test_config_reference.py` fails when this page and the schema differ. Do not edit by hand.",
            "",
            "## Where the config comes from", "",
