@@ -41,7 +41,8 @@ def forging(i: int, directive: str) -> str:
 
 
 async def verify(service: VerifyService, sid: str, body: str):
-    return await service.verify(sid, HEADER + body, VerifyOptions(timeout_s=20))
+    # The hostile fake answers no `#print axioms`: these tests are about frames, not axioms.
+    return await service.verify(sid, HEADER + body, VerifyOptions(timeout_s=20, check_axioms=False))
 
 
 @dataclasses.dataclass
