@@ -31,20 +31,11 @@ def answer(obj):
     return response
 
 
-def main():
-    stdin = sys.stdin.buffer
-    lines = []
-    while True:
-        line = stdin.readline()
-        if not line:
-            return
-        if line.strip():
-            lines.append(line)
-            continue
-        if lines:
-            obj = json.loads(b"".join(lines))
-            lines = []
-            os.write(1, json.dumps(answer(obj)).encode() + b"\n\n")
+def main() -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from fake_repl_loop import serve
+
+    serve(answer)
 
 
 if __name__ == "__main__":
