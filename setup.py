@@ -19,7 +19,7 @@ PROTO_ROOT = ROOT / "proto"
 STUB_ROOT = ROOT / "server"
 DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 
-NATIVE_MODULES = ["framing", "headers", "trie"]
+NATIVE_MODULES = ["framing", "headers", "trie", "policy"]
 
 
 def generate_stubs() -> None:

@@ -1,7 +1,7 @@
 """The code policy (issue 25 item 1): what a snippet may contain before any
 REPL sees it. Text in, verdict out: `scan` (leanrpc.policy.scan) over the
-lexer (leanrpc.policy.lexer). Stdlib only. May import: nothing of leanrpc
-(the stand-in and the reference room could use it).
+lexer (leanrpc.policy.lexer). May import: core._impl and _native.policy
+(the lexer's compiled twin), nothing above.
 """
 
 from .scan import ALLOWED_OPTIONS, REFUSED_ATTRIBUTES, REFUSED_COMMANDS, Scan, scan

@@ -3,7 +3,9 @@ significant tokens are, with comments, strings and char literals skipped.
 
 Owns: `hidden_spans(text)`, the comments, strings, raw strings, char
 literals and `«»` names of a text, where a keyword is only a mention;
-`positions` (every occurrence of some needles, found with str.find);
+`positions` (every occurrence of some needles: the compiled twin in
+leanrpc._native.policy, or `positions_py`, one str.find pass per needle,
+under LEANRPC_NO_EXTENSIONS=1);
 `name_parts`; `line_col`.
 It reads nested block comments (`/- /- -/ -/`, doc comments too), line
 comments, strings with escapes, raw strings (`r"…"`, `r#"…"#` with any
@@ -11,14 +13,16 @@ number of `#`), char literals (`'a'`, `'\\n'`, `'\\x41'`, `'\\u03B1'`; a prime
 after a name, `h'`, is part of the name) and `«…»` names, so a mention in any
 of them is not a token. The code policy runs on every snippet, so this is a
 hot path: openers are found with str.find and only they are read in Python.
-Stdlib only. May import: nothing of leanrpc.
+May import: core._impl, _native.policy (its compiled twin).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["hidden_spans", "positions", "line_col", "name_parts"]
+from ..core._impl import extensions_disabled
+
+__all__ = ["IMPLEMENTATION", "hidden_spans", "positions", "positions_py", "line_col", "name_parts"]
 
 # A character that continues a name (so a `'` after it is a prime, not a
 # char literal, and an `r"` after it is not a raw string).
@@ -46,7 +50,7 @@ _NAME_CHAR = re.compile(_IDENT_CHAR)
 _OPENER_TEXTS = ("--", "/-", '"', "«", "'", 'r"', "r#")
 
 
-def positions(text: str, needles: tuple[str, ...], until: int | None = None) -> list[int]:
+def positions_py(text: str, needles: tuple[str, ...], until: int | None = None) -> list[int]:
     """Sorted offsets of every occurrence of each needle (starting before `until`)."""
     found = []
     find = text.find
@@ -58,6 +62,15 @@ def positions(text: str, needles: tuple[str, ...], until: int | None = None) -> 
             at = find(needle, at + 1, end)
     found.sort()
     return found
+
+
+if extensions_disabled():
+    positions = positions_py
+    IMPLEMENTATION = "python"
+else:  # the compiled twin (native/policy.pyx): one pass instead of one per needle
+    from .._native.policy import positions
+
+    IMPLEMENTATION = "native"
 
 
 def hidden_spans(text: str, until: int | None = None) -> list[tuple[int, int, str]]:

@@ -1,0 +1,49 @@
+"""Parity of the code policy's needle search: leanrpc._native.policy (compiled)
+and leanrpc.policy.lexer.positions_py (pure) answer the same on the 805 real
+proofs, hostile layouts and random text, and the policy runs the native one."""
+
+from __future__ import annotations
+
+import zipfile
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from leanrpc._native.policy import positions as native
+from leanrpc.core._impl import extensions_disabled
+from leanrpc.policy import lexer
+from leanrpc.policy.lexer import _OPENER_TEXTS, positions_py
+from leanrpc.policy.scan import _CANDIDATES
+from testkit import shared_path
+
+
+def _proofs() -> list[str]:
+    out = []
+    for folder, name in (("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
+                         ("proofs-proofnet-verified", "proofnet-verified_gt.zip")):
+        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
+            out += [archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".lean")]
+    return out
+
+
+def test_same_offsets_on_every_real_proof():
+    for text in _proofs():
+        for needles in (_CANDIDATES, _OPENER_TEXTS):
+            assert native(text, needles) == positions_py(text, needles)
+            assert native(text, needles, 200) == positions_py(text, needles, 200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="#@[]r'\"«»-/ elabmacrosynun_tive∀ℝé\n", max_size=200),
+       st.lists(st.text(alphabet="#@[r'\"«-/elab∀é", min_size=1, max_size=4), min_size=1, max_size=6,
+                unique=True),
+       st.one_of(st.none(), st.integers(0, 220)))
+def test_same_offsets_on_random_text(text, needles, until):
+    assert native(text, tuple(needles), until) == positions_py(text, tuple(needles), until)
+
+
+def test_the_policy_runs_the_compiled_search():
+    if extensions_disabled():
+        assert lexer.IMPLEMENTATION == "python"
+    else:
+        assert lexer.IMPLEMENTATION == "native" and lexer.positions is native
