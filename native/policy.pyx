@@ -15,6 +15,18 @@ DEF MAX_NEEDLES = 64
 DEF MAX_NEEDLE = 64
 
 
+cdef inline bint _starts_with(int kind, void *data, Py_ssize_t n, Py_ssize_t i, Py_UCS4 *needle,
+                              Py_ssize_t m) noexcept:
+    """Whether the text (kind, data, length n) holds `needle` (m characters) at i."""
+    cdef Py_ssize_t j
+    if i + m > n:
+        return False
+    for j in range(m):
+        if PyUnicode_READ(kind, data, i + j) != needle[j]:
+            return False
+    return True
+
+
 def positions(str text, tuple needles, until=None):
     """Sorted offsets of every occurrence of each needle (starting before `until`)."""
     cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
@@ -28,7 +40,6 @@ def positions(str text, tuple needles, until=None):
     cdef int by_first[128][MAX_NEEDLES]  # needles starting with an ASCII char
     cdef int n_first[128]
     cdef int t
-    cdef bint match
     cdef list found = []
     if count > MAX_NEEDLES:
         raise ValueError(f"at most {MAX_NEEDLES} needles")
@@ -50,33 +61,13 @@ def positions(str text, tuple needles, until=None):
     stop = n if until is None else min(n, <Py_ssize_t>until)
     for i in range(stop):
         c = PyUnicode_READ(kind, data, i)
-        if c < 128:
-            if n_first[c] == 0:
-                continue
+        if c < 128:  # the needles that start with it
             for t in range(n_first[c]):
                 k = by_first[c][t]
-                m = lengths[k]
-                if i + m > n:
-                    continue
-                match = True
-                for j in range(1, m):
-                    if PyUnicode_READ(kind, data, i + j) != chars[k][j]:
-                        match = False
-                        break
-                if match:
+                if _starts_with(kind, data, n, i, chars[k], lengths[k]):
                     found.append(i)
-            continue
-        for k in range(count):  # a non-ASCII first character: every needle
-            if c != chars[k][0]:
-                continue
-            m = lengths[k]
-            if i + m > n:
-                continue
-            match = True
-            for j in range(1, m):
-                if PyUnicode_READ(kind, data, i + j) != chars[k][j]:
-                    match = False
-                    break
-            if match:
-                found.append(i)
+        else:  # a non-ASCII first character: every needle
+            for k in range(count):
+                if c == chars[k][0] and _starts_with(kind, data, n, i, chars[k], lengths[k]):
+                    found.append(i)
     return found

@@ -12,6 +12,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fake_repl_loop import serve, version_messages  # noqa: E402 (tests/, put on the path above)
+
 MARKERS = ("#eval", "#exit", "run_cmd", "run_elab", "run_meta", "run_tac", "elab ", "elab_rules", "macro ",
            "macro_rules", "syntax ", "initialize", "unsafe", "implemented_by", "extern", "native_decide",
            "debug.skipKernelTC", "reduceBool", "+native")
@@ -24,8 +27,6 @@ def fired(text: str) -> None:
 
 
 def answer(obj: dict) -> dict:
-    if "path" in obj:
-        return {"message": f"no such file or directory (error code: 2)\n  file: {obj['path']}"}
     text = obj.get("cmd", obj.get("tactic", ""))
     # The server's own identity probe is the one #eval a REPL gets from it.
     if text != "#eval Lean.versionString" and any(marker in text for marker in MARKERS):
@@ -51,8 +52,7 @@ def answer(obj: dict) -> dict:
                             "data": f"'{name.replace('«', '').replace('»', '')}' depends on axioms: [propext]"}
                            for n, name in enumerate(asked)]
     elif "Lean.versionString" in text:
-        out["messages"] = [{"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 5},
-                            "data": '"4.19.0 (forging fake)"'}]
+        out["messages"] = version_messages("4.19.0 (forging fake)")
     elif "bad" in text:
         out["messages"] = [{"severity": "error", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 3},
                             "data": "type mismatch (forging fake)"}]
@@ -67,9 +67,6 @@ def answer(obj: dict) -> dict:
 
 
 def main() -> None:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from fake_repl_loop import serve
-
     serve(answer)
 
 

@@ -153,8 +153,7 @@ class CachedVerifier:
         # The code policy first: a snippet it keeps from the REPL is never
         # looked up either (an old entry for it is not an answer).
         refused = self.service.screen(snippet_id, code, options, client_id)
-        if refused is not None:
-            refused.policy = self.service.policy.of(options.profile, client_id)
+        if refused is not None:  # it names its policy already
             return refused
         fair["screened"] = True
         settings = self.settings(getattr(options, "profile", ""))

@@ -5,8 +5,7 @@ Owns: `hidden_spans(text)`, the comments, strings, raw strings, char
 literals and `«»` names of a text, where a keyword is only a mention;
 `positions` (every occurrence of some needles: the compiled twin in
 leanrpc._native.policy, or `positions_py`, one str.find pass per needle,
-under LEANRPC_NO_EXTENSIONS=1);
-`name_parts`; `line_col`.
+under LEANRPC_NO_EXTENSIONS=1); `line_col`.
 It reads nested block comments (`/- /- -/ -/`, doc comments too), line
 comments, strings with escapes, raw strings (`r"…"`, `r#"…"#` with any
 number of `#`), char literals (`'a'`, `'\\n'`, `'\\x41'`, `'\\u03B1'`; a prime
@@ -22,7 +21,7 @@ import re
 
 from ..core._impl import extensions_disabled
 
-__all__ = ["IMPLEMENTATION", "hidden_spans", "positions", "positions_py", "line_col", "name_parts"]
+__all__ = ["IMPLEMENTATION", "hidden_spans", "positions", "positions_py", "line_col"]
 
 # A character that continues a name (so a `'` after it is a prime, not a
 # char literal, and an `r"` after it is not a raw string).
@@ -111,26 +110,6 @@ def hidden_spans(text: str, until: int | None = None) -> list[tuple[int, int, st
         spans.append((at, stop, kind))
         end = stop
     return spans
-
-
-def name_parts(ident: str) -> list[str]:
-    """`Lean.«reduceBool»` -> ["Lean", "reduceBool"] (the name Lean reads)."""
-    parts, current, quoted = [], [], False
-    for ch in ident:
-        if quoted:
-            if ch == "»":
-                quoted = False
-            else:
-                current.append(ch)
-        elif ch == "«":
-            quoted = True
-        elif ch == ".":
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-    parts.append("".join(current))
-    return parts
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:

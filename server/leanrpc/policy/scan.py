@@ -39,7 +39,7 @@ REFUSED_COMMANDS = frozenset({
     "run_cmd", "run_elab", "run_meta", "run_tac", "elab", "elab_rules", "macro", "macro_rules", "syntax",
     "declare_syntax_cat", "initialize", "builtin_initialize", "unsafe", "by_elab", "dsimproc", "simproc",
     "simproc_decl", "dsimproc_decl", "builtin_simproc", "builtin_dsimproc", "declare_config_elab",
-    "register_option", "register_builtin_option", "implemented_by", "extern",
+    "register_option", "register_builtin_option",
 })
 # `#` commands that evaluate code (the rest, #check, #print, #reduce, …, only read).
 REFUSED_HASH = frozenset({"#eval", "#eval!", "#exit", "#guard", "#test", "#sample", "#run", "#html", "#widget"})
@@ -64,6 +64,8 @@ ALLOWED_OPTIONS = frozenset({
 _REFUSED_OPTION_PREFIXES = ("debug.", "compiler.", "interpreter.", "allowUnsafeReducibility")
 # Native evaluation: the compiled code of the snippet's definitions runs in the REPL.
 NATIVE_NAMES = frozenset({"native_decide", "reduceBool", "reduceNat", "ofReduceBool", "ofReduceNat", "native"})
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Scan:
     """What the policy found: `refused` ("" when allowed) names the first
