@@ -154,3 +154,41 @@ async def test_half_open_breaker_reopens_on_the_next_failure(broken_server):
         await stub.Verify(request, timeout=30)
     assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
     assert not app.pool.serving
+
+class SlowSecondLaunch(CountingLauncher):
+    """Holds the second launch (the supervisor's retry boot) back for a second."""
+
+    async def launch(self, spec):
+        if self.launches == 1:
+            self.launches += 1
+            await asyncio.sleep(1.0)
+            return await Launcher.launch(self, spec)
+        return await super().launch(spec)
+
+
+async def test_a_job_waits_for_the_trial_boot_rather_than_boot_beside_it(tmp_path):
+    # After a failed boot only one trial boot runs at a time (half-open): a
+    # request arriving during the supervisor's retry does not start its own,
+    # so a job's requeued boot cannot slip past the breaker opening.
+    flag = tmp_path / "broken"
+    flag.write_text("")
+    config = make_config(workers=2, server__port=0, pool__boot_failure_limit=3,
+                         pool__breaker_cooldown_s=30.0, pool__max_retries=1)
+    config.repl.command = [sys.executable, "-c", _FLAKY_REPL, str(flag)]
+    launcher = SlowSecondLaunch()
+    app = await create_server(config, launcher=launcher)
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
+    try:
+        await wait_until(lambda: app.pool.supervisor.retrying, 10.0, "the supervisor's retry boot")
+        stub = pb_grpc.VerifierStub(channel)
+        request = pb.VerifyRequest(snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")])
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await stub.Verify(request, timeout=30)
+        assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert app.pool.supervisor.breaker.opened_at is not None
+        # start-up, the trial, the job's own: three launches, three failures.
+        assert launcher.launches == 3
+        assert app.pool.stats.boot_failures == 3
+    finally:
+        await channel.close()
+        await app.stop(2.0)

@@ -318,6 +318,8 @@ class Pool:
         for job in self.admission.expired(now):
             self.admission.remove(job)
             self.fail(job, WorkerTimeout("deadline passed while queued"))
+        if self.supervisor.retrying:
+            return  # one trial boot at a time after a failure; it pokes when done
         plan = self.router.plan(self.admission.ordered(LOOKAHEAD), self._views(), now)
         by_name = {w.name: w for w in self.workers}
         for decision in plan.decisions:

@@ -148,6 +148,12 @@ class Supervisor:
                     f"first: {self.breaker.first_cause}")
         return "" if self.booted_once else "no REPL worker has booted yet"
 
+    @property
+    def retrying(self) -> bool:
+        """A retry boot is in flight: after a failure, one trial boot at a time
+        (the half-open rule), so a job waits for it rather than boot beside it."""
+        return self._retrying
+
     def retry_boot(self) -> None:
         """While no worker is up after a failed boot, tries one boot per pass
         (the breaker still bounds them), so health recovers with no traffic
@@ -169,6 +175,7 @@ class Supervisor:
                 pass  # counted and logged by boot()
             finally:
                 self._retrying = False
+                pool.poke()  # jobs held back by `retrying` may now dispatch
 
         self.schedule(attempt(), name=f"retry-boot-{worker.name}")
 
