@@ -3,13 +3,18 @@
 Owns: the serve flags and how they override the config (found by
 commands.configref). May import: app, config, logsetup, commands.configref.
 
-The event loop is asyncio's default (`asyncio.run`), not uvloop (issue 28):
-uvloop is not a dependency and is not installed in the project's
-environments, so it was not measured here. grpc.aio drives its completion
-queue through its own poller integration with the loop, so uvloop would only
-speed up the REPL pipes and timers, not gRPC's share (a third of the server's
-CPU in the profile); adding it is a measurement for a machine where it can be
-installed, with `uvloop.run(serve(config))` here the only change.
+The event loop is asyncio's default (`asyncio.run`), not uvloop (issue 28).
+Measured, not guessed: under uvloop the server starts but no worker boots.
+libuv gives a child AF_UNIX socketpairs for stdin/stdout/stderr, not pipes
+(`/proc/<pid>/fd/0` reads `socket:[...]`), and its transports expose no
+"pipe" object; the fence audit (worker/audit.py) names the REPL's channel by
+the inode a pipe's two ends share, and a socketpair's two ends have two
+inodes, so the warm-up audit finds no thread reading our input and poisons
+every worker. Using uvloop would need the launcher to make the pipes itself
+(`os.pipe()` handed to the child, our ends wrapped with connect_read_pipe /
+connect_write_pipe). Even then it could only speed up the REPL pipes, timers
+and callbacks: grpc.aio polls its completion queue on its own thread, and
+gRPC's native work is a third of the server's CPU in the profile.
 """
 
 from __future__ import annotations
