@@ -36,6 +36,7 @@ def _config_from_args(args) -> RunConfig:
         duration_s=args.duration, requests=args.requests, workers=args.workers, workload=args.workload,
         scale=args.scale, limit=args.limit, reuse=not args.no_reuse, pure_python=args.pure_python,
         warmup=args.warmup, seed=args.seed, timeout_s=args.timeout, progress=not args.quiet,
+        checks=args.checks,
     )
 
 
@@ -116,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--limit", type=int, default=0, help="use only the first N proofs of the workload")
         p.add_argument("--no-reuse", action="store_true", help="cache miss: fresh REPL per request (reuse=false)")
         p.add_argument("--pure-python", action="store_true", help="server with LEANRPC_NO_EXTENSIONS=1")
+        p.add_argument("--checks", default="default", choices=("default", "off"),
+                       help="leanrpc's axiom check and code policy: as shipped, or off (compare: the peer rows "
+                            "use off and a second leanrpc row shows the default)")
         p.add_argument("--warmup", type=int, default=-1, help="unmeasured requests first (default 2 x workers)")
         p.add_argument("--seed", type=int, default=1)
         p.add_argument("--timeout", type=float, default=120.0, help="per-request verify timeout, seconds")

@@ -38,6 +38,9 @@ class RunConfig:
     limit: int = 0
     reuse: bool = True
     pure_python: bool = False  # LEANRPC_NO_EXTENSIONS=1 on the server
+    # leanrpc's trust checks: "default" (axiom check on, code policy `proof`), or "off"
+    # (no axiom check, policy `trusted`): the work peers do, for side-by-side rows.
+    checks: str = "default"
     warmup: int = -1  # requests before measuring; -1 = 2 x workers
     seed: int = 1
     timeout_s: float = 120.0
@@ -48,6 +51,8 @@ class RunConfig:
             raise SystemExit(f"unknown target {self.target!r}")
         if self.rpc not in ("unary", "stream"):
             raise SystemExit(f"unknown --rpc {self.rpc!r}")
+        if self.checks not in ("default", "off"):
+            raise SystemExit(f"unknown --checks {self.checks!r}")
         if self.mode not in ("closed", "open"):
             raise SystemExit(f"unknown --mode {self.mode!r}")
         if self.mode == "open" and self.rate <= 0:

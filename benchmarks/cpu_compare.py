@@ -21,12 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def _busy_s() -> float:
-    """CPU seconds spent on all cores, not idle or iowait, since boot."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (sum(fields[:8]) - fields[3] - fields[4]) / ticks
+from .measure import foreign_load_pct, machine_busy_s
 
 
 def _children_cpu_s() -> float:
@@ -39,18 +34,18 @@ def run_one(checkout: Path, args, out: Path) -> dict:
     env.setdefault("LEANRPC_SHARED", "/work/shared")
     cmd = [sys.executable, "-m", "benchmarks.load", "run", "--workers", str(args.workers), "--workload", args.workload,
            "--duration", str(args.duration), "--quiet", "--json", str(out)]
-    busy0, ours0, t0 = _busy_s(), _children_cpu_s(), time.monotonic()
+    busy0, ours0, t0 = machine_busy_s(), _children_cpu_s(), time.monotonic()
     subprocess.run(cmd, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL)
-    busy, ours, wall = _busy_s() - busy0, _children_cpu_s() - ours0, time.monotonic() - t0
+    busy, ours, wall = machine_busy_s() - busy0, _children_cpu_s() - ours0, time.monotonic() - t0
     summary = json.loads(out.read_text())
     summary = summary[0] if isinstance(summary, list) else summary
     server = summary["server"]
     answered = max(1, summary["requests"]["answered"])
     # Ours: the whole run's process tree (client, server, REPLs; all reaped, so in RUSAGE_CHILDREN).
-    foreign = max(0.0, busy - ours) / (wall * os.cpu_count()) * 100
+    foreign = foreign_load_pct(busy, ours, wall)
     return {"checkout": str(checkout), "rps": summary["throughput_rps"], "ratio_to_ideal": summary["ratio_to_ideal"],
             "server_cpu_ms_per_req": round(1000 * server["cpu_s"] / answered, 3),
-            "repl_cpu_s": server["repl_cpu_s"], "answered": answered, "foreign_load_pct": round(foreign, 1),
+            "repl_cpu_s": server["repl_cpu_s"], "answered": answered, "foreign_load_pct": foreign,
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 

@@ -111,6 +111,8 @@ async def run_async(cfg: RunConfig, items: list[workloads.Item] | None = None) -
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-{cfg.target}-"))
     target = make_target(cfg, tmp)
     label = f"{cfg.target}{'/' + cfg.rpc if cfg.target == 'leanrpc' else ''} w={cfg.workers}"
+    if cfg.target == "leanrpc" and cfg.checks == "off":
+        label += " checks=off"
     try:
         pid = await target.start()
         warmup = cfg.warmup if cfg.warmup >= 0 else 2 * cfg.workers

@@ -14,6 +14,20 @@ from pathlib import Path
 
 import psutil
 
+
+def machine_busy_s() -> float:
+    """CPU seconds spent on all cores, not idle or iowait, since boot (/proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - fields[3] - fields[4]) / ticks
+
+
+def foreign_load_pct(busy_s: float, ours_s: float, wall_s: float) -> float:
+    """CPU used on the machine by anything but the measured processes, in % of all cores.
+    Only rounds where it is low say anything about a 2-core box."""
+    return round(max(0.0, busy_s - ours_s) / (max(wall_s, 1e-9) * (os.cpu_count() or 1)) * 100, 1)
+
+
 def percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return 0.0
@@ -71,6 +85,8 @@ class ResourceWatch:
         self.cpu0 = self.server_cpu()
         self.repl_cpu0 = self.children_cpu()
         self.t0 = time.monotonic()
+        self.busy0 = machine_busy_s()
+        self.client0 = time.process_time()
 
     def server_cpu(self) -> float:
         t = self.process.cpu_times()
@@ -109,6 +125,8 @@ class ResourceWatch:
         self.cpu0 = self.server_cpu()
         self.repl_cpu0 = self.children_cpu()
         self.t0 = time.monotonic()
+        self.busy0 = machine_busy_s()
+        self.client0 = time.process_time()  # the load driver's own CPU (all its threads)
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> dict:
@@ -122,7 +140,9 @@ class ResourceWatch:
         wall = max(1e-9, time.monotonic() - self.t0)
         cpu = self.server_cpu() - self.cpu0
         repl_cpu = self.children_cpu() - self.repl_cpu0
+        ours = cpu + repl_cpu + time.process_time() - self.client0
         return {
+            "foreign_load_pct": foreign_load_pct(machine_busy_s() - self.busy0, ours, wall),
             "pid": self.process.pid,
             "cpu_s": round(cpu, 3),
             "cpu_percent": round(100.0 * cpu / wall, 1),

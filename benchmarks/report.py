@@ -38,6 +38,8 @@ def summarize(cfg: RunConfig, target_name: str, info: dict, records: list[Record
         **server,
         "repl_cpu_share": round(server["repl_cpu_s"] / capacity, 3) if capacity else 0.0,
         "repl_busy_share": round(sum(repl) / capacity, 3) if capacity and repl else None,
+        # server CPU per answered request (the in-process peer: its Python side's CPU)
+        "cpu_ms_per_request": round(1000 * server["cpu_s"] / len(answered), 3) if answered else None,
     }
     return {
         "schema": SCHEMA,
@@ -69,12 +71,14 @@ def _fmt(value: float | None, digits: int) -> str:
 
 def table(summaries: list[dict]) -> str:
     head = ("target", "rpc", "workers", "reuse", "core", "sent", "answered", "lost", "req/s", "ideal",
-            "ratio", "repl cpu", "repl busy", "p50 ms", "p90 ms", "p99 ms", "max ms", "ovh p50", "ovh p99", "srv p50", "srv p99", "srv cpu%", "srv MB")
+            "ratio", "repl cpu", "repl busy", "p50 ms", "p90 ms", "p99 ms", "max ms", "ovh p50", "ovh p99", "srv p50", "srv p99", "srv cpu%",
+            "srv ms/req", "srv MB", "foreign %")
     rows = [head]
     for s in summaries:
         c = s["config"]
         rows.append((
-            s["target"], c["rpc"] if s["target"] == "leanrpc" else "-", str(c["workers"]),
+            s["target"] + (" checks=off" if c.get("checks") == "off" and s["target"] == "leanrpc" else ""),
+            c["rpc"] if s["target"] == "leanrpc" else "-", str(c["workers"]),
             "on" if c["reuse"] else "off",
             ("py" if c["pure_python"] else "native") if s["target"] == "leanrpc" else "-",
             str(s["requests"]["sent"]), str(s["requests"]["answered"]), str(s["requests"]["lost"]),
@@ -83,7 +87,8 @@ def table(summaries: list[dict]) -> str:
             *(_fmt(s["latency_ms"][k], 1) for k in ("p50", "p90", "p99", "max")),
             *(_fmt(s["overhead_ms"][k], 2) for k in ("p50", "p99")),
             *(_fmt(s["server_internal_ms"][k], 2) for k in ("p50", "p99")),
-            f"{s['server']['cpu_percent']:.0f}", f"{s['server']['rss_mb_max']:.0f}",
+            f"{s['server']['cpu_percent']:.0f}", _fmt(s["server"].get("cpu_ms_per_request"), 2),
+            f"{s['server']['rss_mb_max']:.0f}", _fmt(s["server"].get("foreign_load_pct"), 0),
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [" | ".join(v.rjust(w) for v, w in zip(r, widths)) for r in rows]
@@ -113,9 +118,12 @@ def aggregate(summaries: list[dict]) -> dict:
             values = [s[section][k] for s in summaries if s[section][k] is not None]
             out[section][k] = round(statistics.fmean(values), 3) if values else None
         out[section]["n"] = sum(s[section]["n"] for s in summaries)
-    for k in ("cpu_s", "cpu_percent", "rss_mb_max", "repl_cpu_s", "repl_rss_mb_max", "repl_cpu_share", "repl_busy_share"):
+    for k in ("cpu_s", "cpu_percent", "rss_mb_max", "repl_cpu_s", "repl_rss_mb_max", "repl_cpu_share", "repl_busy_share",
+              "foreign_load_pct", "cpu_ms_per_request"):
         values = [s["server"].get(k) for s in summaries if s["server"].get(k) is not None]
         out["server"][k] = round(statistics.fmean(values), 3) if values else None
     out["per_round"] = [{"throughput_rps": s["throughput_rps"], "p50": s["latency_ms"]["p50"],
-                         "p99": s["latency_ms"]["p99"], "started_at": s["started_at"]} for s in summaries]
+                         "p99": s["latency_ms"]["p99"], "started_at": s["started_at"],
+                         "foreign_load_pct": s["server"].get("foreign_load_pct"),
+                         "cpu_ms_per_request": s["server"].get("cpu_ms_per_request")} for s in summaries]
     return out

@@ -72,11 +72,17 @@ def plot(results: dict[str, dict], out_dir: Path, workers: int) -> Path:
     )
 
 
+CHECKED = "leanrpc (default checks)"
+
+
 def main(args, base: RunConfig) -> int:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if "leanrpc" not in targets:
         targets.insert(0, "leanrpc")
-    configs = {t: dataclasses.replace(base, target=t, rpc="unary", mode="closed") for t in targets}
+    # leanrpc as peers work (no axiom check, no code policy) is the row the ratios use; a
+    # second row keeps the shipped checks on, so the cost of trust is in the same run.
+    configs = {t: dataclasses.replace(base, target=t, rpc="unary", mode="closed", checks="off") for t in targets}
+    configs[CHECKED] = dataclasses.replace(base, target="leanrpc", rpc="unary", mode="closed", checks="default")
     for cfg in configs.values():
         cfg.validate()
     results = asyncio.run(run_rounds(configs, args.rounds))

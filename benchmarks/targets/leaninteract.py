@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import workloads
 from ..config import PEERS_VENV, REPO, SHIM_DIR, Record, RunConfig
-from ..measure import ResourceWatch
+from ..measure import ResourceWatch, foreign_load_pct, machine_busy_s
 from ..report import summarize
 from .common import standin_args
 
@@ -54,6 +54,7 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
             raise RuntimeError(f"leaninteract runner failed to start (exit {process.returncode})")
         watch = ResourceWatch(process.pid)
         repl_cpu0 = watch.children_cpu()
+        busy0, client0, wall0 = machine_busy_s(), time.process_time(), time.monotonic()
         while process.poll() is None:
             watch.sample()
             time.sleep(0.5)
@@ -64,7 +65,10 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
         records = [Record(**json.loads(line)) for line in (tmp / "records.jsonl").read_text().splitlines()]
         # Runner CPU is self-reported (the process is gone by now); REPL CPU is the last
         # psutil sample of its children, taken at most 0.5 s before they were killed.
+        repl_cpu = sum(watch.children_cpu_by_pid.values()) - repl_cpu0
+        ours = meta["server"]["cpu_s"] + repl_cpu + time.process_time() - client0
         server = {
+            "foreign_load_pct": foreign_load_pct(machine_busy_s() - busy0, ours, time.monotonic() - wall0),
             "pid": process.pid, "cpu_s": meta["server"]["cpu_s"], "cpu_percent": meta["server"]["cpu_percent"],
             "rss_mb_max": round(watch.rss_max / 2**20, 1),
             "repl_cpu_s": round(sum(watch.children_cpu_by_pid.values()) - repl_cpu0, 3),

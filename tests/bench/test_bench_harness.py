@@ -241,7 +241,11 @@ def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(out.read_text())
-    assert set(report["results"]) == {"leanrpc", "kimina_rest"}
+    # The peer-comparable row runs with leanrpc's checks off; a second row keeps them on.
+    assert set(report["results"]) == {"leanrpc", "kimina_rest", "leanrpc (default checks)"}
+    assert report["results"]["leanrpc"]["config"]["checks"] == "off"
+    assert report["results"]["leanrpc (default checks)"]["config"]["checks"] == "default"
+    assert all(r["foreign_load_pct"] is not None for s in report["results"].values() for r in s["per_round"])
     for name, summary in report["results"].items():
         assert summary["errors"] == {}, (name, summary["errors"])
         _assert_counts_add_up(summary, sent=16)
