@@ -32,6 +32,7 @@ from .pool.pool import Pool
 from .security.sandbox import make_sandbox_launcher
 from .services.extract import ExtractService
 from .services.prover import ProverService
+from .services.ports import Verifier
 from .services.verify import VerifyService
 from .v1 import formalizer_pb2, formalizer_pb2_grpc, prover_pb2, verifier_pb2
 from .worker.launcher import Launcher
@@ -63,13 +64,14 @@ class App:
     server: grpc.aio.Server
     port: int
     pool: Pool
-    verify: VerifyService
+    verify: Verifier  # the verify service, wrapped by the result cache when it is on
     health: health.aio.HealthServicer
     formalize: object | None = None
     prover: ProverService | None = None
     metrics: object | None = None
     gateway: object | None = None  # leanrpc.gateway.Gateway when gateway.http_port is set
     verifier: object | None = None  # the VerifierServicer, told first on stop
+    service: VerifyService | None = None  # the service itself, for tests and diagnostics
     _health_task: asyncio.Task | None = None
 
     async def stop(self, grace: float | None = None) -> None:
@@ -85,8 +87,7 @@ class App:
         if self.prover is not None:
             await self.prover.close()  # eager state moves still queued; unsandboxed scratch folders
         await self.pool.close(grace)
-        if hasattr(self.verify, "close"):
-            await self.verify.close()  # the result cache's pending writes
+        await self.verify.close()  # the result cache's pending writes
         if self.metrics is not None and hasattr(self.metrics, "close"):
             await self.metrics.close()
         if self.formalize is not None and hasattr(self.formalize, "close"):
@@ -114,7 +115,9 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
 
 
 async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_interceptors: list) -> App:
-    verify = CachedVerifier.from_config(VerifyService(pool, config), config, sandbox=launcher.describe())
+    service = VerifyService(pool, config)
+    # Prover, Extract, Gateway and Formalize get it as a `Verifier` (services.ports).
+    verify: Verifier = CachedVerifier.from_config(service, config, sandbox=launcher.describe())
     extract = ExtractService(verify)
 
     interceptors = []
@@ -167,7 +170,7 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
             "(choose another with --port, or stop the other server)"
         )
     await server.start()
-    app = App(config=config, server=server, port=port, pool=pool, verify=verify, health=health_servicer, formalize=formalize,
+    app = App(config=config, server=server, port=port, pool=pool, verify=verify, service=service, health=health_servicer, formalize=formalize,
               verifier=verifier, prover=prover)
     if config.server.metrics_port:
         from .edge.metrics import start_metrics
@@ -221,7 +224,7 @@ def _server_credentials(config: Config) -> grpc.ServerCredentials:
     )
 
 
-def _add_formalizer(config: Config, server: grpc.aio.Server, verify: VerifyService):
+def _add_formalizer(config: Config, server: grpc.aio.Server, verify: Verifier):
     """Registers the Formalizer; without weights it answers NOT_SERVING."""
     try:
         from .edge.formalizer import add_formalizer_to_server

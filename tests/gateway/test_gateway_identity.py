@@ -15,12 +15,12 @@ CHECK = {"snippets": [{"id": "1", "code": "theorem t : True := trivial"}]}
 class _Spy:
     def __init__(self, verify) -> None:
         self.calls: list[tuple[str, str]] = []
-        self._verify = verify.verify
-        verify.verify = self
+        self._run = verify.run  # every door resolves, then runs the resolved request
+        verify.run = self
 
-    async def __call__(self, *args, client_id: str = "", stream_id: str = "", **kwargs):
-        self.calls.append((client_id, stream_id))
-        return await self._verify(*args, client_id=client_id, stream_id=stream_id, **kwargs)
+    async def __call__(self, request):
+        self.calls.append((request.client_id, request.stream_id))
+        return await self._run(request)
 
 
 async def _check(url: str, authorization: str | None) -> int:

@@ -130,7 +130,7 @@ async def test_a_trusted_client_is_named_in_config_not_in_the_request(tmp_path):
         # Nothing in a request can ask for `trusted`: the same call stays `proof`.
         result = (await client.verify_batch([HEADER + ATTACKS[1]], check_axioms=False))[0]
         assert result.status == "REJECTED" and result.checks.policy == "proof"
-        assert app.verify.policy.of("nope") == "trusted" and app.verify.policy.of("") == "proof"
+        assert app.service.policy.of("nope") == "trusted" and app.service.policy.of("") == "proof"
         assert _fired(log) == []
     finally:
         await stop_server(app, client)

@@ -182,4 +182,4 @@ async def test_whole_proof_check_is_pinned_to_the_start_statement():
         done = await client.run_tactic(left.state_id, "exact hq")
         assert done.status == "COMPLETED" and done.verification_status == "VALID"
         # The start statement was elaborated as a reference (once) and pinned.
-        assert app.verify.references.elaborations == 1
+        assert app.service.references.elaborations == 1

@@ -33,7 +33,7 @@ async def test_accepting_judge_confirms_pinned_valid_and_skips_the_rest():
         # Not VALID after the pin, or not pinned: the judge is not asked.
         assert changed.status == "INVALID" and changed.judge == ""
         assert unpinned.status == "VALID" and unpinned.judge == ""
-        assert app.verify.judge.runs == 1
+        assert app.service.judge.runs == 1
 
 
 async def test_refusing_judge_makes_a_pinned_valid_invalid():
@@ -50,7 +50,7 @@ async def test_hanging_judge_is_killed_at_its_timeout_and_the_verdict_is_withhel
         results = await client.verify_batch([GOOD] * 3, references=[REFERENCE] * 3)
         assert [(r.status, r.judge) for r in results] == [("REJECTED", "TIMEOUT")] * 3
         assert all("gave no verdict (TIMEOUT)" in r.error for r in results)
-        assert app.verify.judge.runs == 3 and app.verify.judge.peak == 2  # bounded by max_concurrent
+        assert app.service.judge.runs == 3 and app.service.judge.peak == 2  # bounded by max_concurrent
         # Its own pool: the REPL workers still answer unpinned snippets.
         [plain] = await client.verify_batch([GOOD])
         assert plain.status == "VALID"
@@ -64,6 +64,6 @@ async def test_judge_that_cannot_start_fails_closed():
 
 async def test_judge_runs_through_the_workers_launcher_when_sandboxed():
     async with running_server(judge__command=[*JUDGE, "accept"], judge__sandboxed=True) as (app, client):
-        assert app.verify.judge.launcher is app.pool.launcher
+        assert app.service.judge.launcher is app.pool.launcher
         [result] = await client.verify_batch([GOOD], references=[REFERENCE])
         assert (result.status, result.judge) == ("VALID", "ACCEPTED"), result.error

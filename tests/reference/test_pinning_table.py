@@ -60,4 +60,4 @@ async def test_pinning_table_gives_the_right_verdict_for_each_case():
         assert [r.status for r in plain] == expected
         assert all(r.reference is None for r in plain)
         # One elaboration of the reference served the whole batch (and the rerun).
-        assert app.verify.references.elaborations == 1
+        assert app.service.references.elaborations == 1

@@ -122,16 +122,16 @@ async def test_every_rpc_kind_is_unauthenticated_without_a_token(monkeypatch):
 
 
 class _Spy:
-    """Records the `client_id` each Verify gets (wraps the service's verify)."""
+    """Records the `client_id` each resolved Verify request names (wraps `run`)."""
 
     def __init__(self, verify) -> None:
         self.clients: list[str] = []
-        self._verify = verify.verify
-        verify.verify = self
+        self._run = verify.run
+        verify.run = self
 
-    async def __call__(self, *args, client_id: str = "", **kwargs):
-        self.clients.append(client_id)
-        return await self._verify(*args, client_id=client_id, **kwargs)
+    async def __call__(self, request):
+        self.clients.append(request.client_id)
+        return await self._run(request)
 
 
 async def test_verify_extract_and_the_prover_check_pass_the_callers_identity(monkeypatch):

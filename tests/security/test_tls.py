@@ -121,13 +121,13 @@ async def test_with_mtls_a_caller_is_its_certificates_name(pki, monkeypatch):
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     async with running_server(_tls_config(pki, mtls=True)) as app:
         seen: list[str] = []
-        verify = app.verify.verify
+        run = app.verify.run
 
-        async def spy(*args, client_id: str = "", **kwargs):
-            seen.append(client_id)
-            return await verify(*args, client_id=client_id, **kwargs)
+        async def spy(request):
+            seen.append(request.client_id)
+            return await run(request)
 
-        app.verify.verify = spy
+        app.verify.run = spy
         good = grpc.ssl_channel_credentials(pki["ca"], pki["client_key"], pki["client_cert"])
         async with AsyncClient(f"127.0.0.1:{app.port}", credentials=good, token="made-up", max_retries=0) as client:
             opened = await client.open_session("import Mathlib\n")

@@ -139,6 +139,11 @@ class ResultCache:
         self._writes.add(task)
         task.add_done_callback(self._write_done)
 
+    def memory_verdict(self, key: str) -> codec.CachedVerdict | None:
+        """The memory tier's verdict for `key`, or None (a corrupt entry is
+        counted, removed and a miss)."""
+        return self._decode(self.memory.get(key), key, self.memory)
+
     def _decode(self, data: bytes | None, key: str, tier) -> codec.CachedVerdict | None:
         if data is None:
             return None

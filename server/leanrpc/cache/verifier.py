@@ -1,19 +1,20 @@
 """`CachedVerifier`: the verify service with a result cache and single-flight.
 
 Owns the decision, per request, between a stored verdict, an identical
-snippet in flight and a new elaboration; imports the services' option type,
-the header split and this package. It wraps any object with the
-`VerifyService` surface (`verify`, `validate`, `pool`, `config`, `sessions`)
-and exposes the same surface, so wiring it is one line in the composition
-root:
+snippet in flight and a new elaboration; imports the services' request and
+interface types (services.resolve, services.ports) and this package. It
+wraps a `VerifyService` and offers the same explicit `Verifier` interface
+(no attribute forwarding), so wiring it is one line in the composition root:
 
     verify = CachedVerifier.from_config(VerifyService(pool, config), config, sandbox=launcher.describe())
 
-Per request:
+Per request (resolved once by the door, services.resolve; the key comes with
+it, from this wrapper's key port):
 
-1. `validate` as the service does (bad input is refused before any lookup).
-2. Bypass (straight to the service) for a session, `options.cache = False`,
-   or while the verifier identity is unknown (no worker has booted yet).
+1. The code policy's answer, when the request has one (never looked up).
+2. Bypass (straight to the service) when the request has no key: a session,
+   `options.cache = False`, a pinned or `trusted` snippet, or while the
+   verifier identity is unknown (no worker has booted yet).
 3. Memory hit whose original body fits the caller's timeout: answered now.
 4. Otherwise one flight per (key, timeout): the leader looks in disk and
    Redis, else elaborates on the pool and stores a deterministic verdict;
@@ -40,9 +41,14 @@ import time
 import uuid
 from typing import Any
 
-from ..core.headers import split_header
+from ..config import Config
+from ..core.headers import HeaderSplit
+from ..pool import PoolSnapshot
 from ..results import Status, VerifyResult
-from ..services.verify import VerifyOptions
+from ..services.ports import Verifier
+from ..services.resolve import Resolved, VerifyOptions
+from ..services.sessions import SessionService
+from ..services.verify import VerifyService
 from . import codec
 from .codec import verdict_copy
 from .keys import VerifierSettings, cache_key, is_cacheable
@@ -69,7 +75,10 @@ class _Landing:
 
 
 class CachedVerifier:
-    def __init__(self, service: Any, cache: ResultCache, *,
+    """The verify service with a result cache; offers the same `Verifier`
+    interface (services.ports) as the service it wraps."""
+
+    def __init__(self, service: VerifyService, cache: ResultCache, *,
                  environments: dict[str, tuple[str, ...]] | None = None) -> None:
         self.service = service
         self.cache = cache
@@ -77,9 +86,45 @@ class CachedVerifier:
         self.flights = SingleFlight()
         self._by_profile: dict[str, VerifierSettings] = {}
         self.provenance = ProvenanceIndex()
+        # The service's resolver, with this cache's keys: a door resolves a
+        # request once and the key comes with it.
+        self.resolver = service.resolver.with_keys(self._key_of)
         pool = getattr(service, "pool", None)
         if hasattr(pool, "add_state_listener"):
             pool.add_state_listener(self._on_worker_state)
+
+    # ---- the Verifier interface (services.ports) -------------------------------
+
+    @property
+    def config(self) -> Config:
+        return self.service.config
+
+    @property
+    def sessions(self) -> SessionService:
+        return self.service.sessions
+
+    def admission(self, count: int = 1) -> None:
+        self.service.admission(count)
+
+    def info(self) -> PoolSnapshot:
+        return self.service.info()
+
+    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
+                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+        return await self.run(self.resolver.resolve(snippet_id, code, options, client_id=client_id,
+                                                    stream_id=stream_id, deadline=deadline))
+
+    async def run(self, request: Resolved) -> VerifyResult:
+        result = await self._run(request)
+        if not result.policy:  # a stored verdict: only `proof` results are ever stored
+            result.policy = "proof"
+            result.axioms_checked = request.check_axioms
+        return result
+
+    async def close(self) -> None:
+        await self.cache.close()
+
+    # ---- keys and settings -------------------------------------------------------
 
     def _on_worker_state(self, worker: Any, _old: Any, new: Any) -> None:
         """Pool state listener: a worker's end forgets (or, poisoned, withdraws) its entries."""
@@ -93,7 +138,7 @@ class CachedVerifier:
                         "(memory, disk, Redis)", worker.name, count)
 
     @classmethod
-    def from_config(cls, service: Any, config: Any, *, sandbox: str = "") -> Any:
+    def from_config(cls, service: VerifyService, config: Any, *, sandbox: str = "") -> Verifier:
         """`service` wrapped per `config.cache`; `service` itself when disabled."""
         from .build import build_cache, key_environments
 
@@ -102,28 +147,18 @@ class CachedVerifier:
             return service
         return cls(service, build_cache(section), environments=key_environments(config, sandbox))
 
-    # The rest of the VerifyService surface, unchanged.
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.service, name)
-
-    def validate(self, code: str, options: VerifyOptions, *, client_id: str = "") -> None:
-        self.service.validate(code, options, client_id=client_id)
-
-    async def close(self) -> None:
-        await self.cache.close()
-
-    def _axiom_rules(self, options: VerifyOptions) -> bool | str:
-        """The check_axioms part of the key: False, or the allow-list in force
-        (None in the request resolved to `[axioms] check`, issue 25 item 3)."""
-        config = self.service.config
-        choice = options.check_axioms
-        on = config.axioms.check if choice is None else bool(choice)
-        return "allowed:" + ",".join(sorted(config.axioms.allowed)) if on else False
+    def _key_of(self, profile: str, split: HeaderSplit, infotree: str | None, axiom_rules: bool | str) -> str | None:
+        """The resolver's key port (services.resolve.KeyPort): None while the
+        profile's verifier identity is unknown (no worker of it booted yet)."""
+        settings = self.settings(profile)
+        if settings is None:
+            return None
+        return cache_key(settings, split, infotree=infotree, check_axioms=axiom_rules)
 
     def settings(self, profile: str = "") -> VerifierSettings | None:
         """The cache settings of one REPL profile: its own identity, so its
         keys never meet another toolchain's."""
-        identity = self.service.pool.supervisor.identities.get(profile)
+        identity = self.service.identity_of(profile)
         if identity is None:
             return None
         settings = self._by_profile.get(profile)
@@ -135,39 +170,27 @@ class CachedVerifier:
                             f" of profile {profile!r}" if profile else "")
         return settings
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                     client_id: str = "", stream_id: str = "") -> VerifyResult:
-        result = await self._verify(snippet_id, code, options, deadline=deadline, client_id=client_id,
-                                    stream_id=stream_id)
-        if not result.policy:  # a stored verdict: only `proof` results are ever stored
-            result.policy = "proof"
-            result.axioms_checked = self.service.axioms_on(options)
-        return result
+    # ---- one request ---------------------------------------------------------------
 
-    async def _verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                      client_id: str = "", stream_id: str = "") -> VerifyResult:
-        # Who asks decides only the queue's fairness, never the verdict: not in the key.
-        fair = {"client_id": client_id, "stream_id": stream_id}
+    async def _run(self, request: Resolved) -> VerifyResult:
         arrived = time.monotonic()
-        self.service.validate(code, options, client_id=client_id)
         # The code policy first: a snippet it keeps from the REPL is never
         # looked up either (an old entry for it is not an answer).
-        refused = self.service.screen(snippet_id, code, options, client_id)
+        refused = request.answer()
         if refused is not None:  # it names its policy already
             return refused
-        fair["screened"] = True
-        settings = self.settings(getattr(options, "profile", ""))
-        # A pinned snippet bypasses it: the entry format has no statement
-        # check; the reference's own types are cached by services.reference.
-        # A `trusted` result is the caller's own: never shared with anyone.
-        if (options.session or not getattr(options, "cache", True) or settings is None or options.reference
-                or self.service.policy.of(options.profile, client_id) != "proof"):
+        key = request.cache_key
+        # No key: a session, `cache = false`, an unknown identity, a pinned
+        # snippet (the entry format has no statement check; the reference's
+        # own types are cached by services.reference) or a `trusted` result
+        # (the caller's own: never shared with anyone).
+        if key is None:
             self.cache.stats.bypassed += 1
-            return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
-        split = split_header(code)
-        key = cache_key(settings, split, infotree=options.infotree, check_axioms=self._axiom_rules(options))
-        timeout = options.timeout_s or self.service.config.pool.default_timeout_s
-        shared_tiers = settings.fully_identified
+            return await self.service.run(request)
+        snippet_id, deadline = request.snippet_id, request.deadline
+        timeout = request.timeout_s
+        settings = self.settings(request.profile)
+        shared_tiers = settings is not None and settings.fully_identified
 
         async def fly() -> _Landing:
             hit = await self._lookup(key, timeout, shared_tiers)
@@ -175,11 +198,11 @@ class CachedVerifier:
                 verdict, source = hit
                 return _Landing(verdict.answer(snippet_id, source=source, total_s=0.0), source, verdict.run, deadline, True)
             run = uuid.uuid4().hex
-            result = await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
+            result = await self.service.run(request)
             result.reuse.original_run = run
             cacheable = is_cacheable(result.status, result.error)
             if cacheable:
-                self._store(key, run, result, shared_tiers, options)
+                self._store(key, run, result, shared_tiers, request.policy)
             else:
                 self.cache.stats.not_cacheable += 1
             return _Landing(result, "", run, deadline, cacheable)
@@ -202,7 +225,7 @@ class CachedVerifier:
                 raise  # the leader's own error (overload, not serving...)
             landing = None
         if landing is None:
-            return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
+            return await self.service.run(request)
         if not joined:
             if landing.source:
                 landing.result.timings.total_s = time.monotonic() - arrived
@@ -213,13 +236,10 @@ class CachedVerifier:
                 return _joined_answer(landing, snippet_id, time.monotonic() - arrived)
         # The flight's outcome was the leader's own (its earlier deadline, a
         # cancel): elaborate for this caller.
-        return await self.service.verify(snippet_id, code, options, deadline=deadline, **fair)
+        return await self.service.run(request)
 
     def _memory_hit(self, key: str, timeout: float):
-        data = self.cache.memory.get(key)
-        if data is None:
-            return None
-        verdict = self.cache._decode(data, key, self.cache.memory)
+        verdict = self.cache.memory_verdict(key)
         if verdict is None:
             return None
         if verdict.body_s > timeout:
@@ -239,12 +259,12 @@ class CachedVerifier:
             return None
         return hit
 
-    def _store(self, key: str, run: str, result: VerifyResult, shared_tiers: bool, options: Any = None) -> None:
+    def _store(self, key: str, run: str, result: VerifyResult, shared_tiers: bool, policy: str = "proof") -> None:
         worker = result.reuse.worker
         if not self.provenance.may_store(worker):
             self.cache.stats.not_cacheable += 1
             return  # its worker was poisoned while this answer was on its way
-        provenance = self.provenance.provenance(worker, self._pid_of(worker), _policy_of(options))
+        provenance = self.provenance.provenance(worker, self.service.worker_pid(worker), policy or "proof")
         try:
             if shared_tiers:
                 self.cache.store(key, run, result, provenance)
@@ -255,22 +275,6 @@ class CachedVerifier:
         except Exception as exc:  # never fail an answer because it could not be stored
             self.cache.stats.store_errors += 1
             log.warning("result cache: could not store a verdict (%s)", exc)
-
-    def _pid_of(self, worker: str) -> int:
-        for candidate in getattr(getattr(self.service, "pool", None), "workers", ()):
-            if candidate.name == worker:
-                return candidate.pid or 0
-        return 0
-
-
-def _policy_of(options: Any) -> str:
-    """The code policy a snippet ran under (issue 25's option), "proof" by default."""
-    for name in ("code_policy", "policy"):
-        value = getattr(options, name, None)
-        if isinstance(value, str) and value:
-            return value
-    return "proof"
-
 
 def _same_deadline_or_later(flight_deadline: float | None, own_deadline: float | None) -> bool:
     if flight_deadline is None:

@@ -174,7 +174,7 @@ def add_formalizer_to_server(server: grpc.aio.Server, config, verify_service) ->
     """Registers the Formalizer on `server`; returns the FormalizeService (serving_status(), close()).
 
     `config` is the server Config (its `formalize` section is read) and
-    `verify_service` a leanrpc.services.verify.VerifyService. The model loads
+    `verify_service` a leanrpc.services.ports.Verifier. The model loads
     in a background thread; until then serving_status() is (False, "loading ...").
     """
     from ..services.verify import VerifyOptions

@@ -27,7 +27,8 @@ import time
 
 from ..errors import OverloadedError, RequestError
 from ..results import Status, VerifyResult
-from ..services.verify import VerifyOptions, VerifyService
+from ..services.ports import Verifier
+from ..services.resolve import VerifyOptions
 from ..v1 import verifier_pb2 as pb
 from . import convert
 from .errors import abort_with
@@ -72,12 +73,14 @@ def shutdown_result(snippet_id: str) -> VerifyResult:
     )
 
 
-async def answer(verify: VerifyService, snippet_id: str, code: str, options: VerifyOptions, *,
+async def answer(verify: Verifier, snippet_id: str, code: str, options: VerifyOptions, *,
                  deadline: float | None, client_id: str, stream_id: str, shutdown: Shutdown) -> VerifyResult:
     """One snippet's result; every failure becomes a result, never an exception."""
     try:
-        return await verify.verify(snippet_id, code, options, deadline=deadline,
-                                   client_id=client_id, stream_id=stream_id)
+        # Resolved once here (services.resolve), then run as it is.
+        request = verify.resolver.resolve(snippet_id, code, options, deadline=deadline,
+                                          client_id=client_id, stream_id=stream_id)
+        return await verify.run(request)
     except asyncio.CancelledError:
         if shutdown.started:
             return shutdown_result(snippet_id)
@@ -96,7 +99,7 @@ async def answer(verify: VerifyService, snippet_id: str, code: str, options: Ver
 class StreamCall:
     """The state of one VerifyStream call (see the module docstring)."""
 
-    def __init__(self, verify: VerifyService, context, *, limit: int, max_result_bytes: int,
+    def __init__(self, verify: Verifier, context, *, limit: int, max_result_bytes: int,
                  client_id: str, stream_id: str, shutdown: Shutdown, deadline: float | None) -> None:
         self._verify = verify
         self._context = context

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import time
 
 import grpc
 import lz4.frame
@@ -14,7 +13,8 @@ from .. import __version__
 from ..errors import NotFoundError, OverloadedError, RequestError
 from ..results import Position, VerifyResult
 from ..services.extract import ExtractService
-from ..services.verify import VerifyService
+from ..services.ports import Verifier
+from ..services.resolve import deadline_in
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
@@ -27,14 +27,11 @@ log = logging.getLogger("leanrpc.edge")
 
 
 def _deadline(context: grpc.aio.ServicerContext) -> float | None:
-    remaining = context.time_remaining()
-    if remaining is None:
-        return None
-    return time.monotonic() + remaining
+    return deadline_in(context.time_remaining())
 
 
 class VerifierServicer(pb_grpc.VerifierServicer):
-    def __init__(self, verify: VerifyService, extract: ExtractService, *, sandbox_description: str = "",
+    def __init__(self, verify: Verifier, extract: ExtractService, *, sandbox_description: str = "",
                  native: bool = False, identity: CallerIdentity | None = None) -> None:
         self._verify = verify
         self._extract = extract
@@ -60,25 +57,21 @@ class VerifierServicer(pb_grpc.VerifierServicer):
                                field="snippets")
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         client_id = self._client_identity(context)
+        deadline = _deadline(context)
+        stream_id = f"batch-{next(self._stream_numbers)}"
+        resolved = []
         for index, snippet in enumerate(snippets):
             try:
-                self._verify.validate(snippet.code, convert.snippet_options(snippet, options), client_id=client_id)
+                resolved.append(self._verify.resolver.resolve(
+                    snippet.id or str(index), snippet.code, convert.snippet_options(snippet, options),
+                    client_id=client_id, stream_id=stream_id, deadline=deadline))
             except RequestError as exc:
                 # Keep the subclass (an unknown session is NOT_FOUND, not INVALID_ARGUMENT).
                 kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
                 raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}",
                            field=exc.field or f"snippets[{index}]") from exc
         self._verify.admission(len(snippets))
-        deadline = _deadline(context)
-        stream_id = f"batch-{next(self._stream_numbers)}"
-        tasks = [
-            asyncio.ensure_future(
-                self._verify.verify(snippet.id or str(index), snippet.code, convert.snippet_options(snippet, options),
-                                    deadline=deadline,
-                                    client_id=client_id, stream_id=stream_id)
-            )
-            for index, snippet in enumerate(snippets)
-        ]
+        tasks = [asyncio.ensure_future(self._verify.run(one)) for one in resolved]
         try:
             results = await self._gather_until_shutdown(tasks, [s.id or str(i) for i, s in enumerate(snippets)])
         except BaseException:
@@ -135,9 +128,9 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         options = convert.options_from_pb(
             request.options if request.HasField("options") else None, default_infotree="original"
         )
-        result, declarations, replays = await self._extract.extract(
-            request.code, options, deadline=_deadline(context), replay=request.replay,
-            client_id=self._client_identity(context))
+        resolved = self._verify.resolver.resolve("extract", request.code, options, deadline=_deadline(context),
+                                                 client_id=self._client_identity(context))
+        result, declarations, replays = await self._extract.extract(resolved, replay=request.replay)
         response = pb.ExtractResponse(result=convert.result_to_pb(result))
         found = pb.ExtractedDeclarations(declarations=[_declaration_to_pb(d) for d in declarations])
         for declaration, replay in zip(found.declarations, replays):
@@ -177,16 +170,23 @@ class VerifierServicer(pb_grpc.VerifierServicer):
     @maps_errors
     async def OpenSession(self, request: pb.OpenSessionRequest, context):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
-        ran = await self._verify.sessions.open(request.name, request.code, options, deadline=_deadline(context),
-                                               client_id=self._client_identity(context))
+        sessions = self._verify.sessions
+        sessions.check_name(request.name)
+        resolved = self._verify.resolver.resolve(
+            request.name, request.code, sessions.options_of(options), deadline=_deadline(context),
+            client_id=self._client_identity(context), command="the session's code")
+        ran = await sessions.open(request.name, resolved)
         return convert.session_result_to_pb(ran, pb.OpenSessionResponse)
 
     @maps_errors
     async def RunInSession(self, request: pb.RunInSessionRequest, context):
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         env = request.env if request.HasField("env") else None
-        ran = await self._verify.sessions.run(request.session, request.code, env, options, deadline=_deadline(context),
-                                              client_id=self._client_identity(context))
+        sessions = self._verify.sessions
+        resolved = self._verify.resolver.resolve(
+            "", request.code, sessions.options_of(options), deadline=_deadline(context),
+            client_id=self._client_identity(context), command="the session command")
+        ran = await sessions.run(request.session, resolved, env)
         return convert.session_result_to_pb(ran, pb.RunInSessionResponse)
 
     @maps_errors

@@ -2,7 +2,8 @@
 
     start_gateway(verify, config) -> Gateway      (Gateway.stop() to shut down)
 
-Every snippet goes through the same `VerifyService.verify` as gRPC, so the
+Every snippet is resolved by the same resolver (services.resolve) and run by
+the same `Verifier.run` as gRPC, so the
 same pool, fencing, limits and cache apply; the same bearer tokens
 (edge.auth) guard it, the caller's identity is named by the same rule
 (edge.identity) and passed to Verify (fair admission counts it as that
@@ -19,7 +20,7 @@ connection that is only idle); a body that takes longer than
 address holding `gateway.max_connections_per_peer` connections gets its next
 one answered 429 and closed (`_PeerCap`).
 
-May import: config, errors, results, services.verify, edge.auth, edge.identity, gateway.kimina,
+May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity, gateway.kimina,
 gateway.observe (request log and metrics), gateway.openapi.
 """
 
@@ -40,7 +41,8 @@ from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load
 from ..edge.identity import CallerIdentity
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
 from ..results import Status
-from ..services.verify import VerifyOptions, VerifyService
+from ..services.ports import Verifier
+from ..services.resolve import VerifyOptions
 from . import kimina, openapi
 from .observe import note_outcome, observe_middleware
 
@@ -65,9 +67,9 @@ def _detail(status: int, detail, headers: dict | None = None) -> web.Response:
 
 
 class KiminaGateway:
-    """Request handlers over one VerifyService."""
+    """Request handlers over one Verifier (services.ports)."""
 
-    def __init__(self, verify: VerifyService, config: Config) -> None:
+    def __init__(self, verify: Verifier, config: Config) -> None:
         self._verify = verify
         self._config = config
         self._tokens = [t.encode() for t in load_tokens(config.server)]
@@ -174,9 +176,8 @@ class KiminaGateway:
 
     async def _run_all(self, items: list[tuple[str, str, str]], options: VerifyOptions, *, debug: bool,
                        client: str) -> list[dict]:
-        timeout_s = options.timeout_s or self._config.pool.default_timeout_s
         stream_id = f"rest-{next(self._batch_numbers)}"
-        tasks = [asyncio.ensure_future(self._run_one(sid, code, _pinned(options, reference), timeout_s, debug,
+        tasks = [asyncio.ensure_future(self._run_one(sid, code, _pinned(options, reference), debug,
                                                      client=client, stream_id=stream_id))
                  for sid, code, reference in items]
         try:
@@ -186,10 +187,13 @@ class KiminaGateway:
                 task.cancel()
             raise
 
-    async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions, timeout_s: float, debug: bool, *,
+    async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions, debug: bool, *,
                        client: str, stream_id: str) -> dict:
         try:
-            result = await self._verify.verify(snippet_id, code, options, client_id=client, stream_id=stream_id)
+            # Resolved once (services.resolve): validation, split, the default timeout.
+            request = self._verify.resolver.resolve(snippet_id, code, options, client_id=client,
+                                                    stream_id=stream_id)
+            result = await self._verify.run(request)
         except OverloadedError as exc:
             return kimina.refused_response(snippet_id, f"No available REPLs: {exc.message}")
         except RequestError as exc:
@@ -201,7 +205,7 @@ class KiminaGateway:
             return kimina.refused_response(snippet_id, f"Snippet execution failed: {exc.message}")
         note_outcome(result.status.name)
         shift = kimina.body_line_offset(code) if self._shift_to_body and result.status is not Status.REJECTED else 0
-        return kimina.repl_response(result, timeout_s=timeout_s, shift=shift, debug=debug)
+        return kimina.repl_response(result, timeout_s=request.timeout_s, shift=shift, debug=debug)
 
 
 @web.middleware
@@ -318,7 +322,7 @@ def check_access(config: Config, host: str) -> None:
             f"server.auth_token_file or ${config.server.auth_token_env}")
 
 
-async def start_gateway(verify: VerifyService, config: Config, *, host: str | None = None,
+async def start_gateway(verify: Verifier, config: Config, *, host: str | None = None,
                         port: int | None = None, metrics=None) -> Gateway:
     """Serve Kimina's REST API on `host:port` (default: config.gateway / server.host)."""
     host = host or config.gateway.host or config.server.host

@@ -7,7 +7,7 @@ replaced by `sorry` to get its start state (through the Prover), then every
 pieces and inner steps, `ReplayUnit`) is run in tactic mode in order, and the
 goals the REPL gives after it are compared with the infotree's goalsAfter of
 that tactic. Every step of a unit gets the unit's verdict. May import:
-results, extract, services.verify, services.prover.
+results, extract, services.ports, services.resolve, services.prover.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import time
 
 from ..errors import LeanServiceError, RequestError
 from ..results import Position, VerifyResult
-from .verify import VerifyOptions, VerifyService
+from .ports import Verifier
+from .resolve import Resolved
 
 __all__ = ["DeclarationReplay", "ExtractService", "ReplayVerdict", "StepReplay", "goals_match"]
 
@@ -60,25 +61,25 @@ def goals_match(replayed: list[str], recorded: list[str]) -> bool:
 
 
 class ExtractService:
-    def __init__(self, verify: VerifyService, prover=None) -> None:
+    def __init__(self, verify: Verifier, prover=None) -> None:
         self.verify_service = verify
         self.prover = prover  # services.prover.ProverService; needed by the replay check
 
     def attach_prover(self, prover) -> None:
         self.prover = prover
 
-    async def extract(self, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                      replay: bool = False, client_id: str = ""):
+    async def extract(self, request: Resolved, *, replay: bool = False):
         """Returns (VerifyResult, list of leanrpc.extract.ExtractedDeclaration,
-        list of DeclarationReplay (one per declaration; empty unless `replay`))."""
+        list of DeclarationReplay (one per declaration; empty unless `replay`))
+        for a request the door resolved (services.resolve; its infotree mode
+        "original" unless it asks for another)."""
         from ..extract import extract_declarations
 
         if replay and self.prover is None:
             raise RequestError("replay needs the Prover service, which this server does not run")
-        if options.infotree is None:
-            options.infotree = "original"
-        result: VerifyResult = await self.verify_service.verify("extract", code, options, deadline=deadline,
-                                                                client_id=client_id)
+        code, options = request.code, request.options
+        client_id, deadline = request.client_id, request.deadline
+        result: VerifyResult = await self.verify_service.run(request)
         declarations = []
         if result.infotree is not None:
             # Positions are already in the user's text: the body was sent

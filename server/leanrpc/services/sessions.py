@@ -11,24 +11,24 @@ for Verify, through services.axioms: `#print axioms` on the command's own
 env, which the session does not keep. Every call names its caller
 (`client_id`, edge/identity.py): a session is its opener's, and anyone else
 gets NOT_FOUND as for a name never opened; the per-client limits (sessions,
-bytes of code) are the registry's. May import: core, errors, results, pool,
-services.outcomes, services.axioms.
+bytes of code) are the registry's. Every call comes resolved
+(services.resolve: validated, split, timeout and code policy applied once at
+the door). May import: errors, results, pool, services.outcomes,
+services.axioms, services.resolve.
 Never imports services.verify (Verify uses this room, not the reverse).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
-
 from ..config import Config
-from ..core.headers import split_header
 from ..errors import RequestError
 from ..pool import Job, Pool
 from ..pool.sessions import ROOT_ENV, SessionCall, code_bytes
 from ..results import VerifyResult
 from . import axioms
 from .outcomes import run_job
+from .resolve import Resolved
 
 _MAX_NAME = 128
 
@@ -43,34 +43,40 @@ class SessionResult:
 
 
 class SessionService:
-    def __init__(self, pool: Pool, config: Config, validate: Callable, policy=None) -> None:
-        """`validate(code, options)` raises RequestError for refused input."""
+    def __init__(self, pool: Pool, config: Config, policy=None) -> None:
         self.pool = pool
         self.config = config
         self.registry = pool.sessions
-        self._validate = validate
         self._policy = policy
 
     @staticmethod
-    def _options(options):
-        # The session is named by the call itself; the option field would be circular.
+    def options_of(options):
+        """A session call's options: the session is named by the call itself
+        (the option field would be circular)."""
         return dataclasses.replace(options, session="")
 
-    async def open(self, name: str, code: str, options, *, deadline: float | None = None,
-                   client_id: str = "") -> SessionResult:
-        """Creates a session from a header (+ preamble) and runs it: env 0."""
+    def check_name(self, name: str) -> None:
         if len(name) > _MAX_NAME or any(c.isspace() or c == "\x00" for c in name):
             raise RequestError(f"session names are up to {_MAX_NAME} characters without spaces")
-        options = self._options(options)
-        self._validate(code, options)
-        self._check_policy(code, options, client_id, "the session's code")
-        split = split_header(code)
-        size = code_bytes(code)
-        session = self.registry.create(name, split, options.profile, owner=client_id, opening_bytes=size,
+
+    def check_owned(self, name: str, client_id: str, profile: str) -> None:
+        """NotFoundError unless `client_id` opened session `name`; RequestError
+        when `profile` names another profile than the session's."""
+        self.check_profile(self.registry.get(name, client_id), profile)
+
+    async def open(self, name: str, request: Resolved) -> SessionResult:
+        """Creates a session from a header (+ preamble) and runs it: env 0.
+        `request` is the opening code resolved (services.resolve) with
+        `options_of` and `command="the session's code"`."""
+        self.check_name(name)
+        split = request.split
+        size = code_bytes(request.code)
+        client_id = request.client_id
+        session = self.registry.create(name, split, request.profile, owner=client_id, opening_bytes=size,
                                        header_bytes=max(0, size - code_bytes(split.body)))
         try:
-            out = await self._submit(session, None, split.padded_body, options, deadline, record=True,
-                                     result_id=session.name, client_id=client_id)
+            out = await self._submit(session, None, split.padded_body, request, record=True,
+                                     result_id=session.name)
         except BaseException:
             self.registry.close(session.name, client_id)
             raise
@@ -79,37 +85,26 @@ class SessionService:
             self.registry.close(session.name, client_id)
         return out
 
-    async def run(self, name: str, code: str, env: int | None, options, *, deadline: float | None = None,
-                  record: bool = True, result_id: str = "", client_id: str = "",
-                  stream_id: str = "") -> SessionResult:
-        """Runs `code` on session env `env` (default 0) of `client_id`'s session
-        `name`; records the new env if `record`."""
-        session = self.registry.get(name, client_id)
-        options = self._options(options)
-        self._validate(code, options)
-        self.check_profile(session, options.profile)
-        self._check_policy(code, options, client_id, "the session command")
-        if split_header(code).imports:
+    async def run(self, name: str, request: Resolved, env: int | None, *, record: bool = True) -> SessionResult:
+        """Runs the resolved `request` on session env `env` (default 0) of its
+        client's session `name`; records the new env if `record`."""
+        session = self.registry.get(name, request.client_id)
+        self.check_profile(session, request.profile)
+        if request.split.imports:
             raise RequestError(
                 f"session code cannot import modules; the imports of session {name!r} are fixed when it is opened"
             )
         parent = ROOT_ENV if env is None else env
         self.registry.check_env(session, parent)
-        size = code_bytes(code) if record else 0
+        size = code_bytes(request.code) if record else 0
         if record:
             self.registry.check_room(session, size)
         self.registry.reserve(session.owner, size)
         try:
-            return await self._submit(session, parent, code, options, deadline, record=record,
-                                      result_id=result_id or f"{name}:{parent}", client_id=client_id,
-                                      stream_id=stream_id)
+            return await self._submit(session, parent, request.code, request, record=record,
+                                      result_id=request.snippet_id or f"{name}:{parent}")
         finally:
             self.registry.unreserve(session.owner, size)
-
-    def _check_policy(self, code: str, options, client_id: str, what: str) -> None:
-        """PolicyRefused (INVALID_ARGUMENT) for code the `proof` policy keeps from the REPL."""
-        if self._policy is not None:
-            self._policy.check_command(code, what, self._policy.of(options.profile, client_id))
 
     @staticmethod
     def check_profile(session, profile: str) -> None:
@@ -128,21 +123,21 @@ class SessionService:
         opened) when it has none of that name."""
         return self.registry.close(name, client_id)
 
-    async def _submit(self, session, parent, text, options, deadline, *, record: bool, result_id: str,
-                      client_id: str = "", stream_id: str = "") -> SessionResult:
-        check = axioms.plan(text) if axioms.axioms_on(options, self.config) else None
+    async def _submit(self, session, parent, text, request: Resolved, *, record: bool,
+                      result_id: str) -> SessionResult:
+        check = axioms.plan(text) if request.check_axioms else None
         if check is not None:
             text = check.body
         job = Job(
             split=session.split,
-            timeout_s=options.timeout_s or self.config.pool.default_timeout_s,
-            infotree=options.infotree,
-            reuse=options.reuse,
-            deadline=deadline,
+            timeout_s=request.timeout_s,
+            infotree=request.options.infotree,
+            reuse=request.options.reuse,
+            deadline=request.deadline,
             session=SessionCall(session, parent, text, record),
             after_body=None if check is None else check.print_command,
-            client_id=client_id,
-            stream_id=stream_id or f"session:{session.name}",
+            client_id=request.client_id,
+            stream_id=request.stream_id or f"session:{session.name}",
             profile=session.profile,
         )
         result, outcome = await run_job(self.pool, job, result_id)

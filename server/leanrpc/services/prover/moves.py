@@ -14,7 +14,7 @@ the live states only it holds are captured, deepest first and bounded
   state with all its ancestors), so no later expansion waits on the replay.
 
 States the mover skips are still rebuilt lazily on their next expansion;
-nothing is lost either way. May import: errors, pool, worker (states),
+nothing is lost either way. May import: errors, pool, worker (states), services.resolve (the default timeout),
 services.prover.{registry, rebuild, calls, pickles}.
 """
 
@@ -27,6 +27,7 @@ import time
 from ...errors import WorkerError
 from ...pool import Job, Pool
 from ...worker.worker import ExitCause
+from ..resolve import default_timeout_s
 from .calls import RealizeCall
 from .pickles import pickle_state
 from .rebuild import Rebuilder
@@ -114,7 +115,7 @@ class StateMover:
         if len(self._moved) > 16 * max(1, self.max_states):
             self._moved = {k: t for k, t in self._moved.items() if now - t < 3600}
         for proof, path in leaves:
-            job = Job(split=proof.split, timeout_s=self.pool.config.pool.default_timeout_s, client_id=MOVER_CLIENT,
+            job = Job(split=proof.split, timeout_s=default_timeout_s(self.pool.config), client_id=MOVER_CLIENT,
                       stream_id=f"prover:{proof.proof_id}", call=RealizeCall(proof, path, self.rebuilder))
             task = asyncio.ensure_future(self._submit(job))
             self._background.add(task)

@@ -6,7 +6,8 @@ mode closes the last goal, the proof text is assembled and verified as a
 normal snippet through the Verify service (with `check_axioms` when the proof
 asked for it); only a VALID verdict makes the expansion COMPLETED, anything
 else is REFUTED with the verdict. May import: config, core, errors, results,
-repl, pool, worker (states), services.verify, services.prover.*. Never
+repl, pool, worker (states), services.ports (the Verifier it checks whole proofs
+with), services.resolve (its rules for code and timeouts), services.prover.*. Never
 imports edge or `*_pb2`.
 
 Worker failures during an expansion (timeout, crash, memory) are results
@@ -22,14 +23,14 @@ import enum
 import time
 
 from ...config import Config
-from ...core.headers import split_header
 from ...errors import HeaderLoadError, RequestError, WorkerError
 from ...pool import Job, Pool
 from ...reference import pin_of
 from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...repl import message_from_repl
 from ...worker.worker import WorkerState
-from ..verify import VerifyOptions, VerifyService
+from ..ports import Verifier
+from ..resolve import VerifyOptions, split_text
 from .answers import Reading, nest_tactics, proof_sorries, read_tactic
 from .assemble import assemble, prepare_code
 from .calls import StartCall, TacticCall, TacticRun
@@ -105,7 +106,7 @@ class TacticOutcome:
 
 
 class ProverService:
-    def __init__(self, pool: Pool, config: Config, verify: VerifyService, limits: ProverLimits | None = None) -> None:
+    def __init__(self, pool: Pool, config: Config, verify: Verifier, limits: ProverLimits | None = None) -> None:
         self.pool = pool
         self.config = config
         self.verify = verify
@@ -144,22 +145,12 @@ class ProverService:
     # -- checks ------------------------------------------------------------------
 
     def _timeout(self, timeout_s: float) -> float:
-        """`timeout` (a Duration on the wire, seconds here); refusals name the proto field."""
-        limit = self.config.pool.max_timeout_s
-        if timeout_s < 0 or timeout_s != timeout_s:
-            raise RequestError("timeout must be a non-negative duration", field="timeout")
-        if timeout_s > limit:
-            raise RequestError(f"timeout {timeout_s:g} s is over the limit of {limit:g} s (pool.max_timeout_s)",
-                               field="timeout")
-        return timeout_s or self.config.pool.default_timeout_s
+        """`timeout` (a Duration on the wire, seconds here), resolved by the
+        doors' one resolver (services.resolve); refusals name the proto field."""
+        return self.verify.resolver.timeout(timeout_s, field="timeout")
 
     def _check_code(self, code: str) -> None:
-        if not code.strip():
-            raise RequestError("code is empty")
-        if len(code) > self.config.server.max_code_chars:
-            raise RequestError(f"code has {len(code)} characters, over the limit of {self.config.server.max_code_chars}")
-        if "\x00" in code:
-            raise RequestError("code contains a NUL character")
+        self.verify.resolver.check_code(code, "code")
         self._check_policy(code, "code")
 
     def check_tactic(self, tactic: str) -> None:
@@ -175,9 +166,8 @@ class ProverService:
         """The Prover runs under the server's default code policy (`[policy]
         default`): under `proof`, code or a tactic that would run its own code
         is refused (PolicyRefused, INVALID_ARGUMENT) before a REPL sees it."""
-        policy = getattr(self.verify, "policy", None)
-        if policy is not None:
-            policy.check_command(text, what, policy.of())
+        policy = self.verify.resolver.policy
+        policy.check_command(text, what, policy.of())
 
     # -- StartProof --------------------------------------------------------------
 
@@ -190,8 +180,10 @@ class ProverService:
             raise RequestError(f"ttl {ttl_s:g} s is out of range: between 0 (unset: the server default "
                                f"{self.limits.default_ttl_s:g} s) and {self.limits.max_ttl_s:g} s (prover.max_ttl_s)",
                                field="ttl")
-        code = prepare_code(code, split_header(code).body)
-        split = split_header(code)
+        split = split_text(code)
+        prepared = prepare_code(code, split.body)
+        if prepared != code:  # a bare statement, closed with `:= by sorry`
+            code, split = prepared, split_text(prepared)
         self.registry.check_room(client_id, 1, proof_bytes(split.padded_body, code))
         proof = self.registry.new_proof(split, split.padded_body, client_id, check_axioms, roots=0, code=code)
         try:
