@@ -21,12 +21,18 @@ SERVER = ROOT / "server" / "leanrpc"
 PROTOCOL = SERVER / "repl" / "protocol.py"
 # The stand-in is the REPL's side: it reads requests and writes answers.
 NOT_A_CLIENT = ("standin",)
-REQUEST_STRUCTS = {"CommandRequest", "FileRequest", "TacticRequest", "PickleRequest", "UnpickleRequest"}
+REQUEST_STRUCTS = {
+    "CommandRequest",
+    "FileRequest",
+    "TacticRequest",
+    "PickleRequest",
+    "UnpickleRequest",
+}
 REQUEST_KEYS = {"cmd", "tactic", "pickleTo", "unpickleProofStateFrom"}
 
 
 def _request_builds(tree: ast.AST):
-    """Lines that build a REPL request: a request struct made, or a dict literal with a command key."""
+    """Lines that build a REPL request: a request struct made, or a dict with a command key."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
@@ -34,7 +40,11 @@ def _request_builds(tree: ast.AST):
             if name in REQUEST_STRUCTS:
                 yield node.lineno
         elif isinstance(node, ast.Dict):
-            keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            keys = {
+                k.value
+                for k in node.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
             if keys & REQUEST_KEYS:
                 yield node.lineno
 
@@ -46,7 +56,9 @@ def test_only_the_protocol_module_builds_repl_requests():
             continue
         for line in _request_builds(ast.parse(path.read_text(encoding="utf-8"))):
             offenders.append(f"{path.relative_to(ROOT)}:{line}")
-    assert not offenders, f"REPL requests built outside repl/protocol.py: {offenders} (use repl.command/tactic/...)"
+    assert not offenders, (
+        f"REPL requests built outside repl/protocol.py: {offenders} (use repl.command/tactic/...)"
+    )
 
 
 def test_the_protocol_module_is_where_they_are_built():
@@ -61,12 +73,25 @@ def test_the_check_sees_a_hand_built_request():
         "    await worker.request(repl.TacticRequest(tactic='rfl', proof_state=s), 1.0)\n"
     )
     assert sorted(_request_builds(sample)) == [2, 3]
-    assert not list(_request_builds(ast.parse("x = {'env': 1, 'messages': []}\nrepl.command('a', 1)\n")))
+    assert not list(
+        _request_builds(ast.parse("x = {'env': 1, 'messages': []}\nrepl.command('a', 1)\n"))
+    )
 
 
 def test_a_worker_handle_cannot_touch_the_workers_life():
-    verbs = {"kill", "stop", "drain", "reserve", "release", "begin_loading", "start", "load_header",
-             "_set_state", "state", "_worker_state"}
+    verbs = {
+        "kill",
+        "stop",
+        "drain",
+        "reserve",
+        "release",
+        "begin_loading",
+        "start",
+        "load_header",
+        "_set_state",
+        "state",
+        "_worker_state",
+    }
     public = {name for name in dir(WorkerHandle) if not name.startswith("__")}
     assert public & verbs == set()
     assert {"request", "taint", "built", "name", "alive"} <= public

@@ -9,7 +9,6 @@ nothing of the failed step is recorded.
 from __future__ import annotations
 
 import pytest
-
 from leanrpc import repl
 from leanrpc.core.headers import split_header
 from leanrpc.errors import WorkerDiverged
@@ -40,9 +39,9 @@ class Scripted:
 
 def _session() -> Session:
     session = Session("s", split_header("import Mathlib\n"))
-    session.record(None, None)          # env 0: the header env itself
-    session.record(0, "def a := 1")     # env 1
-    session.record(1, "def b := a")     # env 2
+    session.record(None, None)  # env 0: the header env itself
+    session.record(0, "def a := 1")  # env 1
+    session.record(1, "def b := a")  # env 2
     return session
 
 
@@ -66,7 +65,9 @@ async def test_a_session_step_answered_otherwise_diverges_and_is_not_recorded():
 
 
 def _proof() -> tuple[Proof, Rebuilder]:
-    proof = Proof("p1", split_header("import Mathlib\n"), "theorem t : True ∧ True := by sorry", "c", False, 1)
+    proof = Proof(
+        "p1", split_header("import Mathlib\n"), "theorem t : True ∧ True := by sorry", "c", False, 1
+    )
     registry = StateRegistry(max_states_per_client=100, default_ttl_s=60.0, max_ttl_s=60.0)
     rebuilder = Rebuilder(registry, scratch=None)
     return proof, rebuilder
@@ -89,7 +90,9 @@ async def test_a_proof_chain_replays_the_command_then_the_tactics():
 async def test_a_proof_replay_that_fails_a_tactic_now_diverges():
     proof, rb = _proof()
     worker = Scripted(_sorry_answer(), repl.Response(message="tactic failed"))
-    with pytest.raises(WorkerDiverged, match="replaying tactic 1 of a state of proof p1 failed now"):
+    with pytest.raises(
+        WorkerDiverged, match="replaying tactic 1 of a state of proof p1 failed now"
+    ):
         await realize(proof, worker, 2, (0, "constructor"), 1.0, rb)
     assert (0, "constructor") not in proof.realized["w1"]
 
@@ -104,7 +107,9 @@ async def test_a_proof_command_with_other_sorries_now_diverges():
 async def test_a_sorry_the_replayed_tactic_did_not_open_diverges():
     proof, rb = _proof()
     path = (0, "constructor", SorryStep(1, 2))
-    worker = Scripted(_sorry_answer(), repl.Response(proof_state=11, goals=["⊢ True"]))  # opened none
+    worker = Scripted(
+        _sorry_answer(), repl.Response(proof_state=11, goals=["⊢ True"])
+    )  # opened none
     with pytest.raises(WorkerDiverged, match="opened other sorries"):
         await realize(proof, worker, 2, path, 1.0, rb)
 

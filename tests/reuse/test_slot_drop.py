@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import signal
 
+from leanrpc.worker.worker import WorkerState
 from reuse_support import start, stop
 from testkit import wait_until
-
-from leanrpc.worker.worker import WorkerState
 
 OWNER = "peer:ipv4:127.0.0.1"  # the loopback caller
 AND_STATEMENT = "theorem and_intro_t (p q : Prop) (hp : p) (hq : q) : p ∧ q"
@@ -28,7 +27,9 @@ async def test_a_dead_workers_handles_are_dropped_from_every_store():
     app, client = await start(workers=1)
     try:
         await client.open_session("import Mathlib\nopen Nat\n", name="s")
-        step = await client.run_in_session("s", "theorem t : True := trivial", env=0, check_axioms=False)
+        step = await client.run_in_session(
+            "s", "theorem t : True := trivial", env=0, check_axioms=False
+        )
         assert step.result.status == "VALID"
         proof = await client.start_proof(AND_STATEMENT)
         split = await client.run_tactic(proof.states[0].state_id, "constructor")

@@ -28,8 +28,8 @@ __all__ = ["Link", "realize_session", "replay", "resume_point", "session_links"]
 
 
 class Link(Protocol):
-    key: Hashable          # the step's key in the slot's realizations of the chain
-    derived: bool          # its handle comes with the previous step's answer
+    key: Hashable  # the step's key in the slot's realizations of the chain
+    derived: bool  # its handle comes with the previous step's answer
 
     def request(self, handle: int) -> repl.Request | None:
         """The request that makes this step on `handle`; None: the step is `handle` itself."""
@@ -54,8 +54,9 @@ def resume_point(built: dict, links: Sequence[Link]) -> int:
     return 0
 
 
-async def replay(worker: Caller, built: dict, links: Sequence[Link], root: int,
-                 timeout: float) -> tuple[int, int]:
+async def replay(
+    worker: Caller, built: dict, links: Sequence[Link], root: int, timeout: float
+) -> tuple[int, int]:
     """The handle of the last step of `links` on `worker`, replaying what `built` lacks.
 
     Returns (handle, steps replayed). `built` is the slot's map for this
@@ -97,7 +98,9 @@ class _SessionLink:
             # The command gave an env the first time; a different answer now
             # means this process is not a faithful copy.
             raise WorkerDiverged(
-                f"replaying session {self._session.name!r} env {self.key} failed: {response.message!r}")
+                f"replaying session {self._session.name!r} env {self.key} failed: "
+                f"{response.message!r}"
+            )
         return response.env
 
     def missing(self) -> str:  # pragma: no cover - session steps are never derived
@@ -109,8 +112,9 @@ def session_links(session: Session, env: int | None) -> list[_SessionLink]:
     return [_SessionLink(session, k) for k in session.chain(env)]
 
 
-async def realize_session(session: Session, worker, built: dict, base_env: int, env: int | None,
-                          timeout: float) -> tuple[int, int]:
+async def realize_session(
+    session: Session, worker, built: dict, base_env: int, env: int | None, timeout: float
+) -> tuple[int, int]:
     """The REPL env of session env `env` on `worker`, replaying what is missing.
 
     `built` is the worker slot's map for the session (`Slot.built(session)`).

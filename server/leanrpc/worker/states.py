@@ -16,17 +16,17 @@ __all__ = ["ExitCause", "WorkerState", "cause_of", "last_stderr_line"]
 
 
 class WorkerState(enum.Enum):
-    SPAWNING = "spawning"    # process being launched
-    PROBING = "probing"      # handshake (identity, fork) in flight
-    READY = "ready"          # booted, not yet handed to the pool's idle set
-    LOADING = "loading"      # loading a header or preamble
+    SPAWNING = "spawning"  # process being launched
+    PROBING = "probing"  # handshake (identity, fork) in flight
+    READY = "ready"  # booted, not yet handed to the pool's idle set
+    LOADING = "loading"  # loading a header or preamble
     IDLE = "idle"
-    RESERVED = "reserved"    # the pool picked it for a job
-    RUNNING = "running"      # a job's command is in flight
-    DRAINING = "draining"    # finishing its job; stopped at release
-    STOPPING = "stopping"    # being killed or shut down; never reused
+    RESERVED = "reserved"  # the pool picked it for a job
+    RUNNING = "running"  # a job's command is in flight
+    DRAINING = "draining"  # finishing its job; stopped at release
+    STOPPING = "stopping"  # being killed or shut down; never reused
     DEAD = "dead"
-    FAILED = "failed"        # could not boot
+    FAILED = "failed"  # could not boot
 
 
 S = WorkerState
@@ -45,7 +45,9 @@ _TRANSITIONS: dict[WorkerState, frozenset[WorkerState]] = {
 }
 # States in which a command may be sent (the guarded path: `request`).
 _MAY_EXCHANGE = frozenset({S.PROBING, S.READY, S.LOADING, S.RESERVED, S.RUNNING, S.DRAINING})
-_LIVE = frozenset({S.SPAWNING, S.PROBING, S.READY, S.LOADING, S.IDLE, S.RESERVED, S.RUNNING, S.DRAINING})
+_LIVE = frozenset(
+    {S.SPAWNING, S.PROBING, S.READY, S.LOADING, S.IDLE, S.RESERVED, S.RUNNING, S.DRAINING}
+)
 _HELD = frozenset({S.RESERVED, S.RUNNING, S.DRAINING})
 
 
