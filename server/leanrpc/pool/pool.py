@@ -56,6 +56,7 @@ from .cost import BodyCostModel
 from .features import Features
 from .job import BodyOutcome, Job
 from .prefix_index import PrefixIndex
+from .slot import Slots, WorkerHandle
 from .routing import LOOKAHEAD, Assign, Expire, Import, Router, Switch, View, WorkerView
 from .runner import Runner
 from .sessions import SessionRegistry
@@ -92,6 +93,8 @@ class Pool:
         self.features = Features(config.repl)
         self.admission = Admission(config.pool.queue_limit)
         self.prefix_index = self.index = PrefixIndex(config.pool.prefix_history)
+        # Every REPL handle of each worker, dropped at its DEAD transition (pool/slot.py).
+        self.slots = Slots(self.index)
         self.cost = BodyCostModel()
         self.router = Router(
             size=config.pool.workers,
@@ -209,7 +212,7 @@ class Pool:
         self._state_listeners.append(listener)
 
     def add_recycle_hook(self, hook) -> None:
-        """`await hook(worker, cause)` runs before a live worker is recycled, while the pool holds it
+        """`await hook(handle, cause)` (a pool.slot.WorkerHandle) runs before a live worker is recycled, while the pool holds it
         (the Prover moves proof states off it); it bounds its own time. Errors are logged."""
         self._recycle_hooks.append(hook)
 
@@ -224,7 +227,7 @@ class Pool:
         try:
             for hook in self._recycle_hooks:
                 try:
-                    await hook(worker, cause)
+                    await hook(WorkerHandle(worker, self.slots.of(worker.name)), cause)
                 except Exception:  # noqa: BLE001 - a hook never keeps a worker alive
                     log.exception("recycle hook failed on %s", worker.name)
         finally:
@@ -417,11 +420,6 @@ class Pool:
         else:
             worker.release()
 
-    def forget_worker(self, name: str) -> None:
-        self.index.forget_worker(name)
-        self.runner.preambles.forget_worker(name)
-        self.sessions.forget_worker(name)
-
     def spawn_worker(self, profile: str = "") -> Worker:
         name = f"w{next(self._names)}"
         repl_config = self.config.repl.profile(profile)
@@ -439,6 +437,7 @@ class Pool:
             on_state_change=self._on_state_change,
             fence=self.config.repl,
             profile=profile,
+            headers=self.slots.open(name).headers,
         )
         self.workers.append(worker)
         return worker
@@ -459,6 +458,7 @@ class Pool:
         for listener in self._state_listeners:
             listener(worker, old, new)
         if new is WorkerState.DEAD:
+            self.slots.drop(worker.name)  # the one place a worker's REPL handles go
             self.stats.restarts[(worker.exit_cause or ExitCause.CRASH).value] += 1
             self._state_since.pop(worker.name, None)
             if worker in self.workers:

@@ -1,9 +1,9 @@
 """Running one job on a reserved worker: boot, header, preamble, body.
 
-Owns: the steps of one attempt (`Runner.launch` → `_run`), the preamble envs
-each worker built (with the messages Lean gave for them), and the rule for
+Owns: the steps of one attempt (`Runner.launch` → `_run`), building the
+preamble envs (kept in the worker's slot, pool/slot.py), and the rule for
 what a failed attempt means (retry, fail, give the worker back). May import:
-config, errors, repl, worker, pool.job, pool.sessions. The pool (passed in) gives
+config, errors, repl, worker, pool.job, pool.replay, pool.slot. The pool (passed in) gives
 back, requeues and fails jobs; this room never routes.
 
 Boot, header load and preamble run as a task of their own (`_prepare`). A job
@@ -17,7 +17,6 @@ body, when the REPL is mid-command, kills the worker.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import time
 
@@ -25,41 +24,14 @@ from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .job import BodyOutcome, Job
-from .sessions import realize
+from .replay import realize_session
+from .slot import Slot, WorkerHandle
 
 log = logging.getLogger("leanrpc.pool")
-
-# Preamble envs kept per worker (least recently used dropped).
-_PREAMBLES_PER_WORKER = 16
-
-
-class PreambleEnvs:
-    """Per worker: preamble key -> (REPL env, Lean's messages for it)."""
-
-    def __init__(self) -> None:
-        self._envs: dict[str, collections.OrderedDict[str, tuple[int, list]]] = {}
-
-    def get(self, worker: str, key: str) -> tuple[int, list] | None:
-        envs = self._envs.get(worker)
-        found = envs.get(key) if envs is not None else None
-        if found is not None:
-            envs.move_to_end(key)
-        return found
-
-    def put(self, worker: str, key: str, env: int, messages: list) -> None:
-        envs = self._envs.setdefault(worker, collections.OrderedDict())
-        envs[key] = (env, messages)
-        while len(envs) > _PREAMBLES_PER_WORKER:
-            envs.popitem(last=False)
-
-    def forget_worker(self, worker: str) -> None:
-        self._envs.pop(worker, None)
-
 
 class Runner:
     def __init__(self, pool) -> None:
         self._pool = pool
-        self.preambles = PreambleEnvs()
         # Boot/header loads of running jobs; close() ends them by stopping
         # their workers, so their exit cause stays SHUTDOWN.
         self.loads: set[asyncio.Task] = set()
@@ -116,9 +88,10 @@ class Runner:
             run_env = base_env
             if job.session is not None:
                 started = time.monotonic()
-                run_env, replayed = await realize(
-                    job.session.session, worker, base_env, job.session.parent, _bounded(config.pool.header_timeout_s, job)
-                )
+                session = job.session.session
+                run_env, replayed = await realize_session(
+                    session, worker, pool.slots.of(worker.name).built(session), base_env, job.session.parent,
+                    _bounded(config.pool.header_timeout_s, job))
                 pool.stats.session_replays += replayed
                 header_s += time.monotonic() - started
             body = job.text
@@ -137,7 +110,7 @@ class Runner:
             pool.cost.observe(body_s, len(body) - reused)
             pool.index.remember(worker.name, job.scope, body, job.inflight_key)
             job.inflight_key = None  # the history owns the entry now
-            session_env = _record_session(job, worker, response)
+            session_env = _record_session(job, pool.slots.of(worker.name), response)
             after = None
             if job.after_body and response.env is not None:
                 after = await worker.request(repl.command(job.after_body, response.env), _bounded(job.timeout_s, job))
@@ -216,7 +189,8 @@ class Runner:
         """A WorkerCall job: the call runs its own requests on the worker."""
         assert job.call is not None and job.future is not None
         started = time.monotonic()
-        value = await job.call.run(worker, base_env, _bounded(job.timeout_s, job))
+        handle = WorkerHandle(worker, self._pool.slots.of(worker.name))
+        value = await job.call.run(handle, base_env, _bounded(job.timeout_s, job))
         worker.requests_served += 1
         if not job.future.done():
             job.future.set_result(BodyOutcome(
@@ -274,7 +248,8 @@ class Runner:
             return header_env, [], 0.0
         # A worker holds several headers: a preamble env belongs to one of them.
         key = f"{job.import_key}\x00{split.preamble_key}"
-        found = self.preambles.get(worker.name, key)
+        slot = self._pool.slots.of(worker.name)
+        found = slot.preamble(key)
         if found is not None:
             return found[0], found[1], 0.0
         started = time.monotonic()
@@ -284,7 +259,7 @@ class Runner:
             # A REPL-level refusal (no env at all), not a Lean message.
             raise HeaderLoadError(f"the REPL refused the open/set_option lines: {response.message!r}")
         messages = list(response.messages)
-        self.preambles.put(worker.name, key, response.env, messages)
+        slot.put_preamble(key, response.env, messages)
         return response.env, messages, time.monotonic() - started
 
     async def _await_load(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
@@ -333,11 +308,11 @@ def _bounded(timeout: float, job: Job) -> float:
     return timeout
 
 
-def _record_session(job: Job, worker: Worker, response: repl.Response) -> int | None:
+def _record_session(job: Job, slot: Slot, response: repl.Response) -> int | None:
     call = job.session
     if call is None or not call.record or response.env is None:
         return None
     session = call.session
     session_env = session.record(call.parent, call.text)
-    session.realized.setdefault(worker.name, {})[session_env] = response.env
+    slot.built(session)[session_env] = response.env
     return session_env

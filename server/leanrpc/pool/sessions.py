@@ -4,9 +4,11 @@ A session is a tree of envs. Env 0 is the session's root (its creation code
 run on its header); every later env is one command run on an earlier env.
 The ids the client sees are *session* env ids, assigned here, never REPL env
 ids: REPL ids die with their process. For each live worker the session keeps
-which of its envs that process has built (`realized`). A request on env k
-whose chain is not built on the chosen worker is preceded by a replay of the
-missing commands, in order, so a kill -9 costs time but never an env id.
+which of its envs that process has built (`realized`, written through the
+worker's slot, which drops it when the worker dies: pool/slot.py). A request
+on env k whose chain is not built on the chosen worker is preceded by a
+replay of the missing commands, in order (pool/replay.py), so a kill -9
+costs time but never an env id.
 
 Owners: a session belongs to the identity that opened it (edge/identity.py).
 Names are per owner: another identity's session of that name, for every
@@ -31,9 +33,8 @@ import dataclasses
 import secrets
 import time
 
-from .. import repl
 from ..core.headers import HeaderSplit
-from ..errors import NotFoundError, OverloadedError, RequestError, WorkerDiverged
+from ..errors import NotFoundError, OverloadedError, RequestError
 
 __all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV"]
 
@@ -60,7 +61,8 @@ class Session:
         # on workers of that profile only (REPL envs never cross toolchains).
         self.profile = profile
         self.commands: list[SessionCommand] = []
-        # worker name -> {session env id -> REPL env id on that worker}
+        # worker name -> {session env id -> REPL env id on that worker}; written
+        # only through the worker's slot (pool/slot.py), which drops its entry.
         self.realized: dict[str, dict[int, int]] = {}
         self.created_at = time.monotonic()
         self.last_used = self.created_at
@@ -83,9 +85,6 @@ class Session:
             env = self.commands[env].parent
         out.reverse()
         return out
-
-    def forget_worker(self, worker_name: str) -> None:
-        self.realized.pop(worker_name, None)
 
 
 @dataclasses.dataclass
@@ -209,39 +208,3 @@ class SessionRegistry:
         if self._reserved[owner] <= 0:
             del self._reserved[owner]
 
-    def forget_worker(self, worker_name: str) -> None:
-        for session in self._sessions.values():
-            session.forget_worker(worker_name)
-
-
-async def realize(session: Session, worker, base_env: int, env: int | None, timeout: float) -> tuple[int, int]:
-    """The REPL env of session env `env` on `worker`, replaying what is missing.
-
-    Returns (REPL env id, number of commands replayed).
-    """
-    if env is None:
-        return base_env, 0
-    built = session.realized.setdefault(worker.name, {})
-    if env in built:
-        return built[env], 0
-    missing = []
-    k: int | None = env
-    while k is not None and k not in built:
-        missing.append(k)
-        k = session.commands[k].parent
-    repl_env = base_env if k is None else built[k]
-    for k in reversed(missing):
-        command = session.commands[k]
-        if command.text is not None:
-            response = await worker.request(repl.command(command.text, repl_env), timeout)
-            if response.env is None:
-                # The command gave an env the first time; a different answer
-                # now means this process is not a faithful copy: the runner
-                # kills it (WorkerDiverged is a WorkerCrashed) and retries.
-                raise WorkerDiverged(
-                    f"replaying session {session.name!r} env {k} failed: {response.message!r}"
-                )
-            repl_env = response.env
-        built[k] = repl_env
-    session.replayed_commands += len(missing)
-    return repl_env, len(missing)

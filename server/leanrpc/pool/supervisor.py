@@ -186,7 +186,6 @@ class Supervisor:
             if worker in pool.workers:
                 pool.workers.remove(worker)
             self.preloading.discard(worker.name)
-            pool.forget_worker(worker.name)
             rewarm = worker.import_key
             if rewarm is not None and worker.exit_cause not in (ExitCause.HEADER_SWITCH, ExitCause.HEADER_FAILED):
                 self.rewarm(rewarm)

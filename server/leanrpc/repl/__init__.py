@@ -37,15 +37,21 @@ from .probes import (
 from .protocol import (
     CommandRequest,
     FileRequest,
+    PickleRequest,
     Pos,
     ReplMessage,
     ReplSorry,
     Request,
     Response,
     TacticRequest,
+    UnpickleRequest,
     command,
     decode,
     encode,
+    file_request,
+    pickle_to,
+    tactic,
+    unpickle_from,
 )
 
 __all__ = [

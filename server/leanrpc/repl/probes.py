@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from .protocol import CommandRequest, FileRequest, Response, command
+from .protocol import CommandRequest, FileRequest, Response, command, file_request
 
 __all__ = [
     "FENCE_DIR",
@@ -115,7 +115,7 @@ def new_nonce() -> str:
 
 
 def fence_request(nonce: str) -> FileRequest:
-    return FileRequest(path=f"{FENCE_DIR}/{nonce}.lean")
+    return file_request(f"{FENCE_DIR}/{nonce}.lean")
 
 
 def is_fence_answer(response: Response, nonce: str) -> bool:

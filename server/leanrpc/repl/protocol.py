@@ -1,6 +1,9 @@
 """The REPL wire protocol: typed requests out, typed responses in.
 
-Owns: the request structs (`CommandRequest`, `FileRequest`, `TacticRequest`),
+Owns: the request structs (`CommandRequest`, `FileRequest`, `TacticRequest`,
+`PickleRequest`, `UnpickleRequest`) and the only functions that build them
+(`command`, `tactic`, `file_request`, `pickle_to`, `unpickle_from`: no other
+module builds a REPL request, tests/arch checks it),
 `encode` (one request -> bytes ending in exactly one blank line), the response
 structs (`Response`, `ReplMessage`, `ReplSorry`) and `decode` (one frame cut by
 `core.framing.FrameDecoder` -> `Response`, shape-checked by msgspec).
@@ -32,15 +35,21 @@ from ..errors import FrameDecodeError, InternalError, RequestError
 __all__ = [
     "CommandRequest",
     "FileRequest",
+    "PickleRequest",
     "Pos",
     "ReplMessage",
     "ReplSorry",
     "Request",
     "Response",
     "TacticRequest",
+    "UnpickleRequest",
     "command",
     "decode",
     "encode",
+    "file_request",
+    "pickle_to",
+    "tactic",
+    "unpickle_from",
 ]
 
 # -- requests ------------------------------------------------------------------
@@ -75,7 +84,21 @@ class TacticRequest(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=
     proof_state: int
 
 
-Request = Union[CommandRequest, FileRequest, TacticRequest]
+class PickleRequest(msgspec.Struct, rename="camel", kw_only=True):
+    """`{"proofState": n, "pickleTo": path}` (section 9)."""
+
+    proof_state: int
+    pickle_to: str
+
+
+class UnpickleRequest(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """`{"unpickleProofStateFrom": path, "env"?: n}` (section 9)."""
+
+    unpickle_proof_state_from: str
+    env: Union[int, None] = None
+
+
+Request = Union[CommandRequest, FileRequest, TacticRequest, PickleRequest, UnpickleRequest]
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -98,6 +121,25 @@ def command(
         declarations=declarations,
         set_options=[[["Elab", "async"], True]] if elab_async else None,
     )
+
+
+def tactic(text: str, proof_state: int) -> TacticRequest:
+    """A tactic on a REPL proof state."""
+    return TacticRequest(tactic=text, proof_state=proof_state)
+
+
+def file_request(path: str, env: int | None = None) -> FileRequest:
+    return FileRequest(path=path, env=env)
+
+
+def pickle_to(proof_state: int, path: str) -> PickleRequest:
+    """Pickles a proof state into `path` (a path the REPL sees)."""
+    return PickleRequest(proof_state=proof_state, pickle_to=path)
+
+
+def unpickle_from(path: str, env: int | None = None) -> UnpickleRequest:
+    """Unpickles the proof state pickled into `path`, on `env`."""
+    return UnpickleRequest(unpickle_proof_state_from=path, env=env)
 
 
 def encode(request: Request | dict) -> bytes:

@@ -322,7 +322,7 @@ def _expire(future: asyncio.Future) -> None:
 def _is_tactic(request) -> bool:
     if isinstance(request, dict):
         return "tactic" in request or "pickleTo" in request
-    return isinstance(request, repl.TacticRequest)
+    return isinstance(request, (repl.TacticRequest, repl.PickleRequest))
 
 
 def _asks_root_goals(request) -> bool:

@@ -6,11 +6,11 @@
     any live state -> DRAINING (finish this job, then stop) -> STOPPING -> DEAD
     SPAWNING / PROBING -> FAILED (could not boot) -> DEAD
 
-Owns: the transition table (data, one `_set_state`), the worker's Lean-level
-facts (import header, its env, version), the handshake, the header load, the
+Owns: the one `_set_state` over the transition table (data, worker/states.py),
+the worker's Lean-level facts (import header, version), the handshake, the header load, the
 memory watch during a request, and the pool-facing verbs
 `reserve()`, `begin_loading()`, `release()`, `drain()`, `kill()`, `stop()`.
-May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher},
+May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,states},
 leanrpc.config, leanrpc.errors. Not the pool.
 
 A Worker lives exactly as long as its process: after a kill or a crash it is
@@ -19,14 +19,14 @@ output, a failed fence or audit, memory over the limit, a cancel mid-request)
 kills it; the REPL cannot cancel work or resynchronise, so a doubtful worker
 is never reused (STYLE.md lessons 4, 5, 13).
 
-The prefix history (which bodies a worker elaborated) is the pool's: see
-pool/prefix_index.py.
+The header envs it loads are written into the map it is given (`headers`):
+the pool's slot for this worker owns it and drops it at DEAD with every other
+REPL handle (pool/slot.py). The prefix history is the pool's too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 
@@ -39,81 +39,24 @@ from ..errors import (
     WorkerCrashed,
     WorkerError,
     WorkerOutOfMemory,
-    WorkerPoisoned,
-    WorkerTimeout,
 )
 from .channel import Channel, FenceSettings
 from .launcher import LaunchSpec, Launcher
 from .process import ReplProcess, ShutdownRung
+from .states import _HELD, _LIVE, _MAY_EXCHANGE, _TRANSITIONS, ExitCause, WorkerState, cause_of, last_stderr_line
+
+__all__ = ["ExitCause", "Worker", "WorkerState", "last_stderr_line"]
+S = WorkerState
 
 log = logging.getLogger("leanrpc.worker")
-
-
-class WorkerState(enum.Enum):
-    SPAWNING = "spawning"    # process being launched
-    PROBING = "probing"      # handshake (identity, fork) in flight
-    READY = "ready"          # booted, not yet handed to the pool's idle set
-    LOADING = "loading"      # loading a header or preamble
-    IDLE = "idle"
-    RESERVED = "reserved"    # the pool picked it for a job
-    RUNNING = "running"      # a job's command is in flight
-    DRAINING = "draining"    # finishing its job; stopped at release
-    STOPPING = "stopping"    # being killed or shut down; never reused
-    DEAD = "dead"
-    FAILED = "failed"        # could not boot
-
-
-S = WorkerState
-_TRANSITIONS: dict[WorkerState, frozenset[WorkerState]] = {
-    S.SPAWNING: frozenset({S.PROBING, S.STOPPING, S.FAILED}),
-    S.PROBING: frozenset({S.READY, S.STOPPING, S.FAILED}),
-    S.READY: frozenset({S.IDLE, S.RESERVED, S.LOADING, S.STOPPING}),
-    S.LOADING: frozenset({S.IDLE, S.RESERVED, S.DRAINING, S.STOPPING}),
-    S.IDLE: frozenset({S.RESERVED, S.LOADING, S.STOPPING}),
-    S.RESERVED: frozenset({S.RUNNING, S.LOADING, S.IDLE, S.DRAINING, S.STOPPING}),
-    S.RUNNING: frozenset({S.RESERVED, S.DRAINING, S.STOPPING}),
-    S.DRAINING: frozenset({S.STOPPING}),
-    S.STOPPING: frozenset({S.DEAD}),
-    S.DEAD: frozenset(),
-    S.FAILED: frozenset({S.DEAD}),
-}
-# States in which a command may be sent (the guarded path: `request`).
-_MAY_EXCHANGE = frozenset({S.PROBING, S.READY, S.LOADING, S.RESERVED, S.RUNNING, S.DRAINING})
-_LIVE = frozenset({S.SPAWNING, S.PROBING, S.READY, S.LOADING, S.IDLE, S.RESERVED, S.RUNNING, S.DRAINING})
-_HELD = frozenset({S.RESERVED, S.RUNNING, S.DRAINING})
-
-
-class ExitCause(enum.Enum):
-    """Why a worker went away; counted in metrics as restarts by cause."""
-
-    TIMEOUT = "timeout"
-    CRASH = "crash"
-    OUT_OF_MEMORY = "out_of_memory"
-    GARBAGE = "garbage"
-    POISONED = "poisoned"
-    CANCELLED = "cancelled"
-    MAX_REQUESTS = "max_requests"
-    SYSTEM_MEMORY = "system_memory"
-    HEADER_SWITCH = "header_switch"
-    HEADER_FAILED = "header_failed"
-    STDERR = "stderr"
-    BOOT_FAILURE = "boot_failure"
-    SHUTDOWN = "shutdown"
-
-
-def last_stderr_line(tail: str) -> str:
-    """The last non-blank stderr line (the exec error, the panic), at most 300 characters."""
-    for line in reversed(tail.splitlines()):
-        if line.strip():
-            return line.strip()[:300]
-    return ""
 
 
 class Worker:
     """Owns one REPL process. Changes state only through `_set_state`."""
 
     def __init__(self, name: str, spec: LaunchSpec, launcher: Launcher, limits: LimitsConfig, *,
-                 on_state_change=None, fence=None, profile: str = "") -> None:
+                 on_state_change=None, fence=None, profile: str = "",
+                 headers: dict[str, int] | None = None) -> None:
         self.name = name
         self.profile = profile  # the REPL profile (toolchain) it runs, for life
         self._limits = limits
@@ -128,7 +71,8 @@ class Worker:
         self.requests_served = 0
         # Every header this process imported -> its env. A REPL keeps every
         # env for life, so a worker serves each of them without reloading.
-        self.headers: dict[str, int] = {}
+        # The map is the pool slot's (pool/slot.py), which drops it at DEAD.
+        self.headers: dict[str, int] = {} if headers is None else headers
         self.import_key: str | None = None       # the header last loaded or used
         self.loading_key: str | None = None      # the header being loaded (routing counts it)
         self.imports_env: int | None = None      # the env of import_key
@@ -379,7 +323,7 @@ class Worker:
             self.kill(ExitCause.CANCELLED)
             raise
         except WorkerError as exc:
-            self.kill(_cause_of(exc))
+            self.kill(cause_of(exc))
             raise
         finally:
             self._exchanging = False
@@ -459,13 +403,3 @@ class Worker:
         self.headers[import_key] = response.env
         self.use_header(import_key)
         return time.monotonic() - started
-
-
-def _cause_of(exc: WorkerError) -> ExitCause:
-    if isinstance(exc, WorkerTimeout):
-        return ExitCause.TIMEOUT
-    if isinstance(exc, WorkerOutOfMemory):
-        return ExitCause.OUT_OF_MEMORY
-    if isinstance(exc, WorkerPoisoned):
-        return ExitCause.POISONED
-    return ExitCause.CRASH

@@ -4,8 +4,10 @@ Owns: the three `pool.WorkerCall`s: `StartCall` (the proof's command; its
 sorries become root states), `TacticCall` (one tactic on one state, the state
 rebuilt first if the worker lacks it) and `RealizeCall` (only the rebuild:
 states moved off a worker before it is recycled, where the REPL cannot
-pickle). Rebuilding is `rebuild.realize`. May import: errors, repl, worker
-(states), services.prover.{registry, rebuild}.
+pickle). Rebuilding is `rebuild.realize`. Each `run` gets a
+`pool.slot.WorkerHandle` (requests, the slot's realizations, a taint mark),
+never the Worker: a call cannot kill a worker or change its state. May
+import: errors, repl, services.prover.{answers, registry, rebuild}.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class StartCall:
         response = await worker.request(repl.command(self.proof.command, base_env), timeout)
         if response.env is not None:
             self.proof.roots = len(proof_sorries(response))
-            record_roots(self.proof, worker.name, response)
+            record_roots(self.proof, worker.built(self.proof), response)
         return response
 
 
@@ -83,9 +85,9 @@ class TacticCall:
 
     async def run(self, worker, base_env: int, timeout: float) -> TacticRun:
         state, spent = await realize(self.proof, worker, base_env, self.path, timeout, self.rebuilder)
-        response = await worker.request(repl.TacticRequest(tactic=self.tactic, proof_state=state), timeout)
+        response = await worker.request(repl.tactic(self.tactic, state), timeout)
         if response.proof_state is not None:
-            built = self.proof.realized.setdefault(worker.name, {})
+            built = worker.built(self.proof)
             built[self.path + (self.tactic,)] = response.proof_state
             record_opened(self.proof, built, self.path + (self.tactic,), response, self.tactic)
         return TacticRun(response, spent > 0, worker.name)

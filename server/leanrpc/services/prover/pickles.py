@@ -165,7 +165,7 @@ async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: floa
     the REPL) propagates."""
     inside, base, relative = scratch.paths(worker)
     try:
-        response = await worker.request({"proofState": proof_state, "pickleTo": inside}, timeout)
+        response = await worker.request(repl.pickle_to(proof_state, inside), timeout)
         if response.proof_state is None:
             return None
         data = await asyncio.to_thread(_read_regular, base, relative, max_bytes)
@@ -185,6 +185,6 @@ async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, t
     inside, base, relative = scratch.paths(worker)
     try:
         await asyncio.to_thread(_write_new, base, relative, data)
-        return await worker.request({"unpickleProofStateFrom": inside, "env": base_env}, timeout)
+        return await worker.request(repl.unpickle_from(inside, base_env), timeout)
     finally:
         await asyncio.to_thread(_unlink_beneath, base, relative)

@@ -2,11 +2,13 @@
 
 Owns: `Rebuilder` (what a rebuild needs: the registry and its stats, the
 workers' scratch, the pool's body cost model, which workers can pickle) and
-`realize`, which gives the REPL proof state of a path on one worker. It
+`realize`, which gives the REPL proof state of a path on one worker, and
+the proof's chain (`proof_links`: the command, then the tactics) that it hands
+to the one replay loop (pool/replay.py). It
 starts from the longer of (the prefix the worker already holds, the deepest
 prefix the server holds a pickle of) when the cost model says the pickle is
 cheaper, and replays the rest (the proof's command, then the tactics). May
-import: errors, repl, pool (the cost model),
+import: errors, repl, pool (the cost model, pool.replay),
 services.prover.{registry, pickles}.
 
 Cost: replaying costs one request per command or tactic, each priced by the
@@ -30,11 +32,12 @@ import time
 
 from ... import repl
 from ...errors import WorkerCrashed, WorkerDiverged, WorkerError
+from ...pool.replay import replay, resume_point
 from .answers import opened_sorries, proof_sorries
 from .pickles import Scratch, unpickle_state
 from .registry import Path, Proof, RegistryStats, SorryStep, StateRegistry
 
-__all__ = ["Rebuilder", "realize", "record_opened", "record_roots"]
+__all__ = ["Rebuilder", "proof_links", "realize", "record_opened", "record_roots"]
 
 # Seconds per request and per character when the pool has measured nothing yet.
 _NOMINAL_REQUEST_S = 1e-3
@@ -73,9 +76,9 @@ class Rebuilder:
         return k if by_pickle <= self.replay_seconds(proof, path, held) else 0
 
 
-def record_roots(proof: Proof, worker_name: str, response: repl.Response) -> list[int]:
-    """Sorry index -> REPL proof state, for the sorries that have one."""
-    built = proof.realized.setdefault(worker_name, {})
+def record_roots(proof: Proof, built: dict, response: repl.Response) -> list[int]:
+    """Sorry index -> REPL proof state, for the sorries that have one (into `built`,
+    the worker slot's map for the proof)."""
     roots = []
     for index, sorry in enumerate(proof_sorries(response)):
         if sorry.proof_state is not None:
@@ -94,13 +97,72 @@ def record_opened(proof: Proof, built: dict, path: Path, response: repl.Response
     return len(opened)
 
 
-def _held(built: dict, path: Path) -> int:
-    """Length of the longest prefix of `path` built here from which a replay can go on
-    (not one whose next step is a sorry the worker has no state of)."""
-    for k in range(len(path), 0, -1):
-        if path[:k] in built and not (k < len(path) and isinstance(path[k], SorryStep)):
-            return k
-    return 0
+class _CommandLink:
+    """The proof's command on the header env: its sorry `path[0]` is the first state."""
+
+    derived = False
+
+    def __init__(self, proof: Proof, key: Path, rb: Rebuilder, worker: str) -> None:
+        self.proof, self.key, self._rb, self._worker = proof, key, rb, worker
+
+    def request(self, handle: int) -> repl.Request:
+        return repl.command(self.proof.command, handle)
+
+    def accept(self, response: repl.Response, built: dict) -> int:
+        self._rb.stats.replayed_commands += 1
+        sorries = len(proof_sorries(response))
+        if response.env is None or sorries != self.proof.roots:
+            raise WorkerDiverged(
+                f"replaying proof {self.proof.proof_id} on {self._worker} gave a different answer "
+                f"({sorries} sorries, first time {self.proof.roots}; {response.message!r})")
+        record_roots(self.proof, built, response)
+        if self.key not in built:
+            raise WorkerDiverged(f"replaying proof {self.proof.proof_id}: sorry {self.key[0]} has no proof state now")
+        return built[self.key]
+
+
+class _TacticLink:
+    """Tactic `key[-1]` on the state before it."""
+
+    derived = False
+
+    def __init__(self, proof: Proof, key: Path, rb: Rebuilder) -> None:
+        self.proof, self.key, self._rb = proof, key, rb
+
+    def request(self, handle: int) -> repl.Request:
+        return repl.tactic(self.key[-1], handle)
+
+    def accept(self, response: repl.Response, built: dict) -> int:
+        self._rb.stats.replayed_tactics += 1
+        if response.proof_state is None:
+            raise WorkerDiverged(f"replaying tactic {len(self.key) - 1} of a state of proof "
+                                 f"{self.proof.proof_id} failed now: {response.message!r}")
+        record_opened(self.proof, built, self.key, response, self.key[-1])
+        return response.proof_state
+
+
+class _SorryLink:
+    """A sorry the tactic before it opened: its state came with that tactic's answer."""
+
+    derived = True
+
+    def __init__(self, proof: Proof, key: Path) -> None:
+        self.proof, self.key = proof, key
+
+    def missing(self) -> str:
+        step = self.key[-1]
+        return (f"replaying tactic {len(self.key) - 2} of a state of proof {self.proof.proof_id} opened "
+                f"other sorries than the first time (no {step.index} of {step.count})")
+
+
+def proof_links(proof: Proof, path: Path, rb: Rebuilder, worker: str) -> list:
+    """The chain of the state at `path`: the command, then each tactic or opened sorry."""
+    links: list = [_CommandLink(proof, path[:1], rb, worker)]
+    for k in range(1, len(path)):
+        step = path[k]
+        links.append(_SorryLink(proof, path[:k + 1]) if isinstance(step, SorryStep)
+                     else _TacticLink(proof, path[:k + 1], rb))
+    return links
 
 
 async def _unpickle(rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: Path, timeout: float) -> int | None:
@@ -126,14 +188,16 @@ def _drop_all(rb: Rebuilder, proof: Proof) -> None:
 
 
 async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: float, rb: Rebuilder) -> tuple[int, int]:
-    """The REPL proof state of `path` on `worker`, unpickling or replaying what is missing.
+    """The REPL proof state of `path` on `worker` (a pool.slot.WorkerHandle),
+    unpickling or replaying what is missing (pool/replay.py).
 
     Returns (REPL proof state number, requests spent rebuilding).
     """
-    built = proof.realized.setdefault(worker.name, {})
+    built = worker.built(proof)
     if path in built:
         return built[path], 0
-    held = _held(built, path)
+    links = proof_links(proof, path, rb, worker.name)
+    held = resume_point(built, links)
     spent, by_pickle = 0, False
     start = rb.pickle_start(proof, worker, path, held)
     if start:
@@ -142,42 +206,14 @@ async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: floa
         spent += 1
         if state is not None:
             built[path[:start]] = state
-            held, by_pickle = start, True
+            by_pickle = True
             rb.stats.unpickle_s += time.monotonic() - began
-    if held == 0:
-        response = await worker.request(repl.command(proof.command, base_env), timeout)
-        spent += 1
-        rb.stats.replayed_commands += 1
-        sorries = len(proof_sorries(response))
-        if response.env is None or sorries != proof.roots:
-            raise WorkerDiverged(
-                f"replaying proof {proof.proof_id} on {worker.name} gave a different answer "
-                f"({sorries} sorries, first time {proof.roots}; {response.message!r})"
-            )
-        record_roots(proof, worker.name, response)
-        built = proof.realized[worker.name]
-        if path[:1] not in built:
-            raise WorkerDiverged(f"replaying proof {proof.proof_id}: sorry {path[0]} has no proof state now")
-        held = 1
-    for k in range(held, len(path)):
-        if isinstance(path[k], SorryStep):
-            if path[:k + 1] not in built:
-                raise WorkerDiverged(f"replaying tactic {k - 1} of a state of proof {proof.proof_id} opened "
-                                    f"other sorries than the first time (no {path[k].index} of {path[k].count})")
-            continue
-        response = await worker.request(repl.TacticRequest(tactic=path[k], proof_state=built[path[:k]]), timeout)
-        spent += 1
-        rb.stats.replayed_tactics += 1
-        if response.proof_state is None:
-            raise WorkerDiverged(
-                f"replaying tactic {k} of a state of proof {proof.proof_id} failed now: {response.message!r}"
-            )
-        built[path[:k + 1]] = response.proof_state
-        record_opened(proof, built, path[:k + 1], response, path[k])
+    state, replayed = await replay(worker, built, links, base_env, timeout)
+    spent += replayed
     if spent:
         rb.stats.states_rebuilt += 1
         if by_pickle:
             rb.stats.states_rebuilt_by_pickle += 1
         else:
             rb.stats.states_rebuilt_by_replay += 1
-    return built[path], spent
+    return state, spent

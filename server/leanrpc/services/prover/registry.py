@@ -19,7 +19,8 @@ the owner's only. Ids are random (`secrets`), never a counter. Per owner:
 A state is named by its *path* (root sorry index, tactic, tactic, ...), never
 by a REPL number: REPL numbers die with their process, paths can be replayed
 on any worker. `Proof.realized[worker][path]` is the REPL proof state number
-of that path on that worker, so a lost worker costs a replay, never a state_id.
+of that path on that worker (written through the worker's slot, pool/slot.py,
+which drops it at the worker's death), so a lost worker costs a replay, never a state_id.
 """
 
 from __future__ import annotations

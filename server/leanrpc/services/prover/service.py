@@ -127,8 +127,8 @@ class ProverService:
         pool.add_recycle_hook(self.mover.before_recycle)
 
     def _on_worker_state(self, worker, old: WorkerState, new: WorkerState) -> None:
+        # Its proof state numbers go with its pool slot (pool/slot.py); its scratch files here.
         if new in (WorkerState.DEAD, WorkerState.FAILED):
-            self.registry.forget_worker(worker.name)
             self.scratch.forget(worker.name)
 
     def can_pickle(self, worker) -> bool:
