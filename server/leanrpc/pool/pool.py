@@ -417,6 +417,11 @@ class Pool:
         else:
             worker.release()
 
+    def discard_worker(self, worker: Worker) -> None:
+        """Drop a dead worker from the list (the one place that removes from it)."""
+        if worker in self.workers:
+            self.workers.remove(worker)
+
     def forget_worker(self, name: str) -> None:
         self.index.forget_worker(name)
         self.runner.preambles.forget_worker(name)
@@ -461,8 +466,7 @@ class Pool:
         if new is WorkerState.DEAD:
             self.stats.restarts[(worker.exit_cause or ExitCause.CRASH).value] += 1
             self._state_since.pop(worker.name, None)
-            if worker in self.workers:
-                self.workers.remove(worker)
+            self.discard_worker(worker)
             if not self.closing:
                 self.supervisor.on_worker_dead(worker)
                 self.poke()

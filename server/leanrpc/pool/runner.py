@@ -25,6 +25,7 @@ from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .job import BodyOutcome, Job
+from .ports import RunnerPort
 from .sessions import realize
 
 log = logging.getLogger("leanrpc.pool")
@@ -57,7 +58,7 @@ class PreambleEnvs:
 
 
 class Runner:
-    def __init__(self, pool) -> None:
+    def __init__(self, pool: RunnerPort) -> None:
         self._pool = pool
         self.preambles = PreambleEnvs()
         # Boot/header loads of running jobs; close() ends them by stopping
