@@ -420,6 +420,11 @@ class Pool:
         else:
             worker.release()
 
+    def discard_worker(self, worker: Worker) -> None:
+        """Drop a dead worker from the list (the one place that removes from it)."""
+        if worker in self.workers:
+            self.workers.remove(worker)
+
     def spawn_worker(self, profile: str = "") -> Worker:
         name = f"w{next(self._names)}"
         repl_config = self.config.repl.profile(profile)
@@ -461,8 +466,7 @@ class Pool:
             self.slots.drop(worker.name)  # the one place a worker's REPL handles go
             self.stats.restarts[(worker.exit_cause or ExitCause.CRASH).value] += 1
             self._state_since.pop(worker.name, None)
-            if worker in self.workers:
-                self.workers.remove(worker)
+            self.discard_worker(worker)
             if not self.closing:
                 self.supervisor.on_worker_dead(worker)
                 self.poke()

@@ -24,13 +24,14 @@ from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .job import BodyOutcome, Job
+from .ports import RunnerPort
 from .replay import realize_session
 from .slot import Slot, WorkerHandle
 
 log = logging.getLogger("leanrpc.pool")
 
 class Runner:
-    def __init__(self, pool) -> None:
+    def __init__(self, pool: RunnerPort) -> None:
         self._pool = pool
         # Boot/header loads of running jobs; close() ends them by stopping
         # their workers, so their exit cause stays SHUTDOWN.

@@ -33,6 +33,7 @@ from ..worker.identity import identity_from_probe
 from ..worker.process import describe_status
 from ..worker.worker import ExitCause, Worker, WorkerState, last_stderr_line
 from .job import profile_key
+from .ports import SupervisorPort
 
 log = logging.getLogger("leanrpc.pool")
 
@@ -85,7 +86,7 @@ class CircuitBreaker:
 
 
 class Supervisor:
-    def __init__(self, pool) -> None:
+    def __init__(self, pool: SupervisorPort) -> None:
         # The pool: its workers list, config, stats, admission, index, and
         # spawn_worker()/poke(). Passed in, not imported, so rooms stay acyclic.
         self._pool = pool
@@ -183,8 +184,7 @@ class Supervisor:
         pool = self._pool
         dead, self._dead = self._dead, []
         for worker in dead:
-            if worker in pool.workers:
-                pool.workers.remove(worker)
+            pool.discard_worker(worker)
             self.preloading.discard(worker.name)
             rewarm = worker.import_key
             if rewarm is not None and worker.exit_cause not in (ExitCause.HEADER_SWITCH, ExitCause.HEADER_FAILED):
