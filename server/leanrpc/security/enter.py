@@ -371,6 +371,9 @@ def _kill_descendants() -> None:
 
 
 def _descendants(root: int) -> list[int]:
+    """Every process below `root`: the stdlib-only twin of worker/proctree.py's
+    walk (this entry runs as a script and imports nothing of leanrpc);
+    tests/security/test_proctree_twin.py checks that the two agree."""
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
