@@ -72,6 +72,7 @@ class App:
     gateway: object | None = None  # leanrpc.gateway.Gateway when gateway.http_port is set
     verifier: object | None = None  # the VerifierServicer, told first on stop
     service: VerifyService | None = None  # the service itself, for tests and diagnostics
+    prover_door: object | None = None  # the ProverServicer, told with it (its Expand streams)
     _health_task: asyncio.Task | None = None
 
     async def stop(self, grace: float | None = None) -> None:
@@ -79,6 +80,8 @@ class App:
         await self.health.enter_graceful_shutdown()
         if self.verifier is not None:
             self.verifier.begin_shutdown(grace)  # answers every accepted snippet before the grace ends
+        if self.prover_door is not None:
+            self.prover_door.begin_shutdown(grace)  # and every accepted Expand pair
         if self._health_task is not None:
             self._health_task.cancel()
         if self.gateway is not None:
@@ -147,7 +150,8 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
     add_verifier_to_server(verifier, server)
     prover = ProverService(pool, config, verify)
     extract.attach_prover(prover)  # Extract's replay check runs through the Prover
-    add_prover_to_server(ProverServicer(prover, identity), server)
+    prover_servicer = ProverServicer(prover, identity)
+    add_prover_to_server(prover_servicer, server)
     formalize = _add_formalizer(config, server, verify)
 
     health_servicer = health.aio.HealthServicer()
@@ -170,8 +174,8 @@ async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_int
             "(choose another with --port, or stop the other server)"
         )
     await server.start()
-    app = App(config=config, server=server, port=port, pool=pool, verify=verify, service=service, health=health_servicer, formalize=formalize,
-              verifier=verifier, prover=prover)
+    app = App(config=config, server=server, port=port, pool=pool, verify=verify, service=service, health=health_servicer,
+              formalize=formalize, verifier=verifier, prover=prover, prover_door=prover_servicer)
     if config.server.metrics_port:
         from .edge.metrics import start_metrics
 

@@ -8,12 +8,14 @@ and float seconds inside: a negative or invalid request Duration is
 INVALID_ARGUMENT naming the field. Quotas and ownership count against the
 caller's identity (edge/identity.py: the checked token, else the peer host;
 with auth off a made-up bearer is no new identity). May import: errors,
-results, services, v1, edge.convert, edge.errors, edge.identity.
+results, services, v1, edge.convert, edge.errors, edge.identity, edge.streaming
+(the Expand stream runs on the shared stream machinery: permits, the
+in-flight cap server.max_stream_in_flight, one answer per accepted pair
+also at shutdown, the size bound of each reply).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import grpc
@@ -27,8 +29,9 @@ from . import convert
 from .identity import CallerIdentity
 from .errors import duration_of, maps_errors, status_for
 from .interceptors.lenient import LenientRegistrar
+from .streaming import Answer, Run, Shutdown, StreamCall
 
-__all__ = ["ProverServicer", "add_prover_to_server", "outcome_to_pb"]
+__all__ = ["ProverServicer", "add_prover_to_server", "fit_tactic_result", "outcome_to_pb"]
 
 
 def _deadline(context) -> float | None:
@@ -88,6 +91,10 @@ class ProverServicer(pb_grpc.ProverServicer):
     def __init__(self, prover: ProverService, identity: CallerIdentity | None = None) -> None:
         self._prover = prover
         self._identity = identity or CallerIdentity.for_server(prover.config.server)
+        server = prover.config.server
+        self._limit = server.max_stream_in_flight
+        self._max_result_bytes = server.max_message_mb * 2**20 - 64 * 1024
+        self._shutdown = Shutdown()
 
     def _client(self, context) -> str:
         return self._identity.of_call(context)
@@ -118,57 +125,18 @@ class ProverServicer(pb_grpc.ProverServicer):
         return outcome_to_pb(out)
 
     async def Expand(self, request_iterator, context):
-        out: asyncio.Queue = asyncio.Queue()
-        running: dict[str, asyncio.Task] = {}
-        client = self._client(context)
-        done_reading = object()
+        """The shared stream machinery (edge/streaming.py) with Expand's door:
+        permits and the in-flight cap (server.max_stream_in_flight), one
+        answer per accepted pair also at shutdown, the reply size bound."""
+        door = _ExpandDoor(self._prover, client=self._client(context), deadline=_deadline(context),
+                           max_result_bytes=self._max_result_bytes)
+        call = StreamCall(door, context, limit=self._limit, shutdown=self._shutdown)
+        async for response in call.responses(request_iterator):
+            yield response
 
-        def rejected(request: pb.ExpandRequest, error: str) -> pb.TacticResult:
-            return pb.TacticResult(request_id=request.request_id, parent_state_id=request.state_id,
-                                   tactic=request.tactic, status=pb.PROOF_STATUS_REJECTED, error=error)
-
-        async def expand_one(request: pb.ExpandRequest) -> None:
-            try:
-                result = outcome_to_pb(await self._prover.run_tactic(
-                    request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"), client_id=client,
-                    deadline=_deadline(context), request_id=request.request_id,
-                ))
-            except asyncio.CancelledError:
-                result = rejected(request, "CANCELLED: the stream ended before the expansion ran")
-            except LeanServiceError as exc:
-                # One pair cannot fail the stream: its status code goes into the text.
-                result = rejected(request, f"{_code_name(exc)}: {exc.message}")
-            except Exception as exc:  # noqa: BLE001 - still one answer per pair
-                result = rejected(request, f"INTERNAL: {exc!r}")
-            running.pop(request.request_id, None)
-            out.put_nowait(result)
-
-        async def read_requests() -> None:
-            try:
-                async for request in request_iterator:
-                    if not request.request_id:
-                        out.put_nowait(rejected(request, "INVALID_ARGUMENT: Expand requests need a request_id"))
-                    elif request.request_id in running:
-                        out.put_nowait(rejected(request, "INVALID_ARGUMENT: duplicate request_id in flight"))
-                    else:
-                        running[request.request_id] = asyncio.ensure_future(expand_one(request))
-            finally:
-                out.put_nowait(done_reading)
-
-        reader = asyncio.ensure_future(read_requests())
-        finished = False
-        try:
-            while not (finished and not running and out.empty()):
-                item = await out.get()
-                if item is done_reading:
-                    finished = True
-                    await reader
-                    continue
-                yield item
-        finally:
-            reader.cancel()
-            for task in list(running.values()):
-                task.cancel()
+    def begin_shutdown(self, grace: float) -> None:
+        """Called by App.stop before the gRPC server stops (edge/streaming.py)."""
+        self._shutdown.begin(grace)
 
     @maps_errors
     async def ReleaseStates(self, request: pb.ReleaseStatesRequest, context):
@@ -181,6 +149,79 @@ class ProverServicer(pb_grpc.ProverServicer):
 
 def _code_name(exc: BaseException) -> str:
     return status_for(exc).name
+
+
+def _rejected(request: pb.ExpandRequest, error: str) -> pb.TacticResult:
+    return pb.TacticResult(request_id=request.request_id, parent_state_id=request.state_id,
+                           tactic=request.tactic, status=pb.PROOF_STATUS_REJECTED, error=error)
+
+
+class _ExpandDoor:
+    """Expand's StreamDoor: a bad pair is a REJECTED result whose error starts
+    with the status code name it would have had as a unary call; the stream
+    goes on."""
+
+    def __init__(self, prover: ProverService, *, client: str, deadline: float | None,
+                 max_result_bytes: int) -> None:
+        self._prover = prover
+        self._client = client
+        self._deadline = deadline
+        self._max_result_bytes = max_result_bytes
+
+    def take(self, request: pb.ExpandRequest):
+        if not request.request_id:
+            return Answer(_rejected(request, "INVALID_ARGUMENT: Expand requests need a request_id"))
+        return Run(request.request_id, request)
+
+    async def run(self, request: pb.ExpandRequest) -> pb.TacticResult:
+        try:
+            return outcome_to_pb(await self._prover.run_tactic(
+                request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"), client_id=self._client,
+                deadline=self._deadline, request_id=request.request_id,
+            ))
+        except LeanServiceError as exc:
+            # One pair cannot fail the stream: its status code goes into the text.
+            return _rejected(request, f"{_code_name(exc)}: {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - still one answer per pair
+            return _rejected(request, f"INTERNAL: {exc!r}")
+
+    def shutting_down(self, request: pb.ExpandRequest) -> pb.TacticResult:
+        return _rejected(request, f"UNAVAILABLE: {SHUTTING_DOWN_TEXT}")
+
+    def cancelled(self, request: pb.ExpandRequest) -> pb.TacticResult:
+        return _rejected(request, "CANCELLED: the stream ended before the expansion ran")
+
+    def duplicate(self, request: pb.ExpandRequest) -> pb.TacticResult:
+        return _rejected(request, "INVALID_ARGUMENT: duplicate request_id in flight")
+
+    def to_wire(self, result: pb.TacticResult) -> pb.TacticResult:
+        return fit_tactic_result(result, self._max_result_bytes)
+
+
+SHUTTING_DOWN_TEXT = ("server shutting down: the expansion was accepted but not finished; "
+                      "it is safe to resend it")
+
+
+def fit_tactic_result(out: pb.TacticResult, limit: int) -> pb.TacticResult:
+    """Bounds one serialized TacticResult to `limit` bytes, in place: the
+    verdict stays; the whole-proof verification is fitted first
+    (convert.fit_result), then messages, goals and opened states are dropped
+    from the end while it is still too large, and `error` says so."""
+    size = out.ByteSize()
+    if size <= limit:
+        return out
+    if out.HasField("verification"):
+        convert.fit_result(out.verification, max(limit // 2, 1024))
+    dropped = 0
+    for field in (out.messages, out.opened, out.goals):
+        while len(field) and out.ByteSize() > limit - 512:
+            del field[-1]
+            dropped += 1
+    if out.ByteSize() > limit - 512:
+        out.proof_text = out.proof_text.encode("utf-8")[: max(0, limit // 4)].decode("utf-8", errors="ignore")
+    note = f"result cut to fit {limit} bytes (was {size}; {dropped} messages, goals or states dropped)"
+    out.error = f"{out.error}; {note}" if out.error else note
+    return out
 
 
 def add_prover_to_server(servicer: ProverServicer, server: grpc.aio.Server) -> None:

@@ -20,8 +20,8 @@ connection that is only idle); a body that takes longer than
 address holding `gateway.max_connections_per_peer` connections gets its next
 one answered 429 and closed (`_PeerCap`).
 
-May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity, gateway.kimina,
-gateway.observe (request log and metrics), gateway.openapi.
+May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity,
+edge.limiter, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from aiohttp.web_protocol import RequestHandler
 from ..config import Config
 from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
 from ..edge.identity import CallerIdentity
+from ..edge.limiter import ClientLimiter, LimitExceeded
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
 from ..results import Status
 from ..services.ports import Verifier
@@ -75,7 +76,8 @@ class KiminaGateway:
         self._tokens = [t.encode() for t in load_tokens(config.server)]
         self._identity = CallerIdentity(tokens_checked=bool(self._tokens))
         self._shift_to_body = config.gateway.message_lines == "body"
-        self._in_flight: collections.Counter[str] = collections.Counter()
+        # The one per-client limiter every door uses (edge/limiter.py).
+        self.limiter = ClientLimiter(config.server.max_concurrent_per_client)
         self._batches = 0
         self._batch_numbers = itertools.count(1)
         self.idle = asyncio.Event()
@@ -153,20 +155,16 @@ class KiminaGateway:
         except OverloadedError as exc:
             return _detail(429, exc.message, {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
         client = self._client(request)
-        per_client = self._config.server.max_concurrent_per_client
-        if per_client > 0 and self._in_flight[client] >= per_client:
-            return _detail(429, f"this client already has {self._in_flight[client]} requests in flight, the limit "
-                                f"(server.max_concurrent_per_client) is {per_client}; wait for one to finish",
-                           {"Retry-After": "1"})
-        self._in_flight[client] += 1
+        try:
+            self.limiter.enter(client)
+        except LimitExceeded as exc:
+            return _detail(429, exc.message, {"Retry-After": "1"})
         self._batches += 1
         self.idle.clear()
         try:
             results = await self._run_all(items, options, debug=debug_of(parsed), client=client)
         finally:
-            self._in_flight[client] -= 1
-            if self._in_flight[client] <= 0:
-                del self._in_flight[client]
+            self.limiter.leave(client)
             self._batches -= 1
             if not self._batches:
                 self.idle.set()

@@ -3,7 +3,7 @@
 Owns: `elaborate` (one command text -> an `Elab`), driven by a table of
 command handlers (`_HANDLERS`: keyword -> handler). The pieces live in their
 own rooms: lexer (tokens, positions), syntax (headers, commands,
-declarations, env facts), infotree (node builders), evaluate (`#eval`),
+declarations, env facts), goals (goal, signature and tactic-block text), infotree (node builders), evaluate (`#eval`),
 tactics (tactic mode). May import those; used by standin.repl.
 
 Used for every request that replay does not cover. Nothing here type-checks
@@ -46,25 +46,30 @@ whose content is predictable from the source text:
 from __future__ import annotations
 
 from .evaluate import evaluate_command
+from .goals import first_constant, goal_text, have_goal, tactic_blocks
 from .infotree import command_node, declaration_entry, syntax_node, tactic_node
 from .lexer import Positions, lex, message
+from .statements import (
+    Facts,
+    context_text,
+    decl_info,
+    facts_of,
+    query_target,
+    render_check,
+    render_print,
+)
 from .syntax import (
     CMD_KWS,
     DECL_KWS,
     Command,
-    first_constant,
-    goal_text,
-    have_goal,
     is_mathlib,
     module_known,
     note_namespace,
     parse_decl,
     split_commands,
     split_header,
-    tactic_blocks,
     variable_binders,
 )
-from .statements import Facts, context_text, decl_info, facts_of, query_target, render_check, render_print
 from .tactics import KERNEL_REJECT, TACTIC_MODE_ONLY, run_tactic, sends_proof_status, status
 
 __all__ = ["Elab", "Facts", "elaborate", "facts_of", "is_mathlib", "module_known", "run_tactic", "split_header",

@@ -14,20 +14,19 @@ declared any ``instance``, ``notation``, ``infix``-style or ``attribute``
 command before the declaration, by those commands (a user instance can change
 what ``+`` means; real Lean's pp.all shows the instance used, the stand-in
 shows every one in scope). Every such answer says ``stand-in`` in its text.
-May import: standin.lexer, standin.syntax.
+May import: standin.lexer, standin.syntax, standin.goals.
 """
 
 from __future__ import annotations
 
+from .goals import axioms_of, signature
 from .lexer import Positions, lex
 from .syntax import (
     DECL_KWS,
     Command,
     Decl,
-    axioms_of,
     note_namespace,
     parse_decl,
-    signature,
     split_commands,
     variable_binders,
 )

@@ -23,7 +23,7 @@ tree walk and the thread listing share one pass. Every thread's syscall is
 still read at every audit: auditing only the threads whose I/O counters moved
 would miss exactly the thief we look for, one parked in read() or poll() on
 our pipes, waiting for the next request; it has moved no byte yet.
-May import: the standard library only.
+May import: the standard library and worker.proctree (the one /proc tree walk).
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
 REPL's stdin and answer a request, fence included, before the main loop sees
@@ -39,6 +39,8 @@ import dataclasses
 import os
 import platform
 import time
+
+from . import proctree
 
 __all__ = ["PipeAudit", "ProcessGone", "audit_available"]
 
@@ -176,18 +178,19 @@ class PipeAudit:
         readers: list[tuple[int, int]] = []
         suspects: list[str] = []
         seen: list[int] = []
-        todo = [self._root]
-        while todo:  # the tree, from the children files, walked with the threads
-            pid = todo.pop()
-            if pid in seen:
-                continue
+        held: dict[int, tuple[_PidDir, list[int]]] = {}
+
+        def children_of(pid: int) -> list[int]:  # walked with the threads: one pass
+            pid_dir, tids = self._threads_of(pid)
+            below = [int(c) for tid in tids for c in _read_at(f"{tid}/children", pid_dir.task).split()]
+            held[pid] = pid_dir, tids
+            return below
+
+        for pid in proctree.walk(self._root, children_of, skip=(FileNotFoundError, ProcessLookupError)):
             seen.append(pid)
-            try:
-                pid_dir, tids = self._threads_of(pid)
-                for tid in tids:
-                    todo.extend(int(c) for c in _read_at(f"{tid}/children", pid_dir.task).split())
-            except (FileNotFoundError, ProcessLookupError):
+            if pid not in held:
                 continue
+            pid_dir, tids = held[pid]
             fds = self._pipe_fds(pid_dir)
             if not fds:
                 continue

@@ -14,7 +14,7 @@ audit kills the process and fails the pending exchange with
 `WorkerPoisoned`, which the pool retries on a fresh worker.
 An answer is returned only after its fence answer and the audit confirmed it,
 so no result is ever delivered unconfirmed.
-May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors,
+May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.config (the fence keys),
 leanrpc.worker.process, leanrpc.worker.audit. Knows no worker states.
 
 With `fence = "off"` (fully trusted input) the channel still takes exactly
@@ -29,6 +29,7 @@ import logging
 from typing import Callable
 
 from .. import repl
+from ..config import ReplConfig
 from ..core.framing import FrameDecoder
 from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
 from .audit import PipeAudit, ProcessGone, audit_available
@@ -37,13 +38,18 @@ from .process import READ_CHUNK, ReplProcess
 log = logging.getLogger("leanrpc.worker")
 
 
+_REPL_SCHEMA = ReplConfig()  # the `[repl]` defaults: FenceSettings' own come from here (one source)
+
+
 @dataclasses.dataclass
 class FenceSettings:
-    """How much the channel checks (config `[repl]` fence keys)."""
+    """How much the channel checks: the config `[repl]` fence keys (ReplConfig
+    `fence`, `fence_audit`, `fence_thread_allowance`: names, defaults and
+    bounds are the schema's) plus the settle wait, which is no config key."""
 
-    fence: bool = True           # follow each command by a nonce fence
-    audit: str = "auto"          # "on": required; "auto": when /proc is readable; "off"
-    thread_allowance: int = 64   # threads over the warm-up count tolerated (Lean's task pool)
+    fence: bool = _REPL_SCHEMA.fence != "off"  # follow each command by a nonce fence
+    audit: str = _REPL_SCHEMA.fence_audit      # "on": required; "auto": when /proc is readable; "off"
+    thread_allowance: int = _REPL_SCHEMA.fence_thread_allowance  # threads over the warm-up count (Lean's task pool)
     # How long the main thread may take to get back to reading its input. On a
     # loaded 2-core box a few seconds happen (seen: 2 s poisoned dozens of
     # healthy workers); a thief is caught on the first snapshot regardless, so
@@ -51,14 +57,11 @@ class FenceSettings:
     settle_s: float = 30.0
 
     @classmethod
-    def from_config(cls, repl_config) -> "FenceSettings":
+    def from_config(cls, repl_config: ReplConfig | None) -> "FenceSettings":
         if repl_config is None:
             return cls()
-        return cls(
-            fence=getattr(repl_config, "fence", "on") not in ("off", False),
-            audit=str(getattr(repl_config, "fence_audit", "auto")),
-            thread_allowance=int(getattr(repl_config, "fence_thread_allowance", 64)),
-        )
+        return cls(fence=repl_config.fence != "off", audit=repl_config.fence_audit,
+                   thread_allowance=repl_config.fence_thread_allowance)
 
 
 @dataclasses.dataclass

@@ -19,6 +19,7 @@ import resource
 import signal
 
 from ..config import LimitsConfig
+from . import proctree
 
 
 @dataclasses.dataclass
@@ -96,23 +97,8 @@ async def spawn_with_pipes(argv: list[str], *, cwd: str | None, env: dict[str, s
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, via /proc/<pid>/task/*/children (parents first)."""
-    out, todo = [], [pid]
-    while todo:
-        current = todo.pop(0)
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children") as f:
-                    children = [int(c) for c in f.read().split()]
-            except OSError:
-                continue
-            out += children
-            todo += children
-    return out
+    """Every process below `pid`, via /proc/<pid>/task/*/children (parents first): worker/proctree.py."""
+    return proctree.descendants(pid)
 
 
 def kill_process_group(pid: int, sig: int = signal.SIGKILL) -> None:

@@ -26,7 +26,7 @@ its `memory.stat` (`anon` + `shmem`: the same sum, memfds included, each page
 counted once) replaces all of that.
 
 Owns memory measurement and the default per-worker limit; may import only
-the standard library and psutil.
+the standard library, psutil and worker.proctree (the one /proc tree walk).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ import time
 from collections.abc import Iterable
 
 import psutil
+
+from . import proctree
 
 # fd link targets that are shared memory (RAM) rather than a file on disk.
 _SHMEM_LINKS = ("/memfd:", "/dev/shm/", "/SYSV")
@@ -148,23 +150,16 @@ def system_shmem_bytes() -> int:
 
 
 def tree_pids(root: int) -> list[int]:
-    """The root and its descendants, from the children files (CONFIG_PROC_CHILDREN);
-    psutil's full /proc scan where those are missing."""
-    seen, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.append(pid)
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                todo.extend(int(c) for c in _read(f"/proc/{pid}/task/{tid}/children").split())
-        except FileNotFoundError as exc:
-            if pid == root and exc.filename and exc.filename.endswith("/children"):
-                return _psutil_tree(root)
-        except (ProcessLookupError, OSError):
-            continue
-    return seen
+    """The root and its descendants, from the children files (CONFIG_PROC_CHILDREN,
+    worker/proctree.py's walk); psutil's full /proc scan where those are missing."""
+    try:
+        return list(proctree.walk(root, strict_root=True))
+    except FileNotFoundError as exc:
+        if exc.filename and exc.filename.endswith("/children"):
+            return _psutil_tree(root)
+        return [root]
+    except OSError:
+        return [root]
 
 
 def _psutil_tree(root: int) -> list[int]:

@@ -15,14 +15,13 @@ ends reports a local INTERNAL ("Internal error from Core") instead of the
 server's status, so refusing at once made an unauthenticated VerifyStream
 INTERNAL at random.
 
-May import: grpc, leanrpc.config, leanrpc.errors, leanrpc.edge.{auth,errors,identity},
+May import: grpc, leanrpc.config, leanrpc.errors, leanrpc.edge.{auth,errors,identity,limiter},
 leanrpc.edge.interceptors.wrap.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 
 import grpc
 
@@ -38,6 +37,7 @@ from ..auth import (
 )
 from ..errors import abort_with
 from ..identity import CallerIdentity
+from ..limiter import ClientLimiter
 from .wrap import CallWrapper, wrap_handler
 
 
@@ -143,15 +143,25 @@ def build_access_interceptors(server: ServerConfig) -> list[grpc.aio.ServerInter
 class ClientConcurrencyInterceptor(CallWrapper):
     """At most `limit` RPCs in flight per client; the next gets RESOURCE_EXHAUSTED.
 
+    The counting and the refusal text are edge/limiter.py's ClientLimiter,
+    the same one the REST gateway uses.
+
     A VerifyStream counts as one call for as long as it is open. A refused
     call the client streams to is drained first, as AuthInterceptor's are.
     """
 
     def __init__(self, limit: int, identity: CallerIdentity) -> None:
-        self.limit = limit
+        self.limiter = ClientLimiter(limit)  # the one limiter every door uses (edge/limiter.py)
         self.identity = identity
-        self.in_flight: collections.Counter[str] = collections.Counter()
         self._client_streams: dict[str, bool] = {}  # method -> whether the client streams (registered ones only)
+
+    @property
+    def limit(self) -> int:
+        return self.limiter.limit
+
+    @property
+    def in_flight(self):
+        return self.limiter.in_flight
 
     def wants(self, method: str) -> bool:
         return not method.startswith(PUBLIC_METHOD_PREFIXES)
@@ -172,18 +182,12 @@ class ClientConcurrencyInterceptor(CallWrapper):
         self._leave(key)
 
     async def _admit(self, key: str, context, *, drain: bool = False) -> None:
-        held = self.in_flight[key]
-        if held >= self.limit:
+        refused = self.limiter.refusal(key)
+        if refused is not None:
             if drain:  # refused whatever happens meanwhile: its messages are dropped
                 await _drain(context.read)
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"this client already has {held} calls in flight, the limit "
-                f"(server.max_concurrent_per_client) is {self.limit}; wait for one to finish",
-            )
-        self.in_flight[key] += 1
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refused.message)
+        self.limiter.enter(key)
 
     def _leave(self, key: str) -> None:
-        self.in_flight[key] -= 1
-        if self.in_flight[key] <= 0:
-            del self.in_flight[key]
+        self.limiter.leave(key)

@@ -22,7 +22,9 @@ import dataclasses
 import enum
 import time
 
-from ...config import Config
+import msgspec
+
+from ...config import Config, ProverConfig
 from ...errors import HeaderLoadError, RequestError, WorkerError
 from ...pool import Job, Pool
 from ...reference import pin_of
@@ -52,28 +54,17 @@ class ProofStatus(enum.IntEnum):
     REJECTED = 5
 
 
-@dataclasses.dataclass
-class ProverLimits:
-    """Server-side bounds; `from_config` reads the `[prover]` section (docs/PROVER.md)."""
-
-    max_states_per_client: int = 100_000
-    default_ttl_s: float = 600.0
-    max_ttl_s: float = 86_400.0
-    max_tactic_chars: int = 8_192
-    pickle: str = "auto"
-    max_pickle_store_mb: int = 1024
-    max_pickle_mb: int = 64
-    max_moved_states: int = 256
-    move_timeout_s: float = 10.0
-    max_mb_per_client: int = 1024
+class ProverLimits(ProverConfig):
+    """Server-side bounds: the `[prover]` section's own schema (config/sections.py
+    ProverConfig, one source: same keys, defaults and bounds); `from_config`
+    adds the cross-key check (docs/PROVER.md)."""
 
     @classmethod
     def from_config(cls, config: Config) -> "ProverLimits":
         section = config.prover
         if section.default_ttl_s > section.max_ttl_s:
             raise RequestError(f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}")
-        # The same keys as the `[prover]` section (tests/prover/test_prover_config.py checks it).
-        return cls(**{field.name: getattr(section, field.name) for field in dataclasses.fields(cls)})
+        return cls(**msgspec.structs.asdict(section))
 
 
 @dataclasses.dataclass
