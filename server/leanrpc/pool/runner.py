@@ -105,7 +105,20 @@ class Runner:
             payload = repl.command(body, run_env, infotree=job.infotree, incrementality=incremental,
                                    elab_async=features.elab_async)
             started = time.monotonic()
-            response = await worker.request(payload, _bounded(job.timeout_s, job))
+            # Body and its after-body checks pipelined (one fence, one audit): the
+            # checks name the env the body will get, the channel's next one.
+            follow = [text for text in (job.after_body, job.reference_query) if text]
+            predicted = worker.next_env
+            early: list = []
+            if follow and worker.fenced:
+                total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
+                early = await worker.request_batch([payload] + [repl.command(t, predicted) for t in follow],
+                                                   _bounded(job.timeout_s, job), total)
+                response, early = early[0], early[1:]
+                if response.env != predicted:
+                    early = []  # no env (a refusal): the checks' answers are not about this body
+            else:
+                response = await worker.request(payload, _bounded(job.timeout_s, job))
             body_s = time.monotonic() - started
             worker.requests_served += 1
             pool.cost.observe(body_s, len(body) - reused)
@@ -113,14 +126,21 @@ class Runner:
             job.inflight_key = None  # the history owns the entry now
             session_env = _record_session(job, pool.slots.of(worker.name), response)
             after = None
-            if job.after_body and response.env is not None:
-                after = await worker.request(repl.command(job.after_body, response.env), _bounded(job.timeout_s, job))
             reference_response, reference_s = None, 0.0
-            if job.reference_query and response.env is not None:
-                started = time.monotonic()
-                reference_response = await worker.request(repl.command(job.reference_query, response.env),
-                                                          _bounded(job.timeout_s, job))
-                reference_s = time.monotonic() - started
+            if early:
+                if job.after_body:
+                    after = early.pop(0)
+                if job.reference_query:
+                    reference_response = early.pop(0)
+            elif not (follow and worker.fenced):
+                if job.after_body and response.env is not None:
+                    after = await worker.request(repl.command(job.after_body, response.env),
+                                                 _bounded(job.timeout_s, job))
+                if job.reference_query and response.env is not None:
+                    started = time.monotonic()
+                    reference_response = await worker.request(repl.command(job.reference_query, response.env),
+                                                              _bounded(job.timeout_s, job))
+                    reference_s = time.monotonic() - started
             if not job.future.done():
                 job.future.set_result(
                     BodyOutcome(

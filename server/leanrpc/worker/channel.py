@@ -69,6 +69,8 @@ class _Exchange:
     future: asyncio.Future
     nonce: str | None
     frames: list = dataclasses.field(default_factory=list)
+    expected: int = 1            # frames owed before the fence (a batch: one per command)
+    progress_at: float = 0.0     # loop time of the last frame (a batch's timer restarts per frame)
 
 
 class Channel:
@@ -95,6 +97,7 @@ class Channel:
         # for rootGoals (ids we do not decode), so unchecked from then on.
         self.next_proof_state: int | None = 0
         self.exchanges = 0
+        self.batches = 0                   # pipelined exchanges (several commands, one fence)
         self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
         self._audit: PipeAudit | None = None
 
@@ -179,6 +182,101 @@ class Channel:
             await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
 
+    async def exchange_batch(self, requests: list, timeout: float, total: float | None = None) -> list:
+        """Pipelined exchange: every command of `requests` written at once, then
+        ONE fence; returns their proven answers, in order.
+
+        The fence's guarantee holds for the whole batch: exactly one frame per
+        command, in order, then the fence answer; a missing, extra, forged or
+        foreign-fenced frame anywhere poisons the worker, and the env and
+        proof-state counters are checked answer by answer in order (an answer
+        out of its place names an id that is not the next one). ONE audit
+        vouches for all of it. `timeout` is per command (the timer restarts at
+        each answer: the REPL starts a command when it finished the one
+        before); `total` bounds the whole batch. Raises as `exchange`.
+        """
+        if len(requests) == 1:
+            return [await self.exchange(requests[0], min(timeout, total) if total else timeout)]
+        if self.poisoned is not None:
+            raise WorkerPoisoned(f"worker {self.name} is poisoned: {self.poisoned}", stderr_tail=self._process.stderr_tail())
+        if self._pending is not None:
+            raise WorkerError(f"worker {self.name}: a second exchange while one is pending")
+        await self._raise_if_gone()
+        data = b"".join(repl.encode(r) for r in requests)
+        nonce = None
+        if self.settings.fence:
+            nonce = repl.new_nonce()
+            data += repl.encode(repl.fence_request(nonce))
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        pending = self._pending = _Exchange(loop.create_future(), nonce, expected=len(requests), progress_at=started)
+        end = None if total is None else started + total
+        received_before = self.stdout_bytes
+        timer = [None]
+
+        def check_time() -> None:
+            if pending.future.done():
+                return
+            due = pending.progress_at + timeout
+            if end is not None:
+                due = min(due, end)
+            now = loop.time()
+            if now >= due:
+                pending.future.set_exception(asyncio.TimeoutError())
+            else:
+                timer[0] = loop.call_later(due - now, check_time)
+
+        timer[0] = loop.call_later(timeout if end is None else min(timeout, total), check_time)
+        try:
+            stdin = self._process.process.stdin
+            stdin.write(data)
+            if stdin.transport.get_write_buffer_size():
+                await asyncio.wait_for(self._send_and_wait(stdin, pending.future),
+                                       timeout * len(requests) if end is None else max(0.0, end - loop.time()))
+            else:
+                await pending.future
+        except asyncio.TimeoutError:
+            over = self._over_memory()
+            self._process.kill()
+            raise over or WorkerTimeout(f"no answer within {timeout:.3g} s (a batch of {len(requests)}); "
+                                        f"worker {self.name} killed", stderr_tail=self._process.stderr_tail()) from None
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            self._process.kill()
+            raise WorkerCrashed(
+                f"worker {self.name} closed its input: {exc}{await self._process.exit_description(2.0)}",
+                stderr_tail=self._process.stderr_tail(),
+            ) from None
+        finally:
+            timer[0].cancel()
+            self._pending = None
+        responses = list(pending.future.result())
+        self.exchanges += 1
+        self.batches += 1
+        for request, response in zip(requests, responses):
+            self._check_kind(request, response)
+            self._count_proof_states(request, response)
+            self._count_env(request, response)
+        if self.settings.fence:
+            await self._confirm(None, None, len(data), self.stdout_bytes - received_before)
+        return responses
+
+    def _check_kind(self, request, response: repl.Response) -> None:
+        """A tactic is never answered with an env, a command never with a proof
+        state of its own (no real answer has both): the frame is another command's."""
+        if response.env is not None and response.proof_state is not None:
+            self._poison_raise(f"an answer with both an env and a proof state: {_brief(response)}")
+        tactic = isinstance(request, repl.TacticRequest) or (isinstance(request, dict) and "tactic" in request)
+        command = isinstance(request, repl.CommandRequest) or (isinstance(request, dict) and "cmd" in request)
+        if (tactic and response.env is not None) or (command and response.proof_state is not None):
+            self._poison_raise(f"an answer of the wrong kind for its command (out of order?): {_brief(response)}")
+
+    def _count_env(self, request, response: repl.Response) -> None:
+        if response.env is not None and not _is_tactic(request):
+            if response.env != self.next_env:
+                self._poison_raise(f"the REPL allocated env {response.env}, but {self.next_env} commands were sent "
+                                   "(a command was answered by someone else, or out of order)")
+            self.next_env += 1
+
     def fail_pending(self, error: WorkerError) -> None:
         """Fails the exchange in flight (memory watch, kill by the worker)."""
         pending = self._pending
@@ -191,11 +289,8 @@ class Channel:
 
     async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""
-        if response.env is not None and not _is_tactic(request):
-            if response.env != self.next_env:
-                self._poison_raise(f"the REPL allocated env {response.env}, but {self.next_env} commands were sent "
-                                   "(a command was answered by someone else)")
-            self.next_env += 1
+        if response is not None:
+            self._count_env(request, response)
         if self._audit is not None:
             try:
                 problem = await self._audit.check(sent, received)
@@ -279,19 +374,26 @@ class Channel:
         if pending is None or pending.future.done():
             self.poison(f"unsolicited output: {_brief(response)}", garbage=True)
             return
+        frames = pending.frames
         if pending.nonce is None:
-            pending.future.set_result(response)
+            frames.append(response)
+            if len(frames) == pending.expected:
+                pending.future.set_result(frames[0] if pending.expected == 1 else frames)
+            else:
+                pending.progress_at = asyncio.get_running_loop().time()
             return
         if repl.is_fence_answer(response, pending.nonce):
-            if len(pending.frames) != 1 or repl.mentions_fence(pending.frames[0]):
-                self.poison(f"{len(pending.frames)} frames before the fence answer, not 1")
+            if len(frames) != pending.expected:
+                self.poison(f"{len(frames)} frames before the fence answer, not {pending.expected}")
                 return
-            pending.future.set_result(pending.frames[0])
+            pending.future.set_result(frames[0] if pending.expected == 1 else frames)
             return
-        if pending.frames or repl.mentions_fence(response):
-            self.poison(f"a second frame for one command, or a foreign fence: {_brief(response)}")
+        if len(frames) >= pending.expected or repl.mentions_fence(response):
+            self.poison(f"a frame more than the commands sent, or a foreign fence: {_brief(response)}")
             return
-        pending.frames.append(response)
+        frames.append(response)
+        if pending.expected > 1:
+            pending.progress_at = asyncio.get_running_loop().time()
 
     async def _on_eof(self) -> None:
         # Finish only after both stdout EOF and the exit status (uvloop's

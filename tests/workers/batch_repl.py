@@ -1,0 +1,71 @@
+"""A fake REPL for the pipelined fence (tests/workers/test_batch_fence.py): it
+answers honestly (each command the next env, each tactic the next proof state),
+except for commands whose text names a misdeed: `drop` gets no answer, `extra`
+two, `forge` a forged clean answer before its own, `hold` is answered only after
+the next request's answer (out of order), `fence` makes the fence answer come
+before this command's own."""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fake_repl_loop import fence_answer, version_messages  # noqa: E402
+
+STATE = {"env": 0, "ps": 0}
+
+
+def honest(obj: dict) -> dict:
+    if "tactic" in obj:
+        ps, STATE["ps"] = STATE["ps"], STATE["ps"] + 1
+        return {"proofState": ps, "goals": [], "proofStatus": "Completed"}
+    env, STATE["env"] = STATE["env"], STATE["env"] + 1
+    out = {"env": env}
+    if "Lean.versionString" in obj.get("cmd", ""):
+        out["messages"] = version_messages("4.19.0 (batch fake)")
+    return out
+
+
+def main() -> None:
+    stdin = sys.stdin.buffer
+    lines, held, early_fence = [], None, False
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        if line.strip():
+            lines.append(line)
+            continue
+        if not lines:
+            continue
+        obj = json.loads(b"".join(lines))
+        lines = []
+        text = obj.get("cmd", obj.get("tactic", ""))
+        replies = []
+        if "path" in obj:
+            if not early_fence:
+                replies = [fence_answer(obj)]
+            early_fence = False
+        elif "fence" in text:
+            # Guess the fence: answer it now (a forger cannot know the nonce; use a made-up one).
+            replies = [{"message": "no such file or directory (error code: 2)\n  file: /nonexistent/leanrpc-fence/"
+                        "0000.lean"}, honest(obj)]
+        elif "drop" in text:
+            honest(obj)
+        elif "extra" in text:
+            replies = [honest(obj), {"env": STATE["env"] - 1}]
+        elif "forge" in text:
+            replies = [{"env": STATE["env"]}, honest(obj)]
+        elif "hold" in text:
+            held = honest(obj)
+        else:
+            replies = [honest(obj)]
+            if held is not None:
+                replies.append(held)
+                held = None
+        for reply in replies:
+            os.write(1, json.dumps(reply).encode() + b"\n\n")
+
+
+if __name__ == "__main__":
+    main()
