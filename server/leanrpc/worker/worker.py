@@ -304,6 +304,23 @@ class Worker:
         cancellation of the caller also kills the worker (the REPL cannot
         abandon a command).
         """
+        return await self._guarded(lambda: self._channel.exchange(payload, timeout))
+
+    @property
+    def next_env(self) -> int:
+        """The env id this worker's REPL allocates for its next command (the channel's counter)."""
+        return self._channel.next_env
+
+    async def request_batch(self, payloads: list, timeout: float, total: float | None = None) -> list:
+        """Several commands pipelined (written at once, one fence, one audit;
+        worker/channel.py `exchange_batch`); their proven answers in order.
+        Raises and kills exactly as `request`."""
+        return await self._guarded(lambda: self._channel.exchange_batch(payloads, timeout, total))
+
+    async def _guarded(self, exchange):
+        """One exchange (single or batch) under the worker's rules: refused when
+        gone, RUNNING while it lasts, killed on any error or cancellation, and
+        drained after it when the REPL wrote to stderr."""
         if self.state in (S.STOPPING, S.DEAD, S.FAILED) or self._channel.poisoned is not None:
             raise WorkerCrashed(
                 f"worker {self.name} is gone ({self.exit_cause and self.exit_cause.value})"
@@ -318,7 +335,7 @@ class Worker:
         stderr_before = self._process.stderr_bytes
         self._exchanging = True
         try:
-            response = await self._channel.exchange(payload, timeout)
+            answer = await exchange()
         except asyncio.CancelledError:
             self.kill(ExitCause.CANCELLED)
             raise
@@ -333,42 +350,7 @@ class Worker:
             # PANIC lines and the like: the answer stands, but the process may
             # be in a bad state; replace it after this job.
             self.drain(ExitCause.STDERR)
-        return response
-
-    @property
-    def next_env(self) -> int:
-        """The env id this worker's REPL allocates for its next command (the channel's counter)."""
-        return self._channel.next_env
-
-    async def request_batch(self, payloads: list, timeout: float, total: float | None = None) -> list:
-        """Several commands pipelined (written at once, one fence, one audit;
-        worker/channel.py `exchange_batch`); their proven answers in order.
-        Raises and kills exactly as `request`."""
-        if self.state in (S.STOPPING, S.DEAD, S.FAILED) or self._channel.poisoned is not None:
-            raise WorkerCrashed(f"worker {self.name} is gone ({self.exit_cause and self.exit_cause.value})",
-                                stderr_tail=self.stderr_tail())
-        if self.state not in _MAY_EXCHANGE:
-            raise InternalError(f"worker {self.name}: request in state {self.state.value}")
-        running = self.state is S.RESERVED
-        if running:
-            self._set_state(S.RUNNING)
-        stderr_before = self._process.stderr_bytes
-        self._exchanging = True
-        try:
-            responses = await self._channel.exchange_batch(payloads, timeout, total)
-        except asyncio.CancelledError:
-            self.kill(ExitCause.CANCELLED)
-            raise
-        except WorkerError as exc:
-            self.kill(_cause_of(exc))
-            raise
-        finally:
-            self._exchanging = False
-        if running and self.state is S.RUNNING:
-            self._set_state(S.RESERVED)
-        if self._process.stderr_bytes > stderr_before:
-            self.drain(ExitCause.STDERR)
-        return responses
+        return answer
 
     def _memory_verdict(self) -> WorkerOutOfMemory | None:
         """WorkerOutOfMemory if the tree is over its limit now, else None."""
