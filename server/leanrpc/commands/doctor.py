@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..results import STAND_IN_KIND
+from . import argtypes
 from .configref import load
 from .showconfig import CONFIG_HELP
 
@@ -239,7 +240,7 @@ def add_parser(sub):
                     "and the time (seconds) and memory (MB) of loading an import header.",
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--repl-cmd", metavar="CMD", help="REPL command line instead of the config's (default: the config's)")
+    parser.add_argument("--repl-cmd", metavar="CMD", type=argtypes.command_line, help="REPL command line instead of the config's (default: the config's)")
     parser.add_argument("--header", help='header to time (default: "import Mathlib" for Mathlib projects, else none)')
     parser.add_argument("--require-lean", action="store_true", help="fail when the REPL is the stand-in (default: warn)")
     return parser
@@ -252,10 +253,8 @@ def run(args) -> int:
 def main_doctor(args) -> int:
     """Entry point for `leanrpc doctor`: 0 when healthy, 1 otherwise."""
     config, _path = load(args.config)
-    if getattr(args, "repl_cmd", None):
-        import shlex
-
-        config.repl.command = shlex.split(args.repl_cmd)
+    if getattr(args, "repl_cmd", None) is not None:
+        config.repl.command = args.repl_cmd
     report = asyncio.run(run_doctor(config, header=args.header, report=lambda line: print(line, flush=True)))
     if report.is_stand_in:
         print("verifier: leanrpc stand-in (no Lean toolchain configured)", flush=True)

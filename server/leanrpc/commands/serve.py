@@ -1,7 +1,8 @@
 """`leanrpc serve`: load and check the config, set up logging, run the server.
 
 Owns: the serve flags and how they override the config (found by
-commands.configref). May import: app, config, logsetup, commands.configref.
+commands.configref). May import: app, config, logsetup, commands.configref,
+commands.argtypes.
 
 The event loop is asyncio's default (`asyncio.run`), not uvloop (issue 28).
 Measured, not guessed: under uvloop the server starts but no worker boots.
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 
 from ..config import Config
+from . import argtypes
 from .configref import load
 from .showconfig import CONFIG_HELP
 
@@ -35,10 +36,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Run the leanrpc gRPC server until SIGINT/SIGTERM. Flags override the config file.",
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--host", help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)")
+    parser.add_argument("--host", type=argtypes.nonempty, help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)")
     parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
     parser.add_argument("--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)")
-    parser.add_argument("--repl-cmd", metavar="CMD", help='REPL command line, e.g. "lake env repl" (default: the stand-in)')
+    parser.add_argument("--repl-cmd", metavar="CMD", type=argtypes.command_line, help='REPL command line, e.g. "lake env repl" (default: the stand-in)')
     parser.add_argument("--metrics-port", type=int, metavar="PORT",
                         help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)")
     parser.add_argument("--http-port", type=int, metavar="PORT",
@@ -54,14 +55,14 @@ def load_config(args) -> Config:
     """The config found (--config or the search path), the environment's
     LEANRPC_<SECTION>__<KEY> keys, then the flags; validated."""
     config, _path = load(args.config)
-    if args.host:
+    if args.host is not None:
         config.server.host = args.host
     if args.port is not None:
         config.server.port = args.port
     if args.workers is not None:
         config.pool.workers = args.workers
-    if args.repl_cmd:
-        config.repl.command = shlex.split(args.repl_cmd)
+    if args.repl_cmd is not None:
+        config.repl.command = args.repl_cmd
     if args.metrics_port is not None:
         config.server.metrics_port = args.metrics_port
     if args.http_port is not None:

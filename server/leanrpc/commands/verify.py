@@ -2,7 +2,8 @@
 
 Owns: turning paths into snippets (a file that cannot be read is reported,
 the others are still verified), the address rule (`HOST` means port 50051),
-text and `--json` output, and the exit status. May import: the client.
+text and `--json` output, and the exit status. May import: the client,
+reference (to check a --reference before sending), commands.argtypes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import argtypes
 from .exits import EXIT_INTERRUPTED, EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
 
 DEFAULT_PORT = 50051
@@ -31,16 +33,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="+", metavar="PATH", help=".lean files or folders")
     parser.add_argument("--server", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST[:PORT]", type=_address_arg,
                         help=f"server address; without a port, {DEFAULT_PORT} (default: 127.0.0.1:{DEFAULT_PORT})")
-    parser.add_argument("--token", help="bearer token, when the server requires one (default: none)")
-    parser.add_argument("--timeout", type=_non_negative, default=0.0, metavar="SECONDS",
+    parser.add_argument("--token", type=argtypes.nonempty, help="bearer token, when the server requires one (default: none)")
+    parser.add_argument("--timeout", type=argtypes.seconds, default=0.0, metavar="SECONDS",
                         help="per-file time limit in seconds, 0 = the server's default (default: 0)")
-    parser.add_argument("--retries", type=_non_negative_int, default=3, metavar="N",
+    parser.add_argument("--retries", type=argtypes.count, default=3, metavar="N",
                         help="retries when the server is unavailable or overloaded (default: 3)")
     parser.add_argument("--json", action="store_true", help="one JSON result per line (default: text)")
     pin = parser.add_mutually_exclusive_group()
-    pin.add_argument("--reference", metavar="REF.lean",
+    pin.add_argument("--reference", metavar="REF.lean", type=argtypes.existing_file,
                      help="pin every file to this statement (header + declarations proved by `sorry`) (default: none)")
-    pin.add_argument("--reference-dir", metavar="DIR",
+    pin.add_argument("--reference-dir", metavar="DIR", type=argtypes.existing_folder,
                      help="pin each file to DIR/<its file name>; a file without one is REJECTED (default: none)")
     parser.add_argument("--no-check-axioms", dest="check_axioms", action="store_false", default=None,
                         help="turn off the server's `#print axioms` check for these files "
@@ -91,26 +93,6 @@ def _reference_problem(text: str) -> str:
     except RequestError as exc:
         return exc.message
     return ""
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be 0 (the server's default) or a positive number of seconds")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
-    return value
 
 
 def _address_arg(text: str) -> str:
