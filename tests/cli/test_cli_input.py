@@ -24,8 +24,13 @@ def server():
     ("--timeout", "-5", "argument --timeout: -5 must be 0 (the server's default) or a positive number of seconds"),
     ("--server", "127.0.0.1:99999", "argument --server: '127.0.0.1:99999': the port must be between 1 and 65535"),
     ("--retries", "-1", "argument --retries: -1 must be 0 or more"),
+    ("--timeout", "nan", "argument --timeout: nan must be 0 (the server's default) or a positive number of seconds"),
+    ("--token", "", "argument --token: is empty"),
+    ("--reference", "MISSING", "argument --reference: MISSING: no such file"),
+    ("--reference-dir", "MISSING", "argument --reference-dir: MISSING: no such folder"),
 ])
 def test_bad_values_are_usage_errors_before_anything_runs(tmp_path, flag, value, says):
+    value, says = (text.replace("MISSING", str(tmp_path / "nope")) for text in (value, says))
     (tmp_path / "a.lean").write_text(GOOD)
     done = leanrpc("verify", str(tmp_path / "a.lean"), flag, value)
     assert done.returncode == 2

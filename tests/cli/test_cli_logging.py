@@ -3,6 +3,7 @@ its cause, one line per request, a boot failure naming the exec error."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -58,17 +59,39 @@ def test_a_line_per_worker_event_kind(tmp_path):
             client.verify(["--@standin: hang\ntheorem b : 1 = 1 := rfl"], timeout_s=1)
             server.wait_for("killed after a timeout")
             client.verify(["--@standin: garbage\ntheorem c : 1 = 1 := rfl"])
-            server.wait_for("poisoned")
+            server.wait_for("poisoned (wrote garbage")
             client.verify(["--@standin: grow=600\ntheorem d : 1 = 1 := rfl"])
             server.wait_for("ran out of memory")
     finally:
         server.stop()
     log = server.log()
-    crash = next(line for line in log if "crashed" in line)
-    assert "(killed by SIGSEGV)" in crash, crash
-    assert any("WARNING leanrpc.pool: worker w" in line and " killed after a timeout (" in line for line in log), log
-    assert any(" poisoned (wrote garbage on stdout) (" in line for line in log), log
+    # One line per event: a record that quotes REPL output keeps it on its line.
+    assert all(line[:4].isdigit() for line in log), [line for line in log if not line[:4].isdigit()]
+    worker_lines = [line for line in log if "WARNING leanrpc.pool: worker w" in line or " booted in " in line]
+    boot = next(line for line in log if " booted in " in line)
+    assert re.search(r" INFO leanrpc\.pool: worker w1 booted in \d+\.\d\d s$", boot), boot
+    crash = next(line for line in worker_lines if " crashed" in line)
+    assert crash.endswith(" crashed (killed by SIGSEGV)"), crash
+    timeout = next(line for line in worker_lines if " killed after a timeout" in line)
+    assert re.search(r"WARNING leanrpc\.pool: worker w\d+ killed after a timeout", timeout), timeout
+    poison = next(line for line in log if "WARNING leanrpc.worker: worker w" in line and " poisoned: " in line)
+    assert "unparseable output" in poison and " | frame starts: " in poison, poison
+    assert any(" poisoned (wrote garbage on stdout) (" in line for line in worker_lines), log
+    memory = next(line for line in worker_lines if " ran out of memory" in line)
+    assert memory.endswith("(killed by SIGKILL)"), memory
     assert sum("booted in " in line for line in log) >= 4  # the first, and one after each death
+
+
+def test_a_memory_recycle_is_a_line_with_its_cause(tmp_path):
+    # Any machine uses more than 0.01 % of its memory: the idle worker is recycled.
+    server = LoggedServer(tmp_path, config="[limits]\nmax_system_memory_percent = 0.01\n")
+    try:
+        reason = server.wait_for("system memory above 0%; recycling w")
+        gone = server.wait_for(" recycled: memory")
+    finally:
+        server.stop()
+    assert "WARNING leanrpc.pool: " in reason
+    assert re.search(r"WARNING leanrpc\.pool: worker w\d+ recycled: memory", gone), gone
 
 
 def test_boot_failure_names_the_exec_error(tmp_path):

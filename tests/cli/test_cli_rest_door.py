@@ -60,6 +60,9 @@ def test_rest_and_grpc_counted_under_the_same_names_with_a_door_label(served):
     assert snippets[frozenset({("status", "VALID"), ("door", "rest")})] == 1
     assert snippets[frozenset({("status", "INVALID"), ("door", "rest")})] == 1
     assert snippets[frozenset({("status", "VALID"), ("door", "grpc")})] == 1
+    phases = _samples(served.metrics, "leanrpc_snippet_phase_seconds_count")
+    assert phases[frozenset({("phase", "total"), ("door", "rest")})] == 2
+    assert phases[frozenset({("phase", "total"), ("door", "grpc")})] == 1
     line = served.wait_for("POST /api/check from ")
     assert "INFO leanrpc.requests: POST /api/check from peer:ipv4:127.0.0.1: 2 snippets (INVALID 1, VALID 1) 200 in " in line, line
 
