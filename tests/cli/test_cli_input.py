@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -111,9 +112,16 @@ def test_python_client_raises_interrupted_with_partial(server, tmp_path):
         "    except Interrupted as exc:\n"
         "        print(len(exc.partial) >= 2, exc.total, isinstance(exc, KeyboardInterrupt))\n"
     )
-    done = subprocess.run([os.path.join(os.path.dirname(LEANRPC), "python"), "-c", script],
-                          capture_output=True, text=True, timeout=60, env=clean_env())
+    python = os.path.join(os.path.dirname(LEANRPC), "python")
+    done = subprocess.run([python, "-c", script], capture_output=True, text=True, timeout=60, env=clean_env())
     assert done.stdout.split() == ["True", "20", "True"], done.stderr
+    # Not caught: the traceback ends in the client's own error, with the count.
+    uncaught = script.replace("    try:\n        c.verify(codes, on_result=hit)\n", "    c.verify(codes, on_result=hit)\n")
+    uncaught = uncaught[:uncaught.index("    except Interrupted")]
+    done = subprocess.run([python, "-c", uncaught], capture_output=True, text=True, timeout=60, env=clean_env())
+    assert done.returncode != 0
+    assert re.fullmatch(r"leanrpc\.client\._types\.Interrupted: interrupted: \d+ of 20 answered",
+                        done.stderr.strip().splitlines()[-1]), done.stderr
 
 
 def test_absurd_cache_size_is_refused_by_the_config_schema(tmp_path):

@@ -233,7 +233,7 @@ class _Printer:
 
 
 def run(args) -> int:
-    from ..client import Client, ClientError, Interrupted
+    from ..client import Client, ClientError
 
     address = args.server
     snippets, problems, order = collect(args.paths)
@@ -254,16 +254,16 @@ def run(args) -> int:
         _summary(args, [], problems, started)
         return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
-    if args.token:
-        _say_if_token_unchecked(address, Client, ClientError)
     try:
+        if args.token:
+            _say_if_token_unchecked(address, Client, ClientError)
         with Client(address, token=args.token, max_retries=args.retries) as client:
             results = client.verify(snippets, timeout_s=args.timeout, progress=progress,
                                     on_result=printer.on_result, references=references,
                                     check_axioms=args.check_axioms)
-    except Interrupted as exc:
+    except KeyboardInterrupt:  # the client's Interrupted, or Ctrl-C before the batch started
         printed = printer.stop()
-        print(f"interrupted: {printed} of {exc.total} answered", file=sys.stderr, flush=True)
+        print(f"interrupted: {printed} of {len(snippets)} answered", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     except ClientError as exc:
         printer.stop()
