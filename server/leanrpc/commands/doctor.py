@@ -8,6 +8,8 @@ this command, the REPL handshake (one worker boots and answers
 and memory of loading an import header (`import Mathlib` by default when the
 project depends on Mathlib). The stand-in passes these checks but is always
 reported as the stand-in, never as Lean.
+May import: config, results, security.sandbox, pool, services.verify (one real
+worker boots through them), commands.argtypes, commands.configref, commands.showconfig.
 """
 
 from __future__ import annotations
