@@ -68,9 +68,14 @@ def test_folder_without_lean_files_says_so(server, tmp_path):
     empty = tmp_path / "proofs"
     (empty / "sub").mkdir(parents=True)
     (empty / "notes.txt").write_text("x")
-    done = leanrpc("verify", str(empty), "--server", server.address)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == f"leanrpc verify: error: folder {empty} has no .lean files\n"
+    line = f"{'REJECTED':<14} {empty}  (folder {empty} has no .lean files)"
+    # Like a missing file: its own line and exit status 1, alone or beside a good file.
+    alone = leanrpc("verify", str(empty), "--server", server.address, "--quiet")
+    assert (alone.returncode, alone.stdout.splitlines(), alone.stderr) == (1, [line, "0 of 1 valid"], "")
+    (tmp_path / "good.lean").write_text(GOOD)
+    beside = leanrpc("verify", str(tmp_path / "good.lean"), str(empty), "--server", server.address, "--quiet")
+    assert beside.returncode == 1
+    assert beside.stdout.splitlines()[1:] == [line, "1 of 2 valid"]
 
 
 def test_folders_are_searched_recursively(server, tmp_path):

@@ -238,9 +238,6 @@ def run(args) -> int:
     address = args.server
     snippets, problems, order = collect(args.paths)
     started = time.monotonic()
-    if not snippets and all(reason.startswith("folder ") for _path, reason in problems):
-        print(f"leanrpc verify: error: {'; '.join(reason for _path, reason in problems)}", file=sys.stderr)
-        return EXIT_USAGE
     references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
         # Never verify a file unpinned when pinning was asked for.
@@ -251,6 +248,8 @@ def run(args) -> int:
     printer = _Printer(order, problems, snippets, args.json)
     if not snippets:
         printer.stop()
+        if not args.json:
+            print(f"0 of {len(problems)} valid")
         _summary(args, [], problems, started)
         return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
