@@ -27,6 +27,20 @@ def test_taken_side_port_is_one_line_exit_2(flag):
                     f"(choose another with {flag}, or stop the other server)")
 
 
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--port", "PORT", "--http-port", "PORT"], "server.port and gateway.http_port are both port PORT; each door "
+                                                "needs a port of its own (change --port or --http-port)"),
+    (["--port", "0", "--metrics-port", "PORT", "--http-port", "PORT"],
+     "server.metrics_port and gateway.http_port are both port PORT; each door needs a port of its own "
+     "(change --metrics-port or --http-port)"),
+])
+def test_two_doors_on_one_port_is_one_line_exit_2(flags, says):
+    port = str(_free_port())
+    done = leanrpc("serve", "--workers", "1", *(port if f == "PORT" else f for f in flags))
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == f"leanrpc serve: error: {says.replace('PORT', port)}\n"  # nothing started, no traceback
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,8 +1,8 @@
 """`leanrpc serve`: load and check the config, set up logging, run the server.
 
 Owns: the serve flags and how they override the config (found by
-commands.configref). May import: app, config, logsetup, commands.configref,
-commands.argtypes.
+commands.configref), and that no two doors share a port. May import: app, config,
+logsetup, commands.configref, commands.argtypes, commands.exits.
 
 The event loop is asyncio's default (`asyncio.run`), not uvloop (issue 28).
 Measured, not guessed: under uvloop the server starts but no worker boots.
@@ -26,6 +26,7 @@ import asyncio
 from ..config import Config
 from . import argtypes
 from .configref import load
+from .exits import UserError
 from .showconfig import CONFIG_HELP
 
 
@@ -71,7 +72,33 @@ def load_config(args) -> Config:
         config.server.log_json = True
     if args.log_level:
         config.server.log_level = args.log_level
-    return config.validated()
+    config = config.validated()
+    _check_doors_apart(config)
+    return config
+
+
+# Each door's port: its config key and its flag.
+_DOORS = (("server.port", "--port"), ("server.metrics_port", "--metrics-port"), ("gateway.http_port", "--http-port"))
+
+
+def _check_doors_apart(config: Config) -> None:
+    """Two doors on one port would fail half-started; refuse it in one line."""
+    gateway_host = config.gateway.host or config.server.host
+    ports = {
+        "server.port": (config.server.host, config.server.port),
+        "server.metrics_port": (config.server.host, config.server.metrics_port),
+        "gateway.http_port": (gateway_host, config.gateway.http_port),
+    }
+    seen: dict[tuple[str, int], tuple[str, str]] = {}
+    for key, flag in _DOORS:
+        address = ports[key]
+        if address[1] == 0:  # off, or any free port
+            continue
+        if address in seen:
+            other_key, other_flag = seen[address]
+            raise UserError(f"{other_key} and {key} are both port {address[1]}; each door needs a port of its own "
+                            f"(change {other_flag} or {flag})")
+        seen[address] = (key, flag)
 
 
 def run(args) -> int:
