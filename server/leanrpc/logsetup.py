@@ -48,8 +48,14 @@ class JsonFormatter(_LibraryJsonFormatter):
         super().__init__(
             "{asctime}{levelname}{name}{message}",
             style="{",
-            rename_fields={"asctime": "ts", "levelname": "level", "name": "logger", "message": "msg",
-                           "exc_info": "exc", "stack_info": "stack"},
+            rename_fields={
+                "asctime": "ts",
+                "levelname": "level",
+                "name": "logger",
+                "message": "msg",
+                "exc_info": "exc",
+                "stack_info": "stack",
+            },
             json_ensure_ascii=False,
         )
 
@@ -63,8 +69,14 @@ class ProtocolJunkFilter(logging.Filter):
 
     JUNK = ("BadHttpMessage", "BadStatusLine", "InvalidURLError", "LineTooLong", "BadHttpMethod")
 
-    def __init__(self, every_s: float = 60.0, clock=time.monotonic, *, door: str = "REST port",
-                 hint: str = "a gRPC client pointed at --http-port?") -> None:
+    def __init__(
+        self,
+        every_s: float = 60.0,
+        clock=time.monotonic,
+        *,
+        door: str = "REST port",
+        hint: str = "a gRPC client pointed at --http-port?",
+    ) -> None:
         super().__init__()
         self._door, self._hint = door, hint
         self._every_s = every_s
@@ -82,9 +94,19 @@ class ProtocolJunkFilter(logging.Filter):
             return False
         first = " ".join(str(getattr(exc, "message", "") or exc).split())[:200]
         more = f"; {self._dropped} more dropped" if self._dropped else ""
-        where = record.getMessage().removeprefix("Error handling request").strip() or "from a client"
+        where = (
+            record.getMessage().removeprefix("Error handling request").strip() or "from a client"
+        )
         record.msg = "not HTTP/1.1 on the %s %s (%s: %s): %s (at most one such line per %.0f s%s)"
-        record.args = (self._door, where, type(exc).__name__, first, self._hint, self._every_s, more)
+        record.args = (
+            self._door,
+            where,
+            type(exc).__name__,
+            first,
+            self._hint,
+            self._every_s,
+            more,
+        )
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info = None
         record.exc_text = None

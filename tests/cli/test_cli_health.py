@@ -40,9 +40,13 @@ def test_nonexistent_repl_is_not_serving_from_the_start_with_the_exec_error(tmp_
     try:
         # The first answers after "listening", before any request: not 200.
         with grpc.insecure_channel(server.address) as channel:
-            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=30
+            )
             assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
-            info = pb_grpc.VerifierStub(channel).GetServerInfo(pb.GetServerInfoRequest(), timeout=30)
+            info = pb_grpc.VerifierStub(channel).GetServerInfo(
+                pb.GetServerInfoRequest(), timeout=30
+            )
         assert not info.serving
         assert "No such file or directory" in info.not_serving_reason, info.not_serving_reason
         status, body = _rest_health(http)
@@ -72,7 +76,9 @@ def test_a_repl_that_segfaults_at_boot_is_named_by_its_signal(tmp_path):
     try:
         status, body = _rest_health(http)
         with grpc.insecure_channel(server.address) as channel:
-            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=30
+            )
     finally:
         server.stop()
     assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
@@ -90,7 +96,9 @@ def test_a_working_repl_serves_once_booted(tmp_path):
         status, body = _rest_health(http)
         assert status == 200, body
         with grpc.insecure_channel(server.address) as channel:
-            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=30
+            )
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         server.stop()

@@ -22,23 +22,35 @@ def test_taken_side_port_is_one_line_exit_2(flag):
         done = leanrpc("serve", "--port", "0", "--workers", "1", flag, str(port))
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
-    line, = done.stderr.strip().splitlines()  # one line, no traceback
-    assert line == (f"leanrpc serve: error: cannot listen on 127.0.0.1:{port}: the port is in use "
-                    f"(choose another with {flag}, or stop the other server)")
+    (line,) = done.stderr.strip().splitlines()  # one line, no traceback
+    assert line == (
+        f"leanrpc serve: error: cannot listen on 127.0.0.1:{port}: the port is in use "
+        f"(choose another with {flag}, or stop the other server)"
+    )
 
 
-@pytest.mark.parametrize(("flags", "says"), [
-    (["--port", "PORT", "--http-port", "PORT"], "server.port and gateway.http_port are both port PORT; each door "
-                                                "needs a port of its own (change --port or --http-port)"),
-    (["--port", "0", "--metrics-port", "PORT", "--http-port", "PORT"],
-     "server.metrics_port and gateway.http_port are both port PORT; each door needs a port of its own "
-     "(change --metrics-port or --http-port)"),
-])
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (
+            ["--port", "PORT", "--http-port", "PORT"],
+            "server.port and gateway.http_port are both port PORT; each door "
+            "needs a port of its own (change --port or --http-port)",
+        ),
+        (
+            ["--port", "0", "--metrics-port", "PORT", "--http-port", "PORT"],
+            "server.metrics_port and gateway.http_port are both port PORT; each door needs a port of its own "
+            "(change --metrics-port or --http-port)",
+        ),
+    ],
+)
 def test_two_doors_on_one_port_is_one_line_exit_2(flags, says):
     port = str(_free_port())
     done = leanrpc("serve", "--workers", "1", *(port if f == "PORT" else f for f in flags))
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
-    assert done.stderr == f"leanrpc serve: error: {says.replace('PORT', port)}\n"  # nothing started, no traceback
+    assert (
+        done.stderr == f"leanrpc serve: error: {says.replace('PORT', port)}\n"
+    )  # nothing started, no traceback
 
 
 def _free_port() -> int:
@@ -49,11 +61,16 @@ def _free_port() -> int:
 
 def _serve_then_stop(*args: str) -> tuple[str, str, int]:
     """`leanrpc serve --port 0 ARGS` until it listens, one verify, SIGTERM: (stdout, stderr, status)."""
-    process = subprocess.Popen([LEANRPC, "serve", "--port", "0", "--workers", "1", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    process = subprocess.Popen(
+        [LEANRPC, "serve", "--port", "0", "--workers", "1", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(),
+    )
     try:
         first = process.stdout.readline()
-        address = (json.loads(first)["address"] if first.startswith("{") else first.split()[-1])
+        address = json.loads(first)["address"] if first.startswith("{") else first.split()[-1]
         with Client(address) as client:
             assert client.verify(["theorem j : 1 = 1 := rfl"])[0].status == "VALID"
     finally:
@@ -68,21 +85,31 @@ def test_log_json_makes_every_line_json_on_stdout_and_stderr():
     assert status == 0, err
     said = [json.loads(line) for line in out.splitlines()]  # every stdout line is JSON
     assert [s["event"] for s in said] == ["listening", "gateway"]
-    assert said[0]["msg"].startswith("leanrpc listening on ") and said[1]["url"] == f"http://127.0.0.1:{http}"
+    assert (
+        said[0]["msg"].startswith("leanrpc listening on ")
+        and said[1]["url"] == f"http://127.0.0.1:{http}"
+    )
     records = [json.loads(line) for line in err.splitlines()]  # and every stderr line
     assert {"ts", "level", "logger", "msg"} <= set(records[0])
     request = next(r for r in records if r["logger"] == "leanrpc.requests")
-    assert (request["rpc"], request["snippets"], request["outcomes"]) == ("VerifyStream", 1, {"VALID": 1})
+    assert (request["rpc"], request["snippets"], request["outcomes"]) == (
+        "VerifyStream",
+        1,
+        {"VALID": 1},
+    )
     boot = next(r for r in records if r.get("event") == "boot")
     assert boot["worker"] == "w1" and boot["level"] == "info"
 
 
-@pytest.mark.parametrize(("config", "flags", "info_lines"), [
-    ('[server]\nlog_level = "warning"\n', [], False),
-    ('[server]\nlog_level = "warning"\n', ["--log-level", "info"], True),  # the flag wins
-    ("", ["--log-level", "warning"], False),
-    ("", [], True),  # info by default
-])
+@pytest.mark.parametrize(
+    ("config", "flags", "info_lines"),
+    [
+        ('[server]\nlog_level = "warning"\n', [], False),
+        ('[server]\nlog_level = "warning"\n', ["--log-level", "info"], True),  # the flag wins
+        ("", ["--log-level", "warning"], False),
+        ("", [], True),  # info by default
+    ],
+)
 def test_log_level_from_the_config_or_the_flag(tmp_path, config, flags, info_lines):
     (tmp_path / "leanrpc.toml").write_text(config)
     out, err, status = _serve_then_stop("--config", str(tmp_path / "leanrpc.toml"), *flags)
@@ -100,10 +127,17 @@ def test_log_level_is_checked():
 
 
 @pytest.mark.parametrize("command", ["serve", "doctor"])
-@pytest.mark.parametrize(("flag", "value", "says"), [
-    ("--repl-cmd", "", "argument --repl-cmd: is empty; give the REPL's command line"),
-    ("--repl-cmd", "lake env 'repl", "argument --repl-cmd: \"lake env 'repl\": no closing quotation"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--repl-cmd", "", "argument --repl-cmd: is empty; give the REPL's command line"),
+        (
+            "--repl-cmd",
+            "lake env 'repl",
+            'argument --repl-cmd: "lake env \'repl": no closing quotation',
+        ),
+    ],
+)
 def test_a_bad_repl_command_is_a_usage_error(command, flag, value, says):
     done = leanrpc(command, flag, value)
     assert done.returncode == 2, done.stderr

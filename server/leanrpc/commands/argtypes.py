@@ -23,7 +23,9 @@ def seconds(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value >= 0 or math.isinf(value):
-        raise argparse.ArgumentTypeError(f"{text} must be 0 (the server's default) or a positive number of seconds")
+        raise argparse.ArgumentTypeError(
+            f"{text} must be 0 (the server's default) or a positive number of seconds"
+        )
     return value
 
 

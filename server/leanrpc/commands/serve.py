@@ -37,18 +37,43 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Run the leanrpc gRPC server until SIGINT/SIGTERM. Flags override the config file.",
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--host", type=argtypes.nonempty, help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)")
+    parser.add_argument(
+        "--host",
+        type=argtypes.nonempty,
+        help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)",
+    )
     parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
-    parser.add_argument("--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)")
-    parser.add_argument("--repl-cmd", metavar="CMD", type=argtypes.command_line, help='REPL command line, e.g. "lake env repl" (default: the stand-in)')
-    parser.add_argument("--metrics-port", type=int, metavar="PORT",
-                        help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)")
-    parser.add_argument("--http-port", type=int, metavar="PORT",
-                        help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)")
-    parser.add_argument("--log-json", action="store_true",
-                        help="one JSON object per log line, and JSON status lines on stdout (default: plain lines)")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                        help="log threshold (default: [server] log_level, info)")
+    parser.add_argument(
+        "--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)"
+    )
+    parser.add_argument(
+        "--repl-cmd",
+        metavar="CMD",
+        type=argtypes.command_line,
+        help='REPL command line, e.g. "lake env repl" (default: the stand-in)',
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)",
+    )
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        metavar="PORT",
+        help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        help="one JSON object per log line, and JSON status lines on stdout (default: plain lines)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="log threshold (default: [server] log_level, info)",
+    )
     return parser
 
 
@@ -78,7 +103,11 @@ def load_config(args) -> Config:
 
 
 # Each door's port: its config key and its flag.
-_DOORS = (("server.port", "--port"), ("server.metrics_port", "--metrics-port"), ("gateway.http_port", "--http-port"))
+_DOORS = (
+    ("server.port", "--port"),
+    ("server.metrics_port", "--metrics-port"),
+    ("gateway.http_port", "--http-port"),
+)
 
 
 def _check_doors_apart(config: Config) -> None:
@@ -96,8 +125,11 @@ def _check_doors_apart(config: Config) -> None:
             continue
         if address in seen:
             other_key, other_flag = seen[address]
-            raise UserError(f"{other_key} and {key} are both port {address[1]}; each door needs a port of its own "
-                            f"(change {other_flag} or {flag})")
+            raise UserError(
+                f"{other_key} and {key} are both port {address[1]}; "
+                "each door needs a port of its own "
+                f"(change {other_flag} or {flag})"
+            )
         seen[address] = (key, flag)
 
 

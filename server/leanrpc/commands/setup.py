@@ -28,13 +28,17 @@ from .setup_run import execute
 
 def _lean_release(text: str) -> str:
     if not LEAN_RELEASE.fullmatch(text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a Lean release tag such as v4.19.0 or v4.20.0-rc2")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Lean release tag such as v4.19.0 or v4.20.0-rc2"
+        )
     return text.strip()
 
 
 def _git_revision(text: str) -> str:
     if not text.strip() or text.strip().startswith("-") or any(c.isspace() for c in text.strip()):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a git revision (a tag, branch or commit)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a git revision (a tag, branch or commit)"
+        )
     return text.strip()
 
 
@@ -42,32 +46,73 @@ def add_parser(sub):
     parser = sub.add_parser(
         "setup",
         help="install a real Lean toolchain, project and REPL; write a config",
-        description="Install elan, Lean, a lake project (optionally with Mathlib) and the REPL, skipping "
-                    "steps already done, and write a leanrpc config for them.",
+        description="Install elan, Lean, a lake project (optionally with Mathlib) and the REPL, "
+        "skipping steps already done, and write a leanrpc config for them.",
     )
-    parser.add_argument("--lean", required=True, metavar="VERSION", type=_lean_release,
-                        help="Lean release, e.g. v4.19.0 (required)")
-    parser.add_argument("--mathlib", action="store_true",
-                        help="a project that depends on Mathlib, with `lake exe cache get` (default: no Mathlib)")
-    parser.add_argument("--project", metavar="DIR", type=argtypes.existing_folder,
-                        help="use this lake project instead of creating one (default: create one)")
-    parser.add_argument("--workdir", metavar="DIR", type=argtypes.nonempty,
-                        help="where the project and REPL go (default: ~/.leanrpc/lean-VERSION)")
-    parser.add_argument("--repl", choices=sorted(REPL_REPOS), default="upstream",
-                        help="leanprover-community/repl, or the augustepoiroux/repl incrementality fork "
-                             "(default: upstream)")
-    parser.add_argument("--repl-rev", metavar="REV", type=_git_revision,
-                        help="REPL git revision (default: the Lean version tag)")
-    parser.add_argument("--output", metavar="FILE", type=argtypes.nonempty,
-                        help="config file to write (default: WORKDIR/leanrpc.toml)")
-    parser.add_argument("--workers", type=argtypes.positive, metavar="N",
-                        help="pool size to write into the config (default: usable CPU cores)")
-    parser.add_argument("--via-lake", action="store_true",
-                        help="REPL command `lake env repl` (the sandbox then allows spawning) instead of the REPL "
-                             "binary with lake's environment (default: the binary)")
-    parser.add_argument("--elan", metavar="PATH", type=argtypes.existing_file,
-                        help="a local elan-init.sh to run, for a machine without internet (default: download it)")
-    parser.add_argument("--dry-run", action="store_true", help="print the steps; run nothing (default: run them)")
+    parser.add_argument(
+        "--lean",
+        required=True,
+        metavar="VERSION",
+        type=_lean_release,
+        help="Lean release, e.g. v4.19.0 (required)",
+    )
+    parser.add_argument(
+        "--mathlib",
+        action="store_true",
+        help="a project that depends on Mathlib, with `lake exe cache get` (default: no Mathlib)",
+    )
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        type=argtypes.existing_folder,
+        help="use this lake project instead of creating one (default: create one)",
+    )
+    parser.add_argument(
+        "--workdir",
+        metavar="DIR",
+        type=argtypes.nonempty,
+        help="where the project and REPL go (default: ~/.leanrpc/lean-VERSION)",
+    )
+    parser.add_argument(
+        "--repl",
+        choices=sorted(REPL_REPOS),
+        default="upstream",
+        help="leanprover-community/repl, or the augustepoiroux/repl incrementality fork "
+        "(default: upstream)",
+    )
+    parser.add_argument(
+        "--repl-rev",
+        metavar="REV",
+        type=_git_revision,
+        help="REPL git revision (default: the Lean version tag)",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        type=argtypes.nonempty,
+        help="config file to write (default: WORKDIR/leanrpc.toml)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=argtypes.positive,
+        metavar="N",
+        help="pool size to write into the config (default: usable CPU cores)",
+    )
+    parser.add_argument(
+        "--via-lake",
+        action="store_true",
+        help="REPL command `lake env repl` (the sandbox then allows spawning) instead of the REPL "
+        "binary with lake's environment (default: the binary)",
+    )
+    parser.add_argument(
+        "--elan",
+        metavar="PATH",
+        type=argtypes.existing_file,
+        help="a local elan-init.sh to run, for a machine without internet (default: download it)",
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the steps; run nothing (default: run them)"
+    )
     return parser
 
 

@@ -27,7 +27,13 @@ from .setup_options import SetupError, SetupOptions
 # `Lean.findSysroot` runs `lean --print-prefix`, a spawn the filter refuses.
 # Lake's own variables (LAKE, LEAN, ELAN_TOOLCHAIN, PATH, ...) only matter to
 # programs that run lake or lean, which the REPL must not.
-LEAN_ENV_VARS = ("LEAN_PATH", "LEAN_SYSROOT", "LEAN_SRC_PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")
+LEAN_ENV_VARS = (
+    "LEAN_PATH",
+    "LEAN_SYSROOT",
+    "LEAN_SRC_PATH",
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+)
 REQUIRED_LEAN_ENV_VARS = ("LEAN_PATH", "LEAN_SYSROOT")
 # Run by `lake env` in the project: JSON survives any character in a path and
 # says which variables lake left unset (printenv would just skip them).
@@ -44,13 +50,17 @@ def read_lean_env(options: SetupOptions) -> dict[str, str]:
         recorded = json.loads(path.read_text(encoding="utf-8"))
         cwd, env = recorded["cwd"], recorded["env"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SetupError(f"no usable lake environment in {path} ({exc}); rerun `leanrpc setup`") from None
+        raise SetupError(
+            f"no usable lake environment in {path} ({exc}); rerun `leanrpc setup`"
+        ) from None
     if Path(cwd).resolve() != options.project_dir:
         raise SetupError(f"{path} was recorded in {cwd}, not in the project {options.project_dir}")
     missing = [name for name in REQUIRED_LEAN_ENV_VARS if not env.get(name)]
     if missing:
-        raise SetupError(f"`lake env` in {options.project_dir} did not set {', '.join(missing)}; "
-                         "this Lake is too old for the direct REPL command, rerun with --via-lake")
+        raise SetupError(
+            f"`lake env` in {options.project_dir} did not set {', '.join(missing)}; "
+            "this Lake is too old for the direct REPL command, rerun with --via-lake"
+        )
     return {name: env[name] for name in LEAN_ENV_VARS if env.get(name)}
 
 
@@ -61,8 +71,13 @@ def lean_env_current(options: SetupOptions) -> bool:
     except SetupError:
         return False
     project = options.project_dir
-    inputs = [project / "lake-manifest.json", project / "lean-toolchain", project / "lakefile.toml",
-              project / "lakefile.lean", options.repl_binary]
+    inputs = [
+        project / "lake-manifest.json",
+        project / "lean-toolchain",
+        project / "lakefile.toml",
+        project / "lakefile.lean",
+        options.repl_binary,
+    ]
     recorded = options.lean_env_path.stat().st_mtime
     return all(recorded >= p.stat().st_mtime for p in inputs if p.exists())
 
@@ -83,7 +98,11 @@ def build_config(options: SetupOptions) -> Config:
     if options.via_lake:
         # elan's `lake` by absolute path: the server may run without elan on PATH.
         # In the project directory it picks the project's lean-toolchain.
-        config.repl.command = [str(options.elan_home / "bin" / "lake"), "env", str(options.repl_binary)]
+        config.repl.command = [
+            str(options.elan_home / "bin" / "lake"),
+            "env",
+            str(options.repl_binary),
+        ]
     else:
         lean_env = read_lean_env(options)
         config.repl.command = [str(options.repl_binary)]
@@ -124,13 +143,14 @@ def _paths_not_exposed(options: SetupOptions, lean_env: dict[str, str]) -> list[
 def render_config(options: SetupOptions) -> str:
     flags = (" --mathlib" if options.mathlib else "") + (" --via-lake" if options.via_lake else "")
     how = (
-        "# The REPL runs under `lake env`, so sandbox.block_spawn \"auto\" leaves spawning allowed.\n"
-        if options.via_lake else
-        f"# The REPL runs directly with the environment `lake env` gives it (recorded in\n"
+        '# The REPL runs under `lake env`, so sandbox.block_spawn "auto" leaves spawning allowed.\n'
+        if options.via_lake
+        else f"# The REPL runs directly with the environment `lake env` gives it (recorded in\n"
         f"# {options.lean_env_path}), so the sandbox's spawn filter stays on.\n"
         f"# After `lake update` in the project, rerun setup to refresh it.\n"
     )
     return (
         f"# Written by `leanrpc setup --lean {options.lean_version}{flags}`.\n{how}"
-        f"# Serve with: leanrpc serve --config {options.config_path}\n\n" + to_toml(build_config(options))
+        f"# Serve with: leanrpc serve --config {options.config_path}\n\n"
+        + to_toml(build_config(options))
     )

@@ -35,16 +35,16 @@ class SetupError(UserError):
 
 @dataclasses.dataclass
 class SetupOptions:
-    lean_version: str                  # a Lean release tag, e.g. "v4.19.0"
+    lean_version: str  # a Lean release tag, e.g. "v4.19.0"
     mathlib: bool = False
     workdir: Path | None = None
-    project: Path | None = None        # use this lake project instead of creating one
-    repl: str = "upstream"             # "upstream" or "fork"
-    repl_revision: str = ""            # default: the Lean version tag
+    project: Path | None = None  # use this lake project instead of creating one
+    repl: str = "upstream"  # "upstream" or "fork"
+    repl_revision: str = ""  # default: the Lean version tag
     config_path: Path | None = None
     elan_home: Path | None = None
-    workers: int = 0                   # 0: leave the config default (one per core)
-    via_lake: bool = False             # `lake env repl` instead of the binary with lake's environment
+    workers: int = 0  # 0: leave the config default (one per core)
+    via_lake: bool = False  # `lake env repl` instead of the binary with lake's environment
     elan_installer: Path | None = None  # a local elan-init.sh (offline); default: download it
 
     def __post_init__(self) -> None:
@@ -54,15 +54,21 @@ class SetupOptions:
             raise ValueError(f"--repl must be one of {sorted(REPL_REPOS)}")
         default_workdir = Path.home() / ".leanrpc" / f"lean-{self.lean_version}"
         self.workdir = Path(self.workdir or default_workdir).expanduser().resolve()
-        self.elan_home = Path(self.elan_home or os.environ.get("ELAN_HOME") or Path.home() / ".elan").expanduser()
+        self.elan_home = Path(
+            self.elan_home or os.environ.get("ELAN_HOME") or Path.home() / ".elan"
+        ).expanduser()
         self.repl_revision = self.repl_revision or self.lean_version
-        self.config_path = Path(self.config_path or self.workdir / "leanrpc.toml").expanduser().resolve()
+        self.config_path = (
+            Path(self.config_path or self.workdir / "leanrpc.toml").expanduser().resolve()
+        )
         if self.project is not None:
             self.project = Path(self.project).expanduser().resolve()
         if self.elan_installer is not None:
             self.elan_installer = Path(self.elan_installer).expanduser().resolve()
             if not self.elan_installer.is_file():
-                raise SetupError(f"--elan {self.elan_installer}: no such file (give a local elan-init.sh)")
+                raise SetupError(
+                    f"--elan {self.elan_installer}: no such file (give a local elan-init.sh)"
+                )
 
     @property
     def toolchain(self) -> str:

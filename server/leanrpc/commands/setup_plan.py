@@ -70,7 +70,9 @@ class Step:
     summary: str
     actions: list[Command | WriteFile]
     is_done: Callable[[], bool]  # true: a rerun skips the step
-    product: str  # what the step leaves behind, in words (said when it is missing after the actions)
+    product: (
+        str  # what the step leaves behind, in words (said when it is missing after the actions)
+    )
     # Checked after the actions (default: is_done); may raise SetupError saying
     # what is wrong with the product. Looser than is_done where freshness is
     # not the step's to guarantee (a no-op `lake build` leaves an old binary).
@@ -86,86 +88,150 @@ def plan(options: SetupOptions) -> list[Step]:
     # Download, then run: no `curl | sh`, whose status is sh's even when the
     # download failed (no pipefail in POSIX sh).
     installer = options.elan_installer or options.workdir / "elan-init.sh"
-    fetch = [] if options.elan_installer else [Command(["curl", "-sSfL", ELAN_INIT_URL, "-o", str(installer)])]
+    fetch = (
+        []
+        if options.elan_installer
+        else [Command(["curl", "-sSfL", ELAN_INIT_URL, "-o", str(installer)])]
+    )
     steps = [
         Step(
-            "elan", "install the Lean version manager",
-            [*fetch, Command(["sh", str(installer), "-y", "--no-modify-path", "--default-toolchain", "none"])],
+            "elan",
+            "install the Lean version manager",
+            [
+                *fetch,
+                Command(
+                    ["sh", str(installer), "-y", "--no-modify-path", "--default-toolchain", "none"]
+                ),
+            ],
             lambda: elan.exists() or shutil.which("elan") is not None,
             f"`elan` in {elan.parent} or on PATH",
         ),
         Step(
-            "toolchain", f"install Lean {options.lean_version}",
+            "toolchain",
+            f"install Lean {options.lean_version}",
             [Command(["elan", "toolchain", "install", options.toolchain])],
             options.toolchain_dir.is_dir,
             f"toolchain folder {options.toolchain_dir}",
         ),
     ]
     if options.project is None:
-        steps.append(Step(
-            "project", f"create the lake project {project}",
-            [WriteFile(project / "lean-toolchain", options.toolchain + "\n"),
-             WriteFile(project / "lakefile.toml", _lakefile(options))],
-            lambda: (project / "lakefile.toml").exists()
-            and (project / "lean-toolchain").read_text().strip() == options.toolchain,
-            f"{project}/lakefile.toml with a lean-toolchain naming {options.toolchain}",
-        ))
+        steps.append(
+            Step(
+                "project",
+                f"create the lake project {project}",
+                [
+                    WriteFile(project / "lean-toolchain", options.toolchain + "\n"),
+                    WriteFile(project / "lakefile.toml", _lakefile(options)),
+                ],
+                lambda: (
+                    (project / "lakefile.toml").exists()
+                    and (project / "lean-toolchain").read_text().strip() == options.toolchain
+                ),
+                f"{project}/lakefile.toml with a lean-toolchain naming {options.toolchain}",
+            )
+        )
     if options.mathlib:
         mathlib_dir = project / ".lake" / "packages" / "mathlib"
         steps += [
-            Step("dependencies", "fetch Mathlib and its dependencies (lake update)",
-                 [Command(["lake", "update"], project)],
-                 lambda: (mathlib_dir / ".git").exists() and (project / "lake-manifest.json").exists(),
-                 f"Mathlib checkout in {mathlib_dir} with {project}/lake-manifest.json"),
-            Step("cache", "download the compiled Mathlib (lake exe cache get)",
-                 [Command(["lake", "exe", "cache", "get"], project)],
-                 lambda: _has_mathlib_oleans(mathlib_dir),
-                 f"Mathlib.olean under {mathlib_dir}/.lake/build/lib"),
+            Step(
+                "dependencies",
+                "fetch Mathlib and its dependencies (lake update)",
+                [Command(["lake", "update"], project)],
+                lambda: (
+                    (mathlib_dir / ".git").exists() and (project / "lake-manifest.json").exists()
+                ),
+                f"Mathlib checkout in {mathlib_dir} with {project}/lake-manifest.json",
+            ),
+            Step(
+                "cache",
+                "download the compiled Mathlib (lake exe cache get)",
+                [Command(["lake", "exe", "cache", "get"], project)],
+                lambda: _has_mathlib_oleans(mathlib_dir),
+                f"Mathlib.olean under {mathlib_dir}/.lake/build/lib",
+            ),
         ]
-    clone = (Command(["git", "clone", REPL_REPOS[options.repl], str(options.repl_dir)])
-             if not (options.repl_dir / ".git").exists()
-             else Command(["git", "fetch", "--tags", "origin"], options.repl_dir))
+    clone = (
+        Command(["git", "clone", REPL_REPOS[options.repl], str(options.repl_dir)])
+        if not (options.repl_dir / ".git").exists()
+        else Command(["git", "fetch", "--tags", "origin"], options.repl_dir)
+    )
     steps += [
         Step(
-            "repl-source", f"check out the REPL ({repl_source})",
-            [clone, Command(["git", "checkout", "--detach", options.repl_revision], options.repl_dir),
-             WriteFile(repl_marker, repl_source + "\n")],
+            "repl-source",
+            f"check out the REPL ({repl_source})",
+            [
+                clone,
+                Command(["git", "checkout", "--detach", options.repl_revision], options.repl_dir),
+                WriteFile(repl_marker, repl_source + "\n"),
+            ],
             lambda: repl_marker.exists() and repl_marker.read_text().strip() == repl_source,
             f"{repl_marker} naming {repl_source}",
         ),
-        Step("repl-build", "build the REPL (lake build)",
-             [Command(["lake", "build"], options.repl_dir)],
-             lambda: options.repl_binary.exists() and _built_after(options.repl_binary, repl_marker),
-             f"REPL binary {options.repl_binary}", options.repl_binary.exists),
+        Step(
+            "repl-build",
+            "build the REPL (lake build)",
+            [Command(["lake", "build"], options.repl_dir)],
+            lambda: options.repl_binary.exists() and _built_after(options.repl_binary, repl_marker),
+            f"REPL binary {options.repl_binary}",
+            options.repl_binary.exists,
+        ),
     ]
     if not options.via_lake:
-        steps.append(Step(
-            "lean-env", f"record the environment `lake env` gives in {project}",
-            [Command(["lake", "env", sys.executable, "-I", "-c", PRINT_ENV_SCRIPT, *LEAN_ENV_VARS],
-                     project, capture=options.lean_env_path)],
-            lambda: lean_env_current(options),
-            f"{options.lean_env_path} with LEAN_PATH and LEAN_SYSROOT",
-            lambda: bool(read_lean_env(options)),  # SetupError says what lake left out
-        ))
-    steps.append(Step(
-        "config", f"write {options.config_path}",
-        [WriteFile(options.config_path, lambda: render_config(options))],
-        lambda: config_current(options),
-        f"{options.config_path} as this setup renders it",
-    ))
+        steps.append(
+            Step(
+                "lean-env",
+                f"record the environment `lake env` gives in {project}",
+                [
+                    Command(
+                        [
+                            "lake",
+                            "env",
+                            sys.executable,
+                            "-I",
+                            "-c",
+                            PRINT_ENV_SCRIPT,
+                            *LEAN_ENV_VARS,
+                        ],
+                        project,
+                        capture=options.lean_env_path,
+                    )
+                ],
+                lambda: lean_env_current(options),
+                f"{options.lean_env_path} with LEAN_PATH and LEAN_SYSROOT",
+                lambda: bool(read_lean_env(options)),  # SetupError says what lake left out
+            )
+        )
+    steps.append(
+        Step(
+            "config",
+            f"write {options.config_path}",
+            [WriteFile(options.config_path, lambda: render_config(options))],
+            lambda: config_current(options),
+            f"{options.config_path} as this setup renders it",
+        )
+    )
     return steps
 
 
 def _lakefile(options: SetupOptions) -> str:
-    lines = ['name = "leanrpc_project"', 'defaultTargets = []', ""]
+    lines = ['name = "leanrpc_project"', "defaultTargets = []", ""]
     if options.mathlib:
-        lines += ["[[require]]", 'name = "mathlib"', f'git = "{MATHLIB_GIT}"', f'rev = "{options.lean_version}"', ""]
+        lines += [
+            "[[require]]",
+            'name = "mathlib"',
+            f'git = "{MATHLIB_GIT}"',
+            f'rev = "{options.lean_version}"',
+            "",
+        ]
     return "\n".join(lines)
 
 
 def _has_mathlib_oleans(mathlib_dir: Path) -> bool:
     # The build layout moved between Lake versions.
-    return any((mathlib_dir / ".lake" / "build" / "lib" / sub / "Mathlib.olean").exists() for sub in ("lean", "."))
+    return any(
+        (mathlib_dir / ".lake" / "build" / "lib" / sub / "Mathlib.olean").exists()
+        for sub in ("lean", ".")
+    )
 
 
 def _built_after(binary: Path, marker: Path) -> bool:

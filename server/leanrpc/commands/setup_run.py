@@ -22,13 +22,20 @@ from .setup_plan import Command, Step, WriteFile, plan
 
 # What to do without a network, per step that needs one.
 OFFLINE_HINTS = {
-    "elan": ("offline? pass --elan PATH (a local elan-init.sh), or put elan in $ELAN_HOME/bin beforehand; "
-             "a toolchain already in $ELAN_HOME/toolchains is not downloaded again"),
-    "toolchain": "offline? put the toolchain in $ELAN_HOME/toolchains first (a toolchain already present is skipped)",
+    "elan": (
+        "offline? pass --elan PATH (a local elan-init.sh), or put elan in $ELAN_HOME/bin "
+        "beforehand; a toolchain already in $ELAN_HOME/toolchains is not downloaded again"
+    ),
+    "toolchain": (
+        "offline? put the toolchain in $ELAN_HOME/toolchains first "
+        "(a toolchain already present is skipped)"
+    ),
     "dependencies": "offline? use --project DIR, a lake project whose packages are already fetched",
     "cache": "offline? use --project DIR, a lake project whose Mathlib is already built",
-    "repl-source": ("offline? put a checkout of the REPL in WORKDIR/repl "
-                    "(git fetch then needs no network only if the tag is there)"),
+    "repl-source": (
+        "offline? put a checkout of the REPL in WORKDIR/repl "
+        "(git fetch then needs no network only if the tag is there)"
+    ),
 }
 
 
@@ -54,7 +61,9 @@ class SubprocessRunner:
             command.cwd.mkdir(parents=True, exist_ok=True)
         stdout = subprocess.PIPE if command.capture else None
         if command.argv[0] == "curl" and "-o" in command.argv:
-            Path(command.argv[command.argv.index("-o") + 1]).parent.mkdir(parents=True, exist_ok=True)
+            Path(command.argv[command.argv.index("-o") + 1]).parent.mkdir(
+                parents=True, exist_ok=True
+            )
         try:
             completed = subprocess.run(command.argv, cwd=command.cwd, env=env, stdout=stdout)
         except FileNotFoundError:
@@ -112,12 +121,16 @@ def execute(
         report(f"{prefix}: done in {seconds:.1f} s")
         reports.append(StepReport(step.name, "done", seconds))
     if not dry_run:
-        report(f"config: {options.config_path}\nnext: leanrpc doctor --config {options.config_path}"
-               f" && leanrpc serve --config {options.config_path}")
+        report(
+            f"config: {options.config_path}\nnext: leanrpc doctor --config {options.config_path}"
+            f" && leanrpc serve --config {options.config_path}"
+        )
     return reports
 
 
-def _run_step(step: Step, prefix: str, runner: Runner, env: dict[str, str], report: Callable[[str], None]) -> None:
+def _run_step(
+    step: Step, prefix: str, runner: Runner, env: dict[str, str], report: Callable[[str], None]
+) -> None:
     """Runs the step's actions, then checks that it is done; StepFailed otherwise."""
     try:
         for action in step.actions:
@@ -134,4 +147,6 @@ def _run_step(step: Step, prefix: str, runner: Runner, env: dict[str, str], repo
     except OSError as exc:
         raise StepFailed(prefix, step.name, f"{exc.filename or ''}: {exc.strerror}") from None
     if not made:
-        raise StepFailed(prefix, step.name, f"its commands succeeded, but there is no {step.product}")
+        raise StepFailed(
+            prefix, step.name, f"its commands succeeded, but there is no {step.product}"
+        )
