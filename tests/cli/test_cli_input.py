@@ -107,18 +107,24 @@ def test_one_sigint_mid_batch_prints_what_arrived_then_exits_130(server, tmp_pat
         (tmp_path / f"f{n}.lean").write_text(
             f"--@standin: burn=0.4\ntheorem s{n} : {n} = {n} := rfl\n"
         )
-    process = subprocess.Popen(
-        [LEANRPC, "verify", str(tmp_path), "--server", server.address],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=clean_env(),
-    )
-    first = [process.stdout.readline(), process.stdout.readline()]  # results stream: two arrived
-    assert all(line.startswith("VALID") for line in first), first
-    process.send_signal(signal.SIGINT)
-    rest, err = process.communicate(timeout=60)
-    printed = first + rest.splitlines()
+    with open(tmp_path / "stderr.txt", "w+") as stderr:
+        process = subprocess.Popen(
+            [LEANRPC, "verify", str(tmp_path), "--server", server.address],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=clean_env(),
+        )
+        # Results stream: two arrived. (Read on through the same buffered pipe:
+        # communicate() would skip lines readline() already buffered.)
+        first = [process.stdout.readline(), process.stdout.readline()]
+        assert all(line.startswith("VALID") for line in first), first
+        process.send_signal(signal.SIGINT)
+        printed = (first[0] + first[1] + process.stdout.read()).splitlines()
+        process.wait(timeout=60)
+        process.stdout.close()
+        stderr.seek(0)
+        err = stderr.read()
     assert process.returncode == 130
     assert "Traceback" not in err
     assert 2 <= len(printed) < total

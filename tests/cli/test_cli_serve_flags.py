@@ -6,6 +6,7 @@ import json
 import signal
 import socket
 import subprocess
+import tempfile
 
 import pytest
 from cli_support import LEANRPC, clean_env, leanrpc
@@ -61,10 +62,11 @@ def _free_port() -> int:
 
 def _serve_then_stop(*args: str) -> tuple[str, str, int]:
     """`leanrpc serve --port 0 ARGS` until it listens, one verify, SIGTERM: (stdout, stderr, status)."""
+    stderr = tempfile.TemporaryFile("w+")
     process = subprocess.Popen(
         [LEANRPC, "serve", "--port", "0", "--workers", "1", *args],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         env=clean_env(),
     )
@@ -75,7 +77,13 @@ def _serve_then_stop(*args: str) -> tuple[str, str, int]:
             assert client.verify(["theorem j : 1 = 1 := rfl"])[0].status == "VALID"
     finally:
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=60)
+        # The same buffered pipe readline() used: communicate() would skip what it buffered.
+        out = process.stdout.read()
+        process.wait(timeout=60)
+        process.stdout.close()
+        stderr.seek(0)
+        err = stderr.read()
+        stderr.close()
     return first + out, err, process.returncode
 
 
