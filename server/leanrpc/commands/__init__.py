@@ -2,7 +2,9 @@
 
 Owns: argument parsing, exit codes, and turning every error a user can fix
 into one line (no traceback unless `--debug`). Each command module
-(serve, verify, setup, doctor, config) adds its subparser and a `run(args) -> int`.
+(serve, verify, setup, doctor, config) adds its subparser and a `run(args) -> int`;
+`setup` is split into setup_options, setup_plan, setup_config and setup_run, and
+`argtypes` checks every flag value while parsing (a usage error, exit status 2).
 May import: app (serve), config, the client (verify), and the layers the
 doctor and setup commands drive.
 """
