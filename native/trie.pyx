@@ -26,6 +26,8 @@ from leanrpc._native.trie_nodes cimport (
     find_child,
     first_code_point,
     free_tree,
+    label_common,
+    label_starts,
     merge_with_only_child,
     new_node,
     node_entries,
@@ -39,8 +41,6 @@ from leanrpc._native.trie_text cimport (
     PyUnicode_FromKindAndData,
     PyUnicode_GET_LENGTH,
     PyUnicode_KIND,
-    ucs_common,
-    ucs_equal,
     ucs_read,
 )
 
@@ -179,7 +179,7 @@ cdef class PrefixTrie:
                 break
             entry = &node_entries(node)[index]
             child = entry.child
-            common = ucs_common(child.kind, node_label(child), kind, data + pos * kind, min(child.length, n - pos))
+            common = label_common(child, kind, data + pos * kind, n - pos)
             if common < child.length:
                 # `child` keeps label[:common]; the rest of its label moves to a new only child.
                 child = split_child(&entry.child, common)
@@ -207,7 +207,7 @@ cdef class PrefixTrie:
             if index < 0:
                 return False
             child = node_entries(node)[index].child
-            if child.length > n - pos or not ucs_equal(child.kind, node_label(child), kind, data + pos * kind, child.length):
+            if not label_starts(child, kind, data + pos * kind, n - pos):
                 return False
             pos += child.length
             link = &node_entries(node)[index].child
@@ -267,7 +267,7 @@ cdef class PrefixTrie:
             if index < 0:
                 break
             child = node_entries(node)[index].child
-            if child.length > n - pos or not ucs_equal(child.kind, node_label(child), kind, data + pos * kind, child.length):
+            if not label_starts(child, kind, data + pos * kind, n - pos):
                 break
             pos += child.length
             node = child
@@ -304,7 +304,7 @@ cdef class PrefixTrie:
         cdef list stack = [(<size_t>self._root, "")]
         cdef Node* node
         cdef Node* child
-        cdef str prefix
+        cdef str prefix, label
         cdef Py_ssize_t i
         cdef size_t address
         while stack:
@@ -317,7 +317,8 @@ cdef class PrefixTrie:
                     raise RuntimeError("PrefixTrie changed during iteration")
             for i in range(node.nchildren - 1, -1, -1):
                 child = node_entries(node)[i].child
-                stack.append((<size_t>child, prefix + PyUnicode_FromKindAndData(child.kind, node_label(child), child.length)))
+                label = PyUnicode_FromKindAndData(child.kind, node_label(child), child.length)
+                stack.append((<size_t>child, prefix + label))
 
     cdef Node* _find(self, str key):
         cdef int kind = PyUnicode_KIND(key)
@@ -331,7 +332,7 @@ cdef class PrefixTrie:
             if index < 0:
                 return NULL
             child = node_entries(node)[index].child
-            if child.length > n - pos or not ucs_equal(child.kind, node_label(child), kind, data + pos * kind, child.length):
+            if not label_starts(child, kind, data + pos * kind, n - pos):
                 return NULL
             pos += child.length
             node = child
@@ -351,7 +352,7 @@ cdef class PrefixTrie:
             if index < 0:
                 break
             child = node_entries(node)[index].child
-            common = ucs_common(child.kind, node_label(child), kind, data + pos * kind, min(child.length, n - pos))
+            common = label_common(child, kind, data + pos * kind, n - pos)
             if common < child.length:
                 length[0] = pos + common
                 return child

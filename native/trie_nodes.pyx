@@ -1,4 +1,6 @@
-"""The prefix trie's node blocks: allocate, grow, link, split, merge, free (leanrpc._native.trie_nodes).
+"""The prefix trie's node blocks: allocate, grow, link, split, merge, free.
+
+The module leanrpc._native.trie_nodes.
 
 The layout, the inline accessors and the child search are declared in
 server/leanrpc/_native/trie_nodes.pxd (read its header); native/trie.pyx
@@ -19,8 +21,13 @@ from leanrpc._native.trie_text cimport ucs_read, ucs_write
 __all__ = []
 
 
-cdef Node* new_node(int kind, const char* label, Py_ssize_t length, Py_ssize_t capacity) except NULL:
-    cdef Node* node = <Node*>PyMem_Malloc(sizeof(Node) + <size_t>capacity * sizeof(Entry) + <size_t>(length * kind))
+cdef inline size_t _block_size(Py_ssize_t capacity, size_t label_bytes) noexcept nogil:
+    return sizeof(Node) + <size_t>capacity * sizeof(Entry) + label_bytes
+
+
+cdef Node* new_node(int kind, const char* label, Py_ssize_t length,
+                    Py_ssize_t capacity) except NULL:
+    cdef Node* node = <Node*>PyMem_Malloc(_block_size(capacity, <size_t>(length * kind)))
     if node == NULL:
         raise MemoryError()
     node.length = length
@@ -40,7 +47,7 @@ cdef Node* new_node(int kind, const char* label, Py_ssize_t length, Py_ssize_t c
 cdef Node* grow(Node* node, Py_ssize_t capacity) except NULL:
     cdef Py_ssize_t old_capacity = node.capacity
     cdef size_t label_bytes = <size_t>(node.length * node.kind)
-    cdef Node* grown = <Node*>PyMem_Realloc(node, sizeof(Node) + <size_t>capacity * sizeof(Entry) + label_bytes)
+    cdef Node* grown = <Node*>PyMem_Realloc(node, _block_size(capacity, label_bytes))
     if grown == NULL:
         raise MemoryError()
     grown.capacity = capacity
@@ -68,7 +75,8 @@ cdef Node* add_child(Node* node, Node* child) except NULL:
 
 cdef void remove_child_at(Node* node, Py_ssize_t index) noexcept nogil:
     cdef Entry* entries = node_entries(node)
-    memmove(entries + index, entries + index + 1, <size_t>(node.nchildren - index - 1) * sizeof(Entry))
+    cdef size_t after = <size_t>(node.nchildren - index - 1) * sizeof(Entry)
+    memmove(entries + index, entries + index + 1, after)
     node.nchildren -= 1
 
 
@@ -81,7 +89,8 @@ cdef Node* split_child(Node** link, Py_ssize_t common) except NULL:
     if child.capacity < 1:
         child = grow(child, 2)
         link[0] = child
-    rest = new_node(child.kind, node_label(child) + common * child.kind, child.length - common, child.nchildren)
+    rest = new_node(child.kind, node_label(child) + common * child.kind, child.length - common,
+                    child.nchildren)
     memcpy(node_entries(rest), node_entries(child), <size_t>child.nchildren * sizeof(Entry))
     rest.nchildren = child.nchildren
     rest.terminal = child.terminal

@@ -9,13 +9,13 @@
 # and the edge label sit next to the header. Labels keep the width (1, 2 or 4
 # bytes per code point, PEP 393) of the key they were cut from.
 #
-# Owns: the Node and Entry structs, the inline accessors and child search used
-# on every lookup (here), and the operations that allocate, grow, link, merge
+# Owns: the Node and Entry structs, the inline accessors, child search and
+# label comparisons used on every lookup (here), and the operations that allocate, grow, link, merge
 # and free blocks (native/trie_nodes.pyx, the module leanrpc._native.trie_nodes).
 # Payloads are not here: nodes hold slot numbers into the trie's Python list.
 # May cimport: leanrpc._native.trie_text, libc.
 
-from leanrpc._native.trie_text cimport ucs_read
+from leanrpc._native.trie_text cimport ucs_common, ucs_equal, ucs_read
 
 
 cdef struct Node
@@ -72,9 +72,22 @@ cdef inline Py_UCS4 first_code_point(Node* node) noexcept nogil:
     return ucs_read(node.kind, node_label(node), 0)
 
 
+cdef inline bint label_starts(Node* node, int kind, const char* data,
+                              Py_ssize_t size) noexcept nogil:
+    # Whether the node's whole label starts data[:size] (code points `kind` bytes wide).
+    return node.length <= size and ucs_equal(node.kind, node_label(node), kind, data, node.length)
+
+
+cdef inline Py_ssize_t label_common(Node* node, int kind, const char* data,
+                                    Py_ssize_t size) noexcept nogil:
+    # The number of leading code points the node's label shares with data[:size].
+    return ucs_common(node.kind, node_label(node), kind, data, min(node.length, size))
+
+
 # Defined in native/trie_nodes.pyx. A function that may move a block returns
 # its new address; the caller re-links it.
-cdef Node* new_node(int kind, const char* label, Py_ssize_t length, Py_ssize_t capacity) except NULL
+cdef Node* new_node(int kind, const char* label, Py_ssize_t length,
+                    Py_ssize_t capacity) except NULL
 cdef Node* grow(Node* node, Py_ssize_t capacity) except NULL
 cdef Node* add_child(Node* node, Node* child) except NULL
 cdef void remove_child_at(Node* node, Py_ssize_t index) noexcept nogil

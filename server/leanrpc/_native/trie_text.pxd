@@ -70,7 +70,8 @@ cdef inline Py_ssize_t _common_bytes(const char* a, const char* b, Py_ssize_t n)
     return i
 
 
-cdef inline Py_ssize_t ucs_common(int ka, const char* a, int kb, const char* b, Py_ssize_t n) noexcept nogil:
+cdef inline Py_ssize_t ucs_common(int ka, const char* a, int kb, const char* b,
+                                  Py_ssize_t n) noexcept nogil:
     # The number of equal leading code points of a[:n] and b[:n].
     if ka == kb:
         return _common_bytes(a, b, n * ka) // ka
@@ -87,7 +88,8 @@ cdef inline Py_ssize_t ucs_common(int ka, const char* a, int kb, const char* b, 
     return _common_mixed(<const Py_UCS4*>a, <const Py_UCS2*>b, n)
 
 
-cdef inline bint ucs_equal(int ka, const char* a, int kb, const char* b, Py_ssize_t n) noexcept nogil:
+cdef inline bint ucs_equal(int ka, const char* a, int kb, const char* b,
+                           Py_ssize_t n) noexcept nogil:
     if ka == kb:
         return memcmp(a, b, <size_t>(n * ka)) == 0
     return ucs_common(ka, a, kb, b, n) == n
