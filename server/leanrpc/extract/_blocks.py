@@ -169,8 +169,15 @@ def disjoint(nodes: list[TacticNode]) -> list[TacticNode]:
             kept[-1] = _merge_same_span(kept[-1], node)
             continue
         if kept and node.start < kept[-1].end:
-            log.debug("extract: dropped node %s [%d, %d) overlapping kept %s [%d, %d)",
-                      node.kind, node.start, node.end, kept[-1].kind, kept[-1].start, kept[-1].end)
+            log.debug(
+                "extract: dropped node %s [%d, %d) overlapping kept %s [%d, %d)",
+                node.kind,
+                node.start,
+                node.end,
+                kept[-1].kind,
+                kept[-1].start,
+                kept[-1].end,
+            )
             continue
         kept.append(node)
     return kept
@@ -179,7 +186,9 @@ def disjoint(nodes: list[TacticNode]) -> list[TacticNode]:
 def _merge_same_span(first: TacticNode, again: TacticNode) -> TacticNode:
     if list(again.goals_before) == list(first.goals_after):
         return dataclasses.replace(first, goals_after=list(again.goals_after))
-    before = list(first.goals_before) + [g for g in again.goals_before if g not in first.goals_before]
+    before = list(first.goals_before) + [
+        g for g in again.goals_before if g not in first.goals_before
+    ]
     after = list(first.goals_after) + [g for g in again.goals_after if g not in first.goals_after]
     return dataclasses.replace(first, goals_before=before, goals_after=after)
 

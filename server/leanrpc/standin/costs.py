@@ -32,7 +32,9 @@ class Costs:
         self.enabled = enabled  # False in record mode
         self._mathlib_loaded = False
         self._headers: set[str] = set()
-        self._incr: dict[str, list[str]] = {}  # env id -> sorted texts run on it (the fork's prefix trie)
+        self._incr: dict[
+            str, list[str]
+        ] = {}  # env id -> sorted texts run on it (the fork's prefix trie)
 
     def header(self, mods: list[str]) -> None:
         """A fresh env's header import."""

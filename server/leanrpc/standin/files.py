@@ -59,6 +59,10 @@ class Files:
             data = json.loads(payload)
         except ValueError:
             data = None
-        if type(data) is not dict or data.get("format") != PICKLE_FORMAT or data.get("kind") != kind:
+        if (
+            type(data) is not dict
+            or data.get("format") != PICKLE_FORMAT
+            or data.get("kind") != kind
+        ):
             raise Fatal(f"failed to read file '{p}', invalid header")
         return data

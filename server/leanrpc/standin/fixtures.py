@@ -24,8 +24,14 @@ import re
 from .wire import read_request
 
 __all__ = [
-    "FORK_VERSION", "REPL_VERSION", "find_fixtures", "fixture_sets", "split_requests", "split_responses",
-    "transcripts", "version_number",
+    "FORK_VERSION",
+    "REPL_VERSION",
+    "find_fixtures",
+    "fixture_sets",
+    "split_requests",
+    "split_responses",
+    "transcripts",
+    "version_number",
 ]
 
 REPL_VERSION = "4.33.0-rc2"

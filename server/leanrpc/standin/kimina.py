@@ -115,7 +115,11 @@ def record(root: str, problems: list) -> dict:
         body_line = body_start_line(text)
         messages = [m for m in resp.get("messages") or [] if isinstance(m, dict)]
         cost = resp.get("time")
-        entry = (messages, core_line - body_line + 1, float(cost) if isinstance(cost, (int, float)) else 0.0)
+        entry = (
+            messages,
+            core_line - body_line + 1,
+            float(cost) if isinstance(cost, (int, float)) else 0.0,
+        )
         if core in table and table[core][0] != messages:
             problems.append(f"kimina/{name}: same proof as an earlier input with other messages")
             continue

@@ -84,11 +84,15 @@ class Recorder:
         if sorted(infos) != list(range(len(infos))):
             ok = False
         if not ok:
-            self.problems.append(f"{self.where}: ids in the recorded response are not fresh consecutive ids")
+            self.problems.append(
+                f"{self.where}: ids in the recorded response are not fresh consecutive ids"
+            )
         template = (tpl, [infos[k] for k in sorted(infos)], alloc_env)
         old = self.entries.get(key)
         if old is not None and old != template:
-            self.problems.append(f"{self.where}: same request recorded with another response earlier in the set")
+            self.problems.append(
+                f"{self.where}: same request recorded with another response earlier in the set"
+            )
         else:
             self.entries[key] = template
         return template
@@ -103,7 +107,9 @@ def record_set(name: str, version: str, fork: bool, set_root: str, problems: lis
             continue
         rel = os.path.relpath(in_path, os.path.dirname(os.path.dirname(set_root)))
         with open(in_path, "rb") as f:
-            requests = [r for r in split_requests(f.read()) if not (r.startswith("#") or r.startswith("--"))]
+            requests = [
+                r for r in split_requests(f.read()) if not (r.startswith("#") or r.startswith("--"))
+            ]
         with open(out_path, encoding="utf-8") as f:
             responses = split_responses(f.read())
         if len(requests) != len(responses):

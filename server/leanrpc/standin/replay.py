@@ -73,7 +73,9 @@ def _stamp(root: str) -> tuple:
                     st = os.stat(os.path.join(d, n))
                 except OSError:
                     continue
-                files.append((os.path.relpath(os.path.join(d, n), root), st.st_size, st.st_mtime_ns))
+                files.append(
+                    (os.path.relpath(os.path.join(d, n), root), st.st_size, st.st_mtime_ns)
+                )
     # Every source file of the stand-in: any of them may change what a
     # recorded request's key or template is.
     here = os.path.dirname(os.path.abspath(__file__))
