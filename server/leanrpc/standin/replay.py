@@ -7,9 +7,9 @@ each key resolves to the set that best matches the process: the nearest Lean
 version, then the same fork-ness, then the newer version.
 
 The raw index is cached with marshal under ``$TMPDIR/leanrpc-standin-<uid>/``
-(or ``$LEANRPC_STANDIN_CACHE_DIR``), keyed by the fixture files' names, sizes
-and mtimes, the Python version and the stand-in's own source files, so a
-worker start only loads it. A cache not owned by the current user is ignored.
+(or ``$LEANRPC_STANDIN_CACHE_DIR``), one file per fixtures root and stand-in
+copy, stamped with the fixture files' names, sizes and mtimes, the Python
+version and the stand-in's own source files, so a worker start only loads it. A cache not owned by the current user is ignored.
 
 Owns: ``Index`` (templates by key, the Kimina table) and ``load_index``.
 Where fixtures are: ``fixtures.py``; recording them: ``record.py``; Kimina
@@ -95,7 +95,12 @@ def cache_path(root: str) -> str:
     base = os.environ.get("LEANRPC_STANDIN_CACHE_DIR") or os.path.join(
         os.environ.get("TMPDIR") or "/tmp", f"leanrpc-standin-{os.getuid()}"
     )
-    digest = hashlib.blake2b(os.path.realpath(root).encode(), digest_size=10).hexdigest()
+    # One file per fixtures root *and* stand-in copy: checkouts side by side
+    # (worktrees) would otherwise overwrite each other's cache, and each
+    # fresh worker would rebuild the index (seconds) on its first lookup.
+    here = os.path.dirname(os.path.abspath(__file__))
+    key = os.path.realpath(root) + "\0" + os.path.realpath(here)
+    digest = hashlib.blake2b(key.encode(), digest_size=10).hexdigest()
     return os.path.join(base, f"index-{digest}.marshal")
 
 
