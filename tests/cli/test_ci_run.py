@@ -98,3 +98,29 @@ def test_ci_fails_on_the_first_failing_part_of_the_command(tmp_path):
     )
     assert done.returncode == 1
     assert not (checkout / "reached").exists()
+
+
+def test_ci_runs_the_style_gate_after_the_install_and_before_the_tests():
+    command = _readme_block_after("<!-- ci:test-command", README.read_text())
+    assert command.index("pip install") < command.index(".ci/lint") < command.index("pytest")
+    assert (ROOT / ".ci" / "lint").is_file()
+
+
+def test_the_style_gate_fails_on_unformatted_code_and_names_it(tmp_path):
+    # A checkout with the project's ruff settings and one badly laid-out file;
+    # --anyway runs the gate whatever its LINT_ENABLED switch says.
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "lint", tmp_path / ".ci" / "lint")
+    ruff_settings = ROOT.joinpath("pyproject.toml").read_text().split("[tool.ruff]", 1)[1]
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff]" + ruff_settings)
+    (tmp_path / "bad.py").write_text("import sys, os\nx = {  'a':1 }\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    done = subprocess.run(["bash", str(tmp_path / ".ci" / "lint"), "--anyway"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "bad.py" in done.stdout + done.stderr
+    (tmp_path / "bad.py").write_text("import os\nimport sys\n\nx = {\"a\": 1, \"os\": os, \"sys\": sys}\n")
+    done = subprocess.run(["bash", str(tmp_path / ".ci" / "lint"), "--anyway"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
