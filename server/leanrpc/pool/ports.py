@@ -54,7 +54,6 @@ class SupervisorPort(PoolCore, Protocol):
     """The pool as the supervisor sees it: boot, recycle, spares, breaker."""
 
     admission: Admission
-    prefix_index: PrefixIndex
 
     @property
     def loads_in_flight(self) -> int: ...
