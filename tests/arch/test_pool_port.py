@@ -41,9 +41,16 @@ def _port_names() -> dict[str, set[str]]:
     def of(name: str) -> set[str]:
         if name not in names:
             node = classes[name]
-            own = {item.target.id for item in node.body
-                   if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
-            own |= {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            own = {
+                item.target.id
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            }
+            own |= {
+                item.name
+                for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
             for base in node.bases:
                 if isinstance(base, ast.Name) and base.id in classes:
                     own |= of(base.id)
@@ -55,7 +62,9 @@ def _port_names() -> dict[str, set[str]]:
 
 def _facade() -> set[str]:
     for node in ast.parse(FACADE.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             return set(ast.literal_eval(node.value))
     raise AssertionError("pool/__init__.py has no __all__")
 
@@ -69,7 +78,9 @@ def _is_config(node: ast.AST) -> bool:
 def _is_pool(node: ast.AST) -> bool:
     if isinstance(node, ast.Name):
         return node.id in POOL_NAMES
-    return isinstance(node, ast.Attribute) and node.attr in POOL_NAMES and not _is_config(node.value)
+    return (
+        isinstance(node, ast.Attribute) and node.attr in POOL_NAMES and not _is_config(node.value)
+    )
 
 
 def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -81,7 +92,9 @@ def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(package + ([base] if base else []))
 
 
-def offences(source: str, module: str, allowed: set[str], facade: set[str], *, is_package: bool = False):
+def offences(
+    source: str, module: str, allowed: set[str], facade: set[str], *, is_package: bool = False
+):
     """(line, what) for every use of the pool outside `allowed` and every import past the facade."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -99,15 +112,27 @@ def offences(source: str, module: str, allowed: set[str], facade: set[str], *, i
         elif isinstance(node, ast.Attribute) and _is_pool(node.value):
             if node.attr not in allowed:
                 yield node.lineno, f"pool.{node.attr}"
-        elif isinstance(node, ast.Attribute) and node.attr in POOL_NAMES and not allowed and not _is_config(node.value):
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in POOL_NAMES
+            and not allowed
+            and not _is_config(node.value)
+        ):
             yield node.lineno, f"{ast.unparse(node)} (this room holds no pool)"
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
-              and isinstance(node.args[1], ast.Constant)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr", "setattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+        ):
             if _is_pool(node.args[0]) and node.args[1].value not in allowed:
                 yield node.lineno, f"{node.func.id}(pool, {node.args[1].value!r})"
             elif node.args[1].value in POOL_NAMES and not allowed:
-                yield node.lineno, f"{node.func.id}(..., {node.args[1].value!r}) (this room holds no pool)"
+                yield (
+                    node.lineno,
+                    f"{node.func.id}(..., {node.args[1].value!r}) (this room holds no pool)",
+                )
 
 
 def _modules_above_the_pool():
@@ -116,7 +141,11 @@ def _modules_above_the_pool():
         rel = path.relative_to(SERVER / "leanrpc")
         if "v1" in rel.parts:
             continue
-        room = rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 or rel.name != "__init__.py" else ""
+        room = (
+            rel.parts[0].removesuffix(".py")
+            if len(rel.parts) > 1 or rel.name != "__init__.py"
+            else ""
+        )
         if LAYER_OF.get(room, -1) <= floor:
             continue
         parts = list(path.relative_to(SERVER).with_suffix("").parts)
@@ -131,25 +160,57 @@ def test_modules_above_the_pool_use_only_its_port():
     found = []
     checked = 0
     for path, room, module, is_package in _modules_above_the_pool():
-        allowed = (set() if room in NO_POOL_ROOMS else ports["PoolPort"] if room in PORT_ROOMS
-                   else ports["PoolOwner"])
-        for line, what in offences(path.read_text(encoding="utf-8"), module, allowed, facade, is_package=is_package):
+        allowed = (
+            set()
+            if room in NO_POOL_ROOMS
+            else ports["PoolPort"]
+            if room in PORT_ROOMS
+            else ports["PoolOwner"]
+        )
+        for line, what in offences(
+            path.read_text(encoding="utf-8"), module, allowed, facade, is_package=is_package
+        ):
             found.append(f"{path.relative_to(ROOT)}:{line}: {what}")
         checked += 1
     assert checked > 50  # the walk found the rooms above the pool
-    assert not found, "the pool reached past its port (use PoolPort/PoolOwner, pool/ports.py):\n" + "\n".join(found)
+    assert not found, (
+        "the pool reached past its port (use PoolPort/PoolOwner, pool/ports.py):\n"
+        + "\n".join(found)
+    )
 
 
 def test_the_ports_are_narrow_and_name_no_internals():
     ports = _port_names()
-    assert {"submit", "check_admission", "identity_of", "live_workers", "add_recycle_hook"} <= ports["PoolPort"]
+    assert {
+        "submit",
+        "check_admission",
+        "identity_of",
+        "live_workers",
+        "add_recycle_hook",
+    } <= ports["PoolPort"]
     assert ports["PoolOwner"] - ports["PoolPort"] == {"start", "close", "metrics"}
-    internals = {"workers", "supervisor", "runner", "admission", "index", "prefix_index", "slots", "router",
-                 "dispatcher", "stats", "features", "spawn_worker", "recycle", "release", "fail", "requeue"}
+    internals = {
+        "workers",
+        "supervisor",
+        "runner",
+        "admission",
+        "index",
+        "prefix_index",
+        "slots",
+        "router",
+        "dispatcher",
+        "stats",
+        "features",
+        "spawn_worker",
+        "recycle",
+        "release",
+        "fail",
+        "requeue",
+    }
     assert not internals & ports["PoolOwner"]
 
 
-SAMPLE = '''
+SAMPLE = """
 from leanrpc.pool.runner import Runner
 from ..pool import Slots, BodyJob
 from ..pool.slot import WorkerHandle
@@ -166,14 +227,19 @@ class Service:
         launcher = getattr(self.pool, "launcher", None)
         hidden = getattr(self.pool, "slots", None)
         return await self.pool.submit(job)
-'''
+"""
 
 
 def test_the_check_sees_a_reach_into_the_pool():
     # The scan must be able to fail: internals used and pool modules imported are found,
     # the port's names and a config's [pool] section are not.
     ports = _port_names()
-    found = [what for _line, what in sorted(offences(SAMPLE, "leanrpc.services.sample", ports["PoolPort"], _facade()))]
+    found = [
+        what
+        for _line, what in sorted(
+            offences(SAMPLE, "leanrpc.services.sample", ports["PoolPort"], _facade())
+        )
+    ]
     assert found == [
         "from leanrpc.pool.runner import ...",
         "from leanrpc.pool import Slots",
@@ -189,4 +255,6 @@ def test_the_check_sees_a_reach_through_the_service():
     sample = 'pool = getattr(service, "pool", None)\npool.add_state_listener(f)\nself.service.pool.submit(j)\n'
     found = sorted(offences(sample, "leanrpc.cache.sample", set(), _facade()))
     assert [line for line, _what in found] == [1, 2, 3, 3], found
-    assert not list(offences("self.config.pool.workers\n", "leanrpc.cache.sample", set(), _facade()))
+    assert not list(
+        offences("self.config.pool.workers\n", "leanrpc.cache.sample", set(), _facade())
+    )

@@ -5,7 +5,6 @@ dispatcher keeps (the rent book, the counters) and nothing else."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import pytest
@@ -16,11 +15,11 @@ from leanrpc.pool.cost import BodyCostModel
 from leanrpc.pool.dispatch import IndexFacts, RentBook
 from leanrpc.pool.job import BodyJob, CallJob, Job
 from leanrpc.pool.plan import (
-    Assign, CostView, Expire, Import, JobKind, JobView, Mark, RoutingStats, Snapshot, Start, Switch, View,
+    Assign, CostView, Expire, Import, JobView, RoutingStats, Snapshot, Start, Switch, View,
     WorkerView,
 )
 from leanrpc.pool.prefix_index import PrefixIndex
-from leanrpc.pool.routing import RENT_ENTRIES, Router
+from leanrpc.pool.routing import Router
 
 NOW = 1000.0
 MATHLIB = "import Mathlib\n"

@@ -41,7 +41,10 @@ def _waiting_situation(*, rent: float, busy_for: float = 0.5, marks=None, table=
     queued = job(body=BODY)
     key = hash((queued.scope, queued.text))
     facts = TableFacts(holders={queued: ("holder", len(queued.text))})
-    workers = [view("holder", View.BUSY, busy_since=NOW, expected_busy_s=busy_for), view("other", View.IDLE)]
+    workers = [
+        view("holder", View.BUSY, busy_since=NOW, expected_busy_s=busy_for),
+        view("other", View.IDLE),
+    ]
     book = collections.OrderedDict(table if table is not None else {key: rent})
     snapshot = Snapshot(NOW, [queued], workers, facts, COST, True, book, dict(marks or {}))
     return snapshot, queued, key
@@ -49,15 +52,31 @@ def _waiting_situation(*, rent: float, busy_for: float = 0.5, marks=None, table=
 
 # (situation, rent paid for the prefix, busy_for, decisions, waits, spreads, rent spent)
 TABLE = [
-    ("a cheap wait for the holder beats elaborating 560 characters again", 0.0, 0.5, [], 1, 0, False),
-    ("the rent paid tips it over: the idle worker takes it and the rent is spent", 6.0, 0.5,
-     [("assign", "other")], 0, 1, True),
+    (
+        "a cheap wait for the holder beats elaborating 560 characters again",
+        0.0,
+        0.5,
+        [],
+        1,
+        0,
+        False,
+    ),
+    (
+        "the rent paid tips it over: the idle worker takes it and the rent is spent",
+        6.0,
+        0.5,
+        [("assign", "other")],
+        0,
+        1,
+        True,
+    ),
     ("a holder far from done: elaborate it now", 0.0, 9.0, [("assign", "other")], 0, 1, True),
 ]
 
 
-@pytest.mark.parametrize("situation,rent,busy_for,expected,waits,spreads,spent", TABLE,
-                         ids=[row[0] for row in TABLE])
+@pytest.mark.parametrize(
+    "situation,rent,busy_for,expected,waits,spreads,spent", TABLE, ids=[row[0] for row in TABLE]
+)
 def test_rent_table(situation, rent, busy_for, expected, waits, spreads, spent):
     snapshot, queued, key = _waiting_situation(rent=rent, busy_for=busy_for)
     plan = Router(size=2).plan(snapshot)
@@ -73,15 +92,27 @@ def test_a_plan_leaves_its_snapshot_unchanged():
     # the plan charges, marks and decides, all in its output.
     snapshot, queued, key = _waiting_situation(rent=0.3)
     marked = dataclasses.replace(snapshot, marks={queued: Mark(NOW - 0.4, key)})
-    before = (list(marked.rent.items()), dict(marked.marks), [dataclasses.astuple(w) for w in marked.workers],
-              list(marked.jobs))
+    before = (
+        list(marked.rent.items()),
+        dict(marked.marks),
+        [dataclasses.astuple(w) for w in marked.workers],
+        list(marked.jobs),
+    )
     plan = Router(size=2).plan(marked)
-    after = (list(marked.rent.items()), dict(marked.marks), [dataclasses.astuple(w) for w in marked.workers],
-             list(marked.jobs))
+    after = (
+        list(marked.rent.items()),
+        dict(marked.marks),
+        [dataclasses.astuple(w) for w in marked.workers],
+        list(marked.jobs),
+    )
     assert after == before
     # what changed is in the plan: the 0.4 s charged to the prefix, the job marked again
-    assert plan.rent.paid == [(key, pytest.approx(0.4))] and plan.stats.prefix_wait_s == pytest.approx(0.4)
-    assert plan.rent.marks[queued] == Mark(NOW, key) and plan.stats.prefix_waits == 0  # counted once, before
+    assert plan.rent.paid == [
+        (key, pytest.approx(0.4))
+    ] and plan.stats.prefix_wait_s == pytest.approx(0.4)
+    assert (
+        plan.rent.marks[queued] == Mark(NOW, key) and plan.stats.prefix_waits == 0
+    )  # counted once, before
 
 
 def test_the_same_snapshot_gives_the_same_plan():
@@ -89,7 +120,11 @@ def test_the_same_snapshot_gives_the_same_plan():
     router = Router(size=2)
     first, second = router.plan(snapshot), router.plan(snapshot)
     assert (first.decisions, first.wake_at, first.stats, first.rent) == (
-        second.decisions, second.wake_at, second.stats, second.rent)
+        second.decisions,
+        second.wake_at,
+        second.stats,
+        second.rent,
+    )
 
 
 def test_rent_the_book_drops_is_not_counted_by_the_plan_that_drops_it():
@@ -110,13 +145,19 @@ def test_rent_the_book_drops_is_not_counted_by_the_plan_that_drops_it():
     book = RentBook()
     book.table, book.marks = collections.OrderedDict(table), dict(marks)
     book.apply(plan.rent)
-    assert key not in book.table and len(book.table) == RENT_ENTRIES and book.table[-7] == pytest.approx(1.0)
+    assert (
+        key not in book.table
+        and len(book.table) == RENT_ENTRIES
+        and book.table[-7] == pytest.approx(1.0)
+    )
 
 
 def test_the_book_applies_a_change_in_order():
     book = RentBook()
     book.table.update({1: 1.0, 2: 2.0})
-    book.apply(RentChange(paid=[(1, 0.5), (3, 0.25), (1, 0.5)], spent=[2], marks={"j": Mark(None, 1)}))
+    book.apply(
+        RentChange(paid=[(1, 0.5), (3, 0.25), (1, 0.5)], spent=[2], marks={"j": Mark(None, 1)})
+    )
     assert list(book.table.items()) == [(3, 0.25), (1, 2.0)] and book.marks == {"j": Mark(None, 1)}
     assert not book.charging
     book.forget("j")

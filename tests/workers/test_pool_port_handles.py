@@ -9,7 +9,15 @@ import pytest
 from leanrpc import repl
 from leanrpc.core.headers import split_header
 from leanrpc.errors import WorkerDiverged
-from leanrpc.pool import BodyJob, BodyOutcome, CallJob, CallOutcome, PoolMetrics, WorkerHandle, WorkerInfo
+from leanrpc.pool import (
+    BodyJob,
+    BodyOutcome,
+    CallJob,
+    CallOutcome,
+    PoolMetrics,
+    WorkerHandle,
+    WorkerInfo,
+)
 from leanrpc.services.verify import VerifyOptions
 from workers_support import HEADER, start_service
 
@@ -50,7 +58,11 @@ async def test_each_kind_gets_its_own_outcome_and_a_call_only_a_handle():
         assert type(called) is CallOutcome and isinstance(called.value, int)
         [handle] = probe.handles
         assert isinstance(handle, WorkerHandle) and handle.name == called.worker
-        assert not hasattr(handle, "kill") and not hasattr(handle, "release") and not hasattr(handle, "state")
+        assert (
+            not hasattr(handle, "kill")
+            and not hasattr(handle, "release")
+            and not hasattr(handle, "state")
+        )
     finally:
         await pool.close(2.0)
 
@@ -77,7 +89,9 @@ async def test_listeners_get_a_worker_info_and_metrics_a_published_copy():
     seen = []
     service.add_worker_listener(lambda info, old, new: seen.append(info))
     try:
-        result = await service.verify("s", HEADER + "theorem y : True := trivial\n", VerifyOptions())
+        result = await service.verify(
+            "s", HEADER + "theorem y : True := trivial\n", VerifyOptions()
+        )
         assert result.status.name == "VALID"
         published = pool.metrics()
         assert isinstance(published, PoolMetrics) and published.stats.jobs_finished >= 1
@@ -92,4 +106,3 @@ async def test_listeners_get_a_worker_info_and_metrics_a_published_copy():
     assert seen and all(type(info) is WorkerInfo for info in seen)
     assert seen[-1].exit_cause is not None  # the last transition: its end, with its cause
     assert not any(hasattr(info, "kill") for info in seen)
-

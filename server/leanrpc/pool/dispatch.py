@@ -24,8 +24,21 @@ from typing import TYPE_CHECKING, Callable
 
 from ..errors import WorkerTimeout
 from ..worker.states import ExitCause, WorkerState
-from .plan import LOOKAHEAD, Assign, CostView, Expire, Import, JobKind, JobView, Plan, RentChange, Snapshot, \
-    Switch, View, WorkerView
+from .plan import (
+    LOOKAHEAD,
+    Assign,
+    CostView,
+    Expire,
+    Import,
+    JobKind,
+    JobView,
+    Plan,
+    RentChange,
+    Snapshot,
+    Switch,
+    View,
+    WorkerView,
+)
 from .routing import RENT_ENTRIES, Router
 
 if TYPE_CHECKING:
@@ -41,7 +54,7 @@ log = logging.getLogger("leanrpc.pool")
 _VIEW_OF_STATE = {
     WorkerState.SPAWNING: View.SPAWNING,
     WorkerState.PROBING: View.SPAWNING,
-    WorkerState.READY: View.SPAWNING,   # booted for a job or a preload, not yet handed out
+    WorkerState.READY: View.SPAWNING,  # booted for a job or a preload, not yet handed out
     WorkerState.LOADING: View.WARMING,
     WorkerState.IDLE: View.IDLE,
     WorkerState.RESERVED: View.BUSY,
@@ -111,8 +124,11 @@ class Dispatcher:
     def __init__(self, pool: DispatchPort) -> None:
         self._pool = pool
         settings = pool.config.pool
-        self.router = Router(size=settings.workers, max_wait_for_warm_s=settings.max_wait_for_warm_s,
-                             prefix_routing=settings.prefix_routing)
+        self.router = Router(
+            size=settings.workers,
+            max_wait_for_warm_s=settings.max_wait_for_warm_s,
+            prefix_routing=settings.prefix_routing,
+        )
         self.facts = IndexFacts(pool.index, pool.features.incremental)
         self.rent = RentBook()
         self._wake = asyncio.Event()
@@ -125,7 +141,9 @@ class Dispatcher:
         if self._pool.closing:
             return
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._loop(), name="leanrpc-dispatch")
+            self._task = asyncio.get_running_loop().create_task(
+                self._loop(), name="leanrpc-dispatch"
+            )
         self._wake.set()
 
     def close(self) -> None:
@@ -158,9 +176,16 @@ class Dispatcher:
         if not self.router.has_room(workers) and not self.rent.charging:
             return  # the plan would be empty
         cost = pool.cost
-        snapshot = Snapshot(now, [job.view for job in admission.ordered(LOOKAHEAD)], workers, self.facts,
-                            CostView(cost.known, cost.per_char, cost.overhead_s) if cost.known else CostView(),
-                            pool.features.incremental_profiles, self.rent.table, self.rent.marks)
+        snapshot = Snapshot(
+            now,
+            [job.view for job in admission.ordered(LOOKAHEAD)],
+            workers,
+            self.facts,
+            CostView(cost.known, cost.per_char, cost.overhead_s) if cost.known else CostView(),
+            pool.features.incremental_profiles,
+            self.rent.table,
+            self.rent.marks,
+        )
         self.apply(self.router.plan(snapshot))
 
     def apply(self, plan: Plan) -> None:
@@ -195,9 +220,19 @@ class Dispatcher:
 
     def views(self) -> list[WorkerView]:
         return [
-            WorkerView(w.name, _VIEW_OF_STATE.get(w.state, View.GONE), w.import_key, w.loading_key, w.last_used,
-                       w.busy_since, w.expected_busy_s, frozenset(w.headers), w.profile, self._may_import(w),
-                       w.requests_served > 0)
+            WorkerView(
+                w.name,
+                _VIEW_OF_STATE.get(w.state, View.GONE),
+                w.import_key,
+                w.loading_key,
+                w.last_used,
+                w.busy_since,
+                w.expected_busy_s,
+                frozenset(w.headers),
+                w.profile,
+                self._may_import(w),
+                w.requests_served > 0,
+            )
             for w in self._pool.workers
         ]
 
@@ -224,4 +259,6 @@ class Dispatcher:
             self.poke()
 
         self._timer_at = when
-        self._timer = asyncio.get_running_loop().call_later(max(0.01, when - time.monotonic()), fire)
+        self._timer = asyncio.get_running_loop().call_later(
+            max(0.01, when - time.monotonic()), fire
+        )

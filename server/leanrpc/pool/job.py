@@ -32,8 +32,15 @@ from .plan import JobKind, JobView
 from .sessions import SessionCall
 
 __all__ = [
-    "BodyJob", "BodyOutcome", "CallJob", "CallOutcome", "Job", "SessionJob", "SessionOutcome",
-    "WorkerCall", "profile_key",
+    "BodyJob",
+    "BodyOutcome",
+    "CallJob",
+    "CallOutcome",
+    "Job",
+    "SessionJob",
+    "SessionOutcome",
+    "WorkerCall",
+    "profile_key",
 ]
 
 T = TypeVar("T")
@@ -57,7 +64,7 @@ class WorkerCall(Protocol[T_co]):
     """
 
     scope: str  # what the work is about, the same on every worker
-    text: str   # the work to redo on a worker that holds none of it
+    text: str  # the work to redo on a worker that holds none of it
 
     def held_chars(self, worker_name: str) -> int: ...
 
@@ -110,8 +117,17 @@ class Job:
 
     def make_view(self) -> JobView:
         """The job as routing sees it (frozen; `enqueued_at` as it is now)."""
-        self.view = JobView(self, self.KIND, self.import_key, self.scope, self.text, self.profile, self.reuse,
-                            self.enqueued_at, self.deadline)
+        self.view = JobView(
+            self,
+            self.KIND,
+            self.import_key,
+            self.scope,
+            self.text,
+            self.profile,
+            self.reuse,
+            self.enqueued_at,
+            self.deadline,
+        )
         return self.view
 
 

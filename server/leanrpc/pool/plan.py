@@ -26,8 +26,23 @@ import enum
 from typing import Any, Mapping, Protocol, Sequence
 
 __all__ = [
-    "Assign", "CostView", "Expire", "Import", "JobKind", "JobView", "LOOKAHEAD", "Mark", "Plan",
-    "PrefixFacts", "RentChange", "RoutingStats", "Snapshot", "Start", "Switch", "View", "WorkerView",
+    "Assign",
+    "CostView",
+    "Expire",
+    "Import",
+    "JobKind",
+    "JobView",
+    "LOOKAHEAD",
+    "Mark",
+    "Plan",
+    "PrefixFacts",
+    "RentChange",
+    "RoutingStats",
+    "Snapshot",
+    "Start",
+    "Switch",
+    "View",
+    "WorkerView",
     "routes_by_prefix",
 ]
 
@@ -40,10 +55,10 @@ class View(enum.Enum):
 
     SPAWNING = "spawning"
     IDLE = "idle"
-    BUSY = "busy"        # reserved or running
+    BUSY = "busy"  # reserved or running
     WARMING = "warming"  # loading a header or preamble
     STOPPING = "stopping"  # still holds its process, so its slot
-    GONE = "gone"        # dead or failed: holds nothing
+    GONE = "gone"  # dead or failed: holds nothing
 
 
 class JobKind(enum.Enum):
@@ -141,7 +156,7 @@ class Mark:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Snapshot:
     now: float
-    jobs: Sequence[JobView]        # fair order, at most LOOKAHEAD
+    jobs: Sequence[JobView]  # fair order, at most LOOKAHEAD
     workers: Sequence[WorkerView]
     facts: PrefixFacts
     cost: CostView = CostView()
@@ -152,7 +167,9 @@ class Snapshot:
     marks: Mapping[JobView, Mark] = dataclasses.field(default_factory=dict)
 
     def incremental_for(self, profile: str) -> bool:
-        return self.incremental if isinstance(self.incremental, bool) else profile in self.incremental
+        return (
+            self.incremental if isinstance(self.incremental, bool) else profile in self.incremental
+        )
 
 
 def routes_by_prefix(job: JobView, prefix_routing: bool, incremental: bool) -> bool:
@@ -206,9 +223,9 @@ class Expire:
 class RoutingStats:
     """Counters one plan adds to the pool's (PoolStats has the same names)."""
 
-    prefix_waits: int = 0     # jobs that waited for a busy prefix holder while a worker was idle
+    prefix_waits: int = 0  # jobs that waited for a busy prefix holder while a worker was idle
     prefix_wait_s: float = 0.0
-    prefix_spreads: int = 0   # jobs run on an idle worker although a busy one held more
+    prefix_spreads: int = 0  # jobs run on an idle worker although a busy one held more
 
 
 @dataclasses.dataclass

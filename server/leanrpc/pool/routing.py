@@ -43,7 +43,19 @@ import collections
 import dataclasses
 
 from .plan import (
-    LOOKAHEAD, Assign, Expire, Import, JobKind, JobView, Mark, Plan, Snapshot, Start, Switch, View, WorkerView,
+    LOOKAHEAD,
+    Assign,
+    Expire,
+    Import,
+    JobKind,
+    JobView,
+    Mark,
+    Plan,
+    Snapshot,
+    Start,
+    Switch,
+    View,
+    WorkerView,
     routes_by_prefix,
 )
 
@@ -56,7 +68,9 @@ RENT_ENTRIES = 1024
 class Router:
     """Decides; never acts, keeps nothing between plans."""
 
-    def __init__(self, *, size: int, max_wait_for_warm_s: float = 2.0, prefix_routing: bool = True) -> None:
+    def __init__(
+        self, *, size: int, max_wait_for_warm_s: float = 2.0, prefix_routing: bool = True
+    ) -> None:
         self.size = size
         self.max_wait_for_warm_s = max_wait_for_warm_s
         self.prefix_routing = prefix_routing
@@ -121,7 +135,11 @@ class _Pass:
                 break
             # reuse=false (the proto's promise): a process nothing ran on
             # yet, else a new one; never an import into a used process.
-            fresh = [w for w in idle if w.fresh and w.profile == head.profile and (head.reuse or not w.served)]
+            fresh = [
+                w
+                for w in idle
+                if w.fresh and w.profile == head.profile and (head.reuse or not w.served)
+            ]
             if fresh:
                 pending.remove(head)
                 self._assign(head, fresh[0])
@@ -133,12 +151,17 @@ class _Pass:
                 plan.decisions.append(Start(head))
                 started += 1
                 continue
-            importers = [w for w in idle if w.can_import and w.profile == head.profile] if head.reuse else []
+            importers = (
+                [w for w in idle if w.can_import and w.profile == head.profile]
+                if head.reuse
+                else []
+            )
             if importers and self._may_switch(head):
                 worker = min(importers, key=lambda w: (len(w.header_keys), w.last_used))
                 pending.remove(head)
-                views[worker.name] = dataclasses.replace(worker, state=View.BUSY, loading_key=head.import_key,
-                                                         busy_since=now)
+                views[worker.name] = dataclasses.replace(
+                    worker, state=View.BUSY, loading_key=head.import_key, busy_since=now
+                )
                 plan.decisions.append(Import(head, worker.name))
                 continue
             if idle and self._may_switch(head):
@@ -158,15 +181,20 @@ class _Pass:
         expected = 0.0
         if self.cost.known:
             expected = self.cost.seconds(len(job.text) - self.facts.held(job, worker.name))
-        self.views[worker.name] = dataclasses.replace(worker, state=View.BUSY, busy_since=self.now,
-                                                      expected_busy_s=expected)
+        self.views[worker.name] = dataclasses.replace(
+            worker, state=View.BUSY, busy_since=self.now, expected_busy_s=expected
+        )
         self.plan.decisions.append(Assign(job, worker.name, expected))
 
-    def _assign_warm(self, pending: list[JobView], idle: list[WorkerView], waiting_on: collections.Counter) -> bool:
+    def _assign_warm(
+        self, pending: list[JobView], idle: list[WorkerView], waiting_on: collections.Counter
+    ) -> bool:
         """Gives idle workers queued jobs of their own header; True if any."""
         by_key: dict[str, list[WorkerView]] = collections.defaultdict(list)
         for worker in idle:
-            for key in worker.header_keys | ({worker.import_key} if worker.import_key is not None else set()):
+            for key in worker.header_keys | (
+                {worker.import_key} if worker.import_key is not None else set()
+            ):
                 by_key[key].append(worker)
         if not by_key:
             return False
@@ -191,7 +219,9 @@ class _Pass:
                 self.plan.rent.marks[job] = Mark(None, mark.key)
         return assigned
 
-    def _assign_idle(self, job: JobView, worker: WorkerView, pending: list[JobView], by_key: dict) -> None:
+    def _assign_idle(
+        self, job: JobView, worker: WorkerView, pending: list[JobView], by_key: dict
+    ) -> None:
         """Assigns a queued job to an idle worker, which no other job may then take."""
         for others in by_key.values():
             if worker in others:
@@ -215,8 +245,10 @@ class _Pass:
             candidates = by_key.get(job.import_key)
             if job.kind is not JobKind.CALL or not candidates or not self._routes_by_prefix(job):
                 continue
-            held, _, worker = max(((self.facts.held(job, w.name), w.last_used, w) for w in candidates),
-                                  key=lambda t: t[:2])
+            held, _, worker = max(
+                ((self.facts.held(job, w.name), w.last_used, w) for w in candidates),
+                key=lambda t: t[:2],
+            )
             if held <= 0 or self._holder(job)[1] > held:
                 continue
             self._assign_idle(job, worker, pending, by_key)
@@ -225,20 +257,26 @@ class _Pass:
                 break
         return assigned
 
-    def _first_not_waiting(self, pending: list[JobView], waiting_on: collections.Counter) -> JobView | None:
+    def _first_not_waiting(
+        self, pending: list[JobView], waiting_on: collections.Counter
+    ) -> JobView | None:
         """The first queued job that would not rather wait for a busy worker."""
         for job in pending:
             if not self._waits_for_holder(job, 0, waiting_on, ask_only=True):
                 return job
         return None
 
-    def _best_for_prefix(self, candidates: list[WorkerView], job: JobView,
-                         waiting_on: collections.Counter) -> WorkerView | None:
+    def _best_for_prefix(
+        self, candidates: list[WorkerView], job: JobView, waiting_on: collections.Counter
+    ) -> WorkerView | None:
         """The idle candidate holding the most of the job's work, or None when
         the job should rather wait for a busy worker that holds more."""
         if not self._routes_by_prefix(job):
             return max(candidates, key=lambda w: w.last_used)
-        scored = max(((self.facts.held(job, w.name), w.last_used, w) for w in candidates), key=lambda t: t[:2])
+        scored = max(
+            ((self.facts.held(job, w.name), w.last_used, w) for w in candidates),
+            key=lambda t: t[:2],
+        )
         if self._waits_for_holder(job, scored[0], waiting_on):
             return None
         return scored[2]
@@ -251,7 +289,9 @@ class _Pass:
     def _holder(self, job: JobView) -> tuple[WorkerView | None, int]:
         """The busy worker holding the most of the job's work, and how much."""
         if job.kind is not JobKind.BODY:
-            busy = [w for w in self.views.values() if w.state is View.BUSY and w.holds(job.import_key)]
+            busy = [
+                w for w in self.views.values() if w.state is View.BUSY and w.holds(job.import_key)
+            ]
             if not busy:
                 return None, 0
             best = max(busy, key=lambda w: self.facts.held(job, w.name))
@@ -265,8 +305,14 @@ class _Pass:
             return None, 0
         return worker, length
 
-    def _waits_for_holder(self, job: JobView, best_idle: int, waiting_on: collections.Counter, *,
-                          ask_only: bool = False) -> bool:
+    def _waits_for_holder(
+        self,
+        job: JobView,
+        best_idle: int,
+        waiting_on: collections.Counter,
+        *,
+        ask_only: bool = False,
+    ) -> bool:
         """Whether the job should wait for a busy worker that holds more of its
         work than the best idle choice.
 
@@ -346,7 +392,8 @@ class _Pass:
 
     def _someone_will_hold(self, import_key: str) -> bool:
         return any(
-            (w.holds(import_key) or w.loading_key == import_key) and w.state in (View.BUSY, View.WARMING)
+            (w.holds(import_key) or w.loading_key == import_key)
+            and w.state in (View.BUSY, View.WARMING)
             for w in self.views.values()
         )
 

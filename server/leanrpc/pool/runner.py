@@ -3,25 +3,21 @@
 Owns: the steps of one attempt (`Runner.launch` -> `_run`), each kind's run
 (`BodyJob`: body and after-body checks; `SessionJob`: the session's chain
 replayed, then the command; `CallJob`: the WorkerCall on a `WorkerHandle`),
-building the preamble envs (kept in the worker's slot, pool/slot.py), and
-`ON_FAILURE`, the table of what a failed attempt means for the worker and
-the job. May import: config, errors, repl, worker, pool.job, pool.replay,
-pool.slot, pool.supervisor (the boots). The pool (a RunnerPort) gives back,
-requeues and fails jobs; this room never routes.
+and `ON_FAILURE`, the table of what a failed attempt means for the worker
+and the job. May import: config, errors, repl, worker, pool.job,
+pool.loader, pool.replay, pool.slot, pool.supervisor (types). The pool (a
+RunnerPort) gives back, requeues and fails jobs; this room never routes.
 
 One job's path:
 
-    launch -> _run: _prepare (own task: boot? header? preamble) -> Prepared
+    launch -> _run: Loader.start (own task: boot? header? preamble) -> Prepared
                     _RUN[kind](job, worker, prepared) -> its outcome -> job.future
                failure: ON_FAILURE[exception kind] -> kill the worker? retry / fail the job
                always:  the worker goes back to the pool (release), or to its load
 
-Boot, header load and preamble run as a task of their own (`_prepare`). A job
-cancelled (or past its deadline) during them is answered at once, but the
-load goes on: on success the worker turns IDLE holding the header, like any
-warm worker; on failure the usual handling applies (a boot failure counts for
-the breaker once, a failed header kills the worker). Only a cancel during the
-body, when the REPL is mid-command, kills the worker.
+The load is a task of its own (pool/loader.py): a job cancelled or past its
+deadline during it is answered at once and the load goes on. Only a cancel
+during the job's own requests, when the REPL is mid-command, kills the worker.
 """
 
 from __future__ import annotations
@@ -33,9 +29,10 @@ import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from .. import repl
-from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError, WorkerTimeout
+from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
+from .loader import Loader, Prepared
 from .ports import RunnerPort
 from .replay import realize_session
 from .slot import Slot, WorkerHandle
@@ -51,8 +48,8 @@ log = logging.getLogger("leanrpc.pool")
 class Then(enum.Enum):
     """What becomes of a job whose attempt failed."""
 
-    FAIL = "fail"              # answered with the error
-    RETRY = "retry"            # requeued while crash retries remain (counted in stats.retries), else failed
+    FAIL = "fail"  # answered with the error
+    RETRY = "retry"  # requeued while crash retries remain (counted in stats.retries), else failed
     RETRY_BOOT = "retry_boot"  # requeued while boots remain and the breaker allows, else failed
 
 
@@ -75,30 +72,25 @@ ON_FAILURE: tuple[tuple[type[BaseException], ExitCause | None, Then], ...] = (
 )
 
 
-class Prepared(NamedTuple):
-    """What `_prepare` gives a job's run: the worker booted, its header and preamble loaded."""
-
-    boot_s: float
-    warm: bool
-    header_s: float
-    base_env: int
-    preamble_messages: list
-
-
 class Runner:
     def __init__(self, pool: RunnerPort, supervisor: Supervisor) -> None:
         self._pool = pool
         self._supervisor = supervisor
-        # Boot/header loads of running jobs; close() ends them by stopping
-        # their workers, so their exit cause stays SHUTDOWN.
-        self.loads: set[asyncio.Task] = set()
+        self.loader = Loader(pool, supervisor)
+
+    @property
+    def loads(self) -> set[asyncio.Task]:
+        """Boot/header loads still running (for jobs that run, or left)."""
+        return self.loader.loads
 
     def launch(self, job: Job, worker: Worker) -> None:
         pool = self._pool
         if not isinstance(job, CallJob) and pool.routes_by_prefix(job):
             job.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
         job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
-        job.task.add_done_callback(lambda task, worker=worker, job=job: self._on_task_done(task, worker, job))
+        job.task.add_done_callback(
+            lambda task, worker=worker, job=job: self._on_task_done(task, worker, job)
+        )
 
     def _on_task_done(self, task: asyncio.Task, worker: Worker, job: Job) -> None:
         pool = self._pool
@@ -125,14 +117,12 @@ class Runner:
         assert job.future is not None
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
-        load = job.load = asyncio.create_task(self._prepare(job, worker), name=f"load-{worker.name}")
-        self.loads.add(load)
-        load.add_done_callback(self.loads.discard)
+        load = self.loader.start(job, worker)
         # True until the load's outcome is read here; a cancel or deadline
-        # before then leaves the worker to the load (_adopt_load).
+        # before then leaves the worker to the load (Loader.adopt).
         loading = True
         try:
-            await self._await_load(job, worker, load)
+            await self.loader.wait(job, worker, load)
             loading = False
             if load.cancelled():
                 raise NotServingError("server is shutting down")
@@ -152,7 +142,7 @@ class Runner:
                 pool.index.unreserve(job.inflight_key)
                 job.inflight_key = None
             if loading:
-                self._adopt_load(worker, load)
+                self.loader.adopt(worker, load)
             else:
                 pool.release(worker)
             pool.poke()
@@ -178,24 +168,42 @@ class Runner:
 
     # -- each kind's work, once the worker holds the job's header and preamble ----
 
-    async def _run_body(self, job: BodyJob, worker: Worker, prepared: Prepared, queue_s: float) -> BodyOutcome:
+    async def _run_body(
+        self, job: BodyJob, worker: Worker, prepared: Prepared, queue_s: float
+    ) -> BodyOutcome:
         sent = await self._send(job, worker, prepared.base_env)
         after, reference, reference_s = await self._follow_up(job, worker, sent)
         return BodyOutcome(
-            response=sent.response, after_response=after, worker=worker.name, warm_header=prepared.warm,
-            reused_prefix_chars=sent.reused, queue_s=queue_s, header_s=prepared.header_s,
-            boot_s=prepared.boot_s, body_s=sent.body_s, attempts=job.attempts,
-            preamble_messages=prepared.preamble_messages, reference_response=reference, reference_s=reference_s)
+            response=sent.response,
+            after_response=after,
+            worker=worker.name,
+            warm_header=prepared.warm,
+            reused_prefix_chars=sent.reused,
+            queue_s=queue_s,
+            header_s=prepared.header_s,
+            boot_s=prepared.boot_s,
+            body_s=sent.body_s,
+            attempts=job.attempts,
+            preamble_messages=prepared.preamble_messages,
+            reference_response=reference,
+            reference_s=reference_s,
+        )
 
-    async def _run_session(self, job: SessionJob, worker: Worker, prepared: Prepared,
-                           queue_s: float) -> SessionOutcome:
+    async def _run_session(
+        self, job: SessionJob, worker: Worker, prepared: Prepared, queue_s: float
+    ) -> SessionOutcome:
         pool = self._pool
         started = time.monotonic()
         session = job.session.session
         slot = pool.slots.of(worker.name)
         run_env, replayed = await realize_session(
-            session, worker, slot.built(session), prepared.base_env, job.session.parent,
-            _bounded(pool.config.pool.header_timeout_s, job))
+            session,
+            worker,
+            slot.built(session),
+            prepared.base_env,
+            job.session.parent,
+            _bounded(pool.config.pool.header_timeout_s, job),
+        )
         pool.stats.session_replays += replayed
         header_s = prepared.header_s + time.monotonic() - started
         sent = await self._send(job, worker, run_env)
@@ -203,20 +211,39 @@ class Runner:
         session_env = _record_session(job, slot, sent.response)
         after, _reference, _reference_s = await self._follow_up(job, worker, sent)
         return SessionOutcome(
-            response=sent.response, after_response=after, worker=worker.name, warm_header=prepared.warm,
-            reused_prefix_chars=sent.reused, queue_s=queue_s, header_s=header_s, boot_s=prepared.boot_s,
-            body_s=sent.body_s, attempts=job.attempts, session_env=session_env, replayed_commands=replayed,
-            preamble_messages=prepared.preamble_messages)
+            response=sent.response,
+            after_response=after,
+            worker=worker.name,
+            warm_header=prepared.warm,
+            reused_prefix_chars=sent.reused,
+            queue_s=queue_s,
+            header_s=header_s,
+            boot_s=prepared.boot_s,
+            body_s=sent.body_s,
+            attempts=job.attempts,
+            session_env=session_env,
+            replayed_commands=replayed,
+            preamble_messages=prepared.preamble_messages,
+        )
 
-    async def _run_call(self, job: CallJob, worker: Worker, prepared: Prepared, queue_s: float) -> CallOutcome:
+    async def _run_call(
+        self, job: CallJob, worker: Worker, prepared: Prepared, queue_s: float
+    ) -> CallOutcome:
         """The call runs its own requests on the worker, through a handle that cannot kill it."""
         started = time.monotonic()
         handle = WorkerHandle(worker, self._pool.slots.of(worker.name))
         value = await job.call.run(handle, prepared.base_env, _bounded(job.timeout_s, job))
         worker.requests_served += 1
-        return CallOutcome(value=value, worker=worker.name, warm_header=prepared.warm, queue_s=queue_s,
-                           header_s=prepared.header_s, boot_s=prepared.boot_s,
-                           body_s=time.monotonic() - started, attempts=job.attempts)
+        return CallOutcome(
+            value=value,
+            worker=worker.name,
+            warm_header=prepared.warm,
+            queue_s=queue_s,
+            header_s=prepared.header_s,
+            boot_s=prepared.boot_s,
+            body_s=time.monotonic() - started,
+            attempts=job.attempts,
+        )
 
     async def _send(self, job: BodyJob | SessionJob, worker: Worker, env: int) -> _Sent:
         """The command on `env`, pipelined with its after-body checks where the
@@ -230,8 +257,13 @@ class Runner:
         if reused:
             pool.stats.prefix_routed += 1
             pool.stats.prefix_reused_chars += reused
-        payload = repl.command(body, env, infotree=job.infotree, incrementality=incremental,
-                               elab_async=features.elab_async)
+        payload = repl.command(
+            body,
+            env,
+            infotree=job.infotree,
+            incrementality=incremental,
+            elab_async=features.elab_async,
+        )
         started = time.monotonic()
         follow = _follow(job)
         pipelined = bool(follow) and worker.fenced
@@ -239,8 +271,11 @@ class Runner:
         if pipelined:
             predicted = worker.next_env
             total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
-            early = await worker.request_batch([payload] + [repl.command(t, predicted) for t in follow],
-                                               _bounded(job.timeout_s, job), total)
+            early = await worker.request_batch(
+                [payload] + [repl.command(t, predicted) for t in follow],
+                _bounded(job.timeout_s, job),
+                total,
+            )
             response, early = early[0], early[1:]
             if response.env != predicted:
                 early = []  # no env (a refusal): the checks' answers are not about this body
@@ -267,114 +302,19 @@ class Runner:
                 reference = early.pop(0)
         elif not sent.pipelined and sent.response.env is not None:
             if job.after_body:
-                after = await worker.request(repl.command(job.after_body, sent.response.env),
-                                             _bounded(job.timeout_s, job))
+                after = await worker.request(
+                    repl.command(job.after_body, sent.response.env), _bounded(job.timeout_s, job)
+                )
             if query:
                 started = time.monotonic()
-                reference = await worker.request(repl.command(query, sent.response.env),
-                                                 _bounded(job.timeout_s, job))
+                reference = await worker.request(
+                    repl.command(query, sent.response.env), _bounded(job.timeout_s, job)
+                )
                 reference_s = time.monotonic() - started
         return after, reference, reference_s
 
-    async def _prepare(self, job: Job, worker: Worker) -> Prepared:
-        """Boots the worker if needed, loads the job's header and preamble.
-
-        Runs as its own task that the job never cancels: a cancelled request
-        would kill the worker and throw the load away.
-        """
-        pool = self._pool
-        boot_s = 0.0
-        if worker.state is WorkerState.SPAWNING:
-            started = time.monotonic()
-            await self._supervisor.boot(worker)
-            boot_s = time.monotonic() - started
-            worker.reserve()
-        warm = worker.holds(job.import_key)
-        header_s = 0.0
-        if not warm:
-            # A worker drained meanwhile (system memory) loads as it is and
-            # stops at release.
-            if worker.state is WorkerState.RESERVED:
-                worker.begin_loading()
-            pool.stats.header_loads += 1
-            if worker.header_keys:
-                pool.stats.header_imports += 1  # in-process, next to the headers it holds
-            # Not bounded by the job's deadline: the load outlives the job (_run).
-            header_s = await worker.load_header(job.split.imports, job.import_key, pool.config.pool.header_timeout_s)
-            if worker.state is WorkerState.LOADING:
-                worker.reserve()
-        else:
-            worker.use_header(job.import_key)
-            pool.stats.header_hits += 1
-        base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
-        return Prepared(boot_s, warm, header_s + preamble_s, base_env, messages)
-
-    async def _ensure_preamble(self, job: Job, worker: Worker) -> tuple[int, list, float]:
-        """The env of the job's open/set_option preamble on this worker.
-
-        Lean's messages for the preamble (errors included) are data for the
-        result, like the body's: an `open` of an unknown namespace makes the
-        snippet INVALID, it does not make the header fail (issue 15 item 5).
-        """
-        split = job.split
-        header_env = worker.header_env(job.import_key)
-        if header_env is None:
-            raise WorkerCrashed(f"worker {worker.name} has no env for the job's header")
-        if not split.preamble_key:
-            return header_env, [], 0.0
-        # A worker holds several headers: a preamble env belongs to one of them.
-        key = f"{job.import_key}\x00{split.preamble_key}"
-        slot = self._pool.slots.of(worker.name)
-        found = slot.preamble(key)
-        if found is not None:
-            return found[0], found[1], 0.0
-        started = time.monotonic()
-        response = await worker.request(repl.command(split.preamble, header_env),
-                                        self._pool.config.pool.header_timeout_s)
-        if response.env is None:
-            # A REPL-level refusal (no env at all), not a Lean message.
-            raise HeaderLoadError(f"the REPL refused the open/set_option lines: {response.message!r}")
-        messages = list(response.messages)
-        slot.put_preamble(key, response.env, messages)
-        return response.env, messages, time.monotonic() - started
-
-    async def _await_load(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
-        """Waits for the load without cancelling it on a cancel or deadline.
-
-        Raises WorkerTimeout when the job's deadline passes first.
-        """
-        timeout = None if job.deadline is None else max(0.0, job.deadline - time.monotonic())
-        done, _pending = await asyncio.wait({load}, timeout=timeout)
-        if not done:
-            raise WorkerTimeout(f"deadline passed while worker {worker.name} was loading the header")
-
-    def _adopt_load(self, worker: Worker, load: asyncio.Task) -> None:
-        """The job left during its load: the worker finishes loading and then
-        serves others (IDLE, holding the header), or fails as it would have."""
-        load.add_done_callback(lambda task: self._on_adopted_load_done(worker, task))
-
-    def _on_adopted_load_done(self, worker: Worker, load: asyncio.Task) -> None:
-        if load.cancelled():  # close(): the worker is being stopped with the pool
-            if worker.alive:
-                worker.kill(ExitCause.SHUTDOWN)
-        elif isinstance(load.exception(), HeaderLoadError):
-            worker.kill(ExitCause.HEADER_FAILED)
-        elif load.exception() is not None:
-            # Boot failures were counted by Supervisor.boot; crashes and
-            # timeouts already killed the worker.
-            if worker.alive:
-                worker.kill(ExitCause.CRASH)
-        else:
-            self._pool.release(worker)
-        self._pool.poke()
-
     async def close(self) -> None:
-        if self.loads:
-            # Their workers are stopped, so they fail at once; cancel any straggler.
-            _done, stragglers = await asyncio.wait(list(self.loads), timeout=10.0)
-            for task in stragglers:
-                task.cancel()
-            await asyncio.gather(*stragglers, return_exceptions=True)
+        await self.loader.close()
 
 
 def _bounded(timeout: float, job: Job) -> float:
