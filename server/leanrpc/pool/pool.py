@@ -1,12 +1,14 @@
 """The pool: takes jobs, routes them to warm workers, answers each once.
 
     submit(job) --> Admission (fair queue) --poke()--> Dispatcher (its own task)
-                                   |  Router.plan(Snapshot: job views, worker views, prefix facts, rent, now)
-                                   v  -> Plan: decisions, counters, rent changes, applied by the dispatcher
-              Runner.launch(job, worker): boot? header? preamble, then the job's kind
+          Router.plan(Snapshot: job views, worker views, prefix facts, rent, now)
+          -> Plan: decisions, counters, rent changes (the dispatcher applies them)
                                    |
-       release (idle or recycle) <-+--> job.future: BodyOutcome | SessionOutcome | CallOutcome, or error
-                                  |
+                                   v
+          Runner.launch(job, worker): Loader (boot? header? preamble), then the job's kind
+                                   |
+       release (idle or recycle) <-+--> job.future: Body/Session/CallOutcome, or error
+
     Supervisor loop: reap dead, re-warm, recycle on system memory, keep spares;
                      CircuitBreaker on boot failures
 
@@ -17,13 +19,13 @@ Rooms: job.py (jobs by kind, their outcomes), admission.py (the one queue
 check, fair order, deadlines), plan.py + routing.py (the snapshot, and the
 pure decisions on it), dispatch.py (snapshot, plan, apply), prefix_index.py
 (who elaborated what), runner.py (one attempt on one worker; the failure
-table), supervisor.py (processes over time), sessions.py (session env
-trees), slot.py (each worker's REPL handles), features.py (each profile's
-fork and Elab.async), stats.py (what the pool publishes), ports.py (what
-each partner may use: the rooms below, `PoolPort`/`PoolOwner` above). The
-pool owns the worker list and wires the rooms; it imports them, config,
-errors, results, worker. Above the pool, only `PoolPort`'s names are used
-(tests/arch/test_pool_port.py).
+table), loader.py (boot, header, preamble), supervisor.py (processes over
+time), sessions.py (session env trees), slot.py (each worker's REPL
+handles), features.py (each profile's fork and Elab.async), stats.py (what
+the pool publishes), ports.py (what each partner may use: the rooms below,
+`PoolPort`/`PoolOwner` above). The pool owns the worker list and wires the
+rooms; it imports them, config, errors, results, worker. Above the pool,
+only the ports' names are used (tests/arch/test_pool_port.py).
 
 The verifier identity learnt at the first boot of each REPL profile is
 reported with every result; a result cache must include
