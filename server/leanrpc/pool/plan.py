@@ -117,6 +117,16 @@ class WorkerView:
     def holds_slot(self) -> bool:
         return self.state is not View.GONE
 
+    def as_left(
+        self, state: View, busy_since: float, expected_busy_s: float, loading_key: str | None
+    ) -> WorkerView:
+        """This worker as a plan leaves it (a view is replaced, never changed;
+        positional, as this runs for every decision)."""
+        return WorkerView(
+            self.name, state, self.import_key, loading_key, self.last_used, busy_since,
+            expected_busy_s, self.header_keys, self.profile, self.can_import, self.served,
+        )  # fmt: skip
+
 
 class PrefixFacts(Protocol):
     """What is known of a job's work on the workers (read-only)."""

@@ -40,7 +40,6 @@ Start or Switch starts a worker of the job's profile.
 from __future__ import annotations
 
 import collections
-import dataclasses
 
 from .plan import (
     LOOKAHEAD,
@@ -63,6 +62,8 @@ __all__ = ["LOOKAHEAD", "RENT_ENTRIES", "Router"]
 
 # Prefixes whose accumulated waiting ("rent") is kept, most recent kept.
 RENT_ENTRIES = 1024
+# Looked up once: a plan tests every job in the window against them.
+_CALL, _BODY = JobKind.CALL, JobKind.BODY
 
 
 class Router:
@@ -159,14 +160,16 @@ class _Pass:
             if importers and self._may_switch(head):
                 worker = min(importers, key=lambda w: (len(w.header_keys), w.last_used))
                 pending.remove(head)
-                views[worker.name] = dataclasses.replace(
-                    worker, state=View.BUSY, loading_key=head.import_key, busy_since=now
+                views[worker.name] = worker.as_left(
+                    View.BUSY, now, worker.expected_busy_s, head.import_key
                 )
                 plan.decisions.append(Import(head, worker.name))
                 continue
             if idle and self._may_switch(head):
                 victim = min(idle, key=lambda w: w.last_used)
-                views[victim.name] = dataclasses.replace(victim, state=View.STOPPING)
+                views[victim.name] = victim.as_left(
+                    View.STOPPING, victim.busy_since, victim.expected_busy_s, victim.loading_key
+                )
                 pending.remove(head)
                 plan.decisions.append(Switch(head, victim.name))
                 started += 1
@@ -181,9 +184,7 @@ class _Pass:
         expected = 0.0
         if self.cost.known:
             expected = self.cost.seconds(len(job.text) - self.facts.held(job, worker.name))
-        self.views[worker.name] = dataclasses.replace(
-            worker, state=View.BUSY, busy_since=self.now, expected_busy_s=expected
-        )
+        self.views[worker.name] = worker.as_left(View.BUSY, self.now, expected, worker.loading_key)
         self.plan.decisions.append(Assign(job, worker.name, expected))
 
     def _assign_warm(
@@ -212,11 +213,12 @@ class _Pass:
             assigned = True
             if not any(by_key.values()):
                 break
-        for job in pending:
-            mark = self._mark(job)
-            if mark is not None and mark.since is not None and not by_key.get(job.import_key):
-                # A later job took the idle worker: no idle time to charge.
-                self.plan.rent.marks[job] = Mark(None, mark.key)
+        if self.s.marks or self.plan.rent.marks:  # else no job is waiting: no walk
+            for job in pending:
+                mark = self._mark(job)
+                if mark is not None and mark.since is not None and not by_key.get(job.import_key):
+                    # A later job took the idle worker: no idle time to charge.
+                    self.plan.rent.marks[job] = Mark(None, mark.key)
         return assigned
 
     def _assign_idle(
@@ -236,14 +238,14 @@ class _Pass:
         rebuild there is pure extra REPL work. A job no idle worker holds waits
         for the normal pass; once the oldest job has waited max_wait_for_warm_s,
         fair order alone decides again (nothing starves)."""
-        if not any(job.kind is JobKind.CALL for job in pending):
+        if not any(job.kind is _CALL for job in pending):
             return False  # Verify-only queues (the common case) pay one scan, no copy
         if self.now - min(job.enqueued_at for job in pending) >= self.r.max_wait_for_warm_s:
             return False
         assigned = False
         for job in list(pending):
             candidates = by_key.get(job.import_key)
-            if job.kind is not JobKind.CALL or not candidates or not self._routes_by_prefix(job):
+            if job.kind is not _CALL or not candidates or not self._routes_by_prefix(job):
                 continue
             held, _, worker = max(
                 ((self.facts.held(job, w.name), w.last_used, w) for w in candidates),
@@ -288,7 +290,7 @@ class _Pass:
 
     def _holder(self, job: JobView) -> tuple[WorkerView | None, int]:
         """The busy worker holding the most of the job's work, and how much."""
-        if job.kind is not JobKind.BODY:
+        if job.kind is not _BODY:
             busy = [
                 w for w in self.views.values() if w.state is View.BUSY and w.holds(job.import_key)
             ]
@@ -367,9 +369,12 @@ class _Pass:
     def _accrue_rent(self, pending: list[JobView]) -> None:
         """Charges each job that waited with an idle worker passed over since
         the last plan to its prefix's rent."""
+        marks = self.s.marks
+        if not marks:
+            return  # nobody waited for a holder (the common case): one check, no walk
         change = self.plan.rent
         for job in pending:
-            mark = self._mark(job)
+            mark = marks.get(job)  # nothing changed it yet in this plan
             if mark is None or mark.since is None:
                 continue
             waited = max(0.0, self.now - mark.since)
