@@ -60,6 +60,7 @@ async def test_each_kind_gets_its_own_outcome_and_a_call_only_a_handle():
         assert isinstance(handle, WorkerHandle) and handle.name == called.worker
         assert (
             not hasattr(handle, "kill")
+            and not hasattr(handle, "slot")
             and not hasattr(handle, "release")
             and not hasattr(handle, "state")
         )
