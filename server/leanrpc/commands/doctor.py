@@ -227,7 +227,7 @@ def _child_env(config: Config) -> dict[str, str]:
 
 async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -> None:
     from ..security.sandbox import make_sandbox_launcher
-    from ..pool.pool import Pool
+    from ..pool import Pool
     from ..services.verify import VerifyOptions, VerifyService
 
     probe_config = copy.deepcopy(config)
@@ -240,7 +240,7 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
     try:
         await pool.start()
         if pool.identity is None:
-            emit(result.add("handshake", FAIL, pool.not_serving_reason or "no worker booted"))
+            emit(result.add("handshake", FAIL, pool.snapshot().not_serving_reason or "no worker booted"))
             return
         identity = pool.identity
         result.verifier_kind = identity.kind
@@ -281,8 +281,8 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
             )
             return
         result.import_seconds = answer.timings.header_s
-        worker = next((w for w in pool.workers if w.name == answer.reuse.worker), None)
-        rss = worker.tree_rss() if worker is not None else 0
+        worker = next((w for w in pool.metrics().workers if w.name == answer.reuse.worker), None)
+        rss = worker.memory_bytes if worker is not None else 0
         result.import_rss_mb = rss / 2**20 if rss else None
         memory = f", worker memory {result.import_rss_mb:.0f} MB" if result.import_rss_mb else ""
         emit(result.add(label, OK, f"loaded in {answer.timings.header_s:.2f} s{memory}"))

@@ -3,14 +3,15 @@
     gRPC call --> MetricsInterceptor --> rpcs by method and code, latency,
                                          snippets by result status, phase times
     scrape    --> PoolCollector      --> queue depth, workers by state, restarts
-                                         by cause, header cache hits (read from
-                                         the pool at scrape time)
+                                         by cause, header cache hits (from the
+                                         snapshot the pool publishes at scrape
+                                         time: PoolOwner.metrics)
 
 The HTTP endpoint is an aiohttp app on the server's event loop (aiohttp is
 already a dependency, for the REST gateway; it replaced a hand-written HTTP
 reader). Not `prometheus_client.start_http_server`: that serves from its own
-thread, while a scrape must snapshot pool state on the loop, from the thread
-that mutates it; the text is then rendered in a thread, so a large scrape
+thread, while a scrape must take the pool's snapshot on the loop, the thread
+that mutates the pool; the text is then rendered in a thread, so a large scrape
 never stalls health checks or RPCs.
 
 Every door counts under the same names: `door="grpc"` or `door="rest"` (the
@@ -28,8 +29,9 @@ series; this module owns the registry, the pool collector and the endpoint.
 Results are read through protobuf descriptors, not the generated stubs.
 
 May import: prometheus_client, aiohttp, protobuf descriptors, leanrpc (version, logsetup),
-leanrpc.edge.interceptors.metrics. The pool comes in as an object
-(`attach_pool`), never by import.
+leanrpc.edge.interceptors.metrics. The pool comes in as a `pool.PoolOwner`
+(`attach_pool`), never by import, and is read only through its published
+`metrics()` snapshot and its state listener (a `WorkerInfo`, not the worker).
 """
 
 from __future__ import annotations
@@ -65,10 +67,10 @@ UNKNOWN_METHOD = "unknown"
 def known_methods() -> dict[str, tuple[str, str, str]]:
     """'/pkg.Service/Method' -> (service, method, grpc_type) for the served services."""
     known = {}
-    pool = descriptor_pool.Default()
+    descriptors = descriptor_pool.Default()
     for name in _SERVICES:
         try:
-            service = pool.FindServiceByName(name)
+            service = descriptors.FindServiceByName(name)
         except KeyError:
             continue
         for method in service.methods:
@@ -199,7 +201,8 @@ def _status_name(result) -> str:
 
 
 class PoolCollector:
-    """Reads the pool at scrape time (`snapshot`, on the loop); `collect` replays it."""
+    """Reads the pool's published snapshot at scrape time (`snapshot`, on the
+    loop: `PoolOwner.metrics`); `collect` replays it."""
 
     def __init__(self, pool, config) -> None:
         self._pool = pool
@@ -213,14 +216,14 @@ class PoolCollector:
         return iter(self._families)
 
     def _read(self):
-        pool = self._pool
-        stats = pool.stats
-        yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", pool.queue_depth)
+        published = self._pool.metrics()
+        snapshot, stats = published.snapshot, published.stats
+        yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", snapshot.queue_depth)
         yield _gauge("leanrpc_queue_limit", "Admission queue capacity", self._config.pool.queue_limit)
-        yield _gauge("leanrpc_workers_configured", "Configured pool size", pool.size)
-        yield _gauge("leanrpc_serving", "1 when the pool accepts work", 1 if pool.serving else 0)
+        yield _gauge("leanrpc_workers_configured", "Configured pool size", snapshot.size)
+        yield _gauge("leanrpc_serving", "1 when the pool accepts work", 1 if snapshot.serving else 0)
         states = GaugeMetricFamily("leanrpc_workers", "Workers by state", labels=["state"])
-        for state, count in pool.worker_states().items():
+        for state, count in snapshot.worker_states.items():
             states.add_metric([state], count)
         yield states
         restarts = CounterMetricFamily("leanrpc_worker_restarts", "Workers gone, by exit cause", labels=["cause"])
@@ -242,11 +245,10 @@ class PoolCollector:
             "leanrpc_worker_memory_bytes", "Memory of each live worker's process tree (as its limit counts it)",
             labels=["worker"],
         )
-        for worker in list(getattr(pool, "workers", ())):
-            if getattr(worker, "pid", None):
-                memory.add_metric([worker.name], float(worker.tree_rss()))
+        for worker in published.workers:
+            memory.add_metric([worker.name], float(worker.memory_bytes))
         yield memory
-        identity = pool.identity
+        identity = snapshot.identity
         info = InfoMetricFamily("leanrpc_build", "Server version and verifier identity")
         info.add_metric([], {
             "version": __version__,
