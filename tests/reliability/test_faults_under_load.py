@@ -10,7 +10,7 @@ MAX_RETRIES = 1
 
 
 def _timeout_for(sid: str) -> float:
-    return 1.0 if sid.startswith(("hang-", "oom-")) else 60.0
+    return 1.0 if sid.startswith("hang-") else 60.0
 
 
 async def test_faults_under_load_lose_nothing_and_answer_correctly():
@@ -24,9 +24,11 @@ async def test_faults_under_load_lose_nothing_and_answer_correctly():
     try:
         items = fault_mix_items(TOTAL)
         killer.start()
-        # Hangs and balloons time out after 1 s (their right answers); every
-        # other snippet must answer VALID or CRASH (kill -9) however loaded
-        # the machine is, so its timeout is no part of what is tested.
+        # Hangs time out after 1 s (their right answer). Every other snippet
+        # must get its answer however loaded the machine is, so its timeout is
+        # no part of what is tested: a balloon that has not grown past the
+        # limit within 1 s (the machine was busy) is rightly a TIMEOUT, so
+        # balloons get the long timeout too and the memory watch ends them.
         report = await run_streams(app.port, items, streams=64, window=4, timeout_for=_timeout_for)
         await killer.stop()
         assert report.stream_errors == []
