@@ -154,3 +154,42 @@ async def test_with_the_cache_on_the_policy_answers_first_and_trusted_results_ar
         assert all(r.checks.policy == "trusted" for r in runs)
     finally:
         await stop_server(app, client)
+
+
+# References are elaborated on a REPL too (once, then their answers cached):
+# one that installs code would run it on the `#check` the statement check
+# sends, and native evaluation would run its compiled code.
+CODE_REFERENCES = [
+    HEADER + "@[command_elab Lean.Parser.Command.check] def e : Lean.Elab.Command.CommandElab := "
+             "fun _ => pure ()\n\ntheorem t : True := by\n  sorry\n",
+    HEADER + "@[tactic Lean.Parser.Tactic.simp] def s : Lean.Elab.Tactic.Tactic := fun _ => pure ()\n\n"
+             "theorem t : True := by\n  sorry\n",
+    HEADER + "theorem helper : 2 + 2 = 4 := by native_decide\n\ntheorem t : True := by\n  sorry\n",
+    HEADER + "set_option debug.skipKernelTC true in\ntheorem t : True := by\n  sorry\n",
+]
+
+
+async def test_a_reference_that_runs_code_is_refused_at_every_door(tmp_path):
+    app, client, log, url = await _start(tmp_path)
+    snippet = HEADER + "theorem t : True := trivial\n"
+    try:
+        for reference in CODE_REFERENCES:
+            with pytest.raises(ClientError) as refused:  # Verify: the call, naming the snippet
+                await client.verify_batch([snippet], references=[reference])
+            assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details
+            assert "snippet 0" in refused.value.details
+            assert "the reference may only state declarations" in refused.value.details
+            [streamed] = await client.verify([snippet], references=[reference])  # a stream: that snippet
+            assert streamed.status == "REJECTED" and "the reference may only state declarations" in streamed.error
+            async with aiohttp.ClientSession() as http:
+                body = {"snippets": [{"id": "r", "code": snippet, "reference": reference}]}
+                async with http.post(url + "/api/check", json=body) as response:
+                    assert response.status == 422, await response.text()
+                    assert "the reference may only state declarations" in await response.text()
+        # The same statement without the code is taken (this fake REPL answers
+        # no pp.all query, so the pin itself cannot pass here; tests/reference pins).
+        [pinned] = await client.verify_batch([snippet], references=[HEADER + "theorem t : True := by\n  sorry\n"])
+        assert pinned.reference is not None and "may only state declarations" not in pinned.error
+        assert _fired(log) == []
+    finally:
+        await stop_server(app, client)

@@ -7,8 +7,8 @@ and turning the snippet's answers into `VerifyResult.reference` and its
 verdict (leanrpc.reference compares; this room only runs and caches). A
 snippet whose env does not hold the reference's statements is INVALID with a
 structured reason; a reference that does not elaborate is REJECTED. May
-import: config, core, errors, results, repl, reference, pool,
-services.outcomes. Never imports edge or `*_pb2`.
+import: config, core, errors, results, repl, reference, policy (a reference is
+screened like a snippet), pool, services.outcomes. Never imports edge or `*_pb2`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,35 @@ import dataclasses
 
 from .. import repl
 from ..config import Config
+from ..errors import RequestError
+from ..policy import scan
 from ..pool import BodyOutcome, Job, Pool
 from ..reference import DeclAnswer, Reference, compare, parse_reference, query_command, read_answers
 from ..reference.answers import reference_problem
 from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
 from .outcomes import run_job
 
-__all__ = ["ReferenceService", "STANDARD_AXIOMS"]
+__all__ = ["ReferenceService", "STANDARD_AXIOMS", "screened_reference"]
 
 # The default of `[axioms] allowed`; the check itself reads the configured list.
 STANDARD_AXIOMS = repl.STANDARD_AXIOMS
 CACHE_ENTRIES = 4096
+
+
+def screened_reference(text: str, *, max_chars: int = 1_000_000) -> Reference:
+    """The parsed reference; RequestError for one that cannot pin anything, or
+    that the `proof` code policy refuses. A reference is elaborated on a REPL
+    like a snippet, whatever the caller's policy, so it may state declarations
+    and never run its own code (a `@[command_elab]` would run on the `#check`
+    the statement check sends; native evaluation runs its compiled code)."""
+    reference = parse_reference(text, max_chars=max_chars)
+    found = scan(text)
+    if found.refused:
+        raise RequestError(f"the reference may only state declarations: {found.message}", field="reference")
+    if found.native:
+        raise RequestError(f"the reference may only state declarations: native evaluation ({found.native} at "
+                           f"line {found.native_line}) runs its own compiled code inside the REPL", field="reference")
+    return reference
 
 
 @dataclasses.dataclass
@@ -57,8 +75,8 @@ class ReferenceService:
         self._cache.clear()
 
     def parse(self, text: str) -> Reference:
-        """Raises RequestError for a reference that cannot pin anything."""
-        return parse_reference(text, max_chars=self.config.server.max_code_chars)
+        """Raises RequestError for a reference that cannot pin anything or runs code (`screened_reference`)."""
+        return screened_reference(text, max_chars=self.config.server.max_code_chars)
 
     async def pinned(self, reference: Reference, profile: str, header_split, *, timeout_s: float,
                      deadline: float | None, client_id: str, stream_id: str) -> tuple[Pinned, bool]:
