@@ -42,12 +42,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def _start(tmp_path, **overrides):
+async def _start(tmp_path, *repl_args, **overrides):
     log = tmp_path / "fired.jsonl"
     log.write_text("")
     port = _free_port()
     config = loopback_config(1, sandbox__mode="off", **overrides)  # the log file is the test's
-    config.repl.command = FAKE + [str(log)]
+    config.repl.command = FAKE + [str(log), *repl_args]
     config.gateway.http_port = port
     app = await create_server(config)
     return app, AsyncClient(f"127.0.0.1:{app.port}", max_retries=0), log, f"http://127.0.0.1:{port}"
@@ -193,3 +193,36 @@ async def test_a_reference_that_runs_code_is_refused_at_every_door(tmp_path):
         assert _fired(log) == []
     finally:
         await stop_server(app, client)
+
+
+async def test_a_worker_that_ran_a_trusted_clients_code_never_serves_another_client(tmp_path):
+    """`trusted_clients` on a shared profile: the trusted client's code ran in
+    the REPL process and may have left something behind (here: the REPL keeps
+    forging VALID afterwards), so that worker is retired after the job and a
+    `proof` client's wrong proof is elaborated on a clean one."""
+    import hashlib
+
+    trusted_id = "token:" + hashlib.sha256(b"trusted-token").hexdigest()[:16]
+    app, _client, log, _url = await _start(tmp_path, "sticky", server__auth_tokens=["trusted-token", "proof-token"],
+                                           policy__trusted_clients=[trusted_id])
+    trusted = AsyncClient(f"127.0.0.1:{app.port}", token="trusted-token", max_retries=0)
+    honest = AsyncClient(f"127.0.0.1:{app.port}", token="proof-token", max_retries=0)
+    try:
+        for n in range(3):
+            [run] = await trusted.verify_batch([HEADER + ATTACKS[0]], check_axioms=False)
+            assert run.status == "VALID" and run.checks.policy == "trusted" and len(_fired(log)) == n + 1
+            [wrong] = await honest.verify_batch([HEADER + WRONG], check_axioms=False)
+            assert wrong.checks.policy == "proof"
+            assert wrong.status == "INVALID", (n, wrong.status, wrong.worker, run.worker)
+            assert wrong.worker != run.worker
+        # The same through the trusted client's session: its code ran, the worker goes.
+        opened = await trusted.open_session(HEADER + ATTACKS[0], name="mine")
+        assert opened.result.status == "VALID"
+        [wrong] = await honest.verify_batch([HEADER + WRONG], check_axioms=False)
+        assert wrong.status == "INVALID" and wrong.worker != opened.result.worker
+        again = await trusted.run_in_session("mine", "theorem u : True := trivial", env=0)
+        assert again.result.status == "VALID"  # replayed on a fresh worker, retired again after
+    finally:
+        await trusted.close()
+        await honest.close()
+        await stop_server(app, _client)

@@ -66,6 +66,8 @@ class Job:
     stream_id: str = ""
     # The REPL profile (`[repl.<name>]`) to run on; "" is the default `[repl]`.
     profile: str = ""
+    # Retire the worker after this job (a trusted client's code ran in it; services.resolve).
+    retire_worker: bool = False
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
     # Set while the job waits for a busy prefix holder although an idle
     # worker of its header was free: since when, and for which prefix.
