@@ -44,6 +44,7 @@ async def test_under_proof_native_decide_never_reaches_the_repl():
         assert all(r.status == "REJECTED" and "code policy `proof`" in r.error for r in plain)
 
 
+@pytest.mark.runs_user_code  # its REPL part runs under `trusted`
 async def test_every_kind_with_native_decide_is_rejected():
     # The axiom scanner itself, on the REPL's answers: only `trusted` lets
     # native evaluation run, so this runs under it.

@@ -113,6 +113,7 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
         await stop_server(app, client)
 
 
+@pytest.mark.runs_user_code
 async def test_trusted_runs_the_callers_code_and_says_so(tmp_path):
     app, client, log, _url = await _start(tmp_path, policy__default="trusted")
     try:
@@ -195,6 +196,7 @@ async def test_a_reference_that_runs_code_is_refused_at_every_door(tmp_path):
         await stop_server(app, client)
 
 
+@pytest.mark.runs_user_code
 async def test_a_worker_that_ran_a_trusted_clients_code_never_serves_another_client(tmp_path):
     """`trusted_clients` on a shared profile: the trusted client's code ran in
     the REPL process and may have left something behind (here: the REPL keeps
