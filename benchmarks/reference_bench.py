@@ -23,8 +23,9 @@ psutil plus the reaped ones (`os.times()` children), so a recycled worker's
 seconds still count. It includes everything the REPL does per command (its
 JSON, the fence, the `#print axioms` follow-up, the statement queries, the
 references' own elaboration), measured outside the pool. The pool's own
-timings are shown next to it (`Timings.body_s`, the queries' `query_s`);
-they do not time the `#print axioms` command.
+wall time per snippet is shown next to it (`Timings.body_s`: the body and,
+pipelined with it since issue 28, its follow-up commands; it includes
+waiting on a loaded machine, which CPU seconds do not).
 
     python -m benchmarks.reference_bench [--limit N] [--rounds R] [--workers W]
 """
@@ -104,7 +105,6 @@ async def _pass(app, items, kind: str, cpu: ReplCpu) -> dict:
         statuses[r.status.name] = statuses.get(r.status.name, 0) + 1
     return {"wall_s": wall, "repl_cpu_s": repl, "server_cpu_s": server,
             "body_s": sum(r.timings.body_s for r in results),
-            "query_s": sum(r.reference.query_s for r in results if r.reference is not None),
             "ref_elaborations": service.references.elaborations - before_n, "statuses": statuses,
             "foreign_pct": foreign_load_pct(machine_busy_s() - busy0, repl + server, wall)}
 
@@ -156,7 +156,7 @@ async def main(limit: int, rounds: int, workers: int, cost_per_kchar: float) -> 
             added = (row["repl_cpu_s"] - off) / off * 100 if off else 0.0
             print(f"round {round_no + 1}  {kind:18}  wall {row['wall_s']:6.2f} s  REPL CPU {row['repl_cpu_s']:7.2f} s "
                   f"({added:+5.1f}% vs off)  server CPU {row['server_cpu_s']:5.2f} s  pool body {row['body_s']:6.2f} s  "
-                  f"queries {row['query_s']:5.2f} s  references elaborated {row['ref_elaborations']:3}  "
+                  f"references elaborated {row['ref_elaborations']:3}  "
                   f"foreign load {row['foreign_pct']:4.1f}%  {row['statuses']}")
     print("median over rounds of the per-round REPL CPU added vs off:")
     for kind in PASSES[1:]:
