@@ -81,3 +81,16 @@ async def test_a_structure_the_statement_uses_is_pinned_too():
         assert bad.status == "INVALID" and (bad.reference.reason, bad.reference.declaration) == (
             "STATEMENT_MISMATCH", "S"), (bad.error, bad.reference)
         assert "fields, constructors or parameters differ" in bad.reference.detail
+
+
+async def test_a_snippet_must_import_what_the_reference_imports():
+    """Without `import Mathlib` a snippet could declare its own `Real`, `HAdd`
+    instances, ... under the names the statement uses: its printed type would
+    read the same. The snippet must import every module the reference does."""
+    body = "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n"
+    async with running_server() as (_app, client):
+        bare, more = await client.verify_batch(
+            [body, "import Mathlib\nimport Aesop\n\n" + body], references=[REFERENCE] * 2)
+        assert bare.status == "INVALID" and bare.reference.reason == "STATEMENT_MISMATCH", (bare.error,)
+        assert "does not import Mathlib" in bare.reference.detail
+        assert more.status == "VALID" and more.reference.passed  # importing more is fine

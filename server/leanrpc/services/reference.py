@@ -127,8 +127,11 @@ class ReferenceService:
         return Pinned(answers, reference_problem(reference, answers), outcome.body_s + outcome.reference_s)
 
     def apply(self, result: VerifyResult, outcome: BodyOutcome | None, reference: Reference, pinned: Pinned,
-              cached: bool) -> None:
-        """Sets `result.reference`; a VALID that does not prove the reference is downgraded."""
+              cached: bool, modules: tuple[str, ...] = ()) -> None:
+        """Sets `result.reference`; a VALID that does not prove the reference is
+        downgraded. `modules`: what the snippet imports; it must import every
+        module the reference imports (else the names its statement uses could
+        be the snippet's own constants, and the printed types still agree)."""
         if pinned.problem is not None:
             result.reference = ReferenceCheck(reason=ReferenceReason.REFERENCE_INVALID, detail=pinned.problem,
                                               declarations=reference.names, cached_reference=cached)
@@ -138,8 +141,15 @@ class ReferenceService:
             return
         if outcome is None:
             return  # the snippet never ran (timeout, crash): its status says so
-        check = compare(reference, pinned.answers, answers_of(outcome, reference),
-                        frozenset(self.config.axioms.allowed))
+        missing = [m for m in reference.split.modules if m not in modules]
+        if missing:
+            check = ReferenceCheck(
+                passed=False, reason=ReferenceReason.STATEMENT_MISMATCH, declaration=reference.names[0],
+                detail=f"the snippet does not import {', '.join(missing)}, which the reference imports: the names "
+                       "its statement uses could be the snippet's own", declarations=reference.names)
+        else:
+            check = compare(reference, pinned.answers, answers_of(outcome, reference),
+                            frozenset(self.config.axioms.allowed))
         check.cached_reference = cached
         check.query_s = outcome.reference_s
         result.reference = check

@@ -130,7 +130,7 @@ class VerifyService:
         )
         result, outcome = await run_job(self.pool, job, request.snippet_id)
         if reference is not None:  # first: its structured reason names the declaration
-            self.references.apply(result, outcome, reference, pinned, cached)
+            self.references.apply(result, outcome, reference, pinned, cached, split.modules)
         if axiom_check is not None:
             axioms.finish(result, outcome, axiom_check, self.config)
         if reference is not None:
