@@ -154,8 +154,9 @@ async def main(limit: int, rounds: int, workers: int, cost_per_kchar: float) -> 
         for kind in PASSES:
             row = table[kind][round_no]
             added = (row["repl_cpu_s"] - off) / off * 100 if off else 0.0
-            print(f"round {round_no + 1}  {kind:18}  wall {row['wall_s']:6.2f} s  REPL CPU {row['repl_cpu_s']:7.2f} s "
-                  f"({added:+5.1f}% vs off)  server CPU {row['server_cpu_s']:5.2f} s  pool body {row['body_s']:6.2f} s  "
+            print(f"round {round_no + 1}  {kind:18}  wall {row['wall_s']:6.2f} s  "
+                  f"REPL CPU {row['repl_cpu_s']:7.2f} s ({added:+5.1f}% vs off)  "
+                  f"server CPU {row['server_cpu_s']:5.2f} s  pool body {row['body_s']:6.2f} s  "
                   f"references elaborated {row['ref_elaborations']:3}  "
                   f"foreign load {row['foreign_pct']:4.1f}%  {row['statuses']}")
     print("median over rounds of the per-round REPL CPU added vs off:")

@@ -42,7 +42,7 @@ class CacheStats:
     forged: int = 0  # disk/Redis entries whose MAC failed (leanrpc.cache.seal)
     store_errors: int = 0
     withdrawn: int = 0  # entries removed because their worker was poisoned (cache.provenance)
-    revoked: int = 0  # entries read back (a copy written again) from a poisoned worker, or not `proof`
+    revoked: int = 0  # a written-back copy from a poisoned worker, or not `proof`
 
 
 class ResultCache:
@@ -159,12 +159,13 @@ class ResultCache:
             self._drop(tier, key)
             return None
         origin = verdict.provenance
-        if origin is not None and (origin.policy != "proof" or (origin.server, origin.worker) in self.revoked):
+        poisoned = origin is not None and (origin.server, origin.worker) in self.revoked
+        if origin is not None and (origin.policy != "proof" or poisoned):
             # A replayed copy of a withdrawn entry (its MAC is still good) or a
             # result no `proof` request produced: never an answer.
             self.stats.revoked += 1
             log.warning("result cache: %s entry %s… came from %s (policy %s); treated as a miss and removed",
-                        tier.name, key[:16], "a poisoned worker" if origin.policy == "proof" else "another policy",
+                        tier.name, key[:16], "a poisoned worker" if poisoned else "another policy",
                         origin.policy)
             self._drop(tier, key)
             return None

@@ -277,10 +277,12 @@ class CacheCollector:
 
     def snapshot(self) -> None:
         stats = self._stats
-        hits = CounterMetricFamily("leanrpc_result_cache_hits", "Result cache hits, by tier", labels=["tier"])
+        hits = CounterMetricFamily("leanrpc_result_cache_hits", "Result cache hits, by tier",
+                                   labels=["tier"])
         for tier, count in sorted(stats.hits.items()):
             hits.add_metric([tier], count)
-        events = CounterMetricFamily("leanrpc_result_cache_events", "Result cache events, by kind", labels=["event"])
+        events = CounterMetricFamily("leanrpc_result_cache_events", "Result cache events, by kind",
+                                     labels=["event"])
         for event in self.EVENTS:
             events.add_metric([event], getattr(stats, event, 0))
         self._families = [hits, events]

@@ -83,9 +83,10 @@ class Scan:
         if not self.refused:
             return ""
         if self.refused == AMBIGUOUS_STRING:
-            return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, column {self.column}: "
-                    "its `{…}` holds a quote, so where it ends depends on whether it is interpolated, and the "
-                    "code after it cannot be read for certain; see docs/SECURITY.md")
+            return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, "
+                    f"column {self.column}: its `{{…}}` holds a quote, so where it ends depends on "
+                    "whether it is interpolated, and the code after it cannot be read for certain; "
+                    "see docs/SECURITY.md")
         return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, column {self.column} "
                 "runs the snippet's own code while Lean elaborates (or weakens checking); see docs/SECURITY.md")
 

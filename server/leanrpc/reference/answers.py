@@ -140,8 +140,9 @@ def compare(reference: Reference, pinned: dict[str, DeclAnswer], snippet: dict[s
                          f"reference: {want.type_text}\nsnippet: {got.type_text}", reference)
         if decl.is_type and _words(got.print_text) != _words(want.print_text):
             return _fail(ReferenceReason.STATEMENT_MISMATCH, name,
-                         f"the {decl.kind} is not the reference's (fields, constructors or parameters differ)\n"
-                         f"reference: {want.print_text}\nsnippet: {got.print_text}", reference)
+                         f"the {decl.kind} is not the reference's (fields, constructors or "
+                         f"parameters differ)\nreference: {want.print_text}\nsnippet: {got.print_text}",
+                         reference)
         if decl.printed_kind == "def" and not decl.body_is_sorry and got.body != want.body:
             return _fail(ReferenceReason.BODY_CHANGED, name, f"reference: {want.body}\nsnippet: {got.body}",
                          reference)

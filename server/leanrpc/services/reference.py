@@ -45,8 +45,9 @@ def screened_reference(text: str, *, max_chars: int = 1_000_000) -> Reference:
     if found.refused:
         raise RequestError(f"the reference may only state declarations: {found.message}", field="reference")
     if found.native:
-        raise RequestError(f"the reference may only state declarations: native evaluation ({found.native} at "
-                           f"line {found.native_line}) runs its own compiled code inside the REPL", field="reference")
+        raise RequestError(f"the reference may only state declarations: native evaluation "
+                           f"({found.native} at line {found.native_line}) runs its own compiled code "
+                           "inside the REPL", field="reference")
     return reference
 
 
@@ -75,7 +76,7 @@ class ReferenceService:
         self._cache.clear()
 
     def parse(self, text: str) -> Reference:
-        """Raises RequestError for a reference that cannot pin anything or runs code (`screened_reference`)."""
+        """RequestError for a reference that pins nothing or runs code (`screened_reference`)."""
         return screened_reference(text, max_chars=self.config.server.max_code_chars)
 
     async def pinned(self, reference: Reference, profile: str, header_split, *, timeout_s: float,
@@ -145,8 +146,9 @@ class ReferenceService:
         if missing:
             check = ReferenceCheck(
                 passed=False, reason=ReferenceReason.STATEMENT_MISMATCH, declaration=reference.names[0],
-                detail=f"the snippet does not import {', '.join(missing)}, which the reference imports: the names "
-                       "its statement uses could be the snippet's own", declarations=reference.names)
+                detail=f"the snippet does not import {', '.join(missing)}, which the reference "
+                       "imports: the names its statement uses could be the snippet's own",
+                declarations=reference.names)
         else:
             check = compare(reference, pinned.answers, answers_of(outcome, reference),
                             frozenset(self.config.axioms.allowed))

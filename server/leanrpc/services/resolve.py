@@ -205,7 +205,8 @@ class Resolver:
         return Resolved(snippet_id=snippet_id, code=code, options=options, split=split, timeout_s=timeout_s,
                         deadline=deadline, client_id=client_id, stream_id=stream_id, profile=options.profile,
                         policy=policy, refused=refused, check_axioms=check_axioms, reference=reference,
-                        cache_key=key, retire_worker=policy != PROOF and self.policy.of(options.profile) == PROOF)
+                        cache_key=key,
+                        retire_worker=policy != PROOF and self.policy.of(options.profile) == PROOF)
 
     def _screen(self, snippet_id: str, code: str, policy: str, check_axioms: bool,
                 reference: Reference | None) -> VerifyResult | None:
