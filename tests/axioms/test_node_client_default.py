@@ -43,3 +43,30 @@ async def test_the_node_client_leaves_the_axiom_check_to_the_server():
         statuses = json.loads(stdout.decode().strip().splitlines()[-1])
         # Default (unset): the server's default, on. Explicitly off: the control.
         assert statuses == ["REJECTED", "REJECTED", "VALID"]
+
+
+PIN_SCRIPT = """
+const { LeanrpcClient } = require('.');
+(async () => {
+  const client = new LeanrpcClient(process.argv[1]);
+  const [reference, good, changed] = process.argv.slice(2);
+  const results = await client.verifyBatch([{ id: 'g', code: good, reference }, { id: 'c', code: changed, reference }]);
+  console.log(JSON.stringify(results.map((r) => [r.status, r.reference && r.reference.reason])));
+  client.close();
+})().catch((error) => { console.error(error); process.exit(1); });
+"""
+
+
+async def test_the_node_client_pins_a_snippet_to_its_reference():
+    """Issue 25 item 2's API: the Node client takes a `reference` per snippet."""
+    reference = "import Mathlib\n\ntheorem t : 2 + 2 = 4 := by\n  sorry\n"
+    good = "import Mathlib\n\ntheorem t : 2 + 2 = 4 := by\n  norm_num\n"
+    changed = "import Mathlib\n\ntheorem t : 2 + 2 = 5 := by\n  norm_num\n"
+    async with running_server() as (app, _client):
+        proc = await asyncio.create_subprocess_exec(
+            "node", "-e", PIN_SCRIPT, f"127.0.0.1:{app.port}", reference, good, changed, cwd=NODE_DIR,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+        assert proc.returncode == 0, stderr.decode()
+        assert json.loads(stdout.decode().strip().splitlines()[-1]) == [["VALID", ""],
+                                                                       ["INVALID", "STATEMENT_MISMATCH"]]
