@@ -52,7 +52,7 @@ class ResultCache:
         self.shared = shared
         self.stats = CacheStats()
         self._writes: set[asyncio.Task] = set()
-        self._warned_forged: set[str] = set()  # tiers whose forged entry was logged
+        self._warned: set = set()  # (kind, tier) of the forged or revoked entries already logged
         # (server, worker) of poisoned workers (cache.provenance): their entries are
         # withdrawn, and a sealed copy someone writes back is still never served.
         self.revoked: set[tuple[str, str]] = set()
@@ -131,8 +131,8 @@ class ResultCache:
             return tier.sealer.open(key, data)
         except ForgedEntry as exc:
             self.stats.forged += 1
-            if tier.name not in self._warned_forged:
-                self._warned_forged.add(tier.name)
+            if ("forged", tier.name) not in self._warned:
+                self._warned.add(("forged", tier.name))
                 log.warning("result cache: unauthenticated %s entry %s… (%s); treated as a miss and removed "
                             "(further ones are only counted: cache forged)", tier.name, key[:16], exc)
             self._discard(tier, key)
@@ -164,9 +164,11 @@ class ResultCache:
             # A replayed copy of a withdrawn entry (its MAC is still good) or a
             # result no `proof` request produced: never an answer.
             self.stats.revoked += 1
-            log.warning("result cache: %s entry %s… came from %s (policy %s); treated as a miss and removed",
-                        tier.name, key[:16], "a poisoned worker" if poisoned else "another policy",
-                        origin.policy)
+            if ("revoked", tier.name) not in self._warned:
+                self._warned.add(("revoked", tier.name))
+                log.warning("result cache: %s entry %s… came from %s (policy %s); treated as a miss and "
+                            "removed (further ones are only counted: cache revoked)", tier.name, key[:16],
+                            "a poisoned worker" if poisoned else "another policy", origin.policy)
             self._drop(tier, key)
             return None
         return verdict
