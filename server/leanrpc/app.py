@@ -28,7 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from .cache import CachedVerifier
 from .config import Config
 from .core import NATIVE_ACTIVE
-from .pool.pool import Pool
+from .pool import Pool, PoolOwner
 from .security.sandbox import make_sandbox_launcher
 from .services.extract import ExtractService
 from .services.prover import ProverService
@@ -117,7 +117,7 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
         raise
 
 
-async def _serve_pool(config: Config, pool: Pool, launcher: Launcher, access_interceptors: list) -> App:
+async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, access_interceptors: list) -> App:
     service = VerifyService(pool, config)
     # Prover, Extract, Gateway and Formalize get it as a `Verifier` (services.ports).
     verify: Verifier = CachedVerifier.from_config(service, config, sandbox=launcher.describe())

@@ -10,11 +10,11 @@ import random
 
 from leanrpc.core.headers import split_header
 from leanrpc.pool.admission import Admission
-from leanrpc.pool.job import Job
+from leanrpc.pool.job import BodyJob, Job
 
 
 def _job(client: str, stream: str, deadline: float | None = None) -> Job:
-    return Job(split=split_header("import Mathlib\ntheorem t : True := trivial\n"), timeout_s=10,
+    return BodyJob(split=split_header("import Mathlib\ntheorem t : True := trivial\n"), timeout_s=10,
                client_id=client, stream_id=stream, deadline=deadline)
 
 

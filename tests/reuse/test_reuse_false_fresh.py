@@ -8,11 +8,9 @@ imported it in-process.
 
 from __future__ import annotations
 
-from leanrpc.pool.routing import Router, View, WorkerView
-from leanrpc.pool.cost import BodyCostModel
-from leanrpc.pool.prefix_index import PrefixIndex
+from leanrpc.pool.plan import View, WorkerView
 from reuse_support import start, stop
-from test_routing_plan import MATHLIB, NOW, decided, job, view
+from test_routing_plan import MATHLIB, NOW, decided, job, router, view
 
 SNIPPET = "import Mathlib\n\ntheorem t : 1 + 1 = 2 := rfl\n"
 
@@ -23,8 +21,7 @@ def snippet(n: int) -> str:
 
 
 def _plan(workers, queue, size: int = 1):
-    return decided(Router(size=size, index=PrefixIndex(), cost=BodyCostModel(), incrementality=True)
-                   .plan(queue, workers, NOW))
+    return decided(router(size).plan(queue, workers, NOW))
 
 
 def test_no_reuse_never_takes_a_used_process():

@@ -1,16 +1,25 @@
-"""Router.plan as a table: a situation (queue, worker views, now) and the
-decisions it must give. No processes, no clock, no event loop."""
+"""Router.plan as a table: a situation (a snapshot: queue, worker views,
+prefix facts, rent, now) and the decisions it must give. No processes, no
+clock, no event loop; `Routing` keeps between plans what the pool's
+dispatcher keeps (the rent book, the counters) and nothing else."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from leanrpc.core.headers import split_header
 from leanrpc.pool.admission import Admission
 from leanrpc.pool.cost import BodyCostModel
-from leanrpc.pool.job import Job
+from leanrpc.pool.dispatch import IndexFacts, RentBook
+from leanrpc.pool.job import BodyJob, CallJob, Job
+from leanrpc.pool.plan import (
+    Assign, CostView, Expire, Import, JobView, RoutingStats, Snapshot, Start, Switch, View,
+    WorkerView,
+)
 from leanrpc.pool.prefix_index import PrefixIndex
-from leanrpc.pool.routing import Assign, Expire, Import, Router, Start, Switch, View, WorkerView
+from leanrpc.pool.routing import Router
 
 NOW = 1000.0
 MATHLIB = "import Mathlib\n"
@@ -18,10 +27,12 @@ AESOP = "import Aesop\n"
 BODY = "\n".join(f"theorem t{i} : {i} = {i} := rfl" for i in range(200)) + "\n"
 
 
-def job(header: str = MATHLIB, body: str = "theorem x : 1 = 1 := rfl\n", *, age: float = 0.0, **kw) -> Job:
-    j = Job(split=split_header(header + body), timeout_s=10, **kw)
+def job(header: str = MATHLIB, body: str = "theorem x : 1 = 1 := rfl\n", *, age: float = 0.0, **kw) -> JobView:
+    """A queued job as routing sees it (a CallJob when given `call`)."""
+    kind = CallJob if "call" in kw else BodyJob
+    j: Job = kind(split=split_header(header + body), timeout_s=10, **kw)
     j.enqueued_at = NOW - age
-    return j
+    return j.make_view()
 
 
 def key(header: str) -> str:
@@ -34,11 +45,36 @@ def view(name: str, state: View, header: str | None = MATHLIB, *, also: tuple = 
     return WorkerView(name=name, state=state, import_key=key(header) if header else None, header_keys=held, **kw)
 
 
-def router(size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> Router:
-    model = BodyCostModel()
-    for seconds, chars in costs:
-        model.observe(seconds, chars)
-    return Router(size=size, index=PrefixIndex(), cost=model, incrementality=incrementality, **kw)
+class Routing:
+    """Router.plan with what the pool keeps between plans (the rent book, the
+    counters) and a prefix index; the dispatcher's bookkeeping without its processes."""
+
+    def __init__(self, size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> None:
+        self.router = Router(size=size, **kw)
+        self.index = PrefixIndex()
+        self.cost = BodyCostModel()
+        for seconds, chars in costs:
+            self.cost.observe(seconds, chars)
+        self.incrementality = incrementality
+        self.rent = RentBook()
+        self.stats = RoutingStats()
+
+    def snapshot(self, queue, workers, now: float) -> Snapshot:
+        cost = CostView(self.cost.known, self.cost.per_char, self.cost.overhead_s) if self.cost.known else CostView()
+        facts = IndexFacts(self.index, lambda profile: self.incrementality)
+        return Snapshot(now, list(queue), list(workers), facts, cost, self.incrementality, self.rent.table,
+                        self.rent.marks)
+
+    def plan(self, queue, workers, now: float):
+        plan = self.router.plan(self.snapshot(queue, workers, now))
+        self.rent.apply(plan.rent)
+        for field in dataclasses.fields(RoutingStats):
+            setattr(self.stats, field.name, getattr(self.stats, field.name) + getattr(plan.stats, field.name))
+        return plan
+
+
+def router(size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> Routing:
+    return Routing(size, costs=costs, incrementality=incrementality, **kw)
 
 
 def decided(plan) -> list[tuple]:
@@ -152,10 +188,10 @@ def test_a_job_waits_for_a_busy_worker_holding_a_much_longer_prefix():
     assert decided(plan) == [] and r.stats.prefix_waits == 1
     assert plan.wake_at is not None and plan.wake_at > NOW
     # once it has waited max_wait_for_warm_s it takes the idle worker
-    new.enqueued_at = NOW - 2.5
+    new = dataclasses.replace(new, enqueued_at=NOW - 2.5)
     assert decided(r.plan([new], [holder, other], NOW)) == [("assign", "other")]
     # and when the holder is idle it is simply the best candidate
-    holder.state = View.IDLE
+    holder = dataclasses.replace(holder, state=View.IDLE)
     assert decided(r.plan([new], [other, holder], NOW)) == [("assign", "holder")]
     assert r.index.reusable_prefix("holder", new.scope, new.text) == len(old.text)
 
@@ -175,9 +211,9 @@ def test_a_holder_past_its_estimate_is_expected_to_overrun_by_as_much_again():
 def test_waiting_rent_spreads_a_hot_prefix_to_the_idle_worker():
     r, new, holder, other, _old = _holder_situation(expected_busy_s=0.3)
     assert decided(r.plan([new], [holder, other], NOW)) == []
-    assert r.stats.prefix_waits == 1 and new.wait_mark == NOW
+    assert r.stats.prefix_waits == 1 and r.rent.marks[new].since == NOW
     # it waited 0.8 s with `other` idle, and the holder took another request
-    holder.busy_since = NOW + 0.8
+    holder = dataclasses.replace(holder, busy_since=NOW + 0.8)
     # 0.3 s more + 0.8 s already paid >= 1 s of text: elaborate it on `other`
     assert decided(r.plan([new], [holder, other], NOW + 0.8)) == [("assign", "other")]
     assert abs(r.stats.prefix_wait_s - 0.8) < 1e-9
@@ -193,11 +229,16 @@ def test_without_incrementality_prefixes_do_not_route():
 # -- fair admission order ------------------------------------------------------
 
 
+def queued(**kw) -> Job:
+    """A job as the queue holds it (the pool's own object)."""
+    return job(**kw).job
+
+
 def test_fair_order_takes_one_job_per_client_then_per_stream():
     queue = Admission(queue_limit=100)
-    big = [job(client_id="big", stream_id="s1") for _ in range(5)]
-    big2 = [job(client_id="big", stream_id="s2") for _ in range(2)]
-    small = [job(client_id="small") for _ in range(2)]
+    big = [queued(client_id="big", stream_id="s1") for _ in range(5)]
+    big2 = [queued(client_id="big", stream_id="s2") for _ in range(2)]
+    small = [queued(client_id="small") for _ in range(2)]
     for j in big + big2 + small:
         queue.push(j)
     order = queue.ordered(100)
@@ -214,12 +255,12 @@ def test_one_clients_unary_calls_are_served_in_arrival_order():
     """Each unary Verify is a stream of its own: a new stream must not jump ahead of the
     client's older ones (it did: LIFO, p99 latency 1.7x LeanInteract's in the mixed compare)."""
     queue = Admission(queue_limit=100)
-    calls = [job(client_id="peer:ipv4:127.0.0.1", stream_id=f"batch-{n}") for n in range(5)]
+    calls = [queued(client_id="peer:ipv4:127.0.0.1", stream_id=f"batch-{n}") for n in range(5)]
     for j in calls:
         queue.push(j)
     assert queue.ordered(100) == calls
     queue.take(calls[0])
-    queue.push(late := job(client_id="peer:ipv4:127.0.0.1", stream_id="batch-5"))
+    queue.push(late := queued(client_id="peer:ipv4:127.0.0.1", stream_id="batch-5"))
     assert queue.ordered(100) == calls[1:] + [late]
 
 
@@ -228,7 +269,7 @@ def test_admission_check_is_the_queue_limit():
 
     queue = Admission(queue_limit=2)
     queue.check(2)
-    queue.push(job())
+    queue.push(queued())
     with pytest.raises(OverloadedError) as info:
         queue.check(2)
     assert info.value.retry_after_s > 0
@@ -245,7 +286,7 @@ class _StateCall:
         return len(self.text) - 10 if worker_name in self.held else 0
 
 
-def _call_job(name: str, held: tuple[str, ...], *, age: float = 0.0) -> Job:
+def _call_job(name: str, held: tuple[str, ...], *, age: float = 0.0) -> JobView:
     return job(call=_StateCall(name, held), client_id=name, stream_id=name, age=age)
 
 

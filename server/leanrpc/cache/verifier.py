@@ -3,8 +3,9 @@
 Owns the decision, per request, between a stored verdict, an identical
 snippet in flight and a new elaboration; imports the services' request and
 interface types (services.resolve, services.ports) and this package. It
-wraps a `VerifyService` and offers the same explicit `Verifier` interface
-(no attribute forwarding), so wiring it is one line in the composition root:
+wraps the verify service, held as a `services.ports.VerifyBackend`, and
+offers the same explicit `Verifier` interface (no attribute forwarding, no
+reach into the service's pool), so wiring it is one line in the composition root:
 
     verify = CachedVerifier.from_config(VerifyService(pool, config), config, sandbox=launcher.describe())
 
@@ -45,10 +46,9 @@ from ..config import Config
 from ..core.headers import HeaderSplit
 from ..pool import PoolSnapshot
 from ..results import Status, VerifyResult
-from ..services.ports import Verifier
+from ..services.ports import VerifyBackend, Verifier
 from ..services.resolve import Resolved, VerifyOptions
 from ..services.sessions import SessionService
-from ..services.verify import VerifyService
 from . import codec
 from .codec import verdict_copy
 from .keys import VerifierSettings, cache_key, is_cacheable
@@ -78,7 +78,7 @@ class CachedVerifier:
     """The verify service with a result cache; offers the same `Verifier`
     interface (services.ports) as the service it wraps."""
 
-    def __init__(self, service: VerifyService, cache: ResultCache, *,
+    def __init__(self, service: VerifyBackend, cache: ResultCache, *,
                  environments: dict[str, tuple[str, ...]] | None = None) -> None:
         self.service = service
         self.cache = cache
@@ -89,9 +89,7 @@ class CachedVerifier:
         # The service's resolver, with this cache's keys: a door resolves a
         # request once and the key comes with it.
         self.resolver = service.resolver.with_keys(self._key_of)
-        pool = getattr(service, "pool", None)
-        if hasattr(pool, "add_state_listener"):
-            pool.add_state_listener(self._on_worker_state)
+        service.add_worker_listener(self._on_worker_state)
 
     # ---- the Verifier interface (services.ports) -------------------------------
 
@@ -140,7 +138,7 @@ class CachedVerifier:
                         "(memory, disk, Redis)", worker.name, count)
 
     @classmethod
-    def from_config(cls, service: VerifyService, config: Any, *, sandbox: str = "") -> Verifier:
+    def from_config(cls, service: VerifyBackend, config: Any, *, sandbox: str = "") -> Verifier:
         """`service` wrapped per `config.cache`; `service` itself when disabled."""
         from .build import build_cache, key_environments
 

@@ -3,8 +3,9 @@
     gRPC call --> MetricsInterceptor --> rpcs by method and code, latency,
                                          snippets by result status, phase times
     scrape    --> PoolCollector      --> queue depth, workers by state, restarts
-                                         by cause, header cache hits (read from
-                                         the pool at scrape time)
+                                         by cause, header cache hits (from the
+                                         snapshot the pool publishes at scrape
+                                         time: PoolOwner.metrics)
               --> CacheCollector     --> result cache hits by tier, misses, and
                                          entries refused: forged (bad MAC),
                                          revoked, withdrawn, corrupt
@@ -12,8 +13,8 @@
 The HTTP endpoint is an aiohttp app on the server's event loop (aiohttp is
 already a dependency, for the REST gateway; it replaced a hand-written HTTP
 reader). Not `prometheus_client.start_http_server`: that serves from its own
-thread, while a scrape must snapshot pool state on the loop, from the thread
-that mutates it; the text is then rendered in a thread, so a large scrape
+thread, while a scrape must take the pool's snapshot on the loop, the thread
+that mutates the pool; the text is then rendered in a thread, so a large scrape
 never stalls health checks or RPCs.
 
 Every door counts under the same names: `door="grpc"` or `door="rest"` (the
@@ -31,8 +32,10 @@ series; this module owns the registry, the pool collector and the endpoint.
 Results are read through protobuf descriptors, not the generated stubs.
 
 May import: prometheus_client, aiohttp, protobuf descriptors, leanrpc (version, logsetup),
-leanrpc.edge.interceptors.metrics. The pool and the result cache's
-counters come in as objects (`attach_pool`, `attach_cache`), never by import.
+leanrpc.edge.interceptors.metrics. The pool comes in as a `pool.PoolOwner`
+(`attach_pool`), never by import, and is read only through its published
+`metrics()` snapshot and its state listener (a `WorkerInfo`, not the worker);
+the result cache's counters come in as an object too (`attach_cache`).
 """
 
 from __future__ import annotations
@@ -68,10 +71,10 @@ UNKNOWN_METHOD = "unknown"
 def known_methods() -> dict[str, tuple[str, str, str]]:
     """'/pkg.Service/Method' -> (service, method, grpc_type) for the served services."""
     known = {}
-    pool = descriptor_pool.Default()
+    descriptors = descriptor_pool.Default()
     for name in _SERVICES:
         try:
-            service = pool.FindServiceByName(name)
+            service = descriptors.FindServiceByName(name)
         except KeyError:
             continue
         for method in service.methods:
@@ -103,7 +106,8 @@ class Metrics:
             registry=self.registry
         )
         self.phase_seconds = Histogram(
-            "leanrpc_snippet_phase_seconds", "Per-snippet time by phase (queue, header, body, total)", ["phase"],
+            "leanrpc_snippet_phase_seconds", "Per-snippet time by phase (queue, header, body, total) and door",
+            ["phase", "door"],
             buckets=_LATENCY_BUCKETS, registry=self.registry,
         )
         self.transitions = Counter(
@@ -145,13 +149,17 @@ class Metrics:
             return UNKNOWN_METHOD, (UNKNOWN_METHOD, UNKNOWN_METHOD, UNKNOWN_METHOD)
         return method, known
 
-    def observe_rest(self, route: str, http_status: int, seconds: float, statuses) -> None:
+    def observe_rest(self, route: str, http_status: int, seconds: float, statuses, phases=()) -> None:
         """One finished REST request (the gateway's door): the same families
-        as gRPC with door="rest"; `code` is the HTTP status, `method` the route."""
+        as gRPC with door="rest"; `code` is the HTTP status, `method` the route.
+        `phases`: one (queue, header, body, total) in seconds per snippet answered."""
         self.rpcs.labels(route, str(http_status), "rest").inc()
         self.rpc_seconds.labels(route, "rest").observe(seconds)
         for status, count in statuses.items():
             self.snippets.labels(status, "rest").inc(count)
+        for times in phases:
+            for phase, value in zip(_PHASES, times):
+                self.phase_seconds.labels(phase, "rest").observe(max(0.0, value))
 
     def _on_worker_state(self, worker, old, new) -> None:
         self.transitions.labels(new.value).inc()
@@ -171,7 +179,7 @@ class Metrics:
             if result.HasField("timings"):
                 for phase in _PHASES:
                     seconds = getattr(result.timings, phase).ToNanoseconds() / 1e9  # a Duration
-                    self.phase_seconds.labels(phase).observe(max(0.0, seconds))
+                    self.phase_seconds.labels(phase, "grpc").observe(max(0.0, seconds))
 
     def render(self) -> bytes:
         """The exposition text (thread-safe: pool state comes from the last `snapshot`)."""
@@ -205,7 +213,8 @@ def _status_name(result) -> str:
 
 
 class PoolCollector:
-    """Reads the pool at scrape time (`snapshot`, on the loop); `collect` replays it."""
+    """Reads the pool's published snapshot at scrape time (`snapshot`, on the
+    loop: `PoolOwner.metrics`); `collect` replays it."""
 
     def __init__(self, pool, config) -> None:
         self._pool = pool
@@ -219,14 +228,14 @@ class PoolCollector:
         return iter(self._families)
 
     def _read(self):
-        pool = self._pool
-        stats = pool.stats
-        yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", pool.queue_depth)
+        published = self._pool.metrics()
+        snapshot, stats = published.snapshot, published.stats
+        yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", snapshot.queue_depth)
         yield _gauge("leanrpc_queue_limit", "Admission queue capacity", self._config.pool.queue_limit)
-        yield _gauge("leanrpc_workers_configured", "Configured pool size", pool.size)
-        yield _gauge("leanrpc_serving", "1 when the pool accepts work", 1 if pool.serving else 0)
+        yield _gauge("leanrpc_workers_configured", "Configured pool size", snapshot.size)
+        yield _gauge("leanrpc_serving", "1 when the pool accepts work", 1 if snapshot.serving else 0)
         states = GaugeMetricFamily("leanrpc_workers", "Workers by state", labels=["state"])
-        for state, count in pool.worker_states().items():
+        for state, count in snapshot.worker_states.items():
             states.add_metric([state], count)
         yield states
         restarts = CounterMetricFamily("leanrpc_worker_restarts", "Workers gone, by exit cause", labels=["cause"])
@@ -248,11 +257,10 @@ class PoolCollector:
             "leanrpc_worker_memory_bytes", "Memory of each live worker's process tree (as its limit counts it)",
             labels=["worker"],
         )
-        for worker in list(getattr(pool, "workers", ())):
-            if getattr(worker, "pid", None):
-                memory.add_metric([worker.name], float(worker.tree_rss()))
+        for worker in published.workers:
+            memory.add_metric([worker.name], float(worker.memory_bytes))
         yield memory
-        identity = pool.identity
+        identity = snapshot.identity
         info = InfoMetricFamily("leanrpc_build", "Server version and verifier identity")
         info.add_metric([], {
             "version": __version__,

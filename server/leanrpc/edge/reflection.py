@@ -25,10 +25,10 @@ V1_SERVICE_NAME = "grpc.reflection.v1.ServerReflection"
 _V1_FILE = "grpc/reflection/v1/reflection.proto"
 
 
-def _add_v1_descriptor(pool: descriptor_pool.DescriptorPool) -> None:
-    """Adds grpc/reflection/v1/reflection.proto to `pool` (once), built from v1alpha's."""
+def _add_v1_descriptor(descriptors: descriptor_pool.DescriptorPool) -> None:
+    """Adds grpc/reflection/v1/reflection.proto to `descriptors` (once), built from v1alpha's."""
     try:
-        pool.FindFileByName(_V1_FILE)
+        descriptors.FindFileByName(_V1_FILE)
         return
     except KeyError:
         pass
@@ -44,7 +44,7 @@ def _add_v1_descriptor(pool: descriptor_pool.DescriptorPool) -> None:
         for method in service.method:
             method.input_type = method.input_type.replace(".v1alpha.", ".v1.")
             method.output_type = method.output_type.replace(".v1alpha.", ".v1.")
-    pool.Add(proto)
+    descriptors.Add(proto)
 
 
 def enable_reflection(service_names: Iterable[str], server: grpc.aio.Server) -> None:

@@ -45,6 +45,11 @@ class Features:
 
     def __init__(self, repl: ReplConfig) -> None:
         self._by_profile = {name: _initial(repl.profile(name)) for name in repl.profile_names}
+        self.incremental_profiles = self._incremental_profiles()
+
+    def _incremental_profiles(self) -> frozenset[str]:
+        """The profiles whose jobs may ask for incrementality (routing's snapshot)."""
+        return frozenset(name for name, found in self._by_profile.items() if found.incrementality)
 
     def of(self, profile: str) -> ProfileFeatures:
         """A known profile's switches (KeyError for a name the config lacks)."""
@@ -68,6 +73,7 @@ class Features:
         if settled:
             found.probe_pending = False
             found.incrementality = bool(is_fork)
+            self.incremental_profiles = self._incremental_profiles()
         found.elab_async = _wants_elab_async(found.elab_async_setting, found.incrementality, lean_version)
         return settled
 

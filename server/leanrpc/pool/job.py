@@ -1,9 +1,22 @@
-"""Jobs and their outcomes: the data the pool's rooms hand each other.
+"""Jobs by kind, and what each gives back: the data the pool's rooms hand each other.
 
-Owns: `Job` (one body or session command to elaborate, or a `WorkerCall`)
-and `BodyOutcome` (what running it produced), and the `WorkerCall` protocol:
-the narrow API the Prover uses to run its own REPL requests on a worker. May import: core, results-free pool siblings
-(`sessions` for the session call type). No asyncio logic lives here.
+Owns the three kinds of job and their typed outcomes:
+
+    BodyJob     a body, elaborated on the env of its header and preamble, with
+                its after-body checks (`#print axioms`, reference queries)
+                                                        -> BodyOutcome
+    SessionJob  a command on a session env (the session's missing commands
+                replayed first where the worker lacks them)
+                                                        -> SessionOutcome
+    CallJob     a `WorkerCall` (the Prover's own requests) on a reserved
+                worker, through a restricted `pool.slot.WorkerHandle`
+                                                        -> CallOutcome
+
+`Job` is what the kinds share: the header split and time limits, who sent it
+(fair admission), the queue bookkeeping, and `view`, the job as routing sees
+it (a frozen `pool.plan.JobView`, made once when it is submitted). May
+import: core, pool.plan, pool.sessions (the session call type). No asyncio
+logic lives here.
 """
 
 from __future__ import annotations
@@ -11,56 +24,65 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
+from .. import repl
 from ..core.headers import HeaderSplit
+from .plan import JobKind, JobView
 from .sessions import SessionCall
 
+__all__ = [
+    "BodyJob",
+    "BodyOutcome",
+    "CallJob",
+    "CallOutcome",
+    "Job",
+    "SessionJob",
+    "SessionOutcome",
+    "WorkerCall",
+    "profile_key",
+]
 
-class WorkerCall(Protocol):
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class WorkerCall(Protocol[T_co]):
     """Work that runs its own REPL requests on a worker instead of a body.
 
     The pool boots the worker and loads the job's header and preamble as for
-    any job, then awaits `run(worker, base_env, timeout)` with the worker
-    reserved for it alone; its return value is the outcome's `response`.
-    Routing treats it like a session job: `held_chars(worker_name)` is how
-    much of `text` (the work to rebuild from nothing) that worker already
-    holds, so the job goes to the holder unless the holder is busy and the
-    measured per-character cost of rebuilding the rest elsewhere is less than
-    the expected wait (the prefix-routing cost model, ski rental included).
-    A `WorkerCrashed` raised by `run` retries the job like a crashed body.
+    any job, then awaits `run(handle, base_env, timeout)` with the worker
+    reserved for it alone; `handle` is a `pool.slot.WorkerHandle` (requests,
+    the slot's realizations, a taint mark: never the Worker), and the value
+    returned is the outcome's `value`. Routing treats it like a session job:
+    `held_chars(worker_name)` is how much of `text` (the work to rebuild from
+    nothing) that worker already holds, so the job goes to the holder unless
+    the holder is busy and the measured per-character cost of rebuilding the
+    rest elsewhere is less than the expected wait (the prefix-routing cost
+    model, ski rental included). A `WorkerCrashed` raised by `run` retries
+    the job like a crashed body.
     """
 
     scope: str  # what the work is about, the same on every worker
-    text: str   # the work to redo on a worker that holds none of it
+    text: str  # the work to redo on a worker that holds none of it
 
     def held_chars(self, worker_name: str) -> int: ...
 
-    async def run(self, worker: Any, base_env: int, timeout: float) -> Any: ...
+    async def run(self, worker: Any, base_env: int, timeout: float) -> T_co: ...
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, kw_only=True)
 class Job:
-    """One body to elaborate on the env of its header.
+    """What every kind shares. `text` and `scope` are computed once at
+    construction, `view` once at submit: routing reads them many times per
+    dispatch pass over up to 256 queued jobs."""
 
-    `text` and `scope` are computed once at construction: routing reads them
-    many times per dispatch pass over up to 256 queued jobs.
-    """
+    KIND = JobKind.BODY
 
     split: HeaderSplit
     timeout_s: float
-    infotree: str | None = None
     reuse: bool = True
-    # Command run on the body's env right after it (e.g. `#print axioms`).
-    after_body: str | None = None
-    # The statement queries of a reference check (leanrpc.reference), run
-    # on the body's env after `after_body`; its answer is kept apart.
-    reference_query: str | None = None
     deadline: float | None = None  # time.monotonic() based
-    # Set for a session job: the command runs on a session env, not the body.
-    session: SessionCall | None = None
-    # Set for a WorkerCall job (the Prover): the call runs instead of a body.
-    call: WorkerCall | None = None
     # Fair admission: who sent it, and which stream or batch of theirs.
     client_id: str = ""
     stream_id: str = ""
@@ -69,10 +91,6 @@ class Job:
     # Retire the worker after this job (a trusted client's code ran in it; services.resolve).
     retire_worker: bool = False
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
-    # Set while the job waits for a busy prefix holder although an idle
-    # worker of its header was free: since when, and for which prefix.
-    wait_mark: float | None = None
-    rent_key: int | None = None
     # Pool-trie entry added at launch: the worker will hold the text once it
     # is elaborated, so routing can wait for it instead of elaborating the
     # same file twice at once. Dropped if the request fails.
@@ -85,24 +103,80 @@ class Job:
     load: asyncio.Task | None = None
     text: str = dataclasses.field(init=False)
     scope: str = dataclasses.field(init=False)
+    view: JobView | None = dataclasses.field(default=None, init=False)
 
     def __post_init__(self) -> None:
         # The command this job elaborates, and what it is elaborated on in
         # worker-independent terms.
-        self.text = self.session.text if self.session is not None else self.split.padded_body
-        base = f"{self.import_key}\x01{self.split.preamble_key}"
-        if self.call is not None:
-            self.text = self.call.text
-            base = f"{base}\x01call:{self.call.scope}"
-        elif self.session is not None:
-            base = f"{base}\x01session:{self.session.session.uid}:{self.session.parent}"
-        self.scope = base
+        self.text = self.split.padded_body
+        self.scope = f"{self.import_key}\x01{self.split.preamble_key}"
 
     @property
     def import_key(self) -> str:
         """The header as the pool keys it: its imports, qualified by the
         profile (envs of different toolchains never mix)."""
         return profile_key(self.profile, self.split.import_key)
+
+    def make_view(self) -> JobView:
+        """The job as routing sees it (frozen; `enqueued_at` as it is now)."""
+        self.view = JobView(
+            self,
+            self.KIND,
+            self.import_key,
+            self.scope,
+            self.text,
+            self.profile,
+            self.reuse,
+            self.enqueued_at,
+            self.deadline,
+        )
+        return self.view
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class _CommandJob(Job):
+    """A command elaborated on an env (a body's or a session's)."""
+
+    infotree: str | None = None
+    # Command run on the command's env right after it (e.g. `#print axioms`).
+    after_body: str | None = None
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class BodyJob(_CommandJob):
+    """One body to elaborate on the env of its header and preamble."""
+
+    # The statement queries of a reference check (leanrpc.reference), run
+    # on the body's env after `after_body`; its answer is kept apart.
+    reference_query: str | None = None
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class SessionJob(_CommandJob):
+    """`session.text` on a session env, not on the body's env."""
+
+    KIND = JobKind.SESSION
+
+    session: SessionCall
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.text = self.session.text
+        self.scope = f"{self.scope}\x01session:{self.session.session.uid}:{self.session.parent}"
+
+
+@dataclasses.dataclass(eq=False, kw_only=True)
+class CallJob(Job, Generic[T]):
+    """A `WorkerCall` (the Prover's work): the call runs instead of a body."""
+
+    KIND = JobKind.CALL
+
+    call: WorkerCall[T]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.text = self.call.text
+        self.scope = f"{self.scope}\x01call:{self.call.scope}"
 
 
 def profile_key(profile: str, import_key: str) -> str:
@@ -111,25 +185,45 @@ def profile_key(profile: str, import_key: str) -> str:
 
 
 @dataclasses.dataclass
-class BodyOutcome:
-    response: dict
-    after_response: dict | None
+class _Ran:
+    """Where and how long a job ran (every outcome has these)."""
+
     worker: str
     warm_header: bool
-    reused_prefix_chars: int
     queue_s: float
     header_s: float
     body_s: float
     attempts: int
     # Starting a fresh REPL for this job (a cold slot or a header switch).
     boot_s: float = 0.0
-    # Session jobs: the new session env id (None if not recorded), and how
-    # many session commands had to be replayed on this worker first.
-    session_env: int | None = None
-    replayed_commands: int = 0
+
+
+@dataclasses.dataclass(kw_only=True)
+class BodyOutcome(_Ran):
+    """A BodyJob's answer (repl.outcome.classify reads it)."""
+
+    response: repl.Response
+    after_response: repl.Response | None = None
+    reused_prefix_chars: int = 0
     # Messages Lean gave for the job's open/set_option preamble (REPL JSON),
     # at their positions in the user's text; reported with the body's.
     preamble_messages: list = dataclasses.field(default_factory=list)
-    # The answer to `Job.reference_query` (REPL JSON), and its REPL time.
-    reference_response: dict | None = None
+    # The answer to `BodyJob.reference_query`, and its REPL time.
+    reference_response: repl.Response | None = None
     reference_s: float = 0.0
+
+
+@dataclasses.dataclass(kw_only=True)
+class SessionOutcome(BodyOutcome):
+    """A SessionJob's answer: the body's, plus the new session env id (None if
+    not recorded) and how many session commands were replayed first."""
+
+    session_env: int | None = None
+    replayed_commands: int = 0
+
+
+@dataclasses.dataclass(kw_only=True)
+class CallOutcome(_Ran, Generic[T]):
+    """A CallJob's answer: what its `WorkerCall.run` returned."""
+
+    value: T

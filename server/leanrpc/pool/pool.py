@@ -1,23 +1,31 @@
 """The pool: takes jobs, routes them to warm workers, answers each once.
 
-    submit(job) --> Admission (fair queue) --poke()--> dispatcher task
-                                                          |  plan = Router.plan(queue order, worker views, now)
-                                                          v
-                               Runner.launch(job, worker): boot? header? preamble, body
-                                                          |
-                       release (idle or recycle) <--------+--> job.future: BodyOutcome or error
-                                  |
+    submit(job) --> Admission (fair queue) --poke()--> Dispatcher (its own task)
+          Router.plan(Snapshot: job views, worker views, prefix facts, rent, now)
+          -> Plan: decisions, counters, rent changes (the dispatcher applies them)
+                                   |
+                                   v
+          Runner.launch(job, worker): Loader (boot? header? preamble), then the job's kind
+                                   |
+       release (idle or recycle) <-+--> job.future: Body/Session/CallOutcome, or error
+
     Supervisor loop: reap dead, re-warm, recycle on system memory, keep spares;
                      CircuitBreaker on boot failures
 
 One event drives dispatch: `poke()` (a job arrived, a worker came free, died
 or finished loading, a plan asked to be woken at a time). Nothing polls.
 
-Rooms: admission.py (the one queue check, fair order, deadlines), routing.py
-(pure decisions), prefix_index.py (who elaborated what), runner.py (one
-attempt on one worker), supervisor.py (processes over time), sessions.py
-(session env trees), features.py (each profile's fork and Elab.async). The
-pool owns the worker list and wires the rooms; it imports them, config, errors, results, worker.
+Rooms: job.py (jobs by kind, their outcomes), admission.py (the one queue
+check, fair order, deadlines), plan.py + routing.py (the snapshot, and the
+pure decisions on it), dispatch.py (snapshot, plan, apply), prefix_index.py
+(who elaborated what), runner.py (one attempt on one worker; the failure
+table), loader.py (boot, header, preamble), supervisor.py (processes over
+time), sessions.py (session env trees), slot.py (each worker's REPL
+handles), features.py (each profile's fork and Elab.async), stats.py (what
+the pool publishes), ports.py (what each partner may use: the rooms below,
+`PoolPort`/`PoolOwner` above). The pool owns the worker list and wires the
+rooms; it imports them, config, errors, results, worker. Above the pool,
+only the ports' names are used (tests/arch/test_pool_port.py).
 
 The verifier identity learnt at the first boot of each REPL profile is
 reported with every result; a result cache must include
@@ -45,43 +53,34 @@ import collections
 import itertools
 import logging
 import time
+from typing import Any, overload
 
 from ..config import Config
-from ..errors import NotServingError, WorkerTimeout
+from ..errors import NotServingError
 from ..results import VerifierIdentity
 from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .admission import Admission
 from .cost import BodyCostModel
+from .dispatch import Dispatcher
 from .features import Features
-from .job import BodyOutcome, Job
+from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
+from .plan import routes_by_prefix
 from .prefix_index import PrefixIndex
-from .slot import Slots, WorkerHandle
-from .routing import LOOKAHEAD, Assign, Expire, Import, Router, Switch, View, WorkerView
 from .runner import Runner
 from .sessions import SessionRegistry
-from .stats import PoolSnapshot, PoolStats
+from .slot import Slots, WorkerHandle
+from .stats import PoolMetrics, PoolSnapshot, PoolStats, WorkerInfo, WorkerReport
 from .supervisor import Supervisor
 
-__all__ = ["BodyOutcome", "Job", "Pool", "PoolSnapshot", "PoolStats"]
+__all__ = ["Pool"]
 
 log = logging.getLogger("leanrpc.pool")
 
-# Worker states as routing sees them; DEAD and FAILED are GONE.
-_VIEW_OF_STATE = {
-    WorkerState.SPAWNING: View.SPAWNING,
-    WorkerState.PROBING: View.SPAWNING,
-    WorkerState.READY: View.SPAWNING,   # booted for a job or a preload, not yet handed out
-    WorkerState.LOADING: View.WARMING,
-    WorkerState.IDLE: View.IDLE,
-    WorkerState.RESERVED: View.BUSY,
-    WorkerState.RUNNING: View.BUSY,
-    WorkerState.DRAINING: View.BUSY,
-    WorkerState.STOPPING: View.STOPPING,
-}
-
 
 class Pool:
+    """The pool; above it, used only as a `PoolPort` / `PoolOwner` (ports.py)."""
+
     def __init__(self, config: Config, launcher: Launcher | None = None) -> None:
         self.config = config
         self.launcher = launcher or Launcher()
@@ -96,25 +95,13 @@ class Pool:
         # Every REPL handle of each worker, dropped at its DEAD transition (pool/slot.py).
         self.slots = Slots(self.index)
         self.cost = BodyCostModel()
-        self.router = Router(
-            size=config.pool.workers,
-            index=self.index,
-            cost=self.cost,
-            max_wait_for_warm_s=config.pool.max_wait_for_warm_s,
-            prefix_routing=config.pool.prefix_routing,
-            incremental=self.features.incremental,
-            stats=self.stats,
-        )
-        self.runner = Runner(self)
         self.supervisor = Supervisor(self)
+        self.runner = Runner(self, self.supervisor)
+        self.dispatcher = Dispatcher(self)
         self.sessions = SessionRegistry.from_config(config)
         self._state_listeners: list = []
         self._recycle_hooks: list = []
-        self._wake = asyncio.Event()
-        self._dispatcher: asyncio.Task | None = None
         self._supervisor_task: asyncio.Task | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at = float("inf")
         # When each worker entered its current state (health: stuck workers).
         self._state_since: dict[str, float] = {}
 
@@ -186,6 +173,24 @@ class Pool:
         """ConfigError for an unknown profile (the caller maps it to bad input)."""
         self.config.repl.profile(name)
 
+    def worker_pid(self, name: str) -> int:
+        """The process id of live worker `name`, 0 when it is gone."""
+        for worker in self.workers:
+            if worker.name == name:
+                return worker.pid or 0
+        return 0
+
+    def live_workers(self) -> frozenset[str]:
+        return frozenset(w.name for w in self.workers if w.alive)
+
+    def metrics(self, *, memory: bool = True) -> PoolMetrics:
+        """The published snapshot (PoolOwner.metrics): read on the event loop."""
+        workers = tuple(
+            WorkerReport(w.name, w.state.value, w.pid, w.tree_rss() if memory else 0)
+            for w in list(self.workers) if w.pid
+        )
+        return PoolMetrics(self.snapshot(), self.stats.copy(), workers)
+
     def snapshot(self) -> PoolSnapshot:
         return PoolSnapshot(
             size=self.size,
@@ -203,12 +208,23 @@ class Pool:
         return self.size - sum(1 for w in self.workers if w.alive or w.state is WorkerState.STOPPING)
 
     @property
+    def retrying(self) -> bool:
+        """A retry boot is in flight (the dispatcher waits for it)."""
+        return self.supervisor.retrying
+
+    def routes_by_prefix(self, job: Job) -> bool:
+        """Whether `job`'s worker is chosen by the work it holds (runner: reserve its text)."""
+        view = job.view if job.view is not None else job.make_view()
+        return routes_by_prefix(view, self.config.pool.prefix_routing, self.features.incremental(job.profile))
+
+    @property
     def loads_in_flight(self) -> int:
         """Boots and header loads still running for jobs that left or run."""
         return len(self.runner.loads)
 
     def add_state_listener(self, listener) -> None:
-        """listener(worker, old_state, new_state), called on every transition."""
+        """listener(info, old_state, new_state) on every transition; `info` is a
+        WorkerInfo (name, pid, profile, exit cause), never the Worker."""
         self._state_listeners.append(listener)
 
     def add_recycle_hook(self, hook) -> None:
@@ -261,11 +277,19 @@ class Pool:
         busy = sum(1 for w in self.workers if w.busy)
         self.admission.check(count, busy_workers=busy)
 
-    async def submit(self, job: Job) -> BodyOutcome:
-        """Runs one job; raises the job's error. Exactly one outcome per job."""
+    @overload
+    async def submit(self, job: SessionJob) -> SessionOutcome: ...
+    @overload
+    async def submit(self, job: BodyJob) -> BodyOutcome: ...
+    @overload
+    async def submit(self, job: CallJob) -> CallOutcome: ...
+
+    async def submit(self, job: Job) -> Any:
+        """Runs one job; its kind's outcome, or the job's error. Exactly one outcome per job."""
         self.check_admission(1)
         job.future = asyncio.get_running_loop().create_future()
         job.enqueued_at = time.monotonic()
+        job.make_view()
         self.stats.jobs_submitted += 1
         self.supervisor.note_header(job.import_key, job.split.imports, job.profile)
         self.admission.push(job)
@@ -277,6 +301,7 @@ class Pool:
             raise
         finally:
             self.stats.jobs_finished += 1
+            self.dispatcher.rent.forget(job.view)
 
     async def close(self, grace: float | None = None) -> None:
         """Stops dispatching, fails queued jobs, shuts every worker down."""
@@ -284,109 +309,20 @@ class Pool:
         self.closing = True
         for job in self.admission.clear():
             self.fail(job, NotServingError("server is shutting down"))
-        for task in (self._supervisor_task, self._dispatcher):
-            if task is not None:
-                task.cancel()
-        if self._timer is not None:
-            self._timer.cancel()
+        if self._supervisor_task is not None:
+            self._supervisor_task.cancel()
+        self.dispatcher.close()
         stopping = asyncio.gather(*(w.stop(grace) for w in list(self.workers)), return_exceptions=True)
         await self.supervisor.close()
         await stopping
         await self.runner.close()
         self.workers.clear()
 
-    # -- dispatch ----------------------------------------------------------------
+    # -- dispatch (pool/dispatch.py) ------------------------------------------------
 
     def poke(self) -> None:
         """Something changed: plan again (soon, once, in the dispatcher task)."""
-        if self.closing:
-            return
-        if self._dispatcher is None or self._dispatcher.done():
-            self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch_loop(), name="leanrpc-dispatch")
-        self._wake.set()
-
-    async def _dispatch_loop(self) -> None:
-        while not self.closing:
-            await self._wake.wait()
-            self._wake.clear()
-            try:
-                self._dispatch_once()
-            except Exception:  # pragma: no cover - a bug; keep dispatching
-                log.exception("dispatch failed")
-
-    def _dispatch_once(self) -> None:
-        if self.closing or not len(self.admission):
-            return
-        now = time.monotonic()
-        for job in self.admission.expired(now):
-            self.admission.remove(job)
-            self.fail(job, WorkerTimeout("deadline passed while queued"))
-        if self.supervisor.retrying:
-            return  # one trial boot at a time after a failure; it pokes when done
-        plan = self.router.plan(self.admission.ordered(LOOKAHEAD), self._views(), now)
-        by_name = {w.name: w for w in self.workers}
-        for decision in plan.decisions:
-            job = decision.job
-            if isinstance(decision, Expire):
-                self.admission.remove(job)
-                self.fail(job, WorkerTimeout("deadline passed while queued"))
-                continue
-            self.admission.take(job)
-            if isinstance(decision, (Assign, Import)):
-                worker = by_name[decision.worker]
-                worker.reserve()  # so the next plan does not hand it out
-                if isinstance(decision, Assign) and self.cost.known:
-                    worker.expected_busy_s = decision.expected_s
-            else:
-                if isinstance(decision, Switch):
-                    self.stats.header_switches += 1
-                    by_name[decision.victim].kill(ExitCause.HEADER_SWITCH)
-                worker = self.spawn_worker(job.profile)
-            self.runner.launch(job, worker)
-        if plan.wake_at is not None:
-            self._wake_at(plan.wake_at)
-
-    def _views(self) -> list[WorkerView]:
-        return [
-            WorkerView(
-                name=w.name,
-                state=_VIEW_OF_STATE.get(w.state, View.GONE),
-                import_key=w.import_key,
-                loading_key=w.loading_key,
-                last_used=w.last_used,
-                busy_since=w.busy_since,
-                expected_busy_s=w.expected_busy_s,
-                header_keys=frozenset(w.header_keys),
-                profile=w.profile,
-                can_import=self._may_import(w),
-                served=w.requests_served > 0,
-            )
-            for w in self.workers
-        ]
-
-    def _may_import(self, worker: Worker) -> bool:
-        """Under the header count, and (with a memory limit) room for one more
-        header of the size its headers took on average (memory at its last release)."""
-        held = len(worker.header_keys)
-        if held >= self.config.pool.max_headers_per_worker:
-            return False
-        limit = self.config.limits.max_worker_rss_mb * 2**20
-        if limit <= 0 or not held or not worker.rss_at_release:
-            return True
-        return worker.rss_at_release * (held + 1) / held <= limit
-
-    def _wake_at(self, when: float) -> None:
-        if self._timer is not None and self._timer_at <= when:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-
-        def fire() -> None:
-            self._timer, self._timer_at = None, float("inf")
-            self.poke()
-
-        self._timer_at = when
-        self._timer = asyncio.get_running_loop().call_later(max(0.01, when - time.monotonic()), fire)
+        self.dispatcher.poke()
 
     # -- what the runner and supervisor call back ----------------------------------
 
@@ -460,8 +396,10 @@ class Pool:
 
     def _on_state_change(self, worker: Worker, old: WorkerState, new: WorkerState) -> None:
         self._state_since[worker.name] = time.monotonic()
-        for listener in self._state_listeners:
-            listener(worker, old, new)
+        if self._state_listeners:
+            info = WorkerInfo(worker.name, worker.pid, worker.profile, worker.exit_cause)
+            for listener in self._state_listeners:
+                listener(info, old, new)
         if new is WorkerState.DEAD:
             self.slots.drop(worker.name)  # the one place a worker's REPL handles go
             self.stats.restarts[(worker.exit_cause or ExitCause.CRASH).value] += 1

@@ -129,14 +129,15 @@ class WorkerHandle:
     """What a service's call gets of a worker: requests and a taint mark, not its life.
 
     `taint` asks the pool to replace the worker after this job (it finishes
-    the job, then stops); only the pool kills.
+    the job, then stops); only the pool kills. Of the slot it gives only
+    `built` (a chain's realizations here), not the slot itself.
     """
 
-    __slots__ = ("_worker", "slot")
+    __slots__ = ("_worker", "_slot")
 
     def __init__(self, worker, slot: Slot) -> None:
         self._worker = worker
-        self.slot = slot
+        self._slot = slot
 
     @property
     def name(self) -> str:
@@ -163,7 +164,7 @@ class WorkerHandle:
         return await self._worker.request(payload, timeout)
 
     def built(self, chain) -> dict:
-        return self.slot.built(chain)
+        return self._slot.built(chain)
 
     def taint(self) -> None:
         """No new work for this worker: it stops after the current job."""

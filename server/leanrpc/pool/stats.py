@@ -1,15 +1,22 @@
-"""What the pool publishes about itself: its counters (`PoolStats`, for
-metrics and benchmarks) and a snapshot (`PoolSnapshot`, for ServerInfo,
-health and metrics), plain data read above the pool without reaching into it.
-May import: results.
+"""What the pool publishes about itself, as plain data read above the pool.
+
+Owns: `PoolStats` (its counters), `PoolSnapshot` (ServerInfo, health),
+`PoolMetrics` (what a metrics scrape, the doctor and Ray's stats read: the
+snapshot, a copy of the counters and each worker's process) and
+`WorkerInfo` (what a worker-state listener above the pool learns of a
+worker: never the Worker itself). May import: results.
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
+from typing import NamedTuple
 
 from ..results import VerifierIdentity
+
+__all__ = ["PoolMetrics", "PoolSnapshot", "PoolStats", "WorkerInfo", "WorkerReport"]
 
 
 @dataclasses.dataclass
@@ -17,19 +24,22 @@ class PoolStats:
     header_loads: int = 0
     header_hits: int = 0
     header_switches: int = 0
-    header_imports: int = 0      # headers imported in-process next to others
-    prefix_routed: int = 0       # jobs that ran with a reused prefix
+    header_imports: int = 0  # headers imported in-process next to others
+    prefix_routed: int = 0  # jobs that ran with a reused prefix
     prefix_reused_chars: int = 0
-    prefix_waits: int = 0        # jobs that waited for a busy prefix holder while a worker was idle
-    prefix_wait_s: float = 0.0   # seconds those jobs spent waiting so
-    prefix_spreads: int = 0      # jobs run on an idle worker although a busy one held more
-    session_replays: int = 0     # session commands replayed after a worker was lost
+    prefix_waits: int = 0  # jobs that waited for a busy prefix holder while a worker was idle
+    prefix_wait_s: float = 0.0  # seconds those jobs spent waiting so
+    prefix_spreads: int = 0  # jobs run on an idle worker although a busy one held more
+    session_replays: int = 0  # session commands replayed after a worker was lost
     spares_started: int = 0
     jobs_submitted: int = 0
     jobs_finished: int = 0
     retries: int = 0
     boot_failures: int = 0
     restarts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    def copy(self) -> PoolStats:
+        return copy.deepcopy(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,3 +55,32 @@ class PoolSnapshot:
     identity: VerifierIdentity | None
     # Profile name ("" = default) -> its identity (None before its first boot).
     profiles: dict = dataclasses.field(default_factory=dict)
+
+
+class WorkerInfo(NamedTuple):
+    """A worker as a state listener above the pool sees it."""
+
+    name: str
+    pid: int | None
+    profile: str
+    exit_cause: object  # worker.ExitCause, or None while it lives
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerReport:
+    """One live worker's process: its pid, and its tree's memory in bytes
+    (0 when not measured)."""
+
+    name: str
+    state: str
+    pid: int | None
+    memory_bytes: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolMetrics:
+    """The pool at one moment, for metrics (`Pool.metrics`)."""
+
+    snapshot: PoolSnapshot
+    stats: PoolStats
+    workers: tuple[WorkerReport, ...] = ()

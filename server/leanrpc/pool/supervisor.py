@@ -87,8 +87,7 @@ class CircuitBreaker:
 
 class Supervisor:
     def __init__(self, pool: SupervisorPort) -> None:
-        # The pool: its workers list, config, stats, admission, index, and
-        # spawn_worker()/poke(). Passed in, not imported, so rooms stay acyclic.
+        # The pool as a SupervisorPort (pool/ports.py): the members it may use.
         self._pool = pool
         self.config: Config = pool.config
         self.breaker = CircuitBreaker(self.config.pool.boot_failure_limit, self.config.pool.breaker_cooldown_s)

@@ -67,12 +67,13 @@ class LeanrpcNodeServer:
         """Pool counters, and the pids of this actor's REPL workers."""
         if self._app is None:
             raise RuntimeError("this leanrpc node server is not running")
-        stats = self._app.pool.stats
+        published = self._app.pool.metrics(memory=False)
+        stats = published.stats
         return {
             "jobs_finished": stats.jobs_finished,
             "header_loads": stats.header_loads,
             "header_hits": stats.header_hits,
-            "worker_pids": [w.pid for w in self._app.pool.workers if w.pid],
+            "worker_pids": [w.pid for w in published.workers if w.pid],
         }
 
     async def stop(self, grace: float) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from ..errors import HeaderLoadError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerTimeout
-from ..pool import BodyOutcome, Job, Pool
+from ..pool import BodyJob, BodyOutcome, PoolPort, SessionJob, SessionOutcome
 from ..repl import classify, message_from_repl
 from ..results import ReuseInfo, Status, Timings, VerifyResult
 
@@ -28,8 +28,8 @@ _STATUS_OF_ERROR: tuple[tuple[type[Exception], Status], ...] = (
 )
 
 
-async def run_job(pool: Pool, job: Job, result_id: str, *,
-                  check_axioms: bool = False) -> tuple[VerifyResult, BodyOutcome | None]:
+async def run_job(pool: PoolPort, job: BodyJob | SessionJob, result_id: str, *,
+                  check_axioms: bool = False) -> tuple[VerifyResult, BodyOutcome | SessionOutcome | None]:
     """Submits `job`; returns its result, and the pool's outcome when it ran.
 
     Worker failures and a header that does not load become results; only
@@ -49,8 +49,8 @@ async def run_job(pool: Pool, job: Job, result_id: str, *,
     return result, outcome
 
 
-def failure_result(result_id: str, status: Status, exc: Exception, arrived: float, job: Job,
-                   pool: Pool) -> VerifyResult:
+def failure_result(result_id: str, status: Status, exc: Exception, arrived: float, job: BodyJob | SessionJob,
+                   pool: PoolPort) -> VerifyResult:
     """The result of a job whose worker failed it (or whose header did not load)."""
     error = getattr(exc, "message", str(exc))
     tail = getattr(exc, "stderr_tail", "")

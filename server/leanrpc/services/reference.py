@@ -21,7 +21,7 @@ from .. import repl
 from ..config import Config
 from ..errors import RequestError
 from ..policy import scan
-from ..pool import BodyOutcome, Job, Pool
+from ..pool import BodyJob, BodyOutcome, PoolPort
 from ..reference import DeclAnswer, Reference, compare, parse_reference, query_command, read_answers
 from ..reference.answers import reference_problem
 from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
@@ -63,7 +63,7 @@ class Pinned:
 class ReferenceService:
     """Pins snippets to references; caches each reference's elaborated types."""
 
-    def __init__(self, pool: Pool, config: Config) -> None:
+    def __init__(self, pool: PoolPort, config: Config) -> None:
         self.pool = pool
         self.config = config
         self._cache: collections.OrderedDict[tuple, Pinned] = collections.OrderedDict()
@@ -115,7 +115,7 @@ class ReferenceService:
         split = reference.split if reference.split.imports or not header_split.imports else dataclasses.replace(
             reference.split, imports=header_split.imports, import_key=header_split.import_key,
             modules=header_split.modules)
-        job = Job(split=split, timeout_s=timeout_s, reuse=True, reference_query=query_command(reference.names),
+        job = BodyJob(split=split, timeout_s=timeout_s, reuse=True, reference_query=query_command(reference.names),
                   deadline=deadline, client_id=client_id, stream_id=stream_id, profile=profile)
         self.elaborations += 1
         result, outcome = await run_job(self.pool, job, "reference")

@@ -23,8 +23,7 @@ from __future__ import annotations
 import dataclasses
 from ..config import Config
 from ..errors import RequestError
-from ..pool import Job, Pool
-from ..pool.sessions import ROOT_ENV, SessionCall, code_bytes
+from ..pool import ROOT_ENV, PoolPort, SessionCall, SessionJob, code_bytes
 from ..results import VerifyResult
 from . import axioms
 from .outcomes import run_job
@@ -43,7 +42,7 @@ class SessionResult:
 
 
 class SessionService:
-    def __init__(self, pool: Pool, config: Config, policy=None) -> None:
+    def __init__(self, pool: PoolPort, config: Config, policy=None) -> None:
         self.pool = pool
         self.config = config
         self.registry = pool.sessions
@@ -128,7 +127,7 @@ class SessionService:
         check = axioms.plan(text) if request.check_axioms else None
         if check is not None:
             text = check.body
-        job = Job(
+        job = SessionJob(
             split=session.split,
             timeout_s=request.timeout_s,
             infotree=request.options.infotree,

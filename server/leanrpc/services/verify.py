@@ -2,8 +2,9 @@
 
 Owns: running a request the door resolved (services.resolve: validated,
 split, timeout and policy applied once there), the `check_axioms` follow-up command (on unless the
-request turns it off; planned and read by services.axioms), and what the edge may ask of the pool (`admission()`, `info()`), so
-the edge never touches the pool. Results are built by services.outcomes
+request turns it off; planned and read by services.axioms), and what the edge and the
+result cache may ask of the pool (`admission()`, `info()`, `identity_of()`, `worker_pid()`,
+`add_worker_listener()`), so neither touches the pool. It holds the pool as a `PoolPort`. Results are built by services.outcomes
 (Lean messages -> statuses, worker failures -> TIMEOUT / CRASH /
 OUT_OF_MEMORY, a header that does not load -> REJECTED). Only admission
 problems (bad input, queue full, not serving) are raised, for the edge to
@@ -19,7 +20,7 @@ import dataclasses
 
 from ..config import Config
 from ..reference import query_command
-from ..pool import Job, Pool, PoolSnapshot
+from ..pool import BodyJob, PoolPort, PoolSnapshot
 from ..results import JudgeLevel, Status, VerifierIdentity, VerifyResult
 from . import axioms
 from .outcomes import run_job
@@ -35,7 +36,7 @@ __all__ = ["INFOTREE_MODES", "Resolved", "VerifyOptions", "VerifyService"]
 class VerifyService:
     """Verify on internal types; also what the edge may ask of the pool."""
 
-    def __init__(self, pool: Pool, config: Config) -> None:
+    def __init__(self, pool: PoolPort, config: Config) -> None:
         self.pool = pool
         self.config = config
         self.policy = CodePolicy(config, frozenset(config.axioms.allowed))
@@ -57,14 +58,15 @@ class VerifyService:
 
     def identity_of(self, profile: str = "") -> VerifierIdentity | None:
         """The verifier identity of a REPL profile, None until one of its workers booted."""
-        return self.pool.supervisor.identities.get(profile)
+        return self.pool.identity_of(profile)
 
     def worker_pid(self, name: str) -> int:
         """The process id of worker `name`, 0 when it is gone."""
-        for worker in self.pool.workers:
-            if worker.name == name:
-                return worker.pid or 0
-        return 0
+        return self.pool.worker_pid(name)
+
+    def add_worker_listener(self, listener) -> None:
+        """`listener(info, old, new)` on every worker transition (a pool.WorkerInfo: name, pid, exit cause)."""
+        self.pool.add_state_listener(listener)
 
     async def close(self) -> None:
         """Nothing to flush (the cache wrapper flushes its writes)."""
@@ -115,7 +117,7 @@ class VerifyService:
                                                           timeout_s=request.timeout_s, deadline=request.deadline,
                                                           client_id=request.client_id,
                                                           stream_id=request.stream_id)
-        job = Job(
+        job = BodyJob(
             split=split,
             timeout_s=request.timeout_s,
             infotree=request.options.infotree,

@@ -25,7 +25,7 @@ import logging
 import time
 
 from ...errors import WorkerError
-from ...pool import Job, Pool
+from ...pool import CallJob, PoolPort
 from ...worker.worker import ExitCause
 from ..resolve import default_timeout_s
 from .calls import RealizeCall
@@ -41,7 +41,7 @@ MOVER_CLIENT = "leanrpc:prover-moves"  # the fair-admission client of eager rebu
 
 
 class StateMover:
-    def __init__(self, pool: Pool, registry: StateRegistry, rebuilder: Rebuilder, *, max_states: int,
+    def __init__(self, pool: PoolPort, registry: StateRegistry, rebuilder: Rebuilder, *, max_states: int,
                  timeout_s: float, max_pickle_bytes: int) -> None:
         self.pool = pool
         self.registry = registry
@@ -57,7 +57,7 @@ class StateMover:
 
     def _only_here(self, worker_name: str) -> list[tuple[Proof, Path]]:
         """Live states `worker_name` holds that no other live worker holds, deepest first."""
-        alive = {w.name for w in self.pool.workers if w.alive and w.name != worker_name}
+        alive = self.pool.live_workers() - {worker_name}
         moves, seen = [], set()
         for state in self.registry.held_states(worker_name):
             proof, path = state.proof, state.path
@@ -115,13 +115,13 @@ class StateMover:
         if len(self._moved) > 16 * max(1, self.max_states):
             self._moved = {k: t for k, t in self._moved.items() if now - t < 3600}
         for proof, path in leaves:
-            job = Job(split=proof.split, timeout_s=default_timeout_s(self.pool.config), client_id=MOVER_CLIENT,
-                      stream_id=f"prover:{proof.proof_id}", call=RealizeCall(proof, path, self.rebuilder))
+            job = CallJob(split=proof.split, timeout_s=default_timeout_s(self.pool.config), client_id=MOVER_CLIENT,
+                          stream_id=f"prover:{proof.proof_id}", call=RealizeCall(proof, path, self.rebuilder))
             task = asyncio.ensure_future(self._submit(job))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-    async def _submit(self, job: Job) -> None:
+    async def _submit(self, job: CallJob) -> None:
         try:
             await self.pool.submit(job)
         except Exception as exc:  # noqa: BLE001 - a full queue, a shutdown, a crash: lazily then

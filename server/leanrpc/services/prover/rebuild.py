@@ -32,7 +32,7 @@ import time
 
 from ... import repl
 from ...errors import WorkerCrashed, WorkerDiverged, WorkerError
-from ...pool.replay import replay, resume_point
+from ...pool import replay, resume_point
 from .answers import opened_sorries, proof_sorries
 from .pickles import Scratch, unpickle_state
 from .registry import Path, Proof, RegistryStats, SorryStep, StateRegistry

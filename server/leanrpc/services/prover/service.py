@@ -26,7 +26,7 @@ import msgspec
 
 from ...config import Config, ProverConfig
 from ...errors import HeaderLoadError, RequestError, WorkerError
-from ...pool import Job, Pool
+from ...pool import CallJob, PoolPort
 from ...reference import pin_of
 from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...repl import message_from_repl
@@ -97,7 +97,7 @@ class TacticOutcome:
 
 
 class ProverService:
-    def __init__(self, pool: Pool, config: Config, verify: Verifier, limits: ProverLimits | None = None) -> None:
+    def __init__(self, pool: PoolPort, config: Config, verify: Verifier, limits: ProverLimits | None = None) -> None:
         self.pool = pool
         self.config = config
         self.verify = verify
@@ -125,7 +125,7 @@ class ProverService:
     def can_pickle(self, worker) -> bool:
         """Whether `worker`'s REPL pickles proof states (`[prover] pickle`, else
         the Lean version its profile's identity probe learnt)."""
-        identity = self.pool.supervisor.identities.get(getattr(worker, "profile", ""))
+        identity = self.pool.identity_of(getattr(worker, "profile", ""))
         version = identity.lean_version if identity is not None else worker.version_string
         return can_pickle(self.limits.pickle, version)
 
@@ -196,9 +196,9 @@ class ProverService:
 
     async def _start(self, proof, split, timeout: float, deadline: float | None, client_id: str):
         """The REPL's answer to the proof's command, refused unless it gives proof states."""
-        job = Job(split=split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                  stream_id=f"prover:{proof.proof_id}", call=StartCall(proof))
-        response = (await self.pool.submit(job)).response
+        job = CallJob(split=split, timeout_s=timeout, deadline=deadline, client_id=client_id,
+                      stream_id=f"prover:{proof.proof_id}", call=StartCall(proof))
+        response = (await self.pool.submit(job)).value
         if response.env is None:
             raise RequestError(f"the REPL refused the code: {response.message}")
         if not any(s.proof_state is not None for s in proof_sorries(response)):
@@ -224,15 +224,15 @@ class ProverService:
         self.registry.check_room(client_id, 1, len(tactic.encode("utf-8", "surrogatepass")))
         out = TacticOutcome(parent_state_id=state_id, tactic=tactic, status=ProofStatus.REJECTED,
                             request_id=request_id)
-        job = Job(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                  stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.rebuilder))
+        job = CallJob(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
+                      stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.rebuilder))
         try:
             outcome = await self._submit_uncancelled_once_running(job)
         except (WorkerError, HeaderLoadError) as exc:
             out.error = f"the expansion could not run: {getattr(exc, 'message', str(exc))}"
             out.elapsed_s = time.monotonic() - arrived
             return out
-        run: TacticRun = outcome.response
+        run: TacticRun = outcome.value
         response = run.response
         out.rebuilt, out.worker = run.rebuilt, run.worker
         out.messages = [message_from_repl(m) for m in response.messages]
@@ -268,7 +268,7 @@ class ProverService:
         out.elapsed_s = time.monotonic() - arrived
         return out
 
-    async def _submit_uncancelled_once_running(self, job: Job):
+    async def _submit_uncancelled_once_running(self, job: CallJob):
         """Submits `job`; a caller cancelled (a search that found its proof and
         closed its Expand stream) takes a queued expansion out of the queue but
         lets a running one finish: cancelling a REPL mid-request kills the

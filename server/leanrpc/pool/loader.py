@@ -1,0 +1,167 @@
+"""Loading a worker for a job: boot, header, preamble, as a task that outlives the job.
+
+Owns: `Loader.start` (the load of one attempt, as its own task), `wait`
+(for the load, without cancelling it), `adopt` (a job that left during its
+load hands the worker to it), the preamble envs (kept in the worker's slot,
+pool/slot.py, with Lean's messages for them) and `Prepared`, what a loaded
+worker gives the job's run (pool/runner.py). May import: errors, repl,
+worker, pool.job, pool.ports, pool.slot, pool.supervisor (the boots).
+
+A job cancelled (or past its deadline) during its load is answered at once,
+but the load goes on: on success the worker turns IDLE holding the header,
+like any warm worker; on failure the usual handling applies (a boot failure
+counts for the breaker once, a failed header kills the worker). Only the pool
+kills, and a worker in doubt is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+from .. import repl
+from ..errors import HeaderLoadError, WorkerCrashed, WorkerTimeout
+from ..worker.worker import ExitCause, Worker, WorkerState
+from .job import Job
+from .ports import RunnerPort
+
+if TYPE_CHECKING:
+    from .supervisor import Supervisor
+
+__all__ = ["Loader", "Prepared"]
+
+
+class Prepared(NamedTuple):
+    """What `_prepare` gives a job's run: the worker booted, its header and preamble loaded."""
+
+    boot_s: float
+    warm: bool
+    header_s: float
+    base_env: int
+    preamble_messages: list
+
+
+class Loader:
+    def __init__(self, pool: RunnerPort, supervisor: Supervisor) -> None:
+        self._pool = pool
+        self._supervisor = supervisor
+        # Boot/header loads of running jobs; close() ends them by stopping
+        # their workers, so their exit cause stays SHUTDOWN.
+        self.loads: set[asyncio.Task] = set()
+
+    def start(self, job: Job, worker: Worker) -> asyncio.Task:
+        """The load of one attempt, as a task of its own (kept in `job.load`)."""
+        load = job.load = asyncio.create_task(
+            self._prepare(job, worker), name=f"load-{worker.name}"
+        )
+        self.loads.add(load)
+        load.add_done_callback(self.loads.discard)
+        return load
+
+    async def _prepare(self, job: Job, worker: Worker) -> Prepared:
+        """Boots the worker if needed, loads the job's header and preamble.
+
+        Runs as its own task that the job never cancels: a cancelled request
+        would kill the worker and throw the load away.
+        """
+        pool = self._pool
+        boot_s = 0.0
+        if worker.state is WorkerState.SPAWNING:
+            started = time.monotonic()
+            await self._supervisor.boot(worker)
+            boot_s = time.monotonic() - started
+            worker.reserve()
+        warm = worker.holds(job.import_key)
+        header_s = 0.0
+        if not warm:
+            # A worker drained meanwhile (system memory) loads as it is and
+            # stops at release.
+            if worker.state is WorkerState.RESERVED:
+                worker.begin_loading()
+            pool.stats.header_loads += 1
+            if worker.header_keys:
+                pool.stats.header_imports += 1  # in-process, next to the headers it holds
+            # Not bounded by the job's deadline: the load outlives the job (_run).
+            header_s = await worker.load_header(
+                job.split.imports, job.import_key, pool.config.pool.header_timeout_s
+            )
+            if worker.state is WorkerState.LOADING:
+                worker.reserve()
+        else:
+            worker.use_header(job.import_key)
+            pool.stats.header_hits += 1
+        base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
+        return Prepared(boot_s, warm, header_s + preamble_s, base_env, messages)
+
+    async def _ensure_preamble(self, job: Job, worker: Worker) -> tuple[int, list, float]:
+        """The env of the job's open/set_option preamble on this worker.
+
+        Lean's messages for the preamble (errors included) are data for the
+        result, like the body's: an `open` of an unknown namespace makes the
+        snippet INVALID, it does not make the header fail (issue 15 item 5).
+        """
+        split = job.split
+        header_env = worker.header_env(job.import_key)
+        if header_env is None:
+            raise WorkerCrashed(f"worker {worker.name} has no env for the job's header")
+        if not split.preamble_key:
+            return header_env, [], 0.0
+        # A worker holds several headers: a preamble env belongs to one of them.
+        key = f"{job.import_key}\x00{split.preamble_key}"
+        slot = self._pool.slots.of(worker.name)
+        found = slot.preamble(key)
+        if found is not None:
+            return found[0], found[1], 0.0
+        started = time.monotonic()
+        response = await worker.request(
+            repl.command(split.preamble, header_env), self._pool.config.pool.header_timeout_s
+        )
+        if response.env is None:
+            # A REPL-level refusal (no env at all), not a Lean message.
+            raise HeaderLoadError(
+                f"the REPL refused the open/set_option lines: {response.message!r}"
+            )
+        messages = list(response.messages)
+        slot.put_preamble(key, response.env, messages)
+        return response.env, messages, time.monotonic() - started
+
+    async def wait(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
+        """Waits for the load without cancelling it on a cancel or deadline.
+
+        Raises WorkerTimeout when the job's deadline passes first.
+        """
+        timeout = None if job.deadline is None else max(0.0, job.deadline - time.monotonic())
+        done, _pending = await asyncio.wait({load}, timeout=timeout)
+        if not done:
+            raise WorkerTimeout(
+                f"deadline passed while worker {worker.name} was loading the header"
+            )
+
+    def adopt(self, worker: Worker, load: asyncio.Task) -> None:
+        """The job left during its load: the worker finishes loading and then
+        serves others (IDLE, holding the header), or fails as it would have."""
+        load.add_done_callback(lambda task: self._on_adopted_done(worker, task))
+
+    def _on_adopted_done(self, worker: Worker, load: asyncio.Task) -> None:
+        if load.cancelled():  # close(): the worker is being stopped with the pool
+            if worker.alive:
+                worker.kill(ExitCause.SHUTDOWN)
+        elif isinstance(load.exception(), HeaderLoadError):
+            worker.kill(ExitCause.HEADER_FAILED)
+        elif load.exception() is not None:
+            # Boot failures were counted by Supervisor.boot; crashes and
+            # timeouts already killed the worker.
+            if worker.alive:
+                worker.kill(ExitCause.CRASH)
+        else:
+            self._pool.release(worker)
+        self._pool.poke()
+
+    async def close(self) -> None:
+        if self.loads:
+            # Their workers are stopped, so they fail at once; cancel any straggler.
+            _done, stragglers = await asyncio.wait(list(self.loads), timeout=10.0)
+            for task in stragglers:
+                task.cancel()
+            await asyncio.gather(*stragglers, return_exceptions=True)
