@@ -132,7 +132,8 @@ class LeanrpcClient {
   // to, header + declarations proved by `sorry`); resolves to results in input order (one unary Verify).
   // `profile` names the server's REPL profile (toolchain); '' is its default.
   // `cache: false` bypasses the server's result cache (null: its default).
-  async verifyBatch(snippets, { timeoutS = 0, deadlineS = 0, checkAxioms = false, profile = '', cache = null } = {}) {
+  async verifyBatch(snippets,
+    { timeoutS = 0, deadlineS = 0, checkAxioms = null, profile = '', cache = null } = {}) {
     const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile, cache }) };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
     return response.results.map(resultFromPb);
@@ -147,7 +148,7 @@ class LeanrpcClient {
   // are the answers; a failed stream rejects with a LeanrpcError whose
   // `partial` holds the results received. onResult(result) sees each final
   // result as it arrives.
-  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = false, onResult = null, profile = '',
+  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = null, onResult = null, profile = '',
     cache = null } = {}) {
     // Keys are unique even when ids repeat; results get their own id back.
     const keys = snippets.map((s, n) => `${n}:${s.id}`);

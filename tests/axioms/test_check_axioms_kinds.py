@@ -44,6 +44,7 @@ async def test_under_proof_native_decide_never_reaches_the_repl():
         assert all(r.status == "REJECTED" and "code policy `proof`" in r.error for r in plain)
 
 
+@pytest.mark.runs_user_code  # its REPL part runs under `trusted`
 async def test_every_kind_with_native_decide_is_rejected():
     # The axiom scanner itself, on the REPL's answers: only `trusted` lets
     # native evaluation run, so this runs under it.
@@ -84,3 +85,23 @@ async def test_clean_kinds_stay_valid_and_positions_are_the_users():
         [valid] = await client.verify_batch([clean.replace("  sorry", "  rfl")], check_axioms=True)
         assert valid.status == "VALID", (valid.error, valid.messages)
         assert not any("_leanrpc_axiom_check" in m.text for m in valid.messages)
+
+
+# A string whose quotes-in-braces make Lean and a plain reading disagree on
+# where it ends: the plain reading would hide the theorem after it from the
+# axiom check (`throwError` reads an interpolated string; `"{"\""}"` is one).
+HIDDEN_BY_A_STRING = ('def f : Lean.MetaM Unit := throwError "{"\\""}"\n'
+                      "axiom ax : False\n"
+                      "theorem t : 2 + 2 = 5 := ax.elim\n")
+
+
+async def test_a_theorem_a_string_would_hide_from_the_axiom_check_is_never_valid():
+    from leanrpc.core.declarations import declarations
+
+    assert [d.name for d in declarations(HIDDEN_BY_A_STRING)] == ["f"]  # what the scanner alone would check
+    async with running_server() as (_app, client):
+        [result] = await client.verify_batch([HEADER + HIDDEN_BY_A_STRING])
+        assert result.status == "REJECTED" and "a string literal at line 3, column 38" in result.error
+        # The control: the same theorem without the string is caught by the axiom check itself.
+        [plain] = await client.verify_batch([HEADER + HIDDEN_BY_A_STRING.split("\n", 1)[1]])
+        assert plain.status == "REJECTED" and "ax" in plain.axioms

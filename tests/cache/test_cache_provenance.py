@@ -45,6 +45,8 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(redis_se
             verdict = codec.decode(cache.memory.get(key), key)
             assert verdict.provenance.worker == producer and verdict.provenance.policy == "proof"
             assert verdict.provenance.pid > 0 and verdict.provenance.server == app.verify.provenance.server
+        # What someone with write access to Redis keeps a copy of (sealed: its MAC stays good).
+        copies = {key: raw.get(KEY_PREFIX + key) for key in keys}
         # The same worker is caught lying on its next command: its answer is
         # never delivered, and what it produced before is withdrawn.
         [trap] = await client.verify([("trap", theorem(9) + "-- TRAPDOOR\n")])
@@ -54,8 +56,12 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(redis_se
         assert not keys & set(cache.memory._entries)
         assert not keys & _disk_entries(tmp_path / "cache")
         assert raw.keys(KEY_PREFIX + "*") == []
+        # Written back into Redis, the withdrawn entries are still never served.
+        for key, sealed in copies.items():
+            raw.set(KEY_PREFIX + key, sealed)
         # Asked again, they are elaborated afresh (on a new worker) and cached again.
         again = await client.verify([(f"b{i}", theorem(i)) for i in range(3)])
+        assert cache.stats.revoked == 3 and cache.stats.hits["redis"] == 0
         assert [(r.status, r.cache_source) for r in again] == [("VALID", "")] * 3
         assert {r.worker for r in again} != {producer}
         await cache.flush()

@@ -146,3 +146,39 @@ async def test_servers_with_different_secrets_on_one_redis_never_serve_each_othe
             assert [(r.status, r.cache_source) for r in answers] == [("VALID", "")] * 4  # elaborated itself
             assert app_b.pool.stats.jobs_finished == 4 and app_b.verify.cache.stats.forged == 4
             assert app_b.verify.cache.stats.hits["redis"] == 0
+
+
+async def test_a_forged_entry_is_counted_in_the_metrics(tmp_path, monkeypatch):
+    """`leanrpc_result_cache_events_total{event="forged"}` on /metrics: the
+    miss an edited disk entry becomes is counted where an operator looks."""
+    import asyncio
+    import urllib.request
+
+    from cache_support import cached_server, free_port, theorem
+
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    cache_dir = tmp_path / "cache"
+    async with cached_server(cache_dir=str(cache_dir)) as (app, client):
+        [first] = await client.verify([("a", theorem(1))])
+        assert first.status == "VALID"
+        await app.verify.cache.flush()
+    [path] = list(cache_dir.glob("*/*.lrc"))
+    sealed = path.read_bytes()
+    path.write_bytes(sealed[:-1] + bytes([sealed[-1] ^ 1]))  # one bit of the entry changed
+    config = cached_config(cache_dir=str(cache_dir))
+    config.server.metrics_port = free_port()
+    from leanrpc.app import create_server
+    from leanrpc.client import AsyncClient
+
+    app = await create_server(config)
+    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+    try:
+        [again] = await client.verify([("a", theorem(1))])
+        assert again.status == "VALID" and again.cache_source == ""  # elaborated, not the edited entry
+        url = f"http://127.0.0.1:{config.server.metrics_port}/metrics"
+        text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=30).read().decode())
+        assert 'leanrpc_result_cache_events_total{event="forged"} 1.0' in text
+        assert 'leanrpc_result_cache_hits_total{tier="disk"} 0.0' in text
+    finally:
+        await client.close()
+        await app.stop(2.0)

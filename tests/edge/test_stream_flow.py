@@ -19,6 +19,7 @@ CODE = "import Mathlib\n\ntheorem t{i} : True := trivial\n#eval \"{pad}\"\n"
 LIMIT = 8
 
 
+@pytest.mark.runs_user_code  # under `trusted`: its big answers are the stand-in's #eval echo
 async def test_a_stream_that_does_not_read_is_not_read_either():
     config = small_config(1)
     config.server.max_stream_in_flight = LIMIT  # read by edge/stream.py (default 256)

@@ -3,8 +3,9 @@
 Run as `python hostile_repl.py`. Requests are read like the real REPL
 (lines up to a blank line); answers are one JSON frame each. The verdict
 model is tiny: a command containing `bad` gets an error message (INVALID),
-`sorry` a sorry warning, anything else is clean; every command allocates the
-next env id; `{"path": …}` gets the IO error naming the path (the fence).
+`sorry` a sorry warning, `#print axioms NAME` lines "does not depend on any
+axioms", anything else is clean; every command allocates the next env id;
+`{"path": …}` gets the IO error naming the path (the fence).
 
 Directive lines `--@hostile: NAME` in a command start a thread that does what
 a snippet could do inside real Lean (`IO.asTask`), after the command is
@@ -65,6 +66,10 @@ def answer(obj):
     if "Lean.versionString" in cmd:
         messages.append({"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 5},
                          "data": '"4.33.0-rc2 (hostile fake)"'})
+    for line, name in enumerate(re.findall(r"^#print axioms (\S+)", cmd, re.M)):
+        messages.append({"severity": "info", "pos": {"line": line + 1, "column": 0},
+                         "endPos": {"line": line + 1, "column": 6},
+                         "data": f"'{name}' does not depend on any axioms"})
     if "bad" in cmd:
         messages.append({"severity": "error", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 3},
                          "data": "type mismatch (hostile fake)"})

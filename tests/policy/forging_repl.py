@@ -5,7 +5,11 @@ command or tactic contains code-running text it does what such code could do
 inside real Lean on the REPL's main thread: it answers VALID for it (fence
 and all) and appends the offending text to the file named by its first
 argument. Under the `proof` policy that file must stay empty. (The server's
-own identity probe, `#eval Lean.versionString`, is its text, not a snippet's.)"""
+own identity probe, `#eval Lean.versionString`, is its text, not a snippet's.)
+
+With `sticky` as its second argument it keeps lying, as code left behind in
+the process could (a thread that patches the REPL's memory): once it has
+fired, every later command is answered VALID too."""
 
 import json
 import os
@@ -18,7 +22,8 @@ from fake_repl_loop import serve, version_messages  # noqa: E402 (tests/, put on
 MARKERS = ("#eval", "#exit", "run_cmd", "run_elab", "run_meta", "run_tac", "elab ", "elab_rules", "macro ",
            "macro_rules", "syntax ", "initialize", "unsafe", "implemented_by", "extern", "native_decide",
            "debug.skipKernelTC", "reduceBool", "+native")
-STATE = {"env": 0, "proof_state": 0}
+STATE = {"env": 0, "proof_state": 0, "fired": False}
+STICKY = sys.argv[2:3] == ["sticky"]
 
 
 def fired(text: str) -> None:
@@ -31,6 +36,7 @@ def answer(obj: dict) -> dict:
     # The server's own identity probe is the one #eval a REPL gets from it.
     if text != "#eval Lean.versionString" and any(marker in text for marker in MARKERS):
         fired(text)
+        STATE["fired"] = True
         if "tactic" in obj:
             STATE["proof_state"] += 1
             return {"proofState": STATE["proof_state"], "goals": [], "proofStatus": "Completed"}
@@ -45,6 +51,8 @@ def answer(obj: dict) -> dict:
         return {"message": "Unknown environment."}
     env, STATE["env"] = STATE["env"], STATE["env"] + 1
     out = {"env": env}
+    if STICKY and STATE["fired"] and "Lean.versionString" not in text and not text.startswith("#print axioms"):
+        return out  # still lying for whatever comes next
     asked = re.findall(r"^#print axioms (\S+)", text, re.M)
     if asked:  # the axiom check's own command: every name asked, standard axioms
         out["messages"] = [{"severity": "info", "pos": {"line": n + 1, "column": 0},

@@ -42,12 +42,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def _start(tmp_path, **overrides):
+async def _start(tmp_path, *repl_args, **overrides):
     log = tmp_path / "fired.jsonl"
     log.write_text("")
     port = _free_port()
     config = loopback_config(1, sandbox__mode="off", **overrides)  # the log file is the test's
-    config.repl.command = FAKE + [str(log)]
+    config.repl.command = FAKE + [str(log), *repl_args]
     config.gateway.http_port = port
     app = await create_server(config)
     return app, AsyncClient(f"127.0.0.1:{app.port}", max_retries=0), log, f"http://127.0.0.1:{port}"
@@ -113,6 +113,7 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
         await stop_server(app, client)
 
 
+@pytest.mark.runs_user_code
 async def test_trusted_runs_the_callers_code_and_says_so(tmp_path):
     app, client, log, _url = await _start(tmp_path, policy__default="trusted")
     try:
@@ -154,3 +155,76 @@ async def test_with_the_cache_on_the_policy_answers_first_and_trusted_results_ar
         assert all(r.checks.policy == "trusted" for r in runs)
     finally:
         await stop_server(app, client)
+
+
+# References are elaborated on a REPL too (once, then their answers cached):
+# one that installs code would run it on the `#check` the statement check
+# sends, and native evaluation would run its compiled code.
+CODE_REFERENCES = [
+    HEADER + "@[command_elab Lean.Parser.Command.check] def e : Lean.Elab.Command.CommandElab := "
+             "fun _ => pure ()\n\ntheorem t : True := by\n  sorry\n",
+    HEADER + "@[tactic Lean.Parser.Tactic.simp] def s : Lean.Elab.Tactic.Tactic := fun _ => pure ()\n\n"
+             "theorem t : True := by\n  sorry\n",
+    HEADER + "theorem helper : 2 + 2 = 4 := by native_decide\n\ntheorem t : True := by\n  sorry\n",
+    HEADER + "set_option debug.skipKernelTC true in\ntheorem t : True := by\n  sorry\n",
+]
+
+
+async def test_a_reference_that_runs_code_is_refused_at_every_door(tmp_path):
+    app, client, log, url = await _start(tmp_path)
+    snippet = HEADER + "theorem t : True := trivial\n"
+    try:
+        for reference in CODE_REFERENCES:
+            with pytest.raises(ClientError) as refused:  # Verify: the call, naming the snippet
+                await client.verify_batch([snippet], references=[reference])
+            assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details
+            assert "snippet 0" in refused.value.details
+            assert "the reference may only state declarations" in refused.value.details
+            [streamed] = await client.verify([snippet], references=[reference])  # a stream: that snippet
+            assert streamed.status == "REJECTED" and "the reference may only state declarations" in streamed.error
+            async with aiohttp.ClientSession() as http:
+                body = {"snippets": [{"id": "r", "code": snippet, "reference": reference}]}
+                async with http.post(url + "/api/check", json=body) as response:
+                    assert response.status == 422, await response.text()
+                    assert "the reference may only state declarations" in await response.text()
+        # The same statement without the code is taken (this fake REPL answers
+        # no pp.all query, so the pin itself cannot pass here; tests/reference pins).
+        [pinned] = await client.verify_batch([snippet], references=[HEADER + "theorem t : True := by\n  sorry\n"])
+        assert pinned.reference is not None and "may only state declarations" not in pinned.error
+        assert _fired(log) == []
+    finally:
+        await stop_server(app, client)
+
+
+@pytest.mark.runs_user_code
+async def test_a_worker_that_ran_a_trusted_clients_code_never_serves_another_client(tmp_path):
+    """`trusted_clients` on a shared profile: the trusted client's code ran in
+    the REPL process and may have left something behind (here: the REPL keeps
+    forging VALID afterwards), so that worker is retired after the job and a
+    `proof` client's wrong proof is elaborated on a clean one."""
+    import hashlib
+
+    trusted_id = "token:" + hashlib.sha256(b"trusted-token").hexdigest()[:16]
+    app, _client, log, _url = await _start(tmp_path, "sticky", server__auth_tokens=["trusted-token", "proof-token"],
+                                           policy__trusted_clients=[trusted_id])
+    trusted = AsyncClient(f"127.0.0.1:{app.port}", token="trusted-token", max_retries=0)
+    honest = AsyncClient(f"127.0.0.1:{app.port}", token="proof-token", max_retries=0)
+    try:
+        for n in range(3):
+            [run] = await trusted.verify_batch([HEADER + ATTACKS[0]], check_axioms=False)
+            assert run.status == "VALID" and run.checks.policy == "trusted" and len(_fired(log)) == n + 1
+            [wrong] = await honest.verify_batch([HEADER + WRONG], check_axioms=False)
+            assert wrong.checks.policy == "proof"
+            assert wrong.status == "INVALID", (n, wrong.status, wrong.worker, run.worker)
+            assert wrong.worker != run.worker
+        # The same through the trusted client's session: its code ran, the worker goes.
+        opened = await trusted.open_session(HEADER + ATTACKS[0], name="mine")
+        assert opened.result.status == "VALID"
+        [wrong] = await honest.verify_batch([HEADER + WRONG], check_axioms=False)
+        assert wrong.status == "INVALID" and wrong.worker != opened.result.worker
+        again = await trusted.run_in_session("mine", "theorem u : True := trivial", env=0)
+        assert again.result.status == "VALID"  # replayed on a fresh worker, retired again after
+    finally:
+        await trusted.close()
+        await honest.close()
+        await stop_server(app, _client)

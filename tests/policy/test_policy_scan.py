@@ -61,6 +61,17 @@ REFUSED = [
     ("def c := '\"'\n#eval 3", "#eval", 2, 0),
     ("def c := '\\''\n#eval 2", "#eval", 2, 0),
     ("/- a /- nested -/ still a comment -/ #eval 1", "#eval", 1, 37),
+    # Interpolated strings: a hole is code (a term whose `by` block runs tactics) ...
+    ('def x := s!"{by run_tac pure (); exact 1}"', "run_tac", 1, 16),
+    ('def x := "{by run_tac pure ()}"', "run_tac", 1, 14),  # whether it is interpolated is the parser's call
+    # ... and a quote inside a hole ends the string where a plain reading does not:
+    # the text after it reads two ways, so it is refused (here it hides an #eval,
+    # or, with no candidate at all, a theorem from the axiom check).
+    ('def x := s!"{"\\""}" \n#eval 1', "a string literal", 1, 11),
+    ("def x := s!\"{'\"'}\"\n#eval 1", "a string literal", 1, 11),
+    ('def x := s!"a{"}"}"\n#eval 1', "a string literal", 1, 11),
+    ('def f : Lean.MetaM Unit := throwError "{"\\""}"\naxiom ax : False\ntheorem t : 2 + 2 = 5 := ax.elim',
+     "a string literal", 1, 38),
 ]
 
 
@@ -95,6 +106,9 @@ ALLOWED = [
     "#check Nat.add_comm\n#print axioms Nat.add_comm\n#reduce 1 + 1",
     "theorem t : True := by decide",
     "theorem t : #S ≤ 1 := by simp",  # Mathlib's cardinal notation is not a command
+    'def x := s!"{n} and {m}"\n#check x',  # interpolation both readings agree on
+    'def x := "{x}" -- #eval in a comment\n#check x',
+    'def x := s!"{n}" ++ "}"\ntheorem t : True := trivial',
 ]
 
 

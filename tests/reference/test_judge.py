@@ -62,8 +62,36 @@ async def test_judge_that_cannot_start_fails_closed():
         assert (result.status, result.judge) == ("REJECTED", "FAILED")
 
 
-async def test_judge_runs_through_the_workers_launcher_when_sandboxed():
-    async with running_server(judge__command=[*JUDGE, "accept"], judge__sandboxed=True) as (app, client):
-        assert app.service.judge.launcher is app.pool.launcher
-        [result] = await client.verify_batch([GOOD], references=[REFERENCE])
-        assert (result.status, result.judge) == ("VALID", "ACCEPTED"), result.error
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_judge_runs_in_the_workers_sandbox_with_their_limits(tmp_path, monkeypatch, sandboxed):
+    """The judge runs through the workers' launcher: a fresh root without the
+    host's files, the scrubbed environment, the configured rlimits, no network.
+    Unsandboxed (the control) the same judge sees the host and refuses."""
+    marker = tmp_path / "host-only"
+    marker.write_text("visible outside the sandbox only")
+    monkeypatch.setenv("LEANRPC_JUDGE_CANARY", "a secret of the server's environment")
+    code = GOOD + f"-- marker: {marker}\n-- fsize: {7 * 2**20}\n"
+    async with running_server(judge__command=[*JUDGE, "jailed"], judge__name="fake", judge__sandboxed=sandboxed,
+                              sandbox__mode="unshare", limits__max_file_size_mb=7) as (app, client):
+        assert (app.service.judge.launcher is app.pool.launcher) == sandboxed
+        [result] = await client.verify_batch([code], references=[REFERENCE])
+        if sandboxed:
+            assert (result.status, result.judge, result.checks.judge) == ("VALID", "ACCEPTED", "PASSED"), result.error
+        else:
+            assert (result.status, result.judge, result.checks.judge) == ("INVALID", "REFUSED", "FAILED")
+            assert "'host file': True" in result.error and "'canary': True" in result.error
+
+
+async def test_judge_is_given_the_qualified_names_to_check():
+    """comparator wants `theorem_names` and `definition_names`: the judge gets
+    the reference's theorems and its `sorry` defs (holes), namespaces included."""
+    from leanrpc.services.verify import VerifyOptions
+
+    reference = HEADER + ("namespace P\n\ndef answer : Nat := sorry\n\ndef two : Nat := 2\n\n"
+                          "theorem main : answer = two := by\n  sorry\n\nend P\n")
+    proof = HEADER + ("namespace P\n\ndef answer : Nat := 2\n\ndef two : Nat := 2\n\n"
+                      "theorem main : answer = two := by\n  rfl\n\nend P\n")
+    async with running_server(**_judge("names")) as (app, _client):
+        result = await app.service.verify("n", proof, VerifyOptions(reference=reference))
+        assert result.status.name == "VALID" and result.judge.level.name == "ACCEPTED", result.error
+        assert "theorems=['P.main'] definitions=['P.answer']" in result.judge.detail

@@ -61,3 +61,36 @@ async def test_pinning_table_gives_the_right_verdict_for_each_case():
         assert all(r.reference is None for r in plain)
         # One elaboration of the reference served the whole batch (and the rerun).
         assert app.service.references.elaborations == 1
+
+
+TYPE_REFERENCE = HEADER + ("structure S where\n  val : Nat\n  pos : val > 0\n\n"
+                           "theorem t (s : S) : s.val ≠ 0 := by\n  sorry\n")
+
+
+async def test_a_structure_the_statement_uses_is_pinned_too():
+    """`t`'s type reads the same whatever `S` holds: a snippet that redefines
+    `S` (a field that makes the statement vacuous) is caught on `S` itself."""
+    same = HEADER + ("structure S where\n  val : Nat\n  pos : val > 0\n\n"
+                     "theorem t (s : S) : s.val ≠ 0 := by\n  omega\n")
+    vacuous = HEADER + ("structure S where\n  val : Nat\n  pos : False\n\n"
+                        "theorem t (s : S) : s.val ≠ 0 := by\n  exact s.pos.elim\n")
+    async with running_server() as (_app, client):
+        good, bad = await client.verify_batch([same, vacuous], references=[TYPE_REFERENCE] * 2)
+        assert good.status == "VALID" and good.reference.passed, (good.error, good.reference)
+        assert good.reference.declarations == ["S", "t"]
+        assert bad.status == "INVALID" and (bad.reference.reason, bad.reference.declaration) == (
+            "STATEMENT_MISMATCH", "S"), (bad.error, bad.reference)
+        assert "fields, constructors or parameters differ" in bad.reference.detail
+
+
+async def test_a_snippet_must_import_what_the_reference_imports():
+    """Without `import Mathlib` a snippet could declare its own `Real`, `HAdd`
+    instances, ... under the names the statement uses: its printed type would
+    read the same. The snippet must import every module the reference does."""
+    body = "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n"
+    async with running_server() as (_app, client):
+        bare, more = await client.verify_batch(
+            [body, "import Mathlib\nimport Aesop\n\n" + body], references=[REFERENCE] * 2)
+        assert bare.status == "INVALID" and bare.reference.reason == "STATEMENT_MISMATCH", (bare.error,)
+        assert "does not import Mathlib" in bare.reference.detail
+        assert more.status == "VALID" and more.reference.passed  # importing more is fine

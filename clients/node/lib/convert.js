@@ -49,8 +49,11 @@ function resultFromPb(result) {
 // VerifyOptions from the client's arguments; timeoutS 0 means the server
 // default, profile '' the server's default REPL profile (toolchain), cache
 // null the server's result-cache default (false bypasses it).
-function verifyOptions({ timeoutS = 0, checkAxioms = false, profile = '', cache = null } = {}) {
-  const options = { check_axioms: checkAxioms, profile };
+// checkAxioms: null (the default) leaves `check_axioms` unset, so the server's
+// default applies (`[axioms] check`, on); false turns the check off for the call.
+function verifyOptions({ timeoutS = 0, checkAxioms = null, profile = '', cache = null } = {}) {
+  const options = { profile };
+  if (checkAxioms !== null && checkAxioms !== undefined) options.check_axioms = Boolean(checkAxioms);
   if (timeoutS) options.timeout = duration(timeoutS);
   if (cache !== null && cache !== undefined) options.cache = Boolean(cache);
   return options;

@@ -55,8 +55,10 @@ class ProverClient {
   }
 
   // code with sorries (or a bare statement); resolves to {proof_id, states: [{state_id, goals, start, end}], elapsed_s, ...}
-  startProof(code, { timeoutS = 0, ttlS = 0, checkAxioms = false, deadlineS = 0 } = {}) {
-    const request = { code, check_axioms: checkAxioms, ...durations({ timeout: timeoutS, ttl: ttlS }) };
+  // checkAxioms: null (the default) leaves it to the server's default (on); false turns it off.
+  startProof(code, { timeoutS = 0, ttlS = 0, checkAxioms = null, deadlineS = 0 } = {}) {
+    const request = { code, ...durations({ timeout: timeoutS, ttl: ttlS }) };
+    if (checkAxioms !== null && checkAxioms !== undefined) request.check_axioms = Boolean(checkAxioms);
     return this._unary('StartProof', request, deadlineS).then(withSeconds);
   }
 

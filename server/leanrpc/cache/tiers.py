@@ -42,6 +42,7 @@ class CacheStats:
     forged: int = 0  # disk/Redis entries whose MAC failed (leanrpc.cache.seal)
     store_errors: int = 0
     withdrawn: int = 0  # entries removed because their worker was poisoned (cache.provenance)
+    revoked: int = 0  # a written-back copy from a poisoned worker, or not `proof`
 
 
 class ResultCache:
@@ -51,7 +52,10 @@ class ResultCache:
         self.shared = shared
         self.stats = CacheStats()
         self._writes: set[asyncio.Task] = set()
-        self._warned_forged: set[str] = set()  # tiers whose forged entry was logged
+        self._warned: set = set()  # (kind, tier) of the forged or revoked entries already logged
+        # (server, worker) of poisoned workers (cache.provenance): their entries are
+        # withdrawn, and a sealed copy someone writes back is still never served.
+        self.revoked: set[tuple[str, str]] = set()
 
     @property
     def tiers(self) -> list:
@@ -127,8 +131,8 @@ class ResultCache:
             return tier.sealer.open(key, data)
         except ForgedEntry as exc:
             self.stats.forged += 1
-            if tier.name not in self._warned_forged:
-                self._warned_forged.add(tier.name)
+            if ("forged", tier.name) not in self._warned:
+                self._warned.add(("forged", tier.name))
                 log.warning("result cache: unauthenticated %s entry %s… (%s); treated as a miss and removed "
                             "(further ones are only counted: cache forged)", tier.name, key[:16], exc)
             self._discard(tier, key)
@@ -148,15 +152,32 @@ class ResultCache:
         if data is None:
             return None
         try:
-            return codec.decode(data, key)
+            verdict = codec.decode(data, key)
         except codec.CorruptEntry as exc:
             self.stats.corrupt += 1
             log.warning("result cache: corrupt %s entry %s… (%s); treated as a miss and removed", tier.name, key[:16], exc)
-            if tier is self.memory:
-                self.memory.discard(key)
-            else:
-                self._discard(tier, key)
+            self._drop(tier, key)
             return None
+        origin = verdict.provenance
+        poisoned = origin is not None and (origin.server, origin.worker) in self.revoked
+        if origin is not None and (origin.policy != "proof" or poisoned):
+            # A replayed copy of a withdrawn entry (its MAC is still good) or a
+            # result no `proof` request produced: never an answer.
+            self.stats.revoked += 1
+            if ("revoked", tier.name) not in self._warned:
+                self._warned.add(("revoked", tier.name))
+                log.warning("result cache: %s entry %s… came from %s (policy %s); treated as a miss and "
+                            "removed (further ones are only counted: cache revoked)", tier.name, key[:16],
+                            "a poisoned worker" if poisoned else "another policy", origin.policy)
+            self._drop(tier, key)
+            return None
+        return verdict
+
+    def _drop(self, tier, key: str) -> None:
+        if tier is self.memory:
+            self.memory.discard(key)
+        else:
+            self._discard(tier, key)
 
     def _background(self, tier, key: str, data: bytes) -> None:
         task = asyncio.ensure_future(tier.put(key, data))

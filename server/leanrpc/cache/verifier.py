@@ -130,6 +130,8 @@ class CachedVerifier:
             return
         cause = getattr(worker.exit_cause, "value", None)
         entries = self.provenance.ended(worker.name, cause)
+        if worker.name in self.provenance.poisoned:
+            self.cache.revoked.add((self.provenance.server, worker.name))
         if entries:
             count = self.cache.withdraw(entries)
             log.warning("result cache: worker %s was poisoned; withdrew the %d entries it produced "

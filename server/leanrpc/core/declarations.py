@@ -33,15 +33,19 @@ import dataclasses
 import re
 import secrets
 
-__all__ = ["AxiomCheck", "Declaration", "declarations", "plan_axiom_check"]
+__all__ = ["AxiomCheck", "Declaration", "TYPE_KINDS", "declarations", "plan_axiom_check"]
 
 PROOF_KINDS = ("theorem", "lemma", "def", "abbrev", "opaque", "instance", "example")
 
 _MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|public|scoped|local)[ \t]+)*"
 _ATTRIBUTES = r"(?:@\[[^\]]*\][ \t\n]*)*"
+# The types a statement can be about (the reference check pins them too: a
+# snippet must not redefine a structure the statement uses).
+TYPE_KINDS = ("structure", "inductive", "class")
+_KEYWORD = re.compile(rf"\b(?:{'|'.join(PROOF_KINDS)})\b")
+_TYPE_KEYWORD = re.compile(rf"\b(?:{'|'.join(TYPE_KINDS)})\b")
 # A declaration keyword, and what may precede it on its line: attributes,
 # modifiers, or a `... in` command modifier.
-_KEYWORD = re.compile(rf"\b(?:{'|'.join(PROOF_KINDS)})\b")
 _LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
 _SCOPE = re.compile(
     r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)", re.M
@@ -114,10 +118,13 @@ class AxiomCheck:
         return line, column - shift
 
 
-def declarations(body: str) -> list[Declaration]:
-    """Every proof-carrying declaration in `body`, in text order."""
+def declarations(body: str, *, types: bool = False) -> list[Declaration]:
+    """Every proof-carrying declaration in `body`, in text order; with
+    `types`, the `structure`, `inductive` and `class` declarations too."""
     masked = mask(body)
     events = [(m.start(), 1, m) for m in _declaration_keywords(masked)]
+    if types:
+        events += [(m.start(), 1, m) for m in _declaration_keywords(masked, _TYPE_KEYWORD)]
     events += [(m.start("cmd"), 0, m) for m in _SCOPE.finditer(masked)]
     events.sort(key=lambda event: (event[0], event[1]))
     scopes: list[tuple[str, str]] = []
@@ -134,6 +141,10 @@ def declarations(body: str) -> list[Declaration]:
             continue
         kind = match.group()
         after = match.end()
+        if kind == "class":  # `class inductive X`: the `inductive` event names it
+            follows = _NAME.match(masked, after)
+            if follows is not None and follows.group("name") == "inductive":
+                continue
         prefix = ".".join(name for scope, name in scopes if scope == "namespace" and name)
         name = print_name = ""
         name_at = after
@@ -153,7 +164,7 @@ def declarations(body: str) -> list[Declaration]:
     return found
 
 
-def _declaration_keywords(masked: str) -> list:
+def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
     """Keyword tokens that start a declaration.
 
     A command can start anywhere (past column 400, after another command on
@@ -165,7 +176,7 @@ def _declaration_keywords(masked: str) -> list:
     depth = _depths(plain)
     balanced = depth is not None
     found = []
-    for match in _KEYWORD.finditer(plain):
+    for match in keyword.finditer(plain):
         start, end = match.start(), match.end()
         if start and (plain[start - 1] == "." or _IDENT_CHAR.match(plain[start - 1])):
             continue

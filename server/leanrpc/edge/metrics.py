@@ -6,6 +6,9 @@
                                          by cause, header cache hits (from the
                                          snapshot the pool publishes at scrape
                                          time: PoolOwner.metrics)
+              --> CacheCollector     --> result cache hits by tier, misses, and
+                                         entries refused: forged (bad MAC),
+                                         revoked, withdrawn, corrupt
 
 The HTTP endpoint is an aiohttp app on the server's event loop (aiohttp is
 already a dependency, for the REST gateway; it replaced a hand-written HTTP
@@ -31,7 +34,8 @@ Results are read through protobuf descriptors, not the generated stubs.
 May import: prometheus_client, aiohttp, protobuf descriptors, leanrpc (version, logsetup),
 leanrpc.edge.interceptors.metrics. The pool comes in as a `pool.PoolOwner`
 (`attach_pool`), never by import, and is read only through its published
-`metrics()` snapshot and its state listener (a `WorkerInfo`, not the worker).
+`metrics()` snapshot and its state listener (a `WorkerInfo`, not the worker);
+the result cache's counters come in as an object too (`attach_cache`).
 """
 
 from __future__ import annotations
@@ -124,6 +128,7 @@ class Metrics:
         ProcessCollector(registry=self.registry)
         self.known_methods = known_methods()
         self._pool_collector: PoolCollector | None = None
+        self._cache_collector: CacheCollector | None = None
         self.interceptor = MetricsInterceptor(self)
         self._endpoint: MetricsEndpoint | None = None
 
@@ -131,6 +136,11 @@ class Metrics:
         pool.add_state_listener(self._on_worker_state)
         self._pool_collector = PoolCollector(pool, config)
         self.registry.register(self._pool_collector)
+
+    def attach_cache(self, stats) -> None:
+        """`stats`: the result cache's counters (leanrpc.cache.CacheStats)."""
+        self._cache_collector = CacheCollector(stats)
+        self.registry.register(self._cache_collector)
 
     def method_labels(self, method: str) -> tuple[str, tuple[str, str, str]]:
         """(leanrpc method label, (grpc_service, grpc_method, grpc_type)); unknown ones folded."""
@@ -179,6 +189,8 @@ class Metrics:
         """Reads pool state; call on the event loop before `render` in a thread."""
         if self._pool_collector is not None:
             self._pool_collector.snapshot()
+        if self._cache_collector is not None:
+            self._cache_collector.snapshot()
 
     async def render_off_loop(self) -> bytes:
         self.snapshot()
@@ -258,6 +270,35 @@ class PoolCollector:
         yield info
 
 
+class CacheCollector:
+    """The result cache's counters at scrape time: `leanrpc_result_cache_hits`
+    by tier and `leanrpc_result_cache_events` by event (a `forged` entry failed
+    its MAC, a `revoked` one came from a poisoned worker, `withdrawn` ones were
+    taken back from every tier, ...)."""
+
+    EVENTS = ("lookups", "misses", "stored", "joined", "too_slow", "not_cacheable", "bypassed", "corrupt",
+              "forged", "revoked", "withdrawn", "store_errors")
+
+    def __init__(self, stats) -> None:
+        self._stats = stats
+        self._families: list = []
+
+    def snapshot(self) -> None:
+        stats = self._stats
+        hits = CounterMetricFamily("leanrpc_result_cache_hits", "Result cache hits, by tier",
+                                   labels=["tier"])
+        for tier, count in sorted(stats.hits.items()):
+            hits.add_metric([tier], count)
+        events = CounterMetricFamily("leanrpc_result_cache_events", "Result cache events, by kind",
+                                     labels=["event"])
+        for event in self.EVENTS:
+            events.add_metric([event], getattr(stats, event, 0))
+        self._families = [hits, events]
+
+    def collect(self):
+        return iter(self._families)
+
+
 def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, help_text, value=value)
 
@@ -309,6 +350,9 @@ def start_metrics(app, port: int, metrics: Metrics | None = None) -> Metrics:
     """
     metrics = metrics or Metrics()
     metrics.attach_pool(app.pool, app.config)
+    cache = getattr(app.verify, "cache", None)  # the result cache, when it is on
+    if cache is not None:
+        metrics.attach_cache(cache.stats)
     metrics._endpoint = MetricsEndpoint(metrics, app.config.server.host, port)
     log.info("Prometheus metrics on http://%s:%d/metrics", app.config.server.host, metrics.port)
     return metrics

@@ -11,8 +11,8 @@ SORRY always carries a `sorries` entry, a REJECTED never looks valid, a
 TIMEOUT says "timed out". leanrpc's full result rides along under the
 extension key `leanrpc`, which Kimina's pydantic models ignore.
 
-May import: errors, results, reference (to validate a snippet's `reference`),
-services.verify (VerifyOptions), msgspec.
+May import: errors, results, services.reference (to validate and screen a
+snippet's `reference`), services.verify (VerifyOptions), msgspec.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..errors import RequestError
-from ..reference import parse_reference
 from ..repl.outcome import STANDARD_AXIOMS
 from ..results import Message, SorryInfo, Status, VerifyResult, checks_of
+from ..services.reference import screened_reference
 from ..services.verify import VerifyOptions
 
 EXTENSION_KEY = "leanrpc"
@@ -116,7 +116,7 @@ def decode_check(body: bytes) -> CheckRequest:
     for index, snippet in enumerate(request.snippets):
         if snippet.reference:
             try:
-                parse_reference(snippet.reference)
+                screened_reference(snippet.reference)
             except RequestError as exc:
                 raise _invalid("value_error", ["snippets", index, "reference"], f"Value error, {exc.message}") from None
     return request

@@ -82,11 +82,17 @@ class Scan:
     def message(self) -> str:
         if not self.refused:
             return ""
+        if self.refused == AMBIGUOUS_STRING:
+            return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, "
+                    f"column {self.column}: its `{{…}}` holds a quote, so where it ends depends on "
+                    "whether it is interpolated, and the code after it cannot be read for certain; "
+                    "see docs/SECURITY.md")
         return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, column {self.column} "
                 "runs the snippet's own code while Lean elaborates (or weakens checking); see docs/SECURITY.md")
 
 
 ALLOWED = Scan()
+AMBIGUOUS_STRING = "a string literal"
 
 
 def _option_allowed(name: str) -> bool:
@@ -133,9 +139,16 @@ def _hidden(spans: list, at: int) -> tuple | None:
 def scan(text: str) -> Scan:
     """The policy's verdict on one snippet (or tactic, or reference)."""
     candidates = positions(text, _CANDIDATES)
-    if not candidates:
+    # A string with a `{` in it may read two ways (lexer.py): then it is
+    # refused wherever it is, since what it hides could also be a declaration
+    # the axiom check must see (core/declarations.py reads the text after it).
+    two_ways = '"' in text and "{" in text
+    if not candidates and not two_ways:
         return ALLOWED
-    spans = hidden_spans(text, candidates[-1] + 1)  # only what can hide a candidate
+    spans = hidden_spans(text, None if two_ways else candidates[-1] + 1)  # only what can hide a candidate
+    for start, _end, kind in spans:
+        if kind == "ambiguous":  # the two readings of the text after it differ: fail closed
+            return _refused(text, AMBIGUOUS_STRING, start, "", 0)
     native, native_at = "", 0
     seen = -1  # the end of the last word read
     for at in candidates:

@@ -88,6 +88,8 @@ class Job:
     stream_id: str = ""
     # The REPL profile (`[repl.<name>]`) to run on; "" is the default `[repl]`.
     profile: str = ""
+    # Retire the worker after this job (a trusted client's code ran in it; services.resolve).
+    retire_worker: bool = False
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
     # Pool-trie entry added at launch: the worker will hold the text once it
     # is elaborated, so routing can wait for it instead of elaborating the

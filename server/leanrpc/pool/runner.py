@@ -144,6 +144,8 @@ class Runner:
             if loading:
                 self.loader.adopt(worker, load)
             else:
+                if job.retire_worker and worker.alive:
+                    worker.drain(ExitCause.TRUSTED_CODE)  # never serves another job
                 pool.release(worker)
             pool.poke()
 

@@ -373,6 +373,7 @@ _EXIT_WORDS = {
     ExitCause.STDERR: ("warning", "stopped: too much stderr"),
     ExitCause.BOOT_FAILURE: ("debug", "gone after a failed boot"),  # the boot line said why
     ExitCause.SHUTDOWN: ("debug", "stopped for shutdown"),
+    ExitCause.TRUSTED_CODE: ("info", "retired: it ran a trusted client's code"),
 }
 
 

@@ -7,7 +7,9 @@ command (so each answer is found by its line):
    implicit argument, instance and universe printed. A user `instance` or
    `notation` that changes what the statement means changes this text.
 2. ``set_option pp.all true in #print NAME``: the kind (``theorem``, ``def``,
-   ``axiom``, ``opaque``...) and, for a definition, its body.
+   ``axiom``, ``opaque``...) and, for a definition, its body; for a type
+   (``structure``, ``inductive``, ``class``) the whole text (fields or
+   constructors and their types) must be the reference's.
 3. ``#print axioms NAME``: the axioms the declaration depends on.
 
 `compare` answers None when the snippet's env holds the reference's
@@ -100,6 +102,10 @@ def read_answers(messages: list, names: list[str]) -> dict[str, DeclAnswer]:
     return out
 
 
+def _words(text: str | None) -> list[str] | None:
+    return None if text is None else text.split()
+
+
 def _fail(reason: ReferenceReason, name: str, detail: str, reference: Reference) -> ReferenceCheck:
     return ReferenceCheck(passed=False, reason=reason, declaration=name, detail=detail[:DETAIL_CHARS],
                           declarations=reference.names)
@@ -132,6 +138,11 @@ def compare(reference: Reference, pinned: dict[str, DeclAnswer], snippet: dict[s
         if got.type_text != want.type_text:
             return _fail(ReferenceReason.STATEMENT_MISMATCH, name,
                          f"reference: {want.type_text}\nsnippet: {got.type_text}", reference)
+        if decl.is_type and _words(got.print_text) != _words(want.print_text):
+            return _fail(ReferenceReason.STATEMENT_MISMATCH, name,
+                         f"the {decl.kind} is not the reference's (fields, constructors or "
+                         f"parameters differ)\nreference: {want.print_text}\nsnippet: {got.print_text}",
+                         reference)
         if decl.printed_kind == "def" and not decl.body_is_sorry and got.body != want.body:
             return _fail(ReferenceReason.BODY_CHANGED, name, f"reference: {want.body}\nsnippet: {got.body}",
                          reference)

@@ -12,15 +12,17 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..core.declarations import declarations, mask
+from ..core.declarations import TYPE_KINDS, declarations, mask
 from ..core.headers import HeaderSplit, split_header
 from ..errors import RequestError
 
 __all__ = ["Reference", "ReferenceDecl", "parse_reference", "pin_of"]
 
-# What a reference may pin, and the kind Lean's `#print` shows for it.
+# What a reference may pin, and the kind Lean's `#print` shows for it. A type
+# (structure, inductive, class) is pinned whole: its `#print` (fields or
+# constructors with their types) must read the same in the snippet's env.
 PRINTED_KIND = {"theorem": "theorem", "lemma": "theorem", "def": "def", "abbrev": "def", "instance": "def",
-                "opaque": "opaque"}
+                "opaque": "opaque", "structure": "structure", "inductive": "inductive", "class": "class"}
 _SORRY_BODY = re.compile(r":=\s*(?:by\s+)?sorry\s*$")
 # Scope commands between a declaration and the next one are not its body.
 _TRAILING_SCOPE = re.compile(r"(?:\n[ \t]*(?:end|namespace|section|open|noncomputable section)\b[^\n]*|\s)+$")
@@ -45,6 +47,10 @@ class ReferenceDecl:
     def printed_kind(self) -> str:
         return PRINTED_KIND[self.kind]
 
+    @property
+    def is_type(self) -> bool:
+        return self.kind in TYPE_KINDS
+
 
 @dataclasses.dataclass(frozen=True)
 class Reference:
@@ -66,7 +72,7 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
     if "\x00" in text:
         raise RequestError("the reference contains a NUL character", field=field)
     split = split_header(text)
-    found = declarations(split.body)
+    found = declarations(split.body, types=True)
     masked = mask(split.body)
     running = _CODE_RUNNING.search(masked)
     if running:

@@ -5,8 +5,12 @@ leanchecker` behind a small wrapper; docs/REAL-LEAN.md) on a VALID result
 that carried a reference, on its own bounded pool (an asyncio semaphore of
 `max_concurrent`, apart from the REPL workers), with its own timeout, through
 the workers' launcher (their sandbox and rlimits) unless `sandboxed = false`.
-The judge reads ``{"reference": ..., "submission": ...}`` as JSON on stdin
-(a sandbox gives it a private scratch, so no files are shared); exit 0
+The judge reads ``{"reference": ..., "submission": ..., "theorems": [...],
+"definitions": [...]}`` as JSON on stdin: the two texts, the reference's
+theorem/lemma names and its def/abbrev names whose body is `sorry` (holes),
+fully qualified as leanrpc read them (comparator's `theorem_names` and
+`definition_names`). A sandbox gives it a private scratch, so no files are
+shared; exit 0
 accepts, any other exit refuses; past the timeout its process group is
 killed. May import: config, results, worker.launcher.
 """
@@ -44,7 +48,8 @@ class JudgeService:
     def enabled(self) -> bool:
         return bool(self.argv)
 
-    async def judge(self, reference: str, submission: str) -> JudgeCheck:
+    async def judge(self, reference: str, submission: str, theorems: list[str] = (),
+                    definitions: list[str] = ()) -> JudgeCheck:
         """What the judge says about `submission` against `reference`."""
         async with self.slots:
             self.runs += 1
@@ -52,7 +57,9 @@ class JudgeService:
             self.peak = max(self.peak, self.active)
             started = time.monotonic()
             try:
-                check = await self._run(json.dumps({"reference": reference, "submission": submission}).encode())
+                check = await self._run(json.dumps({"reference": reference, "submission": submission,
+                                                    "theorems": list(theorems),
+                                                    "definitions": list(definitions)}).encode())
             finally:
                 self.active -= 1
             check.elapsed_s = time.monotonic() - started

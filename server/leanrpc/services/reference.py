@@ -7,8 +7,8 @@ and turning the snippet's answers into `VerifyResult.reference` and its
 verdict (leanrpc.reference compares; this room only runs and caches). A
 snippet whose env does not hold the reference's statements is INVALID with a
 structured reason; a reference that does not elaborate is REJECTED. May
-import: config, core, errors, results, repl, reference, pool,
-services.outcomes. Never imports edge or `*_pb2`.
+import: config, core, errors, results, repl, reference, policy (a reference is
+screened like a snippet), pool, services.outcomes. Never imports edge or `*_pb2`.
 """
 
 from __future__ import annotations
@@ -19,17 +19,36 @@ import dataclasses
 
 from .. import repl
 from ..config import Config
+from ..errors import RequestError
+from ..policy import scan
 from ..pool import BodyJob, BodyOutcome, PoolPort
 from ..reference import DeclAnswer, Reference, compare, parse_reference, query_command, read_answers
 from ..reference.answers import reference_problem
 from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
 from .outcomes import run_job
 
-__all__ = ["ReferenceService", "STANDARD_AXIOMS"]
+__all__ = ["ReferenceService", "STANDARD_AXIOMS", "screened_reference"]
 
 # The default of `[axioms] allowed`; the check itself reads the configured list.
 STANDARD_AXIOMS = repl.STANDARD_AXIOMS
 CACHE_ENTRIES = 4096
+
+
+def screened_reference(text: str, *, max_chars: int = 1_000_000) -> Reference:
+    """The parsed reference; RequestError for one that cannot pin anything, or
+    that the `proof` code policy refuses. A reference is elaborated on a REPL
+    like a snippet, whatever the caller's policy, so it may state declarations
+    and never run its own code (a `@[command_elab]` would run on the `#check`
+    the statement check sends; native evaluation runs its compiled code)."""
+    reference = parse_reference(text, max_chars=max_chars)
+    found = scan(text)
+    if found.refused:
+        raise RequestError(f"the reference may only state declarations: {found.message}", field="reference")
+    if found.native:
+        raise RequestError(f"the reference may only state declarations: native evaluation "
+                           f"({found.native} at line {found.native_line}) runs its own compiled code "
+                           "inside the REPL", field="reference")
+    return reference
 
 
 @dataclasses.dataclass
@@ -52,9 +71,13 @@ class ReferenceService:
         self.elaborations = 0  # how many references were elaborated (not from the cache)
         self.elaboration_s = 0.0  # their REPL seconds, in all
 
+    def forget(self) -> None:
+        """Empties the cache of reference answers (benchmarks measure cold references with it)."""
+        self._cache.clear()
+
     def parse(self, text: str) -> Reference:
-        """Raises RequestError for a reference that cannot pin anything."""
-        return parse_reference(text, max_chars=self.config.server.max_code_chars)
+        """RequestError for a reference that pins nothing or runs code (`screened_reference`)."""
+        return screened_reference(text, max_chars=self.config.server.max_code_chars)
 
     async def pinned(self, reference: Reference, profile: str, header_split, *, timeout_s: float,
                      deadline: float | None, client_id: str, stream_id: str) -> tuple[Pinned, bool]:
@@ -105,8 +128,11 @@ class ReferenceService:
         return Pinned(answers, reference_problem(reference, answers), outcome.body_s + outcome.reference_s)
 
     def apply(self, result: VerifyResult, outcome: BodyOutcome | None, reference: Reference, pinned: Pinned,
-              cached: bool) -> None:
-        """Sets `result.reference`; a VALID that does not prove the reference is downgraded."""
+              cached: bool, modules: tuple[str, ...] = ()) -> None:
+        """Sets `result.reference`; a VALID that does not prove the reference is
+        downgraded. `modules`: what the snippet imports; it must import every
+        module the reference imports (else the names its statement uses could
+        be the snippet's own constants, and the printed types still agree)."""
         if pinned.problem is not None:
             result.reference = ReferenceCheck(reason=ReferenceReason.REFERENCE_INVALID, detail=pinned.problem,
                                               declarations=reference.names, cached_reference=cached)
@@ -116,8 +142,16 @@ class ReferenceService:
             return
         if outcome is None:
             return  # the snippet never ran (timeout, crash): its status says so
-        check = compare(reference, pinned.answers, answers_of(outcome, reference),
-                        frozenset(self.config.axioms.allowed))
+        missing = [m for m in reference.split.modules if m not in modules]
+        if missing:
+            check = ReferenceCheck(
+                passed=False, reason=ReferenceReason.STATEMENT_MISMATCH, declaration=reference.names[0],
+                detail=f"the snippet does not import {', '.join(missing)}, which the reference "
+                       "imports: the names its statement uses could be the snippet's own",
+                declarations=reference.names)
+        else:
+            check = compare(reference, pinned.answers, answers_of(outcome, reference),
+                            frozenset(self.config.axioms.allowed))
         check.cached_reference = cached
         check.query_s = outcome.reference_s
         result.reference = check

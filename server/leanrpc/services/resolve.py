@@ -79,6 +79,11 @@ class Resolved:
     check_axioms: bool
     reference: Reference | None
     cache_key: str | None  # None: the request bypasses the result cache
+    # `trusted` only because of who asks (`[policy] trusted_clients`) on a
+    # profile whose workers also serve `proof` requests: the worker that runs
+    # it is retired afterwards, since the caller's code may have left
+    # something behind in that REPL process (docs/SECURITY.md, code policy).
+    retire_worker: bool = False
 
     def answer(self) -> VerifyResult | None:
         """A fresh copy of the policy's answer (the result is the caller's to change)."""
@@ -200,7 +205,8 @@ class Resolver:
         return Resolved(snippet_id=snippet_id, code=code, options=options, split=split, timeout_s=timeout_s,
                         deadline=deadline, client_id=client_id, stream_id=stream_id, profile=options.profile,
                         policy=policy, refused=refused, check_axioms=check_axioms, reference=reference,
-                        cache_key=key)
+                        cache_key=key,
+                        retire_worker=policy != PROOF and self.policy.of(options.profile) == PROOF)
 
     def _screen(self, snippet_id: str, code: str, policy: str, check_axioms: bool,
                 reference: Reference | None) -> VerifyResult | None:

@@ -138,6 +138,7 @@ class SessionService:
             client_id=request.client_id,
             stream_id=request.stream_id or f"session:{session.name}",
             profile=session.profile,
+            retire_worker=request.retire_worker,
         )
         result, outcome = await run_job(self.pool, job, result_id)
         if check is not None:

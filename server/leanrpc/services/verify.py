@@ -128,20 +128,23 @@ class VerifyService:
             client_id=request.client_id,
             stream_id=request.stream_id,
             profile=request.profile,
+            retire_worker=request.retire_worker,
         )
         result, outcome = await run_job(self.pool, job, request.snippet_id)
         if reference is not None:  # first: its structured reason names the declaration
-            self.references.apply(result, outcome, reference, pinned, cached)
+            self.references.apply(result, outcome, reference, pinned, cached, split.modules)
         if axiom_check is not None:
             axioms.finish(result, outcome, axiom_check, self.config)
         if reference is not None:
             if result.status is Status.VALID and self.judge.enabled:
-                await self._judge(result, request.options.reference, request.code)
+                await self._judge(result, request.options.reference, request.code, reference)
         return result
 
-    async def _judge(self, result: VerifyResult, reference: str, code: str) -> None:
+    async def _judge(self, result: VerifyResult, reference: str, code: str, parsed) -> None:
         """The external judge's word on a pinned VALID: anything but ACCEPTED downgrades it."""
-        check = await self.judge.judge(reference, code)
+        theorems = [d.name for d in parsed.decls if d.printed_kind == "theorem"]
+        holes = [d.name for d in parsed.decls if d.printed_kind == "def" and d.body_is_sorry]
+        check = await self.judge.judge(reference, code, theorems, holes)
         result.judge = check
         if check.level is JudgeLevel.REFUSED:
             result.status = Status.INVALID

@@ -150,7 +150,7 @@ def _mk_cmd(toks: list[Tok]) -> Command:
             break
         k += 1
     kw = toks[k].text if k < len(toks) else toks[0].text
-    if kw in ("open", "set_option"):
+    if kw in ("open", "set_option", "omit", "include"):  # `omit [inst] in lemma ...` too
         for j in range(k, len(toks)):
             if toks[j].text == "in" and j + 1 < len(toks):
                 sub = _mk_cmd(toks[j + 1:])

@@ -67,6 +67,7 @@ class ExitCause(enum.Enum):
     STDERR = "stderr"
     BOOT_FAILURE = "boot_failure"
     SHUTDOWN = "shutdown"
+    TRUSTED_CODE = "trusted_code"  # ran a trusted client's code; retired before anyone else's job
 
 
 def last_stderr_line(tail: str) -> str:

@@ -1,0 +1,38 @@
+"""Issue 26 item 2, "a result is delivered only after nothing newer can poison
+its worker", where the exchange order allows it: Verify sends the body and its
+`#print axioms` follow-up as one pipelined batch with one fence and one /proc
+audit at its end (worker/channel.py exchange_batch). A thread the body left
+behind that is caught by that audit poisons the worker, and the body's own
+answer (VALID on its own) is never delivered."""
+
+from __future__ import annotations
+
+from hostile_support import HEADER, start_service
+from leanrpc.results import Status
+from leanrpc.services.verify import VerifyOptions
+from testkit import wait_until
+
+GOOD = "theorem t : True := trivial\n"
+
+
+async def test_a_thief_caught_by_the_batchs_audit_withholds_the_bodys_answer():
+    service = await start_service(workers=1, pool__max_retries=0)
+    try:
+        result = await service.verify("a", HEADER + GOOD + "--@hostile: steal\n",
+                                      VerifyOptions(timeout_s=20, check_axioms=True))
+        assert result.status is Status.CRASH and "poisoned" in result.error, (result.status, result.error)
+        await wait_until(lambda: service.pool.stats.restarts["poisoned"] == 1, 10, "the poisoned worker's end")
+    finally:
+        await service.pool.close(2.0)
+
+
+async def test_the_same_batch_without_the_thief_is_valid():
+    """The control: this fake answers the body and its axiom check as one batch."""
+    service = await start_service(workers=1, pool__max_retries=0)
+    try:
+        result = await service.verify("a", HEADER + GOOD, VerifyOptions(timeout_s=20, check_axioms=True))
+        assert result.status is Status.VALID and result.axioms_checked, result.error
+        [worker] = service.pool.workers
+        assert worker._channel.batches == 1  # the body and its #print axioms: one fence, one audit
+    finally:
+        await service.pool.close(2.0)
