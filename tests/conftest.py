@@ -18,6 +18,10 @@ the doors they run are the same code.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from leanrpc import repl as _repl
@@ -70,3 +74,18 @@ def _code_tripwire(request):
         shown = "; ".join(repr(text[:120]) for text in seen[:5])
         pytest.fail(f"code-running text reached a REPL in a test not marked {_MARK} ({len(seen)} request(s)): "
                     f"{shown}", pytrace=False)
+
+
+NODE_DIR = Path(__file__).resolve().parents[1] / "clients" / "node"
+
+
+@pytest.fixture(scope="session")
+def node_client() -> Path:
+    """clients/node with its dependencies installed (`npm ci`, exactly package-lock.json)
+    and the contract copy in place (the `prepare` script), whichever test asks first."""
+    assert shutil.which("node") and shutil.which("npm"), "node and npm are needed for the Node client"
+    if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+    subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
+    assert (NODE_DIR / "proto" / "leanrpc" / "v1" / "verifier.proto").is_file()
+    return NODE_DIR

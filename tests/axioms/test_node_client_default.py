@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +13,6 @@ from verify_support import running_server
 
 pytestmark = pytest.mark.timeout(240)
 
-NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
 CHEAT = "import Mathlib\n\naxiom cheat : False\n\ntheorem t : 2 + 2 = 5 := cheat.elim\n"
 SCRIPT = """
 const { LeanrpcClient } = require('.');
@@ -31,12 +28,10 @@ const { LeanrpcClient } = require('.');
 """
 
 
-async def test_the_node_client_leaves_the_axiom_check_to_the_server():
-    assert shutil.which("node"), "node is needed for the Node client"
-    assert (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir(), "run `npm ci` in clients/node"
+async def test_the_node_client_leaves_the_axiom_check_to_the_server(node_client):
     async with running_server() as (_app, _client):
         proc = await asyncio.create_subprocess_exec(
-            "node", "-e", SCRIPT, f"127.0.0.1:{_app.port}", CHEAT, cwd=NODE_DIR,
+            "node", "-e", SCRIPT, f"127.0.0.1:{_app.port}", CHEAT, cwd=node_client,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, stderr.decode()
@@ -57,14 +52,14 @@ const { LeanrpcClient } = require('.');
 """
 
 
-async def test_the_node_client_pins_a_snippet_to_its_reference():
+async def test_the_node_client_pins_a_snippet_to_its_reference(node_client):
     """Issue 25 item 2's API: the Node client takes a `reference` per snippet."""
     reference = "import Mathlib\n\ntheorem t : 2 + 2 = 4 := by\n  sorry\n"
     good = "import Mathlib\n\ntheorem t : 2 + 2 = 4 := by\n  norm_num\n"
     changed = "import Mathlib\n\ntheorem t : 2 + 2 = 5 := by\n  norm_num\n"
     async with running_server() as (app, _client):
         proc = await asyncio.create_subprocess_exec(
-            "node", "-e", PIN_SCRIPT, f"127.0.0.1:{app.port}", reference, good, changed, cwd=NODE_DIR,
+            "node", "-e", PIN_SCRIPT, f"127.0.0.1:{app.port}", reference, good, changed, cwd=node_client,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, stderr.decode()

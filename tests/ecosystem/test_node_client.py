@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
-from pathlib import Path
 
 import grpc
 import pytest
 
 from eco_support import start_app
 from leanrpc.client import HEADER_HASH_KEY, AsyncClient, header_hash
-
-NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
-
-
-@pytest.fixture(scope="module")
-def node_client() -> Path:
-    assert shutil.which("node") and shutil.which("npm"), "node and npm are needed for the Node client test"
-    if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        # `npm ci` installs exactly package-lock.json.
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
-    # The contract copy inside the package (the `prepare` script; `npm ci` runs it too).
-    subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
-    assert (NODE_DIR / "proto" / "leanrpc" / "v1" / "verifier.proto").is_file()
-    return NODE_DIR
 
 
 async def test_node_client_verifies_100_snippets(node_client):
