@@ -12,7 +12,9 @@ Owns: reading a stream of requests and answering it, with
   are answered at once, running ones get until the shutdown deadline, what
   is left is answered with the door's "shutting down" answer, reading stops
   at the reading deadline, then OK;
-* the size bound of each answer (the door's `to_wire` fits it).
+* the size bound of each answer (the door's `to_wire` fits it);
+* several answers to one request (`Many`: Expand with `tactics`), in order,
+  the request's permit back with the last.
 
 What a request *means* is the door's (`StreamDoor`): edge/stream.py for
 VerifyStream, edge/prover.py for Expand.
@@ -32,7 +34,7 @@ from typing import Any, Protocol
 from ..errors import RequestError
 from .errors import abort_with
 
-__all__ = ["Answer", "Cancel", "Run", "Shutdown", "StreamCall", "StreamDoor"]
+__all__ = ["Answer", "Cancel", "Many", "Run", "Shutdown", "StreamCall", "StreamDoor"]
 
 
 class Shutdown:
@@ -78,6 +80,14 @@ class Answer:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Many:
+    """Several answers to one request (an Expand request with `tactics`), sent
+    in order; the request's permit comes back with the last of them."""
+
+    answers: tuple
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Cancel:
     """A control message: cancel the running request `key` (if any)."""
 
@@ -91,7 +101,8 @@ class StreamDoor(Protocol):
         """What a read message is; None for a control message the door applied itself."""
 
     async def run(self, request) -> Any:
-        """The request's answer; every failure becomes an answer (only cancellation raises)."""
+        """The request's answer (or `Many` answers); every failure becomes an
+        answer (only cancellation raises)."""
 
     def shutting_down(self, request) -> Any:
         """The answer for a request accepted but not run because the server stops."""
@@ -145,7 +156,16 @@ class StreamCall:
         return len(self._running)
 
     def _emit(self, answer) -> None:
-        self._out.put_nowait((self._door.to_wire(answer), True))
+        if not isinstance(answer, Many):
+            self._out.put_nowait((self._door.to_wire(answer), True))
+            return
+        if not answer.answers:
+            self._permits.release()
+            self._out.put_nowait(None)
+            return
+        last = len(answer.answers) - 1
+        for k, one in enumerate(answer.answers):
+            self._out.put_nowait((self._door.to_wire(one), k == last))
 
     async def _read(self, request_iterator) -> None:
         iterator = request_iterator.__aiter__()

@@ -238,8 +238,11 @@ class Channel:
         except asyncio.TimeoutError:
             over = self._over_memory()
             self._process.kill()
-            raise over or WorkerTimeout(f"no answer within {timeout:.3g} s (a batch of {len(requests)}); "
-                                        f"worker {self.name} killed", stderr_tail=self._process.stderr_tail()) from None
+            at = len(pending.frames)  # the command not answered (len(requests): the fence)
+            raise over or WorkerTimeout(
+                f"no answer within {timeout:.3g} s (command {at + 1} of a batch of "
+                f"{len(requests)}); worker {self.name} killed",
+                stderr_tail=self._process.stderr_tail(), batch_index=at) from None
         except (ConnectionResetError, BrokenPipeError) as exc:
             self._process.kill()
             raise WorkerCrashed(
