@@ -162,3 +162,19 @@ async def test_a_forged_frame_in_a_tactic_batch_poisons_and_delivers_nothing():
         await wait_until(
             lambda: app.pool.stats.restarts["poisoned"] >= 2, 20, "both poisoned workers' exits"
         )
+
+
+async def test_the_whole_proof_check_runs_on_another_idle_worker():
+    async with running_server(2) as (app, client):
+        # Both workers warm with the (empty) header: two slow snippets at once.
+        await client.verify(["theorem a : True := trivial\n--@standin: burn=0.3"] * 2, cache=False)
+        assert sum(1 for w in app.pool.workers if w.requests_served) == 2
+        proof = await client.start_proof(AND_STATEMENT)
+        split = await client.run_tactic(proof.states[0].state_id, "constructor")
+        left = await client.run_tactic(split.state_id, "exact hp")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            done = await pb_grpc.ProverStub(channel).RunTactic(
+                pb.RunTacticRequest(state_id=left.state_id, tactic="exact hq"))
+        assert done.status == pb.PROOF_STATUS_COMPLETED, done.error
+        assert done.verification.reuse.worker and done.worker
+        assert done.verification.reuse.worker != done.worker

@@ -66,6 +66,8 @@ class Job:
     stream_id: str = ""
     # The REPL profile (`[repl.<name>]`) to run on; "" is the default `[repl]`.
     profile: str = ""
+    # Another idle worker of the header is preferred to this one (a routing hint).
+    avoid_worker: str = ""
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
     # Set while the job waits for a busy prefix holder although an idle
     # worker of its header was free: since when, and for which prefix.

@@ -18,7 +18,9 @@ Rules, in order, for the idle workers and the queued jobs (bounded look-ahead):
      session env). When a *busy* worker holds a longer prefix and the
      measured cost of the extra text is more than the expected wait for it,
      the job waits for that worker instead (bounded by max_wait_for_warm_s,
-     and by the rent earlier jobs paid for that prefix: ski rental);
+     and by the rent earlier jobs paid for that prefix: ski rental). Without
+     prefix routing: the most recently used, other than the job's
+     `avoid_worker` while another is idle (the Prover's whole-proof check);
   2. a fresh worker that holds no header yet, or a free slot to start one;
   3. only for the first job that does not wait: when no worker holds its
      header, or it has waited max_wait_for_warm_s, an idle worker of the
@@ -335,7 +337,7 @@ class Router:
         """The idle candidate holding the most of the job's work, or None when
         the job should rather wait for a busy worker that holds more."""
         if not self.routes_by_prefix(job):
-            return max(candidates, key=lambda w: w.last_used)
+            return max(candidates, key=lambda w: (w.name != job.avoid_worker, w.last_used))
         scored = max(((self.affinity(w, job), w.last_used, w) for w in candidates), key=lambda t: t[:2])
         if self._waits_for_holder(job, scored[0], views, waiting_on, now, plan):
             return None

@@ -79,6 +79,9 @@ class Resolved:
     check_axioms: bool
     reference: Reference | None
     cache_key: str | None  # None: the request bypasses the result cache
+    # A worker to run on only when no other idle one can (the Prover's whole-proof
+    # check, issue 28: the worker that found the proof has the search's next states).
+    avoid_worker: str = ""
 
     def answer(self) -> VerifyResult | None:
         """A fresh copy of the policy's answer (the result is the caller's to change)."""

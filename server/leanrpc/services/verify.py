@@ -126,6 +126,7 @@ class VerifyService:
             client_id=request.client_id,
             stream_id=request.stream_id,
             profile=request.profile,
+            avoid_worker=request.avoid_worker,
         )
         result, outcome = await run_job(self.pool, job, request.snippet_id)
         if reference is not None:  # first: its structured reason names the declaration

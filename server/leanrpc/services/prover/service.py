@@ -379,8 +379,11 @@ class ProverService:
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
-        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline,
-                                          client_id=proof.client_id)
+        request = self.verify.resolver.resolve(f"{state.state_id}:whole", out.proof_text, options,
+                                               deadline=deadline, client_id=proof.client_id)
+        # On another idle worker than the one that found it, when there is one: that
+        # worker holds the search's states, and its next expansions need it.
+        result = await self.verify.run(dataclasses.replace(request, avoid_worker=out.worker))
         out.verification = result
         opened_left = state.other_sorries()  # sorries tactics on this path opened, off this path
         other_roots = len(proof.spans) > 1 or proof.roots > 1
