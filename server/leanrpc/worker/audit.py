@@ -19,10 +19,16 @@ parent, so it may read its child's /proc entries) that
     this audit, leaves the main thread's counters short.
 Cost (issue 28): each process's /proc/<pid>/task and /proc/<pid>/fd are
 opened once and reused (openat, readlinkat, listdir on the directory fd); the
-tree walk and the thread listing share one pass. Every thread's syscall is
-still read at every audit: auditing only the threads whose I/O counters moved
-would miss exactly the thief we look for, one parked in read() or poll() on
-our pipes, waiting for the next request; it has moved no byte yet.
+tree walk and the thread listing share one pass. The files read at every
+audit of the REPL's own process (its main thread's `syscall` and `children`,
+its `stat`, the reader thread's `io`) are held open and re-read with pread:
+each stays bound to that process, so once it is gone its reads fail and a
+reused pid is never read by mistake. Whether the process still runs is asked
+only when a snapshot does not settle at once (a zombie never shows a thread
+reading its input). Every thread's syscall is still read at every audit:
+auditing only the threads whose I/O counters moved would miss exactly the
+thief we look for, one parked in read() or poll() on our pipes, waiting for
+the next request; it has moved no byte yet.
 May import: the standard library and worker.proctree (the one /proc tree walk).
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
@@ -98,6 +104,8 @@ class PipeAudit:
         self._reader: tuple[int, int] | None = None
         self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
         self._dirs = _ProcDirs()                    # /proc directories of the tree, held open
+        self.checks = 0                             # audits run, and snapshots they took (a
+        self.snapshots = 0                          # snapshot more when the REPL had not settled)
 
     @property
     def has_baseline(self) -> bool:
@@ -114,7 +122,7 @@ class PipeAudit:
         self._baseline = snapshot
         self._reader = snapshot.stdin_readers[0]
         try:
-            self._reader_io = _thread_io(*self._reader)
+            self._reader_io = self._thread_io()
         except OSError as exc:
             return f"cannot read the REPL's I/O accounting: {exc}"
         return None
@@ -125,6 +133,7 @@ class PipeAudit:
         audit; else what changed. Raises ProcessGone."""
         if self._baseline is None:
             return await self.record_baseline()
+        self.checks += 1
         snapshot, problem = await self._settled()
         if problem is not None:
             return problem
@@ -136,7 +145,7 @@ class PipeAudit:
             return (f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
                     f"plus the allowance of {self._allowance}")
         try:
-            rchar, wchar = _thread_io(*self._reader)
+            rchar, wchar = self._thread_io()
         except OSError as exc:
             return f"cannot read the REPL's I/O accounting: {exc}"
         read, wrote = rchar - self._reader_io[0], wchar - self._reader_io[1]
@@ -150,15 +159,14 @@ class PipeAudit:
         """Snapshots until the main thread is back at reading its input (it
         may still be writing the fence's answer); suspects fail at once.
         Waits without blocking the event loop."""
-        deadline = time.monotonic() + self._settle_s
+        deadline = None
         pause = 0.0002
         while True:
-            if not _running(self._root):
-                raise ProcessGone(self._root)
+            self.snapshots += 1
             try:
                 snapshot = self._snapshot()
             except OSError as exc:
-                if not _running(self._root):
+                if not self._running():
                     raise ProcessGone(self._root) from None
                 return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
             if snapshot.suspects:
@@ -167,10 +175,27 @@ class PipeAudit:
                 return snapshot, f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: {snapshot.stdin_readers}"
             if len(snapshot.stdin_readers) == 1:
                 return snapshot, None
-            if time.monotonic() >= deadline:
+            # Nobody reads the input: still writing its answer, or gone (a zombie has no thread in a syscall).
+            if not self._running():
+                raise ProcessGone(self._root)
+            if deadline is None:
+                deadline = time.monotonic() + self._settle_s
+            elif time.monotonic() >= deadline:
                 return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
+
+    def _running(self) -> bool:
+        """False once the REPL is gone or a zombie (exited, not yet reaped)."""
+        try:
+            return _running_state(_pread(self._dirs.get(self._root).held("../stat")))
+        except OSError:
+            return False
+
+    def _thread_io(self) -> tuple[int, int]:
+        """(rchar, wchar) of the reader thread: bytes its read and write calls moved."""
+        pid, tid = self._reader
+        return _io_counts(_pread(self._dirs.get(pid).held(f"{tid}/io")))
 
     def _snapshot(self) -> _Snapshot:
         pipe_fds: dict[int, dict[int, int]] = {}
@@ -182,7 +207,7 @@ class PipeAudit:
 
         def children_of(pid: int) -> list[int]:  # walked with the threads: one pass
             pid_dir, tids = self._threads_of(pid)
-            below = [int(c) for tid in tids for c in _read_at(f"{tid}/children", pid_dir.task).split()]
+            below = [int(c) for tid in tids for c in self._thread_file(pid_dir, tid, "children").split()]
             held[pid] = pid_dir, tids
             return below
 
@@ -231,9 +256,17 @@ class PipeAudit:
                     raise
         raise AssertionError("unreachable")
 
+    def _thread_file(self, pid_dir: "_PidDir", tid: int, name: str) -> bytes:
+        """/proc/<pid>/task/<tid>/<name>: held open for the REPL's main thread
+        (read at every audit), opened afresh for the others (a Lean process
+        runs many threads: holding theirs would cost fds)."""
+        if tid == self._root:
+            return _pread(pid_dir.held(f"{tid}/{name}"))
+        return _read_at(f"{tid}/{name}", pid_dir.task)
+
     def _waits_on(self, pid_dir: "_PidDir", tid: int) -> tuple[str, int | None] | None:
         try:
-            fields = _read_at(f"{tid}/syscall", pid_dir.task).split()
+            fields = self._thread_file(pid_dir, tid, "syscall").split()
         except (FileNotFoundError, ProcessLookupError):
             return None
         if len(fields) < 2 or not fields[0].lstrip(b"-").isdigit():
@@ -265,10 +298,12 @@ class PipeAudit:
 class _PidDir:
     """/proc/<pid>/task and /proc/<pid>/fd, opened once per process and
     reused by every audit (listdir rewinds a directory fd; reads go through
-    openat). A directory fd stays bound to its process: after the process
-    exits its reads fail, so a reused pid can never be read by mistake."""
+    openat), and the files read at every audit (`held`, paths relative to
+    the task directory), re-read with pread. A directory or file fd stays
+    bound to its process: after the process exits its reads fail, so a
+    reused pid can never be read by mistake."""
 
-    __slots__ = ("task", "fd")
+    __slots__ = ("task", "fd", "_files")
 
     def __init__(self, pid: int) -> None:
         base = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -281,8 +316,19 @@ class _PidDir:
                 raise
         finally:
             os.close(base)
+        self._files: dict[str, int] = {}
+
+    def held(self, path: str) -> int:
+        """An fd on `path` (relative to /proc/<pid>/task), opened on first use."""
+        fd = self._files.get(path)
+        if fd is None:
+            fd = self._files[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.task)
+        return fd
 
     def close(self) -> None:
+        for fd in self._files.values():
+            os.close(fd)
+        self._files.clear()
         os.close(self.task)
         os.close(self.fd)
 
@@ -328,21 +374,24 @@ def _fd_inode_at(fd_dir: int, fd: int) -> int | None:
     return None
 
 
-def _running(pid: int) -> bool:
-    """False once `pid` is gone or a zombie (exited, not yet reaped)."""
+def _pread(fd: int) -> bytes:
+    return os.pread(fd, 4096, 0)
+
+
+def _running_state(stat: bytes) -> bool:
+    """False for the state of a zombie (exited, not yet reaped) or a dead task."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        state = stat.rsplit(b")", 1)[1].split()[0]
+    except IndexError:
         return False
-    return state not in ("Z", "X", "x")
+    return state not in (b"Z", b"X", b"x")
 
 
-def _thread_io(pid: int, tid: int) -> tuple[int, int]:
-    """(rchar, wchar) of one thread: bytes its read and write calls moved."""
-    with open(f"/proc/{pid}/task/{tid}/io") as f:
-        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
-    return int(fields["rchar"]), int(fields["wchar"])
+def _io_counts(io: bytes) -> tuple[int, int]:
+    """(rchar, wchar) of a task's io file."""
+    rchar = io.index(b"rchar: ") + 7
+    wchar = io.index(b"wchar: ") + 7
+    return int(io[rchar:io.index(b"\n", rchar)]), int(io[wchar:io.index(b"\n", wchar)])
 
 
 def pid_fd_inode(pid: int, fd: int) -> int | None:
