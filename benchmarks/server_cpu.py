@@ -9,8 +9,9 @@ a warm-up, then the server process's CPU (user + system, its REPLs not counted) 
 before and after `--requests` miniF2F snippets sent with `--concurrency` in flight, as unary
 `Verify` calls or over one `VerifyStream`. The idle rate (server CPU per second with nothing
 to do, over `--idle` seconds) is printed apart, so a reader can tell the per-request cost from
-timers. `--scale` shrinks the stand-in's elaboration costs (the default 0.002 makes the REPLs
-fast, so fixed costs do not pile up per request). CPU time, not wall time: less sensitive to
+timers. `--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
+the figure is the one `benchmarks.load compare` reports; a smaller scale runs faster, with
+more answers per wakeup and so a lower figure). CPU time, not wall time: less sensitive to
 other load on the machine than throughput, not immune to it (cache misses, fewer answers per
 wakeup when the REPLs are starved). `--py-spy FILE` attaches `py-spy record --native` to the
 server for the measured requests only (no start-up, no warm-up).
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         help="off: no axiom check, code policy `trusted` (the rows compared with peers)",
     )
     parser.add_argument("--workload", default="minif2f")
-    parser.add_argument("--scale", type=float, default=0.002)
+    parser.add_argument("--scale", type=float, default=workloads.DEFAULT_SCALE)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
         "--idle", type=float, default=3.0, help="seconds of idle CPU measured (0: none)"
