@@ -70,14 +70,20 @@ class Runner:
         assert job.future is not None
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
-        load = job.load = asyncio.create_task(self._prepare(job, worker), name=f"load-{worker.name}")
-        self.loads.add(load)
-        load.add_done_callback(self.loads.discard)
+        ready = self._ready(job, worker)
+        if ready is not None:  # nothing to boot or load: no task, no loop round trip
+            load = job.load = asyncio.get_running_loop().create_future()
+            load.set_result(ready)
+        else:
+            load = job.load = asyncio.create_task(self._prepare(job, worker), name=f"load-{worker.name}")
+            self.loads.add(load)
+            load.add_done_callback(self.loads.discard)
         # True until the load's outcome is read here; a cancel or deadline
         # before then leaves the worker to the load (_adopt_load).
         loading = True
         try:
-            await self._await_load(job, worker, load)
+            if not load.done():
+                await self._await_load(job, worker, load)
             loading = False
             if load.cancelled():
                 raise NotServingError("server is shutting down")
@@ -254,6 +260,28 @@ class Runner:
         base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
         return boot_s, warm, header_s + preamble_s, base_env, messages
 
+    def _ready(self, job: Job, worker: Worker) -> tuple[float, bool, float, int, list] | None:
+        """`_prepare`'s answer when it has no REPL work to do (the worker is up
+        and holds the job's header and preamble), else None."""
+        if worker.state is WorkerState.SPAWNING or not worker.holds(job.import_key):
+            return None
+        held = self._held_preamble(job, worker)
+        if held is None:
+            return None
+        worker.use_header(job.import_key)
+        self._pool.stats.header_hits += 1
+        return 0.0, True, 0.0, held[0], held[1]
+
+    def _held_preamble(self, job: Job, worker: Worker) -> tuple[int, list] | None:
+        """The env (and Lean's messages) of the job's preamble on this worker, if held."""
+        split = job.split
+        header_env = worker.header_env(job.import_key)
+        if header_env is None:
+            return None
+        if not split.preamble_key:
+            return header_env, []
+        return self._pool.slots.of(worker.name).preamble(_preamble_key(job))
+
     async def _ensure_preamble(self, job: Job, worker: Worker) -> tuple[int, list, float]:
         """The env of the job's open/set_option preamble on this worker.
 
@@ -268,7 +296,7 @@ class Runner:
         if not split.preamble_key:
             return header_env, [], 0.0
         # A worker holds several headers: a preamble env belongs to one of them.
-        key = f"{job.import_key}\x00{split.preamble_key}"
+        key = _preamble_key(job)
         slot = self._pool.slots.of(worker.name)
         found = slot.preamble(key)
         if found is not None:
@@ -320,6 +348,10 @@ class Runner:
             for task in stragglers:
                 task.cancel()
             await asyncio.gather(*stragglers, return_exceptions=True)
+
+
+def _preamble_key(job: Job) -> str:
+    return f"{job.import_key}\x00{job.split.preamble_key}"
 
 
 def _bounded(timeout: float, job: Job) -> float:
