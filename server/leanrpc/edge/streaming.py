@@ -44,6 +44,7 @@ class Shutdown:
         self.event = asyncio.Event()
         self.deadline: float | None = None
         self.reading_deadline: float | None = None
+        self._passed: asyncio.Future | None = None  # done at the deadline (see `passed`)
 
     def begin(self, grace: float) -> None:
         # Answer before gRPC cancels the calls at the end of the grace
@@ -54,14 +55,26 @@ class Shutdown:
         # Requests still arriving are read (and answered at once) until here.
         self.reading_deadline = now + max(0.0, grace - margin / 4)
         self.event.set()
+        if self._passed is not None:
+            self._arm()
 
     @property
     def started(self) -> bool:
         return self.event.is_set()
 
-    async def wait_deadline(self) -> None:
-        await self.event.wait()
-        await asyncio.sleep(max(0.0, self.deadline - time.monotonic()))
+    def passed(self) -> asyncio.Future:
+        """A future done once the shutdown deadline has passed: one for every
+        call to wait on (a unary call needs no watcher task of its own)."""
+        if self._passed is None:
+            self._passed = asyncio.get_running_loop().create_future()
+            if self.deadline is not None:
+                self._arm()
+        return self._passed
+
+    def _arm(self) -> None:
+        passed = self._passed
+        delay = max(0.0, self.deadline - time.monotonic())
+        passed.get_loop().call_later(delay, lambda: passed.done() or passed.set_result(None))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

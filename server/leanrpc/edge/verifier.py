@@ -83,15 +83,13 @@ class VerifierServicer(pb_grpc.VerifierServicer):
 
     async def _gather_until_shutdown(self, tasks: list[asyncio.Task], ids: list[str]) -> list[VerifyResult]:
         """All results; after the shutdown deadline the unfinished ones say "server shutting down"."""
-        everything = asyncio.ensure_future(asyncio.gather(*tasks))
-        stopping = asyncio.ensure_future(self._shutdown.wait_deadline())
-        try:
-            await asyncio.wait([everything, stopping], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopping.cancel()
+        single = len(tasks) == 1
+        everything = tasks[0] if single else asyncio.ensure_future(asyncio.gather(*tasks))
+        await asyncio.wait([everything, self._shutdown.passed()], return_when=asyncio.FIRST_COMPLETED)
         if everything.done():
-            return everything.result()
-        everything.cancel()
+            return [everything.result()] if single else everything.result()
+        if not single:
+            everything.cancel()
         results = []
         for task, snippet_id in zip(tasks, ids):
             if task.done() and not task.cancelled() and task.exception() is None:
