@@ -19,7 +19,10 @@ PROTO_ROOT = ROOT / "proto"
 STUB_ROOT = ROOT / "server"
 DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 
-NATIVE_MODULES = ["framing", "headers", "trie", "policy"]
+# trie_nodes before trie: trie cimports it. The .pxd files that modules share
+# live in the package (server/leanrpc/_native/), so that cimport resolves them
+# by their module name and the runtime import finds the module.
+NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy"]
 
 
 def generate_stubs() -> None:
@@ -73,6 +76,7 @@ def native_extensions():
     ]
     return cythonize(
         extensions,
+        include_path=[str(STUB_ROOT)],
         compiler_directives={
             "language_level": 3,
             "boundscheck": DEBUG,
@@ -117,7 +121,7 @@ PACKAGES = [
 setup(
     packages=PACKAGES,
     package_dir={"": "server", "leanrpc.client": "clients/python/leanrpc_client"},
-    package_data={"leanrpc": ["py.typed"], "leanrpc.v1": ["*.pyi"], "leanrpc._native": ["*.pyi"], "leanrpc.standin": ["data/*"]},
+    package_data={"leanrpc": ["py.typed"], "leanrpc.v1": ["*.pyi"], "leanrpc._native": ["*.pyi", "*.pxd"], "leanrpc.standin": ["data/*"]},
     ext_modules=native_extensions(),
     cmdclass={"build_py": BuildPyWithStubs, "build_ext": BuildExtWithStubs},
     zip_safe=False,

@@ -1,39 +1,67 @@
 """Log setup for `leanrpc serve`: plain lines, or one JSON object per line.
 
-JSON lines (`[server] log_json = true`) are what log shippers (Loki, Fluent
-Bit, Cloud Logging) parse without a regex. The formatter is a dozen lines of
-our own rather than python-json-logger: it is not a dependency, and the one
-thing it adds (field renaming) is not needed.
+Every log record is one line. Plain lines read `time LEVEL logger: message`;
+a message that carries a newline (a REPL's output quoted in a poison reason)
+has it shown as ` | `, so `grep` and a person see one event per line (a
+traceback, logged only for a bug, still follows on its own lines).
+
+JSON lines (`[server] log_json = true`, `serve --log-json`) are what log
+shippers (Loki, Fluent Bit, Cloud Logging) parse without a regex. They are
+python-json-logger's (a kept library, a dependency): it merges each record's
+`extra=` fields (worker, event, rpc, client, outcomes, ms), encodes values
+json cannot (it falls back to str), and writes tracebacks and stack info as
+fields. We only rename its fields (`ts`, `level`, `logger`, `msg`, `exc`) and
+write the time in UTC with milliseconds.
 
 Protocol junk on a port (a gRPC client pointed at the REST port, a scanner)
 makes aiohttp log a full traceback per connection; `ProtocolJunkFilter`
 turns that into one line per minute, saying how many were dropped.
+May import: python-json-logger, the standard library.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
-# LogRecord attributes that are not user `extra=` fields.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+from pythonjsonlogger.json import JsonFormatter as _LibraryJsonFormatter
+
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        entry = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                entry[key] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+class OneLineFormatter(logging.Formatter):
+    """The plain format; a newline inside a message becomes ` | `."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return super().formatMessage(record).replace("\r\n", " | ").replace("\n", " | ")
+
+
+class JsonFormatter(_LibraryJsonFormatter):
+    """One JSON object per line: ts (UTC, ms), level (lower case), logger, msg,
+    every `extra=` field, exc (the traceback) when there is one."""
+
+    converter = time.gmtime
+    default_time_format = "%Y-%m-%dT%H:%M:%S"
+    default_msec_format = "%s.%03dZ"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "{asctime}{levelname}{name}{message}",
+            style="{",
+            rename_fields={
+                "asctime": "ts",
+                "levelname": "level",
+                "name": "logger",
+                "message": "msg",
+                "exc_info": "exc",
+                "stack_info": "stack",
+            },
+            json_ensure_ascii=False,
+        )
+
+    def process_log_record(self, log_data: dict) -> dict:
+        log_data["level"] = str(log_data.get("level", "")).lower()
+        return log_data
 
 
 class ProtocolJunkFilter(logging.Filter):
@@ -41,8 +69,14 @@ class ProtocolJunkFilter(logging.Filter):
 
     JUNK = ("BadHttpMessage", "BadStatusLine", "InvalidURLError", "LineTooLong", "BadHttpMethod")
 
-    def __init__(self, every_s: float = 60.0, clock=time.monotonic, *, door: str = "REST port",
-                 hint: str = "a gRPC client pointed at --http-port?") -> None:
+    def __init__(
+        self,
+        every_s: float = 60.0,
+        clock=time.monotonic,
+        *,
+        door: str = "REST port",
+        hint: str = "a gRPC client pointed at --http-port?",
+    ) -> None:
         super().__init__()
         self._door, self._hint = door, hint
         self._every_s = every_s
@@ -60,9 +94,19 @@ class ProtocolJunkFilter(logging.Filter):
             return False
         first = " ".join(str(getattr(exc, "message", "") or exc).split())[:200]
         more = f"; {self._dropped} more dropped" if self._dropped else ""
-        where = record.getMessage().removeprefix("Error handling request").strip() or "from a client"
+        where = (
+            record.getMessage().removeprefix("Error handling request").strip() or "from a client"
+        )
         record.msg = "not HTTP/1.1 on the %s %s (%s: %s): %s (at most one such line per %.0f s%s)"
-        record.args = (self._door, where, type(exc).__name__, first, self._hint, self._every_s, more)
+        record.args = (
+            self._door,
+            where,
+            type(exc).__name__,
+            first,
+            self._hint,
+            self._every_s,
+            more,
+        )
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         record.exc_info = None
         record.exc_text = None
@@ -72,10 +116,7 @@ class ProtocolJunkFilter(logging.Filter):
 
 def configure_logging(json_lines: bool = False, level: int | str = logging.INFO) -> None:
     handler = logging.StreamHandler()
-    if json_lines:
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(JsonFormatter() if json_lines else OneLineFormatter(PLAIN_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -22,15 +22,21 @@ _EMPTY_CONFIG_HOME = tempfile.mkdtemp(prefix="leanrpc-test-xdg-")
 
 def clean_env() -> dict[str, str]:
     # No config from the developer's environment: LEANRPC_CONFIG, LEANRPC_<S>__<K>, ~/.config.
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LEANRPC_TOKENS", "LEANRPC_CONFIG") and not (k.startswith("LEANRPC_") and "__" in k)}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("LEANRPC_TOKENS", "LEANRPC_CONFIG")
+        and not (k.startswith("LEANRPC_") and "__" in k)
+    }
     env["XDG_CONFIG_HOME"] = _EMPTY_CONFIG_HOME  # no leanrpc/leanrpc.toml there
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
 def leanrpc(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([LEANRPC, *args], capture_output=True, text=True, timeout=timeout, env=clean_env(), **kwargs)
+    return subprocess.run(
+        [LEANRPC, *args], capture_output=True, text=True, timeout=timeout, env=clean_env(), **kwargs
+    )
 
 
 class Served:
@@ -39,7 +45,11 @@ class Served:
     def __init__(self, *extra: str) -> None:
         self.process = subprocess.Popen(
             [LEANRPC, "serve", "--port", "0", "--workers", "1", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=clean_env(), start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=clean_env(),
+            start_new_session=True,
         )
         line = self.process.stdout.readline()
         if not line.startswith("leanrpc listening on "):

@@ -23,6 +23,7 @@ def server():
 def test_one_client_from_four_threads_at_once(server):
     barrier = threading.Barrier(4)
     with Client(server.address) as client:
+
         def work(n: int) -> list[str]:
             barrier.wait(timeout=30)  # all four calls are in flight together
             return [r.id for r in client.verify([(f"t{n}-{i}", GOOD) for i in range(5)])]
@@ -72,9 +73,24 @@ def test_closing_leaves_no_loop_thread():
 
 
 def _rejected(error: str, retry_after_s: float | None = None) -> Result:
-    return Result(id="x", status="REJECTED", messages=[], sorries=[], error=error, time_total_s=0, time_queue_s=0,
-                  time_header_s=0, time_body_s=0, time_boot_s=0, warm_header=False, reused_prefix_chars=0,
-                  attempts=0, verifier="", verifier_description="", retry_after_s=retry_after_s)
+    return Result(
+        id="x",
+        status="REJECTED",
+        messages=[],
+        sorries=[],
+        error=error,
+        time_total_s=0,
+        time_queue_s=0,
+        time_header_s=0,
+        time_body_s=0,
+        time_boot_s=0,
+        warm_header=False,
+        reused_prefix_chars=0,
+        attempts=0,
+        verifier="",
+        verifier_description="",
+        retry_after_s=retry_after_s,
+    )
 
 
 def test_refused_unrun_snippets_are_resendable_and_others_are_final():

@@ -5,7 +5,9 @@ and with no request sent: `leanrpc serve --repl-cmd /nonexistent/repl`."""
 from __future__ import annotations
 
 import json
+import shlex
 import socket
+import sys
 import urllib.error
 import urllib.request
 
@@ -38,9 +40,13 @@ def test_nonexistent_repl_is_not_serving_from_the_start_with_the_exec_error(tmp_
     try:
         # The first answers after "listening", before any request: not 200.
         with grpc.insecure_channel(server.address) as channel:
-            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=30
+            )
             assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
-            info = pb_grpc.VerifierStub(channel).GetServerInfo(pb.GetServerInfoRequest(), timeout=30)
+            info = pb_grpc.VerifierStub(channel).GetServerInfo(
+                pb.GetServerInfoRequest(), timeout=30
+            )
         assert not info.serving
         assert "No such file or directory" in info.not_serving_reason, info.not_serving_reason
         status, body = _rest_health(http)
@@ -61,6 +67,28 @@ def test_nonexistent_repl_is_not_serving_from_the_start_with_the_exec_error(tmp_
         server.stop()
 
 
+def test_a_repl_that_segfaults_at_boot_is_named_by_its_signal(tmp_path):
+    # A real fault (a null read), not a self-sent signal: a REPL is PID 1 of its
+    # sandbox, and PID 1 ignores signals it sends itself.
+    http = _free_port()
+    command = shlex.join([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"])
+    server = LoggedServer(tmp_path, "--repl-cmd", command, "--http-port", str(http))
+    try:
+        status, body = _rest_health(http)
+        with grpc.insecure_channel(server.address) as channel:
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=30
+            )
+    finally:
+        server.stop()
+    assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING
+    assert status == 503, body
+    assert body["detail"].startswith("no REPL worker is up: ") and "first: " in body["detail"], body
+    assert body["detail"].endswith("died (killed by SIGSEGV)"), body["detail"]
+    boot = next(line for line in server.log() if " boot failed: " in line)
+    assert boot.endswith("died (killed by SIGSEGV)"), boot
+
+
 def test_a_working_repl_serves_once_booted(tmp_path):
     http = _free_port()
     server = LoggedServer(tmp_path, "--http-port", str(http))
@@ -68,7 +96,9 @@ def test_a_working_repl_serves_once_booted(tmp_path):
         status, body = _rest_health(http)
         assert status == 200, body
         with grpc.insecure_channel(server.address) as channel:
-            answer = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=30)
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=""), timeout=30
+            )
         assert answer.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         server.stop()

@@ -23,9 +23,19 @@ def _section() -> str:
 
 def test_every_readme_stand_in_example_gets_its_verdict(tmp_path):
     examples = BLOCK.findall(_section())
-    assert {verdict for verdict, _code in examples} == {"VALID", "INVALID", "SORRY", "TIMEOUT", "CRASH"}
+    assert {verdict for verdict, _code in examples} == {
+        "VALID",
+        "INVALID",
+        "SORRY",
+        "TIMEOUT",
+        "CRASH",
+    }
     # The surprises the section names, as whole snippets.
-    surprising = ["theorem e : 1 = 2 := by rfl\n", "theorem f : 1 = 1 := by frobnicate\n", "theorem e2 : := by simp\n"]
+    surprising = [
+        "theorem e : 1 = 2 := by rfl\n",
+        "theorem f : 1 = 1 := by frobnicate\n",
+        "theorem e2 : := by simp\n",
+    ]
     assert "theorem e2 : := by simp" in _section() and "by frobnicate" in _section()
     files = {}
     for n, (verdict, code) in enumerate([*examples, *(("VALID", c) for c in surprising)]):
@@ -34,8 +44,17 @@ def test_every_readme_stand_in_example_gets_its_verdict(tmp_path):
         files[path.name] = verdict
     server = Served("--workers", "2")
     try:
-        done = leanrpc("verify", "--server", server.address, "--timeout", "3", "--json", "--quiet",
-                       *sorted(str(tmp_path / name) for name in files), timeout=300)
+        done = leanrpc(
+            "verify",
+            "--server",
+            server.address,
+            "--timeout",
+            "3",
+            "--json",
+            "--quiet",
+            *sorted(str(tmp_path / name) for name in files),
+            timeout=300,
+        )
     finally:
         server.stop()
     assert done.returncode == 1, done.stderr  # not every file is VALID

@@ -23,7 +23,15 @@ def test_one_reference_pins_every_file(server, tmp_path):
     (tmp_path / "changed.lean").write_text(CHANGED)
     (tmp_path / "ref.lean").write_text(REFERENCE)
     files = [str(tmp_path / "good.lean"), str(tmp_path / "changed.lean")]
-    done = leanrpc("verify", *files, "--reference", str(tmp_path / "ref.lean"), "--json", "--server", server.address)
+    done = leanrpc(
+        "verify",
+        *files,
+        "--reference",
+        str(tmp_path / "ref.lean"),
+        "--json",
+        "--server",
+        server.address,
+    )
     assert done.returncode == 1, done.stderr
     good, changed = [json.loads(line) for line in done.stdout.splitlines()]
     assert good["status"] == "VALID" and good["reference"]["passed"]
@@ -37,8 +45,15 @@ def test_reference_dir_matches_by_file_name_and_refuses_a_file_without_one(serve
     (tmp_path / "refs" / "p1.lean").write_text(REFERENCE)
     (tmp_path / "p1.lean").write_text(GOOD)
     (tmp_path / "p2.lean").write_text(GOOD)
-    done = leanrpc("verify", str(tmp_path / "p1.lean"), str(tmp_path / "p2.lean"),
-                   "--reference-dir", str(tmp_path / "refs"), "--server", server.address)
+    done = leanrpc(
+        "verify",
+        str(tmp_path / "p1.lean"),
+        str(tmp_path / "p2.lean"),
+        "--reference-dir",
+        str(tmp_path / "refs"),
+        "--server",
+        server.address,
+    )
     assert done.returncode == 1, done.stderr
     assert "no reference" in done.stdout and "p2.lean" in done.stdout
     assert "1 of 2 valid" in done.stdout
@@ -47,7 +62,13 @@ def test_reference_dir_matches_by_file_name_and_refuses_a_file_without_one(serve
 def test_a_bad_reference_is_a_clear_error(server, tmp_path):
     (tmp_path / "a.lean").write_text(GOOD)
     (tmp_path / "ref.lean").write_text("-- declares nothing\n")
-    done = leanrpc("verify", str(tmp_path / "a.lean"), "--reference", str(tmp_path / "ref.lean"),
-                   "--server", server.address)
+    done = leanrpc(
+        "verify",
+        str(tmp_path / "a.lean"),
+        "--reference",
+        str(tmp_path / "ref.lean"),
+        "--server",
+        server.address,
+    )
     assert done.returncode == 2 and "declares no theorem" in done.stderr
     assert "Traceback" not in done.stderr

@@ -33,7 +33,10 @@ def test_port_in_use(tmp_path):
     ("text", "words"),
     [
         ("[pool]\nworkerz = 2\n", "unknown config key pool.workerz"),
-        ('[pool]\nworkers = "two"\n', "config key pool.workers must be an integer number >= 1, not 'two'"),
+        (
+            '[pool]\nworkers = "two"\n',
+            "config key pool.workers must be an integer number >= 1, not 'two'",
+        ),
         ("[server]\nport = 70000\n", "server.port must be an integer number from 0 to 65535"),
     ],
 )
@@ -50,7 +53,9 @@ def test_missing_config_file(tmp_path):
 
 
 def test_bad_flag_value_is_checked_like_the_file():
-    assert "pool.workers must be an integer number >= 1, not -3" in _one_error_line(leanrpc("serve", "--workers", "-3"))
+    assert "pool.workers must be an integer number >= 1, not -3" in _one_error_line(
+        leanrpc("serve", "--workers", "-3")
+    )
 
 
 def test_non_loopback_host_without_tokens():
@@ -80,11 +85,15 @@ def test_help_documents_every_option_with_its_default_and_the_exit_codes(command
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]
     for action in sub._actions:
         if action.option_strings and action.dest != "help":
-            assert action.help and ("(default" in action.help or action.required), f"{command} {action.option_strings[0]}: {action.help!r}"
+            assert action.help and ("(default" in action.help or action.required), (
+                f"{command} {action.option_strings[0]}: {action.help!r}"
+            )
     done = leanrpc(command, "--help")
     assert done.returncode == 0
     for code in ("0  ", "1  ", "2  ", "3  "):
-        assert f"\n  {code}" in done.stdout, f"exit code {code.strip()} missing in `leanrpc {command} --help`"
+        assert f"\n  {code}" in done.stdout, (
+            f"exit code {code.strip()} missing in `leanrpc {command} --help`"
+        )
 
 
 def test_help_names_units():

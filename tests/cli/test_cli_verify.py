@@ -43,13 +43,25 @@ def test_unreadable_and_missing_paths_get_one_line_each_and_the_rest_is_verified
     (tmp_path / "bad.lean").write_text(BAD)
     (tmp_path / "latin1.lean").write_bytes("-- caf\xe9\n".encode("latin-1") + GOOD.encode())
     missing = tmp_path / "nope.lean"
-    args = [str(tmp_path / "good.lean"), str(tmp_path / "latin1.lean"), str(missing), str(tmp_path / "bad.lean")]
+    args = [
+        str(tmp_path / "good.lean"),
+        str(tmp_path / "latin1.lean"),
+        str(missing),
+        str(tmp_path / "bad.lean"),
+    ]
     done = leanrpc("verify", *args, "--server", server.address)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr + done.stdout
     lines = done.stdout.splitlines()
-    assert any(line.startswith("REJECTED") and "latin1.lean: not UTF-8 text (byte 0xe9 at offset 6)" in line for line in lines)
-    assert any(line.startswith("REJECTED") and f"{missing}: no such file or folder" in line for line in lines)
+    assert any(
+        line.startswith("REJECTED")
+        and "latin1.lean: not UTF-8 text (byte 0xe9 at offset 6)" in line
+        for line in lines
+    )
+    assert any(
+        line.startswith("REJECTED") and f"{missing}: no such file or folder" in line
+        for line in lines
+    )
     assert any(line.startswith("VALID") and "good.lean" in line for line in lines)
     assert any(line.startswith("INVALID") and "bad.lean" in line for line in lines)
     assert "1 of 4 valid" in done.stdout
@@ -58,8 +70,10 @@ def test_unreadable_and_missing_paths_get_one_line_each_and_the_rest_is_verified
     records = [json.loads(line) for line in as_json.stdout.splitlines()]
     by_id = {r["id"]: r["status"] for r in records}
     assert by_id == {
-        str(tmp_path / "latin1.lean"): "REJECTED", str(missing): "REJECTED",
-        str(tmp_path / "good.lean"): "VALID", str(tmp_path / "bad.lean"): "INVALID",
+        str(tmp_path / "latin1.lean"): "REJECTED",
+        str(missing): "REJECTED",
+        str(tmp_path / "good.lean"): "VALID",
+        str(tmp_path / "bad.lean"): "INVALID",
     }
     assert as_json.returncode == 1
 
@@ -68,9 +82,20 @@ def test_folder_without_lean_files_says_so(server, tmp_path):
     empty = tmp_path / "proofs"
     (empty / "sub").mkdir(parents=True)
     (empty / "notes.txt").write_text("x")
-    done = leanrpc("verify", str(empty), "--server", server.address)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == f"leanrpc verify: error: folder {empty} has no .lean files\n"
+    line = f"{'REJECTED':<14} {empty}  (folder {empty} has no .lean files)"
+    # Like a missing file: its own line and exit status 1, alone or beside a good file.
+    alone = leanrpc("verify", str(empty), "--server", server.address, "--quiet")
+    assert (alone.returncode, alone.stdout.splitlines(), alone.stderr) == (
+        1,
+        [line, "0 of 1 valid"],
+        "",
+    )
+    (tmp_path / "good.lean").write_text(GOOD)
+    beside = leanrpc(
+        "verify", str(tmp_path / "good.lean"), str(empty), "--server", server.address, "--quiet"
+    )
+    assert beside.returncode == 1
+    assert beside.stdout.splitlines()[1:] == [line, "1 of 2 valid"]
 
 
 def test_folders_are_searched_recursively(server, tmp_path):
@@ -102,7 +127,9 @@ def test_host_without_port_means_50051(tmp_path):
     assert server_address("[::1]") == "[::1]:50051"
     assert server_address("[::1]:9") == "[::1]:9"
     (tmp_path / "a.lean").write_text(GOOD)
-    done = leanrpc("verify", str(tmp_path / "a.lean"), "--server", "nonexistent.invalid", "--retries", "0")
+    done = leanrpc(
+        "verify", str(tmp_path / "a.lean"), "--server", "nonexistent.invalid", "--retries", "0"
+    )
     assert done.returncode == 2
     assert "nonexistent.invalid:50051" in done.stderr and ":443" not in done.stderr
 
@@ -113,9 +140,17 @@ def test_stream_that_breaks_midway_prints_what_arrived_then_the_error(tmp_path):
         for i in range(3):
             (tmp_path / f"a{i}.lean").write_text(GOOD)
         # Sorted last: with one worker it runs after the three quick files.
-        (tmp_path / "z_hang.lean").write_text("theorem h : True := by\n  --@standin: hang\n  trivial\n")
+        (tmp_path / "z_hang.lean").write_text(
+            "theorem h : True := by\n  --@standin: hang\n  trivial\n"
+        )
         process = leanrpc_popen(
-            "verify", str(tmp_path), "--server", served.address, "--json", "--retries", "1",
+            "verify",
+            str(tmp_path),
+            "--server",
+            served.address,
+            "--json",
+            "--retries",
+            "1",
         )
         _wait_until_only_the_hang_runs(served.address)
         served.kill()  # the server dies mid-stream
@@ -134,7 +169,9 @@ def leanrpc_popen(*args: str):
 
     from cli_support import LEANRPC, clean_env
 
-    return subprocess.Popen([LEANRPC, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env())
+    return subprocess.Popen(
+        [LEANRPC, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env()
+    )
 
 
 def _wait_until_only_the_hang_runs(address: str, timeout_s: float = 60) -> None:
@@ -144,7 +181,11 @@ def _wait_until_only_the_hang_runs(address: str, timeout_s: float = 60) -> None:
     with Client(address, max_retries=0) as client:
         while time.monotonic() < deadline:
             info = client.server_info()
-            busy = sum(n for state, n in info.worker_states.items() if state not in ("IDLE", "DEAD", "STARTING", "BOOTING"))
+            busy = sum(
+                n
+                for state, n in info.worker_states.items()
+                if state not in ("IDLE", "DEAD", "STARTING", "BOOTING")
+            )
             if info.queue_depth == 0 and busy >= 1:
                 steady_since = steady_since or time.monotonic()
                 if time.monotonic() - steady_since > 1.5:
@@ -171,7 +212,10 @@ def test_progress_bar_only_on_a_terminal(server, tmp_path):
     try:
         process = subprocess.Popen(
             [LEANRPC, "verify", str(tmp_path), "--server", server.address],
-            stdout=subprocess.PIPE, stderr=secondary, text=True, env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=secondary,
+            text=True,
+            env=clean_env(),
         )
         out, _ = process.communicate(timeout=120)
         os.close(secondary)

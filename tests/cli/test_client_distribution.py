@@ -14,9 +14,21 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_client_wheel_verifies_without_the_leanrpc_package(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
-         str(ROOT / "clients" / "python")],
-        check=True, timeout=300, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(ROOT / "clients" / "python"),
+        ],
+        check=True,
+        timeout=300,
+        capture_output=True,
     )
     (wheel,) = (tmp_path / "dist").glob("leanrpc_client-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -32,7 +44,9 @@ def test_client_wheel_verifies_without_the_leanrpc_package(tmp_path):
             f"with Client({served.address!r}) as c:\n"
             f"    print([r.status for r in c.verify([{GOOD!r}, {BAD!r}])])\n"
         )
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
     finally:
         served.stop()
     assert done.returncode == 0, done.stderr

@@ -20,6 +20,12 @@ def test_prover_limits_are_the_prover_section():
 
 
 def test_fence_settings_follow_the_repl_section():
-    assert FenceSettings() == FenceSettings.from_config(ReplConfig()) == FenceSettings.from_config(None)
-    custom = FenceSettings.from_config(ReplConfig(fence="off", fence_audit="on", fence_thread_allowance=3))
+    assert (
+        FenceSettings()
+        == FenceSettings.from_config(ReplConfig())
+        == FenceSettings.from_config(None)
+    )
+    custom = FenceSettings.from_config(
+        ReplConfig(fence="off", fence_audit="on", fence_thread_allowance=3)
+    )
     assert (custom.fence, custom.audit, custom.thread_allowance) == (False, "on", 3)

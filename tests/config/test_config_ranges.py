@@ -13,18 +13,42 @@ from leanrpc.errors import LeanServiceError, RequestError
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[pool]\nworkers = -3\n", "config key pool.workers must be an integer number >= 1, not -3"),
+        (
+            "[pool]\nworkers = -3\n",
+            "config key pool.workers must be an integer number >= 1, not -3",
+        ),
         ("[pool]\nworkers = 0\n", "config key pool.workers must be an integer number >= 1, not 0"),
-        ("[server]\nport = 70000\n", "config key server.port must be an integer number from 0 to 65535, not 70000"),
-        ('[repl]\nincrementality = "maybe"\n', "config key repl.incrementality must be one of 'auto', 'on', 'off', not 'maybe'"),
-        ('[sandbox]\nmode = "chroot"\n', "config key sandbox.mode must be one of 'auto', 'unshare', 'off', not 'chroot'"),
+        (
+            "[server]\nport = 70000\n",
+            "config key server.port must be an integer number from 0 to 65535, not 70000",
+        ),
+        (
+            '[repl]\nincrementality = "maybe"\n',
+            "config key repl.incrementality must be one of 'auto', 'on', 'off', not 'maybe'",
+        ),
+        (
+            '[sandbox]\nmode = "chroot"\n',
+            "config key sandbox.mode must be one of 'auto', 'unshare', 'off', not 'chroot'",
+        ),
         ("[repl]\nenv = { A = 1 }\n", "config key repl.env must be a table of strings"),
         # (max_worker_rss_mb takes any integer: 0 = the machine default, negative = off)
-        ("[limits]\naddress_space_mb = -1\n", "config key limits.address_space_mb must be an integer number >= 0, not -1"),
-        ("[limits]\nmax_system_memory_percent = 120\n", "limits.max_system_memory_percent must be a number from 0 to 100, not 120"),
+        (
+            "[limits]\naddress_space_mb = -1\n",
+            "config key limits.address_space_mb must be an integer number >= 0, not -1",
+        ),
+        (
+            "[limits]\nmax_system_memory_percent = 120\n",
+            "limits.max_system_memory_percent must be a number from 0 to 100, not 120",
+        ),
         ("[pool]\ndefault_timeout_s = 0\n", "pool.default_timeout_s must be a number > 0, not 0"),
-        ("[formalize]\nmax_batch = -2\n", "formalize.max_batch must be an integer number >= 0, not -2"),
-        ('[pool]\nwarm_headers = ["import Mathlib", 3]\n', "pool.warm_headers must be a list of strings; entry 1 is 3"),
+        (
+            "[formalize]\nmax_batch = -2\n",
+            "formalize.max_batch must be an integer number >= 0, not -2",
+        ),
+        (
+            '[pool]\nwarm_headers = ["import Mathlib", 3]\n',
+            "pool.warm_headers must be a list of strings; entry 1 is 3",
+        ),
         ("[pool]\nworkerz = 2\n", "unknown config key pool.workerz"),
     ],
 )
@@ -42,7 +66,9 @@ def test_out_of_range_values_are_refused_with_key_and_range(tmp_path, text, expe
 
 def test_edge_values_inside_the_range_load(tmp_path):
     path = tmp_path / "leanrpc.toml"
-    path.write_text("[pool]\nworkers = 1\n[server]\nport = 65535\n[limits]\nmax_worker_rss_mb = 0\n[repl]\nenv = { A = \"1\" }\n")
+    path.write_text(
+        '[pool]\nworkers = 1\n[server]\nport = 65535\n[limits]\nmax_worker_rss_mb = 0\n[repl]\nenv = { A = "1" }\n'
+    )
     config = Config.from_toml(path)
     assert (config.pool.workers, config.server.port, config.repl.env) == (1, 65535, {"A": "1"})
     assert isinstance(config.pool.default_timeout_s, float)

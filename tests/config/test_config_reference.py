@@ -25,7 +25,9 @@ def test_every_key_has_a_row_and_the_issue_s_keys_say_what_they_do():
     page = configref.reference_markdown()
     for section, key in ALL_KEYS:
         assert f"## [{section}]" in page and f"| `{key}` |" in page, (section, key)
-    rows = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")}
+    rows = {
+        line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")
+    }
     assert "NOT_SERVING" in rows["`stuck_after_s`"]
     assert "at startup" in rows["`min_warm`"]
     assert "LEANRPC_SHARED" in page and "benchmarks.load run" in page
@@ -55,7 +57,10 @@ def test_search_path_order(tmp_path, monkeypatch):
     assert configref.load(None, {**env, "LEANRPC_CONFIG": str(named)})[0].pool.workers == 6
     explicit = tmp_path / "explicit.toml"
     explicit.write_text("[pool]\nworkers = 7\n")
-    assert configref.load(str(explicit), {**env, "LEANRPC_CONFIG": str(named)}) == (Config.from_toml(explicit), explicit)
+    assert configref.load(str(explicit), {**env, "LEANRPC_CONFIG": str(named)}) == (
+        Config.from_toml(explicit),
+        explicit,
+    )
     with pytest.raises(ConfigError, match="config file .*missing.toml does not exist"):
         configref.load(None, {**env, "LEANRPC_CONFIG": str(tmp_path / "missing.toml")})
 
@@ -68,22 +73,38 @@ def test_every_key_can_be_set_from_the_environment(section, key):
         value = "x"
     name = f"LEANRPC_{section.upper()}__{key.upper()}"
     overrides = configref.env_overrides({name: value})
-    assert overrides == {section: {key: tomllib.loads(f"v = {value}")["v"] if value != "x" else "x"}}
+    assert overrides == {
+        section: {key: tomllib.loads(f"v = {value}")["v"] if value != "x" else "x"}
+    }
     config, path = configref.load(None, {name: value, "XDG_CONFIG_HOME": "/nonexistent"})
     assert path is None and getattr(getattr(config, section), key) is not None
 
 
 def test_environment_values_are_toml_else_text_and_errors_name_the_variable():
-    env = {"LEANRPC_POOL__WORKERS": "8", "LEANRPC_SERVER__HOST": "10.0.0.1", "LEANRPC_REPL__COMMAND": "lake env repl",
-           "LEANRPC_SERVER__AUTH_TOKEN_FILE": "123", "LEANRPC_TOKENS": "ignored: no double underscore",
-           "XDG_CONFIG_HOME": "/nonexistent"}
+    env = {
+        "LEANRPC_POOL__WORKERS": "8",
+        "LEANRPC_SERVER__HOST": "10.0.0.1",
+        "LEANRPC_REPL__COMMAND": "lake env repl",
+        "LEANRPC_SERVER__AUTH_TOKEN_FILE": "123",
+        "LEANRPC_TOKENS": "ignored: no double underscore",
+        "XDG_CONFIG_HOME": "/nonexistent",
+    }
     config, _ = configref.load(None, env)
-    assert (config.pool.workers, config.server.host, config.repl.command, config.server.auth_token_file) == (
-        8, "10.0.0.1", ["lake", "env", "repl"], "123")
-    with pytest.raises(ConfigError, match=r"^config key pool.workers must be an integer number >= 1, not 0 "
-                                          r"\(set by LEANRPC_POOL__WORKERS\)$"):
+    assert (
+        config.pool.workers,
+        config.server.host,
+        config.repl.command,
+        config.server.auth_token_file,
+    ) == (8, "10.0.0.1", ["lake", "env", "repl"], "123")
+    with pytest.raises(
+        ConfigError,
+        match=r"^config key pool.workers must be an integer number >= 1, not 0 "
+        r"\(set by LEANRPC_POOL__WORKERS\)$",
+    ):
         configref.load(None, {"LEANRPC_POOL__WORKERS": "0"})
     with pytest.raises(ConfigError, match="LEANRPC_POOL__WORKRS: unknown config key pool.workrs"):
         configref.env_overrides({"LEANRPC_POOL__WORKRS": "3"})
-    with pytest.raises(ConfigError, match=r"LEANRPC_POLL__WORKERS: unknown config section \[poll\]"):
+    with pytest.raises(
+        ConfigError, match=r"LEANRPC_POLL__WORKERS: unknown config section \[poll\]"
+    ):
         configref.env_overrides({"LEANRPC_POLL__WORKERS": "3"})

@@ -88,7 +88,7 @@ async def test_counters_add_up_under_load():
         assert 0 < hits < sent
         assert hits + loads >= sent  # loads also count pre-warmed replacements
         phases = final["leanrpc_snippet_phase_seconds_count"]
-        assert phases[(("phase", "total"),)] == sent
+        assert phases[(("door", "grpc"), ("phase", "total"))] == sent
         assert final["leanrpc_queue_depth"][()] == 0
         workers = by_label(final, "leanrpc_workers", "state")
         assert 1 <= workers["idle"] <= 2, (workers, app.pool.worker_states(), final["leanrpc_workers"])

@@ -13,7 +13,9 @@ import pytest
 from leanrpc.cli import main as cli_main
 from leanrpc.config import Config
 from leanrpc.commands.doctor import FAIL, OK, WARN, run_doctor
-from leanrpc.commands.setup import Command, SetupError, SetupOptions, SubprocessRunner, WriteFile, execute, plan
+from leanrpc.commands.setup_options import SetupError, SetupOptions
+from leanrpc.commands.setup_plan import Command, WriteFile, plan
+from leanrpc.commands.setup_run import SubprocessRunner, execute
 from leanrpc.security.sandbox import make_sandbox_launcher, resolve_block_spawn
 
 

@@ -303,11 +303,11 @@ def test_substantive_then_keeps_every_goal_of_a_step_run_once_per_goal():
 
 
 def test_dropped_overlapping_nodes_leave_a_trace(caplog):
-    from leanrpc.extract._extract import _disjoint
+    from leanrpc.extract._blocks import disjoint
     from leanrpc.extract._tree import TacticNode
 
     outer = TacticNode(0, 10, "outer", None, ["a"], [], [], 0)
     inner = TacticNode(2, 12, "straddling", None, ["b"], [], [], 1)
     with caplog.at_level("DEBUG", logger="leanrpc.extract"):
-        assert _disjoint([outer, inner]) == [outer]
+        assert disjoint([outer, inner]) == [outer]
     assert "dropped node straddling [2, 12)" in caplog.text

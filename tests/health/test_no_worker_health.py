@@ -55,8 +55,10 @@ async def test_every_slot_stuck_is_not_serving_with_the_reason_then_serving_agai
         await stopping
         info = await verifier.GetServerInfo(pb.GetServerInfoRequest(), timeout=5)
         assert info.serving and info.not_serving_reason == ""
-        reply = await verifier.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="a", code="theorem x : 1 = 1 := rfl")]),
-                                      timeout=30)
+        reply = await verifier.Verify(
+            pb.VerifyRequest(snippets=[pb.Snippet(id="a", code="theorem x : 1 = 1 := rfl")]),
+            timeout=30,
+        )
         assert reply.results[0].status == pb.STATUS_VALID
         watch.cancel()
     finally:

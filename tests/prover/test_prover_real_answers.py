@@ -19,7 +19,7 @@ from leanrpc import repl
 from leanrpc.client import best_first_search
 from leanrpc.services.prover.answers import Reading, nest_tactics, proof_sorries, read_tactic, sorry_spans
 from leanrpc.services.prover.registry import SorryStep
-from leanrpc.standin.replay import fixture_sets, split_requests, split_responses, transcripts
+from leanrpc.standin.fixtures import fixture_sets, split_requests, split_responses, transcripts
 from prover_support import running_server
 from testkit import shared_path
 

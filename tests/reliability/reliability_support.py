@@ -150,23 +150,34 @@ async def run_streams(
     streams: int = 64,
     window: int = 4,
     timeout_s: float = 2.0,
+    timeout_for=None,
     on_progress=None,
 ) -> LoadReport:
     """Sends (id, code, expected statuses) over `streams` VerifyStream calls.
 
     Every id must come back exactly once with a status in its expected set;
     anything else is recorded in the report for the caller to assert on.
+    `timeout_for(id)`, if given, is each snippet's timeout (else `timeout_s`):
+    snippets of one timeout share streams (a stream has one set of options),
+    the streams split in proportion. A snippet that must answer whatever the
+    machine's speed gets a long one; only those meant to time out a short one.
     """
     report = LoadReport(sent=len(items))
     expected = {sid: exp for sid, _code, exp in items}
-    shards = [items[k::streams] for k in range(streams)]
-    options = pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=int(timeout_s), nanos=round(timeout_s % 1 * 1e9)))
+    groups: dict[float, list] = collections.defaultdict(list)
+    for item in items:
+        groups[timeout_s if timeout_for is None else timeout_for(item[0])].append(item)
+    shards = []  # (options, items) per stream
+    for seconds, group in groups.items():
+        options = pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=int(seconds), nanos=round(seconds % 1 * 1e9)))
+        count = max(1, round(streams * len(group) / len(items)))
+        shards += [(options, group[k::count]) for k in range(count)]
     started = time.monotonic()
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.VerifierStub(channel)
 
-        async def one_stream(shard) -> None:
+        async def one_stream(options, shard) -> None:
             call = stub.VerifyStream()
             slots = asyncio.Semaphore(window)
 
@@ -202,7 +213,7 @@ async def run_streams(
             finally:
                 sender.cancel()
 
-        await asyncio.gather(*(one_stream(shard) for shard in shards if shard))
+        await asyncio.gather(*(one_stream(options, shard) for options, shard in shards if shard))
     report.seconds = time.monotonic() - started
     return report
 

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from leanrpc.standin import replay
+from leanrpc.standin import fixtures, kimina, record
 from leanrpc.standin.jsonfmt import flat, pretty
 from standin_support import FIXTURES, run_standin
 
@@ -17,11 +17,11 @@ from standin_support import FIXTURES, run_standin
 # reproduce byte for byte, with the reason. Keep this as short as possible.
 UNREPRODUCIBLE: dict[str, str] = {}
 
-SETS = replay.fixture_sets(str(FIXTURES))
+SETS = fixtures.fixture_sets(str(FIXTURES))
 
 
 def test_index_builds_without_problems():
-    raw = replay.build(str(FIXTURES))
+    raw = record.build(str(FIXTURES))
     transcript_problems = [p for p in raw["problems"] if not p.startswith("kimina/")]
     assert transcript_problems == []
     # the only Kimina entries left out are the four the server timed out on
@@ -36,7 +36,7 @@ def test_index_builds_without_problems():
 def test_lean_printer_reproduces_every_recorded_response():
     count = 0
     for path in sorted(FIXTURES.rglob("*.expected.out")):
-        for frame in replay.split_responses(path.read_text(encoding="utf-8")):
+        for frame in fixtures.split_responses(path.read_text(encoding="utf-8")):
             obj = json.loads(frame)
             assert pretty(obj) == frame, path
             assert "\n" not in flat(obj)
@@ -53,7 +53,7 @@ def test_every_fixture_pair_replays_byte_exact(name, version, fork, root, tmp_pa
     args = ["--pretty", "--fixtures", str(FIXTURES), "--lean-version", version] + (["--fork"] if fork else [])
     failures = []
     checked = 0
-    for in_path, cwd in replay.transcripts(str(copy)):
+    for in_path, cwd in fixtures.transcripts(str(copy)):
         out_path = in_path[:-3] + ".expected.out"
         rel = f"{name}:{in_path[len(str(copy)) + 1:-3]}"
         try:
@@ -74,15 +74,15 @@ def test_compact_replay_has_the_same_content(tmp_path):
     name, version, fork, root = SETS[0]
     copy = tmp_path / name
     shutil.copytree(root, copy)
-    for in_path, cwd in replay.transcripts(str(copy))[:25]:
+    for in_path, cwd in fixtures.transcripts(str(copy))[:25]:
         try:
             expected = open(in_path[:-3] + ".expected.out", encoding="utf-8").read()
         except FileNotFoundError:
             continue
         with open(in_path, "rb") as f:
             r = run_standin(["--fixtures", str(FIXTURES), "--lean-version", version], f.read(), cwd=cwd)
-        got = replay.split_responses(r.stdout.decode())
-        assert [json.loads(x) for x in got] == [json.loads(x) for x in replay.split_responses(expected)]
+        got = fixtures.split_responses(r.stdout.decode())
+        assert [json.loads(x) for x in got] == [json.loads(x) for x in fixtures.split_responses(expected)]
         assert all("\n" not in x for x in got)
 
 
@@ -135,9 +135,9 @@ def test_directive_lines_are_ignored_by_replay_keys(standin):
 
 def _kimina_cases():
     out = []
-    for lean_path, json_path in replay.kimina_pairs(str(FIXTURES)):
+    for lean_path, json_path in kimina.kimina_pairs(str(FIXTURES)):
         text = open(lean_path, encoding="utf-8").read()
-        out.append((lean_path, text, replay.kimina_response(json_path)))
+        out.append((lean_path, text, kimina.kimina_response(json_path)))
     return out
 
 
@@ -145,7 +145,7 @@ def _split(text: str):
     """Like the lead's split_header: imports; open/set_option preamble; padded body."""
     lines = text.split("\n")
     imports = [line for line in lines if line.startswith("import ")]
-    body_line = replay.body_start_line(text)
+    body_line = kimina.body_start_line(text)
     body = "\n".join(lines[body_line - 1:])
     return "\n".join(imports), body_line, body
 
@@ -201,7 +201,7 @@ def test_kimina_with_preamble_command(standin):
         first = resp["messages"][0]
         got = r["messages"][0]
         assert got["data"] == first["data"]
-        assert got["pos"]["line"] == first["pos"]["line"] + replay.body_start_line(text) - 1, lean_path
+        assert got["pos"]["line"] == first["pos"]["line"] + kimina.body_start_line(text) - 1, lean_path
         checked += 1
     assert checked >= 40
 

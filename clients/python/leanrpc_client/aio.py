@@ -239,8 +239,10 @@ class AsyncClient(ProverCalls):
                 if bar is not None:
                     bar.update(1)
             await sender
+            # Always read the call's end: leaving before it cancels the call,
+            # so the server would log a stream that delivered all as CANCELLED.
+            code = await call.code()
             if received < expected:
-                code = await call.code()
                 if code is not grpc.StatusCode.OK:
                     raise grpc.aio.AioRpcError(code, await call.initial_metadata(), await call.trailing_metadata(), details=await call.details())
         finally:

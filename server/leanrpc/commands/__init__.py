@@ -2,7 +2,9 @@
 
 Owns: argument parsing, exit codes, and turning every error a user can fix
 into one line (no traceback unless `--debug`). Each command module
-(serve, verify, setup, doctor, config) adds its subparser and a `run(args) -> int`.
+(serve, verify, setup, doctor, config) adds its subparser and a `run(args) -> int`;
+`setup` is split into setup_options, setup_plan, setup_config and setup_run, and
+`argtypes` checks every flag value while parsing (a usage error, exit status 2).
 May import: app (serve), config, the client (verify), and the layers the
 doctor and setup commands drive.
 """
@@ -33,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
         command = module.add_parser(sub)
         command.epilog = EXIT_CODES_HELP
         command.formatter_class = argparse.RawDescriptionHelpFormatter
-        command.add_argument("--debug", action="store_true", help="print the full traceback of an error (default: one line)")
+        command.add_argument(
+            "--debug",
+            action="store_true",
+            help="print the full traceback of an error (default: one line)",
+        )
         command.set_defaults(run=module.run)
     return parser
 
@@ -52,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        hint = "please report it" if args.debug else "run again with --debug for the traceback, and please report it"
-        print(f"leanrpc {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} ({hint})", file=sys.stderr)
+        hint = (
+            "please report it"
+            if args.debug
+            else "run again with --debug for the traceback, and please report it"
+        )
+        print(
+            f"leanrpc {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} ({hint})",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 

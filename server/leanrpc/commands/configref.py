@@ -49,7 +49,7 @@ _NOTES = {
     "repl.cwd": "Working directory of the REPL (the Lean project for `lake env repl`); unset: the server's.",
     "repl.env": "Extra environment variables for the REPL (e.g. LEAN_PATH, LEAN_SYSROOT).",
     "repl.repl_revision": "REPL revision, part of the verifier identity and of cache keys (`leanrpc setup` fills it).",
-    "repl.project_revision": "Project revision (e.g. \"mathlib v4.19.0\"), part of the identity and of cache keys.",
+    "repl.project_revision": 'Project revision (e.g. "mathlib v4.19.0"), part of the identity and of cache keys.',
     "limits.memory_poll_s": ("How often a running request's worker memory is sampled, in seconds (less "
                              "often, at most 1 s apart, while the tree is further below its limit than "
                              "it could grow at 4 GB/s in that time)."),
@@ -113,10 +113,12 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, dict[st
     for name, raw in sorted(env.items()):
         if not name.startswith(ENV_PREFIX) or "__" not in name:
             continue
-        section, _, key = name[len(ENV_PREFIX):].lower().partition("__")
+        section, _, key = name[len(ENV_PREFIX) :].lower().partition("__")
         if section not in sections:
-            raise ConfigError(f"environment variable {name}: unknown config section [{section}] "
-                              f"(known: {', '.join(sections)})")
+            raise ConfigError(
+                f"environment variable {name}: unknown config section [{section}] "
+                f"(known: {', '.join(sections)})"
+            )
         fields = {f.name: f.type for f in msgspec.structs.fields(sections[section])}
         if key not in fields:
             raise ConfigError(f"environment variable {name}: unknown config key {section}.{key}")
@@ -125,12 +127,16 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, dict[st
         except tomllib.TOMLDecodeError:
             value = raw
         if fields[key] is str and not isinstance(value, str):
-            value = raw  # a string key takes the text as written (LEANRPC_SERVER__HOST=10.0.0.1 too)
+            value = (
+                raw  # a string key takes the text as written (LEANRPC_SERVER__HOST=10.0.0.1 too)
+            )
         out.setdefault(section, {})[key] = value
     return out
 
 
-def load(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> tuple[Config, Path | None]:
+def load(
+    explicit: str | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Config, Path | None]:
     """The effective config and the file it came from: the file found (if
     any), then the environment's keys over it; validated."""
     path = find_config(explicit, environ)
@@ -143,8 +149,12 @@ def load(explicit: str | None = None, environ: Mapping[str, str] | None = None) 
         try:
             config = Config.from_dict(data)
         except ConfigError as exc:
-            named = [f"{ENV_PREFIX}{s.upper()}__{k.upper()}" for s, keys in overrides.items() for k in keys
-                     if f"{s}.{k}" in str(exc)]
+            named = [
+                f"{ENV_PREFIX}{s.upper()}__{k.upper()}"
+                for s, keys in overrides.items()
+                for k in keys
+                if f"{s}.{k}" in str(exc)
+            ]
             raise ConfigError(f"{exc} (set by {', '.join(named) or 'the environment'})") from None
     return config, path
 
@@ -194,7 +204,11 @@ def _comments(cls: type) -> dict[str, str]:
 
 def _section_doc(name: str, kind: type) -> str:
     own = kind.__dict__.get("__doc__") if name not in _SECTION_DOC else None
-    return inspect.cleandoc(own).split("\n\n")[0].replace("\n", " ") if own else _SECTION_DOC.get(name, "")
+    return (
+        inspect.cleandoc(own).split("\n\n")[0].replace("\n", " ")
+        if own
+        else _SECTION_DOC.get(name, "")
+    )
 
 
 def _shown_default(field: msgspec.structs.FieldInfo) -> str:
@@ -214,9 +228,16 @@ def sections() -> list[tuple[str, type, list[Key]]]:
     for name, kind in _section_types().items():
         comments = _comments(FormalizeConfig if name == "formalize" else kind)
         section_default = getattr(defaults, name)
-        keys = [Key(f.name, f.type, getattr(section_default, f.name), _shown_default(f),
-                    comments.get(f.name) or _NOTES.get(f"{name}.{f.name}", ""))
-                for f in msgspec.structs.fields(kind)]
+        keys = [
+            Key(
+                f.name,
+                f.type,
+                getattr(section_default, f.name),
+                _shown_default(f),
+                comments.get(f.name) or _NOTES.get(f"{name}.{f.name}", ""),
+            )
+            for f in msgspec.structs.fields(kind)
+        ]
         result.append((name, kind, keys))
     return result
 
@@ -246,9 +267,14 @@ def _bare(key: str) -> str:
 
 def commented_toml(config: Config, source: str = "") -> str:
     """`config` as TOML, each key with its meaning, type and default as comments."""
-    out = ["# leanrpc configuration, printed by `leanrpc config`" + (f" ({source})" if source else "") + ".",
-           "# Any key may be set in the environment as LEANRPC_<SECTION>__<KEY> (LEANRPC_POOL__WORKERS=8).",
-           "# Reference: docs/CONFIG.md.", ""]
+    out = [
+        "# leanrpc configuration, printed by `leanrpc config`"
+        + (f" ({source})" if source else "")
+        + ".",
+        "# Any key may be set in the environment as LEANRPC_<SECTION>__<KEY> (LEANRPC_POOL__WORKERS=8).",
+        "# Reference: docs/CONFIG.md.",
+        "",
+    ]
     for name, _kind, keys in sections():
         doc = _section_doc(name, _kind)
         out += [f"# {doc}" if doc else "", f"[{name}]"]
@@ -260,46 +286,68 @@ def commented_toml(config: Config, source: str = "") -> str:
             rendered = inline(getattr(current, key.name))
             out.append(f"{key.name} = {rendered}" if rendered else f"# {key.name}: unset")
         out.append("")
-    return "\n".join(line for i, line in enumerate(out) if line or i < 4 or out[i - 1]).rstrip() + "\n"
+    return (
+        "\n".join(line for i, line in enumerate(out) if line or i < 4 or out[i - 1]).rstrip() + "\n"
+    )
 
 
 def reference_markdown() -> str:
     """The text of docs/CONFIG.md."""
-    out = ["# Configuration reference", "",
-           f"Generated from the schema in `server/leanrpc/config/sections.py`: after changing a key, run `{REGENERATE}`.",
-           "`tests/config/test_config_reference.py` fails when this page and the schema differ. Do not edit by hand.",
-           "",
-           "## Where the config comes from", "",
-           "Every command that reads a config (`serve`, `doctor`, `config`) takes the first of:", "",
-           "1. `--config FILE`;",
-           "2. `$LEANRPC_CONFIG` (when set, the file must exist);",
-           "3. `./leanrpc.toml`;",
-           "4. `$XDG_CONFIG_HOME/leanrpc/leanrpc.toml` (default `~/.config/leanrpc/leanrpc.toml`);",
-           "5. none: the built-in defaults below.", "",
-           "Then each `LEANRPC_<SECTION>__<KEY>` environment variable sets its key (section and key",
-           "upper-cased, joined by two underscores). The value is read as a TOML value, else as a string:",
-           "`LEANRPC_POOL__WORKERS=8`, `LEANRPC_SERVER__LOG_LEVEL=debug`,",
-           "`LEANRPC_REPL__COMMAND='[\"lake\", \"env\", \"repl\"]'` (or `'lake env repl'`, split like a shell).",
-           "An unknown section or key in such a variable is an error that names it. Then `serve`'s flags.",
-           "", "`leanrpc config` prints the effective config as commented TOML (a file to start from:",
-           "`leanrpc config > leanrpc.toml`); `leanrpc config --defaults` prints the defaults.", "",
-           "Other environment variables:", "",
-           "- `LEANRPC_TOKENS`: bearer tokens, one per line or comma-separated (the name is `[server] auth_token_env`).",
-           "- `LEANRPC_CACHE_SECRET`: the MAC secret of the disk and Redis cache tiers, when `[cache] secret_file` is unset.",
-           "- `LEANRPC_MATHLIB_NAMES`: the Mathlib declaration-name list for Formalize retrieval.",
-           "- `LEANRPC_NO_EXTENSIONS=1`: use the pure-Python core instead of the compiled one.",
-           "- `LEANRPC_SHARED`: the folder holding `datasets/` (a checkout's `shared/`) that",
-           "  `python -m benchmarks.load run` reads its snippets from; it has no default, and the",
-           "  benchmark says so in one line when it is unset.", ""]
+    out = [
+        "# Configuration reference",
+        "",
+        f"Generated from the schema in `server/leanrpc/config/sections.py`: after changing a key, run `{REGENERATE}`.",
+        "`tests/config/test_config_reference.py` fails when this page and the schema differ. Do not edit by hand.",
+        "",
+        "## Where the config comes from",
+        "",
+        "Every command that reads a config (`serve`, `doctor`, `config`) takes the first of:",
+        "",
+        "1. `--config FILE`;",
+        "2. `$LEANRPC_CONFIG` (when set, the file must exist);",
+        "3. `./leanrpc.toml`;",
+        "4. `$XDG_CONFIG_HOME/leanrpc/leanrpc.toml` (default `~/.config/leanrpc/leanrpc.toml`);",
+        "5. none: the built-in defaults below.",
+        "",
+        "Then each `LEANRPC_<SECTION>__<KEY>` environment variable sets its key (section and key",
+        "upper-cased, joined by two underscores). The value is read as a TOML value, else as a string:",
+        "`LEANRPC_POOL__WORKERS=8`, `LEANRPC_SERVER__LOG_LEVEL=debug`,",
+        '`LEANRPC_REPL__COMMAND=\'["lake", "env", "repl"]\'` (or `\'lake env repl\'`, split like a shell).',
+        "An unknown section or key in such a variable is an error that names it. Then `serve`'s flags.",
+        "",
+        "`leanrpc config` prints the effective config as commented TOML (a file to start from:",
+        "`leanrpc config > leanrpc.toml`); `leanrpc config --defaults` prints the defaults.",
+        "",
+        "Other environment variables:",
+        "",
+        "- `LEANRPC_TOKENS`: bearer tokens, one per line or comma-separated (the name is `[server] auth_token_env`).",
+        "- `LEANRPC_CACHE_SECRET`: the MAC secret of the disk and Redis cache tiers, when `[cache] secret_file` is unset.",
+        "- `LEANRPC_MATHLIB_NAMES`: the Mathlib declaration-name list for Formalize retrieval.",
+        "- `LEANRPC_NO_EXTENSIONS=1`: use the pure-Python core instead of the compiled one.",
+        "- `LEANRPC_SHARED`: the folder holding `datasets/` (a checkout's `shared/`) that",
+        "  `python -m benchmarks.load run` reads its snippets from; it has no default, and the",
+        "  benchmark says so in one line when it is unset.",
+        "",
+    ]
     for name, kind, keys in sections():
-        out += [f"## [{name}]", "", _section_doc(name, kind), "",
-                "| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        out += [
+            f"## [{name}]",
+            "",
+            _section_doc(name, kind),
+            "",
+            "| key | type | default | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
         for key in keys:
-            out.append(f"| `{key.name}` | {schema._describe(key.type)} | {_cell(key.shown_default)} "
-                       f"| {key.comment.replace('|', '/')} |")
+            out.append(
+                f"| `{key.name}` | {schema._describe(key.type)} | {_cell(key.shown_default)} "
+                f"| {key.comment.replace('|', '/')} |"
+            )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
 def _cell(shown: str) -> str:
-    return shown if shown in _COMPUTED.values() or shown == "unset" else f"`{shown.replace('|', '/')}`"
+    return (
+        shown if shown in _COMPUTED.values() or shown == "unset" else f"`{shown.replace('|', '/')}`"
+    )

@@ -8,6 +8,8 @@ this command, the REPL handshake (one worker boots and answers
 and memory of loading an import header (`import Mathlib` by default when the
 project depends on Mathlib). The stand-in passes these checks but is always
 reported as the stand-in, never as Lean.
+May import: config, results, security.sandbox, pool, services.verify (one real
+worker boots through them), commands.argtypes, commands.configref, commands.showconfig.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..results import STAND_IN_KIND
+from . import argtypes
 from .configref import load
 from .showconfig import CONFIG_HELP
 
@@ -99,12 +102,16 @@ def _check_command(config: Config, result: DoctorReport) -> bool:
         return False
     program = argv[0]
     if shutil.which(program) is None and not Path(program).is_file():
-        result.add("repl command", FAIL, f"{program!r} not found (is elan's bin directory on PATH?)")
+        result.add(
+            "repl command", FAIL, f"{program!r} not found (is elan's bin directory on PATH?)"
+        )
         return False
     if config.repl.cwd and not Path(config.repl.cwd).is_dir():
         result.add("repl command", FAIL, f"[repl] cwd {config.repl.cwd} is not a directory")
         return False
-    result.add("repl command", OK, " ".join(argv) + (f" (in {config.repl.cwd})" if config.repl.cwd else ""))
+    result.add(
+        "repl command", OK, " ".join(argv) + (f" (in {config.repl.cwd})" if config.repl.cwd else "")
+    )
     return True
 
 
@@ -112,11 +119,17 @@ def _check_versions(config: Config) -> list[Check]:
     program = Path(config.repl.command[0]).name
     lean_env = {k: v for k, v in config.repl.env.items() if k in ("LEAN_PATH", "LEAN_SYSROOT")}
     if program != "lake" and not lean_env:
-        return [Check("toolchain", OK, f"no lake project check: the command runs {program!r} directly")]
+        return [
+            Check("toolchain", OK, f"no lake project check: the command runs {program!r} directly")
+        ]
     cwd = Path(config.repl.cwd or ".")
     checks = []
     toolchain = _read(cwd / "lean-toolchain").strip()
-    checks.append(Check("lean-toolchain", OK if toolchain else WARN, toolchain or f"no lean-toolchain in {cwd}"))
+    checks.append(
+        Check(
+            "lean-toolchain", OK if toolchain else WARN, toolchain or f"no lean-toolchain in {cwd}"
+        )
+    )
     if program != "lake":
         return checks + _check_direct_lean(config, cwd)
     lake = config.repl.command[0]
@@ -127,11 +140,17 @@ def _check_versions(config: Config) -> list[Check]:
 
 def _version_check(name: str, argv: list[str], config: Config, cwd: Path) -> Check:
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300, env=_child_env(config))
+        done = subprocess.run(
+            argv, cwd=cwd, capture_output=True, text=True, timeout=300, env=_child_env(config)
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Check(name, FAIL, f"`{' '.join(argv)}` failed: {exc}")
     text = (done.stdout or done.stderr).strip().splitlines()
-    return Check(name, OK if done.returncode == 0 else FAIL, text[0] if text else f"exit status {done.returncode}")
+    return Check(
+        name,
+        OK if done.returncode == 0 else FAIL,
+        text[0] if text else f"exit status {done.returncode}",
+    )
 
 
 def _check_direct_lean(config: Config, cwd: Path) -> list[Check]:
@@ -142,23 +161,42 @@ def _check_direct_lean(config: Config, cwd: Path) -> list[Check]:
     checks = []
     if not sysroot:
         # The REPL's Lean.findSysroot would then run `lean --print-prefix`.
-        checks.append(Check("lean", WARN, "[repl] env has no LEAN_SYSROOT: the REPL will spawn `lean "
-                                          "--print-prefix` at start, which the spawn filter refuses; rerun "
-                                          "`leanrpc setup`"))
+        checks.append(
+            Check(
+                "lean",
+                WARN,
+                "[repl] env has no LEAN_SYSROOT: the REPL will spawn `lean "
+                "--print-prefix` at start, which the spawn filter refuses; rerun "
+                "`leanrpc setup`",
+            )
+        )
     else:
-        checks.append(_version_check("lean", [str(Path(sysroot) / "bin" / "lean"), "--version"], config, cwd))
+        checks.append(
+            _version_check("lean", [str(Path(sysroot) / "bin" / "lean"), "--version"], config, cwd)
+        )
     # Lean searches LEAN_PATH, then LEAN_SYSROOT/lib/lean; Init must be on it.
     search = [p for p in config.repl.env.get("LEAN_PATH", "").split(os.pathsep) if p]
     if sysroot:
         search.append(str(Path(sysroot) / "lib" / "lean"))
     found = next((p for p in search if (Path(p) / "Init.olean").is_file()), None)
     if found is None:
-        checks.append(Check("lean-path", FAIL, f"Init.olean is in none of {search or '(empty LEAN_PATH)'}; "
-                                               "rerun `leanrpc setup` after changing the project"))
+        checks.append(
+            Check(
+                "lean-path",
+                FAIL,
+                f"Init.olean is in none of {search or '(empty LEAN_PATH)'}; "
+                "rerun `leanrpc setup` after changing the project",
+            )
+        )
     else:
         missing = sum(not Path(p).is_dir() for p in search)
-        checks.append(Check("lean-path", OK, f"{len(search)} search directories ({missing} not built yet), "
-                                             f"Init in {found}"))
+        checks.append(
+            Check(
+                "lean-path",
+                OK,
+                f"{len(search)} search directories ({missing} not built yet), Init in {found}",
+            )
+        )
     return checks
 
 
@@ -171,7 +209,11 @@ def _check_spawn_filter(config: Config) -> Check:
         return Check("spawn filter", FAIL, f"{type(exc).__name__}: {exc}")
     if on:
         return Check("spawn filter", OK, f"on when the sandbox runs ({why})")
-    hint = "; `leanrpc setup` without --via-lake writes a config that keeps it on" if "lake" in why else ""
+    hint = (
+        "; `leanrpc setup` without --via-lake writes a config that keeps it on"
+        if "lake" in why
+        else ""
+    )
     return Check("spawn filter", WARN, f"off ({why}){hint}")
 
 
@@ -205,19 +247,38 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
         result.lean_version = identity.lean_version
         took = time.monotonic() - started
         if identity.kind == STAND_IN_KIND:
-            emit(result.add("handshake", WARN,
-                            f"STAND-IN, not Lean: {identity.description} ({took:.1f} s). Its results are "
-                            "test-double verdicts; configure a real REPL with `leanrpc setup`."))
+            emit(
+                result.add(
+                    "handshake",
+                    WARN,
+                    f"STAND-IN, not Lean: {identity.description} ({took:.1f} s). Its results are "
+                    "test-double verdicts; configure a real REPL with `leanrpc setup`.",
+                )
+            )
         else:
-            emit(result.add("handshake", OK, f"Lean {identity.lean_version}: {identity.description} ({took:.1f} s)"))
+            emit(
+                result.add(
+                    "handshake",
+                    OK,
+                    f"Lean {identity.lean_version}: {identity.description} ({took:.1f} s)",
+                )
+            )
         if identity.warning:  # issue 25 item 6: which kernel soundness fix is missing
             emit(result.add("soundness", WARN, identity.warning))
         code = (f"{header}\n\n" if header else "") + "example : True := trivial\n"
         verify = VerifyService(pool, probe_config)
-        answer = await verify.verify("doctor", code, VerifyOptions(timeout_s=probe_config.pool.header_timeout_s))
+        answer = await verify.verify(
+            "doctor", code, VerifyOptions(timeout_s=probe_config.pool.header_timeout_s)
+        )
         label = f"import ({header or 'no header'})"
         if answer.status.name != "VALID":
-            emit(result.add(label, FAIL, f"{answer.status.name}: {answer.error or [m.text for m in answer.messages]}"))
+            emit(
+                result.add(
+                    label,
+                    FAIL,
+                    f"{answer.status.name}: {answer.error or [m.text for m in answer.messages]}",
+                )
+            )
             return
         result.import_seconds = answer.timings.header_s
         worker = next((w for w in pool.workers if w.name == answer.reuse.worker), None)
@@ -236,12 +297,24 @@ def add_parser(sub):
         "doctor",
         help="check the configured REPL: versions, handshake, import time and memory",
         description="Check a configured REPL before serving it: command, versions, sandbox, handshake, "
-                    "and the time (seconds) and memory (MB) of loading an import header.",
+        "and the time (seconds) and memory (MB) of loading an import header.",
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--repl-cmd", metavar="CMD", help="REPL command line instead of the config's (default: the config's)")
-    parser.add_argument("--header", help='header to time (default: "import Mathlib" for Mathlib projects, else none)')
-    parser.add_argument("--require-lean", action="store_true", help="fail when the REPL is the stand-in (default: warn)")
+    parser.add_argument(
+        "--repl-cmd",
+        metavar="CMD",
+        type=argtypes.command_line,
+        help="REPL command line instead of the config's (default: the config's)",
+    )
+    parser.add_argument(
+        "--header",
+        help='header to time (default: "import Mathlib" for Mathlib projects, else none)',
+    )
+    parser.add_argument(
+        "--require-lean",
+        action="store_true",
+        help="fail when the REPL is the stand-in (default: warn)",
+    )
     return parser
 
 
@@ -252,11 +325,11 @@ def run(args) -> int:
 def main_doctor(args) -> int:
     """Entry point for `leanrpc doctor`: 0 when healthy, 1 otherwise."""
     config, _path = load(args.config)
-    if getattr(args, "repl_cmd", None):
-        import shlex
-
-        config.repl.command = shlex.split(args.repl_cmd)
-    report = asyncio.run(run_doctor(config, header=args.header, report=lambda line: print(line, flush=True)))
+    if getattr(args, "repl_cmd", None) is not None:
+        config.repl.command = args.repl_cmd
+    report = asyncio.run(
+        run_doctor(config, header=args.header, report=lambda line: print(line, flush=True))
+    )
     if report.is_stand_in:
         print("verifier: leanrpc stand-in (no Lean toolchain configured)", flush=True)
         if args.require_lean:

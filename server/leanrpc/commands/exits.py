@@ -7,10 +7,10 @@ May import: config, app, edge.auth, security.sandbox (their error types).
 
 from __future__ import annotations
 
-EXIT_OK = 0          # every file VALID / the command did what was asked
-EXIT_NOT_VALID = 1   # some file is not VALID (or could not be read); doctor/setup found a problem
-EXIT_USAGE = 2       # usage, configuration, start-up or connection error
-EXIT_INTERNAL = 3    # a bug in leanrpc: please report it
+EXIT_OK = 0  # every file VALID / the command did what was asked
+EXIT_NOT_VALID = 1  # some file is not VALID (or could not be read); doctor/setup found a problem
+EXIT_USAGE = 2  # usage, configuration, start-up or connection error
+EXIT_INTERNAL = 3  # a bug in leanrpc: please report it
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it
 
 EXIT_CODES_HELP = """exit status:

@@ -1,7 +1,8 @@
 """`leanrpc serve`: load and check the config, set up logging, run the server.
 
 Owns: the serve flags and how they override the config (found by
-commands.configref). May import: app, config, logsetup, commands.configref.
+commands.configref), and that no two doors share a port. May import: app, config,
+logsetup, commands.configref, commands.argtypes, commands.exits.
 
 The event loop is asyncio's default (`asyncio.run`), not uvloop (issue 28).
 Measured, not guessed: under uvloop the server starts but no worker boots.
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shlex
 
 from ..config import Config
+from . import argtypes
 from .configref import load
+from .exits import UserError
 from .showconfig import CONFIG_HELP
 
 
@@ -35,18 +37,43 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Run the leanrpc gRPC server until SIGINT/SIGTERM. Flags override the config file.",
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--host", help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)")
+    parser.add_argument(
+        "--host",
+        type=argtypes.nonempty,
+        help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)",
+    )
     parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
-    parser.add_argument("--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)")
-    parser.add_argument("--repl-cmd", metavar="CMD", help='REPL command line, e.g. "lake env repl" (default: the stand-in)')
-    parser.add_argument("--metrics-port", type=int, metavar="PORT",
-                        help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)")
-    parser.add_argument("--http-port", type=int, metavar="PORT",
-                        help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)")
-    parser.add_argument("--log-json", action="store_true",
-                        help="one JSON object per log line, and JSON status lines on stdout (default: plain lines)")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                        help="log threshold (default: [server] log_level, info)")
+    parser.add_argument(
+        "--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)"
+    )
+    parser.add_argument(
+        "--repl-cmd",
+        metavar="CMD",
+        type=argtypes.command_line,
+        help='REPL command line, e.g. "lake env repl" (default: the stand-in)',
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)",
+    )
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        metavar="PORT",
+        help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)",
+    )
+    parser.add_argument(
+        "--log-json",
+        action="store_true",
+        help="one JSON object per log line, and JSON status lines on stdout (default: plain lines)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="log threshold (default: [server] log_level, info)",
+    )
     return parser
 
 
@@ -54,14 +81,14 @@ def load_config(args) -> Config:
     """The config found (--config or the search path), the environment's
     LEANRPC_<SECTION>__<KEY> keys, then the flags; validated."""
     config, _path = load(args.config)
-    if args.host:
+    if args.host is not None:
         config.server.host = args.host
     if args.port is not None:
         config.server.port = args.port
     if args.workers is not None:
         config.pool.workers = args.workers
-    if args.repl_cmd:
-        config.repl.command = shlex.split(args.repl_cmd)
+    if args.repl_cmd is not None:
+        config.repl.command = args.repl_cmd
     if args.metrics_port is not None:
         config.server.metrics_port = args.metrics_port
     if args.http_port is not None:
@@ -70,7 +97,40 @@ def load_config(args) -> Config:
         config.server.log_json = True
     if args.log_level:
         config.server.log_level = args.log_level
-    return config.validated()
+    config = config.validated()
+    _check_doors_apart(config)
+    return config
+
+
+# Each door's port: its config key and its flag.
+_DOORS = (
+    ("server.port", "--port"),
+    ("server.metrics_port", "--metrics-port"),
+    ("gateway.http_port", "--http-port"),
+)
+
+
+def _check_doors_apart(config: Config) -> None:
+    """Two doors on one port would fail half-started; refuse it in one line."""
+    gateway_host = config.gateway.host or config.server.host
+    ports = {
+        "server.port": (config.server.host, config.server.port),
+        "server.metrics_port": (config.server.host, config.server.metrics_port),
+        "gateway.http_port": (gateway_host, config.gateway.http_port),
+    }
+    seen: dict[tuple[str, int], tuple[str, str]] = {}
+    for key, flag in _DOORS:
+        address = ports[key]
+        if address[1] == 0:  # off, or any free port
+            continue
+        if address in seen:
+            other_key, other_flag = seen[address]
+            raise UserError(
+                f"{other_key} and {key} are both port {address[1]}; "
+                "each door needs a port of its own "
+                f"(change {other_flag} or {flag})"
+            )
+        seen[address] = (key, flag)
 
 
 def run(args) -> int:

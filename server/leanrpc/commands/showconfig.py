@@ -20,19 +20,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "config",
         help="print the effective configuration as commented TOML (--defaults: the defaults)",
         description="Print the configuration `serve` would use, as TOML with each key's meaning, type and "
-                    "default as comments. Search path: --config, $LEANRPC_CONFIG, ./leanrpc.toml, "
-                    "$XDG_CONFIG_HOME/leanrpc/leanrpc.toml; then LEANRPC_<SECTION>__<KEY> variables.",
+        "default as comments. Search path: --config, $LEANRPC_CONFIG, ./leanrpc.toml, "
+        "$XDG_CONFIG_HOME/leanrpc/leanrpc.toml; then LEANRPC_<SECTION>__<KEY> variables.",
     )
     parser.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
-    parser.add_argument("--defaults", action="store_true",
-                        help="print the built-in defaults, ignoring any file and the environment (default: the effective config)")
-    parser.add_argument("--reference", action="store_true",
-                        help=f"print the key reference in Markdown, docs/CONFIG.md: `{configref.REGENERATE}` (default: off)")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="print the built-in defaults, ignoring any file and the environment (default: the effective config)",
+    )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help=f"print the key reference in Markdown, docs/CONFIG.md: `{configref.REGENERATE}` (default: off)",
+    )
     return parser
 
 
-CONFIG_HELP = ("TOML configuration file (default: $LEANRPC_CONFIG, else ./leanrpc.toml, else "
-               "$XDG_CONFIG_HOME/leanrpc/leanrpc.toml, else built-in defaults)")
+CONFIG_HELP = (
+    "TOML configuration file (default: $LEANRPC_CONFIG, else ./leanrpc.toml, else "
+    "$XDG_CONFIG_HOME/leanrpc/leanrpc.toml, else built-in defaults)"
+)
 
 
 def run(args) -> int:
@@ -43,5 +51,7 @@ def run(args) -> int:
         sys.stdout.write(configref.commented_toml(Config(), "built-in defaults"))
         return 0
     config, path = configref.load(args.config)
-    sys.stdout.write(configref.commented_toml(config, f"from {path}" if path else "no file found: defaults"))
+    sys.stdout.write(
+        configref.commented_toml(config, f"from {path}" if path else "no file found: defaults")
+    )
     return 0

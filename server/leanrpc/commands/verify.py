@@ -2,7 +2,8 @@
 
 Owns: turning paths into snippets (a file that cannot be read is reported,
 the others are still verified), the address rule (`HOST` means port 50051),
-text and `--json` output, and the exit status. May import: the client.
+text and `--json` output, and the exit status. May import: the client,
+reference (to check a --reference before sending), commands.argtypes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import argtypes
 from .exits import EXIT_INTERRUPTED, EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
 
 DEFAULT_PORT = 50051
@@ -29,27 +31,67 @@ def add_parser(sub) -> argparse.ArgumentParser:
         description="Verify .lean files (folders are searched recursively) on a running `leanrpc serve`.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help=".lean files or folders")
-    parser.add_argument("--server", default=f"127.0.0.1:{DEFAULT_PORT}", metavar="HOST[:PORT]", type=_address_arg,
-                        help=f"server address; without a port, {DEFAULT_PORT} (default: 127.0.0.1:{DEFAULT_PORT})")
-    parser.add_argument("--token", help="bearer token, when the server requires one (default: none)")
-    parser.add_argument("--timeout", type=_non_negative, default=0.0, metavar="SECONDS",
-                        help="per-file time limit in seconds, 0 = the server's default (default: 0)")
-    parser.add_argument("--retries", type=_non_negative_int, default=3, metavar="N",
-                        help="retries when the server is unavailable or overloaded (default: 3)")
-    parser.add_argument("--json", action="store_true", help="one JSON result per line (default: text)")
+    parser.add_argument(
+        "--server",
+        default=f"127.0.0.1:{DEFAULT_PORT}",
+        metavar="HOST[:PORT]",
+        type=_address_arg,
+        help=f"server address; without a port, {DEFAULT_PORT} (default: 127.0.0.1:{DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--token",
+        type=argtypes.nonempty,
+        help="bearer token, when the server requires one (default: none)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=argtypes.seconds,
+        default=0.0,
+        metavar="SECONDS",
+        help="per-file time limit in seconds, 0 = the server's default (default: 0)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=argtypes.count,
+        default=3,
+        metavar="N",
+        help="retries when the server is unavailable or overloaded (default: 3)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON result per line (default: text)"
+    )
     pin = parser.add_mutually_exclusive_group()
-    pin.add_argument("--reference", metavar="REF.lean",
-                     help="pin every file to this statement (header + declarations proved by `sorry`) (default: none)")
-    pin.add_argument("--reference-dir", metavar="DIR",
-                     help="pin each file to DIR/<its file name>; a file without one is REJECTED (default: none)")
-    parser.add_argument("--no-check-axioms", dest="check_axioms", action="store_false", default=None,
-                        help="turn off the server's `#print axioms` check for these files "
-                             "(default: the server's [axioms] check, on)")
-    parser.add_argument("--quiet", action="store_true", help="no summary table on stderr at the end (default: print it)")
+    pin.add_argument(
+        "--reference",
+        metavar="REF.lean",
+        type=argtypes.existing_file,
+        help="pin every file to this statement (header + declarations proved by `sorry`) (default: none)",
+    )
+    pin.add_argument(
+        "--reference-dir",
+        metavar="DIR",
+        type=argtypes.existing_folder,
+        help="pin each file to DIR/<its file name>; a file without one is REJECTED (default: none)",
+    )
+    parser.add_argument(
+        "--no-check-axioms",
+        dest="check_axioms",
+        action="store_false",
+        default=None,
+        help="turn off the server's `#print axioms` check for these files "
+        "(default: the server's [axioms] check, on)",
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no summary table on stderr at the end (default: print it)",
+    )
     return parser
 
 
-def references_for(snippets: list[tuple[str, str]], args) -> tuple[list[str] | None, list[tuple[str, str]]]:
+def references_for(
+    snippets: list[tuple[str, str]], args
+) -> tuple[list[str] | None, list[tuple[str, str]]]:
     """One reference per snippet (None: not pinned), and files refused for a missing one."""
     if getattr(args, "reference", None):
         try:
@@ -93,26 +135,6 @@ def _reference_problem(text: str) -> str:
     return ""
 
 
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be 0 (the server's default) or a positive number of seconds")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
-    return value
-
-
 def _address_arg(text: str) -> str:
     try:
         return server_address(text)
@@ -125,7 +147,7 @@ def server_address(text: str) -> str:
     text = text.strip()
     for scheme in ("grpc://", "http://"):
         if text.startswith(scheme):
-            text = text[len(scheme):]
+            text = text[len(scheme) :]
     if not text:
         raise UserError("--server is empty; give HOST or HOST:PORT")
     if text.startswith("["):
@@ -169,7 +191,9 @@ def collect(paths: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, st
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted((p for p in path.rglob("*.lean") if p.is_file() or p.is_symlink()), key=_natural)
+            found = sorted(
+                (p for p in path.rglob("*.lean") if p.is_file() or p.is_symlink()), key=_natural
+            )
             if not found:
                 problem(raw, f"folder {raw} has no .lean files")
             files = found
@@ -187,7 +211,10 @@ def collect(paths: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, st
             try:
                 text = file.read_bytes().decode("utf-8")
             except UnicodeDecodeError as exc:
-                problem(str(file), f"{file}: not UTF-8 text (byte 0x{file.read_bytes()[exc.start]:02x} at offset {exc.start})")
+                problem(
+                    str(file),
+                    f"{file}: not UTF-8 text (byte 0x{file.read_bytes()[exc.start]:02x} at offset {exc.start})",
+                )
                 continue
             except OSError as exc:
                 problem(str(file), f"{file}: cannot read: {exc.strerror}")
@@ -204,7 +231,9 @@ class _Printer:
     """Prints each entry in output order as soon as all before it are in
     (results arrive in any order on the client's loop thread)."""
 
-    def __init__(self, order: list[str], problems: list[tuple[str, str]], snippets, as_json: bool) -> None:
+    def __init__(
+        self, order: list[str], problems: list[tuple[str, str]], snippets, as_json: bool
+    ) -> None:
         self._lock = threading.Lock()
         self._json = as_json
         self._slots: list = [None] * len(order)
@@ -251,14 +280,11 @@ class _Printer:
 
 
 def run(args) -> int:
-    from ..client import Client, ClientError, Interrupted
+    from ..client import Client, ClientError
 
     address = args.server
     snippets, problems, order = collect(args.paths)
     started = time.monotonic()
-    if not snippets and all(reason.startswith("folder ") for _path, reason in problems):
-        print(f"leanrpc verify: error: {'; '.join(reason for _path, reason in problems)}", file=sys.stderr)
-        return EXIT_USAGE
     references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
         # Never verify a file unpinned when pinning was asked for.
@@ -269,29 +295,42 @@ def run(args) -> int:
     printer = _Printer(order, problems, snippets, args.json)
     if not snippets:
         printer.stop()
+        if not args.json:
+            print(f"0 of {len(problems)} valid")
         _summary(args, [], problems, started)
         return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
-    if args.token:
-        _say_if_token_unchecked(address, Client, ClientError)
     try:
+        if args.token:
+            _say_if_token_unchecked(address, Client, ClientError)
         with Client(address, token=args.token, max_retries=args.retries) as client:
-            results = client.verify(snippets, timeout_s=args.timeout, progress=progress,
-                                    on_result=printer.on_result, references=references,
-                                    check_axioms=args.check_axioms)
-    except Interrupted as exc:
+            results = client.verify(
+                snippets,
+                timeout_s=args.timeout,
+                progress=progress,
+                on_result=printer.on_result,
+                references=references,
+                check_axioms=args.check_axioms,
+            )
+    except KeyboardInterrupt:  # the client's Interrupted, or Ctrl-C before the batch started
         printed = printer.stop()
-        print(f"interrupted: {printed} of {exc.total} answered", file=sys.stderr, flush=True)
+        print(f"interrupted: {printed} of {len(snippets)} answered", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
     except ClientError as exc:
         printer.stop()
-        got = f" ({len(exc.partial)} of {len(snippets)} results arrived before it)" if exc.partial else ""
+        got = (
+            f" ({len(exc.partial)} of {len(snippets)} results arrived before it)"
+            if exc.partial
+            else ""
+        )
         print(f"leanrpc verify: error: {_describe_failure(exc, address)}{got}", file=sys.stderr)
         return EXIT_USAGE
     printer.stop()
     bad = sum(not r.valid for r in results) + len(problems)
     if not args.json:
-        print(f"{len(results) - sum(not r.valid for r in results)} of {len(results) + len(problems)} valid")
+        print(
+            f"{len(results) - sum(not r.valid for r in results)} of {len(results) + len(problems)} valid"
+        )
     _summary(args, results, problems, started)
     return EXIT_NOT_VALID if bad else EXIT_OK
 
@@ -304,7 +343,10 @@ def _say_if_token_unchecked(address: str, client_type, client_error) -> None:
             probe.server_info()
     except client_error:
         return  # tokens are checked (UNAUTHENTICATED), or the verify call says what is wrong
-    print(f"leanrpc verify: warning: the server at {address} checks no tokens; --token is not used", file=sys.stderr)
+    print(
+        f"leanrpc verify: warning: the server at {address} checks no tokens; --token is not used",
+        file=sys.stderr,
+    )
 
 
 def _summary(args, results, problems, started: float) -> None:
@@ -315,7 +357,10 @@ def _summary(args, results, problems, started: float) -> None:
     counts = collections.Counter(r.status for r in results)
     if problems:
         counts["REJECTED (not sent)"] += len(problems)
-    lines = [f"  {status:<20} {count:>7}" for status, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines = [
+        f"  {status:<20} {count:>7}"
+        for status, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     rate = len(results) / elapsed if elapsed > 0 else 0.0
     lines.append(f"  {'total':<20} {len(results) + len(problems):>7}")
     lines.append(f"  elapsed {elapsed:.2f} s, {rate:.1f} snippets/s")
@@ -324,8 +369,10 @@ def _summary(args, results, problems, started: float) -> None:
 
 def _describe_failure(exc, address: str) -> str:
     if exc.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
-        return (f"cannot reach a leanrpc server at {address} ({exc.code.name}: {exc.details}); "
-                "start one with `leanrpc serve`, or pass --server HOST:PORT")
+        return (
+            f"cannot reach a leanrpc server at {address} ({exc.code.name}: {exc.details}); "
+            "start one with `leanrpc serve`, or pass --server HOST:PORT"
+        )
     if exc.code.name == "UNAUTHENTICATED":
         return f"the server at {address} wants a token ({exc.details}); pass --token"
     return f"{exc.code.name} from {address}: {exc.details}"
@@ -333,7 +380,12 @@ def _describe_failure(exc, address: str) -> str:
 
 def _print_problem(path: str, reason: str, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"id": path, "status": "REJECTED", "error": reason, "verifier": ""}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"id": path, "status": "REJECTED", "error": reason, "verifier": ""},
+                ensure_ascii=False,
+            )
+        )
     else:
         print(f"{'REJECTED':<14} {path}  ({reason})")
 
@@ -345,7 +397,9 @@ def _print_result(result, as_json: bool) -> None:
     print(f"{result.status:<14} {result.id}  ({result.verifier})")
     for message in result.messages:
         if message.severity == "ERROR" or result.status != "VALID":
-            print(f"    {result.id}:{message.line}:{message.column}: {message.severity.lower()}: {message.text}")
+            print(
+                f"    {result.id}:{message.line}:{message.column}: {message.severity.lower()}: {message.text}"
+            )
     if result.error:
         print(f"    {result.error.splitlines()[0]}")
     if result.reference is not None and not result.reference.passed:

@@ -100,7 +100,8 @@ class Metrics:
             registry=self.registry
         )
         self.phase_seconds = Histogram(
-            "leanrpc_snippet_phase_seconds", "Per-snippet time by phase (queue, header, body, total)", ["phase"],
+            "leanrpc_snippet_phase_seconds", "Per-snippet time by phase (queue, header, body, total) and door",
+            ["phase", "door"],
             buckets=_LATENCY_BUCKETS, registry=self.registry,
         )
         self.transitions = Counter(
@@ -136,13 +137,17 @@ class Metrics:
             return UNKNOWN_METHOD, (UNKNOWN_METHOD, UNKNOWN_METHOD, UNKNOWN_METHOD)
         return method, known
 
-    def observe_rest(self, route: str, http_status: int, seconds: float, statuses) -> None:
+    def observe_rest(self, route: str, http_status: int, seconds: float, statuses, phases=()) -> None:
         """One finished REST request (the gateway's door): the same families
-        as gRPC with door="rest"; `code` is the HTTP status, `method` the route."""
+        as gRPC with door="rest"; `code` is the HTTP status, `method` the route.
+        `phases`: one (queue, header, body, total) in seconds per snippet answered."""
         self.rpcs.labels(route, str(http_status), "rest").inc()
         self.rpc_seconds.labels(route, "rest").observe(seconds)
         for status, count in statuses.items():
             self.snippets.labels(status, "rest").inc(count)
+        for times in phases:
+            for phase, value in zip(_PHASES, times):
+                self.phase_seconds.labels(phase, "rest").observe(max(0.0, value))
 
     def _on_worker_state(self, worker, old, new) -> None:
         self.transitions.labels(new.value).inc()
@@ -162,7 +167,7 @@ class Metrics:
             if result.HasField("timings"):
                 for phase in _PHASES:
                     seconds = getattr(result.timings, phase).ToNanoseconds() / 1e9  # a Duration
-                    self.phase_seconds.labels(phase).observe(max(0.0, seconds))
+                    self.phase_seconds.labels(phase, "grpc").observe(max(0.0, seconds))
 
     def render(self) -> bytes:
         """The exposition text (thread-safe: pool state comes from the last `snapshot`)."""

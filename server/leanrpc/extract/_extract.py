@@ -29,6 +29,12 @@ Every step's text is exactly the source between its start and end, with
 leading and trailing whitespace and comments cut off (they fall into the
 gaps). Steps never overlap, so the steps and the gaps between them rebuild
 the source from the first step's start to the last step's end.
+
+Owns: the steps (`extract_declarations`): grouping tactic trees by command,
+emitting leaf and structural steps, cutting calc pieces. Which nodes are
+items and which are structural is `_blocks`.
+May import: leanrpc.results, the package's `_blocks`, `_commands`, `_source`,
+`_tree`, `_units`, and the standard library.
 """
 
 from __future__ import annotations
@@ -36,18 +42,25 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
-import logging
-import re
 from typing import Any
 
 from leanrpc.results import Position
 
+from ._blocks import (
+    TOKEN_ONLY,
+    binding_by,
+    block_items,
+    disjoint,
+    is_separator,
+    same_span,
+    same_span_chain,
+    short_kind,
+    structure,
+)
 from ._commands import describe_command, split_commands
-from ._units import ReplayUnit, group_units
 from ._source import SourceText
-from ._tree import TacticNode, build_forest, is_failed_pp
-
-log = logging.getLogger("leanrpc.extract")
+from ._tree import TacticNode, build_forest
+from ._units import ReplayUnit, group_units
 
 
 @dataclasses.dataclass(slots=True)
@@ -125,7 +138,7 @@ def _commands(text: SourceText, forest: list) -> list[_Command]:
             tree.start is not None
             and tree.end is not None
             and tree.end > tree.start
-            and _short(tree.kind) != "eoi"
+            and short_kind(tree.kind) != "eoi"
         )
         if usable:
             keyword, name = describe_command(text, tree.start, tree.end)
@@ -198,7 +211,7 @@ def _public_step(text: SourceText, step: _Step) -> TacticStep:
 
 def _command_steps(text: SourceText, command: _Command) -> tuple[list[_Step], list[TacticNode]]:
     steps: list[_Step] = []
-    items = _block_items(text, command.roots)
+    items = block_items(text, command.roots)
     for number, item in enumerate(items):
         emitted = len(steps)
         _emit(text, item, steps)
@@ -216,8 +229,8 @@ def _command_steps(text: SourceText, command: _Command) -> tuple[list[_Step], li
 
 def _emit(text: SourceText, node: TacticNode, out: list[_Step]) -> None:
     shape = None
-    for same in _same_span_chain(node):
-        shape = _structure(text, same)
+    for same in same_span_chain(node):
+        shape = structure(text, same)
         if shape is not None:
             break
     if shape is not None and _emit_structural(text, node, shape, out):
@@ -225,7 +238,7 @@ def _emit(text: SourceText, node: TacticNode, out: list[_Step]) -> None:
     start, end = text.trim(node.start, node.end)
     # Lean also records the `;` separators of a sequence and the `{` of a
     # bracketed one as tactic nodes; such tokens are not steps.
-    if end > start and not all(c in _TOKEN_ONLY for c in text.text[start:end]):
+    if end > start and not all(c in TOKEN_ONLY for c in text.text[start:end]):
         out.append(_Step(start, end, node.goals_before, node.goals_after, node.kind))
 
 
@@ -235,10 +248,10 @@ def _emit_structural(text: SourceText, node: TacticNode, shape: str, out: list[_
     # `case` runs its body under `withTacticInfoContext` of the whole
     # syntax, with the focused goal); see through those.
     children = [
-        c for same in _same_span_chain(node) for c in same.children if not _same_span(c, node)
+        c for same in same_span_chain(node) for c in same.children if not same_span(c, node)
     ]
-    items = [c for c in _block_items(text, children) if c.start > node.start]
-    items = _disjoint([c for c in items if c.end <= node.end])
+    items = [c for c in block_items(text, children) if c.start > node.start]
+    items = disjoint([c for c in items if c.end <= node.end])
     if not items and shape != "calc":
         return False
     # Text not covered by inner items: the head, the stretches between
@@ -250,7 +263,7 @@ def _emit_structural(text: SourceText, node: TacticNode, shape: str, out: list[_
         start, end = text.trim(bounds[2 * k], bounds[2 * k + 1])
         if end <= start:
             continue
-        if k > 0 and _is_separator(text, start, end):
+        if k > 0 and is_separator(text, start, end):
             continue
         pieces.append((start, end, k if k < len(items) else -1))
     if shape == "binding":
@@ -259,7 +272,7 @@ def _emit_structural(text: SourceText, node: TacticNode, shape: str, out: list[_
         tail = text.trim(items[-1].end, node.end)
         if head is None or len(pieces) != 1 or tail[1] > tail[0]:
             return False
-        if not _binding_by(text, head[0], head[1]):
+        if not binding_by(text, head[0], head[1]):
             return False
     for start, end, nxt in pieces:
         after = items[nxt].goals_before if nxt >= 0 else node.goals_after
@@ -275,187 +288,6 @@ def _emit_structural(text: SourceText, node: TacticNode, shape: str, out: list[_
     for item in items:
         _emit(text, item, out)
     return True
-
-
-# ---- node classification -----------------------------------------------------
-
-# Wrapper kinds, seen through when collecting a block's items.
-_TRANSPARENT = frozenset(
-    {
-        "byTactic",
-        "byTactic'",
-        "by",
-        "tacticSeq",
-        "tacticSeq1Indented",
-        "tacticSeqBracketed",
-        "convSeq",
-        "convSeq1Indented",
-        "convSeqBracketed",
-        "calcSteps",
-        "calcFirstStep",
-        "calcStep",
-        "null",
-    }
-)
-
-_STRUCTURAL_KINDS = {
-    "cdot": "cdot",
-    "case": "case",
-    "case'": "case",
-    "focus": "focus",
-    "calcTactic": "calc",
-    "calc": "calc",
-    "conv": "conv",
-    "induction": "alts",
-    "cases": "alts",
-    "inductionAlt": "alt",
-}
-
-_NOT_IDENT = r"(?![A-Za-z0-9_'!?₀-₉])"
-_STRUCTURAL_TEXT = [
-    (re.compile(r"[·.](?=\s)"), "cdot"),
-    (re.compile(r"case'?" + _NOT_IDENT), "case"),
-    (re.compile(r"next" + _NOT_IDENT), "next"),
-    (re.compile(r"focus" + _NOT_IDENT), "focus"),
-    (re.compile(r"calc" + _NOT_IDENT), "calc"),
-    (re.compile(r"conv(?:_lhs|_rhs)?" + _NOT_IDENT), "conv"),
-    (re.compile(r"(?:induction|cases)" + _NOT_IDENT), "alts"),
-    (re.compile(r"\|"), "alt"),
-    (
-        re.compile(r"(?:have'?|haveI|let|letI|obtain|suffices|replace|show)" + _NOT_IDENT),
-        "binding",
-    ),
-]
-_BY_START = re.compile(r"by" + _NOT_IDENT)
-_BY_END = re.compile(r"\sby$")
-_ASSIGN_BY_END = re.compile(r":=\s*by$")
-_SHOW_LIKE = re.compile(r"(?:suffices|show)" + _NOT_IDENT)
-
-
-def _short(kind: str) -> str:
-    return kind.replace("«", "").replace("»", "").rsplit(".", 1)[-1] if kind else ""
-
-
-def _structure(text: SourceText, node: TacticNode) -> str | None:
-    short = _short(node.kind)
-    if "<;>" in short or short in _TRANSPARENT:
-        return None
-    if short in _STRUCTURAL_KINDS:
-        return _STRUCTURAL_KINDS[short]
-    if short.startswith("tacticNext"):
-        return "next"
-    for pattern, shape in _STRUCTURAL_TEXT:
-        if pattern.match(text.text, node.start, node.end):
-            return shape
-    return None
-
-
-def _same_span(a: TacticNode, b: TacticNode) -> bool:
-    return a.start == b.start and a.end == b.end
-
-
-def _same_span_chain(node: TacticNode) -> list[TacticNode]:
-    """The node and its descendants with exactly its range (through such nodes only)."""
-    chain = [node]
-    i = 0
-    while i < len(chain):
-        chain.extend(c for c in chain[i].children if _same_span(c, node))
-        i += 1
-    return chain
-
-
-def _is_transparent(text: SourceText, node: TacticNode) -> bool:
-    short = _short(node.kind)
-    if short:
-        return short in _TRANSPARENT
-    # No kind (older REPLs, hand-made trees): a `by` block, the bare `by`
-    # token, or a node its children tile (a sequence wrapper).
-    if is_failed_pp(node) or _BY_START.match(text.text, node.start, node.end):
-        return True
-    return _children_tile(text, node)
-
-
-def _children_tile(text: SourceText, node: TacticNode) -> bool:
-    children = sorted(node.children, key=lambda c: (c.start, -c.end))
-    if not children:
-        return False
-    cursor = node.start
-    for child in children:
-        if child.start < cursor or child.end > node.end:
-            return False
-        if not _is_separator(text, cursor, child.start):
-            return False
-        cursor = child.end
-    return _is_separator(text, cursor, node.end)
-
-
-def _block_items(text: SourceText, nodes: list[TacticNode]) -> list[TacticNode]:
-    """The items of a block: nodes with wrappers seen through, disjoint, sorted."""
-    items: list[TacticNode] = []
-    stack = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        if _is_transparent(text, node):
-            stack.extend(reversed(node.children))
-        else:
-            items.append(node)
-    return _disjoint(items)
-
-
-def _disjoint(nodes: list[TacticNode]) -> list[TacticNode]:
-    """Sorted by start (outer and earlier-visited first); drop what overlaps a kept node.
-
-    Nodes with exactly the range of the last kept node are one step run
-    several times (`t <;> assumption` runs `assumption` once per goal):
-    they are merged into that step, so no goal disappears from the
-    sequence. A run that continues the kept one (its goals before are the
-    kept goals after) extends it; otherwise the goals are joined. Every
-    other dropped node is logged (debug level, logger leanrpc.extract).
-    """
-    ordered = sorted(nodes, key=lambda n: (n.start, -n.end, n.order))
-    kept: list[TacticNode] = []
-    for node in ordered:
-        if node.end <= node.start:
-            continue
-        if kept and node.start == kept[-1].start and node.end == kept[-1].end:
-            kept[-1] = _merge_same_span(kept[-1], node)
-            continue
-        if kept and node.start < kept[-1].end:
-            log.debug("extract: dropped node %s [%d, %d) overlapping kept %s [%d, %d)",
-                      node.kind, node.start, node.end, kept[-1].kind, kept[-1].start, kept[-1].end)
-            continue
-        kept.append(node)
-    return kept
-
-
-def _merge_same_span(first: TacticNode, again: TacticNode) -> TacticNode:
-    if list(again.goals_before) == list(first.goals_after):
-        return dataclasses.replace(first, goals_after=list(again.goals_after))
-    before = list(first.goals_before) + [g for g in again.goals_before if g not in first.goals_before]
-    after = list(first.goals_after) + [g for g in again.goals_after if g not in first.goals_after]
-    return dataclasses.replace(first, goals_before=before, goals_after=after)
-
-
-# ---- text tests ---------------------------------------------------------------
-
-_SEPARATOR_CHARS = frozenset(";)]}⟩,")
-_TOKEN_ONLY = frozenset(";{}()[]⟨⟩,<>")
-
-
-def _is_separator(text: SourceText, start: int, end: int) -> bool:
-    """Only whitespace, comments, `;` and closing brackets in [start, end)."""
-    for i in range(start, end):
-        if not text.is_trivia(i) and text.text[i] not in _SEPARATOR_CHARS:
-            return False
-    return True
-
-
-def _binding_by(text: SourceText, start: int, end: int) -> bool:
-    """The head ends in `:= by`, or is `suffices …/show … by`."""
-    code = text.code(start, end).rstrip()
-    if _ASSIGN_BY_END.search(code):
-        return True
-    return _SHOW_LIKE.match(code) is not None and _BY_END.search(code) is not None
 
 
 def _calc_split(text: SourceText, node: TacticNode, start: int, end: int) -> list[tuple[int, int]]:

@@ -4,9 +4,9 @@ same metric families as gRPC with door="rest".
     POST /api/check from peer:127.0.0.1: 3 snippets (VALID 2, INVALID 1) 200 in 35 ms
 
 `observe_middleware(metrics)` is an aiohttp middleware. Snippet outcomes are
-gathered through a ContextVar: `note_outcome(status)` (called where each
-snippet's result is made) adds to the Counter of the request it runs under,
-since asyncio tasks inherit the request's context.
+gathered through a ContextVar: `note_outcome(result)` (called where each
+snippet's result is made) adds its status and phase times to the request it
+runs under, since asyncio tasks inherit the request's context.
 
 May import: aiohttp, edge.identity (client identity), the standard library.
 """
@@ -24,23 +24,34 @@ from ..edge.identity import CallerIdentity
 
 log = logging.getLogger("leanrpc.requests")
 
-_OUTCOMES: contextvars.ContextVar[collections.Counter | None] = contextvars.ContextVar("leanrpc_rest_outcomes",
-                                                                                      default=None)
+class _Outcomes:
+    """What one REST request's snippets came to: a count per status, and
+    (queue, header, body, total) seconds per snippet."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter = collections.Counter()
+        self.phases: list[tuple[float, float, float, float]] = []
+
+
+_OUTCOMES: contextvars.ContextVar[_Outcomes | None] = contextvars.ContextVar("leanrpc_rest_outcomes", default=None)
 # Routes whose requests are not worth a line at INFO (probes, the API page).
 _QUIET = {"/health", "/health/", "/", "/openapi.json", "/docs"}
 
 
-def note_outcome(status: str) -> None:
-    counts = _OUTCOMES.get()
-    if counts is not None:
-        counts[status] += 1
+def note_outcome(result) -> None:
+    """One snippet's result (results.Result) under the current REST request."""
+    outcomes = _OUTCOMES.get()
+    if outcomes is not None:
+        outcomes.counts[result.status.name] += 1
+        t = result.timings
+        outcomes.phases.append((t.queue_s, t.header_s, t.body_s, t.total_s))
 
 
 def observe_middleware(metrics, tokens_checked: bool):
     @web.middleware
     async def observe(request: web.Request, handler):
-        counts: collections.Counter = collections.Counter()
-        reset = _OUTCOMES.set(counts)
+        outcomes = _Outcomes()
+        reset = _OUTCOMES.set(outcomes)
         started = time.perf_counter()
         status = 500
         try:
@@ -55,8 +66,8 @@ def observe_middleware(metrics, tokens_checked: bool):
             seconds = time.perf_counter() - started
             route = request.match_info.route.resource.canonical if request.match_info.route.resource else "unknown"
             if metrics is not None:
-                metrics.observe_rest(route, status, seconds, counts)
-            _log_line(request, route, status, seconds, counts, tokens_checked)
+                metrics.observe_rest(route, status, seconds, outcomes.counts, outcomes.phases)
+            _log_line(request, route, status, seconds, outcomes.counts, tokens_checked)
 
     return observe
 

@@ -201,7 +201,7 @@ class KiminaGateway:
         except LeanServiceError as exc:
             log.error("snippet %s failed: %r", snippet_id, exc)
             return kimina.refused_response(snippet_id, f"Snippet execution failed: {exc.message}")
-        note_outcome(result.status.name)
+        note_outcome(result)
         shift = kimina.body_line_offset(code) if self._shift_to_body and result.status is not Status.REJECTED else 0
         return kimina.repl_response(result, timeout_s=request.timeout_s, shift=shift, debug=debug)
 

@@ -10,7 +10,7 @@ Answers come from, in order:
 1. **replay** (``replay.py``): a request recorded in ``shared/fixtures`` in the
    same state (same command text and options on an env/proof state with the
    same history) gets the recorded answer, ids renumbered to this process's
-   counters; Kimina proofs match on their "core" (see ``replay.core_of``) and
+   counters; Kimina proofs match on their "core" (see ``kimina.core_of``) and
    come back with their lines shifted to the command's lines;
 2. **plausible mode** (``elab.py``): a deterministic imitation for everything
    else (sorries, warnings, ``#eval Lean.versionString``, ``#print axioms``,
@@ -24,9 +24,12 @@ never passes as Lean: ``#eval Lean.versionString`` answers
 
 Module map: ``wire`` (line reader, JSON decoding, request shapes),
 ``jsonfmt`` (Lean's JSON printer), ``state`` (envs, proof states, lineages,
-options), ``repl`` (numbering, handlers),
-``replay`` (fixture index and cache), ``elab`` (plausible mode), ``faults``
-(directives and CPU/memory costs), ``__main__`` (command line).
+options), ``repl`` (numbering, handlers), ``costs`` (CPU and memory charged
+per request), ``files`` (pickle files, real or virtual), ``fixtures``
+(transcript sets on disk), ``record`` (record mode: transcripts to the raw
+index), ``kimina`` (Kimina outputs and core matching), ``replay`` (the loaded
+index and its cache), ``elab`` (plausible mode), ``faults`` (directives and
+the faults they inject), ``__main__`` (command line).
 
 Owns: a REPL program for tests and benchmarks; it is a separate process, so
 nothing in the server imports it (the pool launches it by command line).

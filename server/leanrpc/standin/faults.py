@@ -1,7 +1,12 @@
-"""Directives (``--@standin: NAME[=VALUE]`` lines) and simulated costs.
+"""Directives (``--@standin: NAME[=VALUE]`` lines), the faults they inject, and cost primitives.
 
 A directive line is a Lean line comment, so the same text is harmless when it
-reaches a real REPL. Directive lines never count in replay keys.
+reaches a real REPL. Directive lines never count in replay keys. ``apply``
+runs a request's faults before it is answered; ``escape_messages`` reports
+what the sandbox-escape probes saw. ``burn``/``grow`` are the CPU and memory
+primitives that ``costs.py`` charges with.
+
+May import: the standard library only.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import signal
 import sys
 import time
 
-__all__ = ["scan", "burn", "grow", "Directives"]
+__all__ = ["scan", "apply", "escape_messages", "burn", "grow", "Directives"]
 
 _LINE = re.compile(r"^[ \t]*--@standin:?[ \t]*(.*?)[ \t]*$")
 
@@ -64,6 +69,50 @@ def scan(text: str) -> tuple[Directives | None, str, list[int] | None]:
             name, eq, value = item.partition("=")
             d.items.append((name.strip().lower(), value if eq else None))
     return d, "\n".join(kept), line_map
+
+
+def apply(d: Directives, stdout) -> bool:
+    """Runs the faults `d` asks for, in a fixed order, before the request is
+    answered. Returns whether the answer must be cut short (``partial``).
+    `stdout` is the process's output stream (``garbage`` and ``crash`` write to it)."""
+    n = d.get("stderr")
+    if n is not None:
+        flood_stderr(int(parse_seconds(n, 65536)))
+    if d.get("panic") is not None:
+        panic()
+    g = d.get("garbage")
+    if g is not None:
+        garbage(g or None, stdout)
+    g = d.get("grow")
+    if g is not None:
+        grow(parse_seconds(g, 0))
+    b = d.get("burn")
+    if b is not None:
+        burn(parse_seconds(b, 0))
+    c = d.get("crash")
+    if c is not None:
+        crash(c, stdout)
+    h = d.get("hang")
+    if h is not None:
+        hang(h or None)
+    return d.get("partial") is not None
+
+
+def escape_messages(d: Directives | None, tactic_mode: bool) -> list[dict]:
+    """Info messages with what each ``escape`` probe saw, placed on its directive line."""
+    if d is None:
+        return []
+    vals = d.all("escape")
+    if not vals:
+        return []
+    texts = escapes(vals)
+    line, text = next(((no, t) for no, t in d.lines if "escape" in t), (0, ""))
+    if tactic_mode:
+        pos = end = {"line": 0, "column": 0}
+    else:
+        pos = {"line": line, "column": 0}
+        end = {"line": line, "column": len(text)}
+    return [{"severity": "info", "pos": pos, "endPos": end, "data": t} for t in texts]
 
 
 # --------------------------------------------------------------------------

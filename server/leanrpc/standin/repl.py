@@ -5,24 +5,32 @@ made it and of the lineages it was built on. A request's replay key is built
 from its normalised content and the lineages of what it refers to, so a
 recorded answer is only replayed in the same situation it was recorded in,
 whatever ids the current process happens to use. The fixture index is built
-by running this very class over the recorded transcripts (``replay.py``),
+by running this very class over the recorded transcripts (``record.py``),
 which keeps keys and lineages consistent by construction.
 
-The state types (envs, proof states, lineages, options) are in ``state.py``.
+The state types (envs, proof states, lineages, options) are in ``state.py``;
+what a request costs in ``costs.py``; pickle files in ``files.py``; the faults
+directives inject in ``faults.py``.
 
 Ids follow §6 of the protocol: one env counter and one proof-state counter;
 in a command response sorries, then root goals, then tactics, then the env.
+
+Owns: ``Repl``, the numbering of envs and proof states, replay lookup and the
+request handlers. With a ``recorder`` (``record.py``) lookups answer from the
+recording, files are virtual and nothing is charged.
+May import: the stand-in's ``elab``, ``faults``, ``costs``, ``files``,
+``state``, ``wire`` and the standard library.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
-import os
 
 from . import elab, faults
+from .costs import Costs
+from .files import Files
 from .state import PICKLE_FORMAT, Env, Options, ProofState, io_error_text, lineage, map_lines
-from .wire import Fatal, classify, decode
+from .wire import classify, decode
 
 __all__ = ["Options", "Repl", "Env", "ProofState", "lineage"]
 
@@ -39,9 +47,8 @@ class Repl:
         self._index_loaded = False
         self.rec = recorder
         self.partial = False  # set by the `partial` directive for the current response
-        self._mathlib_loaded = False
-        self._headers: set[str] = set()
-        self._incr: dict[str, list[str]] = {}
+        self.costs = Costs(opts, enabled=recorder is None)
+        self.files = Files(recorder)
 
     # ------------------------------------------------------------------ entry
 
@@ -59,7 +66,7 @@ class Repl:
         if kind == "file":
             path = obj["path"]
             try:
-                with open(self._path(path), encoding="utf-8", errors="replace", newline="") as f:
+                with open(self.files.path(path), encoding="utf-8", errors="replace", newline="") as f:
                     content = f.read()
             except OSError as e:
                 return {"message": io_error_text(e, path)}
@@ -114,92 +121,11 @@ class Repl:
 
     # ------------------------------------------------------------ directives
 
-    def _pre(self, d: faults.Directives | None) -> None:
-        if d is None or self.rec is not None:
-            return
-        n = d.get("stderr")
-        if n is not None:
-            faults.flood_stderr(int(faults.parse_seconds(n, 65536)))
-        if d.get("panic") is not None:
-            faults.panic()
-        g = d.get("garbage")
-        if g is not None:
-            faults.garbage(g or None, self.stdout)
-        g = d.get("grow")
-        if g is not None:
-            faults.grow(faults.parse_seconds(g, 0))
-        b = d.get("burn")
-        if b is not None:
-            faults.burn(faults.parse_seconds(b, 0))
-        c = d.get("crash")
-        if c is not None:
-            faults.crash(c, self.stdout)
-        h = d.get("hang")
-        if h is not None:
-            faults.hang(h or None)
-        if d.get("partial") is not None:
-            self.partial = True
-
     stdout = None  # set by the server loop (needed by garbage/crash)
 
-    @staticmethod
-    def _escape_messages(d: faults.Directives | None, tactic_mode: bool) -> list[dict]:
-        if d is None:
-            return []
-        vals = d.all("escape")
-        if not vals:
-            return []
-        texts = faults.escapes(vals)
-        line, text = next(((no, t) for no, t in d.lines if "escape" in t), (0, ""))
-        if tactic_mode:
-            pos = end = {"line": 0, "column": 0}
-        else:
-            pos = {"line": line, "column": 0}
-            end = {"line": line, "column": len(text)}
-        return [{"severity": "info", "pos": pos, "endPos": end, "data": t} for t in texts]
-
-    # ----------------------------------------------------------------- costs
-
-    def _charge_header(self, mods: list[str]) -> None:
-        if self.rec is not None or not any(elab.is_mathlib(m) for m in mods):
-            return
-        key = "\n".join(mods)
-        if not self._mathlib_loaded:
-            self._mathlib_loaded = True
-            self._headers.add(key)
-            faults.grow(self.o.base_memory_mb)
-            faults.burn(self.o.import_cost)
-        elif self.o.fork and key in self._headers:
-            return
-        else:
-            # A second header in the same process: the .olean files are mapped
-            # and shared, but its env is built again (time and memory; upstream
-            # even for a header it loaded before, the fork only for new ones).
-            self._headers.add(key)
-            faults.grow(self.o.header_memory_mb)
-            faults.burn(self.o.reimport_cost)
-
-    def _charge_body(self, base: str, text: str, body_chars: int, incremental: bool) -> None:
-        if self.rec is not None:
-            return
-        cost = self.o.cost_per_kchar
-        if self.o.fork:
-            texts = self._incr.setdefault(base, [])
-            if incremental and cost > 0 and texts:
-                reuse = 0
-                k = bisect.bisect_left(texts, text)
-                for j in (k - 1, k):
-                    if 0 <= j < len(texts):
-                        p = len(os.path.commonprefix([texts[j], text]))
-                        reuse = max(reuse, p)
-                if reuse < len(text):
-                    reuse = text.rfind("\n", 0, reuse) + 1
-                body_chars = min(body_chars, len(text) - reuse)
-            k = bisect.bisect_left(texts, text)
-            if k >= len(texts) or texts[k] != text:
-                texts.insert(k, text)
-        if cost > 0 and body_chars > 0:
-            faults.burn(cost * body_chars / 1000.0)
+    def _pre(self, d: faults.Directives | None) -> None:
+        if d is not None and self.rec is None:
+            self.partial = faults.apply(d, self.stdout)
 
     # -------------------------------------------------------------- handlers
 
@@ -238,14 +164,14 @@ class Repl:
             mods, body_start = elab.split_header(text)
             broken = any(not elab.module_known(m) for m in mods)
             mathlib = any(elab.is_mathlib(m) for m in mods)
-            self._charge_header(mods)
+            self.costs.header(mods)
         else:
             mods, body_start = [], 0
             broken, mathlib = env.broken, env.mathlib
         body_chars = len(text) - body_start
         # the fork keeps one prefix trie per env *id* (or one for fresh headers)
         base = req.get("env")
-        self._charge_body("-" if base is None else str(base), stripped, body_chars, bool(req.get("incrementality")))
+        self.costs.body("-" if base is None else str(base), stripped, body_chars, bool(req.get("incrementality")))
 
         tpl = self._lookup(key)
         if tpl is not None:
@@ -265,7 +191,7 @@ class Repl:
         new_env = Env(lineage(key, "env"), env, env_text, broken, mathlib)
         self._register(key, infos, new_env)
         self.envs.append(new_env)
-        extra = self._escape_messages(directives, False)
+        extra = faults.escape_messages(directives, False)
         if extra:
             resp = dict(resp)
             resp["messages"] = list(resp.get("messages") or []) + extra
@@ -315,8 +241,7 @@ class Repl:
             messages, cost = kimina
             if line_map is not None:
                 messages = map_lines(messages, line_map)
-            if cost > 0 and self.o.replay_time_scale > 0:
-                faults.burn(cost * self.o.replay_time_scale)
+            self.costs.replayed(cost)
         if messages:
             resp["messages"] = messages
         if el.infotree:
@@ -338,8 +263,7 @@ class Repl:
         ps = self.states[n]
         directives, stripped, _ = faults.scan(req["tactic"])
         self._pre(directives)
-        if self.rec is None and self.o.cost_per_kchar > 0:
-            faults.burn(self.o.cost_per_kchar * len(stripped) / 1000.0)
+        self.costs.tactic(stripped)
         key = lineage("tac", stripped, ps.lineage)
         tpl = self._lookup(key)
         if tpl is not None:
@@ -361,7 +285,7 @@ class Repl:
                 infos = [([g], False) for g in r.nested] + [(r.goals, r.sorry)]
         self._register(key, infos, ps.env)
         resp = self._versioned(resp, stripped)
-        extra = self._escape_messages(directives, True)
+        extra = faults.escape_messages(directives, True)
         if extra and "message" not in resp:
             resp = dict(resp)
             resp["messages"] = list(resp.get("messages") or []) + extra
@@ -369,54 +293,17 @@ class Repl:
 
     # -------------------------------------------------------------- pickling
 
-    def _path(self, p: str) -> str:
-        if self.rec is not None:
-            return os.path.normpath(os.path.join(self.rec.cwd, p))
-        return p
-
-    def _write_pickle(self, p: str, data: dict) -> None:
-        payload = json.dumps(data, ensure_ascii=False, sort_keys=True)
-        if self.rec is not None:
-            self.rec.fs[self._path(p)] = payload
-            return
-        try:
-            with open(p, "w", encoding="utf-8") as f:
-                f.write(payload)
-        except OSError as e:
-            raise Fatal(io_error_text(e, p)) from None
-
-    def _read_pickle(self, p: str, kind: str) -> dict:
-        if self.rec is not None:
-            payload = self.rec.fs.get(self._path(p))
-            if payload is None:
-                raise Fatal(f"no such file or directory (error code: 2)\n  file: {p}")
-        else:
-            try:
-                with open(p, encoding="utf-8") as f:
-                    payload = f.read()
-            except OSError as e:
-                raise Fatal(io_error_text(e, p)) from None
-            except UnicodeDecodeError:
-                payload = ""
-        try:
-            data = json.loads(payload)
-        except ValueError:
-            data = None
-        if type(data) is not dict or data.get("format") != PICKLE_FORMAT or data.get("kind") != kind:
-            raise Fatal(f"failed to read file '{p}', invalid header")
-        return data
-
     def _pickle_env(self, req: dict):
         env, unknown = self._lookup_env(req["env"])
         if unknown:
             return unknown
         data = {"format": PICKLE_FORMAT, "kind": "env", "note": "leanrpc stand-in pickle, not a Lean .olean"}
         data.update(env.dump())
-        self._write_pickle(req["pickleTo"], data)
+        self.files.write_pickle(req["pickleTo"], data)
         return {"env": req["env"]}
 
     def _unpickle_env(self, req: dict):
-        data = self._read_pickle(req["unpickleEnvFrom"], "env")
+        data = self.files.read_pickle(req["unpickleEnvFrom"], "env")
         key = lineage("unpickle-env", data["lineage"])
         tpl = self._lookup(key)
         if tpl is not None:
@@ -459,7 +346,7 @@ class Repl:
             "lineage": ps.lineage, "goals": ps.goals, "sorry": ps.sorry,
             "env": ps.env.dump() if ps.env is not None else None,
         }
-        self._write_pickle(req["pickleTo"], data)
+        self.files.write_pickle(req["pickleTo"], data)
         key = lineage("pickle-ps", ps.lineage)
         tpl = self._lookup(key)
         if tpl is not None:
@@ -473,7 +360,7 @@ class Repl:
         env, unknown = self._lookup_env(req.get("env"))
         if unknown:
             return unknown
-        data = self._read_pickle(req["unpickleProofStateFrom"], "proofState")
+        data = self.files.read_pickle(req["unpickleProofStateFrom"], "proofState")
         key = lineage("unpickle-ps", str(data.get("lineage")), env.lineage if env is not None else "-")
         goals = [g for g in data.get("goals") or [] if type(g) is str]
         sorry = bool(data.get("sorry"))
