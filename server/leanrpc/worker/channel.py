@@ -15,8 +15,8 @@ audit kills the process and fails the pending exchange with
 An answer is returned only after its fence answer and the audit confirmed it,
 so no result is ever delivered unconfirmed.
 May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.config (the fence keys),
-leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters). Knows no
-worker states.
+leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters),
+leanrpc.worker.stdout (the bytes, in the callback that read them). Knows no worker states.
 
 With `fence = "off"` (fully trusted input) the channel still takes exactly
 one frame per command and poisons on unsolicited output, as before the fence.
@@ -35,7 +35,8 @@ from ..core.framing import FrameDecoder
 from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
 from .audit import PipeAudit, ProcessGone, audit_available
 from .ledger import Ledger, brief
-from .process import READ_CHUNK, ReplProcess
+from . import stdout
+from .process import ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
 
@@ -91,7 +92,8 @@ class Channel:
         self.settings = settings
         self._on_poison = on_poison
         self._pending: _Exchange | None = None
-        self._reader: asyncio.Task | None = None
+        self._reader: asyncio.Task | None = None   # the stdout reader task, where one is needed
+        self._closed: asyncio.Future | None = None   # the end of stdout, handled (_on_eof)
         self.poisoned: str | None = None   # why, once poisoned
         self.eof = asyncio.Event()
         self.ledger = Ledger()             # the env and proof-state ids the REPL must allocate next
@@ -101,7 +103,7 @@ class Channel:
         self._audit: PipeAudit | None = None
 
     def start(self) -> None:
-        self._reader = asyncio.create_task(self._read_stdout(), name=f"{self.name}-stdout")
+        self._reader = stdout.attach(self._process.process, self._on_chunk, self._on_stdout_closed, self.name)
 
     async def enable_audit(self) -> None:
         """Called once the handshake answered: the tree is as it will idle."""
@@ -329,25 +331,22 @@ class Channel:
 
     # -- stdout ----------------------------------------------------------------
 
-    async def _read_stdout(self) -> None:
-        stdout = self._process.process.stdout
+    def _on_chunk(self, chunk: bytes) -> None:
+        """Bytes from the REPL's stdout, in the loop callback that read them."""
+        self.stdout_bytes += len(chunk)
+        if self.poisoned is not None:
+            return  # drain until EOF; nothing more is believed
         try:
-            while True:
-                chunk = await stdout.read(READ_CHUNK)
-                if not chunk:
-                    break
-                self.stdout_bytes += len(chunk)
-                if self.poisoned is not None:
-                    continue  # drain until EOF; nothing more is believed
-                try:
-                    for frame in self._decoder.feed(chunk):
-                        self._on_frame(repl.decode(frame))
-                except FramingError as exc:
-                    self.poison(f"unparseable output: {exc}", garbage=True)
+            for frame in self._decoder.feed(chunk):
+                self._on_frame(repl.decode(frame))
+        except FramingError as exc:
+            self.poison(f"unparseable output: {exc}", garbage=True)
         except Exception as exc:  # pragma: no cover - defensive
             log.exception("worker %s: stdout reader failed", self.name)
             self.poison(f"reader failed: {exc}", garbage=True)
-        await self._on_eof()
+
+    def _on_stdout_closed(self) -> None:
+        self._closed = asyncio.ensure_future(self._on_eof())
 
     def _on_frame(self, response: repl.Response) -> None:
         pending = self._pending
@@ -397,6 +396,8 @@ class Channel:
     async def wait_reader(self) -> None:
         if self._reader is not None:
             await asyncio.shield(self._reader)
+        if self._closed is not None:
+            await asyncio.shield(self._closed)
 
 
 def _expire(future: asyncio.Future) -> None:
