@@ -1,6 +1,7 @@
-"""The REPL's stdout goes to the channel in the callback that read it (issue 28:
-no reader task per chunk); every byte once, in order, and the end once. A
-process without asyncio's subprocess protocol is read by a task instead."""
+"""The REPL's stdout goes to the channel in the pipe's read callback (issue 28:
+no call_soon hop, StreamReader or reader task per chunk); every byte once, in
+order, and the end once, and the process still finishes as asyncio's (wait()
+returns). A process without asyncio's transport is read by a task instead."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ async def test_a_child_s_stdout_arrives_whole_without_a_reader_task():
     process = await asyncio.create_subprocess_exec(sys.executable, "-c", _WRITER, stdout=asyncio.subprocess.PIPE)
     got, ends, task = await _collect(process)
     await process.wait()
-    assert task is None  # straight from the protocol
+    assert task is None  # straight from the pipe transport
     assert got == b"".join(f"{k:05d}\n".encode() * 50 for k in range(200)) and ends == 1
 
 
