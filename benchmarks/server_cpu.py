@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import psutil
+import tomli_w
 
 from . import workloads
 from .targets.common import free_port, stop_process, wait_port
@@ -115,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         "--py-spy", default="", metavar="FILE", help="py-spy raw profile of the measured rounds"
     )
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)")
     args = parser.parse_args(argv)
     items = workloads.load(args.workload, scale=args.scale)
     if not items:
@@ -130,16 +133,24 @@ def main(argv: list[str] | None = None) -> int:
         "--import-cost",
         f"{workloads.import_cost(args.scale):.4f}",
     ]
-    config.write_text(
-        f"[repl]\ncommand = {json.dumps(standin)}\n"
-        f"[pool]\nworkers = {args.workers}\nmin_warm = {args.workers}\n"
-        "[cache]\nenabled = false\n[limits]\nmax_system_memory_percent = 0\n"
-        + (
-            '[axioms]\ncheck = false\n[policy]\ndefault = "trusted"\n'
-            if args.checks == "off"
-            else ""
-        )
-    )
+    table = {
+        "repl": {"command": standin},
+        "pool": {"workers": args.workers, "min_warm": args.workers},
+        "cache": {"enabled": False},
+        "limits": {"max_system_memory_percent": 0},
+    }
+    if args.checks == "off":
+        table["axioms"] = {"check": False}
+        table["policy"] = {"default": "trusted"}
+    for setting in args.set:  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
+        key, _, value = setting.partition("=")
+        section, _, name = key.partition(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value  # a bare string
+        table.setdefault(section, {})[name] = parsed
+    config.write_text(tomli_w.dumps(table))
     env = dict(os.environ)
     env.pop("LEANRPC_NO_EXTENSIONS", None)
     port = free_port()

@@ -20,12 +20,14 @@ parent, so it may read its child's /proc entries) that
 Cost (issue 28): each process's /proc/<pid>/task and /proc/<pid>/fd are
 opened once and reused (openat, readlinkat, listdir on the directory fd); the
 tree walk and the thread listing share one pass. The files read at every
-audit of the REPL's own process (its main thread's `syscall` and `children`,
-its `stat`, the reader thread's `io`) are held open and re-read with pread:
+audit (each process's main thread's `syscall` and `children`, the REPL's
+`stat`, the reader thread's `io`) are held open and re-read with pread:
 each stays bound to that process, so once it is gone its reads fail and a
 reused pid is never read by mistake. Whether the process still runs is asked
 only when a snapshot does not settle at once (a zombie never shows a thread
-reading its input). Every thread's syscall is still read at every audit:
+reading its input), and while the reader thread is not back in a read call
+(still writing its answer) the audit waits on that one file, not on whole
+snapshots. Every thread's syscall is still read at every audit:
 auditing only the threads whose I/O counters moved would miss exactly the
 thief we look for, one parked in read() or poll() on our pipes, waiting for
 the next request; it has moved no byte yet.
@@ -157,24 +159,30 @@ class PipeAudit:
 
     async def _settled(self) -> tuple[_Snapshot, str | None]:
         """Snapshots until the main thread is back at reading its input (it
-        may still be writing the fence's answer); suspects fail at once.
-        Waits without blocking the event loop."""
+        may still be writing the fence's answer); suspects fail then.
+        Waits without blocking the event loop. After the baseline, one read
+        of the reader thread's syscall (a file held open) says when it is
+        back in a read before the whole tree is looked at: a REPL still
+        writing costs that read per wait, not a snapshot (issue 28)."""
         deadline = None
         pause = 0.0002
+        snapshot = _Snapshot({}, 0, [], [])
         while True:
-            self.snapshots += 1
-            try:
-                snapshot = self._snapshot()
-            except OSError as exc:
-                if not self._running():
-                    raise ProcessGone(self._root) from None
-                return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
-            if snapshot.suspects:
-                return snapshot, "; ".join(snapshot.suspects[:4])
-            if len(snapshot.stdin_readers) > 1:
-                return snapshot, f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: {snapshot.stdin_readers}"
-            if len(snapshot.stdin_readers) == 1:
-                return snapshot, None
+            if self._reader is None or self._reader_reads():
+                self.snapshots += 1
+                try:
+                    snapshot = self._snapshot()
+                except OSError as exc:
+                    if not self._running():
+                        raise ProcessGone(self._root) from None
+                    return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
+                if snapshot.suspects:
+                    return snapshot, "; ".join(snapshot.suspects[:4])
+                if len(snapshot.stdin_readers) > 1:
+                    return snapshot, (f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: "
+                                      f"{snapshot.stdin_readers}")
+                if len(snapshot.stdin_readers) == 1:
+                    return snapshot, None
             # Nobody reads the input: still writing its answer, or gone (a zombie has no thread in a syscall).
             if not self._running():
                 raise ProcessGone(self._root)
@@ -184,6 +192,17 @@ class PipeAudit:
                 return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
+
+    def _reader_reads(self) -> bool:
+        """Whether the baseline's reader thread is in a read call now (any fd:
+        the snapshot then says which); True when its file cannot be read, so
+        the snapshot's own error handling decides."""
+        pid, tid = self._reader
+        try:
+            fields = _pread(self._dirs.get(pid).held(f"{tid}/syscall")).split()
+        except OSError:
+            return True
+        return len(fields) >= 2 and fields[0].isdigit() and int(fields[0]) in self._syscalls["read"]
 
     def _running(self) -> bool:
         """False once the REPL is gone or a zombie (exited, not yet reaped)."""
@@ -257,10 +276,11 @@ class PipeAudit:
         raise AssertionError("unreachable")
 
     def _thread_file(self, pid_dir: "_PidDir", tid: int, name: str) -> bytes:
-        """/proc/<pid>/task/<tid>/<name>: held open for the REPL's main thread
-        (read at every audit), opened afresh for the others (a Lean process
-        runs many threads: holding theirs would cost fds)."""
-        if tid == self._root:
+        """/proc/<pid>/task/<tid>/<name>: held open for each process's main
+        thread (read at every audit; a worker tree has few processes: the
+        sandbox monitor and the REPL), opened afresh for the other threads (a
+        Lean process runs many: holding theirs would cost fds)."""
+        if tid == pid_dir.pid:
             return _pread(pid_dir.held(f"{tid}/{name}"))
         return _read_at(f"{tid}/{name}", pid_dir.task)
 
@@ -303,9 +323,10 @@ class _PidDir:
     bound to its process: after the process exits its reads fail, so a
     reused pid can never be read by mistake."""
 
-    __slots__ = ("task", "fd", "_files")
+    __slots__ = ("pid", "task", "fd", "_files")
 
     def __init__(self, pid: int) -> None:
+        self.pid = pid
         base = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             self.task = os.open("task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=base)
