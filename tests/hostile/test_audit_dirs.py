@@ -27,6 +27,8 @@ for line in sys.stdin:
             os.waitpid(pid, 0)
         kids.clear()
     print("ok", flush=True)
+    if line.strip() == "nap":
+        time.sleep(0.5)  # answered, but not back at reading its input yet
 """
 
 
@@ -89,3 +91,23 @@ async def test_a_repl_that_exits_after_the_baseline_is_gone_not_vouched_for():
             audit.close()
             child.kill()
             child.wait()
+
+
+async def test_a_repl_not_yet_back_at_its_input_is_waited_for_with_one_snapshot():
+    """While the reader thread is elsewhere (here: asleep after answering) the
+    audit waits on its syscall file alone, then takes one snapshot (issue 28)."""
+    child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, bufsize=1)
+    inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
+    audit = PipeAudit(child.pid, inodes, settle_s=30.0)
+    try:
+        assert await audit.record_baseline() is None
+        child.stdin.write("nap\n")
+        assert child.stdout.readline().strip() == "ok"
+        before = audit.snapshots
+        assert await audit.check() is None
+        assert audit.snapshots == before + 1
+    finally:
+        audit.close()
+        child.kill()
+        child.wait()
