@@ -119,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)")
     args = parser.parse_args(argv)
-    items = workloads.load(args.workload, scale=args.scale)
-    if not items:
-        print(f"benchmark stopped: no data: no {args.workload} items found", file=sys.stderr)
-        return 1
+    try:
+        items = workloads.load(args.workload, scale=args.scale)  # none: stops with one line
+    except workloads.SharedNotFound as exc:
+        workloads.no_data(str(exc))
     codes = [items[k % len(items)].code for k in range(args.requests)]
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
     config = tmp / "leanrpc.toml"
