@@ -134,34 +134,3 @@ def test_the_watch_looks_every_poll_near_the_limit_and_at_most_a_second_apart_fa
     assert next_look_s(0.1, GROWTH_BYTES_PER_S // 2) == 0.5  # as long as the headroom lasts
     assert next_look_s(0.1, 64 << 30) == LONGEST_LOOK_S == 1.0
     assert next_look_s(3.0, 64 << 30) == 3.0            # never more often than configured
-
-
-async def test_the_release_sample_is_reused_only_while_the_tree_cannot_have_reached_the_limit(monkeypatch):
-    from types import SimpleNamespace
-
-    from leanrpc.config import LimitsConfig
-    from leanrpc.worker import worker as worker_module
-    from leanrpc.worker.launcher import LaunchSpec, Launcher
-    from leanrpc.worker.worker import Worker
-
-    worker = Worker("wm", LaunchSpec(argv=["true"]), Launcher(), LimitsConfig(max_worker_rss_mb=1024))
-    clock = {"now": 1000.0}
-    monkeypatch.setattr(worker_module, "time", SimpleNamespace(monotonic=lambda: clock["now"]))
-    taken: list[int] = []
-    size = {"now": 100 << 20}
-
-    def sample(periodic_scan: bool = True) -> int:
-        taken.append(size["now"])
-        return size["now"]
-
-    monkeypatch.setattr(worker._process, "tree_rss", sample)
-    assert worker.memory_at_release() == 100 << 20 and len(taken) == 1  # nothing seen yet: sampled
-    size["now"] = 900 << 20
-    clock["now"] += 0.1  # 924 MB to go take 0.22 s at 4 GB/s: it cannot be there yet
-    assert worker.memory_at_release() == 100 << 20 and len(taken) == 1
-    clock["now"] += 0.2  # 0.3 s after the sample: it could
-    assert worker.memory_at_release() == 900 << 20 and len(taken) == 2
-    size["now"] = 1100 << 20
-    clock["now"] += 5
-    assert worker.memory_at_release() == 1100 << 20 and len(taken) == 3
-    assert worker.memory_at_release() == 1100 << 20 and len(taken) == 4  # over the limit: every release looks

@@ -78,7 +78,6 @@ class Worker:
         self.loading_key: str | None = None      # the header being loaded (routing counts it)
         self.imports_env: int | None = None      # the env of import_key
         self.rss_at_release = 0                  # tree memory at the last release (0: not measured)
-        self._memory_seen = (float("-inf"), 0)   # (monotonic time, bytes) of the last sample
         self.busy_since = 0.0                    # routing estimate of the current job
         self.expected_busy_s = 0.0
         self.version_string = ""
@@ -153,25 +152,12 @@ class Worker:
         return self._process.stderr_tail()
 
     def tree_rss(self) -> int:
-        rss = self._process.tree_rss()
-        self._memory_seen = (time.monotonic(), rss)
-        return rss
+        return self._process.tree_rss()
 
     def memory_at_release(self) -> int:
         """The tree's memory for the pool's release decision: one cheap
-        sample, no fd scan unless memfds were seen (worker/memory.py); or
-        the last sample, when it is so recent and so far below the limit
-        that the tree cannot have reached the limit since (the watch's own
-        rule, memory.next_look_s: a short-request workload pays about one
-        sample a second per worker instead of one per request)."""
-        at, seen = self._memory_seen
-        limit = self._limits.max_worker_rss_mb * 2**20
-        now = time.monotonic()
-        if limit > 0 and now - at < next_look_s(0.0, limit - seen):
-            return seen
-        rss = self._process.tree_rss(periodic_scan=False)
-        self._memory_seen = (now, rss)
-        return rss
+        sample, no fd scan unless memfds were seen (worker/memory.py)."""
+        return self._process.tree_rss(periodic_scan=False)
 
     # -- pool verbs --------------------------------------------------------------
 
