@@ -124,13 +124,3 @@ def test_the_status_files_held_open_follow_the_tree_and_close():
     finally:
         child.kill()
         child.wait()
-
-
-def test_the_watch_looks_every_poll_near_the_limit_and_at_most_a_second_apart_far_below():
-    from leanrpc.worker.memory import GROWTH_BYTES_PER_S, LONGEST_LOOK_S, next_look_s
-
-    assert next_look_s(0.1, 64 << 20) == 0.1            # 64 MB left: it could go in 16 ms
-    assert next_look_s(0.1, 0) == 0.1 and next_look_s(0.1, -5) == 0.1
-    assert next_look_s(0.1, GROWTH_BYTES_PER_S // 2) == 0.5  # as long as the headroom lasts
-    assert next_look_s(0.1, 64 << 30) == LONGEST_LOOK_S == 1.0
-    assert next_look_s(3.0, 64 << 30) == 3.0            # never more often than configured

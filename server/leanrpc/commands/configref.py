@@ -50,9 +50,7 @@ _NOTES = {
     "repl.env": "Extra environment variables for the REPL (e.g. LEAN_PATH, LEAN_SYSROOT).",
     "repl.repl_revision": "REPL revision, part of the verifier identity and of cache keys (`leanrpc setup` fills it).",
     "repl.project_revision": 'Project revision (e.g. "mathlib v4.19.0"), part of the identity and of cache keys.',
-    "limits.memory_poll_s": ("How often a running request's worker memory is sampled, in seconds (less "
-                             "often, at most 1 s apart, while the tree is further below its limit than "
-                             "it could grow at 4 GB/s in that time)."),
+    "limits.memory_poll_s": "How often a running request's worker memory is sampled, in seconds.",
     "limits.max_frame_mb": "Largest single REPL answer (one JSON frame) read, in MB; a larger one fails the worker.",
     "pool.workers": "REPL worker processes (`serve --workers`).",
     "pool.queue_limit": "Snippets that may wait for a worker; past it requests are refused as overloaded (retry later).",

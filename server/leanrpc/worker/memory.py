@@ -112,18 +112,6 @@ def tree_memory_of(root: psutil.Process, children: Iterable[psutil.Process]) -> 
     return tree_memory_bytes([root.pid, *(child.pid for child in children)])
 
 
-# The fastest a worker tree is assumed to grow (page faults of several threads at
-# once): the watch looks every memory_poll_s near the limit, and less often (at most
-# LONGEST_LOOK_S apart) while the headroom would last longer than that at this rate.
-GROWTH_BYTES_PER_S = 4 << 30
-LONGEST_LOOK_S = 1.0
-
-
-def next_look_s(poll_s: float, headroom: int) -> float:
-    """Seconds until the watch's next look at a tree `headroom` bytes under its limit."""
-    return max(poll_s, min(LONGEST_LOOK_S, headroom / GROWTH_BYTES_PER_S))
-
-
 SHMEM_STEP = 16 << 20          # system Shmem growth that forces an fd scan
 _SCAN_EVERY_S = 1.0            # fd scan and process list refresh, at least this often
 _STATUS_KEYS = (b"RssAnon:", b"RssShmem:")

@@ -10,7 +10,7 @@ Owns: the one `_set_state` over the transition table (data, worker/states.py),
 the worker's Lean-level facts (import header, version), the handshake, the header load, the
 memory watch during a request, and the pool-facing verbs
 `reserve()`, `begin_loading()`, `release()`, `drain()`, `kill()`, `stop()`.
-May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,memory,states},
+May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,states},
 leanrpc.config, leanrpc.errors. Not the pool.
 
 A Worker lives exactly as long as its process: after a kill or a crash it is
@@ -42,7 +42,6 @@ from ..errors import (
 )
 from .channel import Channel, FenceSettings
 from .launcher import LaunchSpec, Launcher
-from .memory import next_look_s
 from .process import ReplProcess, ShutdownRung
 from .states import _HELD, _LIVE, _MAY_EXCHANGE, _TRANSITIONS, ExitCause, WorkerState, cause_of, last_stderr_line
 
@@ -358,11 +357,11 @@ class Worker:
             self.drain(ExitCause.STDERR)
         return answer
 
-    def _memory_verdict(self, rss: int | None = None) -> WorkerOutOfMemory | None:
-        """WorkerOutOfMemory if the tree is over its limit now (or at `rss`), else None."""
+    def _memory_verdict(self) -> WorkerOutOfMemory | None:
+        """WorkerOutOfMemory if the tree is over its limit now, else None."""
         if self._limits.max_worker_rss_mb <= 0:
             return None
-        rss = self.tree_rss() if rss is None else rss
+        rss = self.tree_rss()
         if rss <= self._limits.max_worker_rss_mb * 2**20:
             return None
         return WorkerOutOfMemory(f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
@@ -371,7 +370,6 @@ class Worker:
     def _watch_memory(self) -> None:
         # One timer per worker (no task): armed when a command starts and none
         # is pending, it looks every memory_poll_s while commands are in flight
-        # (less often while the tree is far below its limit: memory.next_look_s)
         # and stops when it finds none, so an idle worker costs no wakeup.
         # Between commands the tree is measured at release (Pool.release) and
         # when a command's time runs out, so a short-request workload (tactics)
@@ -380,15 +378,13 @@ class Worker:
         self._memwatch = None
         if not self._exchanging or not self._watching:
             return
-        rss = self.tree_rss()
-        over = self._memory_verdict(rss)
+        over = self._memory_verdict()
         if over is not None:
             self.kill(ExitCause.OUT_OF_MEMORY)
             self._channel.fail_pending(over)
             return
-        headroom = self._limits.max_worker_rss_mb * 2**20 - rss
-        self._memwatch = asyncio.get_running_loop().call_later(
-            next_look_s(self._limits.memory_poll_s, headroom), self._watch_memory)
+        self._memwatch = asyncio.get_running_loop().call_later(self._limits.memory_poll_s,
+                                                               self._watch_memory)
 
     # -- header ------------------------------------------------------------------
 
