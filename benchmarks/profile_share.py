@@ -8,6 +8,8 @@ Reads py-spy's raw (collapsed) output, keeps the samples of the `leanrpc ... ser
 process, drops the threads that only wait (asyncio's child watcher in wait4, gRPC's
 poller in epoll_wait: py-spy's idle test does not see native waits), and prints each
 room's share of the rest. The first matching rule names a sample's room, leaf first.
+A profile of the server alone (`py-spy record --pid`, benchmarks/server_cpu.py --py-spy) has
+no process frames: read it with `--process ""`.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ def shares(text: str, process: str = "leanrpc.cli serve") -> tuple[collections.C
             continue
         frames = stack.split(";")
         owners = [f for f in frames if f.startswith("process ")]
-        if not owners or process not in owners[-1]:
-            continue
+        if process and (not owners or process not in owners[-1]):
+            continue  # another process of a --subprocesses profile
         frames = [f for f in frames if not f.startswith("process ")]
         if any(w in f for f in frames for w in _WAITING):
             dropped += int(n)
@@ -64,7 +66,9 @@ def shares(text: str, process: str = "leanrpc.cli serve") -> tuple[collections.C
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", type=Path, help="py-spy record --format raw output")
-    parser.add_argument("--process", default="leanrpc.cli serve", help="substring of the server's command line")
+    parser.add_argument("--process", default="leanrpc.cli serve",
+                        help="substring of the server's command line; \"\" for a profile of "
+                             "one process (py-spy record --pid: benchmarks/server_cpu.py --py-spy)")
     args = parser.parse_args(argv)
     if not args.profile.is_file():
         print(f"profile_share: no profile at {args.profile}", file=sys.stderr)

@@ -92,7 +92,16 @@ class WorkerError(LeanServiceError):
 
 
 class WorkerTimeout(WorkerError):
-    """The request ran past its timeout; the worker was killed."""
+    """The request ran past its timeout; the worker was killed.
+
+    `batch_index`: in a pipelined batch (Channel.exchange_batch), the command
+    whose time ran out; the answers before it came but were never confirmed
+    by the fence, so none of them is delivered (None for a single command)."""
+
+    def __init__(self, message: str, *, detail: str = "", stderr_tail: str = "",
+                 batch_index: int | None = None) -> None:
+        super().__init__(message, detail=detail, stderr_tail=stderr_tail)
+        self.batch_index = batch_index
 
 
 class WorkerCrashed(WorkerError):

@@ -27,6 +27,7 @@ def _run(tmp_path, *args: str) -> subprocess.CompletedProcess:
     ("-m", "benchmarks.load", "run", "--workload", "minif2f", "--duration", "1"),
     ("-m", "benchmarks.load", "run", "--workload", "kimina", "--duration", "1", "--target", "leaninteract"),
     ("-m", "benchmarks.reference_bench"),
+    ("-m", "benchmarks.server_cpu", "--requests", "3"),
 ])
 def test_a_benchmark_without_data_stops_with_one_line(tmp_path, args):
     done = _run(tmp_path, *args)

@@ -32,3 +32,15 @@ def test_no_samples_is_one_clear_line(tmp_path, capsys):
     assert "no busy samples" in capsys.readouterr().err
     assert profile_share.main([str(tmp_path / "missing.txt")]) == 2
     assert "no profile at" in capsys.readouterr().err
+
+
+def test_a_profile_of_the_server_alone_is_read_with_an_empty_process_name():
+    """`py-spy record --pid` (benchmarks/server_cpu.py --py-spy) writes no process frames."""
+    text = "\n".join([
+        "run (asyncio/base_events.py:1);check (leanrpc/worker/audit.py:5) 4",
+        "run (asyncio/base_events.py:1);sample (leanrpc/worker/memory.py:2) 2",
+        "Thread.run;ThreadedChildWatcher._do_waitpid (asyncio/unix_events.py:1);wait4 9",
+    ])
+    assert profile_share.shares(text)[0] == {}  # the default looks for the serve process
+    counts, dropped = profile_share.shares(text, process="")
+    assert counts == {"fence audit": 4, "memory watch": 2} and dropped == 9

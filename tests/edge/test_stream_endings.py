@@ -139,6 +139,30 @@ async def test_unary_batch_during_shutdown_gets_every_result():
         assert result.HasField("retry_after") is result.error.startswith("server shutting down"), result
 
 
+async def test_a_one_snippet_unary_call_during_shutdown_gets_its_result():
+    """One snippet waits on its task itself and the shutdown's one shared deadline
+    future (issue 28: no watcher task per call); a stuck one is answered at the deadline."""
+    app = await create_server(small_config(1))
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
+    try:
+        stub = channel.unary_unary(
+            "/leanrpc.v1.Verifier/Verify",
+            request_serializer=pb.VerifyRequest.SerializeToString,
+            response_deserializer=pb.VerifyResponse.FromString,
+        )
+        done = await stub(pb.VerifyRequest(snippets=[pb.Snippet(id="ok", code=CLEAN.format(i=0))]))
+        assert done.results[0].status == pb.STATUS_VALID
+        pending = asyncio.ensure_future(stub(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=STUCK.format(i=1))])))
+        await asyncio.sleep(1.0)
+        await app.stop(2.0)
+        response = await pending
+    finally:
+        await channel.close()
+    [result] = response.results
+    assert result.id == "s" and result.status == pb.STATUS_REJECTED
+    assert result.error.startswith("server shutting down") and result.HasField("retry_after")
+
+
 _SERVE = """
 import asyncio, sys
 sys.path.insert(0, {tests!r})

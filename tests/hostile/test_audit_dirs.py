@@ -27,6 +27,8 @@ for line in sys.stdin:
             os.waitpid(pid, 0)
         kids.clear()
     print("ok", flush=True)
+    if line.strip() == "nap":
+        time.sleep(0.5)  # answered, but not back at reading its input yet
 """
 
 
@@ -59,5 +61,53 @@ async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_d
         audit.close()
         assert _open_fds() == fds_before
     finally:
+        child.kill()
+        child.wait()
+
+
+async def test_a_repl_that_exits_after_the_baseline_is_gone_not_vouched_for():
+    """The audit asks whether the REPL runs only when a snapshot does not settle
+    (issue 28): a zombie (exited, not yet reaped) and a reaped process both end
+    the audit with ProcessGone, through the files held open since the baseline."""
+    import pytest
+
+    from leanrpc.worker.audit import ProcessGone
+
+    for reap in (False, True):
+        child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, bufsize=1)
+        inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
+        audit = PipeAudit(child.pid, inodes, settle_s=30.0)
+        try:
+            assert await audit.record_baseline() is None
+            assert await audit.check() is None
+            os.kill(child.pid, 9)
+            os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # a zombie now, not reaped
+            if reap:
+                child.wait()
+            with pytest.raises(ProcessGone):
+                await audit.check()
+        finally:
+            audit.close()
+            child.kill()
+            child.wait()
+
+
+async def test_a_repl_not_yet_back_at_its_input_is_waited_for_with_one_snapshot():
+    """While the reader thread is elsewhere (here: asleep after answering) the
+    audit waits on its syscall file alone, then takes one snapshot (issue 28)."""
+    child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, bufsize=1)
+    inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
+    audit = PipeAudit(child.pid, inodes, settle_s=30.0)
+    try:
+        assert await audit.record_baseline() is None
+        child.stdin.write("nap\n")
+        assert child.stdout.readline().strip() == "ok"
+        before = audit.snapshots
+        assert await audit.check() is None
+        assert audit.snapshots == before + 1
+    finally:
+        audit.close()
         child.kill()
         child.wait()

@@ -57,7 +57,8 @@ async def test_expand_keeps_at_most_max_stream_in_flight_pairs_running():
         results = []
 
         async def read_all():
-            async for result in client.expand([(root, HOLD)] * 20):
+            # One request per pair (not one request of 20 tactics): the cap counts requests.
+            async for result in client.expand([(root, HOLD)] * 20, batch=False):
                 results.append(result)
 
         reading = asyncio.ensure_future(read_all())
@@ -85,7 +86,7 @@ async def test_shutdown_answers_every_accepted_expand_pair_once():
         results = []
 
         async def read_all():
-            async for result in client.expand(pairs):
+            async for result in client.expand(pairs, batch=False):
                 results.append(result)
 
         reading = asyncio.ensure_future(read_all())

@@ -316,3 +316,14 @@ def test_a_state_the_idle_worker_holds_goes_before_one_nobody_holds():
     w1 = view("w1", View.BUSY, busy_since=NOW, expected_busy_s=0.05)
     w2 = view("w2", View.IDLE)
     assert [d.job for d in r.plan([a, b], [w1, w2], NOW).decisions] == [b]
+
+
+def test_a_job_avoiding_a_worker_takes_another_idle_one_but_not_none():
+    """The Prover's whole-proof check (issue 28): not on the worker that found the
+    proof while another idle worker holds the header; on it when it is the only one."""
+    r = router(incrementality=False)
+    both = [view("w1", View.IDLE, last_used=5), view("w2", View.IDLE, last_used=9)]
+    assert decided(r.plan([job()], both, NOW)) == [("assign", "w2")]  # the control: most recent
+    assert decided(r.plan([job(avoid_worker="w2")], both, NOW)) == [("assign", "w1")]
+    alone = [view("w1", View.BUSY), view("w2", View.IDLE, last_used=9)]
+    assert decided(r.plan([job(avoid_worker="w2")], alone, NOW)) == [("assign", "w2")]

@@ -3,7 +3,11 @@ answers honestly (each command the next env, each tactic the next proof state),
 except for commands whose text names a misdeed: `drop` gets no answer, `extra`
 two, `forge` a forged clean answer before its own, `hold` is answered only after
 the next request's answer (out of order), `fence` makes the fence answer come
-before this command's own."""
+before this command's own. The same words in a tactic do the same in tactic
+mode (`forge`: a forged "Completed" with the next proof state id; `extra`: the
+answer twice). A command with `sorry` gets one proof state per sorry (so the
+Prover can start a proof on this fake: tests/prover/test_prover_expand_batch.py);
+an honest tactic leaves one goal open."""
 
 import json
 import os
@@ -15,12 +19,24 @@ from fake_repl_loop import fence_answer, version_messages  # noqa: E402
 STATE = {"env": 0, "ps": 0}
 
 
+def _next_ps() -> int:
+    ps, STATE["ps"] = STATE["ps"], STATE["ps"] + 1
+    return ps
+
+
 def honest(obj: dict) -> dict:
     if "tactic" in obj:
-        ps, STATE["ps"] = STATE["ps"], STATE["ps"] + 1
-        return {"proofState": ps, "goals": [], "proofStatus": "Completed"}
+        return {"proofState": _next_ps(), "goals": ["⊢ True"],
+                "proofStatus": "Incomplete: open goals remain"}
     env, STATE["env"] = STATE["env"], STATE["env"] + 1
     out = {"env": env}
+    code = obj.get("cmd", "")
+    if "sorry" in code:
+        line = code[:code.index("sorry")].count("\n") + 1
+        column = code.index("sorry") - (code[:code.index("sorry")].rfind("\n") + 1)
+        out["sorries"] = [{"proofState": _next_ps(), "goal": "⊢ True",
+                           "pos": {"line": line, "column": column},
+                           "endPos": {"line": line, "column": column + 5}}]
     if "Lean.versionString" in obj.get("cmd", ""):
         out["messages"] = version_messages("4.19.0 (batch fake)")
     return out
@@ -53,9 +69,11 @@ def main() -> None:
         elif "drop" in text:
             honest(obj)
         elif "extra" in text:
-            replies = [honest(obj), {"env": STATE["env"] - 1}]
+            replies = [honest(obj), honest(obj) if "tactic" in obj else {"env": STATE["env"] - 1}]
         elif "forge" in text:
-            replies = [{"env": STATE["env"]}, honest(obj)]
+            forged = ({"proofState": STATE["ps"], "goals": [], "proofStatus": "Completed"}
+                      if "tactic" in obj else {"env": STATE["env"]})
+            replies = [forged, honest(obj)]
         elif "hold" in text:
             held = honest(obj)
         else:

@@ -62,6 +62,38 @@ async def test_a_bad_frame_anywhere_in_a_batch_poisons_the_worker(misdeed, posit
         await worker.stop(2.0)
 
 
+@pytest.mark.parametrize("misdeed", ["drop", "extra", "forge", "hold", "fence"])
+@pytest.mark.parametrize("position", [0, 1, 3])
+async def test_a_bad_frame_anywhere_in_a_tactic_batch_poisons_the_worker(misdeed, position):
+    """The Prover's batch (several tactics on one state, issue 28 item 2): the same fence."""
+    worker = await _worker(FAKE)
+    try:
+        start = await worker.request(repl.command("theorem t : True := sorry", worker.next_env), 5)
+        state = start.sorries[0].proof_state
+        tactics = ["trivial"] * 4
+        tactics[position] = f"skip -- {misdeed}"
+        with pytest.raises(WorkerError) as info:
+            await worker.request_batch(
+                [repl.TacticRequest(tactic=t, proof_state=state) for t in tactics], 5)
+        assert isinstance(info.value, WorkerPoisoned), info.value
+        assert not worker.alive or worker._channel.poisoned is not None
+    finally:
+        await worker.stop(2.0)
+
+
+async def test_the_fake_answers_an_honest_tactic_batch():
+    worker = await _worker(FAKE)
+    try:
+        start = await worker.request(repl.command("theorem t : True := sorry", worker.next_env), 5)
+        state = start.sorries[0].proof_state
+        answers = await worker.request_batch(
+            [repl.TacticRequest(tactic="trivial", proof_state=state)] * 4, 5)
+        assert [a.proof_state for a in answers] == [state + 1, state + 2, state + 3, state + 4]
+        assert worker.alive and worker._channel.batches == 1
+    finally:
+        await worker.stop(2.0)
+
+
 async def test_the_fake_answers_an_honest_batch():
     """The control: the same fake, no misdeed, answers the batch (so the cases above can fail)."""
     worker = await _worker(FAKE)

@@ -3,6 +3,7 @@ only when memfds may exist, one cgroup file when the worker has its own."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -64,7 +65,7 @@ def test_no_fd_scan_at_release_when_no_memfd_was_seen(monkeypatch):
         assert not watch.shmem_seen
         scanned = []
         monkeypatch.setattr(memory, "_held_shmem", lambda pid: scanned.append(pid) or {})
-        monkeypatch.setattr(memory, "system_shmem_bytes", lambda: 0)  # no Shmem growth
+        monkeypatch.setattr(TreeMemory, "_system_shmem", lambda self: 0)  # no Shmem growth
         for _ in range(5):
             assert watch.sample(periodic_scan=False) > 0
         assert scanned == []
@@ -90,7 +91,36 @@ def test_tree_pids_follows_the_children_files():
 
 def test_a_worker_cgroup_is_read_from_memory_stat_alone(tmp_path, monkeypatch):
     (tmp_path / "memory.stat").write_text("anon 3000\nfile 999999\nkernel 5\nshmem 400\nfile_mapped 7\n")
-    monkeypatch.setattr(memory, "_status_bytes", lambda pid: (_ for _ in ()).throw(AssertionError("walked /proc")))
+    monkeypatch.setattr(TreeMemory, "_status",
+                        lambda self, pid: (_ for _ in ()).throw(AssertionError("walked /proc")))
     watch = TreeMemory(1, cgroup_dir=str(tmp_path))
     assert watch.sample() == 3400  # anon + shmem; page cache (file) left out
     assert watch.fd_scans == 0
+
+
+def test_the_status_files_held_open_follow_the_tree_and_close():
+    """Samples re-read held files (issue 28); a process that left the tree has
+    its file closed at the next listing, and close() leaves no fd behind."""
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import subprocess, time; subprocess.run(['sleep', '30']); time.sleep(30)"])
+    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    before = fds()
+    try:
+        deadline = time.monotonic() + 10
+        while len(tree_pids(child.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        watch = TreeMemory(child.pid)
+        first = watch.sample()
+        assert first > 0 and fds() == before + 3  # two status files and meminfo
+        assert watch.sample() > 0 and fds() == before + 3  # re-read, not reopened
+        grandchild = tree_pids(child.pid)[1]
+        os.kill(grandchild, 9)
+        while len(tree_pids(child.pid)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        watch._listed_at = float("-inf")  # the next sample lists the tree again
+        assert watch.sample() > 0 and fds() == before + 2
+        watch.close()
+        assert fds() == before
+    finally:
+        child.kill()
+        child.wait()

@@ -6,7 +6,7 @@
         print(step.status, step.goals)          # "INCOMPLETE", ["case left ...", "case right ..."]
 
         async for step in client.expand([(state_id, "simp"), (state_id, "omega")]):
-            ...                                  # answered as they finish
+            ...                                  # one request: both tactics pipelined on one worker
 
         found = await best_first_search(client, "theorem ...", lambda goals: ["simp", "omega"])
 
@@ -72,6 +72,8 @@ class TacticResult:
     rebuilt: bool = False
     worker: str = ""
     request_id: str = ""
+    # Its position among its request's `tactics` (0 for a request with one tactic).
+    index: int = 0
     # States for the sorries the tactic itself opened (one per sorry, each expands on its own).
     opened: list[ProofState] = dataclasses.field(default_factory=list)
 
@@ -98,6 +100,7 @@ def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
         rebuilt=r.rebuilt,
         worker=r.worker,
         request_id=r.request_id,
+        index=r.index,
         opened=[_state_from_pb(s) for s in r.opened],
     )
 
@@ -105,6 +108,22 @@ def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
 def _state_from_pb(s) -> ProofState:
     return ProofState(s.state_id, list(s.goals), (s.start.line, s.start.column) if s.HasField("start") else None,
                       (s.end.line, s.end.column) if s.HasField("end") else None)
+
+
+# Tactics the client puts in one Expand request (the server's default `[prover]
+# max_tactics_per_expand`; a server configured lower answers REJECTED).
+MAX_TACTICS_PER_REQUEST = 64
+
+
+def _runs_by_state(pairs: Iterable[tuple[str, str]], limit: int) -> list[tuple[str, list[str]]]:
+    """Consecutive pairs on one state as (state_id, tactics), at most `limit` tactics each."""
+    runs: list[tuple[str, list[str]]] = []
+    for state_id, tactic in pairs:
+        if runs and runs[-1][0] == state_id and len(runs[-1][1]) < limit:
+            runs[-1][1].append(tactic)
+        else:
+            runs.append((state_id, [tactic]))
+    return runs
 
 
 def _duration_or_none(seconds_: float):
@@ -150,13 +169,18 @@ class ProverCalls:
         return tactic_result_from_pb(await self._call(self._prover_stub.RunTactic, request, deadline_s))
 
     async def expand(self, pairs: Iterable[tuple[str, str]] | AsyncIterator[tuple[str, str]], *,
-                     timeout_s: float = 0.0) -> AsyncIterator[TacticResult]:
+                     timeout_s: float = 0.0, batch: bool = True) -> AsyncIterator[TacticResult]:
         """(state_id, tactic) pairs over one Expand stream; results as they finish.
 
-        `request_id` of each result is the pair's index (as a string).
+        `request_id` of each result is the pair's index (as a string). With
+        `batch` (the default) and a list of pairs, consecutive pairs on one
+        state go as one request carrying their `tactics` (up to
+        `MAX_TACTICS_PER_REQUEST`): the server runs them pipelined on one
+        worker, one fence for all, and their results come together.
         """
         call = self._prover_stub.Expand(metadata=self._metadata)
         timeout = _duration_or_none(timeout_s)
+        groups: dict[str, int] = {}  # request_id -> index of its first pair
 
         async def send() -> None:
             index = 0
@@ -165,11 +189,23 @@ class ProverCalls:
                     await call.write(ppb.ExpandRequest(request_id=str(index), state_id=state_id, tactic=tactic,
                                                        timeout=timeout))
                     index += 1
-            else:
+            elif not batch:
                 for state_id, tactic in pairs:
                     await call.write(ppb.ExpandRequest(request_id=str(index), state_id=state_id, tactic=tactic,
                                                        timeout=timeout))
                     index += 1
+            else:
+                for state_id, tactics in _runs_by_state(pairs, MAX_TACTICS_PER_REQUEST):
+                    request_id = str(index)
+                    if len(tactics) == 1:
+                        request = ppb.ExpandRequest(request_id=request_id, state_id=state_id,
+                                                    tactic=tactics[0], timeout=timeout)
+                    else:
+                        groups[request_id] = index
+                        request = ppb.ExpandRequest(request_id=request_id, state_id=state_id,
+                                                    tactics=tactics, timeout=timeout)
+                    await call.write(request)
+                    index += len(tactics)
             await call.done_writing()
 
         sender = asyncio.ensure_future(send())
@@ -178,7 +214,11 @@ class ProverCalls:
                 message = await call.read()
                 if message is grpc.aio.EOF:
                     break
-                yield tactic_result_from_pb(message)
+                result = tactic_result_from_pb(message)
+                first = groups.get(result.request_id)
+                if first is not None:  # one of a request's tactics: its pair's own index
+                    result.request_id = str(first + result.index)
+                yield result
             await sender
         finally:
             sender.cancel()

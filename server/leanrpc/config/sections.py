@@ -305,6 +305,9 @@ class ProverConfig(_Section):
     max_ttl_s: Annotated[float, msgspec.Meta(gt=0, le=31_536_000)] = 86_400.0
     # Longest tactic text accepted (RunTactic, Expand).
     max_tactic_chars: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 8_192
+    # Most tactics one Expand request may carry for its state (`tactics`, run pipelined on one
+    # worker).
+    max_tactics_per_expand: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
     # Rebuild states by pickling (pickleTo / unpickleProofStateFrom): "auto"
     # when the REPL's Lean version has it (>= 4.3.0), "on", "off" (replay only).
     pickle: OnOffAuto = "auto"

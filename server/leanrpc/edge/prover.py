@@ -2,7 +2,8 @@
 
 Owns: request/response conversion for StartProof, RunTactic, Expand and
 ReleaseStates, and the Expand stream's rule that a bad pair is a REJECTED
-result (the stream goes on) while a bad unary call is a status code
+result (the stream goes on; a request with several `tactics` gets one result
+per tactic, each with its `index`) while a bad unary call is a status code
 (edge.errors' one table). Times are google.protobuf.Duration on the wire
 and float seconds inside: a negative or invalid request Duration is
 INVALID_ARGUMENT naming the field. Quotas and ownership count against the
@@ -29,7 +30,7 @@ from . import convert
 from .identity import CallerIdentity
 from .errors import duration_of, maps_errors, status_for
 from .interceptors.lenient import LenientRegistrar
-from .streaming import Answer, Run, Shutdown, StreamCall
+from .streaming import Answer, Many, Run, Shutdown, StreamCall
 
 __all__ = ["ProverServicer", "add_prover_to_server", "fit_tactic_result", "outcome_to_pb"]
 
@@ -151,15 +152,23 @@ def _code_name(exc: BaseException) -> str:
     return status_for(exc).name
 
 
-def _rejected(request: pb.ExpandRequest, error: str) -> pb.TacticResult:
-    return pb.TacticResult(request_id=request.request_id, parent_state_id=request.state_id,
-                           tactic=request.tactic, status=pb.PROOF_STATUS_REJECTED, error=error)
+def _rejected(request: pb.ExpandRequest, error: str):
+    """The REJECTED answer to a request: one result, or one per tactic of a
+    request with `tactics` (each with its index)."""
+    if not request.tactics:
+        return pb.TacticResult(request_id=request.request_id, parent_state_id=request.state_id,
+                               tactic=request.tactic, status=pb.PROOF_STATUS_REJECTED, error=error)
+    return Many(tuple(pb.TacticResult(request_id=request.request_id,
+                                      parent_state_id=request.state_id, tactic=tactic,
+                                      status=pb.PROOF_STATUS_REJECTED, error=error, index=k)
+                      for k, tactic in enumerate(request.tactics)))
 
 
 class _ExpandDoor:
     """Expand's StreamDoor: a bad pair is a REJECTED result whose error starts
     with the status code name it would have had as a unary call; the stream
-    goes on."""
+    goes on. A request with `tactics` is answered once per tactic (`Many`),
+    each result with its `index`; a bad tactic among them is REJECTED alone."""
 
     def __init__(self, prover: ProverService, *, client: str, deadline: float | None,
                  max_result_bytes: int) -> None:
@@ -171,10 +180,17 @@ class _ExpandDoor:
     def take(self, request: pb.ExpandRequest):
         if not request.request_id:
             return Answer(_rejected(request, "INVALID_ARGUMENT: Expand requests need a request_id"))
+        if request.tactic and request.tactics:
+            return Answer(_rejected(request, "INVALID_ARGUMENT: set tactic or tactics, not both"))
         return Run(request.request_id, request)
 
-    async def run(self, request: pb.ExpandRequest) -> pb.TacticResult:
+    async def run(self, request: pb.ExpandRequest):
         try:
+            if request.tactics:
+                outs = await self._prover.run_tactics(
+                    request.state_id, list(request.tactics), timeout_s=_seconds(request, "timeout"),
+                    client_id=self._client, deadline=self._deadline, request_id=request.request_id)
+                return Many(tuple(self._one_of_many(request, k, out) for k, out in enumerate(outs)))
             return outcome_to_pb(await self._prover.run_tactic(
                 request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"), client_id=self._client,
                 deadline=self._deadline, request_id=request.request_id,
@@ -185,13 +201,26 @@ class _ExpandDoor:
         except Exception as exc:  # noqa: BLE001 - still one answer per pair
             return _rejected(request, f"INTERNAL: {exc!r}")
 
-    def shutting_down(self, request: pb.ExpandRequest) -> pb.TacticResult:
+    @staticmethod
+    def _one_of_many(request: pb.ExpandRequest, index: int, out) -> pb.TacticResult:
+        if isinstance(out, LeanServiceError):  # that tactic alone was refused
+            result = pb.TacticResult(request_id=request.request_id,
+                                     parent_state_id=request.state_id,
+                                     tactic=request.tactics[index],
+                                     status=pb.PROOF_STATUS_REJECTED,
+                                     error=f"{_code_name(out)}: {out.message}")
+        else:
+            result = outcome_to_pb(out)
+        result.index = index
+        return result
+
+    def shutting_down(self, request: pb.ExpandRequest):
         return _rejected(request, f"UNAVAILABLE: {SHUTTING_DOWN_TEXT}")
 
-    def cancelled(self, request: pb.ExpandRequest) -> pb.TacticResult:
+    def cancelled(self, request: pb.ExpandRequest):
         return _rejected(request, "CANCELLED: the stream ended before the expansion ran")
 
-    def duplicate(self, request: pb.ExpandRequest) -> pb.TacticResult:
+    def duplicate(self, request: pb.ExpandRequest):
         return _rejected(request, "INVALID_ARGUMENT: duplicate request_id in flight")
 
     def to_wire(self, result: pb.TacticResult) -> pb.TacticResult:

@@ -12,7 +12,9 @@ Owns: reading a stream of requests and answering it, with
   are answered at once, running ones get until the shutdown deadline, what
   is left is answered with the door's "shutting down" answer, reading stops
   at the reading deadline, then OK;
-* the size bound of each answer (the door's `to_wire` fits it).
+* the size bound of each answer (the door's `to_wire` fits it);
+* several answers to one request (`Many`: Expand with `tactics`), in order,
+  the request's permit back with the last.
 
 What a request *means* is the door's (`StreamDoor`): edge/stream.py for
 VerifyStream, edge/prover.py for Expand.
@@ -32,7 +34,7 @@ from typing import Any, Protocol
 from ..errors import RequestError
 from .errors import abort_with
 
-__all__ = ["Answer", "Cancel", "Run", "Shutdown", "StreamCall", "StreamDoor"]
+__all__ = ["Answer", "Cancel", "Many", "Run", "Shutdown", "StreamCall", "StreamDoor"]
 
 
 class Shutdown:
@@ -42,6 +44,7 @@ class Shutdown:
         self.event = asyncio.Event()
         self.deadline: float | None = None
         self.reading_deadline: float | None = None
+        self._passed: asyncio.Future | None = None  # done at the deadline (see `passed`)
 
     def begin(self, grace: float) -> None:
         # Answer before gRPC cancels the calls at the end of the grace
@@ -52,14 +55,26 @@ class Shutdown:
         # Requests still arriving are read (and answered at once) until here.
         self.reading_deadline = now + max(0.0, grace - margin / 4)
         self.event.set()
+        if self._passed is not None:
+            self._arm()
 
     @property
     def started(self) -> bool:
         return self.event.is_set()
 
-    async def wait_deadline(self) -> None:
-        await self.event.wait()
-        await asyncio.sleep(max(0.0, self.deadline - time.monotonic()))
+    def passed(self) -> asyncio.Future:
+        """A future done once the shutdown deadline has passed: one for every
+        call to wait on (a unary call needs no watcher task of its own)."""
+        if self._passed is None:
+            self._passed = asyncio.get_running_loop().create_future()
+            if self.deadline is not None:
+                self._arm()
+        return self._passed
+
+    def _arm(self) -> None:
+        passed = self._passed
+        delay = max(0.0, self.deadline - time.monotonic())
+        passed.get_loop().call_later(delay, lambda: passed.done() or passed.set_result(None))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,6 +93,14 @@ class Answer:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Many:
+    """Several answers to one request (an Expand request with `tactics`), sent
+    in order; the request's permit comes back with the last of them."""
+
+    answers: tuple
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Cancel:
     """A control message: cancel the running request `key` (if any)."""
 
@@ -91,7 +114,8 @@ class StreamDoor(Protocol):
         """What a read message is; None for a control message the door applied itself."""
 
     async def run(self, request) -> Any:
-        """The request's answer; every failure becomes an answer (only cancellation raises)."""
+        """The request's answer (or `Many` answers); every failure becomes an
+        answer (only cancellation raises)."""
 
     def shutting_down(self, request) -> Any:
         """The answer for a request accepted but not run because the server stops."""
@@ -145,7 +169,16 @@ class StreamCall:
         return len(self._running)
 
     def _emit(self, answer) -> None:
-        self._out.put_nowait((self._door.to_wire(answer), True))
+        if not isinstance(answer, Many):
+            self._out.put_nowait((self._door.to_wire(answer), True))
+            return
+        if not answer.answers:
+            self._permits.release()
+            self._out.put_nowait(None)
+            return
+        last = len(answer.answers) - 1
+        for k, one in enumerate(answer.answers):
+            self._out.put_nowait((self._door.to_wire(one), k == last))
 
     async def _read(self, request_iterator) -> None:
         iterator = request_iterator.__aiter__()

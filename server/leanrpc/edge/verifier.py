@@ -71,24 +71,46 @@ class VerifierServicer(pb_grpc.VerifierServicer):
                 raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}",
                            field=exc.field or f"snippets[{index}]") from exc
         self._verify.admission(len(snippets))
-        tasks = [asyncio.ensure_future(self._verify.run(one)) for one in resolved]
-        try:
-            results = await self._gather_until_shutdown(tasks, [s.id or str(i) for i, s in enumerate(snippets)])
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            raise
+        if len(resolved) == 1:
+            results = [await self._one_until_shutdown(resolved[0], snippets[0].id or "0")]
+        else:
+            tasks = [asyncio.ensure_future(self._verify.run(one)) for one in resolved]
+            try:
+                results = await self._gather_until_shutdown(tasks, [s.id or str(i) for i, s in enumerate(snippets)])
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                raise
         answers = [convert.result_to_pb(r) for r in results]
         return pb.VerifyResponse(results=convert.fit_batch(answers, self._max_result_bytes))
+
+    async def _one_until_shutdown(self, request, snippet_id: str) -> VerifyResult:
+        """One snippet run in the call's own task (issue 28: no task, gather or
+        wait per call); at the shutdown deadline the call's task is cancelled
+        and the snippet says "server shutting down"."""
+        passed = self._shutdown.passed()
+        if passed.done():
+            return shutdown_result(snippet_id)
+        task = asyncio.current_task()
+
+        def stop(_passed) -> None:
+            task.cancel()
+
+        passed.add_done_callback(stop)
+        try:
+            return await self._verify.run(request)
+        except asyncio.CancelledError:
+            if not passed.done():
+                raise  # the client went away
+            task.uncancel()
+            return shutdown_result(snippet_id)
+        finally:
+            passed.remove_done_callback(stop)
 
     async def _gather_until_shutdown(self, tasks: list[asyncio.Task], ids: list[str]) -> list[VerifyResult]:
         """All results; after the shutdown deadline the unfinished ones say "server shutting down"."""
         everything = asyncio.ensure_future(asyncio.gather(*tasks))
-        stopping = asyncio.ensure_future(self._shutdown.wait_deadline())
-        try:
-            await asyncio.wait([everything, stopping], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopping.cancel()
+        await asyncio.wait([everything, self._shutdown.passed()], return_when=asyncio.FIRST_COMPLETED)
         if everything.done():
             return everything.result()
         everything.cancel()

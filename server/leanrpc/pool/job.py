@@ -90,6 +90,8 @@ class Job:
     profile: str = ""
     # Retire the worker after this job (a trusted client's code ran in it; services.resolve).
     retire_worker: bool = False
+    # Another idle worker of the header is preferred to this one (a routing hint).
+    avoid_worker: str = ""
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
     # Pool-trie entry added at launch: the worker will hold the text once it
     # is elaborated, so routing can wait for it instead of elaborating the
@@ -129,6 +131,7 @@ class Job:
             self.reuse,
             self.enqueued_at,
             self.deadline,
+            self.avoid_worker,
         )
         return self.view
 

@@ -50,8 +50,15 @@ class Loader:
         # their workers, so their exit cause stays SHUTDOWN.
         self.loads: set[asyncio.Task] = set()
 
-    def start(self, job: Job, worker: Worker) -> asyncio.Task:
-        """The load of one attempt, as a task of its own (kept in `job.load`)."""
+    def start(self, job: Job, worker: Worker) -> asyncio.Future:
+        """The load of one attempt, as a task of its own (kept in `job.load`);
+        a future already done when there is nothing to boot or load (no task,
+        no loop round trip: the common warm case)."""
+        ready = self._ready(job, worker)
+        if ready is not None:
+            load = job.load = asyncio.get_running_loop().create_future()
+            load.set_result(ready)
+            return load
         load = job.load = asyncio.create_task(
             self._prepare(job, worker), name=f"load-{worker.name}"
         )
@@ -94,6 +101,27 @@ class Loader:
         base_env, messages, preamble_s = await self._ensure_preamble(job, worker)
         return Prepared(boot_s, warm, header_s + preamble_s, base_env, messages)
 
+    def _ready(self, job: Job, worker: Worker) -> Prepared | None:
+        """`_prepare`'s answer when it has no REPL work to do (the worker is up
+        and holds the job's header and preamble), else None."""
+        if worker.state is WorkerState.SPAWNING or not worker.holds(job.import_key):
+            return None
+        held = self._held_preamble(job, worker)
+        if held is None:
+            return None
+        worker.use_header(job.import_key)
+        self._pool.stats.header_hits += 1
+        return Prepared(0.0, True, 0.0, held[0], held[1])
+
+    def _held_preamble(self, job: Job, worker: Worker) -> tuple[int, list] | None:
+        """The env (and Lean's messages) of the job's preamble on this worker, if held."""
+        header_env = worker.header_env(job.import_key)
+        if header_env is None:
+            return None
+        if not job.split.preamble_key:
+            return header_env, []
+        return self._pool.slots.of(worker.name).preamble(_preamble_key(job))
+
     async def _ensure_preamble(self, job: Job, worker: Worker) -> tuple[int, list, float]:
         """The env of the job's open/set_option preamble on this worker.
 
@@ -108,7 +136,7 @@ class Loader:
         if not split.preamble_key:
             return header_env, [], 0.0
         # A worker holds several headers: a preamble env belongs to one of them.
-        key = f"{job.import_key}\x00{split.preamble_key}"
+        key = _preamble_key(job)
         slot = self._pool.slots.of(worker.name)
         found = slot.preamble(key)
         if found is not None:
@@ -126,11 +154,13 @@ class Loader:
         slot.put_preamble(key, response.env, messages)
         return response.env, messages, time.monotonic() - started
 
-    async def wait(self, job: Job, worker: Worker, load: asyncio.Task) -> None:
+    async def wait(self, job: Job, worker: Worker, load: asyncio.Future) -> None:
         """Waits for the load without cancelling it on a cancel or deadline.
 
         Raises WorkerTimeout when the job's deadline passes first.
         """
+        if load.done():
+            return
         timeout = None if job.deadline is None else max(0.0, job.deadline - time.monotonic())
         done, _pending = await asyncio.wait({load}, timeout=timeout)
         if not done:
@@ -138,12 +168,12 @@ class Loader:
                 f"deadline passed while worker {worker.name} was loading the header"
             )
 
-    def adopt(self, worker: Worker, load: asyncio.Task) -> None:
+    def adopt(self, worker: Worker, load: asyncio.Future) -> None:
         """The job left during its load: the worker finishes loading and then
         serves others (IDLE, holding the header), or fails as it would have."""
         load.add_done_callback(lambda task: self._on_adopted_done(worker, task))
 
-    def _on_adopted_done(self, worker: Worker, load: asyncio.Task) -> None:
+    def _on_adopted_done(self, worker: Worker, load: asyncio.Future) -> None:
         if load.cancelled():  # close(): the worker is being stopped with the pool
             if worker.alive:
                 worker.kill(ExitCause.SHUTDOWN)
@@ -165,3 +195,8 @@ class Loader:
             for task in stragglers:
                 task.cancel()
             await asyncio.gather(*stragglers, return_exceptions=True)
+
+
+def _preamble_key(job: Job) -> str:
+    # A worker holds several headers: a preamble env belongs to one of them.
+    return f"{job.import_key}\x00{job.split.preamble_key}"

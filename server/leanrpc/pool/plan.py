@@ -81,6 +81,8 @@ class JobView:
     reuse: bool = True
     enqueued_at: float = 0.0
     deadline: float | None = None
+    # Another idle worker is preferred to this one (the Prover's whole-proof check).
+    avoid_worker: str = ""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)

@@ -21,7 +21,9 @@ jobs are the look-ahead window: at most LOOKAHEAD of the fair order):
      session env). When a *busy* worker holds a longer prefix and the
      measured cost of the extra text is more than the expected wait for it,
      the job waits for that worker instead (bounded by max_wait_for_warm_s,
-     and by the rent earlier jobs paid for that prefix: ski rental);
+     and by the rent earlier jobs paid for that prefix: ski rental). Without
+     prefix routing: the most recently used, other than the job's
+     `avoid_worker` while another is idle (the Prover's whole-proof check);
   2. a fresh worker that holds no header yet, or a free slot to start one;
   3. only for the first job that does not wait: when no worker holds its
      header, or it has waited max_wait_for_warm_s, an idle worker of the
@@ -274,7 +276,7 @@ class _Pass:
         """The idle candidate holding the most of the job's work, or None when
         the job should rather wait for a busy worker that holds more."""
         if not self._routes_by_prefix(job):
-            return max(candidates, key=lambda w: w.last_used)
+            return max(candidates, key=lambda w: (w.name != job.avoid_worker, w.last_used))
         scored = max(
             ((self.facts.held(job, w.name), w.last_used, w) for w in candidates),
             key=lambda t: t[:2],

@@ -84,6 +84,9 @@ class Resolved:
     # it is retired afterwards, since the caller's code may have left
     # something behind in that REPL process (docs/SECURITY.md, code policy).
     retire_worker: bool = False
+    # A worker to run on only when no other idle one can (the Prover's whole-proof
+    # check, issue 28: the worker that found the proof has the search's next states).
+    avoid_worker: str = ""
 
     def answer(self) -> VerifyResult | None:
         """A fresh copy of the policy's answer (the result is the caller's to change)."""

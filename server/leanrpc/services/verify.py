@@ -129,6 +129,7 @@ class VerifyService:
             stream_id=request.stream_id,
             profile=request.profile,
             retire_worker=request.retire_worker,
+            avoid_worker=request.avoid_worker,
         )
         result, outcome = await run_job(self.pool, job, request.snippet_id)
         if reference is not None:  # first: its structured reason names the declaration

@@ -19,10 +19,18 @@ parent, so it may read its child's /proc entries) that
     this audit, leaves the main thread's counters short.
 Cost (issue 28): each process's /proc/<pid>/task and /proc/<pid>/fd are
 opened once and reused (openat, readlinkat, listdir on the directory fd); the
-tree walk and the thread listing share one pass. Every thread's syscall is
-still read at every audit: auditing only the threads whose I/O counters moved
-would miss exactly the thief we look for, one parked in read() or poll() on
-our pipes, waiting for the next request; it has moved no byte yet.
+tree walk and the thread listing share one pass. The files read at every
+audit (each process's main thread's `syscall` and `children`, the REPL's
+`stat`, the reader thread's `io`) are held open and re-read with pread:
+each stays bound to that process, so once it is gone its reads fail and a
+reused pid is never read by mistake. Whether the process still runs is asked
+only when a snapshot does not settle at once (a zombie never shows a thread
+reading its input), and while the reader thread is not back in a read call
+(still writing its answer) the audit waits on that one file, not on whole
+snapshots. Every thread's syscall is still read at every audit:
+auditing only the threads whose I/O counters moved would miss exactly the
+thief we look for, one parked in read() or poll() on our pipes, waiting for
+the next request; it has moved no byte yet.
 May import: the standard library and worker.proctree (the one /proc tree walk).
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
@@ -98,6 +106,8 @@ class PipeAudit:
         self._reader: tuple[int, int] | None = None
         self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
         self._dirs = _ProcDirs()                    # /proc directories of the tree, held open
+        self.checks = 0                             # audits run, and snapshots they took (a
+        self.snapshots = 0                          # snapshot more when the REPL had not settled)
 
     @property
     def has_baseline(self) -> bool:
@@ -114,7 +124,7 @@ class PipeAudit:
         self._baseline = snapshot
         self._reader = snapshot.stdin_readers[0]
         try:
-            self._reader_io = _thread_io(*self._reader)
+            self._reader_io = self._thread_io()
         except OSError as exc:
             return f"cannot read the REPL's I/O accounting: {exc}"
         return None
@@ -125,6 +135,7 @@ class PipeAudit:
         audit; else what changed. Raises ProcessGone."""
         if self._baseline is None:
             return await self.record_baseline()
+        self.checks += 1
         snapshot, problem = await self._settled()
         if problem is not None:
             return problem
@@ -136,7 +147,7 @@ class PipeAudit:
             return (f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
                     f"plus the allowance of {self._allowance}")
         try:
-            rchar, wchar = _thread_io(*self._reader)
+            rchar, wchar = self._thread_io()
         except OSError as exc:
             return f"cannot read the REPL's I/O accounting: {exc}"
         read, wrote = rchar - self._reader_io[0], wchar - self._reader_io[1]
@@ -148,29 +159,62 @@ class PipeAudit:
 
     async def _settled(self) -> tuple[_Snapshot, str | None]:
         """Snapshots until the main thread is back at reading its input (it
-        may still be writing the fence's answer); suspects fail at once.
-        Waits without blocking the event loop."""
-        deadline = time.monotonic() + self._settle_s
+        may still be writing the fence's answer); suspects fail then.
+        Waits without blocking the event loop. After the baseline, one read
+        of the reader thread's syscall (a file held open) says when it is
+        back in a read before the whole tree is looked at: a REPL still
+        writing costs that read per wait, not a snapshot (issue 28)."""
+        deadline = None
         pause = 0.0002
+        snapshot = _Snapshot({}, 0, [], [])
         while True:
-            if not _running(self._root):
+            if self._reader is None or self._reader_reads():
+                self.snapshots += 1
+                try:
+                    snapshot = self._snapshot()
+                except OSError as exc:
+                    if not self._running():
+                        raise ProcessGone(self._root) from None
+                    return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
+                if snapshot.suspects:
+                    return snapshot, "; ".join(snapshot.suspects[:4])
+                if len(snapshot.stdin_readers) > 1:
+                    return snapshot, (f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: "
+                                      f"{snapshot.stdin_readers}")
+                if len(snapshot.stdin_readers) == 1:
+                    return snapshot, None
+            # Nobody reads the input: still writing its answer, or gone (a zombie has no thread in a syscall).
+            if not self._running():
                 raise ProcessGone(self._root)
-            try:
-                snapshot = self._snapshot()
-            except OSError as exc:
-                if not _running(self._root):
-                    raise ProcessGone(self._root) from None
-                return _Snapshot({}, 0, [], []), f"cannot read the REPL's /proc entries: {exc}"
-            if snapshot.suspects:
-                return snapshot, "; ".join(snapshot.suspects[:4])
-            if len(snapshot.stdin_readers) > 1:
-                return snapshot, f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: {snapshot.stdin_readers}"
-            if len(snapshot.stdin_readers) == 1:
-                return snapshot, None
-            if time.monotonic() >= deadline:
+            if deadline is None:
+                deadline = time.monotonic() + self._settle_s
+            elif time.monotonic() >= deadline:
                 return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
+
+    def _reader_reads(self) -> bool:
+        """Whether the baseline's reader thread is in a read call now (any fd:
+        the snapshot then says which); True when its file cannot be read, so
+        the snapshot's own error handling decides."""
+        pid, tid = self._reader
+        try:
+            fields = _pread(self._dirs.get(pid).held(f"{tid}/syscall")).split()
+        except OSError:
+            return True
+        return len(fields) >= 2 and fields[0].isdigit() and int(fields[0]) in self._syscalls["read"]
+
+    def _running(self) -> bool:
+        """False once the REPL is gone or a zombie (exited, not yet reaped)."""
+        try:
+            return _running_state(_pread(self._dirs.get(self._root).held("../stat")))
+        except OSError:
+            return False
+
+    def _thread_io(self) -> tuple[int, int]:
+        """(rchar, wchar) of the reader thread: bytes its read and write calls moved."""
+        pid, tid = self._reader
+        return _io_counts(_pread(self._dirs.get(pid).held(f"{tid}/io")))
 
     def _snapshot(self) -> _Snapshot:
         pipe_fds: dict[int, dict[int, int]] = {}
@@ -182,7 +226,7 @@ class PipeAudit:
 
         def children_of(pid: int) -> list[int]:  # walked with the threads: one pass
             pid_dir, tids = self._threads_of(pid)
-            below = [int(c) for tid in tids for c in _read_at(f"{tid}/children", pid_dir.task).split()]
+            below = [int(c) for tid in tids for c in self._thread_file(pid_dir, tid, "children").split()]
             held[pid] = pid_dir, tids
             return below
 
@@ -231,9 +275,18 @@ class PipeAudit:
                     raise
         raise AssertionError("unreachable")
 
+    def _thread_file(self, pid_dir: "_PidDir", tid: int, name: str) -> bytes:
+        """/proc/<pid>/task/<tid>/<name>: held open for each process's main
+        thread (read at every audit; a worker tree has few processes: the
+        sandbox monitor and the REPL), opened afresh for the other threads (a
+        Lean process runs many: holding theirs would cost fds)."""
+        if tid == pid_dir.pid:
+            return _pread(pid_dir.held(f"{tid}/{name}"))
+        return _read_at(f"{tid}/{name}", pid_dir.task)
+
     def _waits_on(self, pid_dir: "_PidDir", tid: int) -> tuple[str, int | None] | None:
         try:
-            fields = _read_at(f"{tid}/syscall", pid_dir.task).split()
+            fields = self._thread_file(pid_dir, tid, "syscall").split()
         except (FileNotFoundError, ProcessLookupError):
             return None
         if len(fields) < 2 or not fields[0].lstrip(b"-").isdigit():
@@ -265,12 +318,15 @@ class PipeAudit:
 class _PidDir:
     """/proc/<pid>/task and /proc/<pid>/fd, opened once per process and
     reused by every audit (listdir rewinds a directory fd; reads go through
-    openat). A directory fd stays bound to its process: after the process
-    exits its reads fail, so a reused pid can never be read by mistake."""
+    openat), and the files read at every audit (`held`, paths relative to
+    the task directory), re-read with pread. A directory or file fd stays
+    bound to its process: after the process exits its reads fail, so a
+    reused pid can never be read by mistake."""
 
-    __slots__ = ("task", "fd")
+    __slots__ = ("pid", "task", "fd", "_files")
 
     def __init__(self, pid: int) -> None:
+        self.pid = pid
         base = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             self.task = os.open("task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=base)
@@ -281,8 +337,19 @@ class _PidDir:
                 raise
         finally:
             os.close(base)
+        self._files: dict[str, int] = {}
+
+    def held(self, path: str) -> int:
+        """An fd on `path` (relative to /proc/<pid>/task), opened on first use."""
+        fd = self._files.get(path)
+        if fd is None:
+            fd = self._files[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.task)
+        return fd
 
     def close(self) -> None:
+        for fd in self._files.values():
+            os.close(fd)
+        self._files.clear()
         os.close(self.task)
         os.close(self.fd)
 
@@ -328,21 +395,24 @@ def _fd_inode_at(fd_dir: int, fd: int) -> int | None:
     return None
 
 
-def _running(pid: int) -> bool:
-    """False once `pid` is gone or a zombie (exited, not yet reaped)."""
+def _pread(fd: int) -> bytes:
+    return os.pread(fd, 4096, 0)
+
+
+def _running_state(stat: bytes) -> bool:
+    """False for the state of a zombie (exited, not yet reaped) or a dead task."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        state = stat.rsplit(b")", 1)[1].split()[0]
+    except IndexError:
         return False
-    return state not in ("Z", "X", "x")
+    return state not in (b"Z", b"X", b"x")
 
 
-def _thread_io(pid: int, tid: int) -> tuple[int, int]:
-    """(rchar, wchar) of one thread: bytes its read and write calls moved."""
-    with open(f"/proc/{pid}/task/{tid}/io") as f:
-        fields = dict(line.split(": ", 1) for line in f.read().splitlines() if ": " in line)
-    return int(fields["rchar"]), int(fields["wchar"])
+def _io_counts(io: bytes) -> tuple[int, int]:
+    """(rchar, wchar) of a task's io file."""
+    rchar = io.index(b"rchar: ") + 7
+    wchar = io.index(b"wchar: ") + 7
+    return int(io[rchar:io.index(b"\n", rchar)]), int(io[wchar:io.index(b"\n", wchar)])
 
 
 def pid_fd_inode(pid: int, fd: int) -> int | None:

@@ -5,17 +5,18 @@
                       then: env counter check, /proc audit (PipeAudit)
 
 Owns: the stdout reader and its `FrameDecoder`, the single pending exchange,
-the fence (issue 15 item 1), the env counter, the audit call, timeouts, and
-poisoning: any unsolicited byte (while idle, or a second frame inside one
-exchange), a missing or wrong fence answer, an env id the REPL should not
-have allocated, a proof state it did not allocate (the proof-state counter,
-REPL-PROTOCOL.md section 6: new ids are the next ones, in order), or a failed
+the fence (issue 15 item 1), the audit call, timeouts, and poisoning: any
+unsolicited byte (while idle, or a second frame inside one exchange), a
+missing or wrong fence answer, an env id the REPL should not have allocated,
+a proof state it did not allocate (the id counters are worker/ledger.py's:
+REPL-PROTOCOL.md section 6, new ids are the next ones, in order), or a failed
 audit kills the process and fails the pending exchange with
 `WorkerPoisoned`, which the pool retries on a fresh worker.
 An answer is returned only after its fence answer and the audit confirmed it,
 so no result is ever delivered unconfirmed.
 May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.config (the fence keys),
-leanrpc.worker.process, leanrpc.worker.audit. Knows no worker states.
+leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters),
+leanrpc.worker.stdout (the bytes, in the callback that read them). Knows no worker states.
 
 With `fence = "off"` (fully trusted input) the channel still takes exactly
 one frame per command and poisons on unsolicited output, as before the fence.
@@ -33,7 +34,9 @@ from ..config import ReplConfig
 from ..core.framing import FrameDecoder
 from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
 from .audit import PipeAudit, ProcessGone, audit_available
-from .process import READ_CHUNK, ReplProcess
+from .ledger import Ledger, brief
+from . import stdout
+from .process import ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
 
@@ -89,20 +92,18 @@ class Channel:
         self.settings = settings
         self._on_poison = on_poison
         self._pending: _Exchange | None = None
-        self._reader: asyncio.Task | None = None
+        self._reader: asyncio.Task | None = None   # the stdout reader task, where one is needed
+        self._closed: asyncio.Future | None = None   # the end of stdout, handled (_on_eof)
         self.poisoned: str | None = None   # why, once poisoned
         self.eof = asyncio.Event()
-        self.next_env = 0                  # the env id the REPL must allocate next
-        # The proofState id it must allocate next; None once a request asked
-        # for rootGoals (ids we do not decode), so unchecked from then on.
-        self.next_proof_state: int | None = 0
+        self.ledger = Ledger()             # the env and proof-state ids the REPL must allocate next
         self.exchanges = 0
         self.batches = 0                   # pipelined exchanges (several commands, one fence)
         self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
         self._audit: PipeAudit | None = None
 
     def start(self) -> None:
-        self._reader = asyncio.create_task(self._read_stdout(), name=f"{self.name}-stdout")
+        self._reader = stdout.attach(self._process.process, self._on_chunk, self._on_stdout_closed, self.name)
 
     async def enable_audit(self) -> None:
         """Called once the handshake answered: the tree is as it will idle."""
@@ -177,7 +178,7 @@ class Channel:
             self._pending = None
         response = pending.future.result()
         self.exchanges += 1
-        self._count_proof_states(request, response)
+        self._check(self.ledger.proof_states(request, response))
         if self.settings.fence:
             await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
@@ -238,8 +239,11 @@ class Channel:
         except asyncio.TimeoutError:
             over = self._over_memory()
             self._process.kill()
-            raise over or WorkerTimeout(f"no answer within {timeout:.3g} s (a batch of {len(requests)}); "
-                                        f"worker {self.name} killed", stderr_tail=self._process.stderr_tail()) from None
+            at = len(pending.frames)  # the command not answered (len(requests): the fence)
+            raise over or WorkerTimeout(
+                f"no answer within {timeout:.3g} s (command {at + 1} of a batch of "
+                f"{len(requests)}); worker {self.name} killed",
+                stderr_tail=self._process.stderr_tail(), batch_index=at) from None
         except (ConnectionResetError, BrokenPipeError) as exc:
             self._process.kill()
             raise WorkerCrashed(
@@ -253,29 +257,21 @@ class Channel:
         self.exchanges += 1
         self.batches += 1
         for request, response in zip(requests, responses):
-            self._check_kind(request, response)
-            self._count_proof_states(request, response)
-            self._count_env(request, response)
+            self._check(self.ledger.kind(request, response))
+            self._check(self.ledger.proof_states(request, response))
+            self._check(self.ledger.env(request, response))
         if self.settings.fence:
             await self._confirm(None, None, len(data), self.stdout_bytes - received_before)
         return responses
 
-    def _check_kind(self, request, response: repl.Response) -> None:
-        """A tactic is never answered with an env, a command never with a proof
-        state of its own (no real answer has both): the frame is another command's."""
-        if response.env is not None and response.proof_state is not None:
-            self._poison_raise(f"an answer with both an env and a proof state: {_brief(response)}")
-        tactic = isinstance(request, repl.TacticRequest) or (isinstance(request, dict) and "tactic" in request)
-        command = isinstance(request, repl.CommandRequest) or (isinstance(request, dict) and "cmd" in request)
-        if (tactic and response.env is not None) or (command and response.proof_state is not None):
-            self._poison_raise(f"an answer of the wrong kind for its command (out of order?): {_brief(response)}")
+    @property
+    def next_env(self) -> int:
+        """The env id the REPL allocates for its next command."""
+        return self.ledger.next_env
 
-    def _count_env(self, request, response: repl.Response) -> None:
-        if response.env is not None and not _is_tactic(request):
-            if response.env != self.next_env:
-                self._poison_raise(f"the REPL allocated env {response.env}, but {self.next_env} commands were sent "
-                                   "(a command was answered by someone else, or out of order)")
-            self.next_env += 1
+    def _check(self, problem: str | None) -> None:
+        if problem is not None:
+            self._poison_raise(problem)
 
     def fail_pending(self, error: WorkerError) -> None:
         """Fails the exchange in flight (memory watch, kill by the worker)."""
@@ -290,7 +286,7 @@ class Channel:
     async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""
         if response is not None:
-            self._count_env(request, response)
+            self._check(self.ledger.env(request, response))
         if self._audit is not None:
             try:
                 problem = await self._audit.check(sent, received)
@@ -303,20 +299,6 @@ class Channel:
             if self.poisoned is not None:  # something arrived while we audited
                 raise WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
                                      stderr_tail=self._process.stderr_tail())
-
-    def _count_proof_states(self, request, response: repl.Response) -> None:
-        """New proofState ids must be the next ones, in order: an answer naming
-        a state the REPL never allocated (or an old one as new) is not its own."""
-        if _asks_root_goals(request):
-            self.next_proof_state = None
-        if self.next_proof_state is None:
-            return
-        given = _new_proof_states(response)
-        expected = list(range(self.next_proof_state, self.next_proof_state + len(given)))
-        if given != expected:
-            self._poison_raise(f"the REPL answered with proof state(s) {given[:8]}, but the next it could allocate "
-                               f"were {expected[:8]} (a state it was never given)")
-        self.next_proof_state += len(given)
 
     def _poison_raise(self, why: str) -> None:
         self.poison(why)
@@ -349,30 +331,27 @@ class Channel:
 
     # -- stdout ----------------------------------------------------------------
 
-    async def _read_stdout(self) -> None:
-        stdout = self._process.process.stdout
+    def _on_chunk(self, chunk: bytes) -> None:
+        """Bytes from the REPL's stdout, in the loop callback that read them."""
+        self.stdout_bytes += len(chunk)
+        if self.poisoned is not None:
+            return  # drain until EOF; nothing more is believed
         try:
-            while True:
-                chunk = await stdout.read(READ_CHUNK)
-                if not chunk:
-                    break
-                self.stdout_bytes += len(chunk)
-                if self.poisoned is not None:
-                    continue  # drain until EOF; nothing more is believed
-                try:
-                    for frame in self._decoder.feed(chunk):
-                        self._on_frame(repl.decode(frame))
-                except FramingError as exc:
-                    self.poison(f"unparseable output: {exc}", garbage=True)
+            for frame in self._decoder.feed(chunk):
+                self._on_frame(repl.decode(frame))
+        except FramingError as exc:
+            self.poison(f"unparseable output: {exc}", garbage=True)
         except Exception as exc:  # pragma: no cover - defensive
             log.exception("worker %s: stdout reader failed", self.name)
             self.poison(f"reader failed: {exc}", garbage=True)
-        await self._on_eof()
+
+    def _on_stdout_closed(self) -> None:
+        self._closed = asyncio.ensure_future(self._on_eof())
 
     def _on_frame(self, response: repl.Response) -> None:
         pending = self._pending
         if pending is None or pending.future.done():
-            self.poison(f"unsolicited output: {_brief(response)}", garbage=True)
+            self.poison(f"unsolicited output: {brief(response)}", garbage=True)
             return
         frames = pending.frames
         if pending.nonce is None:
@@ -389,7 +368,7 @@ class Channel:
             pending.future.set_result(frames[0] if pending.expected == 1 else frames)
             return
         if len(frames) >= pending.expected or repl.mentions_fence(response):
-            self.poison(f"a frame more than the commands sent, or a foreign fence: {_brief(response)}")
+            self.poison(f"a frame more than the commands sent, or a foreign fence: {brief(response)}")
             return
         frames.append(response)
         if pending.expected > 1:
@@ -417,34 +396,10 @@ class Channel:
     async def wait_reader(self) -> None:
         if self._reader is not None:
             await asyncio.shield(self._reader)
+        if self._closed is not None:
+            await asyncio.shield(self._closed)
 
 
 def _expire(future: asyncio.Future) -> None:
     if not future.done():
         future.set_exception(asyncio.TimeoutError())
-
-
-def _is_tactic(request) -> bool:
-    if isinstance(request, dict):
-        return "tactic" in request or "pickleTo" in request
-    return isinstance(request, (repl.TacticRequest, repl.PickleRequest))
-
-
-def _asks_root_goals(request) -> bool:
-    if isinstance(request, dict):
-        return bool(request.get("rootGoals"))
-    return bool(getattr(request, "root_goals", False))
-
-
-def _new_proof_states(response: repl.Response) -> list:
-    """The proofState ids an answer allocates, in the REPL's order: sorries,
-    then tactics entries, then the answer's own (section 6)."""
-    ids: list = [s.proof_state for s in response.sorries if s.proof_state is not None]
-    ids += [t["proofState"] for t in response.tactics if isinstance(t, dict) and t.get("proofState") is not None]
-    if response.proof_state is not None:
-        ids.append(response.proof_state)
-    return ids
-
-
-def _brief(response: repl.Response) -> str:
-    return repr(response.to_dict())[:200]

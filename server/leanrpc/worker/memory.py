@@ -16,7 +16,10 @@ twice, and shared memory mapped by two processes counts in each.
 Measuring cheaply (issue 28): a `TreeMemory` per worker keeps its list of
 processes (refreshed at most once a second from
 /proc/<pid>/task/<tid>/children, never by scanning all of /proc) and reads
-one status file per process per sample. The fd scan for shared-memory files
+one status file per process per sample, each held open and re-read with
+pread, as is /proc/meminfo (a held /proc/<pid> file stays bound to its
+process: once it is gone the read fails and counts 0; a reused pid is never
+read by mistake). The fd scan for shared-memory files
 runs at most once a second, at once when the system's `Shmem` (/proc/meminfo,
 one O(1) read) grew by `SHMEM_STEP` since the last scan, and on every sample
 once the tree was seen holding one. A memfd written with write(2) charges
@@ -128,6 +131,10 @@ def _status_bytes(pid: int) -> int:
         data = _read(f"/proc/{pid}/status")
     except OSError:
         return 0
+    return _status_value(data)
+
+
+def _status_value(data: bytes) -> int:
     total = 0
     for key in _STATUS_KEYS:
         at = data.find(key)
@@ -137,10 +144,10 @@ def _status_bytes(pid: int) -> int:
     return total
 
 
-def system_shmem_bytes() -> int:
+def system_shmem_bytes(data: bytes | None = None) -> int:
     """`Shmem` of /proc/meminfo (all tmpfs, memfd and SysV pages), 0 if unreadable."""
     try:
-        data = _read("/proc/meminfo")
+        data = _read("/proc/meminfo") if data is None else data
     except OSError:
         return 0
     at = data.find(b"\nShmem:")
@@ -219,6 +226,42 @@ class TreeMemory:
         self.shmem_seen = False       # the tree held a shared-memory file at a scan
         self._held: dict[tuple[int, int], int] = {}
         self.fd_scans = 0             # for tests and the benchmark's profile
+        self._status_fds: dict[int, int] = {}  # pid -> its /proc/<pid>/status, held open
+        self._meminfo_fd: int | None = None
+
+    def close(self) -> None:
+        """Closes the files held open (the tree is gone)."""
+        for fd in self._status_fds.values():
+            os.close(fd)
+        self._status_fds.clear()
+        if self._meminfo_fd is not None:
+            os.close(self._meminfo_fd)
+            self._meminfo_fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _status(self, pid: int) -> int:
+        fd = self._status_fds.get(pid)
+        try:
+            if fd is None:
+                fd = self._status_fds[pid] = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+            return _status_value(os.pread(fd, 8192, 0))
+        except OSError:
+            return 0  # gone (or never there): counts nothing
+
+    def _system_shmem(self) -> int:
+        try:
+            if self._meminfo_fd is None:
+                self._meminfo_fd = os.open("/proc/meminfo", os.O_RDONLY | os.O_CLOEXEC)
+            return system_shmem_bytes(os.pread(self._meminfo_fd, 8192, 0))
+        except OSError:
+            return 0
+
+    def _list(self, now: float) -> None:
+        self._pids, self._listed_at = tree_pids(self._root), now
+        for pid in [p for p in self._status_fds if p not in self._pids]:
+            os.close(self._status_fds.pop(pid))
 
     def use_own_cgroup(self) -> None:
         """After the handshake (the REPL has joined its cgroup by then)."""
@@ -234,9 +277,9 @@ class TreeMemory:
                 return value
         now = time.monotonic()
         if now - self._listed_at >= _SCAN_EVERY_S:
-            self._pids, self._listed_at = tree_pids(self._root), now
-        total = sum(_status_bytes(pid) for pid in self._pids)
-        shmem = system_shmem_bytes()
+            self._list(now)
+        total = sum(self._status(pid) for pid in self._pids)
+        shmem = self._system_shmem()
         if (self.shmem_seen or (periodic_scan and now - self._scanned_at >= _SCAN_EVERY_S)
                 or shmem - self._shmem_base >= SHMEM_STEP):
             held: dict[tuple[int, int], int] = {}

@@ -181,6 +181,8 @@ class ReplProcess:
         except asyncio.TimeoutError:
             kill_process_group(self.process.pid)
             await self.process.wait()
+        if self.memory is not None:
+            self.memory.close()  # its /proc files, held open
 
     # -- pipes -----------------------------------------------------------------
 

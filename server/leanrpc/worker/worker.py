@@ -85,7 +85,8 @@ class Worker:
         self._drain_cause: ExitCause | None = None
         self._stopped = asyncio.Event()
         self._finisher: asyncio.Task | None = None
-        self._memwatch: asyncio.Task | None = None
+        self._watching = False                   # the memory watch runs (after the handshake)
+        self._memwatch: asyncio.TimerHandle | None = None  # its next look, while commands run
         self._exchanging = False                 # a command is in flight (the memory watch looks then)
 
     # -- state -----------------------------------------------------------------
@@ -223,8 +224,7 @@ class Worker:
         self.version_string = repl.version_from_probe(response)
         if self._process.memory is not None:
             self._process.memory.use_own_cgroup()
-        if self._limits.max_worker_rss_mb > 0:
-            self._memwatch = asyncio.create_task(self._watch_memory(), name=f"{self.name}-memwatch")
+        self._watching = self._limits.max_worker_rss_mb > 0
         self._set_state(S.READY)
 
     async def _fail_boot(self) -> None:
@@ -282,8 +282,10 @@ class Worker:
         """DEAD only after stdout EOF and the exit status (uvloop's order)."""
         await self._channel.eof.wait()
         await self._process.reap()
+        self._watching = False
         if self._memwatch is not None:
             self._memwatch.cancel()
+            self._memwatch = None
         if self.exit_cause is None:
             # An allocation refused under the address-space rlimit ends the
             # process; its last words say so. Not retried: it would recur.
@@ -334,6 +336,9 @@ class Worker:
             self._set_state(S.RUNNING)
         stderr_before = self._process.stderr_bytes
         self._exchanging = True
+        if self._watching and self._memwatch is None:
+            self._memwatch = asyncio.get_running_loop().call_later(self._limits.memory_poll_s,
+                                                                   self._watch_memory)
         try:
             answer = await exchange()
         except asyncio.CancelledError:
@@ -362,21 +367,24 @@ class Worker:
         return WorkerOutOfMemory(f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
                                  f"{self._limits.max_worker_rss_mb} MB limit; killed", stderr_tail=self.stderr_tail())
 
-    async def _watch_memory(self) -> None:
-        # One timer per worker for its life (not a task per request): it looks
-        # only while a command is in flight. Between commands the tree is
-        # measured at release (Pool.release) and when a command's time runs
-        # out, so a short-request workload (tactics) pays one cheap sample per
-        # request and no task churn. Boot probes are not watched (as before).
-        while True:
-            await asyncio.sleep(self._limits.memory_poll_s)
-            if not self._exchanging:
-                continue
-            over = self._memory_verdict()
-            if over is not None and self._exchanging:
-                self.kill(ExitCause.OUT_OF_MEMORY)
-                self._channel.fail_pending(over)
-                return
+    def _watch_memory(self) -> None:
+        # One timer per worker (no task): armed when a command starts and none
+        # is pending, it looks every memory_poll_s while commands are in flight
+        # and stops when it finds none, so an idle worker costs no wakeup.
+        # Between commands the tree is measured at release (Pool.release) and
+        # when a command's time runs out, so a short-request workload (tactics)
+        # pays one cheap sample per request and no task churn. Boot probes are
+        # not watched (as before).
+        self._memwatch = None
+        if not self._exchanging or not self._watching:
+            return
+        over = self._memory_verdict()
+        if over is not None:
+            self.kill(ExitCause.OUT_OF_MEMORY)
+            self._channel.fail_pending(over)
+            return
+        self._memwatch = asyncio.get_running_loop().call_later(self._limits.memory_poll_s,
+                                                               self._watch_memory)
 
     # -- header ------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from ..auth import (
 from ..errors import abort_with
 from ..identity import CallerIdentity
 from ..limiter import ClientLimiter
-from .wrap import CallWrapper, wrap_handler
+from .wrap import CallWrapper
 
 
 class AuthInterceptor(grpc.aio.ServerInterceptor):
@@ -171,7 +171,7 @@ class ClientConcurrencyInterceptor(CallWrapper):
         if handler is None or not self.wants(handler_call_details.method):
             return handler
         self._client_streams[handler_call_details.method] = handler.request_streaming
-        return wrap_handler(handler, self, handler_call_details)
+        return self.wrapped(handler, handler_call_details.method)
 
     async def enter(self, details, context) -> str:
         key = self.identity.of_call(context)

@@ -7,16 +7,26 @@ when the call ends, however it ends (`exit`, with the exception if any).
 Unary and streaming behaviors are wrapped the same way; a handler that is
 not async (none in this server) is passed through untouched.
 
+A handler is wrapped once per method and reused for every call (issue 28:
+no inspection and no closures per call), so `enter` gets the method's
+details (`.method` only), never a call's metadata: per-call facts come from
+the `context`. The cache is bounded (refusals make new handlers per call).
+
 May import: grpc and the standard library.
 """
 
 from __future__ import annotations
 
+import collections
 import inspect
 
 import grpc
 
 _BEHAVIORS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+# Wrapped handlers kept per wrapper; cleared when full.
+_CACHED_HANDLERS = 256
+
+MethodDetails = collections.namedtuple("MethodDetails", "method")
 
 
 class CallWrapper(grpc.aio.ServerInterceptor):
@@ -40,7 +50,20 @@ class CallWrapper(grpc.aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or not self.wants(handler_call_details.method):
             return handler
-        return wrap_handler(handler, self, handler_call_details)
+        return self.wrapped(handler, handler_call_details.method)
+
+    def wrapped(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        """`wrap_handler` for `method`, made once and reused."""
+        cache = self.__dict__.get("_wrapped_handlers")
+        if cache is None:
+            cache = self.__dict__["_wrapped_handlers"] = {}
+        key = (method, handler)
+        found = cache.get(key)
+        if found is None:
+            if len(cache) >= _CACHED_HANDLERS:
+                cache.clear()
+            found = cache[key] = wrap_handler(handler, self, MethodDetails(method))
+        return found
 
 
 def wrap_handler(handler: grpc.RpcMethodHandler, wrapper: CallWrapper, details) -> grpc.RpcMethodHandler:

@@ -1,16 +1,18 @@
 """The Prover's work on one worker: elaborate a proof, run a tactic, rebuild a state.
 
 Owns: the three `pool.WorkerCall`s: `StartCall` (the proof's command; its
-sorries become root states), `TacticCall` (one tactic on one state, the state
-rebuilt first if the worker lacks it) and `RealizeCall` (only the rebuild:
-states moved off a worker before it is recycled, where the REPL cannot
-pickle). Rebuilding is `rebuild.realize`. Each `run` gets a
+sorries become root states), `TacticCall` (tactics on one state, the state
+rebuilt first if the worker lacks it; several are pipelined as one batch, one
+fence) and `RealizeCall` (only the rebuild: states moved off a worker before
+it is recycled, where the REPL cannot pickle). Rebuilding is `rebuild.realize`. Each `run` gets a
 `pool.slot.WorkerHandle` (requests, the slot's realizations, a taint mark),
 never the Worker: a call cannot kill a worker or change its state. May
 import: errors, repl, services.prover.{answers, registry, rebuild}.
 """
 
 from __future__ import annotations
+
+import time
 
 from ... import repl
 from .answers import proof_sorries
@@ -69,28 +71,42 @@ class RealizeCall:
 
 
 class TacticCall:
-    """Runs `tactic` on the state at `path`, rebuilding the state first if needed."""
+    """Runs `tactics` on the state at `path`, rebuilding the state first if needed.
 
-    def __init__(self, proof: Proof, path: Path, tactic: str, rebuilder: Rebuilder) -> None:
+    Several tactics are pipelined (`request_batch`: written at once, one fence,
+    one audit), each on the state itself; `run` gives one `TacticRun` per tactic,
+    in order. `deadline` (monotonic) bounds the whole batch; the timeout is per
+    tactic.
+    """
+
+    def __init__(self, proof: Proof, path: Path, tactics: tuple[str, ...], rebuilder: Rebuilder,
+                 deadline: float | None = None) -> None:
         self.proof = proof
         self.path = path
-        self.tactic = tactic
+        self.tactics = tuple(tactics)
         self.rebuilder = rebuilder
+        self.deadline = deadline
         self.scope = f"proof:{proof.proof_id}"
-        # The work to redo on a worker holding none of it: the command, the path, the tactic.
-        self.text = proof.command + _tactics_text(path) + tactic
+        # The work to redo on a worker holding none of it: the command, the path, the tactics.
+        self.text = proof.command + _tactics_text(path) + "\n".join(self.tactics)
 
     def held_chars(self, worker_name: str) -> int:
         return self.proof.held_chars(worker_name, self.path)
 
-    async def run(self, worker, base_env: int, timeout: float) -> TacticRun:
+    async def run(self, worker, base_env: int, timeout: float) -> list[TacticRun]:
         state, spent = await realize(self.proof, worker, base_env, self.path, timeout, self.rebuilder)
-        response = await worker.request(repl.tactic(self.tactic, state), timeout)
-        if response.proof_state is not None:
-            built = worker.built(self.proof)
-            built[self.path + (self.tactic,)] = response.proof_state
-            record_opened(self.proof, built, self.path + (self.tactic,), response, self.tactic)
-        return TacticRun(response, spent > 0, worker.name)
+        requests = [repl.tactic(tactic, state) for tactic in self.tactics]
+        if len(requests) == 1:
+            responses = [await worker.request(requests[0], timeout)]
+        else:
+            total = None if self.deadline is None else max(0.001, self.deadline - time.monotonic())
+            responses = await worker.request_batch(requests, timeout, total)
+        built = worker.built(self.proof)
+        for tactic, response in zip(self.tactics, responses):
+            if response.proof_state is not None:
+                built[self.path + (tactic,)] = response.proof_state
+                record_opened(self.proof, built, self.path + (tactic,), response, tactic)
+        return [TacticRun(response, spent > 0, worker.name) for response in responses]
 
 
 def _tactics_text(path: Path) -> str:

@@ -25,7 +25,7 @@ import time
 import msgspec
 
 from ...config import Config, ProverConfig
-from ...errors import HeaderLoadError, RequestError, WorkerError
+from ...errors import HeaderLoadError, RequestError, WorkerError, WorkerTimeout
 from ...pool import CallJob, PoolPort
 from ...reference import pin_of
 from ...results import Message, Status, VerifierIdentity, VerifyResult
@@ -208,7 +208,7 @@ class ProverService:
         self.registry.check_room(client_id, sum(s.proof_state is not None for s in proof_sorries(response)))
         return response
 
-    # -- RunTactic ---------------------------------------------------------------
+    # -- RunTactic, Expand ------------------------------------------------------
 
     async def run_tactic(self, state_id: str, tactic: str, *, timeout_s: float = 0.0, client_id: str = "",
                          deadline: float | None = None, request_id: str = "",
@@ -220,36 +220,118 @@ class ProverService:
         self.check_tactic(tactic)
         timeout = self._timeout(timeout_s)
         state = self.registry.get(state_id, client_id)  # another client's: NOT_FOUND
-        proof = state.proof
         self.registry.check_room(client_id, 1, len(tactic.encode("utf-8", "surrogatepass")))
-        out = TacticOutcome(parent_state_id=state_id, tactic=tactic, status=ProofStatus.REJECTED,
-                            request_id=request_id)
+        (out,) = await self._expand(state, [tactic], timeout, deadline, client_id, request_id,
+                                    check_whole, arrived)
+        return out
+
+    async def run_tactics(self, state_id: str, tactics: list[str], *, timeout_s: float = 0.0,
+                          client_id: str = "", deadline: float | None = None,
+                          request_id: str = "") -> list:
+        """Several tactics on one state, pipelined on one worker (one batch, one
+        fence). Per tactic, in order: its `TacticOutcome`, or the `RequestError`
+        that refused it (empty, too long, the code policy: checked before any
+        REPL sees any of them; the others still run). Raises for what concerns
+        them all: no tactics or too many, a bad timeout, an unknown state, quota."""
+        arrived = time.monotonic()
+        if not tactics:
+            raise RequestError("an Expand request needs a tactic or tactics", field="tactics")
+        if len(tactics) > self.limits.max_tactics_per_expand:
+            raise RequestError(f"{len(tactics)} tactics in one request, over the limit of "
+                               f"{self.limits.max_tactics_per_expand} "
+                               "(prover.max_tactics_per_expand)", field="tactics")
+        timeout = self._timeout(timeout_s)
+        state = self.registry.get(state_id, client_id)
+        results: list = [None] * len(tactics)
+        good: list[int] = []
+        for k, tactic in enumerate(tactics):
+            try:
+                self.check_tactic(tactic)
+            except RequestError as exc:
+                results[k] = exc
+            else:
+                good.append(k)
+        if good:
+            size = sum(len(tactics[k].encode("utf-8", "surrogatepass")) for k in good)
+            self.registry.check_room(client_id, len(good), size)
+            outs = await self._expand(state, [tactics[k] for k in good], timeout, deadline,
+                                      client_id, request_id, True, arrived)
+            for k, out in zip(good, outs):
+                results[k] = out
+        return results
+
+    async def _expand(self, state: ProofState, tactics: list[str], timeout: float,
+                      deadline: float | None, client_id: str, request_id: str, check_whole: bool,
+                      arrived: float) -> list[TacticOutcome]:
+        """Runs checked tactics on `state` as one pool job; one outcome each, in order.
+
+        A batch whose tactic k ran out of time lost every answer (none was
+        confirmed by the fence; the worker is killed): k is REJECTED with the
+        timeout, the others run again as a new job (the state is rebuilt
+        elsewhere). Any other worker failure rejects them all, as for one."""
+        proof = state.proof
         job = CallJob(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                      stream_id=f"prover:{proof.proof_id}", call=TacticCall(proof, state.path, tactic, self.rebuilder))
+                      stream_id=f"prover:{proof.proof_id}",
+                      call=TacticCall(proof, state.path, tuple(tactics), self.rebuilder, deadline))
         try:
-            outcome = await self._submit_uncancelled_once_running(job)
+            runs: list[TacticRun] = (await self._submit_uncancelled_once_running(job)).value
+        except WorkerTimeout as exc:
+            at = exc.batch_index
+            if len(tactics) == 1 or at is None or at >= len(tactics):
+                return [self._failed(state, t, exc, request_id, arrived) for t in tactics]
+            timed_out = self._failed(state, tactics[at], exc, request_id, arrived)
+            rest = await self._expand(state, tactics[:at] + tactics[at + 1:], timeout, deadline,
+                                      client_id, request_id, check_whole, arrived)
+            return rest[:at] + [timed_out] + rest[at:]
         except (WorkerError, HeaderLoadError) as exc:
-            out.error = f"the expansion could not run: {getattr(exc, 'message', str(exc))}"
-            out.elapsed_s = time.monotonic() - arrived
-            return out
-        run: TacticRun = outcome.value
+            return [self._failed(state, t, exc, request_id, arrived) for t in tactics]
+        outs, checks = [], []
+        for tactic, run in zip(tactics, runs):
+            out, closed = self._read(state, tactic, run, request_id)
+            outs.append(out)
+            if closed is not None:
+                if check_whole:
+                    checks.append(self._check_whole(out, closed, deadline))
+                else:
+                    out.status = ProofStatus.COMPLETED
+        if checks:
+            await asyncio.gather(*checks)
+        elapsed = time.monotonic() - arrived
+        for out in outs:
+            out.elapsed_s = elapsed
+        return outs
+
+    @staticmethod
+    def _failed(state: ProofState, tactic: str, exc: Exception, request_id: str,
+                arrived: float) -> TacticOutcome:
+        why = getattr(exc, "message", str(exc))
+        return TacticOutcome(parent_state_id=state.state_id, tactic=tactic,
+                             status=ProofStatus.REJECTED, request_id=request_id,
+                             elapsed_s=time.monotonic() - arrived,
+                             error=f"the expansion could not run: {why}")
+
+    def _read(self, state: ProofState, tactic: str, run: TacticRun,
+              request_id: str) -> tuple[TacticOutcome, ProofState | None]:
+        """One tactic's answer as an outcome; with the new state when tactic mode
+        closed every goal (the whole-proof check decides then)."""
         response = run.response
-        out.rebuilt, out.worker = run.rebuilt, run.worker
+        out = TacticOutcome(parent_state_id=state.state_id, tactic=tactic,
+                            status=ProofStatus.REJECTED, request_id=request_id,
+                            rebuilt=run.rebuilt, worker=run.worker)
         out.messages = [message_from_repl(m) for m in response.messages]
         reading = read_tactic(response, tactic)
         out.repl_status = reading.repl_status
         if reading.kind is Reading.ERROR:
             out.status = ProofStatus.ERROR
             out.error = reading.error
-            out.elapsed_s = time.monotonic() - arrived
-            return out
+            return out, None
         if reading.kind is Reading.REFUTED:
             # The REPL's kernel refused the term (v4.19.0 on): no state to go on from.
             out.status = ProofStatus.REFUTED
             out.error = reading.error
             out.goals = reading.goals
-            out.elapsed_s = time.monotonic() - arrived
-            return out
+            return out, None
+        proof = state.proof
         goals = reading.goals
         path = state.path + (tactic,)
         child = self.registry.add(proof, path, goals, out.repl_status, state.ttl_s)
@@ -261,12 +343,8 @@ class ProverService:
                                                 state.ttl_s, start=sorry.start, end=sorry.end))
         if reading.kind is Reading.OPEN:
             out.status = ProofStatus.INCOMPLETE
-        elif not check_whole:
-            out.status = ProofStatus.COMPLETED
-        else:
-            await self._check_whole(out, child, deadline)
-        out.elapsed_s = time.monotonic() - arrived
-        return out
+            return out, None
+        return out, child
 
     async def _submit_uncancelled_once_running(self, job: CallJob):
         """Submits `job`; a caller cancelled (a search that found its proof and
@@ -301,8 +379,11 @@ class ProverService:
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
-        result = await self.verify.verify(f"{state.state_id}:whole", out.proof_text, options, deadline=deadline,
-                                          client_id=proof.client_id)
+        request = self.verify.resolver.resolve(f"{state.state_id}:whole", out.proof_text, options,
+                                               deadline=deadline, client_id=proof.client_id)
+        # On another idle worker than the one that found it, when there is one: that
+        # worker holds the search's states, and its next expansions need it.
+        result = await self.verify.run(dataclasses.replace(request, avoid_worker=out.worker))
         out.verification = result
         opened_left = state.other_sorries()  # sorries tactics on this path opened, off this path
         other_roots = len(proof.spans) > 1 or proof.roots > 1

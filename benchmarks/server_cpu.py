@@ -1,0 +1,254 @@
+"""The server's own CPU per request, counted over a fixed number of requests (issue 28 item 1).
+
+    python -m benchmarks.server_cpu --requests 400 --rpc unary --checks off
+    python -m benchmarks.server_cpu --requests 400 --rpc stream --py-spy benchmarks/out/spy.txt
+    python -m benchmarks.profile_share benchmarks/out/spy.txt
+
+One `leanrpc serve` subprocess on the stand-in REPL (result cache off, `--workers` workers),
+a warm-up, then the server process's CPU (user + system, its REPLs not counted) is read
+before and after `--requests` miniF2F snippets sent with `--concurrency` in flight, as unary
+`Verify` calls or over one `VerifyStream`. The idle rate (server CPU per second with nothing
+to do, over `--idle` seconds) is printed apart, so a reader can tell the per-request cost from
+timers. `--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
+the figure is the one `benchmarks.load compare` reports; a smaller scale runs faster, with
+more answers per wakeup and so a lower figure). CPU time, not wall time: less sensitive to
+other load on the machine than throughput, not immune to it (cache misses, fewer answers per
+wakeup when the REPLs are starved). `--py-spy FILE` attaches `py-spy record --native` to the
+server for the measured requests only (no start-up, no warm-up).
+May import: benchmarks.targets.common, benchmarks.workloads, leanrpc.v1, grpc, psutil.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import tomli_w
+
+from . import workloads
+from .targets.common import free_port, stop_process, wait_port
+
+
+def _cpu(process: psutil.Process) -> float:
+    t = process.cpu_times()
+    return t.user + t.system
+
+
+async def _drive(port: int, codes: list[str], rpc: str, concurrency: int) -> int:
+    import grpc
+
+    from leanrpc.v1 import verifier_pb2 as pb
+    from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    stub = pb_grpc.VerifierStub(channel)
+    options = pb.VerifyOptions(reuse=True)
+    valid = 0
+    try:
+        if rpc == "stream":
+            call = stub.VerifyStream()
+            await call.write(pb.VerifyStreamRequest(options=options))
+            window = asyncio.Semaphore(concurrency)
+
+            async def send() -> None:
+                for n, code in enumerate(codes):
+                    await window.acquire()
+                    await call.write(
+                        pb.VerifyStreamRequest(snippet=pb.Snippet(id=str(n), code=code))
+                    )
+                await call.done_writing()
+
+            sender = asyncio.ensure_future(send())
+            async for response in call:
+                window.release()
+                valid += response.result.status == pb.STATUS_VALID
+            await sender
+        else:
+            queue = list(enumerate(codes))[::-1]
+
+            async def lane() -> None:
+                nonlocal valid
+                while queue:
+                    n, code = queue.pop()
+                    response = await stub.Verify(
+                        pb.VerifyRequest(
+                            snippets=[pb.Snippet(id=str(n), code=code)], options=options
+                        ),
+                        timeout=120,
+                    )
+                    valid += response.results[0].status == pb.STATUS_VALID
+
+            await asyncio.gather(*(lane() for _ in range(concurrency)))
+    finally:
+        await channel.close()
+    return valid
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rpc", choices=("unary", "stream"), default="unary")
+    parser.add_argument(
+        "--checks",
+        choices=("off", "default"),
+        default="off",
+        help="off: no axiom check, code policy `trusted` (the rows compared with peers)",
+    )
+    parser.add_argument("--workload", default="minif2f")
+    parser.add_argument("--scale", type=float, default=workloads.DEFAULT_SCALE)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--idle", type=float, default=3.0, help="seconds of idle CPU measured (0: none)"
+    )
+    parser.add_argument(
+        "--py-spy", default="", metavar="FILE", help="py-spy raw profile of the measured rounds"
+    )
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)")
+    args = parser.parse_args(argv)
+    try:
+        items = workloads.load(args.workload, scale=args.scale)  # none: stops with one line
+    except workloads.SharedNotFound as exc:
+        workloads.no_data(str(exc))
+    codes = [items[k % len(items)].code for k in range(args.requests)]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
+    config = tmp / "leanrpc.toml"
+    standin = [
+        sys.executable,
+        "-m",
+        "leanrpc.standin",
+        "--import-cost",
+        f"{workloads.import_cost(args.scale):.4f}",
+    ]
+    table = {
+        "repl": {"command": standin},
+        "pool": {"workers": args.workers, "min_warm": args.workers},
+        "cache": {"enabled": False},
+        "limits": {"max_system_memory_percent": 0},
+    }
+    if args.checks == "off":
+        table["axioms"] = {"check": False}
+        table["policy"] = {"default": "trusted"}
+    for setting in args.set:  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
+        key, _, value = setting.partition("=")
+        section, _, name = key.partition(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value  # a bare string
+        table.setdefault(section, {})[name] = parsed
+    config.write_text(tomli_w.dumps(table))
+    env = dict(os.environ)
+    env.pop("LEANRPC_NO_EXTENSIONS", None)
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "leanrpc.cli",
+            "serve",
+            "--config",
+            str(config),
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "server.log", "wb"),
+    )
+    spy = None
+    rows = []
+    try:
+        asyncio.run(wait_port(port, server, 60, "leanrpc serve"))
+        process = psutil.Process(server.pid)
+        asyncio.run(
+            _drive(port, codes[: 4 * args.concurrency], args.rpc, args.concurrency)
+        )  # warm-up
+        idle_ms_per_s = None
+        if args.idle > 0:
+            cpu0 = _cpu(process)
+            time.sleep(args.idle)
+            idle_ms_per_s = 1000 * (_cpu(process) - cpu0) / args.idle
+        if args.py_spy:
+            spy = subprocess.Popen(
+                [
+                    "py-spy",
+                    "record",
+                    "--native",
+                    "--rate",
+                    "200",
+                    "--format",
+                    "raw",
+                    "-o",
+                    args.py_spy,
+                    "--pid",
+                    str(server.pid),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1.0)
+        for n in range(args.rounds):
+            load = os.getloadavg()[0]
+            cpu0, t0 = _cpu(process), time.perf_counter()
+            valid = asyncio.run(_drive(port, codes, args.rpc, args.concurrency))
+            cpu, wall = _cpu(process) - cpu0, time.perf_counter() - t0
+            rows.append(
+                {
+                    "round": n + 1,
+                    "rpc": args.rpc,
+                    "checks": args.checks,
+                    "requests": len(codes),
+                    "valid": valid,
+                    "wall_s": round(wall, 2),
+                    "req_per_s": round(len(codes) / wall, 1),
+                    "server_cpu_ms_per_request": round(1000 * cpu / len(codes), 3),
+                    "loadavg_at_start": round(load, 2),
+                }
+            )
+    finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            try:
+                spy.wait(30)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+        stop_process(server)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(
+        f"# server_cpu: {args.workload}, {args.requests} requests per round, {args.rpc}, "
+        f"checks {args.checks}, "
+        f"{args.workers} workers, {args.concurrency} in flight, scale {args.scale:g}; "
+        + (
+            f"idle server CPU {idle_ms_per_s:.2f} ms/s"
+            if idle_ms_per_s is not None
+            else "idle not measured"
+        )
+    )
+    print("| round | requests | valid | wall s | req/s | server CPU ms/request | load avg |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['round']} | {r['requests']} | {r['valid']} | {r['wall_s']} | {r['req_per_s']} | "
+            f"{r['server_cpu_ms_per_request']} | {r['loadavg_at_start']} |"
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"idle_ms_per_s": idle_ms_per_s, "rounds": rows}, indent=1))
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

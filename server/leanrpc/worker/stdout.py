@@ -1,0 +1,84 @@
+"""The REPL's stdout, delivered in the loop callback that read it.
+
+Owns: `attach(process, on_data, on_close)`: the bytes the child writes to
+stdout go to `on_data(chunk)` from the pipe transport's read callback itself,
+and its end to `on_close()`, once. asyncio's subprocess machinery would hand
+each chunk on with a `call_soon` (base_subprocess `_call`) into a
+StreamReader for a reader task to wake up and copy out: two more loop
+callbacks and a copy per chunk (issue 28: one loop callback per frame
+batch). Here the stdout pipe transport gets a protocol of ours in front of
+asyncio's (`set_protocol`, public transport API): data is ours at once, the
+end is still passed on so the process transport finishes as before. Nothing
+is buffered (the channel's FrameDecoder keeps the partial frame, bounded by
+max_frame). A process without asyncio's transport (another launcher) is read
+the old way, by a task. May import: the standard library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Callable
+
+log = logging.getLogger("leanrpc.worker")
+
+__all__ = ["attach"]
+
+READ_CHUNK = 1 << 16  # the fallback reader's read size
+
+
+class _Direct(asyncio.Protocol):
+    """The stdout pipe's protocol: data to `on_data` at once; the end to
+    `on_close`, then to asyncio's own pipe protocol."""
+
+    def __init__(self, inner: asyncio.BaseProtocol, on_data: Callable[[bytes], None],
+                 on_close: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_data = on_data
+        self._on_close = on_close
+        self._closed = False
+
+    def data_received(self, data: bytes) -> None:
+        if not self._closed:
+            self._on_data(data)
+
+    def eof_received(self):
+        handler = getattr(self._inner, "eof_received", None)
+        return handler() if handler is not None else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed:
+            self._closed = True
+            if exc is not None:
+                log.debug("REPL stdout closed with %r", exc)
+            self._on_close()
+        self._inner.connection_lost(exc)
+
+
+def attach(process: asyncio.subprocess.Process, on_data: Callable[[bytes], None],
+           on_close: Callable[[], None], name: str = "") -> asyncio.Task | None:
+    """Sends `process`'s stdout to `on_data` and its end to `on_close`.
+
+    Returns None when the bytes come straight from the pipe transport, or the
+    reader task of the fallback. Call it before anything is sent to the child."""
+    stdout = process.stdout
+    transport = getattr(process, "_transport", None)  # asyncio.subprocess.Process keeps it there
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    if (pipe is not None and hasattr(pipe, "set_protocol") and not pipe.is_closing()
+            and isinstance(stdout, asyncio.StreamReader) and not getattr(stdout, "_buffer", b"x")
+            and not stdout.at_eof()):
+        pipe.set_protocol(_Direct(pipe.get_protocol(), on_data, on_close))
+        return None
+    return asyncio.create_task(_read(stdout, on_data, on_close), name=f"{name}-stdout")
+
+
+async def _read(stdout: asyncio.StreamReader, on_data, on_close) -> None:
+    try:
+        while True:
+            chunk = await stdout.read(READ_CHUNK)
+            if not chunk:
+                break
+            on_data(chunk)
+    except Exception:  # noqa: BLE001 - a broken pipe is an end like EOF
+        log.debug("REPL stdout read failed", exc_info=True)
+    on_close()

@@ -1,0 +1,47 @@
+"""The REPL's stdout goes to the channel in the pipe's read callback (issue 28:
+no call_soon hop, StreamReader or reader task per chunk); every byte once, in
+order, and the end once, and the process still finishes as asyncio's (wait()
+returns). A process without asyncio's transport is read by a task instead."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from types import SimpleNamespace
+
+from leanrpc.worker import stdout
+
+_WRITER = "import sys\nfor k in range(200):\n    sys.stdout.write(f'{k:05d}\\n' * 50)\n    sys.stdout.flush()\n"
+
+
+async def _collect(process) -> tuple[bytes, int, object]:
+    got, ends = bytearray(), []
+    closed = asyncio.Event()
+
+    def on_close() -> None:
+        ends.append(1)
+        closed.set()
+
+    task = stdout.attach(process, got.extend, on_close, "t")
+    await asyncio.wait_for(closed.wait(), 30)
+    await asyncio.sleep(0.05)  # a second end would come now
+    return bytes(got), len(ends), task
+
+
+async def test_a_child_s_stdout_arrives_whole_without_a_reader_task():
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", _WRITER, stdout=asyncio.subprocess.PIPE)
+    got, ends, task = await _collect(process)
+    await process.wait()
+    assert task is None  # straight from the pipe transport
+    assert got == b"".join(f"{k:05d}\n".encode() * 50 for k in range(200)) and ends == 1
+
+
+async def test_without_the_protocol_a_task_reads_the_same():
+    reader = asyncio.StreamReader()
+    fake = SimpleNamespace(stdout=reader)  # no _protocol: another launcher's process
+    for k in range(3):
+        reader.feed_data(f"{k}\n".encode())
+    reader.feed_eof()
+    got, ends, task = await _collect(fake)
+    assert task is not None and task.done()
+    assert got == b"0\n1\n2\n" and ends == 1
