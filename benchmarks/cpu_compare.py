@@ -7,6 +7,10 @@ from its own checkout's server/ and uses its own harness), round by round, and p
 throughput, server CPU ms per answered request, REPL CPU, and the foreign load: CPU used on
 the machine during the run by anything but that run's client, server and REPLs (from /proc/stat), in
 percent of all cores. Only rounds with a low foreign load say anything about a 2-core box.
+
+`--checks off` (the default) runs every checkout without the axiom and statement checks:
+checkouts from before issue 25 had no `--checks` flag and checked no axioms by default, so
+both sides then do the same REPL work. `--checks default` leaves each checkout's defaults.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ def run_one(checkout: Path, args, out: Path) -> dict:
     env.setdefault("LEANRPC_SHARED", "/work/shared")
     cmd = [sys.executable, "-m", "benchmarks.load", "run", "--workers", str(args.workers), "--workload", args.workload,
            "--duration", str(args.duration), "--quiet", "--json", str(out)]
+    if args.checks == "off" and _has_checks_flag(checkout):
+        cmd += ["--checks", "off"]
     busy0, ours0, t0 = machine_busy_s(), _children_cpu_s(), time.monotonic()
     subprocess.run(cmd, cwd=checkout, env=env, check=True, stdout=subprocess.DEVNULL)
     busy, ours, wall = machine_busy_s() - busy0, _children_cpu_s() - ours0, time.monotonic() - t0
@@ -49,6 +55,12 @@ def run_one(checkout: Path, args, out: Path) -> dict:
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
+def _has_checks_flag(checkout: Path) -> bool:
+    """Whether that checkout's load harness takes `--checks` (issue 25 and later)."""
+    cli = checkout / "benchmarks" / "cli.py"
+    return cli.is_file() and '"--checks"' in cli.read_text(encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path)
@@ -57,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workload", default="minif2f")
+    parser.add_argument("--checks", default="off", choices=("off", "default"),
+                        help="off: no axiom/statement checks on any side (the same work as a "
+                             "checkout from before issue 25); default: each checkout's defaults")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     rows = []
