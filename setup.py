@@ -6,6 +6,7 @@ package imports (grpc/grpc#29390). Set LEANRPC_DEBUG=1 for a debug build
 (line tracing, bounds checks, -O0 -g, annotated HTML). No .pyx reads a debug
 macro yet, so none is defined; add one with the first invariant check.
 """
+
 import os
 import pathlib
 
@@ -27,10 +28,12 @@ NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy"]
 
 def generate_stubs() -> None:
     """Runs protoc (from grpcio-tools) over proto/leanrpc/v1/*.proto."""
-    from grpc_tools import protoc
     import grpc_tools
+    from grpc_tools import protoc
 
-    protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "leanrpc" / "v1").glob("*.proto"))
+    protos = sorted(
+        str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "leanrpc" / "v1").glob("*.proto")
+    )
     well_known = pathlib.Path(grpc_tools.__file__).parent / "_proto"
     args = [
         "grpc_tools.protoc",
@@ -121,7 +124,12 @@ PACKAGES = [
 setup(
     packages=PACKAGES,
     package_dir={"": "server", "leanrpc.client": "clients/python/leanrpc_client"},
-    package_data={"leanrpc": ["py.typed"], "leanrpc.v1": ["*.pyi"], "leanrpc._native": ["*.pyi", "*.pxd"], "leanrpc.standin": ["data/*"]},
+    package_data={
+        "leanrpc": ["py.typed"],
+        "leanrpc.v1": ["*.pyi"],
+        "leanrpc._native": ["*.pyi", "*.pxd"],
+        "leanrpc.standin": ["data/*"],
+    },
     ext_modules=native_extensions(),
     cmdclass={"build_py": BuildPyWithStubs, "build_ext": BuildExtWithStubs},
     zip_safe=False,

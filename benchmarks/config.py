@@ -12,9 +12,23 @@ from . import workloads
 
 SCHEMA = "leanrpc-bench/1"
 SUMMARY_KEYS = (
-    "schema", "target", "config", "machine", "started_at", "requests", "statuses", "errors",
-    "duration_s", "throughput_rps", "latency_ms", "repl_ms", "overhead_ms", "server_internal_ms", "ideal_rps",
-    "ratio_to_ideal", "server",
+    "schema",
+    "target",
+    "config",
+    "machine",
+    "started_at",
+    "requests",
+    "statuses",
+    "errors",
+    "duration_s",
+    "throughput_rps",
+    "latency_ms",
+    "repl_ms",
+    "overhead_ms",
+    "server_internal_ms",
+    "ideal_rps",
+    "ratio_to_ideal",
+    "server",
 )
 REPO = Path(__file__).resolve().parents[1]
 PEERS_VENV = REPO / "benchmarks" / ".peers-venv"

@@ -36,8 +36,21 @@ def _children_cpu_s() -> float:
 def run_one(checkout: Path, args, out: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=f"{checkout / 'server'}{os.pathsep}{checkout}")
     env.setdefault("LEANRPC_SHARED", "/work/shared")
-    cmd = [sys.executable, "-m", "benchmarks.load", "run", "--workers", str(args.workers), "--workload", args.workload,
-           "--duration", str(args.duration), "--quiet", "--json", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.load",
+        "run",
+        "--workers",
+        str(args.workers),
+        "--workload",
+        args.workload,
+        "--duration",
+        str(args.duration),
+        "--quiet",
+        "--json",
+        str(out),
+    ]
     if args.checks == "off" and _has_checks_flag(checkout):
         cmd += ["--checks", "off"]
     busy0, ours0, t0 = machine_busy_s(), _children_cpu_s(), time.monotonic()
@@ -49,10 +62,16 @@ def run_one(checkout: Path, args, out: Path) -> dict:
     answered = max(1, summary["requests"]["answered"])
     # Ours: the whole run's process tree (client, server, REPLs; all reaped, so in RUSAGE_CHILDREN).
     foreign = foreign_load_pct(busy, ours, wall)
-    return {"checkout": str(checkout), "rps": summary["throughput_rps"], "ratio_to_ideal": summary["ratio_to_ideal"],
-            "server_cpu_ms_per_req": round(1000 * server["cpu_s"] / answered, 3),
-            "repl_cpu_s": server["repl_cpu_s"], "answered": answered, "foreign_load_pct": foreign,
-            "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "checkout": str(checkout),
+        "rps": summary["throughput_rps"],
+        "ratio_to_ideal": summary["ratio_to_ideal"],
+        "server_cpu_ms_per_req": round(1000 * server["cpu_s"] / answered, 3),
+        "repl_cpu_s": server["repl_cpu_s"],
+        "answered": answered,
+        "foreign_load_pct": foreign,
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _has_checks_flag(checkout: Path) -> bool:
@@ -69,9 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--workload", default="minif2f")
-    parser.add_argument("--checks", default="off", choices=("off", "default"),
-                        help="off: no axiom/statement checks on any side (the same work as a "
-                             "checkout from before issue 25); default: each checkout's defaults")
+    parser.add_argument(
+        "--checks",
+        default="off",
+        choices=("off", "default"),
+        help="off: no axiom/statement checks on any side (the same work as a "
+        "checkout from before issue 25); default: each checkout's defaults",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     rows = []
@@ -83,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
                 row["round"] = round_no + 1
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print(f"\n| round | checkout | req/s | share of ideal | server CPU ms/req | foreign load % |")
+    print("\n| round | checkout | req/s | share of ideal | server CPU ms/req | foreign load % |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['round']} | {r['checkout']} | {r['rps']:.2f} | {r['ratio_to_ideal']:.3f} | "
-              f"{r['server_cpu_ms_per_req']:.2f} | {r['foreign_load_pct']:.0f} |")
+        print(
+            f"| {r['round']} | {r['checkout']} | {r['rps']:.2f} | {r['ratio_to_ideal']:.3f} | "
+            f"{r['server_cpu_ms_per_req']:.2f} | {r['foreign_load_pct']:.0f} |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

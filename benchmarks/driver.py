@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import datetime
+import os
 import random
 import shutil
 import sys
@@ -22,6 +22,7 @@ from .measure import ResourceWatch
 from .report import aggregate, summarize
 from .targets import make_target
 from .targets.leaninteract import run_leaninteract
+
 
 class Progress:
     def __init__(self, enabled: bool, label: str) -> None:
@@ -42,13 +43,24 @@ class Progress:
             return
         elapsed = time.monotonic() - self.t0
         rate = self.done / elapsed if elapsed else 0.0
-        print(f"\r[{self.label}] {elapsed:6.1f}s sent {self.sent} done {self.done} "
-              f"in-flight {self.sent - self.done} errors {self.errors} {rate:7.1f} req/s",
-              end="", file=sys.stderr, flush=True)
+        print(
+            f"\r[{self.label}] {elapsed:6.1f}s sent {self.sent} done {self.done} "
+            f"in-flight {self.sent - self.done} errors {self.errors} {rate:7.1f} req/s",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-async def drive(target, items: list[workloads.Item], cfg: RunConfig, progress: Progress,
-                prefix: str, limit_requests: int, duration_s: float) -> tuple[list[Record], int]:
+async def drive(
+    target,
+    items: list[workloads.Item],
+    cfg: RunConfig,
+    progress: Progress,
+    prefix: str,
+    limit_requests: int,
+    duration_s: float,
+) -> tuple[list[Record], int]:
     """Sends requests in closed or open loop; returns (records, number sent)."""
     records: list[Record] = []
     counter = 0
@@ -105,7 +117,11 @@ async def run_async(cfg: RunConfig, items: list[workloads.Item] | None = None) -
     cfg.validate()
     if cfg.target == "leaninteract":
         return await asyncio.to_thread(run_leaninteract, cfg, items)
-    items = items if items is not None else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
+    items = (
+        items
+        if items is not None
+        else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
+    )
     workloads.require_data(items, f"items in workload {cfg.workload!r}")
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-{cfg.target}-"))
@@ -146,7 +162,7 @@ async def run_rounds(configs: dict[str, RunConfig], rounds: int) -> dict[str, di
     results: dict[str, list[dict]] = {name: [] for name in configs}
     names = list(configs)
     for r in range(rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             print(f"--- round {r + 1}/{rounds}: {name}", file=sys.stderr)
             results[name].append(await run_async(dataclasses.replace(configs[name])))
     return {name: aggregate(runs) for name, runs in results.items()}

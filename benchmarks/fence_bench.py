@@ -27,15 +27,37 @@ from leanrpc import repl
 SMALL = b'{"env": 12}'
 MEDIUM = json.dumps(
     {
-        "sorries": [{"proofState": i, "pos": {"line": i, "column": 2}, "goal": "⊢ a + b = b + a", "endPos": {"line": i, "column": 7}} for i in range(3)],
-        "messages": [{"severity": "warning", "pos": {"line": i, "column": 8}, "endPos": {"line": i, "column": 9}, "data": "declaration uses `sorry`"} for i in range(5)],
+        "sorries": [
+            {
+                "proofState": i,
+                "pos": {"line": i, "column": 2},
+                "goal": "⊢ a + b = b + a",
+                "endPos": {"line": i, "column": 7},
+            }
+            for i in range(3)
+        ],
+        "messages": [
+            {
+                "severity": "warning",
+                "pos": {"line": i, "column": 8},
+                "endPos": {"line": i, "column": 9},
+                "data": "declaration uses `sorry`",
+            }
+            for i in range(5)
+        ],
         "env": 40,
     },
     ensure_ascii=False,
     indent=1,
 ).encode()
 BIG = json.dumps(
-    {"infotree": [{"node": {"stx": {"pp": "x" * 40, "kind": "k"}, "goals": ["⊢ p"] * 4}, "children": []}] * 6000, "env": 3},
+    {
+        "infotree": [
+            {"node": {"stx": {"pp": "x" * 40, "kind": "k"}, "goals": ["⊢ p"] * 4}, "children": []}
+        ]
+        * 6000,
+        "env": 3,
+    },
     ensure_ascii=False,
 ).encode()
 
@@ -48,7 +70,11 @@ def _time(fn, frame: bytes, repeat: int) -> float:
 
 
 def bench_decode(rounds: int = 7) -> None:
-    cases = [("clean {env}", SMALL, 20000), ("messages+sorries", MEDIUM, 5000), (f"infotree {len(BIG) >> 10} KiB", BIG, 20)]
+    cases = [
+        ("clean {env}", SMALL, 20000),
+        ("messages+sorries", MEDIUM, 5000),
+        (f"infotree {len(BIG) >> 10} KiB", BIG, 20),
+    ]
     print("frame | json.loads | repl.decode (msgspec struct) | ratio json/msgspec")
     for name, frame, repeat in cases:
         loads, structs = [], []
@@ -73,7 +99,7 @@ async def _exchange_times(fence: str, body: str, count: int, worker_holder: dict
 
 async def bench_fence(rounds: int = 10, per_round: int = 20) -> None:
     from leanrpc.config import Config
-    from leanrpc.worker.launcher import LaunchSpec, Launcher
+    from leanrpc.worker.launcher import Launcher, LaunchSpec
     from leanrpc.worker.worker import Worker
 
     config = Config()
@@ -82,7 +108,13 @@ async def bench_fence(rounds: int = 10, per_round: int = 20) -> None:
     modes = {"on": ("on", "auto"), "no-audit": ("on", "off"), "off": ("off", "off")}
     for mode, (fence, audit) in modes.items():
         config.repl.fence, config.repl.fence_audit = fence, audit
-        worker = Worker(f"bench-{mode}", LaunchSpec(argv=list(config.repl.command)), Launcher(), config.limits, fence=config.repl)
+        worker = Worker(
+            f"bench-{mode}",
+            LaunchSpec(argv=list(config.repl.command)),
+            Launcher(),
+            config.limits,
+            fence=config.repl,
+        )
         await worker.start(30.0)
         worker.begin_loading()
         await worker.load_header("import Mathlib", "Mathlib", 60.0)
@@ -99,11 +131,15 @@ async def bench_fence(rounds: int = 10, per_round: int = 20) -> None:
         for worker in workers.values():
             await worker.stop(2.0)
     off = statistics.median(timings["off"])
-    print(f"exchanges per mode: {len(timings['off'])} (alternating rounds of {per_round}); body: {body!r}")
+    print(
+        f"exchanges per mode: {len(timings['off'])} (alternating rounds of {per_round}); body: {body!r}"
+    )
     print("mode | p50 ms | mean ms | p50 cost vs unfenced | ratio p50")
     for mode, times in timings.items():
         p50 = statistics.median(times)
-        print(f"{mode} | {p50 * 1e3:.3f} | {statistics.fmean(times) * 1e3:.3f} | +{(p50 - off) * 1e3:.3f} ms | {p50 / off:.2f}x")
+        print(
+            f"{mode} | {p50 * 1e3:.3f} | {statistics.fmean(times) * 1e3:.3f} | +{(p50 - off) * 1e3:.3f} ms | {p50 / off:.2f}x"
+        )
 
 
 def main(argv: list[str]) -> None:

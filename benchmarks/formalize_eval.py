@@ -46,9 +46,14 @@ from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, Sampli
 from leanrpc.results import Status, VerifyResult  # noqa: E402
 
 _CHECKOUT_DATASETS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
-DATASETS = pathlib.Path(os.environ.get("LEANRPC_DATASETS")
-                        or (pathlib.Path(os.environ["LEANRPC_SHARED"]) / "datasets" if os.environ.get("LEANRPC_SHARED")
-                            else _CHECKOUT_DATASETS))
+DATASETS = pathlib.Path(
+    os.environ.get("LEANRPC_DATASETS")
+    or (
+        pathlib.Path(os.environ["LEANRPC_SHARED"]) / "datasets"
+        if os.environ.get("LEANRPC_SHARED")
+        else _CHECKOUT_DATASETS
+    )
+)
 
 
 # ----------------------------------------------------------------------------- data
@@ -74,15 +79,29 @@ def load_problems(name: str, split: str, limit: int | None, offset: int = 0) -> 
             if split != "all" and d["split"] != split:
                 continue
             informal = d["informal_prefix"].strip().removeprefix("/--").removesuffix("-/").strip()
-            rows.append({"name": d["name"], "informal": informal, "header": d["header"].strip(),
-                         "reference": d["formal_statement"].rstrip() + " sorry"})
+            rows.append(
+                {
+                    "name": d["name"],
+                    "informal": informal,
+                    "header": d["header"].strip(),
+                    "reference": d["formal_statement"].rstrip() + " sorry",
+                }
+            )
     elif name == "proofnet-verified":
         path = DATASETS / "proofnet-verified" / "proofnet-verified.jsonl"
         for line in _lines(path):
             d = json.loads(line)
-            header = d["header"].strip() + ("\n\n" + d["helper"].strip() if d.get("helper", "").strip() else "")
-            rows.append({"name": d["name"], "informal": d["informal_stmt"].strip(), "header": header,
-                         "reference": d["formal_stmt"].strip()})
+            header = d["header"].strip() + (
+                "\n\n" + d["helper"].strip() if d.get("helper", "").strip() else ""
+            )
+            rows.append(
+                {
+                    "name": d["name"],
+                    "informal": d["informal_stmt"].strip(),
+                    "header": header,
+                    "reference": d["formal_stmt"].strip(),
+                }
+            )
     else:
         raise SystemExit(f"unknown dataset {name!r}")
     rows = rows[offset:]
@@ -110,8 +129,13 @@ class _OracleStream:
         yield self.text
 
     async def result(self) -> GenerationResult:
-        return GenerationResult(text=self.text, token_ids=[], finish_reason="eos", prompt_tokens=0,
-                                generated_tokens=len(self.text) // 4)
+        return GenerationResult(
+            text=self.text,
+            token_ids=[],
+            finish_reason="eos",
+            prompt_tokens=0,
+            generated_tokens=len(self.text) // 4,
+        )
 
 
 class OracleGenerator:
@@ -169,10 +193,16 @@ async def run_eval(args) -> dict:
         verify = verify_none
 
     config = FormalizeConfig(
-        model_dir=args.model_dir, adapter_dirs=args.adapter, device=args.device, quantize=not args.no_quantize,
-        max_batch=args.max_batch, max_new_tokens=args.max_new_tokens, default_max_iterations=args.max_iterations,
+        model_dir=args.model_dir,
+        adapter_dirs=args.adapter,
+        device=args.device,
+        quantize=not args.no_quantize,
+        max_batch=args.max_batch,
+        max_new_tokens=args.max_new_tokens,
+        default_max_iterations=args.max_iterations,
         max_iterations_limit=max(16, args.max_iterations),
-        mathlib_names_path=args.names or DEFAULT_MATHLIB_NAMES, retrieval_top_k=args.retrieval_top_k,
+        mathlib_names_path=args.names or DEFAULT_MATHLIB_NAMES,
+        retrieval_top_k=args.retrieval_top_k,
     )
     t_load = time.perf_counter()
     tmp = None
@@ -196,12 +226,15 @@ async def run_eval(args) -> dict:
         if not ok:
             raise SystemExit(reason)
     else:
-        service = FormalizeService(OracleGenerator(problems, break_first=args.generator == "oracle-repair"),
-                                   verify, config)
+        service = FormalizeService(
+            OracleGenerator(problems, break_first=args.generator == "oracle-repair"), verify, config
+        )
     load_s = time.perf_counter() - t_load
 
     samples = args.samples
-    temperature = args.temperature if args.temperature is not None else (0.7 if samples > 1 else 0.0)
+    temperature = (
+        args.temperature if args.temperature is not None else (0.7 if samples > 1 else 0.0)
+    )
     sem = asyncio.Semaphore(args.concurrency or args.max_batch)
     records: list[RunRecord] = []
 
@@ -209,9 +242,14 @@ async def run_eval(args) -> dict:
         async with sem:
             t0 = time.perf_counter()
             req = FormalizeRequest(
-                id=f"{problem['name']}#{sample}", informal_statement=problem["informal"], header=problem["header"],
-                max_iterations=args.max_iterations, retrieval=args.retrieval,
-                sampling=Sampling(temperature=temperature, top_p=args.top_p, seed=(args.seed + sample) or 0),
+                id=f"{problem['name']}#{sample}",
+                informal_statement=problem["informal"],
+                header=problem["header"],
+                max_iterations=args.max_iterations,
+                retrieval=args.retrieval,
+                sampling=Sampling(
+                    temperature=temperature, top_p=args.top_p, seed=(args.seed + sample) or 0
+                ),
             )
             cands: list[Candidate] = []
             outcome = None
@@ -220,9 +258,13 @@ async def run_eval(args) -> dict:
                     cands.append(ev)
                 elif isinstance(ev, Outcome):
                     outcome = ev
-            records.append(RunRecord(problem["name"], sample, outcome, cands, time.perf_counter() - t0))
+            records.append(
+                RunRecord(problem["name"], sample, outcome, cands, time.perf_counter() - t0)
+            )
             if args.verbose:
-                print(f"{req.id}: {outcome.status.name} after {outcome.iterations}", file=sys.stderr)
+                print(
+                    f"{req.id}: {outcome.status.name} after {outcome.iterations}", file=sys.stderr
+                )
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(p, s) for p in problems for s in range(samples)))
@@ -234,24 +276,40 @@ async def run_eval(args) -> dict:
     peak = {"cpu_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     if args.generator == "model" and torch is not None and torch.cuda.is_available():
         peak["cuda_max_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
-    summary.update({
-        "tokens_per_s": round(gen_tokens / wall, 2) if wall else None,
-        "decode_tokens_per_s": engine.get("decode_tokens_per_s"),
-        "mean_batch": engine.get("mean_batch"),
-        "generated_tokens": gen_tokens,
-        "wall_s": round(wall, 2),
-        "load_s": round(load_s, 2),
-        "peak_memory": peak,
-        "model": service.model_info,
-        "setup": {
-            "dataset": args.dataset, "split": args.split, "limit": args.limit, "offset": args.offset,
-            "generator": args.generator, "tiny": args.tiny, "model_dir": None if args.tiny else args.model_dir,
-            "adapters": args.adapter, "verify": args.verify, "max_iterations": args.max_iterations,
-            "samples": samples, "temperature": temperature, "top_p": args.top_p, "retrieval": args.retrieval,
-            "max_new_tokens": args.max_new_tokens, "max_batch": args.max_batch, "device": args.device,
-            "quantize": not args.no_quantize, "python": platform.python_version(), "machine": platform.machine(),
-        },
-    })
+    summary.update(
+        {
+            "tokens_per_s": round(gen_tokens / wall, 2) if wall else None,
+            "decode_tokens_per_s": engine.get("decode_tokens_per_s"),
+            "mean_batch": engine.get("mean_batch"),
+            "generated_tokens": gen_tokens,
+            "wall_s": round(wall, 2),
+            "load_s": round(load_s, 2),
+            "peak_memory": peak,
+            "model": service.model_info,
+            "setup": {
+                "dataset": args.dataset,
+                "split": args.split,
+                "limit": args.limit,
+                "offset": args.offset,
+                "generator": args.generator,
+                "tiny": args.tiny,
+                "model_dir": None if args.tiny else args.model_dir,
+                "adapters": args.adapter,
+                "verify": args.verify,
+                "max_iterations": args.max_iterations,
+                "samples": samples,
+                "temperature": temperature,
+                "top_p": args.top_p,
+                "retrieval": args.retrieval,
+                "max_new_tokens": args.max_new_tokens,
+                "max_batch": args.max_batch,
+                "device": args.device,
+                "quantize": not args.no_quantize,
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+            },
+        }
+    )
     await service.close()
     if verifier is not None:
         await verifier.close()

@@ -42,13 +42,21 @@ from pathlib import Path
 
 from . import workloads
 from .config import RunConfig
-from .targets.common import free_port, stop_process as _stop_process, wait_port as _wait_port
+from .targets.common import free_port
+from .targets.common import stop_process as _stop_process
+from .targets.common import wait_port as _wait_port
 from .targets.http import HttpConnection
 from .targets.kimina import KiminaTarget, status_of
 
 
-def grpo_items(statements: int, completions: int, dup_rate: float, *, scale: float = workloads.DEFAULT_SCALE,
-               seed: int = 0) -> list[workloads.Item]:
+def grpo_items(
+    statements: int,
+    completions: int,
+    dup_rate: float,
+    *,
+    scale: float = workloads.DEFAULT_SCALE,
+    seed: int = 0,
+) -> list[workloads.Item]:
     """`statements` groups of `completions` items, a `dup_rate` share duplicated."""
     if not 0 <= dup_rate < 1:
         raise ValueError("dup_rate must be in [0, 1)")
@@ -58,12 +66,16 @@ def grpo_items(statements: int, completions: int, dup_rate: float, *, scale: flo
     items: list[workloads.Item] = []
     for s, proof in enumerate(chosen):
         # Exactly round(d * n) duplicates per group, in shuffled order.
-        unique = [proof.code.rstrip("\n") + f"\n-- completion {s}.{k}\n"
-                  for k in range(completions - round(dup_rate * completions))]
+        unique = [
+            proof.code.rstrip("\n") + f"\n-- completion {s}.{k}\n"
+            for k in range(completions - round(dup_rate * completions))
+        ]
         group = unique + [rng.choice(unique) for _ in range(completions - len(unique))]
         rng.shuffle(group)
         for k, code in enumerate(group):
-            items.append(workloads.Item(id=f"g{s}-c{k}", code=code, burn_s=proof.burn_s, source="grpo"))
+            items.append(
+                workloads.Item(id=f"g{s}-c{k}", code=code, burn_s=proof.burn_s, source="grpo")
+            )
     return items
 
 
@@ -80,8 +92,15 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     async def start(self) -> None:
-        command = [sys.executable, "-m", "leanrpc.standin", "--import-cost", f"{workloads.import_cost(self.scale):.4f}",
-                   "--reimport-cost", f"{workloads.import_cost(self.scale) / 4:.4f}"]
+        command = [
+            sys.executable,
+            "-m",
+            "leanrpc.standin",
+            "--import-cost",
+            f"{workloads.import_cost(self.scale):.4f}",
+            "--reimport-cost",
+            f"{workloads.import_cost(self.scale) / 4:.4f}",
+        ]
         config = self.tmp / f"grpo-{'cache' if self.cache else 'nocache'}.toml"
         config.write_text(
             "[repl]\ncommand = " + json.dumps(command) + "\n"
@@ -89,8 +108,18 @@ class Server:
             f"[cache]\nenabled = {'true' if self.cache else 'false'}\nmemory_mb = 256\n"
         )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "leanrpc.cli", "serve", "--config", str(config), "--port", str(self.port)],
-            stdout=subprocess.DEVNULL, stderr=open(self.tmp / f"{config.stem}.log", "wb"),
+            [
+                sys.executable,
+                "-m",
+                "leanrpc.cli",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(self.port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / f"{config.stem}.log", "wb"),
         )
         await _wait_port(self.port, self.process, 60, "leanrpc server")
 
@@ -99,13 +128,17 @@ class Server:
             _stop_process(self.process)
 
 
-async def measure(server: Server, items: list[workloads.Item], concurrent_groups: int, completions: int) -> dict:
+async def measure(
+    server: Server, items: list[workloads.Item], concurrent_groups: int, completions: int
+) -> dict:
     from leanrpc.client import AsyncClient
 
     client = AsyncClient(f"127.0.0.1:{server.port}", max_retries=2)
     try:
-        await client.verify_batch([("warm", items[0].code.split("\n\n", 1)[0] + "\n\ntheorem w : True := trivial\n")])
-        groups = [items[i:i + completions] for i in range(0, len(items), completions)]
+        await client.verify_batch(
+            [("warm", items[0].code.split("\n\n", 1)[0] + "\n\ntheorem w : True := trivial\n")]
+        )
+        groups = [items[i : i + completions] for i in range(0, len(items), completions)]
         semaphore = asyncio.Semaphore(concurrent_groups)
 
         async def one_group(group):
@@ -132,15 +165,22 @@ def _tally(results: list[tuple[str, str, str]], wall: float) -> dict:
     for _, status, source in results:
         sources[source or "elaborated"] = sources.get(source or "elaborated", 0) + 1
         statuses[status] = statuses.get(status, 0) + 1
-    return {"wall_s": wall, "throughput": len(results) / wall, "answers": len(results), "sources": sources,
-            "statuses": statuses, "verdicts": {i: status for i, status, _ in results}}
+    return {
+        "wall_s": wall,
+        "throughput": len(results) / wall,
+        "answers": len(results),
+        "sources": sources,
+        "statuses": statuses,
+        "verdicts": {i: status for i, status, _ in results},
+    }
 
 
-async def measure_kimina(target: KiminaTarget, items: list[workloads.Item], concurrent_groups: int,
-                         completions: int) -> dict:
+async def measure_kimina(
+    target: KiminaTarget, items: list[workloads.Item], concurrent_groups: int, completions: int
+) -> dict:
     """Kimina's server, sent what a trainer sends it: one `POST /api/check` per group of completions."""
     warm = items[0].code.split("\n\n", 1)[0] + "\n\ntheorem w : True := trivial\n"
-    groups = [items[i:i + completions] for i in range(0, len(items), completions)]
+    groups = [items[i : i + completions] for i in range(0, len(items), completions)]
     semaphore = asyncio.Semaphore(concurrent_groups)
     connections = [HttpConnection(target.port) for _ in range(concurrent_groups)]
 
@@ -148,7 +188,11 @@ async def measure_kimina(target: KiminaTarget, items: list[workloads.Item], conc
         async with semaphore:
             connection = connections.pop()
             try:
-                payload = {"snippets": [{"id": i.id, "code": i.code} for i in group], "timeout": 120, "reuse": True}
+                payload = {
+                    "snippets": [{"id": i.id, "code": i.code} for i in group],
+                    "timeout": 120,
+                    "reuse": True,
+                }
                 code, body = await connection.post("/api/check", payload, 600)
             finally:
                 connections.append(connection)
@@ -157,8 +201,11 @@ async def measure_kimina(target: KiminaTarget, items: list[workloads.Item], conc
         return [(r["id"], status_of(r), "") for r in body["results"]]
 
     try:
-        code, _ = await connections[0].post("/api/check", {"snippets": [{"id": "warm", "code": warm}],
-                                                          "timeout": 120, "reuse": True}, 120)
+        code, _ = await connections[0].post(
+            "/api/check",
+            {"snippets": [{"id": "warm", "code": warm}], "timeout": 120, "reuse": True},
+            120,
+        )
         if code != 200:
             raise RuntimeError(f"Kimina warm-up answered HTTP {code}")
         started = time.monotonic()
@@ -175,7 +222,9 @@ async def run(args) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="grpo-bench-") as tmp_name:
         tmp = Path(tmp_name)
         for dup in args.dup_rates:
-            items = grpo_items(args.statements, args.completions, dup / 100, scale=args.scale, seed=args.seed)
+            items = grpo_items(
+                args.statements, args.completions, dup / 100, scale=args.scale, seed=args.seed
+            )
             row = {"dup_rate": dup, "duplicates": duplicate_share(items), "items": len(items)}
             # Side by side, same items, fresh servers; the order alternates from one rate to the next
             # so that machine noise does not always favour the same server.
@@ -184,17 +233,23 @@ async def run(args) -> list[dict]:
                 order.reverse()
             for name in order:
                 if name == "kimina":
-                    target = KiminaTarget(RunConfig(target="kimina", workers=args.workers, scale=args.scale), tmp)
+                    target = KiminaTarget(
+                        RunConfig(target="kimina", workers=args.workers, scale=args.scale), tmp
+                    )
                     await target.start()
                     try:
-                        row["kimina"] = await measure_kimina(target, items, args.concurrent_groups, args.completions)
+                        row["kimina"] = await measure_kimina(
+                            target, items, args.concurrent_groups, args.completions
+                        )
                     finally:
                         await target.stop()
                     continue
                 server = Server(tmp, workers=args.workers, cache=name == "cache", scale=args.scale)
                 await server.start()
                 try:
-                    row[name] = await measure(server, items, args.concurrent_groups, args.completions)
+                    row[name] = await measure(
+                        server, items, args.concurrent_groups, args.completions
+                    )
                 finally:
                     server.stop()
             reference = row["nocache"].pop("verdicts")
@@ -202,15 +257,19 @@ async def run(args) -> list[dict]:
             row["same_verdicts"] = same
             row["speedup"] = row["cache"]["throughput"] / row["nocache"]["throughput"]
             row["repl_saving"] = row["nocache"]["repl_s"] / max(row["cache"]["repl_s"], 1e-9)
-            line = (f"dup {dup:>3}% (measured {row['duplicates']:.0%}): uncached {row['nocache']['throughput']:.1f}/s, "
-                    f"cached {row['cache']['throughput']:.1f}/s, x{row['speedup']:.2f} (REPL seconds x{row['repl_saving']:.2f}), "
-                    f"same verdicts: {same}, "
-                    f"sources {row['cache']['sources']}")
+            line = (
+                f"dup {dup:>3}% (measured {row['duplicates']:.0%}): uncached {row['nocache']['throughput']:.1f}/s, "
+                f"cached {row['cache']['throughput']:.1f}/s, x{row['speedup']:.2f} (REPL seconds x{row['repl_saving']:.2f}), "
+                f"same verdicts: {same}, "
+                f"sources {row['cache']['sources']}"
+            )
             if "kimina" in row:
                 row["kimina_same_verdicts"] = row["kimina"].pop("verdicts") == reference
                 row["cached_vs_kimina"] = row["cache"]["throughput"] / row["kimina"]["throughput"]
-                line += (f"; kimina {row['kimina']['throughput']:.1f}/s (cached leanrpc x{row['cached_vs_kimina']:.2f}),"
-                         f" statuses {row['kimina']['statuses']}, same verdicts: {row['kimina_same_verdicts']}")
+                line += (
+                    f"; kimina {row['kimina']['throughput']:.1f}/s (cached leanrpc x{row['cached_vs_kimina']:.2f}),"
+                    f" statuses {row['kimina']['statuses']}, same verdicts: {row['kimina_same_verdicts']}"
+                )
             rows.append(row)
             print(line, flush=True)
     return rows
@@ -218,8 +277,10 @@ async def run(args) -> list[dict]:
 
 def table(rows: list[dict]) -> str:
     kimina = any("kimina" in r for r in rows)
-    head = ("| duplicate rate (measured) | items | uncached req/s | cached req/s | cached / uncached | ideal 1/(1-d) |"
-            " of ideal | REPL s uncached / cached | answered from cache or in-flight | same verdicts |")
+    head = (
+        "| duplicate rate (measured) | items | uncached req/s | cached req/s | cached / uncached | ideal 1/(1-d) |"
+        " of ideal | REPL s uncached / cached | answered from cache or in-flight | same verdicts |"
+    )
     rule = "|---|---|---|---|---|---|---|---|---|---|"
     if kimina:
         head += " Kimina req/s | cached leanrpc / Kimina | Kimina same verdicts |"
@@ -227,11 +288,13 @@ def table(rows: list[dict]) -> str:
     lines = [head, rule]
     for r in rows:
         reused = r["items"] - r["cache"]["sources"].get("elaborated", 0)
-        line = (f"| {r['dup_rate']}% ({r['duplicates']:.1%}) | {r['items']} | {r['nocache']['throughput']:.2f} | "
-                f"{r['cache']['throughput']:.2f} | **{r['speedup']:.2f}x** | {1 / (1 - r['duplicates']):.2f}x | "
-                f"{r['speedup'] * (1 - r['duplicates']):.0%} | "
-                f"{r['nocache']['repl_s']:.1f} / {r['cache']['repl_s']:.1f} = {r['repl_saving']:.2f}x | "
-                f"{reused} | {r['same_verdicts']} |")
+        line = (
+            f"| {r['dup_rate']}% ({r['duplicates']:.1%}) | {r['items']} | {r['nocache']['throughput']:.2f} | "
+            f"{r['cache']['throughput']:.2f} | **{r['speedup']:.2f}x** | {1 / (1 - r['duplicates']):.2f}x | "
+            f"{r['speedup'] * (1 - r['duplicates']):.0%} | "
+            f"{r['nocache']['repl_s']:.1f} / {r['cache']['repl_s']:.1f} = {r['repl_saving']:.2f}x | "
+            f"{reused} | {r['same_verdicts']} |"
+        )
         if "kimina" in r:
             line += f" {r['kimina']['throughput']:.2f} | {r['cached_vs_kimina']:.2f}x | {r['kimina_same_verdicts']} |"
         lines.append(line)
@@ -239,7 +302,9 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--statements", type=int, default=4)
     parser.add_argument("--completions", type=int, default=64)
     parser.add_argument("--dup-rates", type=int, nargs="+", default=[0, 25, 50])
@@ -247,14 +312,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--scale", type=float, default=workloads.DEFAULT_SCALE)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kimina", action="store_true",
-                        help="also run Kimina's server (benchmarks/.peers-venv) on the same items, in the same run")
+    parser.add_argument(
+        "--kimina",
+        action="store_true",
+        help="also run Kimina's server (benchmarks/.peers-venv) on the same items, in the same run",
+    )
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args(argv)
     rows = asyncio.run(run(args))
     print()
-    print(f"command: python -m benchmarks.grpo {' '.join(argv if argv is not None else sys.argv[1:])}")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores (shared), {datetime.date.today()}")
+    print(
+        f"command: python -m benchmarks.grpo {' '.join(argv if argv is not None else sys.argv[1:])}"
+    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores (shared), {datetime.date.today()}"
+    )
     print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

@@ -27,7 +27,8 @@ import sys
 
 # The rooms (issue 17): config, measure, targets/, driver, report, plots, cli. This module keeps
 # `python -m benchmarks.load ...` and the names scripts and tests already use.
-from .cli import build_parser, main, write_json as _write
+from .cli import build_parser, main
+from .cli import write_json as _write
 from .config import PEERS_VENV, REPO, SCHEMA, SHIM_DIR, SUMMARY_KEYS, TARGETS, Record, RunConfig
 from .driver import Progress, drive, run_async, run_rounds
 from .measure import ResourceWatch, distribution_ms, machine, percentile
@@ -40,10 +41,35 @@ from .targets.leaninteract import run_leaninteract
 from .targets.leanrpc import LeanrpcTarget
 
 __all__ = [
-    "PEERS_VENV", "REPO", "SCHEMA", "SHIM_DIR", "SUMMARY_KEYS", "TARGETS", "KiminaRestTarget", "KiminaTarget",
-    "LeanrpcTarget", "Progress", "Record", "ResourceWatch", "RunConfig", "_write", "aggregate", "build_parser",
-    "distribution_ms", "drive", "machine", "main", "make_target", "percentile", "plot_scaling",
-    "plot_throughput_latency", "run_async", "run_leaninteract", "run_rounds", "summarize", "table",
+    "PEERS_VENV",
+    "REPO",
+    "SCHEMA",
+    "SHIM_DIR",
+    "SUMMARY_KEYS",
+    "TARGETS",
+    "KiminaRestTarget",
+    "KiminaTarget",
+    "LeanrpcTarget",
+    "Progress",
+    "Record",
+    "ResourceWatch",
+    "RunConfig",
+    "_write",
+    "aggregate",
+    "build_parser",
+    "distribution_ms",
+    "drive",
+    "machine",
+    "main",
+    "make_target",
+    "percentile",
+    "plot_scaling",
+    "plot_throughput_latency",
+    "run_async",
+    "run_leaninteract",
+    "run_rounds",
+    "summarize",
+    "table",
 ]
 
 if __name__ == "__main__":

@@ -55,7 +55,19 @@ _TACTICS = [
     "apply mul_le_mul_of_nonneg_left <;> positivity",
     "rcases Nat.even_or_odd n with ⟨m, rfl⟩ | ⟨m, rfl⟩",
 ]
-_TERMS = ["x", "y", "a", "b", "n", "f x", "Real.sqrt 2", "(x + 1)", "∑ i ∈ Finset.range n, i", "|a - b|", "π"]
+_TERMS = [
+    "x",
+    "y",
+    "a",
+    "b",
+    "n",
+    "f x",
+    "Real.sqrt 2",
+    "(x + 1)",
+    "∑ i ∈ Finset.range n, i",
+    "|a - b|",
+    "π",
+]
 _RELATIONS = ["≤", "<", "=", "≠", "∣"]
 
 
@@ -74,12 +86,17 @@ def lean_render(value, indent=0, width=80) -> str:
         if len(flat) + len(head) + indent + 1 <= width:
             items.append(head + flat)
         else:
-            items.append(head.rstrip() + "\n" + " " * (indent + 1) + lean_render(item, indent + 1, width))
+            items.append(
+                head.rstrip() + "\n" + " " * (indent + 1) + lean_render(item, indent + 1, width)
+            )
     return "{" + pad.join(items) + "}"
 
 
 def _goal(rng: random.Random) -> str:
-    hyps = "\n".join(f"h{i} : {rng.choice(_TERMS)} {rng.choice(_RELATIONS)} {rng.choice(_TERMS)}" for i in range(rng.randint(1, 6)))
+    hyps = "\n".join(
+        f"h{i} : {rng.choice(_TERMS)} {rng.choice(_RELATIONS)} {rng.choice(_TERMS)}"
+        for i in range(rng.randint(1, 6))
+    )
     return f"x y : ℝ\n{hyps}\n⊢ {rng.choice(_TERMS)} {rng.choice(_RELATIONS)} {rng.choice(_TERMS)}"
 
 
@@ -126,11 +143,23 @@ def small_responses(rng: random.Random, count: int) -> bytes:
     parts = []
     for env in range(count):
         response = {
-            "sorries": [{"proofState": env, "pos": {"line": 3, "column": 4}, "goal": _goal(rng), "endPos": {"line": 3, "column": 9}}]
+            "sorries": [
+                {
+                    "proofState": env,
+                    "pos": {"line": 3, "column": 4},
+                    "goal": _goal(rng),
+                    "endPos": {"line": 3, "column": 9},
+                }
+            ]
             if rng.random() < 0.3
             else [],
             "messages": [
-                {"severity": "error", "pos": {"line": 5, "column": 2}, "endPos": {"line": 5, "column": 9}, "data": "unsolved goals\n" + _goal(rng)}
+                {
+                    "severity": "error",
+                    "pos": {"line": 5, "column": 2},
+                    "endPos": {"line": 5, "column": 9},
+                    "data": "unsolved goals\n" + _goal(rng),
+                }
             ]
             if rng.random() < 0.5
             else [],
@@ -148,7 +177,10 @@ def command_corpus(rng: random.Random, theorems: int, attempts: int) -> list[str
     """Proof attempts: a statement, then tactic lines; attempts branch off earlier ones."""
     commands = []
     for t in range(theorems):
-        hyps = " ".join(f"(h{i} : {rng.choice(_TERMS)} {rng.choice(_RELATIONS)} {rng.choice(_TERMS)})" for i in range(rng.randint(4, 10)))
+        hyps = " ".join(
+            f"(h{i} : {rng.choice(_TERMS)} {rng.choice(_RELATIONS)} {rng.choice(_TERMS)})"
+            for i in range(rng.randint(4, 10))
+        )
         statement = (
             f"/-- Problem {t}: show the bound. -/\ntheorem problem_{t} (x y a b : ℝ) (n : ℕ) (f : ℕ → ℝ)\n    {hyps} :\n"
             f"    {rng.choice(_TERMS)} {rng.choice(_RELATIONS)} {rng.choice(_TERMS)} := by\n"
@@ -193,7 +225,9 @@ def bench_framing(module, chunks: list[bytes], total: int, repeats: int, decode:
     return total / best_of(repeats, run) / 1e6
 
 
-def bench_trie(module, keys: list[str], longest_queries: list[str], common_queries: list[str], repeats: int) -> dict:
+def bench_trie(
+    module, keys: list[str], longest_queries: list[str], common_queries: list[str], repeats: int
+) -> dict:
     gc.collect()
     start = time.perf_counter()
     trie = module.PrefixTrie()
@@ -233,7 +267,11 @@ def run(quick: bool) -> dict:
     rows = []
     for label, stream, decode in (
         (f"framing: {frames} x {frame_size >> 20} MiB infotree responses, feed", big, False),
-        (f"framing: {frames} x {frame_size >> 20} MiB infotree responses, feed + decode_frame", big, True),
+        (
+            f"framing: {frames} x {frame_size >> 20} MiB infotree responses, feed + decode_frame",
+            big,
+            True,
+        ),
         ("framing: small command responses, feed", small, False),
         ("framing: small command responses, feed + decode_frame", small, True),
     ):
@@ -243,7 +281,15 @@ def run(quick: bool) -> dict:
         ]
         python = bench_framing(framing_py, chunks, len(stream), repeats, decode)
         native = bench_framing(native_framing, chunks, len(stream), repeats, decode)
-        rows.append({"benchmark": label, "unit": "MB/s", "python": python, "native": native, "ratio": native / python})
+        rows.append(
+            {
+                "benchmark": label,
+                "unit": "MB/s",
+                "python": python,
+                "native": native,
+                "ratio": native / python,
+            }
+        )
 
     theorems, attempts = (100, 100) if quick else (500, 200)
     keys = command_corpus(rng, theorems, attempts)
@@ -257,7 +303,9 @@ def run(quick: bool) -> dict:
     results = {}
     answers = {}
     for name, module in (("python", trie_py), ("native", native_trie)):
-        results[name], answers[name] = bench_trie(module, keys, longest_queries, common_queries, repeats)
+        results[name], answers[name] = bench_trie(
+            module, keys, longest_queries, common_queries, repeats
+        )
     assert answers["python"] == answers["native"]
     for op in ("longest_prefix", "common_prefix_length", "insert"):
         python = results["python"][op]
@@ -274,7 +322,10 @@ def run(quick: bool) -> dict:
     # The worker's own use: a history of the last 64 commands, queried with
     # each new command (shared/STYLE.md; leanrpc.worker).
     history = rng.sample(keys, 64)
-    queries = [rng.choice(history)[: rng.randint(200, 1000)] + f"  {rng.choice(_TACTICS)}\n" for _ in range(20000)]
+    queries = [
+        rng.choice(history)[: rng.randint(200, 1000)] + f"  {rng.choice(_TACTICS)}\n"
+        for _ in range(20000)
+    ]
     small = {}
     for name, module in (("python", trie_py), ("native", native_trie)):
         small[name], _ = bench_trie(module, history, queries, queries, repeats)
@@ -308,12 +359,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{report['command']}  ({report['date']}; {report['machine']}; Python {report['python']})")
+    print(
+        f"{report['command']}  ({report['date']}; {report['machine']}; Python {report['python']})"
+    )
     print()
     print("| benchmark | unit | python | native | native/python |")
     print("| --- | --- | ---: | ---: | ---: |")
     for row in report["rows"]:
-        print(f"| {row['benchmark']} | {row['unit']} | {row['python']:,.0f} | {row['native']:,.0f} | {row['ratio']:.1f}x |")
+        print(
+            f"| {row['benchmark']} | {row['unit']} | {row['python']:,.0f} | {row['native']:,.0f} | {row['ratio']:.1f}x |"
+        )
     print()
     print(f"total {report['seconds']} s")
 

@@ -19,8 +19,10 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise PlotsUnavailable("matplotlib is not installed (pip install matplotlib, or the test extra: "
-                               "pip install -e '.[test]')") from None
+        raise PlotsUnavailable(
+            "matplotlib is not installed (pip install matplotlib, or the test extra: "
+            "pip install -e '.[test]')"
+        ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -28,8 +30,14 @@ def _pyplot():
 
 
 def plot_throughput_latency(
-    results: dict[str, dict], names: list[str], labels: list[str], path: Path,
-    *, throughput_title: str, latency_title: str, ideal_label: str,
+    results: dict[str, dict],
+    names: list[str],
+    labels: list[str],
+    path: Path,
+    *,
+    throughput_title: str,
+    latency_title: str,
+    ideal_label: str,
 ) -> Path:
     """Two panels: throughput bars against the first run's ideal, and p50/p99 latency bars."""
     plt = _pyplot()
@@ -42,6 +50,7 @@ def plot_throughput_latency(
     left.legend(fontsize=8)
     width = 0.38
     xs = range(len(names))
+
     # A run that answered nothing has None latencies: NaN draws no bar instead of crashing.
     def latency(name: str, key: str) -> float:
         value = results[name]["latency_ms"][key]
@@ -69,8 +78,10 @@ def plot_scaling(results: dict[str, dict], worker_counts: list[int], out_dir: Pa
     ideal = [results[f"workers={w}"]["ideal_rps"] for w in worker_counts]
     ax.plot(worker_counts, ideal, "--", color="gray", label="ideal: workers / mean REPL time")
     # What the REPLs could do with the CPU they actually got on a shared machine.
-    got = [results[f"workers={w}"]["ideal_rps"] * results[f"workers={w}"]["server"]["repl_cpu_share"]
-           for w in worker_counts]
+    got = [
+        results[f"workers={w}"]["ideal_rps"] * results[f"workers={w}"]["server"]["repl_cpu_share"]
+        for w in worker_counts
+    ]
     ax.plot(worker_counts, got, ":", color="gray", label="ideal x CPU share the REPLs got")
     ax.plot(worker_counts, measured, "o-", label="leanrpc (unary, warm)")
     ax.set_ylim(bottom=0)
@@ -89,8 +100,13 @@ def plot_scaling(results: dict[str, dict], worker_counts: list[int], out_dir: Pa
     labels = ["unary\nwarm", "stream\nwarm", "pure-Python\ncore", "cache miss\n(reuse=false)"]
     paths.append(
         plot_throughput_latency(
-            results, names, labels, out_dir / "scaling_modes.png",
-            throughput_title=f"Throughput, {top} workers", latency_title="Latency", ideal_label="ideal (warm)",
+            results,
+            names,
+            labels,
+            out_dir / "scaling_modes.png",
+            throughput_title=f"Throughput, {top} workers",
+            latency_title="Latency",
+            ideal_label="ideal (warm)",
         )
     )
     return paths

@@ -67,10 +67,24 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "leanrpc.toml"
         standin = [sys.executable, "-m", "leanrpc.standin", "--fork"]
-        config.write_text(f"[repl]\ncommand = {json.dumps(standin)}\n[pool]\nworkers = {args.workers}\n"
-                          "[cache]\nenabled = false\n[limits]\nmax_system_memory_percent = 0\n")
-        server = subprocess.Popen([sys.executable, "-m", "leanrpc", "serve", "--config", str(config),
-                                   "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        config.write_text(
+            f"[repl]\ncommand = {json.dumps(standin)}\n[pool]\nworkers = {args.workers}\n"
+            "[cache]\nenabled = false\n[limits]\nmax_system_memory_percent = 0\n"
+        )
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "leanrpc",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             asyncio.run(wait_port(port, server, 60, "leanrpc serve"))
             process = psutil.Process(server.pid)
@@ -89,15 +103,23 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             server.terminate()
             server.wait(30)
-    print(f"miniF2F proofs: {len(texts)} snippets, mean {statistics.mean(map(len, texts)):.0f} characters; "
-          f"{args.workers} stand-in workers (results say stand-in)")
-    print("round | server CPU/snippet | policy scan/snippet | scan share | wall s | valid | load avg (1 min)")
+    print(
+        f"miniF2F proofs: {len(texts)} snippets, mean {statistics.mean(map(len, texts)):.0f} characters; "
+        f"{args.workers} stand-in workers (results say stand-in)"
+    )
+    print(
+        "round | server CPU/snippet | policy scan/snippet | scan share | wall s | valid | load avg (1 min)"
+    )
     for n, server_cpu, scan_cpu, wall, valid, load in rows:
-        print(f"{n} | {server_cpu * 1e3:.3f} ms | {scan_cpu * 1e6:.1f} µs | {scan_cpu / server_cpu:.2%} | "
-              f"{wall:.1f} | {valid} | {load:.2f}")
+        print(
+            f"{n} | {server_cpu * 1e3:.3f} ms | {scan_cpu * 1e6:.1f} µs | {scan_cpu / server_cpu:.2%} | "
+            f"{wall:.1f} | {valid} | {load:.2f}"
+        )
     best = min(rows, key=lambda r: r[5])
-    print(f"quietest round: scan {best[2] * 1e6:.1f} µs of {best[1] * 1e3:.3f} ms server CPU per snippet "
-          f"= {best[2] / best[1]:.2%} (goal: under 2%)")
+    print(
+        f"quietest round: scan {best[2] * 1e6:.1f} µs of {best[1] * 1e3:.3f} ms server CPU per snippet "
+        f"= {best[2] / best[1]:.2%} (goal: under 2%)"
+    )
     return 0
 
 

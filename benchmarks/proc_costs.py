@@ -57,8 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     checkouts = [Path(p).resolve() for p in (argv if argv is not None else sys.argv[1:])]
     for checkout in checkouts:
         env = dict(os.environ, PYTHONPATH=str(checkout / "server"))
-        result = subprocess.run([sys.executable, "-c", _CHILD, "2000"], env=env, capture_output=True, text=True,
-                                check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", _CHILD, "2000"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         print(json.dumps({"checkout": str(checkout), **json.loads(result.stdout)}))
     return 0
 

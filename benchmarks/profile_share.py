@@ -24,12 +24,23 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("garbage collector", ("gc_collect_main", "gc_collect_with_callback", "collect_generations")),
     ("memory watch", ("worker/memory.py",)),
     ("fence audit", ("worker/audit.py",)),
-    ("REPL pipe I/O", ("worker/channel.py", "worker/process.py", "unix_events.py", "asyncio/streams.py",
-                       "selector_events.py")),
+    (
+        "REPL pipe I/O",
+        (
+            "worker/channel.py",
+            "worker/process.py",
+            "unix_events.py",
+            "asyncio/streams.py",
+            "selector_events.py",
+        ),
+    ),
     ("dispatch and pool", ("leanrpc/pool/",)),
     ("code policy", ("leanrpc/policy/", "_native/policy")),
     ("cache", ("leanrpc/cache/",)),
-    ("edge and services", ("leanrpc/edge/", "leanrpc/services/", "leanrpc/results", "leanrpc/core/")),
+    (
+        "edge and services",
+        ("leanrpc/edge/", "leanrpc/services/", "leanrpc/results", "leanrpc/core/"),
+    ),
     ("gRPC", ("cygrpc", "grpc/aio", "grpc/_", "libgrpc")),
     ("asyncio loop", ("asyncio/",)),
 )
@@ -66,9 +77,12 @@ def shares(text: str, process: str = "leanrpc.cli serve") -> tuple[collections.C
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", type=Path, help="py-spy record --format raw output")
-    parser.add_argument("--process", default="leanrpc.cli serve",
-                        help="substring of the server's command line; \"\" for a profile of "
-                             "one process (py-spy record --pid: benchmarks/server_cpu.py --py-spy)")
+    parser.add_argument(
+        "--process",
+        default="leanrpc.cli serve",
+        help='substring of the server\'s command line; "" for a profile of '
+        "one process (py-spy record --pid: benchmarks/server_cpu.py --py-spy)",
+    )
     args = parser.parse_args(argv)
     if not args.profile.is_file():
         print(f"profile_share: no profile at {args.profile}", file=sys.stderr)
@@ -76,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     counts, dropped = shares(args.profile.read_text(), args.process)
     total = sum(counts.values())
     if not total:
-        print(f"profile_share: no busy samples of a process matching {args.process!r} in {args.profile}",
-              file=sys.stderr)
+        print(
+            f"profile_share: no busy samples of a process matching {args.process!r} in {args.profile}",
+            file=sys.stderr,
+        )
         return 2
     print(f"{total} busy samples of the server ({dropped} samples of waiting threads dropped)")
     print("| share | where |\n|---|---|")

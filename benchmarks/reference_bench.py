@@ -42,14 +42,13 @@ import time
 
 import psutil
 
+from benchmarks.measure import foreign_load_pct, machine_busy_s
+from benchmarks.workloads import _raw, no_data, require_data
 from leanrpc.app import create_server
 from leanrpc.config import Config
 from leanrpc.core.declarations import declarations, mask
 from leanrpc.core.headers import split_header
 from leanrpc.services.verify import VerifyOptions
-
-from benchmarks.measure import foreign_load_pct, machine_busy_s
-from benchmarks.workloads import _raw, no_data, require_data
 
 _PROOF_START = re.compile(r":=\s*by\b")
 PASSES = ("off", "axioms", "ref+axioms cold", "ref+axioms cached")
@@ -64,7 +63,7 @@ def pinned_statement(code: str) -> str | None:
         return None
     start = len(code) - len(split.body) + found[-1].offset
     match = _PROOF_START.search(mask(code), start)
-    return None if match is None else code[:match.start()] + ":= by\n  sorry\n"
+    return None if match is None else code[: match.start()] + ":= by\n  sorry\n"
 
 
 class ReplCpu:
@@ -93,20 +92,33 @@ async def _pass(app, items, kind: str, cpu: ReplCpu) -> dict:
     before_n = service.references.elaborations
     busy0, repl0, started = machine_busy_s(), cpu.total(), time.monotonic()
     server0 = time.process_time()
-    results = await asyncio.gather(*[
-        service.verify(name, code, VerifyOptions(cache=False, reference=ref if references else "",
-                                                check_axioms=kind != "off"))
-        for name, code, ref in items])
+    results = await asyncio.gather(
+        *[
+            service.verify(
+                name,
+                code,
+                VerifyOptions(
+                    cache=False, reference=ref if references else "", check_axioms=kind != "off"
+                ),
+            )
+            for name, code, ref in items
+        ]
+    )
     wall = time.monotonic() - started
     repl = cpu.total() - repl0
     server = time.process_time() - server0
     statuses: dict[str, int] = {}
     for r in results:
         statuses[r.status.name] = statuses.get(r.status.name, 0) + 1
-    return {"wall_s": wall, "repl_cpu_s": repl, "server_cpu_s": server,
-            "body_s": sum(r.timings.body_s for r in results),
-            "ref_elaborations": service.references.elaborations - before_n, "statuses": statuses,
-            "foreign_pct": foreign_load_pct(machine_busy_s() - busy0, repl + server, wall)}
+    return {
+        "wall_s": wall,
+        "repl_cpu_s": repl,
+        "server_cpu_s": server,
+        "body_s": sum(r.timings.body_s for r in results),
+        "ref_elaborations": service.references.elaborations - before_n,
+        "statuses": statuses,
+        "foreign_pct": foreign_load_pct(machine_busy_s() - busy0, repl + server, wall),
+    }
 
 
 def _order(round_no: int) -> list[str]:
@@ -128,12 +140,22 @@ async def main(limit: int, rounds: int, workers: int, cost_per_kchar: float) -> 
     config.pool.workers = workers
     config.pool.default_timeout_s = 600
     config.limits.max_system_memory_percent = 0
-    config.limits.max_requests_per_worker = 0  # no recycling between passes (reaped CPU counts anyway)
+    config.limits.max_requests_per_worker = (
+        0  # no recycling between passes (reaped CPU counts anyway)
+    )
     # CPU seconds per 1000 elaborated characters: the stand-in's cost model, so
     # that a long proof costs more REPL time than a one-line query (synthetic).
     # --no-replay: every command is charged (a replayed fixture would cost nothing).
-    config.repl.command = [sys.executable, "-m", "leanrpc.standin", "--no-replay", "--import-cost", "0.2",
-                           "--cost-per-kchar", str(cost_per_kchar)]
+    config.repl.command = [
+        sys.executable,
+        "-m",
+        "leanrpc.standin",
+        "--no-replay",
+        "--import-cost",
+        "0.2",
+        "--cost-per-kchar",
+        str(cost_per_kchar),
+    ]
     app = await create_server(config)
     cpu = ReplCpu()
     table: dict[str, list[dict]] = {kind: [] for kind in PASSES}
@@ -145,27 +167,36 @@ async def main(limit: int, rounds: int, workers: int, cost_per_kchar: float) -> 
                 table[kind].append(await _pass(app, items, kind, cpu))
     finally:
         await app.stop(2.0)
-    print(f"{len(items)} of {len(raw)} miniF2F proofs pinned to their own statement; {workers} workers; "
-          f"stand-in REPL, {cost_per_kchar} CPU s per 1000 chars; {rounds} rounds, passes alternating; "
-          f"load average at the end {os.getloadavg()[0]:.2f}")
+    print(
+        f"{len(items)} of {len(raw)} miniF2F proofs pinned to their own statement; {workers} workers; "
+        f"stand-in REPL, {cost_per_kchar} CPU s per 1000 chars; {rounds} rounds, passes alternating; "
+        f"load average at the end {os.getloadavg()[0]:.2f}"
+    )
     print("REPL CPU = CPU seconds of the server's child tree over the pass (the REPL processes)")
     for round_no in range(rounds):
         off = table["off"][round_no]["repl_cpu_s"]
         for kind in PASSES:
             row = table[kind][round_no]
             added = (row["repl_cpu_s"] - off) / off * 100 if off else 0.0
-            print(f"round {round_no + 1}  {kind:18}  wall {row['wall_s']:6.2f} s  "
-                  f"REPL CPU {row['repl_cpu_s']:7.2f} s ({added:+5.1f}% vs off)  "
-                  f"server CPU {row['server_cpu_s']:5.2f} s  pool body {row['body_s']:6.2f} s  "
-                  f"references elaborated {row['ref_elaborations']:3}  "
-                  f"foreign load {row['foreign_pct']:4.1f}%  {row['statuses']}")
+            print(
+                f"round {round_no + 1}  {kind:18}  wall {row['wall_s']:6.2f} s  "
+                f"REPL CPU {row['repl_cpu_s']:7.2f} s ({added:+5.1f}% vs off)  "
+                f"server CPU {row['server_cpu_s']:5.2f} s  pool body {row['body_s']:6.2f} s  "
+                f"references elaborated {row['ref_elaborations']:3}  "
+                f"foreign load {row['foreign_pct']:4.1f}%  {row['statuses']}"
+            )
     print("median over rounds of the per-round REPL CPU added vs off:")
     for kind in PASSES[1:]:
-        added = [(table[kind][n]["repl_cpu_s"] / table["off"][n]["repl_cpu_s"] - 1) * 100
-                 for n in range(rounds) if table["off"][n]["repl_cpu_s"]]
+        added = [
+            (table[kind][n]["repl_cpu_s"] / table["off"][n]["repl_cpu_s"] - 1) * 100
+            for n in range(rounds)
+            if table["off"][n]["repl_cpu_s"]
+        ]
         goal = f"  (goal <= {GOAL_PCT:g}%)" if kind == "ref+axioms cached" else ""
-        print(f"  {kind:18} {statistics.median(added):+5.1f}%  (rounds: "
-              f"{', '.join(f'{a:+.1f}%' for a in added)}){goal}")
+        print(
+            f"  {kind:18} {statistics.median(added):+5.1f}%  (rounds: "
+            f"{', '.join(f'{a:+.1f}%' for a in added)}){goal}"
+        )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,9 @@ async def _next_call_ok(port: int) -> str:
             health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10
         )
         code, _ = snippet("ok", 1)
-        reply = await pb_grpc.VerifierStub(channel).Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="n", code=code)]), timeout=30)
+        reply = await pb_grpc.VerifierStub(channel).Verify(
+            pb.VerifyRequest(snippets=[pb.Snippet(id="n", code=code)]), timeout=30
+        )
         return f"health {health_pb2.HealthCheckResponse.ServingStatus.Name(health.status)}, next call {STATUS_NAME[reply.results[0].status]}"
 
 
@@ -83,31 +85,47 @@ async def sustained(total: int) -> list[tuple[str, str]]:
     return [
         ("snippets / workers / streams", f"{total} / 2 / 64 (window 4 per stream)"),
         ("duration", f"{report.seconds:.1f} s ({total / report.seconds:.0f} snippets/s)"),
-        ("answered once / missing / duplicate", f"{len(report.answers)} / {report.missing} / {report.duplicates}"),
+        (
+            "answered once / missing / duplicate",
+            f"{len(report.answers)} / {report.missing} / {report.duplicates}",
+        ),
         ("statuses", _counts(report.statuses)),
         ("wrong status", str(len(report.wrong))),
         ("worker restarts", _counts(restarts)),
-        ("server RSS start / after warm-up (25 %) / end", f"{rss['start']:.0f} / {rss['warm']:.0f} / {rss['end']:.0f} MB"),
+        (
+            "server RSS start / after warm-up (25 %) / end",
+            f"{rss['start']:.0f} / {rss['warm']:.0f} / {rss['end']:.0f} MB",
+        ),
         ("fds before / under load / after stop", f"{fds_before} / {fds_loaded} / {open_fds()}"),
         ("child processes left", str(len(descendants()))),
     ]
 
 
 async def faults(total: int) -> list[tuple[str, str]]:
-    app = await start_app(workers=2, limits__max_worker_rss_mb=300, limits__memory_poll_s=0.05, pool__max_retries=1)
+    app = await start_app(
+        workers=2, limits__max_worker_rss_mb=300, limits__memory_poll_s=0.05, pool__max_retries=1
+    )
     killer = WorkerKiller(app, period=1.0)
     killer.start()
-    report = await run_streams(app.port, fault_mix_items(total), streams=64, window=4, timeout_s=1.0)
+    report = await run_streams(
+        app.port, fault_mix_items(total), streams=64, window=4, timeout_s=1.0
+    )
     await killer.stop()
     after = await _next_call_ok(app.port)
     restarts = app.pool.stats.restarts
     await app.stop(2.0)
     await wait_no_descendants()
     rows = [
-        ("snippets / faults injected", f"{total} / " + ", ".join(f"{k} {v}" for k, v in FAULT_MIX.items())),
+        (
+            "snippets / faults injected",
+            f"{total} / " + ", ".join(f"{k} {v}" for k, v in FAULT_MIX.items()),
+        ),
         ("kill -9 (1 per second)", str(killer.kills)),
         ("duration", f"{report.seconds:.1f} s"),
-        ("answered once / missing / duplicate", f"{len(report.answers)} / {report.missing} / {report.duplicates}"),
+        (
+            "answered once / missing / duplicate",
+            f"{len(report.answers)} / {report.missing} / {report.duplicates}",
+        ),
         ("wrong status", str(len(report.wrong))),
     ]
     for kind, counter in sorted(report.by_kind().items()):
@@ -134,8 +152,14 @@ async def cancel_storm(streams: int = 50, per_stream: int = 100) -> list[tuple[s
 
             async def send() -> None:
                 for i in range(per_stream):
-                    body = "theorem t : True := trivial\n" + ("--@standin: burn=0.02\n" if i % 2 else "")
-                    await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body)))
+                    body = "theorem t : True := trivial\n" + (
+                        "--@standin: burn=0.02\n" if i % 2 else ""
+                    )
+                    await call.write(
+                        pb.VerifyStreamRequest(
+                            snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body)
+                        )
+                    )
                     await call.write(pb.VerifyStreamRequest(cancel_id=f"{k}-{i}"))
                 await call.done_writing()
 
@@ -148,13 +172,23 @@ async def cancel_storm(streams: int = 50, per_stream: int = 100) -> list[tuple[s
 
         await asyncio.gather(*(storm(k) for k in range(streams)))
     seconds = time.monotonic() - started
-    await wait_for(lambda: app.pool.queue_depth == 0 and app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished, 20, "quiet")
+    await wait_for(
+        lambda: (
+            app.pool.queue_depth == 0
+            and app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished
+        ),
+        20,
+        "quiet",
+    )
     after = await _next_call_ok(app.port)
     restarts = app.pool.stats.restarts
     await app.stop(2.0)
     await wait_no_descendants()
     return [
-        ("snippets, each cancelled right after it was sent", f"{streams * per_stream} over {streams} streams"),
+        (
+            "snippets, each cancelled right after it was sent",
+            f"{streams * per_stream} over {streams} streams",
+        ),
         ("duration", f"{seconds:.1f} s"),
         ("answers", f"{answers} ({_counts(statuses)})"),
         ("worker restarts", _counts(restarts)),
@@ -171,18 +205,25 @@ async def deadlines(count: int = 300) -> list[tuple[str, str]]:
 
         async def one() -> None:
             try:
-                await stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="d", code=code)]), timeout=0.001)
+                await stub.Verify(
+                    pb.VerifyRequest(snippets=[pb.Snippet(id="d", code=code)]), timeout=0.001
+                )
                 name = "OK"
             except grpc.aio.AioRpcError as exc:
                 name = exc.code().name
             codes[name] = codes.get(name, 0) + 1
 
         await asyncio.gather(*(one() for _ in range(count)))
-    await wait_for(lambda: app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished, 20, "quiet")
+    await wait_for(
+        lambda: app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished, 20, "quiet"
+    )
     after = await _next_call_ok(app.port)
     await app.stop(2.0)
     await wait_no_descendants()
-    return [("unary calls with a 1 ms deadline", f"{count}: {_counts(codes)}"), ("afterwards", after)]
+    return [
+        ("unary calls with a 1 ms deadline", f"{count}: {_counts(codes)}"),
+        ("afterwards", after),
+    ]
 
 
 async def shutdown() -> list[tuple[str, str]]:
@@ -194,7 +235,9 @@ async def shutdown() -> list[tuple[str, str]]:
         call = stub.VerifyStream()
         for i in range(6):
             body = f"theorem t{k}_{i} : True := trivial\n--@standin: burn=0.15\n"
-            await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body)))
+            await call.write(
+                pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body))
+            )
         await call.done_writing()
         calls.append(call)
 
@@ -208,7 +251,10 @@ async def shutdown() -> list[tuple[str, str]]:
     stopping = asyncio.ensure_future(app.stop(grace=60.0))
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as fresh:
         try:
-            await pb_grpc.VerifierStub(fresh).Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="x", code=snippet("ok", 0)[0])]), timeout=10)
+            await pb_grpc.VerifierStub(fresh).Verify(
+                pb.VerifyRequest(snippets=[pb.Snippet(id="x", code=snippet("ok", 0)[0])]),
+                timeout=10,
+            )
             new_call = "OK"
         except grpc.aio.AioRpcError as exc:
             new_call = exc.code().name
@@ -223,7 +269,10 @@ async def shutdown() -> list[tuple[str, str]]:
     await wait_no_descendants()
     return [
         ("in flight at stop (burn 0.15 s each)", "24 on 4 streams"),
-        ("their answers / stream status", f"{_counts(statuses)} / " + ", ".join(sorted({c for _a, c in results}))),
+        (
+            "their answers / stream status",
+            f"{_counts(statuses)} / " + ", ".join(sorted({c for _a, c in results})),
+        ),
         ("new call during the grace period", new_call),
         ("stop duration (grace 60 s)", f"{seconds:.1f} s"),
         ("child processes left", str(len(descendants()))),
@@ -252,9 +301,15 @@ async def main(total: int) -> str:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--snippets", type=int, default=20_000)
-    parser.add_argument("--write", action="store_true", help=f"replace the generated section of {DOC.relative_to(ROOT)}")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help=f"replace the generated section of {DOC.relative_to(ROOT)}",
+    )
     args = parser.parse_args()
     text = asyncio.run(main(args.snippets))
     print(text)

@@ -39,10 +39,10 @@ import platform
 import sys
 import time
 
+from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from leanrpc.core.headers import split_header
-from leanrpc.app import create_server
 from leanrpc.worker.worker import WorkerState
 
 MODES = ("off", "no-trie", "trie")
@@ -62,12 +62,29 @@ def edit_file(lines: int, tag: str, variant: int) -> str:
 
 def grpo_completion(k: int, statement_lines: int) -> str:
     """One rollout: a shared statement (with its context), then a sampled proof."""
-    context = [f"lemma ctx{i} (x : Nat) : x * {i + 1} = {i + 1} * x := by ring" for i in range(statement_lines)]
+    context = [
+        f"lemma ctx{i} (x : Nat) : x * {i + 1} = {i + 1} * x := by ring"
+        for i in range(statement_lines)
+    ]
     statement = "theorem target (a b c : Nat) (h₀ : a ≤ b) (h₁ : b ≤ c) : a ≤ c + 0 := by"
-    tactics = ["omega", "simp; omega", "exact Nat.le_trans h₀ (by simpa using h₁)", "calc a ≤ b := h₀\n    _ ≤ c + 0 := by simpa"]
+    tactics = [
+        "omega",
+        "simp; omega",
+        "exact Nat.le_trans h₀ (by simpa using h₁)",
+        "calc a ≤ b := h₀\n    _ ≤ c + 0 := by simpa",
+    ]
     proof = "\n".join("  " + line for line in tactics[k % len(tactics)].split("\n"))
     steps = "\n".join(f"  have s{j} : a ≤ a + {j} := Nat.le_add_right a {j}" for j in range(k % 7))
-    return HEADER + "\n".join(context) + "\n" + statement + "\n" + (steps + "\n" if steps else "") + proof + "\n"
+    return (
+        HEADER
+        + "\n".join(context)
+        + "\n"
+        + statement
+        + "\n"
+        + (steps + "\n" if steps else "")
+        + proof
+        + "\n"
+    )
 
 
 def workloads(quick: bool) -> dict[str, list[tuple[str, str]]]:
@@ -78,7 +95,11 @@ def workloads(quick: bool) -> dict[str, list[tuple[str, str]]]:
     grpo = [(f"g{k}", grpo_completion(k, 40 if quick else 60)) for k in range(rollouts)]
     many_files, many_edits = (8, 4) if quick else (16, 6)
     # round-robin: every file's next edit comes after one edit of each other file
-    many = [(f"p{e}_{f}", edit_file(120, f"p{f}", e)) for e in range(many_edits) for f in range(many_files)]
+    many = [
+        (f"p{e}_{f}", edit_file(120, f"p{f}", e))
+        for e in range(many_edits)
+        for f in range(many_files)
+    ]
     return {"edit": edit, "edit-multi": multi, "edit-many": many, "grpo": grpo}
 
 
@@ -128,7 +149,9 @@ async def run_mode(mode: str, items: list[tuple[str, str]], args) -> dict:
         await app.stop(5.0)
     bad = [r for r in results if r.status not in ("VALID", "INVALID", "SORRY")]
     if bad:
-        raise RuntimeError(f"{mode}: {len(bad)} results failed, e.g. {bad[0].status}: {bad[0].error[:200]}")
+        raise RuntimeError(
+            f"{mode}: {len(bad)} results failed, e.g. {bad[0].status}: {bad[0].error[:200]}"
+        )
     bodies = {sid: split_header(code).padded_body for sid, code in items}
     total_chars = sum(len(body) for body in bodies.values())
     reused = sum(r.reused_prefix_chars for r in results)
@@ -154,8 +177,11 @@ async def main_async(args) -> dict:
         "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus, python {platform.python_version()}",
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "settings": {
-            "workers": args.workers, "editors": args.editors, "import_cost_s": args.import_cost,
-            "cost_per_kchar_s": args.cost_per_kchar, "quick": args.quick,
+            "workers": args.workers,
+            "editors": args.editors,
+            "import_cost_s": args.import_cost,
+            "cost_per_kchar_s": args.cost_per_kchar,
+            "quick": args.quick,
         },
         "workloads": {},
     }
@@ -165,7 +191,9 @@ async def main_async(args) -> dict:
         row = {mode: await run_mode(mode, items, args) for mode in MODES}
         row["speedup_vs_off"] = round(row["off"]["wall_s"] / row["trie"]["wall_s"], 2)
         row["speedup_vs_no_trie"] = round(row["no-trie"]["wall_s"] / row["trie"]["wall_s"], 2)
-        row["chars_ratio_vs_off"] = round(row["off"]["elaborated_chars"] / max(1, row["trie"]["elaborated_chars"]), 2)
+        row["chars_ratio_vs_off"] = round(
+            row["off"]["elaborated_chars"] / max(1, row["trie"]["elaborated_chars"]), 2
+        )
         row["chars_ratio_vs_no_trie"] = round(
             row["no-trie"]["elaborated_chars"] / max(1, row["trie"]["elaborated_chars"]), 2
         )
@@ -187,11 +215,27 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smaller workloads and costs; under 60 s")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--editors", type=int, default=0, help="requests in flight (default: 2 x workers)")
-    p.add_argument("--scale", type=float, default=0.1, help="time scale of the simulated Lean costs (default 0.1)")
-    p.add_argument("--import-cost", type=float, default=None, help="seconds for `import Mathlib` (default 8 x scale)")
-    p.add_argument("--cost-per-kchar", type=float, default=None,
-                   help="seconds per 1000 elaborated characters (default 1.5 x scale; quick: 0.5 x scale)")
+    p.add_argument(
+        "--editors", type=int, default=0, help="requests in flight (default: 2 x workers)"
+    )
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=0.1,
+        help="time scale of the simulated Lean costs (default 0.1)",
+    )
+    p.add_argument(
+        "--import-cost",
+        type=float,
+        default=None,
+        help="seconds for `import Mathlib` (default 8 x scale)",
+    )
+    p.add_argument(
+        "--cost-per-kchar",
+        type=float,
+        default=None,
+        help="seconds per 1000 elaborated characters (default 1.5 x scale; quick: 0.5 x scale)",
+    )
     p.add_argument("--only", nargs="*", default=None, help="workload names to run")
     p.add_argument("--json", default="", help="also write the report to this file")
     args = p.parse_args(argv)

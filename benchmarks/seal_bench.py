@@ -60,8 +60,15 @@ async def elaborate(unique: list[str], scale: float) -> tuple[list, list[float]]
     config.pool.workers = 1
     config.limits.max_system_memory_percent = 0
     config.cache.enabled = False
-    config.repl.command = [sys.executable, "-m", "leanrpc.standin", "--import-cost",
-                           f"{workloads.import_cost(scale):.4f}", "--reimport-cost", f"{workloads.import_cost(scale) / 4:.4f}"]
+    config.repl.command = [
+        sys.executable,
+        "-m",
+        "leanrpc.standin",
+        "--import-cost",
+        f"{workloads.import_cost(scale):.4f}",
+        "--reimport-cost",
+        f"{workloads.import_cost(scale) / 4:.4f}",
+    ]
     pool = Pool(config)
     await pool.start()
     service = VerifyService(pool, config)
@@ -84,8 +91,23 @@ def _start_redis(folder: Path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(500):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -102,7 +124,9 @@ async def hits(tier, lookups: list[str], sealed: bool) -> list[float]:
     from leanrpc.cache.seal import Sealer
 
     tier.sealer = Sealer(SECRET) if sealed else _NoSeal()
-    cache = ResultCache(MemoryStore(256 << 20), **{"disk" if tier.name == "disk" else "shared": tier})
+    cache = ResultCache(
+        MemoryStore(256 << 20), **{"disk" if tier.name == "disk" else "shared": tier}
+    )
     times = []
     for key in lookups:
         cache.memory.discard(key)
@@ -131,14 +155,18 @@ async def run(args) -> dict:
         if redis_url:
             tiers.append(RedisStore(redis_url, secret=SECRET, timeout_s=5.0))
         for round_ in range(args.rounds):
-            for sealed in ((True, False) if round_ % 2 == 0 else (False, True)):
+            for sealed in (True, False) if round_ % 2 == 0 else (False, True):
                 for tier in tiers:
                     # Stored under this round's layout (sealed or not), one write at a time.
                     tier.sealer = Sealer(SECRET) if sealed else _NoSeal()
                     for code, result in zip(unique, results):
                         key = _key(code)
-                        await tier.put(key, tier.sealer.seal(key, codec.encode(key, "run", 0.0, result)))
-                    times.setdefault((tier.name, sealed), []).extend(await hits(tier, lookups, sealed))
+                        await tier.put(
+                            key, tier.sealer.seal(key, codec.encode(key, "run", 0.0, result))
+                        )
+                    times.setdefault((tier.name, sealed), []).extend(
+                        await hits(tier, lookups, sealed)
+                    )
         memory = ResultCache(MemoryStore(256 << 20))
         for code, result in zip(unique, results):
             memory.store(_key(code), "run", result)
@@ -163,32 +191,48 @@ async def run(args) -> dict:
             redis_process.kill()
             redis_process.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"items": len(items), "unique": len(unique), "walls": walls,
-            "body": [r.timings.body_s for r in results], "times": times, "memory": memory_times,
-            "mac_open": mac_only[True], "entry_bytes": len(entry), "redis": bool(redis_url), "load": os.getloadavg()}
+    return {
+        "items": len(items),
+        "unique": len(unique),
+        "walls": walls,
+        "body": [r.timings.body_s for r in results],
+        "times": times,
+        "memory": memory_times,
+        "mac_open": mac_only[True],
+        "entry_bytes": len(entry),
+        "redis": bool(redis_url),
+        "load": os.getloadavg(),
+    }
 
 
 def report(row: dict) -> str:
     ms = lambda xs: statistics.median(xs) * 1000  # noqa: E731
     elaborate_ms = ms(row["walls"])
-    lines = [f"{row['items']} GRPO completions ({row['unique']} unique) looked up; elaborating one unique snippet: "
-             f"median {elaborate_ms:.2f} ms wall (REPL body {ms(row['body']):.2f} ms); entry {row['entry_bytes']} bytes; "
-             f"HMAC check alone (Sealer.open): median {ms(row['mac_open']) * 1000:.1f} us",
-             "", "| tier | hit, MAC on (median ms) | hit, MAC off (median ms) | MAC cost per hit | elaborating / hit (MAC on) |",
-             "|---|---|---|---|---|",
-             f"| memory (no MAC: in process) | {ms(row['memory']):.4f} | - | - | {elaborate_ms / ms(row['memory']):,.0f}x |"]
+    lines = [
+        f"{row['items']} GRPO completions ({row['unique']} unique) looked up; elaborating one unique snippet: "
+        f"median {elaborate_ms:.2f} ms wall (REPL body {ms(row['body']):.2f} ms); entry {row['entry_bytes']} bytes; "
+        f"HMAC check alone (Sealer.open): median {ms(row['mac_open']) * 1000:.1f} us",
+        "",
+        "| tier | hit, MAC on (median ms) | hit, MAC off (median ms) | MAC cost per hit | elaborating / hit (MAC on) |",
+        "|---|---|---|---|---|",
+        f"| memory (no MAC: in process) | {ms(row['memory']):.4f} | - | - | {elaborate_ms / ms(row['memory']):,.0f}x |",
+    ]
     for name in ("disk", "redis"):
         if (name, True) not in row["times"]:
             continue
         on, off = ms(row["times"][(name, True)]), ms(row["times"][(name, False)])
-        lines.append(f"| {name} | {on:.4f} | {off:.4f} | {(on - off) * 1000:+.1f} us | {elaborate_ms / on:,.0f}x |")
+        lines.append(
+            f"| {name} | {on:.4f} | {off:.4f} | {(on - off) * 1000:+.1f} us | {elaborate_ms / on:,.0f}x |"
+        )
     load = ", ".join(f"{x:.1f}" for x in row["load"])
     lines += ["", f"load average at the end: {load}"]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--statements", type=int, default=4)
     parser.add_argument("--completions", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)

@@ -69,17 +69,27 @@ def _cpu(process: psutil.Process) -> tuple[float, float]:
     return t.user + t.system, repl
 
 
-async def _search(client: AsyncClient, name: str, code: str, tactics: list[str], width: int,
-                  max_expansions: int, answered=None) -> dict:
+async def _search(
+    client: AsyncClient,
+    name: str,
+    code: str,
+    tactics: list[str],
+    width: int,
+    max_expansions: int,
+    answered=None,
+) -> dict:
     proof = await client.start_proof(code)
     root = proof.states[0]
-    tree = search_tree.BestFirst(root.state_id, root.goals, tactics, width=width, max_expansions=max_expansions)
+    tree = search_tree.BestFirst(
+        root.state_id, root.goals, tactics, width=width, max_expansions=max_expansions
+    )
     try:
         while pairs := tree.next_round():
             steps: list[search_tree.Step | None] = [None] * len(pairs)
             async for r in client.expand(pairs):
-                steps[int(r.request_id)] = search_tree.Step(r.status, r.state_id, tuple(r.goals), r.proof_text,
-                                                            r.rebuilt, r.error)
+                steps[int(r.request_id)] = search_tree.Step(
+                    r.status, r.state_id, tuple(r.goals), r.proof_text, r.rebuilt, r.error
+                )
             if answered is not None:
                 answered(len(pairs))
             missing = [k for k, s in enumerate(steps) if s is None]
@@ -90,21 +100,35 @@ async def _search(client: AsyncClient, name: str, code: str, tactics: list[str],
         await client.release_states(proof_ids=[proof.proof_id])
     out = tree.summary(name)
     # The Prover assembles the proof itself; ours must be the same text.
-    out["assembled_same"] = (not tree.found
-                             or search_tree.assemble_by_sorry(code, root.start, root.end, list(tree.found))
-                             == tree.proof_text)
+    out["assembled_same"] = (
+        not tree.found
+        or search_tree.assemble_by_sorry(code, root.start, root.end, list(tree.found))
+        == tree.proof_text
+    )
     return out
 
 
-async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: int, tactics: list[str], *,
-                      width: int, max_expansions: int, kill_every: int = 0, timeout_s: float = 60.0,
-                      profile: str = "", settings: tuple[str, ...] = ()) -> dict:
+async def run_leanrpc(
+    items: list[tuple[str, str]],
+    workers: int,
+    concurrency: int,
+    tactics: list[str],
+    *,
+    width: int,
+    max_expansions: int,
+    kill_every: int = 0,
+    timeout_s: float = 60.0,
+    profile: str = "",
+    settings: tuple[str, ...] = (),
+) -> dict:
     """One leanrpc run: a fresh server, a warm-up search per worker, then every statement."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
     config = tmp / "leanrpc.toml"
-    table = {"repl": {"command": [sys.executable, "-m", "leanrpc.standin"]},
-             "pool": {"workers": workers, "min_warm": workers, "default_timeout_s": timeout_s},
-             "limits": {"max_system_memory_percent": 0}}
+    table = {
+        "repl": {"command": [sys.executable, "-m", "leanrpc.standin"]},
+        "pool": {"workers": workers, "min_warm": workers, "default_timeout_s": timeout_s},
+        "limits": {"max_system_memory_percent": 0},
+    }
     for setting in settings:
         key, _, value = setting.partition("=")
         section, _, name = key.partition(".")
@@ -119,15 +143,30 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
     port = free_port()
     # --profile-server: the server under cProfile (written when it exits on SIGTERM).
     prefix = ["-m", "cProfile", "-o", f"{profile}.w{workers}.prof"] if profile else []
-    server = subprocess.Popen([sys.executable, *prefix, "-m", "leanrpc.cli", "serve", "--config", str(config),
-                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                              stderr=open(tmp / "server.log", "wb"))
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            *prefix,
+            "-m",
+            "leanrpc.cli",
+            "serve",
+            "--config",
+            str(config),
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp / "server.log", "wb"),
+    )
     client = None
     try:
         await wait_port(port, server, 60, "leanrpc server")
         client = AsyncClient(f"127.0.0.1:{port}", max_retries=5)
         # Warm-up (not measured): every worker has the header and preamble loaded.
-        await asyncio.gather(*(_search(client, n, c, tactics, width, 8) for n, c in items[:workers]))
+        await asyncio.gather(
+            *(_search(client, n, c, tactics, width, 8) for n, c in items[:workers])
+        )
         slots = asyncio.Semaphore(concurrency)
         stop = asyncio.Event()
         kill_due = asyncio.Event()
@@ -144,17 +183,27 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
         async def one(name: str, code: str) -> dict:
             async with slots:
                 try:
-                    return await _search(client, name, code, tactics, width, max_expansions, answered)
+                    return await _search(
+                        client, name, code, tactics, width, max_expansions, answered
+                    )
                 except Exception as exc:  # noqa: BLE001 - reported per statement
-                    return {"name": name, "expansions": 0, "found": False, "path": [],
-                            "error": f"{type(exc).__name__}: {exc}"}
+                    return {
+                        "name": name,
+                        "expansions": 0,
+                        "found": False,
+                        "path": [],
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }
 
         async def killer() -> None:
             nonlocal kills
             rng = random.Random(1)
             me = psutil.Process(server.pid)
             while not stop.is_set():
-                waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(kill_due.wait())]
+                waiters = [
+                    asyncio.ensure_future(stop.wait()),
+                    asyncio.ensure_future(kill_due.wait()),
+                ]
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 for waiter in waiters:
                     waiter.cancel()
@@ -195,9 +244,16 @@ async def run_leanrpc(items: list[tuple[str, str]], workers: int, concurrency: i
         if task is not None:
             await task
         server1, repl1 = _cpu(proc)
-        return {"target": "leanrpc", "workers": workers, "elapsed": elapsed, "searches": searches, "kills": kills,
-                "driver_cpu_s": time.process_time() - client0, "server_cpu_s": server1 - server0,
-                "repl_cpu_s": repl1 - repl0}
+        return {
+            "target": "leanrpc",
+            "workers": workers,
+            "elapsed": elapsed,
+            "searches": searches,
+            "kills": kills,
+            "driver_cpu_s": time.process_time() - client0,
+            "server_cpu_s": server1 - server0,
+            "repl_cpu_s": repl1 - repl0,
+        }
     finally:
         if client is not None:
             await client.close()
@@ -213,10 +269,13 @@ def totals(run: dict) -> dict:
     # (REPL CPU is not comparable: leanrpc recycles workers mid-run, and a dead REPL's CPU is gone.)
     cpu = run.get("server_cpu_s", 0.0) + run.get("driver_cpu_s", 0.0)
     return {
-        "expansions": expansions, "per_s": expansions / run["elapsed"],
+        "expansions": expansions,
+        "per_s": expansions / run["elapsed"],
         "per_worker_s": expansions / run["elapsed"] / processes,
-        "found": sum(bool(s["found"]) for s in searches), "errors": sum("error" in s for s in searches),
-        "rebuilt": sum(s.get("rebuilt", 0) for s in searches), "rejected": sum(s.get("rejected", 0) for s in searches),
+        "found": sum(bool(s["found"]) for s in searches),
+        "errors": sum("error" in s for s in searches),
+        "rebuilt": sum(s.get("rebuilt", 0) for s in searches),
+        "rejected": sum(s.get("rejected", 0) for s in searches),
         "cpu_ms_per_expansion": 1000 * cpu / max(expansions, 1),
     }
 
@@ -232,32 +291,56 @@ def same_trees(a: dict, b: dict) -> tuple[int, list[str]]:
 
 
 async def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--statements", type=int, default=100)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--concurrency", type=int, default=8, help="leanrpc: searches at once")
     parser.add_argument("--width", type=int, default=search_tree.WIDTH)
     parser.add_argument("--max-expansions", type=int, default=search_tree.MAX_EXPANSIONS)
-    parser.add_argument("--tactic-cost", type=float, default=0.0,
-                        help="CPU seconds the stand-in burns per tactic run (a directive line in each tactic)")
+    parser.add_argument(
+        "--tactic-cost",
+        type=float,
+        default=0.0,
+        help="CPU seconds the stand-in burns per tactic run (a directive line in each tactic)",
+    )
     parser.add_argument("--repeats", type=int, default=1, help="rounds of alternating runs")
-    parser.add_argument("--kill-every", type=int, default=0, metavar="N",
-                        help="a leanrpc run that kills a REPL after every N answered expansions")
+    parser.add_argument(
+        "--kill-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="a leanrpc run that kills a REPL after every N answered expansions",
+    )
     parser.add_argument("--no-leaninteract", action="store_true")
     parser.add_argument("--json", help="write every run's figures here")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="a leanrpc server setting, e.g. repl.fence=off (JSON values: numbers, true/false)")
-    parser.add_argument("--profile-server", default="", metavar="PREFIX",
-                        help="run leanrpc's server under cProfile, writing PREFIX.wN.prof per run")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a leanrpc server setting, e.g. repl.fence=off (JSON values: numbers, true/false)",
+    )
+    parser.add_argument(
+        "--profile-server",
+        default="",
+        metavar="PREFIX",
+        help="run leanrpc's server under cProfile, writing PREFIX.wN.prof per run",
+    )
     args = parser.parse_args(argv)
     items = search_tree.statements(args.statements)
     tactics = search_tree.tactic_list(args.tactic_cost)
-    print(f"# search_bench: {len(items)} miniF2F statements, {len(tactics)} tactics per state, width {args.width}, "
-          f"at most {args.max_expansions} expansions per statement, tactic cost {args.tactic_cost * 1000:g} ms, "
-          f"leanrpc {args.concurrency} searches at once; {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
-          flush=True)
-    print("| target | workers (REPL processes) | expansions | seconds | expansions/s | per worker | found | "
-          "states rebuilt | CPU ms/expansion outside the REPLs | same trees |")
+    print(
+        f"# search_bench: {len(items)} miniF2F statements, {len(tactics)} tactics per state, width {args.width}, "
+        f"at most {args.max_expansions} expansions per statement, tactic cost {args.tactic_cost * 1000:g} ms, "
+        f"leanrpc {args.concurrency} searches at once; {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
+        flush=True,
+    )
+    print(
+        "| target | workers (REPL processes) | expansions | seconds | expansions/s | per worker | found | "
+        "states rebuilt | CPU ms/expansion outside the REPLs | same trees |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     runs: list[dict] = []
     common = dict(width=args.width, max_expansions=args.max_expansions)
@@ -270,29 +353,49 @@ async def main(argv: list[str] | None = None) -> dict:
         if reference is not None and run is not reference:
             n, differ = same_trees(run, reference)
             run["same_trees"], run["differ"] = n, differ
-            same = f"{n}/{len(run['searches'])}" + (f" (differ: {', '.join(differ[:3])})" if differ else "")
-        label = run["target"] + (f", kill -9 every {args.kill_every} expansions: {run['kills']} kills, "
-                                 f"{t['rejected']} expansions rejected" if run.get("kills") else "")
-        print(f"| {label} | {run['workers']} | {t['expansions']} | {run['elapsed']:.1f} | {t['per_s']:.0f} | "
-              f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | {same} |", flush=True)
+            same = f"{n}/{len(run['searches'])}" + (
+                f" (differ: {', '.join(differ[:3])})" if differ else ""
+            )
+        label = run["target"] + (
+            f", kill -9 every {args.kill_every} expansions: {run['kills']} kills, "
+            f"{t['rejected']} expansions rejected"
+            if run.get("kills")
+            else ""
+        )
+        print(
+            f"| {label} | {run['workers']} | {t['expansions']} | {run['elapsed']:.1f} | {t['per_s']:.0f} | "
+            f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | {same} |",
+            flush=True,
+        )
 
     for _ in range(args.repeats):
         for workers in args.workers:
             ours = await run_leanrpc(items, workers, args.concurrency, tactics, **ours_only)
             theirs = None
             if not args.no_leaninteract:
-                theirs = run_leaninteract_search(items, workers, tactic_cost=args.tactic_cost, **common)
+                theirs = run_leaninteract_search(
+                    items, workers, tactic_cost=args.tactic_cost, **common
+                )
                 theirs.update(target="leaninteract", workers=workers)
             show(ours, theirs)
             if theirs is not None:
                 show(theirs, None)
                 ratio = ours["totals"]["per_worker_s"] / theirs["totals"]["per_worker_s"]
                 ours["ratio_per_worker"] = ratio
-                print(f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | |", flush=True)
+                print(
+                    f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | |",
+                    flush=True,
+                )
             runs.extend([ours] + ([theirs] if theirs else []))
     if args.kill_every > 0:
-        killed = await run_leanrpc(items, max(args.workers), args.concurrency, tactics, kill_every=args.kill_every,
-                                   **ours_only)
+        killed = await run_leanrpc(
+            items,
+            max(args.workers),
+            args.concurrency,
+            tactics,
+            kill_every=args.kill_every,
+            **ours_only,
+        )
         reference = next((r for r in runs if r["target"] == "leanrpc"), None)
         show(killed, reference)
         runs.append(killed)
@@ -303,9 +406,14 @@ async def main(argv: list[str] | None = None) -> dict:
                 reasons[reason] = reasons.get(reason, 0) + n
         if reasons:
             top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
-            print(f"  {run['target']} w={run['workers']} rejected: " + "; ".join(f"{n} x {r!r}" for r, n in top))
+            print(
+                f"  {run['target']} w={run['workers']} rejected: "
+                + "; ".join(f"{n} x {r!r}" for r, n in top)
+            )
         if any(not s.get("assembled_same", True) for s in run["searches"]):
-            print(f"! {run['target']} w={run['workers']}: the Prover's proof text differs from the assembled one")
+            print(
+                f"! {run['target']} w={run['workers']}: the Prover's proof text differs from the assembled one"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))
     return {"runs": runs}

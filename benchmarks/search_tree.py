@@ -49,7 +49,13 @@ TACTICS = (
 WIDTH = 4
 MAX_EXPANSIONS = 128
 
-COMPLETED, INCOMPLETE, ERROR, REFUTED, REJECTED = "COMPLETED", "INCOMPLETE", "ERROR", "REFUTED", "REJECTED"
+COMPLETED, INCOMPLETE, ERROR, REFUTED, REJECTED = (
+    "COMPLETED",
+    "INCOMPLETE",
+    "ERROR",
+    "REFUTED",
+    "REJECTED",
+)
 
 
 def tactic_list(cost_s: float = 0.0) -> list[str]:
@@ -68,14 +74,16 @@ def statements(count: int) -> list[tuple[str, str]]:
     return require_data(found, f"miniF2F statements under {folder} (asked for {count})")
 
 
-def assemble_by_sorry(code: str, start: tuple[int, int], end: tuple[int, int], tactics: list[str]) -> str:
+def assemble_by_sorry(
+    code: str, start: tuple[int, int], end: tuple[int, int], tactics: list[str]
+) -> str:
     """`code` with the `by sorry` sorry at [start, end) (1-based line, 0-based
     column) replaced by the tactics, one per line at the sorry's column: what
     the Prover's services/prover/assemble.py writes for a tactic-position sorry."""
     lines = code.split("\n")
 
     def offset(line: int, column: int) -> int:
-        return sum(len(text) + 1 for text in lines[:line - 1]) + column
+        return sum(len(text) + 1 for text in lines[: line - 1]) + column
 
     a, b = offset(*start), offset(*end)
     indent = " " * (a - (code.rfind("\n", 0, a) + 1))
@@ -87,8 +95,8 @@ def assemble_by_sorry(code: str, start: tuple[int, int], end: tuple[int, int], t
 class Step:
     """One expansion's answer, target-neutral."""
 
-    status: str             # COMPLETED, INCOMPLETE, ERROR, REFUTED, REJECTED
-    state: object = None    # the target's handle of the new state (INCOMPLETE)
+    status: str  # COMPLETED, INCOMPLETE, ERROR, REFUTED, REJECTED
+    state: object = None  # the target's handle of the new state (INCOMPLETE)
     goals: tuple[str, ...] = ()
     proof_text: str = ""
     rebuilt: bool = False
@@ -100,8 +108,15 @@ class BestFirst:
     pairs to expand (empty when done); `feed(steps)` takes their answers in the
     same order."""
 
-    def __init__(self, root_state: object, root_goals: list[str], tactics: list[str], *,
-                 width: int = WIDTH, max_expansions: int = MAX_EXPANSIONS) -> None:
+    def __init__(
+        self,
+        root_state: object,
+        root_goals: list[str],
+        tactics: list[str],
+        *,
+        width: int = WIDTH,
+        max_expansions: int = MAX_EXPANSIONS,
+    ) -> None:
         self.tactics, self.width, self.max_expansions = tactics, width, max_expansions
         self._order = itertools.count()
         self._frontier = [(len(root_goals), next(self._order), root_state, tuple(root_goals), ())]
@@ -121,7 +136,9 @@ class BestFirst:
         batch = [heapq.heappop(self._frontier) for _ in range(min(self.width, len(self._frontier)))]
         pairs, self._paths = [], []
         for _score, _n, state, _goals, path in batch:
-            for tactic in self.tactics[: max(0, self.max_expansions - self.expansions - len(pairs))]:
+            for tactic in self.tactics[
+                : max(0, self.max_expansions - self.expansions - len(pairs))
+            ]:
                 pairs.append((state, tactic))
                 self._paths.append(path + (tactic,))
         self.expansions += len(pairs)
@@ -132,8 +149,14 @@ class BestFirst:
     def feed(self, steps: list[Step]) -> None:
         assert len(steps) == len(self._paths), (len(steps), len(self._paths))
         for path, step in zip(self._paths, steps):
-            self._digest.update("\x00".join(path).encode() + b"\x01" + step.status.encode() + b"\x01"
-                                + "\x00".join(step.goals).encode() + b"\x02")
+            self._digest.update(
+                "\x00".join(path).encode()
+                + b"\x01"
+                + step.status.encode()
+                + b"\x01"
+                + "\x00".join(step.goals).encode()
+                + b"\x02"
+            )
             self.rebuilt += step.rebuilt
             if step.status == COMPLETED and self.found is None:
                 self.found, self.proof_text = path, step.proof_text
@@ -145,13 +168,25 @@ class BestFirst:
                 self.rejected_errors[reason] = self.rejected_errors.get(reason, 0) + 1
             elif step.status == INCOMPLETE and step.goals and step.goals not in self._seen:
                 self._seen.add(step.goals)
-                heapq.heappush(self._frontier, (len(step.goals), next(self._order), step.state, step.goals, path))
+                heapq.heappush(
+                    self._frontier,
+                    (len(step.goals), next(self._order), step.state, step.goals, path),
+                )
         if self.found is not None:
             self.done = True
 
     def summary(self, name: str) -> dict:
         """What both targets report per statement (the tree digest covers every
         expansion's path, status and goals, in order)."""
-        return {"name": name, "expansions": self.expansions, "found": self.found is not None,
-                "path": list(self.found or ()), "refuted": self.refuted, "rejected": self.rejected,
-                "rebuilt": self.rebuilt, "rejected_errors": self.rejected_errors, "tree": self._digest.hexdigest()[:16], "proof_text": self.proof_text}
+        return {
+            "name": name,
+            "expansions": self.expansions,
+            "found": self.found is not None,
+            "path": list(self.found or ()),
+            "refuted": self.refuted,
+            "rejected": self.rejected,
+            "rebuilt": self.rebuilt,
+            "rejected_errors": self.rejected_errors,
+            "tree": self._digest.hexdigest()[:16],
+            "proof_text": self.proof_text,
+        }

@@ -116,8 +116,13 @@ def main(argv: list[str] | None = None) -> int:
         "--py-spy", default="", metavar="FILE", help="py-spy raw profile of the measured rounds"
     )
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)",
+    )
     args = parser.parse_args(argv)
     try:
         items = workloads.load(args.workload, scale=args.scale)  # none: stops with one line

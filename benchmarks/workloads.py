@@ -73,23 +73,29 @@ def shared_dir(start: Path | None = None) -> Path:
     if env:
         path = Path(env).expanduser()
         if not ((path / "datasets").is_dir() or (path / "fixtures").is_dir()):
-            raise SharedNotFound(f"LEANRPC_SHARED={env} has no datasets/ or fixtures/ folder; "
-                                 "point it at the project's shared/ folder")
+            raise SharedNotFound(
+                f"LEANRPC_SHARED={env} has no datasets/ or fixtures/ folder; "
+                "point it at the project's shared/ folder"
+            )
         return path
     here = (start or Path(__file__)).resolve()
     for parent in here.parents:
         candidate = parent / "shared"
         if (candidate / "fixtures").is_dir():
             return candidate
-    raise SharedNotFound("the project's shared/ folder (datasets/, fixtures/) is not above this checkout; "
-                         "set LEANRPC_SHARED=/path/to/shared")
+    raise SharedNotFound(
+        "the project's shared/ folder (datasets/, fixtures/) is not above this checkout; "
+        "set LEANRPC_SHARED=/path/to/shared"
+    )
 
 
 def no_data(what: str):
     """Stops a benchmark that has nothing to measure: one clear line on stderr, exit status 1."""
     where = os.environ.get("LEANRPC_SHARED") or "the first shared/ above benchmarks/"
-    raise SystemExit(f"benchmark stopped: no data: {what} (shared folder: {where}; "
-                     "set LEANRPC_SHARED to the folder holding datasets/ and fixtures/)")
+    raise SystemExit(
+        f"benchmark stopped: no data: {what} (shared folder: {where}; "
+        "set LEANRPC_SHARED to the folder holding datasets/ and fixtures/)"
+    )
 
 
 def require_data(items, what: str):
@@ -140,7 +146,10 @@ def _read_zip(path: Path, prefix_filter: str = "") -> list[tuple[str, str]]:
 def _raw(source: str) -> list[tuple[str, str]]:
     root = shared_dir() / "datasets"
     if source == "kimina":
-        return [(p.stem, p.read_text(encoding="utf-8")) for p in sorted((_kimina_dir() / "input").glob("*.lean"))]
+        return [
+            (p.stem, p.read_text(encoding="utf-8"))
+            for p in sorted((_kimina_dir() / "input").glob("*.lean"))
+        ]
     if source == "minif2f":
         files = _read_zip(root / "proofs-deepseek-prover-v2-minif2f" / "minif2f-solutions.zip")
         return [("minif2f-" + n.replace("/", "-").removesuffix(".lean"), text) for n, text in files]
@@ -156,7 +165,9 @@ def _costed(source: str, scale: float) -> list[Item]:
     items: list[Item] = []
     if source == "kimina":
         recorded = kimina_times()
-        factor = PAPER_MEAN_PROOF_S / (sum(t for t in recorded.values() if t is not None) / len(costs))
+        factor = PAPER_MEAN_PROOF_S / (
+            sum(t for t in recorded.values() if t is not None) / len(costs)
+        )
         # A recorded timeout is the tail: give it the slowest recorded cost.
         slowest = costs[-1]
         for name, code in raw:
@@ -189,7 +200,9 @@ def load(source: str = "kimina", *, scale: float = DEFAULT_SCALE, limit: int = 0
     try:
         if source == "mixed":
             parts = [_costed(s, scale) for s in ("kimina", "minif2f", "proofnet")]
-            items = [part[i] for i in range(max(map(len, parts))) for part in parts if i < len(part)]
+            items = [
+                part[i] for i in range(max(map(len, parts))) for part in parts if i < len(part)
+            ]
         else:
             items = _costed(source, scale)
     except SharedNotFound:
@@ -208,9 +221,11 @@ def split_imports(code: str) -> tuple[str, str]:
     """(leading import/blank lines, the rest): the header split Kimina and LeanInteract users make."""
     lines = code.split("\n")
     cut = 0
-    while cut < len(lines) and (not lines[cut].strip() or lines[cut].lstrip().startswith("import ")):
+    while cut < len(lines) and (
+        not lines[cut].strip() or lines[cut].lstrip().startswith("import ")
+    ):
         cut += 1
-    return "\n".join(l for l in lines[:cut] if l.strip()), "\n".join(lines[cut:])
+    return "\n".join(line for line in lines[:cut] if line.strip()), "\n".join(lines[cut:])
 
 
 def classify(messages: list[dict] | None, sorries: list | None = None) -> str:

@@ -56,8 +56,10 @@ def _tripwire_encode(request):
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", f"{_MARK}: the test sends code-running text to a REPL on purpose (the `trusted` policy, or "
-                   "a pool/worker driven below the doors); exempt from the suite-wide code tripwire")
+        "markers",
+        f"{_MARK}: the test sends code-running text to a REPL on purpose (the `trusted` policy, or "
+        "a pool/worker driven below the doors); exempt from the suite-wide code tripwire",
+    )
     _repl.encode = _tripwire_encode
 
 
@@ -72,8 +74,11 @@ def _code_tripwire(request):
     seen, _SEEN[:] = list(_SEEN), []
     if seen and request.node.get_closest_marker(_MARK) is None:
         shown = "; ".join(repr(text[:120]) for text in seen[:5])
-        pytest.fail(f"code-running text reached a REPL in a test not marked {_MARK} ({len(seen)} request(s)): "
-                    f"{shown}", pytrace=False)
+        pytest.fail(
+            f"code-running text reached a REPL in a test not marked {_MARK} ({len(seen)} request(s)): "
+            f"{shown}",
+            pytrace=False,
+        )
 
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "clients" / "node"
@@ -83,9 +88,13 @@ NODE_DIR = Path(__file__).resolve().parents[1] / "clients" / "node"
 def node_client() -> Path:
     """clients/node with its dependencies installed (`npm ci`, exactly package-lock.json)
     and the contract copy in place (the `prepare` script), whichever test asks first."""
-    assert shutil.which("node") and shutil.which("npm"), "node and npm are needed for the Node client"
+    assert shutil.which("node") and shutil.which("npm"), (
+        "node and npm are needed for the Node client"
+    )
     if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
+        )
     subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
     assert (NODE_DIR / "proto" / "leanrpc" / "v1" / "verifier.proto").is_file()
     return NODE_DIR

@@ -33,5 +33,11 @@ def fence_answer(obj: dict) -> dict:
 
 def version_messages(label: str) -> list[dict]:
     """The info message that answers the server's `#eval Lean.versionString` probe."""
-    return [{"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 5},
-             "data": f'"{label}"'}]
+    return [
+        {
+            "severity": "info",
+            "pos": {"line": 1, "column": 0},
+            "endPos": {"line": 1, "column": 5},
+            "data": f'"{label}"',
+        }
+    ]

@@ -66,9 +66,13 @@ def ratios(results: dict[str, dict], reference: str = "leanrpc") -> dict[str, di
 def plot(results: dict[str, dict], out_dir: Path, workers: int) -> Path:
     names = list(results)
     return plot_throughput_latency(
-        results, names, names, out_dir / "compare_peers.png",
+        results,
+        names,
+        names,
+        out_dir / "compare_peers.png",
         throughput_title=f"Throughput, {workers} workers, same REPL stand-in",
-        latency_title="Latency (queueing included)", ideal_label="ideal",
+        latency_title="Latency (queueing included)",
+        ideal_label="ideal",
     )
 
 
@@ -81,29 +85,47 @@ def main(args, base: RunConfig) -> int:
         targets.insert(0, "leanrpc")
     # leanrpc as peers work (no axiom check, no code policy) is the row the ratios use; a
     # second row keeps the shipped checks on, so the cost of trust is in the same run.
-    configs = {t: dataclasses.replace(base, target=t, rpc="unary", mode="closed", checks="off") for t in targets}
-    configs[CHECKED] = dataclasses.replace(base, target="leanrpc", rpc="unary", mode="closed", checks="default")
+    configs = {
+        t: dataclasses.replace(base, target=t, rpc="unary", mode="closed", checks="off")
+        for t in targets
+    }
+    configs[CHECKED] = dataclasses.replace(
+        base, target="leanrpc", rpc="unary", mode="closed", checks="default"
+    )
     for cfg in configs.values():
         cfg.validate()
     results = asyncio.run(run_rounds(configs, args.rounds))
     failed = no_successes(results)
-    report = {"schema": SCHEMA, "kind": "compare", "results": results, "ratios": ratios(results),
-              "no_successes": failed}
+    report = {
+        "schema": SCHEMA,
+        "kind": "compare",
+        "results": results,
+        "ratios": ratios(results),
+        "no_successes": failed,
+    }
     if "kimina_rest" in results and "kimina" in results:
         # The drop-in claim: Kimina's API served by leanrpc against Kimina's own server.
-        report["ratios_kimina_rest"] = ratios({k: results[k] for k in ("kimina_rest", "kimina")}, "kimina_rest")
+        report["ratios_kimina_rest"] = ratios(
+            {k: results[k] for k in ("kimina_rest", "kimina")}, "kimina_rest"
+        )
     _write(args.json, report)
     print(table(list(results.values())))
     print()
     for peer, r in report["ratios"].items():
-        print(f"leanrpc vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x")
+        print(
+            f"leanrpc vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x"
+        )
     for peer, r in report.get("ratios_kimina_rest", {}).items():
-        print(f"kimina_rest vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x")
+        print(
+            f"kimina_rest vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x"
+        )
     for name in failed:
         print(f"{name}: NO SUCCESSES ({results[name]['errors']}): its ratios are None")
     try:
         print(f"wrote {plot(results, Path(args.out_dir), base.workers)}")
     except PlotsUnavailable as exc:
         print(f"plots skipped: {exc}", file=sys.stderr)
-    clean = all(s["requests"]["lost"] == 0 and s["requests"]["failed"] == 0 for s in results.values())
+    clean = all(
+        s["requests"]["lost"] == 0 and s["requests"]["failed"] == 0 for s in results.values()
+    )
     return 0 if clean else 1

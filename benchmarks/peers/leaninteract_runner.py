@@ -16,10 +16,10 @@ request to --out, then prints one JSON line {"sent", "elapsed", "server", "versi
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib.metadata
 import json
 import os
-import collections
 import resource
 import sys
 import threading
@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks import workloads  # noqa: E402  (stdlib-only module of this repository)
-
 from lean_interact import AutoLeanServer, Command, LeanREPLConfig  # noqa: E402
 from lean_interact.interface import LeanError  # noqa: E402
+
+from benchmarks import workloads  # noqa: E402  (stdlib-only module of this repository)
 
 
 def fake_repl_checkout(work: Path, shim: Path) -> Path:
@@ -126,7 +126,9 @@ def main() -> int:
     items = workloads.require_data(workloads.read_jsonl(args.items), f"items in {args.items}")
     shim = Path(args.shim).resolve()
     repl_dir = fake_repl_checkout(Path(args.work), shim)
-    config = LeanREPLConfig(local_repl_path=repl_dir, build_repl=False, lake_path=shim / "lake", verbose=False)
+    config = LeanREPLConfig(
+        local_repl_path=repl_dir, build_repl=False, lake_path=shim / "lake", verbose=False
+    )
     workers = FairPool()
     for _ in range(args.workers):
         workers.put(Worker(config, args.reuse, args.timeout))
@@ -161,17 +163,28 @@ def main() -> int:
             end = time.monotonic()
             if keep:
                 with lock:
-                    records.append({"id": request_id, "start": start, "end": end, "status": status,
-                                    "burn_s": item.burn_s, "repl_s": None, "queue_s": None,
-                                    "verifier": "stand-in"})
+                    records.append(
+                        {
+                            "id": request_id,
+                            "start": start,
+                            "end": end,
+                            "status": status,
+                            "burn_s": item.burn_s,
+                            "repl_s": None,
+                            "queue_s": None,
+                            "verifier": "stand-in",
+                        }
+                    )
                     counter["done"] += 1
                     counter["errors"] += ":" in status
 
     def run_phase(prefix: str, limit: int, duration: float, keep: bool) -> float:
         counter["next"] = 0
         deadline = time.monotonic() + duration if duration else float("inf")
-        threads = [threading.Thread(target=lane, args=(prefix, limit, deadline, keep), daemon=True)
-                   for _ in range(args.concurrency)]
+        threads = [
+            threading.Thread(target=lane, args=(prefix, limit, deadline, keep), daemon=True)
+            for _ in range(args.concurrency)
+        ]
         t0 = time.monotonic()
         for t in threads:
             t.start()
@@ -179,9 +192,14 @@ def main() -> int:
             time.sleep(1.0 if keep else 0.1)
             if keep and not args.quiet:
                 elapsed = time.monotonic() - t0
-                print(f"\r[leaninteract w={args.workers}] {elapsed:6.1f}s sent {counter['next']} "
-                      f"done {counter['done']} errors {counter['errors']} "
-                      f"{counter['done'] / max(elapsed, 1e-9):7.1f} req/s", end="", file=sys.stderr, flush=True)
+                print(
+                    f"\r[leaninteract w={args.workers}] {elapsed:6.1f}s sent {counter['next']} "
+                    f"done {counter['done']} errors {counter['errors']} "
+                    f"{counter['done'] / max(elapsed, 1e-9):7.1f} req/s",
+                    end="",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return time.monotonic() - t0
 
     if args.warmup:
@@ -200,15 +218,28 @@ def main() -> int:
     for worker in workers.drain():
         worker.server.kill()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps({
-        "sent": sent,
-        "elapsed": elapsed,
-        "version": importlib.metadata.version("lean-interact"),
-        # REPL CPU counts children reaped so far (killed above), like the parent's psutil view.
-        "server": {"cpu_s": round(cpu, 3), "cpu_percent": round(100 * cpu / max(elapsed, 1e-9), 1),
-                   "repl_cpu_s": round(children.ru_utime + children.ru_stime
-                                       - children0.ru_utime - children0.ru_stime, 3)},
-    }), flush=True)
+    print(
+        json.dumps(
+            {
+                "sent": sent,
+                "elapsed": elapsed,
+                "version": importlib.metadata.version("lean-interact"),
+                # REPL CPU counts children reaped so far (killed above), like the parent's psutil view.
+                "server": {
+                    "cpu_s": round(cpu, 3),
+                    "cpu_percent": round(100 * cpu / max(elapsed, 1e-9), 1),
+                    "repl_cpu_s": round(
+                        children.ru_utime
+                        + children.ru_stime
+                        - children0.ru_utime
+                        - children0.ru_stime,
+                        3,
+                    ),
+                },
+            }
+        ),
+        flush=True,
+    )
     os._exit(0)  # AutoLeanServer's finalizers can block on already-killed REPLs
 
 

@@ -29,11 +29,11 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from benchmarks import search_tree, workloads  # noqa: E402  (stdlib-only modules of this repository)
-from benchmarks.peers.leaninteract_runner import fake_repl_checkout  # noqa: E402
-
 from lean_interact import AutoLeanServer, Command, LeanREPLConfig  # noqa: E402
 from lean_interact.interface import LeanError, ProofStep  # noqa: E402
+
+from benchmarks import search_tree, workloads  # noqa: E402  (stdlib-only modules of this repository)
+from benchmarks.peers.leaninteract_runner import fake_repl_checkout  # noqa: E402
 
 
 def _children_cpu(process: psutil.Process) -> float:
@@ -69,9 +69,19 @@ class Lane:
             self.header_env[header] = loaded.env
         return self.header_env[header]
 
-    def step(self, body: str, env: int | None, start, end, state: tuple[int, tuple[str, ...]], tactic: str):
+    def step(
+        self,
+        body: str,
+        env: int | None,
+        start,
+        end,
+        state: tuple[int, tuple[str, ...]],
+        tactic: str,
+    ):
         proof_state, path = state
-        response = self.server.run(ProofStep(proof_state=proof_state, tactic=tactic), timeout=self.timeout)
+        response = self.server.run(
+            ProofStep(proof_state=proof_state, tactic=tactic), timeout=self.timeout
+        )
         if isinstance(response, LeanError) or _has_error(response):
             return search_tree.Step(search_tree.ERROR)
         goals = tuple(response.goals)
@@ -84,17 +94,30 @@ class Lane:
             return search_tree.Step(search_tree.REFUTED, None, goals, text)
         return search_tree.Step(search_tree.COMPLETED, None, goals, text)
 
-    def search(self, name: str, code: str, tactics: list[str], width: int, max_expansions: int) -> dict:
+    def search(
+        self, name: str, code: str, tactics: list[str], width: int, max_expansions: int
+    ) -> dict:
         header, body = workloads.split_imports(code)
         env = self.env_for(header)
         started = self.server.run(Command(cmd=body, env=env), timeout=self.timeout)
         if isinstance(started, LeanError) or not started.sorries:
-            return {"name": name, "expansions": 0, "found": False, "path": [], "error": "no proof state"}
+            return {
+                "name": name,
+                "expansions": 0,
+                "found": False,
+                "path": [],
+                "error": "no proof state",
+            }
         sorry = started.sorries[0]
         start = (sorry.start_pos.line, sorry.start_pos.column)
         end = (sorry.end_pos.line, sorry.end_pos.column)
-        tree = search_tree.BestFirst((sorry.proof_state, ()), [sorry.goal], tactics, width=width,
-                                     max_expansions=max_expansions)
+        tree = search_tree.BestFirst(
+            (sorry.proof_state, ()),
+            [sorry.goal],
+            tactics,
+            width=width,
+            max_expansions=max_expansions,
+        )
         while pairs := tree.next_round():
             tree.feed([self.step(body, env, start, end, state, tactic) for state, tactic in pairs])
         return tree.summary(name)
@@ -112,11 +135,17 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
 
-    items = workloads.require_data(json.loads(Path(args.statements).read_text()), f"statements in {args.statements}")
+    items = workloads.require_data(
+        json.loads(Path(args.statements).read_text()), f"statements in {args.statements}"
+    )
     tactics = search_tree.tactic_list(args.tactic_cost)
     shim = Path(args.shim).resolve()
-    config = LeanREPLConfig(local_repl_path=fake_repl_checkout(Path(args.work), shim), build_repl=False,
-                            lake_path=shim / "lake", verbose=False)
+    config = LeanREPLConfig(
+        local_repl_path=fake_repl_checkout(Path(args.work), shim),
+        build_repl=False,
+        lake_path=shim / "lake",
+        verbose=False,
+    )
     lanes = [Lane(config, args.timeout) for _ in range(args.processes)]
     for lane in lanes:
         lane.env_for(workloads.split_imports(items[0][1])[0])
@@ -131,10 +160,17 @@ def main() -> int:
             if k is None:
                 return
             try:
-                results[k] = lane.search(items[k][0], items[k][1], tactics, args.width, args.max_expansions)
+                results[k] = lane.search(
+                    items[k][0], items[k][1], tactics, args.width, args.max_expansions
+                )
             except Exception as exc:  # LeanInteract raises on timeouts and dead REPLs
-                results[k] = {"name": items[k][0], "expansions": 0, "found": False, "path": [],
-                              "error": f"{type(exc).__name__}: {exc}"}
+                results[k] = {
+                    "name": items[k][0],
+                    "expansions": 0,
+                    "found": False,
+                    "path": [],
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
 
     me = psutil.Process()
     print("READY", flush=True)
@@ -149,8 +185,18 @@ def main() -> int:
     cpu, repl_cpu = time.process_time() - cpu0, _children_cpu(me) - repl0
     for lane in lanes:
         lane.server.kill()
-    print(json.dumps({"elapsed": elapsed, "version": importlib.metadata.version("lean-interact"),
-                      "driver_cpu_s": cpu, "repl_cpu_s": repl_cpu, "searches": results}), flush=True)
+    print(
+        json.dumps(
+            {
+                "elapsed": elapsed,
+                "version": importlib.metadata.version("lean-interact"),
+                "driver_cpu_s": cpu,
+                "repl_cpu_s": repl_cpu,
+                "searches": results,
+            }
+        ),
+        flush=True,
+    )
     os._exit(0)  # AutoLeanServer's finalizers can block on already-killed REPLs
 
 

@@ -10,8 +10,9 @@ import socket
 import subprocess
 import time
 
-from ..config import RunConfig
 from .. import workloads
+from ..config import RunConfig
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -20,8 +21,12 @@ def free_port() -> int:
 
 
 def standin_args(cfg: RunConfig) -> list[str]:
-    return ["--import-cost", f"{workloads.import_cost(cfg.scale):.4f}",
-            "--reimport-cost", f"{workloads.import_cost(cfg.scale) / 4:.4f}"]
+    return [
+        "--import-cost",
+        f"{workloads.import_cost(cfg.scale):.4f}",
+        "--reimport-cost",
+        f"{workloads.import_cost(cfg.scale) / 4:.4f}",
+    ]
 
 
 async def wait_port(port: int, process: subprocess.Popen, timeout: float, what: str) -> None:

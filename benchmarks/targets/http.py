@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 
+
 class HttpConnection:
     """Minimal HTTP/1.1 keep-alive JSON client (the bench must not add a core dependency)."""
 
@@ -20,8 +21,10 @@ class HttpConnection:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         body = json.dumps(payload).encode()
-        head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
         try:
             self.writer.write(head + body)
             return await asyncio.wait_for(self._read_response(), timeout)
@@ -78,12 +81,19 @@ class KiminaCheck:
     def __init__(self) -> None:
         self._idle: list[HttpConnection] = []
 
-    async def check(self, port: int, request_id: str, code: str, timeout_s: float,
-                    reuse: bool) -> tuple[float, float, str, dict | None]:
+    async def check(
+        self, port: int, request_id: str, code: str, timeout_s: float, reuse: bool
+    ) -> tuple[float, float, str, dict | None]:
         """(start, end, error or "", the snippet's result or None)."""
-        connection = self._idle.pop() if self._idle and self._idle[-1].port == port else HttpConnection(port)
+        connection = (
+            self._idle.pop() if self._idle and self._idle[-1].port == port else HttpConnection(port)
+        )
         start = time.monotonic()
-        payload = {"snippets": [{"id": request_id, "code": code}], "timeout": int(timeout_s), "reuse": reuse}
+        payload = {
+            "snippets": [{"id": request_id, "code": code}],
+            "timeout": int(timeout_s),
+            "reuse": reuse,
+        }
         try:
             status, body = await connection.post("/api/check", payload, timeout_s + 30)
         except Exception as exc:
@@ -98,4 +108,3 @@ class KiminaCheck:
         for connection in self._idle:
             connection.close()
         self._idle.clear()
-

@@ -15,6 +15,7 @@ from ..config import PEERS_VENV, REPO, SHIM_DIR, Record, RunConfig
 from .common import free_port, standin_args, stop_process, wait_port
 from .http import KiminaCheck
 
+
 def status_of(result: dict) -> str:
     """One entry of Kimina's `results` as a leanrpc status name (VALID, SORRY, TIMEOUT...)."""
     response = result.get("response")
@@ -45,23 +46,28 @@ class KiminaTarget:
         project.mkdir(exist_ok=True)
         env = dict(os.environ)
         env.pop("LEANRPC_NO_EXTENSIONS", None)
-        env.update({
-            "PATH": f"{SHIM_DIR}:{env.get('PATH', '')}",  # `lake env X` -> exec X
-            "PYTHONPATH": str(REPO / "benchmarks" / "peers" / "prisma_stub"),
-            "LEANRPC_PYTHON": sys.executable,
-            "LEANRPC_STANDIN_ARGS": " ".join(standin_args(self.cfg)),
-            "LEAN_SERVER_REPL_PATH": str(SHIM_DIR / "standin-repl"),
-            "LEAN_SERVER_PROJECT_DIR": str(project),
-            "LEAN_SERVER_SKIP_VALIDATION": "1",
-            "LEAN_SERVER_HOST": "127.0.0.1",
-            "LEAN_SERVER_PORT": str(self.port),
-            "LEAN_SERVER_MAX_REPLS": str(self.cfg.workers),
-            # Production settings: dev mode logs every snippet with syntax highlighting.
-            "LEAN_SERVER_ENVIRONMENT": "prod",
-            "LEAN_SERVER_LOG_LEVEL": "WARNING",
-        })
+        env.update(
+            {
+                "PATH": f"{SHIM_DIR}:{env.get('PATH', '')}",  # `lake env X` -> exec X
+                "PYTHONPATH": str(REPO / "benchmarks" / "peers" / "prisma_stub"),
+                "LEANRPC_PYTHON": sys.executable,
+                "LEANRPC_STANDIN_ARGS": " ".join(standin_args(self.cfg)),
+                "LEAN_SERVER_REPL_PATH": str(SHIM_DIR / "standin-repl"),
+                "LEAN_SERVER_PROJECT_DIR": str(project),
+                "LEAN_SERVER_SKIP_VALIDATION": "1",
+                "LEAN_SERVER_HOST": "127.0.0.1",
+                "LEAN_SERVER_PORT": str(self.port),
+                "LEAN_SERVER_MAX_REPLS": str(self.cfg.workers),
+                # Production settings: dev mode logs every snippet with syntax highlighting.
+                "LEAN_SERVER_ENVIRONMENT": "prod",
+                "LEAN_SERVER_LOG_LEVEL": "WARNING",
+            }
+        )
         self.process = subprocess.Popen(
-            [str(exe)], env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
+            [str(exe)],
+            env=env,
+            cwd=self.tmp,
+            stdout=subprocess.DEVNULL,
             stderr=open(self.tmp / "kimina.log", "wb"),
         )
         await wait_port(self.port, self.process, 90, "kimina-ast-server")
@@ -69,12 +75,20 @@ class KiminaTarget:
         return self.process.pid
 
     async def send(self, item: workloads.Item, request_id: str) -> Record:
-        start, end, error, result = await self._check.check(self.port, request_id, item.code,
-                                                            self.cfg.timeout_s, self.cfg.reuse)
+        start, end, error, result = await self._check.check(
+            self.port, request_id, item.code, self.cfg.timeout_s, self.cfg.reuse
+        )
         if result is None:
             return Record(request_id, start, end, error, item.burn_s)
-        return Record(request_id, start, end, status_of(result), item.burn_s, repl_s=result.get("time"),
-                      verifier="stand-in")
+        return Record(
+            request_id,
+            start,
+            end,
+            status_of(result),
+            item.burn_s,
+            repl_s=result.get("time"),
+            verifier="stand-in",
+        )
 
     async def stop(self) -> None:
         self._check.close()

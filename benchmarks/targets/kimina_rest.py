@@ -33,16 +33,25 @@ class KiminaRestTarget(LeanrpcTarget):
         return pid
 
     async def send(self, item: workloads.Item, request_id: str) -> Record:
-        start, end, error, result = await self._check.check(self.http_port, request_id, item.code,
-                                                            self.cfg.timeout_s, self.cfg.reuse)
+        start, end, error, result = await self._check.check(
+            self.http_port, request_id, item.code, self.cfg.timeout_s, self.cfg.reuse
+        )
         if result is None:
             return Record(request_id, start, end, error, item.burn_s)
         ours = result.get("leanrpc", {})
         t = ours.get("timings", {})
         repl_s = t.get("boot_s", 0.0) + t.get("header_s", 0.0) + t.get("body_s", 0.0)
-        return Record(request_id, start, end, ours.get("status", "REJECTED"), item.burn_s, repl_s=repl_s,
-                      queue_s=t.get("queue_s"), verifier=ours.get("verifier", {}).get("kind", ""),
-                      server_total_s=t.get("total_s"))
+        return Record(
+            request_id,
+            start,
+            end,
+            ours.get("status", "REJECTED"),
+            item.burn_s,
+            repl_s=repl_s,
+            queue_s=t.get("queue_s"),
+            verifier=ours.get("verifier", {}).get("kind", ""),
+            server_total_s=t.get("total_s"),
+        )
 
     async def stop(self) -> None:
         self._check.close()

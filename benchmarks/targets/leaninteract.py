@@ -21,9 +21,14 @@ from ..measure import ResourceWatch, foreign_load_pct, machine_busy_s
 from ..report import summarize
 from .common import standin_args
 
+
 def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict:
     """LeanInteract is a library: its runner drives the REPLs in-process, in the peers venv."""
-    items = items if items is not None else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
+    items = (
+        items
+        if items is not None
+        else workloads.load(cfg.workload, scale=cfg.scale, limit=cfg.limit)
+    )
     workloads.require_data(items, f"items for LeanInteract ({cfg.workload})")
     python = PEERS_VENV / "bin" / "python"
     if not python.exists():
@@ -34,15 +39,34 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
         workloads.dump_jsonl(items, tmp / "items.jsonl")
         env = dict(os.environ)
         env.pop("LEANRPC_NO_EXTENSIONS", None)
-        env.update({"LEANRPC_PYTHON": sys.executable, "LEANRPC_STANDIN_ARGS": " ".join(standin_args(cfg))})
+        env.update(
+            {"LEANRPC_PYTHON": sys.executable, "LEANRPC_STANDIN_ARGS": " ".join(standin_args(cfg))}
+        )
         warmup = cfg.warmup if cfg.warmup >= 0 else 2 * cfg.workers
         command = [
-            str(python), str(REPO / "benchmarks" / "peers" / "leaninteract_runner.py"),
-            "--items", str(tmp / "items.jsonl"), "--out", str(tmp / "records.jsonl"),
-            "--workers", str(cfg.workers), "--concurrency", str(cfg.concurrency or 2 * cfg.workers),
-            "--duration", str(cfg.duration_s), "--requests", str(cfg.requests),
-            "--warmup", str(warmup), "--shim", str(SHIM_DIR), "--work", str(tmp),
-            "--timeout", str(cfg.timeout_s), "--reuse" if cfg.reuse else "--no-reuse",
+            str(python),
+            str(REPO / "benchmarks" / "peers" / "leaninteract_runner.py"),
+            "--items",
+            str(tmp / "items.jsonl"),
+            "--out",
+            str(tmp / "records.jsonl"),
+            "--workers",
+            str(cfg.workers),
+            "--concurrency",
+            str(cfg.concurrency or 2 * cfg.workers),
+            "--duration",
+            str(cfg.duration_s),
+            "--requests",
+            str(cfg.requests),
+            "--warmup",
+            str(warmup),
+            "--shim",
+            str(SHIM_DIR),
+            "--work",
+            str(tmp),
+            "--timeout",
+            str(cfg.timeout_s),
+            "--reuse" if cfg.reuse else "--no-reuse",
         ]
         if not cfg.progress:
             command.append("--quiet")
@@ -62,19 +86,27 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
         if process.returncode != 0 or not lines:
             raise RuntimeError(f"leaninteract runner exited with {process.returncode}")
         meta = json.loads(lines[-1])
-        records = [Record(**json.loads(line)) for line in (tmp / "records.jsonl").read_text().splitlines()]
+        records = [
+            Record(**json.loads(line)) for line in (tmp / "records.jsonl").read_text().splitlines()
+        ]
         # Runner CPU is self-reported (the process is gone by now); REPL CPU is the last
         # psutil sample of its children, taken at most 0.5 s before they were killed.
         repl_cpu = sum(watch.children_cpu_by_pid.values()) - repl_cpu0
         ours = meta["server"]["cpu_s"] + repl_cpu + time.process_time() - client0
         server = {
-            "foreign_load_pct": foreign_load_pct(machine_busy_s() - busy0, ours, time.monotonic() - wall0),
-            "pid": process.pid, "cpu_s": meta["server"]["cpu_s"], "cpu_percent": meta["server"]["cpu_percent"],
+            "foreign_load_pct": foreign_load_pct(
+                machine_busy_s() - busy0, ours, time.monotonic() - wall0
+            ),
+            "pid": process.pid,
+            "cpu_s": meta["server"]["cpu_s"],
+            "cpu_percent": meta["server"]["cpu_percent"],
             "rss_mb_max": round(watch.rss_max / 2**20, 1),
             "repl_cpu_s": round(sum(watch.children_cpu_by_pid.values()) - repl_cpu0, 3),
             "repl_rss_mb_max": round(watch.repl_rss_max / 2**20, 1),
         }
         info = {"verifier": "stand-in", "lean_interact": meta.get("version", "")}
-        return summarize(cfg, "leaninteract", info, records, meta["sent"], meta["elapsed"], server, started_at)
+        return summarize(
+            cfg, "leaninteract", info, records, meta["sent"], meta["elapsed"], server, started_at
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

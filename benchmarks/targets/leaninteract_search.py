@@ -23,8 +23,15 @@ def peers_python() -> Path:
     return PEERS_VENV / "bin" / "python"
 
 
-def run_leaninteract_search(items: list[tuple[str, str]], processes: int, *, tactic_cost: float = 0.0,
-                            width: int, max_expansions: int, timeout_s: float = 60.0) -> dict:
+def run_leaninteract_search(
+    items: list[tuple[str, str]],
+    processes: int,
+    *,
+    tactic_cost: float = 0.0,
+    width: int,
+    max_expansions: int,
+    timeout_s: float = 60.0,
+) -> dict:
     """{"elapsed", "version", "searches"} of one run over `items` with `processes` REPL processes."""
     require_data(items, "statements for the LeanInteract search")
     python = peers_python()
@@ -37,16 +44,32 @@ def run_leaninteract_search(items: list[tuple[str, str]], processes: int, *, tac
         env.pop("LEANRPC_NO_EXTENSIONS", None)
         env.update({"LEANRPC_PYTHON": sys.executable, "LEANRPC_STANDIN_ARGS": ""})
         command = [
-            str(python), str(REPO / "benchmarks" / "peers" / "leaninteract_search.py"),
-            "--statements", str(tmp / "statements.json"), "--processes", str(processes),
-            "--tactic-cost", str(tactic_cost), "--width", str(width), "--max-expansions", str(max_expansions),
-            "--shim", str(SHIM_DIR), "--work", str(tmp), "--timeout", str(timeout_s),
+            str(python),
+            str(REPO / "benchmarks" / "peers" / "leaninteract_search.py"),
+            "--statements",
+            str(tmp / "statements.json"),
+            "--processes",
+            str(processes),
+            "--tactic-cost",
+            str(tactic_cost),
+            "--width",
+            str(width),
+            "--max-expansions",
+            str(max_expansions),
+            "--shim",
+            str(SHIM_DIR),
+            "--work",
+            str(tmp),
+            "--timeout",
+            str(timeout_s),
         ]
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
         ready = process.stdout.readline().strip()
         if ready != "READY":
             process.wait()
-            raise RuntimeError(f"leaninteract search runner failed to start (exit {process.returncode})")
+            raise RuntimeError(
+                f"leaninteract search runner failed to start (exit {process.returncode})"
+            )
         out, _ = process.communicate()
         lines = out.strip().splitlines()
         if process.returncode != 0 or not lines:

@@ -18,6 +18,7 @@ from ..config import Record, RunConfig
 from ..measure import distribution_ms
 from .common import free_port, standin_args, stop_process, wait_port
 
+
 def _seconds(duration) -> float:
     """A google.protobuf.Duration (Timings fields since the v1 contract) as float seconds."""
     return duration.seconds + duration.nanos / 1e9
@@ -38,10 +39,11 @@ class LeanrpcTarget:
         self._write_lock = asyncio.Lock()  # grpc.aio allows one pending write per stream
 
     async def start(self) -> int:
+        import grpc
+        from google.protobuf import duration_pb2
+
         from leanrpc.v1 import verifier_pb2 as pb
         from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-        from google.protobuf import duration_pb2
-        import grpc
 
         self.pb = pb
         command = [sys.executable, "-m", "leanrpc.standin", *standin_args(self.cfg)]
@@ -54,25 +56,47 @@ class LeanrpcTarget:
             # and repeated rounds of the same items must elaborate every request.
             "[cache]\nenabled = false\n"
             # Peers check no axioms and screen no code: rows compared with them do the same work.
-            + ("[axioms]\ncheck = false\n[policy]\ndefault = \"trusted\"\n" if self.cfg.checks == "off" else "")
+            + (
+                '[axioms]\ncheck = false\n[policy]\ndefault = "trusted"\n'
+                if self.cfg.checks == "off"
+                else ""
+            )
         )
         env = dict(os.environ)
         env.pop("LEANRPC_NO_EXTENSIONS", None)
         if self.cfg.pure_python:
             env["LEANRPC_NO_EXTENSIONS"] = "1"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "leanrpc.cli", "serve", "--config", str(config), "--port", str(self.port),
-             *self.extra_serve_args],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(self.tmp / "server.log", "wb"),
+            [
+                sys.executable,
+                "-m",
+                "leanrpc.cli",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(self.port),
+                *self.extra_serve_args,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.tmp / "server.log", "wb"),
         )
         await wait_port(self.port, self.process, 60, "leanrpc server")
         self.channel = grpc.aio.insecure_channel(
             f"127.0.0.1:{self.port}",
-            options=[("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)],
+            options=[
+                ("grpc.max_receive_message_length", 64 << 20),
+                ("grpc.max_send_message_length", 64 << 20),
+            ],
         )
         self.stub = pb_grpc.VerifierStub(self.channel)
         info = await self.stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=30)
-        self.info = {"verifier": info.verifier.kind, "native_core": info.native_core, "workers": info.workers}
+        self.info = {
+            "verifier": info.verifier.kind,
+            "native_core": info.native_core,
+            "workers": info.workers,
+        }
         # Round trip of a trivial RPC: the client + gRPC transport floor inside every overhead figure.
         floor = []
         for _ in range(50):
@@ -113,22 +137,35 @@ class LeanrpcTarget:
                 future = asyncio.get_running_loop().create_future()
                 self._pending[request_id] = future
                 async with self._write_lock:
-                    await self._stream.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=request_id, code=item.code)))
+                    await self._stream.write(
+                        pb.VerifyStreamRequest(snippet=pb.Snippet(id=request_id, code=item.code))
+                    )
                 result = await future
             else:
                 response = await self.stub.Verify(
-                    pb.VerifyRequest(snippets=[pb.Snippet(id=request_id, code=item.code)], options=self.options),
+                    pb.VerifyRequest(
+                        snippets=[pb.Snippet(id=request_id, code=item.code)], options=self.options
+                    ),
                     timeout=self.cfg.timeout_s + 30,
                 )
                 result = response.results[0]
         except grpc.aio.AioRpcError as exc:
-            return Record(request_id, start, time.monotonic(), f"grpc:{exc.code().name}", item.burn_s)
+            return Record(
+                request_id, start, time.monotonic(), f"grpc:{exc.code().name}", item.burn_s
+            )
         end = time.monotonic()
         t = result.timings
         return Record(
-            request_id, start, end, pb.Status.Name(result.status).removeprefix("STATUS_"), item.burn_s,
-            repl_s=_seconds(t.boot) + _seconds(t.header) + _seconds(t.body), queue_s=_seconds(t.queue),
-            verifier=result.verifier.kind, server_total_s=_seconds(t.total), warm_header=result.reuse.warm_header,
+            request_id,
+            start,
+            end,
+            pb.Status.Name(result.status).removeprefix("STATUS_"),
+            item.burn_s,
+            repl_s=_seconds(t.boot) + _seconds(t.header) + _seconds(t.body),
+            queue_s=_seconds(t.queue),
+            verifier=result.verifier.kind,
+            server_total_s=_seconds(t.total),
+            warm_header=result.reuse.warm_header,
         )
 
     async def stop(self) -> None:

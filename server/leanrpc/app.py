@@ -28,28 +28,29 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from .cache import CachedVerifier
 from .config import Config
 from .core import NATIVE_ACTIVE
+from .edge.errors import abort_with
+from .edge.identity import CallerIdentity
+from .edge.interceptors.auth import build_access_interceptors
+from .edge.prover import ProverServicer, add_prover_to_server
+from .edge.reflection import enable_reflection
+from .edge.verifier import VerifierServicer, add_verifier_to_server
+from .errors import ModelNotConfigured
 from .pool import Pool, PoolOwner
 from .security.sandbox import make_sandbox_launcher
 from .services.extract import ExtractService
-from .services.prover import ProverService
 from .services.ports import Verifier
+from .services.prover import ProverService
 from .services.verify import VerifyService
 from .v1 import formalizer_pb2, formalizer_pb2_grpc, prover_pb2, verifier_pb2
 from .worker.launcher import Launcher
 from .worker.memory import effective_memory_limit_mb
-from .edge.interceptors.auth import build_access_interceptors
-from .edge.errors import abort_with
-from .edge.identity import CallerIdentity
-from .edge.reflection import enable_reflection
-from .errors import ModelNotConfigured
-from .edge.prover import ProverServicer, add_prover_to_server
-from .edge.verifier import VerifierServicer, add_verifier_to_server
 
 log = logging.getLogger("leanrpc.server")
 
 
 class StartupError(Exception):
     """The server cannot start for a reason the user can fix; the message is one line."""
+
 
 VERIFIER_SERVICE = verifier_pb2.DESCRIPTOR.services_by_name["Verifier"].full_name
 PROVER_SERVICE = prover_pb2.DESCRIPTOR.services_by_name["Prover"].full_name
@@ -79,7 +80,9 @@ class App:
         grace = self.config.pool.shutdown_grace_s if grace is None else grace
         await self.health.enter_graceful_shutdown()
         if self.verifier is not None:
-            self.verifier.begin_shutdown(grace)  # answers every accepted snippet before the grace ends
+            self.verifier.begin_shutdown(
+                grace
+            )  # answers every accepted snippet before the grace ends
         if self.prover_door is not None:
             self.prover_door.begin_shutdown(grace)  # and every accepted Expand pair
         if self._health_task is not None:
@@ -103,10 +106,17 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     _check_address_free(config.server.host, config.server.port)
     _check_address_free(config.server.host, config.server.metrics_port, "--metrics-port")
     if config.gateway.http_port:
-        _check_address_free(config.gateway.host or config.server.host, config.gateway.http_port, "--http-port")
-    config.limits.max_worker_rss_mb = effective_memory_limit_mb(config.limits.max_worker_rss_mb, config.pool.workers)
+        _check_address_free(
+            config.gateway.host or config.server.host, config.gateway.http_port, "--http-port"
+        )
+    config.limits.max_worker_rss_mb = effective_memory_limit_mb(
+        config.limits.max_worker_rss_mb, config.pool.workers
+    )
     launcher = launcher or make_sandbox_launcher(config)
-    log.info("native core: %s", "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)")
+    log.info(
+        "native core: %s",
+        "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)",
+    )
     log.info("sandbox: %s", launcher.describe())
     pool = Pool(config, launcher)
     await pool.start()
@@ -117,7 +127,9 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
         raise
 
 
-async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, access_interceptors: list) -> App:
+async def _serve_pool(
+    config: Config, pool: PoolOwner, launcher: Launcher, access_interceptors: list
+) -> App:
     service = VerifyService(pool, config)
     # Prover, Extract, Gateway and Formalize get it as a `Verifier` (services.ports).
     verify: Verifier = CachedVerifier.from_config(service, config, sandbox=launcher.describe())
@@ -132,9 +144,13 @@ async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, acces
         interceptors.append(metrics.interceptor)  # first: also counts refused calls
     from .edge.interceptors.requestlog import RequestLogInterceptor
 
-    tokens_checked = bool(getattr(access_interceptors[0], "_tokens", ())) if access_interceptors else False
+    tokens_checked = (
+        bool(getattr(access_interceptors[0], "_tokens", ())) if access_interceptors else False
+    )
     identity = CallerIdentity(tokens_checked=tokens_checked)  # every door names callers by it
-    interceptors.append(RequestLogInterceptor(tokens_checked))  # before auth: refused calls are logged too
+    interceptors.append(
+        RequestLogInterceptor(tokens_checked)
+    )  # before auth: refused calls are logged too
     interceptors += access_interceptors
     max_bytes = config.server.max_message_mb * 2**20
     server = grpc.aio.server(
@@ -145,8 +161,13 @@ async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, acces
             ("grpc.so_reuseport", 0),
         ],
     )
-    verifier = VerifierServicer(verify, extract, sandbox_description=launcher.describe(), native=NATIVE_ACTIVE,
-                                identity=identity)
+    verifier = VerifierServicer(
+        verify,
+        extract,
+        sandbox_description=launcher.describe(),
+        native=NATIVE_ACTIVE,
+        identity=identity,
+    )
     add_verifier_to_server(verifier, server)
     prover = ProverService(pool, config, verify)
     extract.attach_prover(prover)  # Extract's replay check runs through the Prover
@@ -156,7 +177,9 @@ async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, acces
 
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    enable_reflection((VERIFIER_SERVICE, PROVER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME), server)
+    enable_reflection(
+        (VERIFIER_SERVICE, PROVER_SERVICE, FORMALIZER_SERVICE, health.SERVICE_NAME), server
+    )
 
     address = f"{config.server.host}:{config.server.port}"
     try:
@@ -174,8 +197,19 @@ async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, acces
             "(choose another with --port, or stop the other server)"
         )
     await server.start()
-    app = App(config=config, server=server, port=port, pool=pool, verify=verify, service=service, health=health_servicer,
-              formalize=formalize, verifier=verifier, prover=prover, prover_door=prover_servicer)
+    app = App(
+        config=config,
+        server=server,
+        port=port,
+        pool=pool,
+        verify=verify,
+        service=service,
+        health=health_servicer,
+        formalize=formalize,
+        verifier=verifier,
+        prover=prover,
+        prover_door=prover_servicer,
+    )
     if config.server.metrics_port:
         from .edge.metrics import start_metrics
 
@@ -190,7 +224,12 @@ async def _serve_pool(config: Config, pool: PoolOwner, launcher: Launcher, acces
             raise
     await _update_health(app)
     app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
-    log.info("leanrpc serving on %s:%d (%s)", config.server.host, port, pool.identity.description if pool.identity else "no worker yet")
+    log.info(
+        "leanrpc serving on %s:%d (%s)",
+        config.server.host,
+        port,
+        pool.identity.description if pool.identity else "no worker yet",
+    )
     return app
 
 
@@ -206,9 +245,13 @@ def _check_address_free(host: str, port: int, flag: str = "--port") -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((bare, port))
     except socket.gaierror as exc:
-        raise StartupError(f"cannot listen on {host}:{port}: unknown host ({exc.strerror})") from exc
+        raise StartupError(
+            f"cannot listen on {host}:{port}: unknown host ({exc.strerror})"
+        ) from exc
     except OSError as exc:
-        reason = "the port is in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        reason = (
+            "the port is in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        )
         raise StartupError(
             f"cannot listen on {host}:{port}: {reason} (choose another with {flag}, or stop the other server)"
         ) from exc
@@ -234,7 +277,9 @@ def _add_formalizer(config: Config, server: grpc.aio.Server, verify: Verifier):
         from .edge.formalizer import add_formalizer_to_server
     except ImportError as exc:  # the model extra is not installed
         log.info("Formalizer disabled: %s", exc)
-        formalizer_pb2_grpc.add_FormalizerServicer_to_server(_UnavailableFormalizer(f"model stack not installed: {exc}"), server)
+        formalizer_pb2_grpc.add_FormalizerServicer_to_server(
+            _UnavailableFormalizer(f"model stack not installed: {exc}"), server
+        )
         return _StaticStatus(False, f"model stack not installed: {exc}")
     return add_formalizer_to_server(server, config, verify)
 
@@ -293,7 +338,12 @@ async def serve(config: Config) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    _say(config, "listening", f"leanrpc listening on {config.server.host}:{app.port}", address=f"{config.server.host}:{app.port}")
+    _say(
+        config,
+        "listening",
+        f"leanrpc listening on {config.server.host}:{app.port}",
+        address=f"{config.server.host}:{app.port}",
+    )
     if app.gateway is not None:
         url = f"http://{app.gateway.host}:{app.gateway.port}"
         _say(config, "gateway", f"Kimina REST gateway on {url}", url=url)

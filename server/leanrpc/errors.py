@@ -98,8 +98,14 @@ class WorkerTimeout(WorkerError):
     whose time ran out; the answers before it came but were never confirmed
     by the fence, so none of them is delivered (None for a single command)."""
 
-    def __init__(self, message: str, *, detail: str = "", stderr_tail: str = "",
-                 batch_index: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        detail: str = "",
+        stderr_tail: str = "",
+        batch_index: int | None = None,
+    ) -> None:
         super().__init__(message, detail=detail, stderr_tail=stderr_tail)
         self.batch_index = batch_index
 

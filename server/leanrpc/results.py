@@ -225,5 +225,7 @@ def checks_of(result: VerifyResult, allowed_axioms: frozenset[str]) -> Checks:
     if result.judge is None or result.judge.level is JudgeLevel.NOT_RUN:
         judge = CheckLevel.NOT_RUN
     else:
-        judge = CheckLevel.PASSED if result.judge.level is JudgeLevel.ACCEPTED else CheckLevel.FAILED
+        judge = (
+            CheckLevel.PASSED if result.judge.level is JudgeLevel.ACCEPTED else CheckLevel.FAILED
+        )
     return Checks(result.policy, axioms, statement, judge)

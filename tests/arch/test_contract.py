@@ -13,8 +13,13 @@ from leanrpc.v1 import formalizer_pb2, prover_pb2, verifier_pb2
 
 FILES = (verifier_pb2, formalizer_pb2, prover_pb2)
 
+
 def _messages(container):
-    for message in container.message_types_by_name.values() if hasattr(container, "message_types_by_name") else container.nested_types:
+    for message in (
+        container.message_types_by_name.values()
+        if hasattr(container, "message_types_by_name")
+        else container.nested_types
+    ):
         yield message
         yield from _messages(message)
 
@@ -27,8 +32,10 @@ def _fields():
 
 def test_times_are_durations():
     seconds = sorted(
-        f.full_name for f in _fields()
-        if f.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT) and f.name.endswith("_s")
+        f.full_name
+        for f in _fields()
+        if f.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT)
+        and f.name.endswith("_s")
     )
     assert not seconds, f"use google.protobuf.Duration for these: {seconds}"
 
@@ -52,13 +59,16 @@ def test_the_formalizer_reserves_the_numbers_and_names_of_its_old_seconds_fields
     proto = descriptor_pb2.FileDescriptorProto()
     formalizer_pb2.DESCRIPTOR.CopyToProto(proto)
     by_name = {m.name: m for m in proto.message_type}
+
     def numbers(message):
         return {n for r in message.reserved_range for n in range(r.start, r.end)}
 
     assert numbers(by_name["FormalizerInfo"]) == {7, 8}
     assert set(by_name["FormalizerInfo"].reserved_name) == {"job_budget_s", "stream_budget_s"}
     assert numbers(by_name["FormalizeRequest"]) == {10}
-    assert numbers(by_name["Outcome"]) == {5} and set(by_name["Outcome"].reserved_name) == {"generation_s"}
+    assert numbers(by_name["Outcome"]) == {5} and set(by_name["Outcome"].reserved_name) == {
+        "generation_s"
+    }
     assert set(by_name["FormalizeRequest"].reserved_name) == {"budget_s"}
 
 
@@ -79,7 +89,11 @@ def test_the_prover_reserves_the_numbers_and_names_of_its_old_seconds_fields():
         assert not numbers & {f.number for f in descriptor.fields}, message
         assert not names & set(descriptor.fields_by_name), message
         for name in new:
-            assert descriptor.fields_by_name[name].message_type.full_name == "google.protobuf.Duration"
+            assert (
+                descriptor.fields_by_name[name].message_type.full_name == "google.protobuf.Duration"
+            )
         reserved = by_name[message]
-        assert {n for r in reserved.reserved_range for n in range(r.start, r.end)} == numbers, message
+        assert {n for r in reserved.reserved_range for n in range(r.start, r.end)} == numbers, (
+            message
+        )
         assert set(reserved.reserved_name) == names, message

@@ -20,20 +20,34 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # import its own modules and rooms of a lower layer, never a higher or equal
 # one. A new room must be placed here on purpose.
 LAYERS: list[set[str]] = [
-    {"", "errors", "results", "v1", "_native", "logsetup"},  # leanrpc itself (__version__), plain data, stubs, log format
-    {"core", "client"},                           # framing, trie, header split; the Python client (v1 stubs only)
-    {"repl", "extract", "formalize", "standin", "reference", "policy"},  # REPL protocol; pure libraries; the stand-in
+    {
+        "",
+        "errors",
+        "results",
+        "v1",
+        "_native",
+        "logsetup",
+    },  # leanrpc itself (__version__), plain data, stubs, log format
+    {"core", "client"},  # framing, trie, header split; the Python client (v1 stubs only)
+    {
+        "repl",
+        "extract",
+        "formalize",
+        "standin",
+        "reference",
+        "policy",
+    },  # REPL protocol; pure libraries; the stand-in
     # REPL program; statement pinning (reference: text in, verdict out); the code policy (text in, verdict out)
-    {"config"},                                   # reads formalize.config
+    {"config"},  # reads formalize.config
     {"worker"},
     {"pool", "security"},
     {"services"},
-    {"cache"},                                    # wraps the verify service
-    {"edge"},                                     # gRPC servicers, interceptors, metrics exporter
-    {"gateway"},                                  # the REST gateway: services plus edge.auth's checks
-    {"app"},                                      # the composition root
-    {"commands", "ray"},                          # entry points built on app
-    {"cli", "__main__"},                          # thin shims over commands
+    {"cache"},  # wraps the verify service
+    {"edge"},  # gRPC servicers, interceptors, metrics exporter
+    {"gateway"},  # the REST gateway: services plus edge.auth's checks
+    {"app"},  # the composition root
+    {"commands", "ray"},  # entry points built on app
+    {"cli", "__main__"},  # thin shims over commands
 ]
 LAYER_OF = {room: n for n, rooms in enumerate(LAYERS) for room in rooms}
 
@@ -48,7 +62,15 @@ ALLOWED_LARGE: dict[str, str] = {}
 # Where hand-written code lives, and what under it is generated or installed.
 SIZED_TREES = ("server", "native", "clients", "benchmarks")
 SIZED_SUFFIXES = (".py", ".pyx", ".pxd")
-_NOT_HAND_WRITTEN_DIRS = {"v1", "_v1", "build", "dist", "node_modules", "__pycache__", ".peers-venv"}
+_NOT_HAND_WRITTEN_DIRS = {
+    "v1",
+    "_v1",
+    "build",
+    "dist",
+    "node_modules",
+    "__pycache__",
+    ".peers-venv",
+}
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -98,7 +120,12 @@ def _graph() -> dict[str, set[str]]:
             while target and target not in mods:
                 target = target.rpartition(".")[0]
             # A package and its own submodules are one unit here.
-            if target and target != name and not name.startswith(target + ".") and not target.startswith(name + "."):
+            if (
+                target
+                and target != name
+                and not name.startswith(target + ".")
+                and not target.startswith(name + ".")
+            ):
                 edges[name].add(target)
     return edges
 
@@ -172,7 +199,9 @@ def test_no_import_cycles():
     assert not unexpected, f"import cycles (function-level imports included): {unexpected}"
     stale = [sorted(c) for c in ALLOWED_CYCLES if c not in cycles]
     if stale:  # fixed on another branch: a reminder, not a failure, so merges stay green
-        warnings.warn(f"allowed cycles that no longer exist; drop them from ALLOWED_CYCLES: {stale}")
+        warnings.warn(
+            f"allowed cycles that no longer exist; drop them from ALLOWED_CYCLES: {stale}"
+        )
 
 
 def test_server_rooms_import_downward_only():
@@ -191,7 +220,9 @@ def test_server_rooms_import_downward_only():
             if target_room not in LAYER_OF:
                 problems.append(f"{module} imports {target}: room {target_room!r} is in no layer")
             elif LAYER_OF[target_room] >= LAYER_OF[room]:
-                problems.append(f"{module} (layer {LAYER_OF[room]}) imports {target} (layer {LAYER_OF[target_room]})")
+                problems.append(
+                    f"{module} (layer {LAYER_OF[room]}) imports {target} (layer {LAYER_OF[target_room]})"
+                )
     assert not problems, "\n".join(sorted(problems))
 
 
@@ -203,7 +234,10 @@ def _hand_written_sources() -> list[pathlib.Path]:
             if path.suffix not in SIZED_SUFFIXES or not path.is_file():
                 continue
             dirs = path.relative_to(ROOT).parts[:-1]
-            if any(d in _NOT_HAND_WRITTEN_DIRS or d.startswith(".venv") or d.endswith(".egg-info") for d in dirs):
+            if any(
+                d in _NOT_HAND_WRITTEN_DIRS or d.startswith(".venv") or d.endswith(".egg-info")
+                for d in dirs
+            ):
                 continue
             found.append(path)
     return found
@@ -211,15 +245,23 @@ def _hand_written_sources() -> list[pathlib.Path]:
 
 def test_the_size_check_sees_every_tree():
     seen = {str(p.relative_to(ROOT)) for p in _hand_written_sources()}
-    for expected in ("server/leanrpc/app.py", "native/trie.pyx", "server/leanrpc/_native/trie_nodes.pxd",
-                     "clients/python/leanrpc_client/aio.py", "benchmarks/gpu_check.py"):
+    for expected in (
+        "server/leanrpc/app.py",
+        "native/trie.pyx",
+        "server/leanrpc/_native/trie_nodes.pxd",
+        "clients/python/leanrpc_client/aio.py",
+        "benchmarks/gpu_check.py",
+    ):
         assert expected in seen, f"{expected} is not size-checked"
     generated = [p for p in seen if "/v1/" in p or "/_v1/" in p]
     assert not generated, f"generated stubs are size-checked: {generated[:3]}"
 
 
 def test_no_module_is_over_the_size_limit():
-    sizes = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in _hand_written_sources()}
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for path in _hand_written_sources()
+    }
     over = {path: n for path, n in sizes.items() if n > MAX_LINES and path not in ALLOWED_LARGE}
     assert not over, f"modules over {MAX_LINES} lines (split them by responsibility): {over}"
     stale = [path for path in ALLOWED_LARGE if sizes.get(path, 0) <= MAX_LINES]

@@ -17,9 +17,13 @@ MUTATORS = {"append", "remove", "pop", "clear", "insert", "extend"}
 
 def _workers_mutations(tree: ast.AST):
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in MUTATORS and isinstance(node.func.value, ast.Attribute)
-                and node.func.value.attr == "workers"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MUTATORS
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "workers"
+        ):
             yield node.lineno
 
 

@@ -19,10 +19,18 @@ MAY_KILL = ("pool", "worker")  # the rooms that own a worker's lifetime
 def _kill_calls(tree: ast.AST):
     """`x.kill(ExitCause.Y)` calls: a worker's kill (a process's takes a signal)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "kill":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "kill"
+        ):
             args = list(node.args) + [k.value for k in node.keywords]
-            if any(isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "ExitCause"
-                   for a in args):
+            if any(
+                isinstance(a, ast.Attribute)
+                and isinstance(a.value, ast.Name)
+                and a.value.id == "ExitCause"
+                for a in args
+            ):
                 yield node.lineno
 
 
@@ -34,7 +42,9 @@ def test_only_the_pool_kills_workers():
             continue
         for line in _kill_calls(ast.parse(path.read_text(encoding="utf-8"))):
             offenders.append(f"{path.relative_to(ROOT)}:{line}")
-    assert not offenders, f"worker kills outside the pool: {offenders} (raise WorkerDiverged instead)"
+    assert not offenders, (
+        f"worker kills outside the pool: {offenders} (raise WorkerDiverged instead)"
+    )
 
 
 def test_the_check_sees_a_kill():
@@ -50,6 +60,10 @@ def test_every_server_package_is_in_the_distribution():
     import re
 
     listed = set(re.findall(r'"(leanrpc[\w.]*)"', (ROOT / "setup.py").read_text(encoding="utf-8")))
-    found = {"leanrpc." + ".".join(p.parent.relative_to(SERVER).parts) if p.parent != SERVER else "leanrpc"
-             for p in SERVER.rglob("__init__.py")}
+    found = {
+        "leanrpc." + ".".join(p.parent.relative_to(SERVER).parts)
+        if p.parent != SERVER
+        else "leanrpc"
+        for p in SERVER.rglob("__init__.py")
+    }
     assert found - listed == set()

@@ -38,12 +38,16 @@ def _uses(name: str, *, attribute: bool) -> set[str]:
 
 def test_only_the_resolve_module_splits_a_request():
     callers = _uses("split_header", attribute=False) - set(SPLIT_ALLOWED)
-    assert callers <= {RESOLVE}, f"split_header called outside {RESOLVE}: {sorted(callers - {RESOLVE})}"
+    assert callers <= {RESOLVE}, (
+        f"split_header called outside {RESOLVE}: {sorted(callers - {RESOLVE})}"
+    )
 
 
 def test_only_the_resolve_module_reads_the_default_timeout():
     readers = _uses("default_timeout_s", attribute=True)
-    assert readers <= {RESOLVE}, f"pool.default_timeout_s read outside {RESOLVE}: {sorted(readers - {RESOLVE})}"
+    assert readers <= {RESOLVE}, (
+        f"pool.default_timeout_s read outside {RESOLVE}: {sorted(readers - {RESOLVE})}"
+    )
 
 
 def test_no_module_forwards_attributes_or_decodes_privately():

@@ -34,7 +34,10 @@ LONG = "def pad : Nat := " + " + ".join(["1"] * 200)  # a line far past column 4
         ("theorem foo' : True := trivial\ntheorem h'x' : True := trivial", ["foo'", "h'x'"]),
         ("/- /- theorem no : False -/ still a comment -/ theorem yes : True := trivial", ["yes"]),
         ('def s : String := s!"{\'"\'}" theorem bad : False := cheat', ["s", "bad"]),
-        ("namespace A\nprivate theorem p : True := trivial\nprotected def q : Nat := 1\nend A", ["A.p", "A.q"]),
+        (
+            "namespace A\nprivate theorem p : True := trivial\nprotected def q : Nat := 1\nend A",
+            ["A.p", "A.q"],
+        ),
         ("theorem «odd theorem name» : True := trivial", ["odd theorem name"]),
         ("@[instance] def i : Inhabited Nat := ⟨0⟩\nattribute [local instance] i", ["i"]),
     ],
@@ -51,7 +54,10 @@ def test_mask_keeps_lengths_and_blanks_only_literals():
 
 
 def _after(*texts: str) -> Response:
-    return Response(env=1, messages=[ReplMessage(severity="info", pos=None, end_pos=None, data=t) for t in texts])
+    return Response(
+        env=1,
+        messages=[ReplMessage(severity="info", pos=None, end_pos=None, data=t) for t in texts],
+    )
 
 
 def _valid() -> VerifyResult:
@@ -66,7 +72,9 @@ def test_answers_are_read_with_primes_quoted_names_and_namespaces():
     assert axiom_answer("'Foo.«a b»' does not depend on any axioms") == ("Foo.«a b»", [])
     assert name_atoms("Foo.«a b»") == ("Foo", "a b") and name_atoms("«a.b»") != name_atoms("a.b")
     result = _valid()
-    check_axiom_answers(result, _after("'foo'' depends on axioms: [propext, Quot.sound]"), ["foo'"], STANDARD)
+    check_axiom_answers(
+        result, _after("'foo'' depends on axioms: [propext, Quot.sound]"), ["foo'"], STANDARD
+    )
     assert (result.status, result.axioms) == (Status.VALID, ["Quot.sound", "propext"])
 
 
@@ -75,7 +83,9 @@ def test_an_answer_for_another_name_does_not_count():
     check_axiom_answers(result, _after("'other' does not depend on any axioms"), ["bad"], STANDARD)
     assert result.status is Status.REJECTED and "no answer for bad" in result.error
     result = _valid()  # resolved in an open namespace: Lean names what it checked
-    check_axiom_answers(result, _after("'Foo.bad' does not depend on any axioms"), ["bad"], STANDARD)
+    check_axiom_answers(
+        result, _after("'Foo.bad' does not depend on any axioms"), ["bad"], STANDARD
+    )
     assert result.status is Status.REJECTED
 
 
@@ -93,7 +103,9 @@ def test_an_answer_for_another_name_does_not_count():
 )
 def test_allow_list_is_exact(axiom, status):
     result = _valid()
-    check_axiom_answers(result, _after(f"'t' depends on axioms: [propext, {axiom}]"), ["t"], STANDARD)
+    check_axiom_answers(
+        result, _after(f"'t' depends on axioms: [propext, {axiom}]"), ["t"], STANDARD
+    )
     assert result.status is status, result.error
     if status is Status.REJECTED:
         assert axiom in result.error
@@ -102,17 +114,27 @@ def test_allow_list_is_exact(axiom, status):
 
 def test_the_allow_list_is_configurable():
     result = _valid()
-    check_axiom_answers(result, _after("'t' depends on axioms: [propext, Classical.choice]"), ["t"],
-                        frozenset({"propext"}))
+    check_axiom_answers(
+        result,
+        _after("'t' depends on axioms: [propext, Classical.choice]"),
+        ["t"],
+        frozenset({"propext"}),
+    )
     assert result.status is Status.REJECTED and "Classical.choice" in result.error
 
 
 def test_a_quoted_name_is_printed_as_lean_reads_it():
     from leanrpc.core.declarations import plan_axiom_check
 
-    check = plan_axiom_check("namespace A\ntheorem «odd name» : True := trivial\nend A\ntheorem b' : True := trivial")
+    check = plan_axiom_check(
+        "namespace A\ntheorem «odd name» : True := trivial\nend A\ntheorem b' : True := trivial"
+    )
     assert check.names == ["A.«odd name»", "b'"]
     result = _valid()  # Lean answers with the name escaped the same way
-    check_axiom_answers(result, _after("'A.«odd name»' does not depend on any axioms",
-                                       "'b'' depends on axioms: [propext]"), check.names, STANDARD)
+    check_axiom_answers(
+        result,
+        _after("'A.«odd name»' does not depend on any axioms", "'b'' depends on axioms: [propext]"),
+        check.names,
+        STANDARD,
+    )
     assert result.status is Status.VALID, result.error

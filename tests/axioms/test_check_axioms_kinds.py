@@ -52,11 +52,19 @@ async def test_every_kind_with_native_decide_is_rejected():
         codes = [code if code.startswith("import") else HEADER + code for _label, code in CHEATS]
         results = await client.verify_batch(codes, check_axioms=True)
         for (label, _code), result in zip(CHEATS, results):
-            assert result.status == "REJECTED", (label, result.status, result.error, result.messages)
+            assert result.status == "REJECTED", (
+                label,
+                result.status,
+                result.error,
+                result.messages,
+            )
             if label in FAIL_CLOSED:
                 # The stand-in does not read a name after `(priority := ...)`:
                 # `#print axioms` fails, and the verdict is refused, not VALID.
-                assert result.error.startswith("check_axioms could not check"), (label, result.error)
+                assert result.error.startswith("check_axioms could not check"), (
+                    label,
+                    result.error,
+                )
                 continue
             assert "native_decide" in result.error, (label, result.error)
             assert "Lean.ofReduceBool" in result.axioms, label
@@ -81,7 +89,9 @@ async def test_clean_kinds_stay_valid_and_positions_are_the_users():
         # The sorry warning sits at the user's `example` (line 7), at a column
         # of the user's text, not of the renamed declaration.
         sorry_warnings = [m for m in result.messages if "sorry" in m.text]
-        assert sorry_warnings and all((m.line, m.column) == (7, 0) for m in sorry_warnings), sorry_warnings
+        assert sorry_warnings and all((m.line, m.column) == (7, 0) for m in sorry_warnings), (
+            sorry_warnings
+        )
         [valid] = await client.verify_batch([clean.replace("  sorry", "  rfl")], check_axioms=True)
         assert valid.status == "VALID", (valid.error, valid.messages)
         assert not any("_leanrpc_axiom_check" in m.text for m in valid.messages)
@@ -90,18 +100,24 @@ async def test_clean_kinds_stay_valid_and_positions_are_the_users():
 # A string whose quotes-in-braces make Lean and a plain reading disagree on
 # where it ends: the plain reading would hide the theorem after it from the
 # axiom check (`throwError` reads an interpolated string; `"{"\""}"` is one).
-HIDDEN_BY_A_STRING = ('def f : Lean.MetaM Unit := throwError "{"\\""}"\n'
-                      "axiom ax : False\n"
-                      "theorem t : 2 + 2 = 5 := ax.elim\n")
+HIDDEN_BY_A_STRING = (
+    'def f : Lean.MetaM Unit := throwError "{"\\""}"\n'
+    "axiom ax : False\n"
+    "theorem t : 2 + 2 = 5 := ax.elim\n"
+)
 
 
 async def test_a_theorem_a_string_would_hide_from_the_axiom_check_is_never_valid():
     from leanrpc.core.declarations import declarations
 
-    assert [d.name for d in declarations(HIDDEN_BY_A_STRING)] == ["f"]  # what the scanner alone would check
+    assert [d.name for d in declarations(HIDDEN_BY_A_STRING)] == [
+        "f"
+    ]  # what the scanner alone would check
     async with running_server() as (_app, client):
         [result] = await client.verify_batch([HEADER + HIDDEN_BY_A_STRING])
-        assert result.status == "REJECTED" and "a string literal at line 3, column 38" in result.error
+        assert (
+            result.status == "REJECTED" and "a string literal at line 3, column 38" in result.error
+        )
         # The control: the same theorem without the string is caught by the axiom check itself.
         [plain] = await client.verify_batch([HEADER + HIDDEN_BY_A_STRING.split("\n", 1)[1]])
         assert plain.status == "REJECTED" and "ax" in plain.axioms

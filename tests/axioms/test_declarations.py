@@ -14,7 +14,10 @@ def names(body: str) -> list[tuple[str, str]]:
     [
         ("theorem t : True := trivial", [("theorem", "t")]),
         ("lemma l : True := trivial", [("lemma", "l")]),
-        ("def d : Nat := 1\nabbrev a : Nat := 2\nopaque o : Nat", [("def", "d"), ("abbrev", "a"), ("opaque", "o")]),
+        (
+            "def d : Nat := 1\nabbrev a : Nat := 2\nopaque o : Nat",
+            [("def", "d"), ("abbrev", "a"), ("opaque", "o")],
+        ),
         ("example : 2 + 2 = 4 := by native_decide", [("example", "")]),
         ("instance : Inhabited Nat := ⟨0⟩", [("instance", "")]),
         ("instance (priority := low) : Inhabited Nat := ⟨0⟩", [("instance", "")]),
@@ -25,11 +28,15 @@ def names(body: str) -> list[tuple[str, str]]:
         ("@[simp]\ntheorem s : True := trivial", [("theorem", "s")]),
         ("open Real in\ntheorem r : True := trivial", [("theorem", "r")]),
         ("open Real in theorem r : True := trivial", [("theorem", "r")]),
-        ("namespace A.B\ntheorem t : True := trivial\nend A.B\ntheorem u : True := trivial",
-         [("theorem", "A.B.t"), ("theorem", "u")]),
+        (
+            "namespace A.B\ntheorem t : True := trivial\nend A.B\ntheorem u : True := trivial",
+            [("theorem", "A.B.t"), ("theorem", "u")],
+        ),
         ("namespace A\nsection S\ntheorem t : True := trivial\nend S\nend A", [("theorem", "A.t")]),
-        ("namespace A\nmutual\ntheorem e : True := trivial\ntheorem o : True := trivial\nend\ntheorem z : True := trivial\nend A",
-         [("theorem", "A.e"), ("theorem", "A.o"), ("theorem", "A.z")]),
+        (
+            "namespace A\nmutual\ntheorem e : True := trivial\ntheorem o : True := trivial\nend\ntheorem z : True := trivial\nend A",
+            [("theorem", "A.e"), ("theorem", "A.o"), ("theorem", "A.z")],
+        ),
         ("namespace A\ntheorem _root_.top : True := trivial\nend A", [("theorem", "top")]),
         ("theorem «odd name» : True := trivial", [("theorem", "odd name")]),
         ("/-- theorem fake : doc -/\ntheorem real : True := trivial", [("theorem", "real")]),
@@ -48,7 +55,10 @@ def test_where_auxiliaries():
         "theorem next : True := trivial"
     )
     found = declarations(body)
-    assert [(d.name, d.auxiliaries) for d in found] == [("main", ("main.aux1", "main.aux2")), ("next", ())]
+    assert [(d.name, d.auxiliaries) for d in found] == [
+        ("main", ("main.aux1", "main.aux2")),
+        ("next", ()),
+    ]
     # `where` right after the signature is structure-instance notation: fields, not declarations.
     assert declarations("instance : Foo Nat where\n  x := 1\n")[0].auxiliaries == ()
     assert declarations("def f : Foo where\n  x := 1\n")[0].auxiliaries == ()
@@ -74,7 +84,9 @@ def test_plan_renames_anonymous_declarations():
 def test_plan_first_line_column_offset():
     check = plan_axiom_check(" example : True := trivial", first_line=1, first_column=14, nonce="n")
     assert check.edits == [(1, 15, 7, len("noncomputable def _leanrpc_axiom_check_n_0"))]
-    assert check.original_position(1, 15 + len("noncomputable def _leanrpc_axiom_check_n_0 : ")) == (1, 15 + len("example : "))
+    assert check.original_position(
+        1, 15 + len("noncomputable def _leanrpc_axiom_check_n_0 : ")
+    ) == (1, 15 + len("example : "))
 
 
 def test_fresh_names_differ_per_request():

@@ -31,8 +31,15 @@ const { LeanrpcClient } = require('.');
 async def test_the_node_client_leaves_the_axiom_check_to_the_server(node_client):
     async with running_server() as (_app, _client):
         proc = await asyncio.create_subprocess_exec(
-            "node", "-e", SCRIPT, f"127.0.0.1:{_app.port}", CHEAT, cwd=node_client,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            "node",
+            "-e",
+            SCRIPT,
+            f"127.0.0.1:{_app.port}",
+            CHEAT,
+            cwd=node_client,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, stderr.decode()
         statuses = json.loads(stdout.decode().strip().splitlines()[-1])
@@ -59,9 +66,20 @@ async def test_the_node_client_pins_a_snippet_to_its_reference(node_client):
     changed = "import Mathlib\n\ntheorem t : 2 + 2 = 5 := by\n  norm_num\n"
     async with running_server() as (app, _client):
         proc = await asyncio.create_subprocess_exec(
-            "node", "-e", PIN_SCRIPT, f"127.0.0.1:{app.port}", reference, good, changed, cwd=node_client,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            "node",
+            "-e",
+            PIN_SCRIPT,
+            f"127.0.0.1:{app.port}",
+            reference,
+            good,
+            changed,
+            cwd=node_client,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, stderr.decode()
-        assert json.loads(stdout.decode().strip().splitlines()[-1]) == [["VALID", ""],
-                                                                       ["INVALID", "STATEMENT_MISMATCH"]]
+        assert json.loads(stdout.decode().strip().splitlines()[-1]) == [
+            ["VALID", ""],
+            ["INVALID", "STATEMENT_MISMATCH"],
+        ]

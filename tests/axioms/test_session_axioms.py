@@ -24,7 +24,10 @@ async def test_run_in_session_and_verify_in_a_session_check_axioms_by_default():
         # (issue 25 item 1): a session command is refused as bad input.
         with pytest.raises(ClientError) as refused:
             await client.run_in_session("ax", NATIVE)
-        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "native_decide" in refused.value.details
+        assert (
+            refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            and "native_decide" in refused.value.details
+        )
         good = await client.run_in_session("ax", CLEAN)
         assert good.result.status == "VALID", good.result.error
         # Verify(session=...) runs on env 0 and is checked the same way.

@@ -56,11 +56,15 @@ def test_workloads_are_real_proofs_with_costs_in_the_paper_shape():
 
 
 def test_split_and_classify_match_the_peers_conventions():
-    header, body = workloads.split_imports("import Mathlib\nimport Aesop\n\nset_option x 0\ntheorem t : True := trivial")
+    header, body = workloads.split_imports(
+        "import Mathlib\nimport Aesop\n\nset_option x 0\ntheorem t : True := trivial"
+    )
     assert header == "import Mathlib\nimport Aesop"
     assert body.startswith("set_option")
     assert workloads.classify([{"severity": "error", "data": "x"}]) == "INVALID"
-    assert workloads.classify([{"severity": "warning", "data": "declaration uses 'sorry'"}]) == "SORRY"
+    assert (
+        workloads.classify([{"severity": "warning", "data": "declaration uses 'sorry'"}]) == "SORRY"
+    )
     assert workloads.classify([{"severity": "info", "data": "ok"}]) == "VALID"
 
 
@@ -108,21 +112,37 @@ def test_open_loop_streaming_by_duration_loses_nothing():
 def test_rpc_errors_are_counted_by_status_code():
     good = workloads.load("kimina", scale=TINY, limit=3)
     empty = workloads.Item("empty", "", 0.0, "test")  # empty code: INVALID_ARGUMENT
-    summary = asyncio.run(load.run_async(_cfg(requests=8, concurrency=2, warmup=0), [good[0], empty]))
+    summary = asyncio.run(
+        load.run_async(_cfg(requests=8, concurrency=2, warmup=0), [good[0], empty])
+    )
     _assert_counts_add_up(summary, sent=8)
     assert summary["errors"] == {"grpc:INVALID_ARGUMENT": 4}
     assert summary["requests"]["answered"] == 4
 
 
 def test_aggregate_sums_counts_and_averages_rates():
-    a = {"requests": {"sent": 2, "recorded": 2, "answered": 2, "failed": 0, "lost": 0},
-         "statuses": {"VALID": 2}, "errors": {}, "throughput_rps": 1.0, "ideal_rps": 2.0,
-         "ratio_to_ideal": 0.5, "duration_s": 2.0, "started_at": "t",
-         "latency_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
-         "repl_ms": {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None},
-         "overhead_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
-         "server_internal_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
-         "server": {"cpu_s": 1, "cpu_percent": 1, "rss_mb_max": 1, "repl_cpu_s": 1, "repl_rss_mb_max": 1, "repl_cpu_share": 0.5}}
+    a = {
+        "requests": {"sent": 2, "recorded": 2, "answered": 2, "failed": 0, "lost": 0},
+        "statuses": {"VALID": 2},
+        "errors": {},
+        "throughput_rps": 1.0,
+        "ideal_rps": 2.0,
+        "ratio_to_ideal": 0.5,
+        "duration_s": 2.0,
+        "started_at": "t",
+        "latency_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
+        "repl_ms": {"n": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None},
+        "overhead_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
+        "server_internal_ms": {"n": 2, "mean": 1, "p50": 1, "p90": 1, "p99": 1, "max": 1},
+        "server": {
+            "cpu_s": 1,
+            "cpu_percent": 1,
+            "rss_mb_max": 1,
+            "repl_cpu_s": 1,
+            "repl_rss_mb_max": 1,
+            "repl_cpu_share": 0.5,
+        },
+    }
     b = json.loads(json.dumps(a))
     b["throughput_rps"] = 3.0
     b["statuses"] = {"VALID": 1, "SORRY": 1}
@@ -146,7 +166,7 @@ class _FakeKimina:
             if not line:
                 break
             length = 0
-            while (header := (await reader.readline()).strip()):
+            while header := (await reader.readline()).strip():
                 name, _, value = header.decode().partition(":")
                 if name.lower() == "content-length":
                     length = int(value)
@@ -156,13 +176,27 @@ class _FakeKimina:
             if "fail" in snippet["code"]:
                 body, code = b'{"detail": "busy"}', 429
             elif "slow" in snippet["code"]:
-                result = {"id": snippet["id"], "time": 0.5, "error": "Lean REPL command timed out in 1 seconds"}
+                result = {
+                    "id": snippet["id"],
+                    "time": 0.5,
+                    "error": "Lean REPL command timed out in 1 seconds",
+                }
                 body, code = json.dumps({"results": [result]}).encode(), 200
             else:
-                messages = [{"severity": "warning", "data": "declaration uses 'sorry'"}] if "sorry" in snippet["code"] else []
-                result = {"id": snippet["id"], "time": 0.01, "response": {"messages": messages, "env": 0}}
+                messages = (
+                    [{"severity": "warning", "data": "declaration uses 'sorry'"}]
+                    if "sorry" in snippet["code"]
+                    else []
+                )
+                result = {
+                    "id": snippet["id"],
+                    "time": 0.01,
+                    "response": {"messages": messages, "env": 0},
+                }
                 body, code = json.dumps({"results": [result]}).encode(), 200
-            writer.write(f"HTTP/1.1 {code} X\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
+            writer.write(
+                f"HTTP/1.1 {code} X\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body
+            )
             await writer.drain()
         writer.close()
 
@@ -175,7 +209,10 @@ def test_kimina_target_maps_http_answers_to_statuses(tmp_path):
         target.port = server.sockets[0].getsockname()[1]
         try:
             codes = ["theorem a : True := trivial", "theorem b : True := sorry", "fail", "slow"]
-            records = [await target.send(workloads.Item(f"i{n}", c, 0.01, "t"), f"r{n}") for n, c in enumerate(codes)]
+            records = [
+                await target.send(workloads.Item(f"i{n}", c, 0.01, "t"), f"r{n}")
+                for n, c in enumerate(codes)
+            ]
         finally:
             await target.stop()
             server.close()
@@ -191,7 +228,9 @@ def test_kimina_target_maps_http_answers_to_statuses(tmp_path):
 
 def test_kimina_rest_target_runs_leanrpc_behind_the_gateway_with_the_same_statuses():
     items = workloads.load("mixed", scale=TINY, limit=12)
-    rest = asyncio.run(load.run_async(_cfg(target="kimina_rest", requests=24, concurrency=4), items))
+    rest = asyncio.run(
+        load.run_async(_cfg(target="kimina_rest", requests=24, concurrency=4), items)
+    )
     grpc = asyncio.run(load.run_async(_cfg(target="leanrpc", requests=24, concurrency=4), items))
     assert tuple(rest) == load.SUMMARY_KEYS and rest["target"] == "kimina_rest"
     _assert_counts_add_up(rest, sent=24)
@@ -208,15 +247,38 @@ def test_benchmark_rooms_import_without_cycles():
     from pathlib import Path
 
     root = Path(load.__file__).resolve().parent
-    order = ["workloads", "config", "measure", "report", "targets", "driver", "plots", "peers", "cli", "load"]
+    order = [
+        "workloads",
+        "config",
+        "measure",
+        "report",
+        "targets",
+        "driver",
+        "plots",
+        "peers",
+        "cli",
+        "load",
+    ]
     checked = 0
-    for path in [*root.glob("*.py"), *(root / "targets").glob("*.py"), root / "peers" / "compare.py"]:
+    for path in [
+        *root.glob("*.py"),
+        *(root / "targets").glob("*.py"),
+        root / "peers" / "compare.py",
+    ]:
         room = path.parent.name if path.parent.name in ("targets", "peers") else path.stem
         if room not in order:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level and not (room != path.stem and node.level == 1):
-                names = [(node.module or "").split(".")[0]] if node.module else [a.name for a in node.names]
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.level
+                and not (room != path.stem and node.level == 1)
+            ):
+                names = (
+                    [(node.module or "").split(".")[0]]
+                    if node.module
+                    else [a.name for a in node.names]
+                )
                 for name in names:
                     if name in order:
                         assert order.index(name) < order.index(room), (str(path), name)
@@ -234,10 +296,33 @@ def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path
     out = tmp_path / "compare.json"
     repo = Path(load.__file__).resolve().parents[1]
     run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.load", "compare", "--workload", "mixed", "--workers", "2",
-         "--requests", "16", "--rounds", "1", "--scale", str(TINY), "--targets", "leanrpc,kimina_rest",
-         "--quiet", "--json", str(out), "--out-dir", str(tmp_path)],
-        cwd=repo, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.load",
+            "compare",
+            "--workload",
+            "mixed",
+            "--workers",
+            "2",
+            "--requests",
+            "16",
+            "--rounds",
+            "1",
+            "--scale",
+            str(TINY),
+            "--targets",
+            "leanrpc,kimina_rest",
+            "--quiet",
+            "--json",
+            str(out),
+            "--out-dir",
+            str(tmp_path),
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(out.read_text())
@@ -245,7 +330,11 @@ def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path
     assert set(report["results"]) == {"leanrpc", "kimina_rest", "leanrpc (default checks)"}
     assert report["results"]["leanrpc"]["config"]["checks"] == "off"
     assert report["results"]["leanrpc (default checks)"]["config"]["checks"] == "default"
-    assert all(r["foreign_load_pct"] is not None for s in report["results"].values() for r in s["per_round"])
+    assert all(
+        r["foreign_load_pct"] is not None
+        for s in report["results"].values()
+        for r in s["per_round"]
+    )
     for name, summary in report["results"].items():
         assert summary["errors"] == {}, (name, summary["errors"])
         _assert_counts_add_up(summary, sent=16)
@@ -260,16 +349,29 @@ def test_ratios_report_a_target_with_no_successes_instead_of_crashing(tmp_path):
 
     def summary(answered: int, p50: float | None) -> dict:
         latency = {"n": answered, "mean": p50, "p50": p50, "p90": p50, "p99": p50, "max": p50}
-        return {"requests": {"sent": 10, "recorded": 10, "answered": answered, "failed": 10 - answered,
-                             "lost": 0},
-                "throughput_rps": 2.0 if answered else 0.0, "ideal_rps": 4.0, "latency_ms": latency}
+        return {
+            "requests": {
+                "sent": 10,
+                "recorded": 10,
+                "answered": answered,
+                "failed": 10 - answered,
+                "lost": 0,
+            },
+            "throughput_rps": 2.0 if answered else 0.0,
+            "ideal_rps": 4.0,
+            "latency_ms": latency,
+        }
 
     ok, dead = summary(10, 100.0), summary(0, None)
     assert compare.ratios({"leanrpc": dead, "kimina": ok}) == {
-        "kimina": {"throughput_x": None, "p50_x": None, "p99_x": None}}
+        "kimina": {"throughput_x": None, "p50_x": None, "p99_x": None}
+    }
     assert compare.ratios({"leanrpc": ok, "kimina": dead})["kimina"]["p50_x"] is None
     assert compare.ratios({"leanrpc": ok, "kimina": summary(10, 50.0)})["kimina"] == {
-        "throughput_x": 1.0, "p50_x": 2.0, "p99_x": 2.0}
+        "throughput_x": 1.0,
+        "p50_x": 2.0,
+        "p99_x": 2.0,
+    }
     assert compare.no_successes({"leanrpc": dead, "kimina": ok}) == ["leanrpc"]
     assert compare.plot({"leanrpc": dead, "kimina": ok}, tmp_path, 2).stat().st_size > 0
 
@@ -289,7 +391,10 @@ def test_grpo_run_side_by_side_gives_the_same_verdicts_and_serves_duplicates_fro
     assert row["nocache"]["answers"] == row["cache"]["answers"] == 16
     assert row["nocache"]["sources"] == {"elaborated": 16}
     # Exactly the unique completions were elaborated; the rest came from the cache or in flight.
-    assert row["cache"]["sources"].get("elaborated") == 8 and sum(row["cache"]["sources"].values()) == 16
+    assert (
+        row["cache"]["sources"].get("elaborated") == 8
+        and sum(row["cache"]["sources"].values()) == 16
+    )
     # REPL seconds are summed over elaborated results only (a cached answer carries the original's timings).
     assert row["nocache"]["repl_s"] > 0 and row["cache"]["repl_s"] > 0
     assert row["repl_saving"] == row["nocache"]["repl_s"] / row["cache"]["repl_s"]
@@ -304,7 +409,9 @@ def test_cache_miss_row_measures_fresh_processes():
     miss = scaling_configs(_cfg(requests=6, concurrency=2), [2])["cache miss (reuse=false)"]
     assert miss.reuse is False
     items = workloads.load("minif2f", scale=TINY, limit=4)
-    summary = asyncio.run(load.run_async(dataclasses.replace(miss, requests=6, concurrency=2, warmup=2), items))
+    summary = asyncio.run(
+        load.run_async(dataclasses.replace(miss, requests=6, concurrency=2, warmup=2), items)
+    )
     _assert_counts_add_up(summary, sent=6)
     assert summary["requests"]["answered"] == 6 and summary["requests"]["warm_answers"] == 0
     assert warm_without_reuse(summary) is None

@@ -27,8 +27,13 @@ def test_checks_default_to_off_for_a_like_for_like_run(monkeypatch, tmp_path):
 
     def fake_run_one(checkout, args, out):
         seen.append(args.checks)
-        return {"checkout": str(checkout), "rps": 1.0, "ratio_to_ideal": 0.5, "server_cpu_ms_per_req": 2.0,
-                "foreign_load_pct": 0.0}
+        return {
+            "checkout": str(checkout),
+            "rps": 1.0,
+            "ratio_to_ideal": 0.5,
+            "server_cpu_ms_per_req": 2.0,
+            "foreign_load_pct": 0.0,
+        }
 
     monkeypatch.setattr(cpu_compare, "run_one", fake_run_one)
     assert cpu_compare.main([str(tmp_path), str(tmp_path), "--rounds", "1"]) == 0

@@ -21,44 +21,81 @@ PEERS_PYTHON = PEERS_VENV / "bin" / "python"
 @pytest.fixture(scope="module")
 def lean_interact() -> None:
     def ready() -> bool:
-        return PEERS_PYTHON.exists() and subprocess.run(
-            [str(PEERS_PYTHON), "-c", "import lean_interact, psutil"], capture_output=True).returncode == 0
+        return (
+            PEERS_PYTHON.exists()
+            and subprocess.run(
+                [str(PEERS_PYTHON), "-c", "import lean_interact, psutil"], capture_output=True
+            ).returncode
+            == 0
+        )
 
     if not ready():
-        done = subprocess.run(["bash", str(REPO / "benchmarks" / "peers" / "setup.sh")],
-                              capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(
+            ["bash", str(REPO / "benchmarks" / "peers" / "setup.sh")],
+            capture_output=True,
+            text=True,
+            timeout=1200,
+        )
         if done.returncode != 0 or not ready():
-            pytest.fail(f"benchmarks/peers/setup.sh could not install lean-interact:\n{done.stderr[-3000:]}")
+            pytest.fail(
+                f"benchmarks/peers/setup.sh could not install lean-interact:\n{done.stderr[-3000:]}"
+            )
 
 
 def test_the_tree_is_fixed_by_the_answers_not_their_order():
     tree = search_tree.BestFirst("root", ["⊢ p"], ["a", "b"], width=2, max_expansions=10)
     assert tree.next_round() == [("root", "a"), ("root", "b")]
-    tree.feed([search_tree.Step("INCOMPLETE", "s1", ("⊢ q", "⊢ r")), search_tree.Step("INCOMPLETE", "s2", ("⊢ q",))])
+    tree.feed(
+        [
+            search_tree.Step("INCOMPLETE", "s1", ("⊢ q", "⊢ r")),
+            search_tree.Step("INCOMPLETE", "s2", ("⊢ q",)),
+        ]
+    )
     # Fewest goals first; a goal list already seen is dropped.
     assert tree.next_round() == [("s2", "a"), ("s2", "b"), ("s1", "a"), ("s1", "b")]
-    tree.feed([search_tree.Step("ERROR"), search_tree.Step("COMPLETED", None, (), "proof"),
-               search_tree.Step("INCOMPLETE", "s3", ("⊢ p",)), search_tree.Step("COMPLETED", None, (), "other")])
+    tree.feed(
+        [
+            search_tree.Step("ERROR"),
+            search_tree.Step("COMPLETED", None, (), "proof"),
+            search_tree.Step("INCOMPLETE", "s3", ("⊢ p",)),
+            search_tree.Step("COMPLETED", None, (), "other"),
+        ]
+    )
     assert tree.done and tree.next_round() == []
     summary = tree.summary("t")
-    assert summary["path"] == ["b", "b"] and summary["expansions"] == 6 and summary["proof_text"] == "proof"
+    assert (
+        summary["path"] == ["b", "b"]
+        and summary["expansions"] == 6
+        and summary["proof_text"] == "proof"
+    )
     code = "theorem t : p := by sorry\n"
-    assert search_tree.assemble_by_sorry(code, (1, 20), (1, 25), ["a", "b\n--x"]) == \
-        "theorem t : p := by a\n                    b\n                    --x\n"
+    assert (
+        search_tree.assemble_by_sorry(code, (1, 20), (1, 25), ["a", "b\n--x"])
+        == "theorem t : p := by a\n                    b\n                    --x\n"
+    )
 
 
 def test_leanrpc_and_leaninteract_search_the_same_trees(lean_interact, capsys):
-    out = asyncio.run(search_bench.main(
-        ["--statements", "4", "--workers", "1", "2", "--max-expansions", "64"]))
+    out = asyncio.run(
+        search_bench.main(["--statements", "4", "--workers", "1", "2", "--max-expansions", "64"])
+    )
     runs = out["runs"]
     assert [(r["target"], r["workers"]) for r in runs] == [
-        ("leanrpc", 1), ("leaninteract", 1), ("leanrpc", 2), ("leaninteract", 2)]
+        ("leanrpc", 1),
+        ("leaninteract", 1),
+        ("leanrpc", 2),
+        ("leaninteract", 2),
+    ]
     for run in runs:
-        assert [s["name"] for s in run["searches"]] == [name for name, _ in search_tree.statements(4)]
+        assert [s["name"] for s in run["searches"]] == [
+            name for name, _ in search_tree.statements(4)
+        ]
         assert not [s for s in run["searches"] if s.get("error")]
         # Depth 3 on the stand-in: by_cases, then one closer per case, whole proof verified.
-        assert all(s["found"] and s["path"][0].startswith("by_cases") and len(s["path"]) == 3
-                   for s in run["searches"])
+        assert all(
+            s["found"] and s["path"][0].startswith("by_cases") and len(s["path"]) == 3
+            for s in run["searches"]
+        )
         assert run["totals"]["expansions"] == sum(s["expansions"] for s in run["searches"]) > 4 * 7
     for ours in (runs[0], runs[2]):
         assert ours["same_trees"] == 4 and ours["differ"] == []
@@ -70,8 +107,11 @@ def test_leanrpc_and_leaninteract_search_the_same_trees(lean_interact, capsys):
 def test_kill_run_rebuilds_states_and_every_search_ends():
     # Kills after every 40 answered expansions (a count, not wall time: issue 28 item 6),
     # so a fast machine kills as often as a slow one. No LeanInteract in this run.
-    out = asyncio.run(search_bench.main(
-        ["--statements", "30", "--workers", "2", "--no-leaninteract", "--kill-every", "40"]))
+    out = asyncio.run(
+        search_bench.main(
+            ["--statements", "30", "--workers", "2", "--no-leaninteract", "--kill-every", "40"]
+        )
+    )
     killed = out["runs"][-1]
     assert killed["totals"]["expansions"] >= 80
     assert killed["kills"] >= 1

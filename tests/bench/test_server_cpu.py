@@ -17,9 +17,33 @@ from benchmarks.config import REPO
 def test_server_cpu_measures_a_round(tmp_path, rpc):
     out = tmp_path / "cpu.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.server_cpu", "--requests", "6", "--workers", "1", "--rounds", "1",
-         "--idle", "0", "--scale", "0.002", "--rpc", rpc, "--set", "repl.fence_audit=auto", "--json", str(out)],
-        cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.server_cpu",
+            "--requests",
+            "6",
+            "--workers",
+            "1",
+            "--rounds",
+            "1",
+            "--idle",
+            "0",
+            "--scale",
+            "0.002",
+            "--rpc",
+            rpc,
+            "--set",
+            "repl.fence_audit=auto",
+            "--json",
+            str(out),
+        ],
+        cwd=REPO,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     [row] = json.loads(out.read_text())["rounds"]
     assert row["requests"] == row["valid"] == 6 and row["rpc"] == rpc

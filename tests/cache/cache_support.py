@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from leanrpc.client import AsyncClient
 from leanrpc.app import create_server
+from leanrpc.client import AsyncClient
 from testkit import loopback_config
-
 
 TEST_SECRET = "test-cluster-secret-0123456789abcdef"
 
@@ -52,17 +51,27 @@ def free_port() -> int:
 class RedisServer:
     """A real redis-server on a free loopback port in a temp dir."""
 
-    def __init__(self, workdir: Path, password: str = "", *, acl_user: tuple[str, str] | None = None,
-                 tls: tuple[Path, Path, Path] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        password: str = "",
+        *,
+        acl_user: tuple[str, str] | None = None,
+        tls: tuple[Path, Path, Path] | None = None,
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            pytest.fail("redis-server is not installed (apt-get install -y redis-server; .ci/run installs it)")
+            pytest.fail(
+                "redis-server is not installed (apt-get install -y redis-server; .ci/run installs it)"
+            )
         self.binary = binary
         self.workdir = workdir
         self.port = free_port()
         self.process: subprocess.Popen | None = None
         self.password = password  # --requirepass; the url carries it
-        self.acl_user = acl_user  # (name, password): the only user (default off), keys leanrpc:* only
+        self.acl_user = (
+            acl_user  # (name, password): the only user (default off), keys leanrpc:* only
+        )
         self.tls = tls  # (cert, key, CA): TLS only, on self.port
 
     @property
@@ -74,20 +83,57 @@ class RedisServer:
         extra = ["--requirepass", self.password] if self.password else []
         if self.acl_user:
             name, password = self.acl_user
-            extra += ["--user", name, "on", f">{password}", "~leanrpc:*", "+@all", "--user", "default", "off"]
+            extra += [
+                "--user",
+                name,
+                "on",
+                f">{password}",
+                "~leanrpc:*",
+                "+@all",
+                "--user",
+                "default",
+                "off",
+            ]
         ports = ["--port", str(self.port)]
         if self.tls:
             cert, key, ca = self.tls
-            ports = ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(cert),
-                     "--tls-key-file", str(key), "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no"]
+            ports = [
+                "--port",
+                "0",
+                "--tls-port",
+                str(self.port),
+                "--tls-cert-file",
+                str(cert),
+                "--tls-key-file",
+                str(key),
+                "--tls-ca-cert-file",
+                str(ca),
+                "--tls-auth-clients",
+                "no",
+            ]
         self.process = subprocess.Popen(
-            [self.binary, *ports, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir), *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.binary,
+                *ports,
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         end = time.monotonic() + 10
         while time.monotonic() < end:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
+            ):
                 return
             if self.process.poll() is not None:
                 pytest.fail(f"redis-server exited with {self.process.returncode}")

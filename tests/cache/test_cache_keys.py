@@ -8,11 +8,19 @@ import dataclasses
 
 import pytest
 
-from leanrpc.cache import CACHEABLE_STATUSES, NEVER_CACHED_STATUSES, VerifierSettings, cache_key, is_cacheable
+from leanrpc.cache import (
+    CACHEABLE_STATUSES,
+    NEVER_CACHED_STATUSES,
+    VerifierSettings,
+    cache_key,
+    is_cacheable,
+)
 from leanrpc.core.headers import split_header
 from leanrpc.results import Status, VerifierIdentity
 
-LEAN = VerifierIdentity(kind="lean", lean_version="v4.19.0", repl_revision="r1", project_revision="p1")
+LEAN = VerifierIdentity(
+    kind="lean", lean_version="v4.19.0", repl_revision="r1", project_revision="p1"
+)
 BASE = VerifierSettings(LEAN, ("sandbox=a",))
 CODE = "import Mathlib\nopen Nat\n\ntheorem t (x : Nat) : x + 0 = x := by\n  simp\n"
 
@@ -36,8 +44,14 @@ def test_each_profile_keys_on_its_own_repl_settings():
     from leanrpc.cache.build import key_environments
     from leanrpc.config import Config
 
-    config = Config.from_dict({"repl": {"incrementality": "off", "fork": {
-        "command": ["repl"], "incrementality": "on", "elab_async": "on"}}})
+    config = Config.from_dict(
+        {
+            "repl": {
+                "incrementality": "off",
+                "fork": {"command": ["repl"], "incrementality": "on", "elab_async": "on"},
+            }
+        }
+    )
     environments = key_environments(config, "unshare")
     assert set(environments) == {"", "fork"}
     assert "incrementality=off" in environments[""] and "incrementality=on" in environments["fork"]
@@ -77,7 +91,9 @@ def test_header_comments_do_not_change_the_key():
 
 
 def test_same_inputs_same_key():
-    assert key() == key(VerifierSettings(dataclasses.replace(LEAN, description="other words"), ("sandbox=a",)))
+    assert key() == key(
+        VerifierSettings(dataclasses.replace(LEAN, description="other words"), ("sandbox=a",))
+    )
 
 
 def test_only_deterministic_statuses_are_cacheable():
@@ -87,7 +103,9 @@ def test_only_deterministic_statuses_are_cacheable():
     for status in NEVER_CACHED_STATUSES:
         assert not is_cacheable(status, "header failed to load")
     assert is_cacheable(Status.REJECTED, "header failed to load: unknown module Foo")
-    assert is_cacheable(Status.REJECTED, "proof uses native_decide / compiler trust (Lean.ofReduceBool)")
+    assert is_cacheable(
+        Status.REJECTED, "proof uses native_decide / compiler trust (Lean.ofReduceBool)"
+    )
     assert not is_cacheable(Status.REJECTED, "REPL error: Unknown environment.")
     assert not is_cacheable(Status.REJECTED, "RESOURCE_EXHAUSTED: queue full; retry after 1000 ms")
 

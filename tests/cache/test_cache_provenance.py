@@ -15,14 +15,19 @@ from leanrpc.cache.shared import KEY_PREFIX
 from leanrpc.client import AsyncClient
 from testkit import wait_until
 
-TRAPDOOR = [sys.executable, str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py")]
+TRAPDOOR = [
+    sys.executable,
+    str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"),
+]
 
 
 def _disk_entries(root: Path) -> set[str]:
     return {p.stem for p in root.glob("*/*.lrc")}
 
 
-async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(redis_server, tmp_path, monkeypatch):
+async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(
+    redis_server, tmp_path, monkeypatch
+):
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     log = tmp_path / "trapdoor.log"
     config = cached_config(1, cache_dir=str(tmp_path / "cache"), redis_url=redis_server.url)
@@ -40,11 +45,14 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(redis_se
         await cache.flush()
         keys = set(cache.memory._entries)
         assert len(keys) == 3 and _disk_entries(tmp_path / "cache") == keys
-        assert {k.decode()[len(KEY_PREFIX):] for k in raw.keys(KEY_PREFIX + "*")} == keys
+        assert {k.decode()[len(KEY_PREFIX) :] for k in raw.keys(KEY_PREFIX + "*")} == keys
         for key in keys:  # each entry names its producer and the policy
             verdict = codec.decode(cache.memory.get(key), key)
             assert verdict.provenance.worker == producer and verdict.provenance.policy == "proof"
-            assert verdict.provenance.pid > 0 and verdict.provenance.server == app.verify.provenance.server
+            assert (
+                verdict.provenance.pid > 0
+                and verdict.provenance.server == app.verify.provenance.server
+            )
         # What someone with write access to Redis keeps a copy of (sealed: its MAC stays good).
         copies = {key: raw.get(KEY_PREFIX + key) for key in keys}
         # The same worker is caught lying on its next command: its answer is

@@ -14,13 +14,22 @@ PROOFS = {0: "rfl", 1: "sorry", 2: "exact Nat.nonexistent_lemma x"}
 
 
 def snippets(start: int, count: int) -> list[tuple[str, str, str]]:
-    return [(f"s{i}", theorem(i, PROOFS[i % 3]), EXPECTED[i % 3]) for i in range(start, start + count)]
+    return [
+        (f"s{i}", theorem(i, PROOFS[i % 3]), EXPECTED[i % 3]) for i in range(start, start + count)
+    ]
 
 
-async def test_two_servers_share_results_and_survive_redis_stopping(redis_server, caplog, monkeypatch):
+async def test_two_servers_share_results_and_survive_redis_stopping(
+    redis_server, caplog, monkeypatch
+):
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)  # the same on both: they share
-    settings = dict(redis_url=redis_server.url, redis_timeout_s=0.2, breaker_failures=2, breaker_cooldown_s=0.5)
-    async with cached_server(**settings) as (app_a, client_a), cached_server(**settings) as (app_b, client_b):
+    settings = dict(
+        redis_url=redis_server.url, redis_timeout_s=0.2, breaker_failures=2, breaker_cooldown_s=0.5
+    )
+    async with (
+        cached_server(**settings) as (app_a, client_a),
+        cached_server(**settings) as (app_b, client_b),
+    ):
         first = snippets(0, 9)
         answers_a = await client_a.verify([(i, c) for i, c, _ in first])
         assert [r.status for r in answers_a] == [e for _, _, e in first]
@@ -62,4 +71,3 @@ async def test_two_servers_share_results_and_survive_redis_stopping(redis_server
         [shared_again] = await client_b.verify([("y", code)])
         assert warm_up.status == fresh.status == shared_again.status == "VALID"
         assert shared_again.cache_source == "redis"
-

@@ -22,7 +22,9 @@ OTHER_SECRET = b"another-cluster-secret-fedcba9876543210"
 
 
 def result(status=Status.INVALID) -> VerifyResult:
-    return VerifyResult(id="x", status=status, error="" if status is Status.VALID else "type mismatch")
+    return VerifyResult(
+        id="x", status=status, error="" if status is Status.VALID else "type mismatch"
+    )
 
 
 @pytest.fixture
@@ -57,12 +59,16 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         # A genuine entry from a server with the same secret is shared.
         cache.store(KEY, "run-1", result())
         await cache.flush()
-        fresh = ResultCache(MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=TEST_SECRET.encode()))
+        fresh = ResultCache(
+            MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=TEST_SECRET.encode())
+        )
         hit = await fresh.lookup(KEY)
         assert hit is not None and hit[1] == "redis" and hit[0].result.status is Status.INVALID
         await fresh.close()
         # A server with another secret never trusts it.
-        foreign = ResultCache(MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=OTHER_SECRET))
+        foreign = ResultCache(
+            MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=OTHER_SECRET)
+        )
         assert await foreign.lookup(KEY) is None and foreign.stats.forged == 1
         await foreign.close()
     finally:
@@ -131,19 +137,25 @@ def test_a_disk_secret_that_others_can_read_is_refused(tmp_path):
         DiskStore(tmp_path)
 
 
-async def test_servers_with_different_secrets_on_one_redis_never_serve_each_others(redis_server, monkeypatch):
+async def test_servers_with_different_secrets_on_one_redis_never_serve_each_others(
+    redis_server, monkeypatch
+):
     from cache_support import cached_server, theorem
 
     settings = dict(redis_url=redis_server.url, redis_timeout_s=5.0)
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     async with cached_server(**settings) as (app_a, client_a):
-        monkeypatch.setenv("LEANRPC_CACHE_SECRET", OTHER_SECRET.decode())  # read when B builds its cache
+        monkeypatch.setenv(
+            "LEANRPC_CACHE_SECRET", OTHER_SECRET.decode()
+        )  # read when B builds its cache
         async with cached_server(**settings) as (app_b, client_b):
             codes = [(f"s{i}", theorem(i)) for i in range(4)]
             assert [r.status for r in await client_a.verify(codes)] == ["VALID"] * 4
             await app_a.verify.cache.flush()
             answers = await client_b.verify(codes)
-            assert [(r.status, r.cache_source) for r in answers] == [("VALID", "")] * 4  # elaborated itself
+            assert [(r.status, r.cache_source) for r in answers] == [
+                ("VALID", "")
+            ] * 4  # elaborated itself
             assert app_b.pool.stats.jobs_finished == 4 and app_b.verify.cache.stats.forged == 4
             assert app_b.verify.cache.stats.hits["redis"] == 0
 
@@ -174,9 +186,13 @@ async def test_a_forged_entry_is_counted_in_the_metrics(tmp_path, monkeypatch):
     client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
     try:
         [again] = await client.verify([("a", theorem(1))])
-        assert again.status == "VALID" and again.cache_source == ""  # elaborated, not the edited entry
+        assert (
+            again.status == "VALID" and again.cache_source == ""
+        )  # elaborated, not the edited entry
         url = f"http://127.0.0.1:{config.server.metrics_port}/metrics"
-        text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=30).read().decode())
+        text = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(url, timeout=30).read().decode()
+        )
         assert 'leanrpc_result_cache_events_total{event="forged"} 1.0' in text
         assert 'leanrpc_result_cache_hits_total{tier="disk"} 0.0' in text
     finally:

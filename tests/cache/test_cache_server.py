@@ -13,8 +13,11 @@ from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 async def raw_verify(app, code: str, **options) -> pb.Result:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
         stub = pb_grpc.VerifierStub(channel)
-        response = await stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="raw", code=code)],
-                                                      options=pb.VerifyOptions(**options)))
+        response = await stub.Verify(
+            pb.VerifyRequest(
+                snippets=[pb.Snippet(id="raw", code=code)], options=pb.VerifyOptions(**options)
+            )
+        )
     return response.results[0]
 
 
@@ -25,7 +28,11 @@ async def test_a_repeat_is_answered_from_memory_under_its_own_id():
         [second] = await client.verify([("b", code)])
         assert first.status == second.status == "INVALID"
         assert first.cache_source == "" and first.original_run
-        assert (second.id, second.cache_source, second.original_run) == ("b", "memory", first.original_run)
+        assert (second.id, second.cache_source, second.original_run) == (
+            "b",
+            "memory",
+            first.original_run,
+        )
         assert second.messages == first.messages and second.verifier == "stand-in"
         assert app.pool.stats.jobs_finished == 1
 
@@ -54,7 +61,9 @@ async def test_a_different_option_or_body_is_a_miss():
             assert result.reuse.cache_source == ""
         assert with_tree.infotree_json  # the answer a hit would have lacked
         assert app.pool.stats.jobs_finished == 4
-        assert (await raw_verify(app, code, infotree=pb.INFOTREE_MODE_FULL)).infotree_json == with_tree.infotree_json
+        assert (
+            await raw_verify(app, code, infotree=pb.INFOTREE_MODE_FULL)
+        ).infotree_json == with_tree.infotree_json
 
 
 async def test_non_deterministic_statuses_are_never_cached():

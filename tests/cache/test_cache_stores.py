@@ -13,7 +13,16 @@ import time
 import pytest
 
 from leanrpc.cache import DiskStore, MemoryStore, ResultCache, codec
-from leanrpc.results import Message, Position, Severity, SorryInfo, Status, Timings, VerifierIdentity, VerifyResult
+from leanrpc.results import (
+    Message,
+    Position,
+    Severity,
+    SorryInfo,
+    Status,
+    Timings,
+    VerifierIdentity,
+    VerifyResult,
+)
 
 KEY = "ab" + "0" * 62
 OTHER = "cd" + "1" * 62
@@ -23,7 +32,9 @@ def verdict(status=Status.INVALID, infotree=None) -> VerifyResult:
     return VerifyResult(
         id="orig",
         status=status,
-        messages=[Message(Severity.ERROR, Position(3, 2), Position(3, 9), "unknown identifier 'foo'")],
+        messages=[
+            Message(Severity.ERROR, Position(3, 2), Position(3, 9), "unknown identifier 'foo'")
+        ],
         sorries=[SorryInfo(Position(4, 0), None, "⊢ True")],
         timings=Timings(body_s=1.5, total_s=2.0),
         verifier=VerifierIdentity(kind="stand-in", lean_version="v4.19.0"),
@@ -40,7 +51,11 @@ def test_entry_round_trip_keeps_the_verdict_and_names_the_run():
     original = verdict()
     assert answer.id == "mine"
     assert (answer.status, answer.messages, answer.sorries, answer.axioms) == (
-        original.status, original.messages, original.sorries, original.axioms)
+        original.status,
+        original.messages,
+        original.sorries,
+        original.axioms,
+    )
     assert answer.verifier == original.verifier
     assert (answer.reuse.cache_source, answer.reuse.original_run) == ("disk", "run-1")
     assert answer.timings.body_s == 0.0 and answer.timings.total_s == 0.01
@@ -85,7 +100,9 @@ def test_memory_store_is_an_lru_bounded_in_bytes():
     assert store.get("huge") is None and store.bytes_held == 300
 
 
-async def test_disk_store_survives_a_new_instance_and_turns_corruption_into_a_warned_miss(tmp_path, caplog):
+async def test_disk_store_survives_a_new_instance_and_turns_corruption_into_a_warned_miss(
+    tmp_path, caplog
+):
     first = DiskStore(tmp_path)
     cache = ResultCache(MemoryStore(1 << 20), disk=first)
     cache.store(KEY, "run-a", verdict())
@@ -97,7 +114,9 @@ async def test_disk_store_survives_a_new_instance_and_turns_corruption_into_a_wa
     assert (await cache.lookup(KEY))[1] == "memory"  # promoted
     path = first.path_for(OTHER)
     path.parent.mkdir(exist_ok=True)
-    path.write_bytes(first.sealer.seal(OTHER, codec.encode(OTHER, "r", 0.0, verdict())[:40]))  # torn
+    path.write_bytes(
+        first.sealer.seal(OTHER, codec.encode(OTHER, "r", 0.0, verdict())[:40])
+    )  # torn
     with caplog.at_level(logging.WARNING, logger="leanrpc.cache"):
         assert await cache.lookup(OTHER) is None
         await cache.flush()
@@ -135,7 +154,9 @@ while True:
 
 def test_disk_store_survives_kill_9_during_writes(tmp_path):
     root = tmp_path / "cache"
-    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(root)], stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(root)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout.readline().strip() == "ready"
         # Let it get well into rewriting entries, then kill it mid-write.
@@ -160,4 +181,7 @@ def test_disk_store_survives_kill_9_during_writes(tmp_path):
     for path in entries:
         key = path.name.removesuffix(".lrc")
         decoded = codec.decode(store.get_sync(key), key)  # every entry whole
-        assert decoded.result.status is Status.VALID and len(decoded.result.infotree["text"]) == 400_000
+        assert (
+            decoded.result.status is Status.VALID
+            and len(decoded.result.infotree["text"]) == 400_000
+        )

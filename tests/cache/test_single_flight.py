@@ -27,7 +27,10 @@ async def test_32_concurrent_identical_requests_one_elaboration_across_streams_a
         results = streamed + batched + [r for one in singles for r in one]
         assert len(results) == 32
         assert sorted(r.id for r in results) == sorted(
-            [f"s{i}" for i in range(12)] + [f"b{i}" for i in range(12)] + [f"u{i}" for i in range(8)])
+            [f"s{i}" for i in range(12)]
+            + [f"b{i}" for i in range(12)]
+            + [f"u{i}" for i in range(8)]
+        )
         assert {r.status for r in results} == {"VALID"}
         assert app.pool.stats.jobs_finished == 1
         sources = collections.Counter(r.cache_source for r in results)

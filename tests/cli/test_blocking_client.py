@@ -7,8 +7,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from cli_support import GOOD, Served
 
+from cli_support import GOOD, Served
 from leanrpc.client import Client, ClientError, resend_hint_s
 from leanrpc.client._types import Result
 

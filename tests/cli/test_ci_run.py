@@ -116,11 +116,31 @@ def test_the_style_gate_fails_on_unformatted_code_and_names_it(tmp_path):
     (tmp_path / "bad.py").write_text("import sys, os\nx = {  'a':1 }\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    done = subprocess.run(["bash", str(tmp_path / ".ci" / "lint"), "--anyway"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(tmp_path / ".ci" / "lint"), "--anyway"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "bad.py" in done.stdout + done.stderr
-    (tmp_path / "bad.py").write_text("import os\nimport sys\n\nx = {\"a\": 1, \"os\": os, \"sys\": sys}\n")
-    done = subprocess.run(["bash", str(tmp_path / ".ci" / "lint"), "--anyway"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    (tmp_path / "bad.py").write_text(
+        'import os\nimport sys\n\nx = {"a": 1, "os": os, "sys": sys}\n'
+    )
+    done = subprocess.run(
+        ["bash", str(tmp_path / ".ci" / "lint"), "--anyway"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_style_gate_is_on():
+    """The whole tree went through ruff once; from then on CI refuses unformatted code."""
+    text = (ROOT / ".ci" / "lint").read_text()
+    assert "\nLINT_ENABLED=1\n" in text

@@ -7,7 +7,6 @@ import subprocess
 import tomllib
 
 from cli_support import LEANRPC, clean_env, leanrpc
-
 from leanrpc.config import Config
 
 

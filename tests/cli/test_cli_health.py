@@ -13,11 +13,11 @@ import urllib.request
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from test_cli_logging import LoggedServer
 
 from leanrpc.client import Client, ClientError
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+from test_cli_logging import LoggedServer
 
 
 def _free_port() -> int:

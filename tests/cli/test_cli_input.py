@@ -10,6 +10,7 @@ import signal
 import subprocess
 
 import pytest
+
 from cli_support import GOOD, LEANRPC, Served, clean_env, leanrpc
 
 

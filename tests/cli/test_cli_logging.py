@@ -9,7 +9,6 @@ import subprocess
 import time
 
 from cli_support import LEANRPC, clean_env
-
 from leanrpc.client import Client
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from cli_support import GOOD, Served, leanrpc
 
 REFERENCE = "theorem t (x : Nat) : x + 0 = x := by\n  sorry\n"

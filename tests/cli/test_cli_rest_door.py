@@ -8,10 +8,10 @@ import socket
 import urllib.request
 
 import pytest
-from cli_support import GOOD
-from test_cli_logging import LoggedServer
 
+from cli_support import GOOD
 from leanrpc.client import Client
+from test_cli_logging import LoggedServer
 
 
 def _free_port() -> int:

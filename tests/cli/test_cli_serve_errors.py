@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-from cli_support import leanrpc
 
+from cli_support import leanrpc
 from leanrpc import __version__
 from leanrpc.commands import build_parser
 

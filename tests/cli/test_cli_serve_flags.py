@@ -9,8 +9,8 @@ import subprocess
 import tempfile
 
 import pytest
-from cli_support import LEANRPC, clean_env, leanrpc
 
+from cli_support import LEANRPC, clean_env, leanrpc
 from leanrpc.client import Client
 
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 
 import pytest
+
 from cli_support import LEANRPC
 
 URL = "https://raw.githubusercontent.com/leanprover/elan/master/elan-init.sh"

@@ -6,14 +6,14 @@ import fcntl
 import json
 import os
 import pty
+import socket
 import struct
 import termios
-import socket
 import time
 
 import pytest
-from cli_support import BAD, GOOD, Served, leanrpc
 
+from cli_support import BAD, GOOD, Served, leanrpc
 from leanrpc.client import Client
 from leanrpc.commands.verify import server_address
 

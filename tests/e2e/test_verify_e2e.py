@@ -9,9 +9,9 @@ import grpc
 import psutil
 import pytest
 
+from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, ClientError
 from leanrpc.config import Config
-from leanrpc.app import create_server
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 HEADERS = ["import Mathlib", "import Mathlib.Tactic", "import Aesop"]
@@ -51,7 +51,9 @@ async def test_thousand_snippets_three_headers_two_workers():
         codes = [_snippet(i) for i in range(1000)]
         results = await client.verify_batch([(f"s{i}", c) for i, c in enumerate(codes[:500])])
         assert [r.id for r in results] == [f"s{i}" for i in range(500)]
-        streamed = await client.verify([(f"q{i}", c) for i, c in enumerate(codes[500:], 500)], window=64)
+        streamed = await client.verify(
+            [(f"q{i}", c) for i, c in enumerate(codes[500:], 500)], window=64
+        )
         assert [r.id for r in streamed] == [f"q{i}" for i in range(500, 1000)]
         for i, r in enumerate(results + streamed):
             assert r.status == ("SORRY" if i % 5 == 0 else "VALID"), (i, r)
@@ -62,7 +64,9 @@ async def test_thousand_snippets_three_headers_two_workers():
         # spreads to the idle worker depends on timing); loads stay far below one per snippet.
         assert app.config.pool.max_headers_per_worker >= 3
         loads = app.pool.stats.header_loads
-        assert 3 <= loads <= 2 * 3 + app.pool.stats.header_switches + app.pool.stats.restarts.total()
+        assert (
+            3 <= loads <= 2 * 3 + app.pool.stats.header_switches + app.pool.stats.restarts.total()
+        )
         assert app.pool.stats.header_hits >= 1000 - loads
         assert app.pool.stats.jobs_submitted == 1000 == app.pool.stats.jobs_finished
     finally:
@@ -75,7 +79,9 @@ async def test_kimina_messages_map_to_user_lines():
         inputs = sorted((SHARED / "fixtures/kimina/match/input").glob("goedel-*.lean"))[:12]
         checked = 0
         for path in inputs:
-            recorded = json.loads((SHARED / "fixtures/kimina/match/output" / (path.stem + ".json")).read_text())
+            recorded = json.loads(
+                (SHARED / "fixtures/kimina/match/output" / (path.stem + ".json")).read_text()
+            )
             response = recorded["results"][0].get("response")
             if not response:
                 continue
@@ -83,8 +89,13 @@ async def test_kimina_messages_map_to_user_lines():
             [result] = await client.verify_batch([code])
             lines = code.split("\n")
             # Kimina's body starts at the first non-blank line after imports.
-            first = next(i for i, l in enumerate(lines) if l.strip() and not l.startswith("import"))
-            expected = sorted((m["pos"]["line"] + first, m["pos"]["column"], m["data"]) for m in response.get("messages", []))
+            first = next(
+                i for i, line in enumerate(lines) if line.strip() and not line.startswith("import")
+            )
+            expected = sorted(
+                (m["pos"]["line"] + first, m["pos"]["column"], m["data"])
+                for m in response.get("messages", [])
+            )
             got = sorted((m.line, m.column, m.text) for m in result.messages)
             assert got == expected, path.name
             checked += 1
@@ -133,14 +144,23 @@ async def test_faults_timeout_crash_oom_garbage():
             [
                 ("hang", base + "theorem a : True := trivial\n--@standin: hang\n"),
                 ("crash", base + "theorem a : True := trivial\n--@standin: crash=kill\n"),
-                ("oom", base + "theorem a : True := trivial\n--@standin: grow=800\n--@standin: hang\n"),
+                (
+                    "oom",
+                    base + "theorem a : True := trivial\n--@standin: grow=800\n--@standin: hang\n",
+                ),
                 ("garbage", base + "theorem a : True := trivial\n--@standin: garbage=inline\n"),
                 ("fine", base + "theorem a : True := trivial\n"),
             ],
             timeout_s=2.0,
         )
         status = {r.id: r.status for r in results}
-        assert status == {"hang": "TIMEOUT", "crash": "CRASH", "oom": "OUT_OF_MEMORY", "garbage": "CRASH", "fine": "VALID"}
+        assert status == {
+            "hang": "TIMEOUT",
+            "crash": "CRASH",
+            "oom": "OUT_OF_MEMORY",
+            "garbage": "CRASH",
+            "fine": "VALID",
+        }
         by_id = {r.id: r for r in results}
         assert by_id["crash"].attempts == 2  # retried once, then answered
         assert by_id["hang"].time_total_s < 2.0 + 1.0 + by_id["hang"].time_queue_s + 1.0
@@ -152,7 +172,9 @@ async def test_faults_timeout_crash_oom_garbage():
 
 async def test_stream_cancel_and_health():
     from grpc_health.v1 import health_pb2, health_pb2_grpc
-    from leanrpc.v1 import verifier_pb2 as pb, verifier_pb2_grpc
+
+    from leanrpc.v1 import verifier_pb2 as pb
+    from leanrpc.v1 import verifier_pb2_grpc
 
     app, client = await _start(workers=1)
     try:
@@ -162,9 +184,19 @@ async def test_stream_cancel_and_health():
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
         stub = verifier_pb2_grpc.VerifierStub(channel)
         call = stub.VerifyStream()
-        await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="slow", code="import Mathlib\nexample : True := trivial\n--@standin: hang")))
+        await call.write(
+            pb.VerifyStreamRequest(
+                snippet=pb.Snippet(
+                    id="slow", code="import Mathlib\nexample : True := trivial\n--@standin: hang"
+                )
+            )
+        )
         await call.write(pb.VerifyStreamRequest(cancel_id="slow"))
-        await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="ok", code="import Mathlib\nexample : True := trivial")))
+        await call.write(
+            pb.VerifyStreamRequest(
+                snippet=pb.Snippet(id="ok", code="import Mathlib\nexample : True := trivial")
+            )
+        )
         await call.done_writing()
         got = {}
         async for message in call:

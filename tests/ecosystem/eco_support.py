@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import socket
 
-from leanrpc.config import Config
 from leanrpc.app import create_server
+from leanrpc.config import Config
 
 HEADERS = ["import Mathlib", "import Mathlib.Tactic"]
 EXPECTED_BY_KIND = {0: "VALID", 1: "SORRY", 2: "INVALID"}

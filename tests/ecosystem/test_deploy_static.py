@@ -39,7 +39,9 @@ def test_envoy_hashes_on_the_header_the_clients_set():
     config = yaml.safe_load(by_kind("ConfigMap", "leanrpc-envoy")["data"]["envoy.yaml"])
     [cluster] = config["static_resources"]["clusters"]
     assert cluster["lb_policy"] == "RING_HASH"
-    address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]
+    address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"][
+        "socket_address"
+    ]
     headless = by_kind("Service", "leanrpc-headless")
     assert headless["spec"]["clusterIP"] == "None"
     assert address["address"] == "leanrpc-headless"
@@ -79,9 +81,17 @@ def test_dockerfile_copies_existing_paths_and_uses_real_cli_flags(tmp_path):
     assert "EXPOSE 50051 9090" in text
     # The setup line of the build runs against this CLI: rerun it as a dry run.
     setup = re.search(r"leanrpc setup (.*?)--output", text, re.S).group(1)
-    flags = (setup.replace("\\\n", " ").replace('"$LEAN_VERSION"', "v4.19.0").replace('"$REPL"', "upstream"))
+    flags = (
+        setup.replace("\\\n", " ")
+        .replace('"$LEAN_VERSION"', "v4.19.0")
+        .replace('"$REPL"', "upstream")
+    )
     flags = re.sub(r"\$\( \[ \"\$MATHLIB\" = \"1\" \] && echo --mathlib \)", "--mathlib", flags)
-    flags = re.sub(r"\$\( \[ -n \"\$REPL_REV\" \] && echo --repl-rev \"\$REPL_REV\" \)", "--repl-rev v4.19.0", flags)
+    flags = re.sub(
+        r"\$\( \[ -n \"\$REPL_REV\" \] && echo --repl-rev \"\$REPL_REV\" \)",
+        "--repl-rev v4.19.0",
+        flags,
+    )
     flags = flags.replace("/home/leanrpc/lean", str(tmp_path / "lean"))
     argv = ["setup", *shlex.split(flags), "--output", str(tmp_path / "c.toml"), "--dry-run"]
     assert cli_main(argv) == 0

@@ -20,8 +20,11 @@ def grpcurl_binary() -> str:
 
 async def grpcurl(*args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
-        grpcurl_binary(), "-plaintext", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        grpcurl_binary(),
+        "-plaintext",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, stderr.decode()
@@ -41,15 +44,28 @@ async def test_list_services_and_get_server_info():
         assert info["verifier"]["kind"] == "stand-in"
         assert info["workers"] == 1
         # Durations travel as JSON strings ("30s"), enums by their prefixed names.
-        verified = json.loads(await grpcurl(
-            "-d", json.dumps({"snippets": [{"id": "a", "code": "import Mathlib\n\ntheorem t : 1 = 1 := by rfl\n"}],
-                              "options": {"timeout": "30s", "infotree": "INFOTREE_MODE_UNSPECIFIED"}}),
-            address, "leanrpc.v1.Verifier/Verify",
-        ))
+        verified = json.loads(
+            await grpcurl(
+                "-d",
+                json.dumps(
+                    {
+                        "snippets": [
+                            {"id": "a", "code": "import Mathlib\n\ntheorem t : 1 = 1 := by rfl\n"}
+                        ],
+                        "options": {"timeout": "30s", "infotree": "INFOTREE_MODE_UNSPECIFIED"},
+                    }
+                ),
+                address,
+                "leanrpc.v1.Verifier/Verify",
+            )
+        )
         assert verified["results"][0]["status"] == "STATUS_VALID"
         assert verified["results"][0]["timings"]["total"].endswith("s")
         # Both reflection versions are listed (grpcurl asks v1 first).
-        assert {"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= set(services)
+        assert {
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        } <= set(services)
         described = await grpcurl(address, "describe", "grpc.reflection.v1.ServerReflection")
         assert "ServerReflectionInfo" in described
     finally:
@@ -74,7 +90,9 @@ async def test_reflection_v1_and_v1alpha_both_answer():
             )()
             await call.write(reflection_pb2.ServerReflectionRequest(list_services=""))
             listed = await call.read()
-            await call.write(reflection_pb2.ServerReflectionRequest(file_containing_symbol="leanrpc.v1.Verifier"))
+            await call.write(
+                reflection_pb2.ServerReflectionRequest(file_containing_symbol="leanrpc.v1.Verifier")
+            )
             found = await call.read()
             await call.done_writing()
             names = sorted(s.name for s in listed.list_services_response.service)

@@ -9,7 +9,6 @@ import math
 import pytest
 
 from eco_support import start_app
-from leanrpc.client import header_hash
 from leanrpc.ray import HeaderRing, ShardedClient
 
 HEADERS = ["import Mathlib", "import Mathlib.Tactic", "import Aesop", "import Batteries"]
@@ -105,14 +104,19 @@ async def test_sharded_client_sends_each_header_to_one_replica():
     addresses = [f"127.0.0.1:{app.port}" for app in apps]
     try:
         items = [
-            (f"s{i}", f"{HEADERS[i % 4]}\n\ntheorem t{i} (x : Nat) : x + {i} = x + {i} := by\n  {'sorry' if i % 5 == 0 else 'rfl'}\n")
+            (
+                f"s{i}",
+                f"{HEADERS[i % 4]}\n\ntheorem t{i} (x : Nat) : x + {i} = x + {i} := by\n  {'sorry' if i % 5 == 0 else 'rfl'}\n",
+            )
             for i in range(40)
         ]
         async with ShardedClient(addresses, max_retries=0) as client:
             results = await client.verify(items)
             ring = client.ring
         assert [r.id for r in results] == [i for i, _ in items]
-        assert [r.status for r in results] == ["SORRY" if i % 5 == 0 else "VALID" for i in range(40)]
+        assert [r.status for r in results] == [
+            "SORRY" if i % 5 == 0 else "VALID" for i in range(40)
+        ]
         # 4 headers over 2 replicas, each within the bound; the loads held
         # during the call are released after it.
         finished = [app.pool.stats.jobs_finished for app in apps]
@@ -130,7 +134,9 @@ def test_envoy_ring_hash_has_the_same_load_bound():
     import yaml
 
     path = pathlib.Path(__file__).resolve().parents[2] / "deploy" / "k8s" / "envoy.yaml"
-    [config_map] = [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ConfigMap"]
+    [config_map] = [
+        d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] == "ConfigMap"
+    ]
     envoy = yaml.safe_load(config_map["data"]["envoy.yaml"])
     [cluster] = envoy["static_resources"]["clusters"]
     assert cluster["lb_policy"] == "RING_HASH"

@@ -44,7 +44,9 @@ async def test_counters_add_up_under_load():
         batched = [snippet(i) for i in range(STREAMED, STREAMED + BATCHED)]
 
         async def load():
-            stream_task = asyncio.ensure_future(client.verify([(i, c) for i, c, _ in streamed], window=16))
+            stream_task = asyncio.ensure_future(
+                client.verify([(i, c) for i, c, _ in streamed], window=16)
+            )
             batch = await client.verify_batch([(i, c) for i, c, _ in batched])
             return await stream_task, batch
 
@@ -74,24 +76,41 @@ async def test_counters_add_up_under_load():
 
         final = await asyncio.to_thread(scrape, metrics_port)
         # Every result sent is counted once, under its own status.
-        assert by_label(final, "leanrpc_snippets_total", "status") == {k: float(v) for k, v in expected.items()}
+        assert by_label(final, "leanrpc_snippets_total", "status") == {
+            k: float(v) for k, v in expected.items()
+        }
         # Requests by gRPC code: one stream, one batch, the refused batches.
-        rpcs = {(dict(l)["method"], dict(l)["code"]): v for l, v in final["leanrpc_rpcs_total"].items()}
+        rpcs = {
+            (dict(ls)["method"], dict(ls)["code"]): v
+            for ls, v in final["leanrpc_rpcs_total"].items()
+        }
         assert rpcs[("/leanrpc.v1.Verifier/VerifyStream", "OK")] == 1
         assert rpcs[("/leanrpc.v1.Verifier/Verify", "OK")] == 1
         assert rpcs[("/leanrpc.v1.Verifier/Verify", "INVALID_ARGUMENT")] == BAD_CALLS
-        assert final["leanrpc_rpc_duration_seconds_count"][(("door", "grpc"), ("method", "/leanrpc.v1.Verifier/Verify"))] == 1 + BAD_CALLS
+        assert (
+            final["leanrpc_rpc_duration_seconds_count"][
+                (("door", "grpc"), ("method", "/leanrpc.v1.Verifier/Verify"))
+            ]
+            == 1 + BAD_CALLS
+        )
         # Pool side: each job either hit a warm header or loaded one.
         pool_jobs = final["leanrpc_jobs_finished_total"][()]
         assert pool_jobs == sent
-        hits, loads = final["leanrpc_header_cache_hits_total"][()], final["leanrpc_header_cache_loads_total"][()]
+        hits, loads = (
+            final["leanrpc_header_cache_hits_total"][()],
+            final["leanrpc_header_cache_loads_total"][()],
+        )
         assert 0 < hits < sent
         assert hits + loads >= sent  # loads also count pre-warmed replacements
         phases = final["leanrpc_snippet_phase_seconds_count"]
         assert phases[(("door", "grpc"), ("phase", "total"))] == sent
         assert final["leanrpc_queue_depth"][()] == 0
         workers = by_label(final, "leanrpc_workers", "state")
-        assert 1 <= workers["idle"] <= 2, (workers, app.pool.worker_states(), final["leanrpc_workers"])
+        assert 1 <= workers["idle"] <= 2, (
+            workers,
+            app.pool.worker_states(),
+            final["leanrpc_workers"],
+        )
         assert final["leanrpc_workers_configured"][()] == 2
         assert final["leanrpc_serving"][()] == 1
         info = next(iter(final["leanrpc_build_info"]))
@@ -127,7 +146,9 @@ async def test_unknown_path_is_404():
     app = await start_app(workers=1, metrics_port=metrics_port)
     try:
         with pytest.raises(urllib.error.HTTPError) as info:
-            await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{metrics_port}/nope", timeout=30)
+            await asyncio.to_thread(
+                urllib.request.urlopen, f"http://127.0.0.1:{metrics_port}/nope", timeout=30
+            )
         assert info.value.code == 404
     finally:
         await app.stop(2.0)
@@ -149,12 +170,23 @@ async def test_random_method_names_share_one_label_and_stock_grpc_names_exist():
             finally:
                 await client.close()
         samples = await asyncio.to_thread(scrape, metrics_port)
-        methods = {dict(l)["method"] for l in samples["leanrpc_rpcs_total"]}
+        methods = {dict(ls)["method"] for ls in samples["leanrpc_rpcs_total"]}
         assert methods == {"unknown", "/leanrpc.v1.Verifier/Verify"}, methods
-        assert samples["leanrpc_rpcs_total"][(("code", "UNAUTHENTICATED"), ("door", "grpc"), ("method", "unknown"))] == 50
-        handled = {(dict(l)["grpc_method"], dict(l)["grpc_code"]): v for l, v in samples["grpc_server_handled_total"].items()}
+        assert (
+            samples["leanrpc_rpcs_total"][
+                (("code", "UNAUTHENTICATED"), ("door", "grpc"), ("method", "unknown"))
+            ]
+            == 50
+        )
+        handled = {
+            (dict(ls)["grpc_method"], dict(ls)["grpc_code"]): v
+            for ls, v in samples["grpc_server_handled_total"].items()
+        }
         assert handled[("Verify", "OK")] == 1 and handled[("unknown", "UNAUTHENTICATED")] == 50
-        started = {dict(l)["grpc_method"]: dict(l)["grpc_type"] for l in samples["grpc_server_started_total"]}
+        started = {
+            dict(ls)["grpc_method"]: dict(ls)["grpc_type"]
+            for ls in samples["grpc_server_started_total"]
+        }
         assert started["Verify"] == "unary"
         assert samples["process_resident_memory_bytes"][()] > 0
         (worker_memory,) = samples["leanrpc_worker_memory_bytes"].values()
@@ -194,11 +226,19 @@ async def test_the_endpoint_is_aiohttp_head_keepalive_and_junk_is_one_line(caplo
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", metrics_port)
         # Two requests on one connection (keep-alive), the second a HEAD.
-        writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        writer.write(
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         await writer.drain()
         first = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
         assert first.startswith(b"HTTP/1.1 200") and b"text/plain; version=" in first
-        length = int(next(line.split(b":")[1] for line in first.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        length = int(
+            next(
+                line.split(b":")[1]
+                for line in first.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+        )
         assert b"leanrpc_" in await asyncio.wait_for(reader.readexactly(length), 30)
         second = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
         assert second.startswith(b"HTTP/1.1 200")

@@ -7,7 +7,6 @@ import json
 import subprocess
 
 import grpc
-import pytest
 
 from eco_support import start_app
 from leanrpc.client import HEADER_HASH_KEY, AsyncClient, header_hash
@@ -17,8 +16,12 @@ async def test_node_client_verifies_100_snippets(node_client):
     app = await start_app(workers=2)
     try:
         proc = await asyncio.create_subprocess_exec(
-            "node", "test/verify100.js", f"127.0.0.1:{app.port}",
-            cwd=node_client, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "node",
+            "test/verify100.js",
+            f"127.0.0.1:{app.port}",
+            cwd=node_client,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 240)
         assert proc.returncode == 0, stderr.decode()
@@ -35,14 +38,27 @@ async def test_node_client_verifies_100_snippets(node_client):
 def test_node_header_hash_matches_the_vectors(node_client):
     """The Node client against the one vector file (proto/leanrpc/v1/header_hash_vectors.json),
     read from the copy inside the package, as the Python client's test reads the original."""
-    script = ("const fs=require('fs');const {headerHash}=require('.');"
-              "const v=JSON.parse(fs.readFileSync('proto/leanrpc/v1/header_hash_vectors.json','utf8')).vectors;"
-              "console.log(JSON.stringify(v.map((x)=>[x.name,headerHash(x.code),x.header_hash])))")
-    out = subprocess.run(["node", "-e", script], cwd=node_client, check=True, capture_output=True, text=True, timeout=60)
+    script = (
+        "const fs=require('fs');const {headerHash}=require('.');"
+        "const v=JSON.parse(fs.readFileSync('proto/leanrpc/v1/header_hash_vectors.json','utf8')).vectors;"
+        "console.log(JSON.stringify(v.map((x)=>[x.name,headerHash(x.code),x.header_hash])))"
+    )
+    out = subprocess.run(
+        ["node", "-e", script],
+        cwd=node_client,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     rows = json.loads(out.stdout)
     assert len(rows) >= 10
     assert [(name, got) for name, got, _want in rows] == [(name, want) for name, _got, want in rows]
-    vectors = json.loads((node_client.parents[1] / "proto" / "leanrpc" / "v1" / "header_hash_vectors.json").read_text())["vectors"]
+    vectors = json.loads(
+        (
+            node_client.parents[1] / "proto" / "leanrpc" / "v1" / "header_hash_vectors.json"
+        ).read_text()
+    )["vectors"]
     assert [want for _n, _g, want in rows] == [header_hash(v["code"]) for v in vectors]
 
 
@@ -51,7 +67,9 @@ class _SeenMetadata(grpc.aio.ServerInterceptor):
         self.seen: list[tuple[str, str | None]] = []
 
     async def intercept_service(self, continuation, details):
-        self.seen.append((details.method, dict(details.invocation_metadata or ()).get(HEADER_HASH_KEY)))
+        self.seen.append(
+            (details.method, dict(details.invocation_metadata or ()).get(HEADER_HASH_KEY))
+        )
         return await continuation(details)
 
 
@@ -67,7 +85,9 @@ async def test_python_client_sends_header_hash(monkeypatch):
     client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
     try:
         mathlib = "import Mathlib\n\ntheorem t : 1 = 1 := rfl\n"
-        await client.verify_batch([("a", mathlib), ("b", mathlib), ("c", "import Aesop\n\ntheorem u : True := trivial\n")])
+        await client.verify_batch(
+            [("a", mathlib), ("b", mathlib), ("c", "import Aesop\n\ntheorem u : True := trivial\n")]
+        )
         await client.verify([("d", mathlib)])
         sent = {method.rsplit("/", 1)[1]: key for method, key in spy.seen}
         assert sent["Verify"] == header_hash(mathlib)

@@ -27,16 +27,30 @@ from testkit import loopback_config
 REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = REPO / "clients" / "node"
 PACKAGE_FILES = {
-    "package.json", "index.js", "lib/proto.js", "lib/retry.js", "lib/convert.js", "lib/prover.js",
-    "proto/leanrpc/v1/verifier.proto", "proto/leanrpc/v1/formalizer.proto", "proto/leanrpc/v1/prover.proto",
+    "package.json",
+    "index.js",
+    "lib/proto.js",
+    "lib/retry.js",
+    "lib/convert.js",
+    "lib/prover.js",
+    "proto/leanrpc/v1/verifier.proto",
+    "proto/leanrpc/v1/formalizer.proto",
+    "proto/leanrpc/v1/prover.proto",
     "proto/leanrpc/v1/header_hash_vectors.json",
     # googleapis' google.rpc protos: the rich error status (RetryInfo, ...)
-    "proto/google/rpc/status.proto", "proto/google/rpc/error_details.proto",
+    "proto/google/rpc/status.proto",
+    "proto/google/rpc/error_details.proto",
 }
 
 
 def _npm(*args: str, cwd: Path) -> str:
-    done = subprocess.run(["npm", *args, "--no-audit", "--no-fund"], cwd=cwd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["npm", *args, "--no-audit", "--no-fund"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, f"npm {' '.join(args)}: {done.stderr}"
     return done.stdout
 
@@ -44,7 +58,9 @@ def _npm(*args: str, cwd: Path) -> str:
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory) -> dict:
     """`npm pack` of clients/node: {"tarball": Path, "files": set of paths}."""
-    assert shutil.which("node") and shutil.which("npm"), "node and npm are needed for the Node package test"
+    assert shutil.which("node") and shutil.which("npm"), (
+        "node and npm are needed for the Node package test"
+    )
     out = tmp_path_factory.mktemp("pack")
     [info] = json.loads(_npm("pack", "--json", "--pack-destination", str(out), cwd=NODE_DIR))
     return {"tarball": out / info["filename"], "files": {f["path"] for f in info["files"]}}
@@ -57,7 +73,9 @@ def installed(packed, tmp_path_factory) -> Path:
     # The npm cache (filled by `npm ci` in clients/node) serves the dependencies when it can.
     _npm("install", "--prefer-offline", str(packed["tarball"]), cwd=folder)
     shutil.copy(NODE_DIR / "test" / "installed-check.js", folder)
-    assert not (folder / "node_modules" / "proto").exists()  # what ../../proto would be from the package
+    assert not (
+        folder / "node_modules" / "proto"
+    ).exists()  # what ../../proto would be from the package
     return folder
 
 
@@ -76,8 +94,13 @@ class NodeCheck:
 
     async def __aenter__(self) -> "NodeCheck":
         self.proc = await asyncio.create_subprocess_exec(
-            "node", "installed-check.js", *self.args, cwd=self.folder, env=_node_env(),
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "node",
+            "installed-check.js",
+            *self.args,
+            cwd=self.folder,
+            env=_node_env(),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         return self
 
@@ -91,7 +114,9 @@ class NodeCheck:
         if not line:
             await self.proc.wait()
             stderr = (await self.proc.stderr.read()).decode()
-            raise AssertionError(f"node exited {self.proc.returncode} before the next line: {stderr}")
+            raise AssertionError(
+                f"node exited {self.proc.returncode} before the next line: {stderr}"
+            )
         self.events.append(json.loads(line))
         return self.events[-1]
 
@@ -151,7 +176,9 @@ async def test_installed_package_opens_sessions_on_a_profile(installed):
         assert default_version != "4.9.0"
         assert outcome["versions"] == ["4.9.0", "4.9.0", default_version, "4.9.0"]
         assert outcome["closed"] == [True, False]
-        assert [s.profile for s in app.pool.sessions] == [""]  # the default-profile session is left open
+        assert [s.profile for s in app.pool.sessions] == [
+            ""
+        ]  # the default-profile session is left open
     finally:
         await app.stop(2.0)
 
@@ -188,10 +215,14 @@ async def test_snippets_a_full_queue_refuses_are_resent(installed):
         async with NodeCheck(installed, "overload", address, "0") as node:
             first = await node.outcome()
         refused = [r for r in first["results"] if r["status"] == "REJECTED"]
-        assert refused and all(r["error"].startswith("RESOURCE_EXHAUSTED: queue full") for r in refused)
+        assert refused and all(
+            r["error"].startswith("RESOURCE_EXHAUSTED: queue full") for r in refused
+        )
         # The hint is a field (Result.retry_after), not text to parse.
         assert all(r["retry_after_ms"] > 0 for r in refused)
-        assert all(r["retry_after_ms"] is None for r in first["results"] if r["status"] != "REJECTED")
+        assert all(
+            r["retry_after_ms"] is None for r in first["results"] if r["status"] != "REJECTED"
+        )
         assert sum(r["status"] == "VALID" for r in first["results"]) == 7 - len(refused)
         assert node.retries == []
 
@@ -199,7 +230,9 @@ async def test_snippets_a_full_queue_refuses_are_resent(installed):
         before = app.pool.stats.jobs_finished
         async with NodeCheck(installed, "overload", address, "8") as node:
             outcome = await node.outcome()
-        assert [(r["id"], r["status"]) for r in outcome["results"]] == [("slow", "VALID")] + [(f"q{i}", "VALID") for i in range(6)]
+        assert [(r["id"], r["status"]) for r in outcome["results"]] == [("slow", "VALID")] + [
+            (f"q{i}", "VALID") for i in range(6)
+        ]
         assert node.retries and all(r["resent"] > 0 and r["code"] is None for r in node.retries)
         # The server's retry hint is the floor of each wait.
         assert all(r["delayMs"] >= 100 for r in node.retries)
@@ -217,7 +250,10 @@ async def test_a_stream_that_fails_keeps_the_results_received(installed):
     finally:
         await app.stop(0.5)
     assert outcome["ok"] is False and outcome["code"] == "UNAVAILABLE", outcome
-    assert [(r["id"], r["status"]) for r in outcome["partial"]] == [("q0", "VALID"), ("q1", "VALID")]
+    assert [(r["id"], r["status"]) for r in outcome["partial"]] == [
+        ("q0", "VALID"),
+        ("q1", "VALID"),
+    ]
 
 
 def test_resend_rule_matches_the_python_client(installed):
@@ -234,14 +270,27 @@ def test_resend_rule_matches_the_python_client(installed):
         ("REJECTED", "unknown session s1", None),
         ("VALID", "", 5),
     ]
-    script = ("const {resendHintMs}=require('@leanrpc/client');"
-              "console.log(JSON.stringify(JSON.parse(process.argv[1]).map(([status,error,ms])=>resendHintMs({status,error,retry_after_ms:ms}))))")
-    out = subprocess.run(["node", "-e", script, json.dumps(cases)], cwd=installed, env=_node_env(),
-                         check=True, capture_output=True, text=True, timeout=60)
+    script = (
+        "const {resendHintMs}=require('@leanrpc/client');"
+        "console.log(JSON.stringify(JSON.parse(process.argv[1]).map(([status,error,ms])=>resendHintMs({status,error,retry_after_ms:ms}))))"
+    )
+    out = subprocess.run(
+        ["node", "-e", script, json.dumps(cases)],
+        cwd=installed,
+        env=_node_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     node_hints = json.loads(out.stdout)
     assert node_hints == [250, 1500, 0, None, None, None]
-    python_hints = [resend_hint_s(SimpleNamespace(status=s, error=e, retry_after_s=None if ms is None else ms / 1000))
-                    for s, e, ms in cases]
+    python_hints = [
+        resend_hint_s(
+            SimpleNamespace(status=s, error=e, retry_after_s=None if ms is None else ms / 1000)
+        )
+        for s, e, ms in cases
+    ]
     assert [None if h is None else round(h * 1000) for h in python_hints] == node_hints
 
 
@@ -250,16 +299,27 @@ def test_backoff_is_bounded_in_both_clients_and_a_server_hint_is_its_floor(insta
 
     # (base ms, attempt, server hint ms): pauses for attempt 1, a late attempt, a huge one, and a long hint.
     cases = [(200, 1, 0), (200, 12, 0), (200, 10_000, 0), (200, 3, 90_000)]
-    script = ("const {backoffMs,MAX_BACKOFF_MS}=require('@leanrpc/client');"
-              "console.log(JSON.stringify({max:MAX_BACKOFF_MS,pauses:JSON.parse(process.argv[1]).map("
-              "([b,a,h])=>Array.from({length:50},()=>backoffMs(b,a,h)))}))")
-    out = subprocess.run(["node", "-e", script, json.dumps(cases)], cwd=installed, env=_node_env(),
-                         check=True, capture_output=True, text=True, timeout=60)
+    script = (
+        "const {backoffMs,MAX_BACKOFF_MS}=require('@leanrpc/client');"
+        "console.log(JSON.stringify({max:MAX_BACKOFF_MS,pauses:JSON.parse(process.argv[1]).map("
+        "([b,a,h])=>Array.from({length:50},()=>backoffMs(b,a,h)))}))"
+    )
+    out = subprocess.run(
+        ["node", "-e", script, json.dumps(cases)],
+        cwd=installed,
+        env=_node_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     node = json.loads(out.stdout)
     assert node["max"] == MAX_BACKOFF_S * 1000
     python = [[backoff_s(b / 1000, a, h / 1000) * 1000 for _ in range(50)] for b, a, h in cases]
     for pauses in (node["pauses"], python):
         first, late, huge, hinted = pauses
         assert all(100 <= p <= 300 for p in first)  # 200 ms x jitter 0.5..1.5
-        assert all(p <= MAX_BACKOFF_S * 1000 for p in late + huge) and max(late) > MAX_BACKOFF_S * 500
+        assert (
+            all(p <= MAX_BACKOFF_S * 1000 for p in late + huge) and max(late) > MAX_BACKOFF_S * 500
+        )
         assert all(p == 90_000 for p in hinted)  # the server's hint is a floor, even above the cap

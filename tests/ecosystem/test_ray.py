@@ -25,11 +25,20 @@ from leanrpc.edge.auth import AccessConfigError
 
 pytestmark = pytest.mark.slow
 
-_IMPORTS = ["import Mathlib", "import Mathlib.Tactic", "import Aesop", "import Batteries", "import Std", "import Lean"]
+_IMPORTS = [
+    "import Mathlib",
+    "import Mathlib.Tactic",
+    "import Aesop",
+    "import Batteries",
+    "import Std",
+    "import Lean",
+]
 # The servers' ports are random, so the ring's split is too: with the pairs as
 # well, all 21 candidates land on one of two servers with odds of about 1e-6
 # (six alone: about 3%, which made this test flaky).
-CANDIDATE_HEADERS = _IMPORTS + [f"{a}\n{b}" for i, a in enumerate(_IMPORTS) for b in _IMPORTS[i + 1:]]
+CANDIDATE_HEADERS = _IMPORTS + [
+    f"{a}\n{b}" for i, a in enumerate(_IMPORTS) for b in _IMPORTS[i + 1 :]
+]
 EXPECTED_BY_KIND = {0: "VALID", 1: "SORRY", 2: "INVALID"}
 
 
@@ -66,7 +75,10 @@ def _set_child_subreaper(on: bool) -> None:
 
 def _child_subreaper() -> bool:
     flag = ctypes.c_int(0)
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+    if (
+        ctypes.CDLL(None, use_errno=True).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+        != 0
+    ):
         raise OSError(ctypes.get_errno(), "prctl(PR_GET_CHILD_SUBREAPER)")
     return bool(flag.value)
 
@@ -115,7 +127,9 @@ def ray_cluster():
     survivors: set[int] = set()
     try:
         node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": temp_dir}
-        cluster = Cluster(initialize_head=True, head_node_args={**node_args, "include_dashboard": False})
+        cluster = Cluster(
+            initialize_head=True, head_node_args={**node_args, "include_dashboard": False}
+        )
         cluster.add_node(**node_args)
         ray.init(address=cluster.address, log_to_driver=False)
         yield cluster
@@ -142,7 +156,9 @@ def ray_cluster():
     assert not _child_subreaper()
     assert not os.path.exists(temp_dir)
     if not tmp_ray_existed:
-        assert not os.path.exists("/tmp/ray"), "Ray wrote to /tmp/ray instead of the fixture's folder"
+        assert not os.path.exists("/tmp/ray"), (
+            "Ray wrote to /tmp/ray instead of the fixture's folder"
+        )
 
 
 def _config(**pool) -> Config:
@@ -266,7 +282,9 @@ def test_partial_start_fails_and_leaves_no_server_or_repl_behind(ray_cluster):
     # (and a REPL worker in its own session) while the other cannot be placed.
     real = next(n["NodeID"] for n in ray.nodes() if n["Alive"])
     with pytest.raises(ray.exceptions.ActorUnschedulableError):
-        leanrpc.ray.deploy_per_node(_config(), node_ids=[real, "ab" * 28], num_cpus=0.5, timeout_s=60)
+        leanrpc.ray.deploy_per_node(
+            _config(), node_ids=[real, "ab" * 28], num_cpus=0.5, timeout_s=60
+        )
     assert _wait_cpus_free() == 0
     assert _wait_gone(_standin_pids()) == set()  # no REPL orphaned by a killed actor
 
@@ -282,5 +300,7 @@ def test_routing_imports_without_ray():
         "except ImportError:\n"
         "    print('no ray')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     assert out.split("\n")[:2] == ["['a:1', 'b:1'] True", "no ray"]

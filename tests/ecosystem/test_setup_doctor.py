@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from leanrpc.cli import main as cli_main
-from leanrpc.config import Config
 from leanrpc.commands.doctor import FAIL, OK, WARN, run_doctor
 from leanrpc.commands.setup_options import SetupError, SetupOptions
 from leanrpc.commands.setup_plan import Command, WriteFile, plan
 from leanrpc.commands.setup_run import SubprocessRunner, execute
+from leanrpc.config import Config
 from leanrpc.security.sandbox import make_sandbox_launcher, resolve_block_spawn
 
 
@@ -26,8 +26,13 @@ class FakeRunner:
     `lake_env` says lake sets, so the script and its parsing are tested too.
     """
 
-    def __init__(self, options: SetupOptions, fail_on: str = "", lake_env: dict[str, str] | None = None,
-                 repl_script: str = "") -> None:
+    def __init__(
+        self,
+        options: SetupOptions,
+        fail_on: str = "",
+        lake_env: dict[str, str] | None = None,
+        repl_script: str = "",
+    ) -> None:
         self.options = options
         self.repl_script = repl_script
         self.fail_on = fail_on
@@ -44,12 +49,24 @@ class FakeRunner:
         if "elan-init.sh" in line:
             touch(o.elan_home / "bin" / "elan")
         elif command.argv[:3] == ["elan", "toolchain", "install"]:
-            (o.elan_home / "toolchains" / f"leanprover--lean4---{o.lean_version}").mkdir(parents=True)
+            (o.elan_home / "toolchains" / f"leanprover--lean4---{o.lean_version}").mkdir(
+                parents=True
+            )
         elif command.argv == ["lake", "update"]:
             (command.cwd / ".lake" / "packages" / "mathlib" / ".git").mkdir(parents=True)
             touch(command.cwd / "lake-manifest.json")
         elif command.argv == ["lake", "exe", "cache", "get"]:
-            touch(command.cwd / ".lake" / "packages" / "mathlib" / ".lake" / "build" / "lib" / "lean" / "Mathlib.olean")
+            touch(
+                command.cwd
+                / ".lake"
+                / "packages"
+                / "mathlib"
+                / ".lake"
+                / "build"
+                / "lib"
+                / "lean"
+                / "Mathlib.olean"
+            )
         elif command.argv[:2] == ["git", "clone"]:
             (Path(command.argv[3]) / ".git").mkdir(parents=True)
         elif command.argv == ["lake", "build"]:
@@ -59,8 +76,14 @@ class FakeRunner:
                 o.repl_binary.chmod(0o755)
         elif command.argv[:2] == ["lake", "env"]:
             assert command.capture is not None
-            done = subprocess.run(command.argv[2:], cwd=command.cwd, env={**env, **self.lake_env},
-                                  capture_output=True, text=True, check=True)
+            done = subprocess.run(
+                command.argv[2:],
+                cwd=command.cwd,
+                env={**env, **self.lake_env},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             self.write(WriteFile(command.capture, done.stdout))
 
     def write(self, action) -> None:
@@ -72,9 +95,13 @@ def fake_lake_env(o: SetupOptions) -> dict[str, str]:
     sysroot = o.elan_home / "toolchains" / f"leanprover--lean4---{o.lean_version}"
     packages = o.project_dir / ".lake" / "packages"
     return {
-        "LEAN_PATH": os.pathsep.join([str(packages / "mathlib" / ".lake" / "build" / "lib" / "lean"),
-                                      str(o.project_dir / ".lake" / "build" / "lib" / "lean"),
-                                      str(sysroot / "lib" / "lean")]),
+        "LEAN_PATH": os.pathsep.join(
+            [
+                str(packages / "mathlib" / ".lake" / "build" / "lib" / "lean"),
+                str(o.project_dir / ".lake" / "build" / "lib" / "lean"),
+                str(sysroot / "lib" / "lean"),
+            ]
+        ),
         "LEAN_SYSROOT": str(sysroot),
         "LEAN_SRC_PATH": str(o.project_dir),
         "LD_LIBRARY_PATH": str(sysroot / "lib"),
@@ -88,14 +115,27 @@ def touch(path: Path) -> None:
 
 
 def options(tmp_path: Path, **kw) -> SetupOptions:
-    return SetupOptions(lean_version=kw.pop("lean_version", "4.19.0"), workdir=tmp_path / "work",
-                        elan_home=tmp_path / "elan", **kw)
+    return SetupOptions(
+        lean_version=kw.pop("lean_version", "4.19.0"),
+        workdir=tmp_path / "work",
+        elan_home=tmp_path / "elan",
+        **kw,
+    )
 
 
 def test_plan_lists_every_step_in_order(tmp_path):
     steps = plan(options(tmp_path, mathlib=True))
     assert [s.name for s in steps] == [
-        "elan", "toolchain", "project", "dependencies", "cache", "repl-source", "repl-build", "lean-env", "config"]
+        "elan",
+        "toolchain",
+        "project",
+        "dependencies",
+        "cache",
+        "repl-source",
+        "repl-build",
+        "lean-env",
+        "config",
+    ]
     commands = [" ".join(a.argv) for s in steps for a in s.actions if isinstance(a, Command)]
     lean_env = steps[-2].actions[0]
     assert lean_env.argv[:2] == ["lake", "env"] and lean_env.cwd == tmp_path / "work" / "project"
@@ -103,7 +143,10 @@ def test_plan_lists_every_step_in_order(tmp_path):
     assert "LEAN_PATH" in lean_env.argv and "LEAN_SYSROOT" in lean_env.argv
     assert "elan toolchain install leanprover/lean4:v4.19.0" in commands
     assert "lake exe cache get" in commands
-    assert f"git clone https://github.com/leanprover-community/repl {tmp_path / 'work' / 'repl'}" in commands
+    assert (
+        f"git clone https://github.com/leanprover-community/repl {tmp_path / 'work' / 'repl'}"
+        in commands
+    )
     assert "git checkout --detach v4.19.0" in commands
     without = [s.name for s in plan(options(tmp_path))]
     assert "cache" not in without and "dependencies" not in without
@@ -135,9 +178,13 @@ def test_setup_writes_a_config_serve_can_load_and_is_idempotent(tmp_path):
     assert config.repl.command == [str(opts.repl_binary)]
     assert config.repl.cwd == str(project)
     lake_env = fake_lake_env(opts)
-    assert config.repl.env == {"ELAN_HOME": str(tmp_path / "elan"),
-                               **{k: lake_env[k] for k in ("LEAN_PATH", "LEAN_SYSROOT", "LEAN_SRC_PATH",
-                                                           "LD_LIBRARY_PATH")}}
+    assert config.repl.env == {
+        "ELAN_HOME": str(tmp_path / "elan"),
+        **{
+            k: lake_env[k]
+            for k in ("LEAN_PATH", "LEAN_SYSROOT", "LEAN_SRC_PATH", "LD_LIBRARY_PATH")
+        },
+    }
     assert resolve_block_spawn(config) == (True, "auto")
     assert config.sandbox.expose == []  # every search directory is under the project or ELAN_HOME
     assert config.repl.lean_version == "v4.19.0"
@@ -176,7 +223,11 @@ def test_via_lake_writes_the_lake_env_command_and_leaves_spawning_on(tmp_path):
     assert "lean-env" not in [r.name for r in reports]
     assert not any(c.argv[:2] == ["lake", "env"] for c in runner.commands)
     config = Config.from_toml(opts.config_path)
-    assert config.repl.command == [str(tmp_path / "elan" / "bin" / "lake"), "env", str(opts.repl_binary)]
+    assert config.repl.command == [
+        str(tmp_path / "elan" / "bin" / "lake"),
+        "env",
+        str(opts.repl_binary),
+    ]
     assert config.repl.env == {"ELAN_HOME": str(tmp_path / "elan")}
     on, why = resolve_block_spawn(config)
     assert not on and "lake" in why
@@ -201,7 +252,9 @@ def test_search_paths_outside_the_exposed_trees_go_to_sandbox_expose(tmp_path):
     assert Config.from_toml(opts.config_path).sandbox.expose == [str(outside)]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the unshare sandbox needs a root server (CI runs as root)")
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="the unshare sandbox needs a root server (CI runs as root)"
+)
 async def test_the_written_config_boots_its_repl_under_the_spawn_filter(tmp_path):
     # The "REPL binary" execs the stand-in (an exec, no new process), as the real one needs none.
     tmp_path.chmod(0o755)  # the worker's uid must reach it
@@ -236,7 +289,9 @@ def test_subprocess_runner_records_the_environment_it_runs_in(tmp_path):
     assert Path(recorded["cwd"]).resolve() == opts.project_dir
     assert recorded["env"]["LEAN_PATH"] == "/a:/b" and "LEAN_SRC_PATH" not in recorded["env"]
     with pytest.raises(SetupError, match="exited with status 3"):
-        SubprocessRunner().run(Command([sys.executable, "-c", "exit(3)"], capture=tmp_path / "x"), env)
+        SubprocessRunner().run(
+            Command([sys.executable, "-c", "exit(3)"], capture=tmp_path / "x"), env
+        )
     assert not (tmp_path / "x").exists()
 
 
@@ -265,11 +320,37 @@ def test_a_failing_step_stops_the_setup(tmp_path):
 
 
 def test_cli_setup_dry_run(tmp_path, capsys):
-    assert cli_main(["setup", "--lean", "v4.19.0", "--mathlib", "--dry-run", "--workdir", str(tmp_path / "w")]) == 0
+    assert (
+        cli_main(
+            [
+                "setup",
+                "--lean",
+                "v4.19.0",
+                "--mathlib",
+                "--dry-run",
+                "--workdir",
+                str(tmp_path / "w"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "lake exe cache get" in out and "[8/9] lean-env" in out and "[9/9] config" in out
     assert not (tmp_path / "w").exists()
-    assert cli_main(["setup", "--lean", "v4.19.0", "--via-lake", "--dry-run", "--workdir", str(tmp_path / "w")]) == 0
+    assert (
+        cli_main(
+            [
+                "setup",
+                "--lean",
+                "v4.19.0",
+                "--via-lake",
+                "--dry-run",
+                "--workdir",
+                str(tmp_path / "w"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "lean-env" not in out and "[6/6] config" in out
 
@@ -282,7 +363,9 @@ async def test_doctor_reports_the_stand_in_as_a_stand_in():
     handshake = next(c for c in report.checks if c.name == "handshake")
     assert handshake.outcome == WARN and "STAND-IN, not Lean" in handshake.detail
     imported = next(c for c in report.checks if c.name.startswith("import"))
-    assert imported.outcome == OK and report.import_seconds is not None and report.import_seconds >= 0
+    assert (
+        imported.outcome == OK and report.import_seconds is not None and report.import_seconds >= 0
+    )
     assert report.import_rss_mb and report.import_rss_mb > 1
     assert not any("Lean v" in line or "verifier: Lean" in line for line in lines)
 
@@ -303,7 +386,7 @@ async def test_doctor_checks_a_lake_project(tmp_path):
         "#!/bin/sh\n"
         'if [ "$1" = "--version" ]; then echo "Lake version 5.0.0-fake (Lean version 4.19.0)"; exit 0; fi\n'
         'if [ "$2" = "lean" ]; then echo "Lean (version 4.19.0, fake)"; exit 0; fi\n'
-        f'exec {sys.executable} -m leanrpc.standin\n'
+        f"exec {sys.executable} -m leanrpc.standin\n"
     )
     os.chmod(lake, 0o755)
     config = Config()
@@ -331,7 +414,10 @@ async def test_doctor_checks_a_direct_repl_with_lakes_environment(tmp_path):
     touch(sysroot / "lib" / "lean" / "Init.olean")
     config = Config()
     config.repl.cwd = str(tmp_path)
-    config.repl.env = {"LEAN_SYSROOT": str(sysroot), "LEAN_PATH": str(tmp_path / ".lake" / "build" / "lib" / "lean")}
+    config.repl.env = {
+        "LEAN_SYSROOT": str(sysroot),
+        "LEAN_PATH": str(tmp_path / ".lake" / "build" / "lib" / "lean"),
+    }
     config.sandbox.mode = "off"
     report = await run_doctor(config, header="", report=lambda _line: None)
     by_name = {c.name: c for c in report.checks}

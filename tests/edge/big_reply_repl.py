@@ -20,7 +20,12 @@ def _handle(self, text: str):
     big = _BIG.search(text)
     if response is not None and big is not None:
         size = int(big.group(1))
-        message = {"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": None, "data": "x" * size}
+        message = {
+            "severity": "info",
+            "pos": {"line": 1, "column": 0},
+            "endPos": None,
+            "data": "x" * size,
+        }
         response["messages"] = list(response.get("messages", [])) + [message]
     return response
 

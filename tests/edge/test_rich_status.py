@@ -26,7 +26,11 @@ def _details(exc: grpc.aio.AioRpcError) -> dict[str, object]:
     assert status.code == exc.code().value[0] and status.message == exc.details()
     out = {}
     for packed in status.details:
-        for kind in (error_details_pb2.ErrorInfo, error_details_pb2.RetryInfo, error_details_pb2.BadRequest):
+        for kind in (
+            error_details_pb2.ErrorInfo,
+            error_details_pb2.RetryInfo,
+            error_details_pb2.BadRequest,
+        ):
             if packed.Is(kind.DESCRIPTOR):
                 out[kind.__name__] = message = kind()
                 packed.Unpack(message)
@@ -46,20 +50,35 @@ async def test_bad_input_names_the_field_and_the_reason():
             empty = await _fails(stub.Verify(pb.VerifyRequest(), timeout=30))
             assert empty.code() is grpc.StatusCode.INVALID_ARGUMENT
             details = _details(empty)
-            assert (details["ErrorInfo"].reason, details["ErrorInfo"].domain) == ("INVALID_REQUEST", "leanrpc.dev")
+            assert (details["ErrorInfo"].reason, details["ErrorInfo"].domain) == (
+                "INVALID_REQUEST",
+                "leanrpc.dev",
+            )
             assert [v.field for v in details["BadRequest"].field_violations] == ["snippets"]
             assert "RetryInfo" not in details
             # A Duration that is not one (nanos out of range) is bad input too.
-            broken = pb.VerifyRequest(snippets=[pb.Snippet(code=OK)],
-                                      options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=1, nanos=-5)))
+            broken = pb.VerifyRequest(
+                snippets=[pb.Snippet(code=OK)],
+                options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=1, nanos=-5)),
+            )
             details = _details(await _fails(stub.Verify(broken, timeout=30)))
             assert [v.field for v in details["BadRequest"].field_violations] == ["options.timeout"]
-            unknown = await _fails(stub.RunInSession(pb.RunInSessionRequest(session="nope", code="#check 1"), timeout=30))
-            assert unknown.code() is grpc.StatusCode.NOT_FOUND and _details(unknown)["ErrorInfo"].reason == "NOT_FOUND"
+            unknown = await _fails(
+                stub.RunInSession(
+                    pb.RunInSessionRequest(session="nope", code="#check 1"), timeout=30
+                )
+            )
+            assert (
+                unknown.code() is grpc.StatusCode.NOT_FOUND
+                and _details(unknown)["ErrorInfo"].reason == "NOT_FOUND"
+            )
         # The client hands the same facts over as attributes.
         with pytest.raises(ClientError) as caught:
             await client.verify_batch([])
-        assert (caught.value.reason, caught.value.field_violations[0][0]) == ("INVALID_REQUEST", "snippets")
+        assert (caught.value.reason, caught.value.field_violations[0][0]) == (
+            "INVALID_REQUEST",
+            "snippets",
+        )
         assert caught.value.retry_after_s is None
 
 
@@ -67,12 +86,16 @@ async def test_a_full_queue_sends_retry_info_not_a_trailer():
     async with running_server(workers=1, pool__queue_limit=1) as (app, client):
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             stub = verifier_pb2_grpc.VerifierStub(channel)
-            stuck = asyncio.ensure_future(stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=HANG)]), timeout=60))
+            stuck = asyncio.ensure_future(
+                stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=HANG)]), timeout=60)
+            )
             for _ in range(500):  # the hanging snippet holds the only worker
                 if any(w.state.name in ("BUSY", "RUNNING") for w in app.pool.workers):
                     break
                 await asyncio.sleep(0.01)
-            refused = await _fails(stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(code=OK)] * 3), timeout=30))
+            refused = await _fails(
+                stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(code=OK)] * 3), timeout=30)
+            )
             assert refused.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
             details = _details(refused)
             assert details["ErrorInfo"].reason == "OVERLOADED"

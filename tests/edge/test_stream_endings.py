@@ -8,11 +8,10 @@ import asyncio
 import grpc
 import pytest
 
+from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from testkit import descendants
 from verify_support import running_server, small_config
-
-from leanrpc.app import create_server
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -26,7 +25,9 @@ METHOD = "/leanrpc.v1.Verifier/VerifyStream"
 def _raw_stream(channel):
     """VerifyStream with requests as raw bytes, so a test can send one that does not parse."""
     return channel.stream_stream(
-        METHOD, request_serializer=lambda data: data, response_deserializer=pb.VerifyStreamResponse.FromString
+        METHOD,
+        request_serializer=lambda data: data,
+        response_deserializer=pb.VerifyStreamResponse.FromString,
     )
 
 
@@ -35,7 +36,9 @@ async def test_invalid_message_after_five_snippets_still_answers_the_five():
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             call = _raw_stream(channel)()
             for i in range(5):
-                request = pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"s{i}", code=CLEAN.format(i=i)))
+                request = pb.VerifyStreamRequest(
+                    snippet=pb.Snippet(id=f"s{i}", code=CLEAN.format(i=i))
+                )
                 await call.write(request.SerializeToString())
             await call.write(b"\xff\xff\xff not protobuf")
             await call.done_writing()
@@ -51,7 +54,9 @@ async def test_unknown_option_mid_stream_answers_what_came_before():
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             call = _raw_stream(channel)()
             for i in range(3):
-                request = pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"s{i}", code=CLEAN.format(i=i)))
+                request = pb.VerifyStreamRequest(
+                    snippet=pb.Snippet(id=f"s{i}", code=CLEAN.format(i=i))
+                )
                 await call.write(request.SerializeToString())
             bad = pb.VerifyStreamRequest(options=pb.VerifyOptions(infotree=99))
             await call.write(bad.SerializeToString())
@@ -82,7 +87,11 @@ async def test_shutdown_answers_every_accepted_snippet_of_two_streams():
             for i in range(300):
                 template = STUCK if i % 50 == 49 else SLOW
                 code = template.format(i=f"{k}_{i}")
-                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)).SerializeToString())
+                await call.write(
+                    pb.VerifyStreamRequest(
+                        snippet=pb.Snippet(id=f"{k}-{i}", code=code)
+                    ).SerializeToString()
+                )
             await call.done_writing()
             calls.append(call)
         drains = [asyncio.ensure_future(_drain(call)) for call in calls]
@@ -103,7 +112,9 @@ async def test_shutdown_answers_every_accepted_snippet_of_two_streams():
             assert answer.HasField("retry_after") and answer.retry_after.ToMilliseconds() == 1000
         finished = [a for a in answers if a.status != pb.STATUS_REJECTED]
         assert all(a.status == pb.STATUS_VALID for a in finished)
-        assert all(int(a.id.split("-")[1]) % 50 != 49 for a in finished), "a hanging snippet cannot finish"
+        assert all(int(a.id.split("-")[1]) % 50 != 49 for a in finished), (
+            "a hanging snippet cannot finish"
+        )
     assert descendants() - before == set()
 
 
@@ -123,7 +134,9 @@ async def test_unary_batch_during_shutdown_gets_every_result():
             request_serializer=pb.VerifyRequest.SerializeToString,
             response_deserializer=pb.VerifyResponse.FromString,
         )
-        snippets = [pb.Snippet(id=f"u{i}", code=(STUCK if i == 3 else CLEAN).format(i=i)) for i in range(6)]
+        snippets = [
+            pb.Snippet(id=f"u{i}", code=(STUCK if i == 3 else CLEAN).format(i=i)) for i in range(6)
+        ]
         pending = asyncio.ensure_future(stub(pb.VerifyRequest(snippets=snippets)))
         await asyncio.sleep(1.0)
         await app.stop(2.0)
@@ -132,11 +145,15 @@ async def test_unary_batch_during_shutdown_gets_every_result():
         await channel.close()
     by_id = {r.id: r for r in response.results}
     assert sorted(by_id) == [f"u{i}" for i in range(6)]
-    assert by_id["u3"].status == pb.STATUS_REJECTED and by_id["u3"].error.startswith("server shutting down")
+    assert by_id["u3"].status == pb.STATUS_REJECTED and by_id["u3"].error.startswith(
+        "server shutting down"
+    )
     assert by_id["u3"].HasField("retry_after") and by_id["u3"].retry_after.ToMilliseconds() == 1000
     # Exactly the unrun ones carry the resend hint; finished results are final.
     for result in by_id.values():
-        assert result.HasField("retry_after") is result.error.startswith("server shutting down"), result
+        assert result.HasField("retry_after") is result.error.startswith("server shutting down"), (
+            result
+        )
 
 
 async def test_a_one_snippet_unary_call_during_shutdown_gets_its_result():
@@ -152,7 +169,9 @@ async def test_a_one_snippet_unary_call_during_shutdown_gets_its_result():
         )
         done = await stub(pb.VerifyRequest(snippets=[pb.Snippet(id="ok", code=CLEAN.format(i=0))]))
         assert done.results[0].status == pb.STATUS_VALID
-        pending = asyncio.ensure_future(stub(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=STUCK.format(i=1))])))
+        pending = asyncio.ensure_future(
+            stub(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=STUCK.format(i=1))]))
+        )
         await asyncio.sleep(1.0)
         await app.stop(2.0)
         response = await pending
@@ -199,7 +218,11 @@ async def test_sigterm_with_two_streams_of_300_answers_all_600():
             call = _raw_stream(channel)()
             for i in range(300):
                 code = (STUCK if i % 50 == 49 else SLOW).format(i=f"{k}_{i}")
-                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)).SerializeToString())
+                await call.write(
+                    pb.VerifyStreamRequest(
+                        snippet=pb.Snippet(id=f"{k}-{i}", code=code)
+                    ).SerializeToString()
+                )
             await call.done_writing()
             calls.append(call)
         drains = [asyncio.ensure_future(_drain(call)) for call in calls]
@@ -218,7 +241,12 @@ async def test_sigterm_with_two_streams_of_300_answers_all_600():
     for k, (answers, code) in enumerate(results):
         assert code == grpc.StatusCode.OK, code
         assert sorted(a.id for a in answers) == sorted(f"{k}-{i}" for i in range(300))
-        assert all(a.status == pb.STATUS_VALID or a.error.startswith("server shutting down") for a in answers)
+        assert all(
+            a.status == pb.STATUS_VALID or a.error.startswith("server shutting down")
+            for a in answers
+        )
         total += len(answers)
     assert total == 600
-    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE], "orphaned workers"
+    assert not [w for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE], (
+        "orphaned workers"
+    )

@@ -15,7 +15,7 @@ from verify_support import small_config
 pytestmark = pytest.mark.timeout(120)
 
 # Each answer carries the 64 KB string back (#eval), so answers fill the transport.
-CODE = "import Mathlib\n\ntheorem t{i} : True := trivial\n#eval \"{pad}\"\n"
+CODE = 'import Mathlib\n\ntheorem t{i} : True := trivial\n#eval "{pad}"\n'
 LIMIT = 8
 
 
@@ -33,7 +33,9 @@ async def test_a_stream_that_does_not_read_is_not_read_either():
         nonlocal pulled
         for i in range(400):
             pulled += 1
-            yield pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"s{i}", code=CODE.format(i=i, pad="x" * 65536)))
+            yield pb.VerifyStreamRequest(
+                snippet=pb.Snippet(id=f"s{i}", code=CODE.format(i=i, pad="x" * 65536))
+            )
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
         stub = channel.stream_stream(
@@ -49,7 +51,15 @@ async def test_a_stream_that_does_not_read_is_not_read_either():
         assert pulled < 300, pulled
 
         # Another stream on the same server is answered meanwhile.
-        other = stub(iter([pb.VerifyStreamRequest(snippet=pb.Snippet(id="o", code=CODE.format(i="o", pad="")))]))
+        other = stub(
+            iter(
+                [
+                    pb.VerifyStreamRequest(
+                        snippet=pb.Snippet(id="o", code=CODE.format(i="o", pad=""))
+                    )
+                ]
+            )
+        )
         answers = [m.result async for m in other]
         assert [(a.id, a.status) for a in answers] == [("o", pb.STATUS_VALID)]
 

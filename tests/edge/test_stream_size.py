@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.edge import convert
-from leanrpc.app import create_server
 from leanrpc.v1 import verifier_pb2 as pb
 from verify_support import small_config
 
@@ -76,7 +76,9 @@ async def test_200_mb_reply_in_a_unary_batch():
 
 
 def test_fit_result_keeps_messages_in_order_up_to_the_bound():
-    out = pb.Result(id="x", status=pb.STATUS_INVALID, error="Lean said no", infotree_json="{" + "t" * 5000 + "}")
+    out = pb.Result(
+        id="x", status=pb.STATUS_INVALID, error="Lean said no", infotree_json="{" + "t" * 5000 + "}"
+    )
     for i in range(100):
         out.messages.append(pb.Message(severity=pb.SEVERITY_ERROR, text=f"{i}:" + "m" * 1000))
     size = out.ByteSize()
@@ -85,8 +87,12 @@ def test_fit_result_keeps_messages_in_order_up_to_the_bound():
     assert fitted.status == pb.STATUS_INVALID and fitted.infotree_json == ""
     kept = [m.text.split(":")[0] for m in fitted.messages]
     assert kept == [str(i) for i in range(len(kept))] and 5 < len(kept) < 100
-    assert fitted.error.startswith(f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of 20000 bytes")
-    assert f"kept {len(kept)} of 100 messages" in fitted.error and fitted.error.endswith("; Lean said no")
+    assert fitted.error.startswith(
+        f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of 20000 bytes"
+    )
+    assert f"kept {len(kept)} of 100 messages" in fitted.error and fitted.error.endswith(
+        "; Lean said no"
+    )
     assert "dropped the infotree" in fitted.error
     small = pb.Result(id="y", status=pb.STATUS_VALID)
     assert convert.fit_result(small, 20_000) is small and small.error == ""
@@ -98,4 +104,6 @@ def test_fit_batch_bounds_the_whole_response():
     fitted = convert.fit_batch(results, 200_000)
     assert sum(r.ByteSize() for r in fitted) <= 200_000
     assert [r.id for r in fitted] == [str(i) for i in range(50)]
-    assert fitted[3].error.startswith("RESOURCE_EXHAUSTED") and all(r.error == "" for i, r in enumerate(fitted) if i != 3)
+    assert fitted[3].error.startswith("RESOURCE_EXHAUSTED") and all(
+        r.error == "" for i, r in enumerate(fitted) if i != 3
+    )

@@ -31,15 +31,23 @@ async def test_a_method_s_handler_is_wrapped_once_and_reused():
     async def continuation(details):
         return handler
 
-    first = await wrapper.intercept_service(continuation, SimpleNamespace(method="/a.B/C", invocation_metadata=()))
+    first = await wrapper.intercept_service(
+        continuation, SimpleNamespace(method="/a.B/C", invocation_metadata=())
+    )
     again = await wrapper.intercept_service(
-        continuation, SimpleNamespace(method="/a.B/C", invocation_metadata=(("authorization", "x"),)))
-    other = await wrapper.intercept_service(continuation, SimpleNamespace(method="/a.B/D", invocation_metadata=()))
+        continuation,
+        SimpleNamespace(method="/a.B/C", invocation_metadata=(("authorization", "x"),)),
+    )
+    other = await wrapper.intercept_service(
+        continuation, SimpleNamespace(method="/a.B/D", invocation_metadata=())
+    )
     assert first is again and other is not first
     assert first.unary_unary is not _behavior  # wrapped, not passed through
     assert await first.unary_unary(21, None) == 42
     assert [d.method for d in wrapper.entered] == ["/a.B/C"]
-    assert not hasattr(wrapper.entered[0], "invocation_metadata")  # per-call facts come from the context
+    assert not hasattr(
+        wrapper.entered[0], "invocation_metadata"
+    )  # per-call facts come from the context
 
 
 async def test_new_handlers_per_call_do_not_grow_the_cache_without_bound():
@@ -50,5 +58,7 @@ async def test_new_handlers_per_call_do_not_grow_the_cache_without_bound():
         async def continuation(details, handler=handler):
             return handler
 
-        await wrapper.intercept_service(continuation, SimpleNamespace(method="/a.B/C", invocation_metadata=()))
+        await wrapper.intercept_service(
+            continuation, SimpleNamespace(method="/a.B/C", invocation_metadata=())
+        )
     assert len(wrapper._wrapped_handlers) <= _CACHED_HANDLERS

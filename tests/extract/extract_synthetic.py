@@ -19,8 +19,8 @@ from infotree_builder import (
     conv,
     have,
     next_,
-    tac,
     seq,
+    tac,
     then,
 )
 
@@ -75,7 +75,11 @@ def case_let():
     let_n = tac(src, "let n := 5", [g0], [g1], "Lean.Parser.Tactic.tacticLet_")
     e3 = tac(src, "exact 3", ["⊢ Nat"], [], EXACT)
     let_m = have(
-        src, src.at("let m"), by_block(src, src.at("by exact 3"), [e3]), [g1], [g2],
+        src,
+        src.at("let m"),
+        by_block(src, src.at("by exact 3"), [e3]),
+        [g1],
+        [g2],
         kind="Lean.Parser.Tactic.tacticLet_",
     )
     e1 = tac(src, "exact 1", ["⊢ Nat"], [], EXACT)
@@ -144,10 +148,7 @@ def case_calc_plain():
 # ---- conv ------------------------------------------------------------------------
 
 CONV_SRC = Src(
-    "example (a b : Nat) : a + b = b + a := by\n"
-    "  conv =>\n"
-    "    lhs\n"
-    "    rw [Nat.add_comm]\n"
+    "example (a b : Nat) : a + b = b + a := by\n  conv =>\n    lhs\n    rw [Nat.add_comm]\n"
 )
 CONV_G = "a b : Nat\n⊢ a + b = b + a"
 CONV_C = ["a b : Nat\n| a + b = b + a", "a b : Nat\n| a + b", "a b : Nat\n| b + a"]
@@ -249,8 +250,7 @@ def case_next():
 # ---- <;> and nested by ------------------------------------------------------------
 
 THEN_SRC = Src(
-    "theorem t_then (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n"
-    "  constructor <;> assumption\n"
+    "theorem t_then (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  constructor <;> assumption\n"
 )
 
 

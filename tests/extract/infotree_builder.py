@@ -158,7 +158,12 @@ def have(src: Src, at: int, block: N, before, after, kind: str = HAVE) -> N:
     # nodes are synthetic; the `by` block keeps its original range.
     refine = N("Lean.Parser.Tactic.refine", at, block.end, before, after, [block], synthetic=True)
     lift = N(
-        "Lean.Parser.Tactic.tacticRefine_lift_", at, block.end, before, after, [refine],
+        "Lean.Parser.Tactic.tacticRefine_lift_",
+        at,
+        block.end,
+        before,
+        after,
+        [refine],
         synthetic=True,
     )
     return N(kind, at, block.end, before, after, [lift])

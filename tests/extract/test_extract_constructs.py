@@ -276,9 +276,13 @@ def test_kimina_demo_search_2(form):
 def test_indented_theorem_inside_namespace_gets_its_name_and_span(form):
     from infotree_builder import Src, by_block, tac
 
-    src = Src("namespace Foo\n  theorem t_ns (p : Prop) (hp : p) : p := by\n    exact hp\nend Foo\n")
+    src = Src(
+        "namespace Foo\n  theorem t_ns (p : Prop) (hp : p) : p := by\n    exact hp\nend Foo\n"
+    )
     goal = "p : Prop\nhp : p\n⊢ p"
-    root = by_block(src, src.at("by"), [tac(src, "exact hp", [goal], [], "Lean.Parser.Tactic.exact")])
+    root = by_block(
+        src, src.at("by"), [tac(src, "exact hp", [goal], [], "Lean.Parser.Tactic.exact")]
+    )
     start = src.at("theorem")
     tree = project(full(src, [(start, src.at("end Foo") - 1, [root])]), form)
     decls = [d for d in extract_declarations(tree, src.text) if d.steps]

@@ -186,13 +186,15 @@ def test_random_trees_on_random_text(text, rng):
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(
-        st.sampled_from(
-            ["kind", "node", "children", "stx", "range", "goalsBefore", "start", "line"]
-        ),
-        inner,
-        max_size=4,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                ["kind", "node", "children", "stx", "range", "goalsBefore", "start", "line"]
+            ),
+            inner,
+            max_size=4,
+        )
     ),
     max_leaves=20,
 )

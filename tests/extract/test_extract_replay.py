@@ -45,7 +45,11 @@ def test_structural_tactics_are_one_unit_with_their_tactic_goals():
     ]
     src, commands = sc.case_cdot()
     (decl,) = extract_declarations(project(full(src, commands), "original"), src.text)
-    assert [u.text for u in decl.units] == ["constructor", "· exact hp", "· -- the second goal\n    exact hq"]
+    assert [u.text for u in decl.units] == [
+        "constructor",
+        "· exact hp",
+        "· -- the second goal\n    exact hq",
+    ]
     assert decl.units[1].goals_after == [sc.GQ]
 
 
@@ -74,14 +78,20 @@ async def test_replay_matches_on_the_standin_for_every_construct_source(stub):
             assert decl.replay.ran and decl.replay.start_goals_match, (name, decl.replay)
             assert decl.replay.elapsed.ToTimedelta().total_seconds() > 0
             for step in decl.steps:
-                assert step.replay.verdict == pb.REPLAY_VERDICT_MATCH, (name, step.text, step.replay)
+                assert step.replay.verdict == pb.REPLAY_VERDICT_MATCH, (
+                    name,
+                    step.text,
+                    step.replay,
+                )
                 assert step.text in step.replay.tactic
                 checked += 1
     assert checked >= len(CASES)
 
 
 async def test_replay_of_a_rejected_tactic_is_error_then_not_run(stub):
-    code = "theorem t (p : Prop) (hp : p) : p ∧ p := by\n  constructor\n  frobnicate hp\n  exact hp\n"
+    code = (
+        "theorem t (p : Prop) (hp : p) : p ∧ p := by\n  constructor\n  frobnicate hp\n  exact hp\n"
+    )
     response = await stub.Extract(pb.ExtractRequest(code=code, replay=True))
     (decl,) = response.declarations.declarations
     verdicts = [(s.text, s.replay.verdict) for s in decl.steps]

@@ -12,7 +12,11 @@ from leanrpc.extract import extract_declarations, slice_source
 from leanrpc.results import Position
 from leanrpc.v1 import verifier_pb2 as pb
 
-MODES = {"full": pb.INFOTREE_MODE_FULL, "substantive": pb.INFOTREE_MODE_SUBSTANTIVE, "original": pb.INFOTREE_MODE_ORIGINAL}
+MODES = {
+    "full": pb.INFOTREE_MODE_FULL,
+    "substantive": pb.INFOTREE_MODE_SUBSTANTIVE,
+    "original": pb.INFOTREE_MODE_ORIGINAL,
+}
 # Upstream REPL transcripts the stand-in replays byte for byte (same request, fresh env).
 REPLAYED = [c for c in recorded_cases() if c.id.startswith("repl/test/infotree")]
 # A header and blank lines in front: positions must still be in this text.
@@ -54,22 +58,35 @@ def _check_in_user_text(declarations, source: str) -> None:
         rebuilt += slice_source(source, cursor, _pos(decl.end))
         # The declaration span is the whole command: statement, `by`, every step.
         assert rebuilt == slice_source(source, _pos(decl.start), _pos(decl.end))
-        assert rebuilt.startswith(("theorem", "def")) and rebuilt.rstrip().endswith(decl.steps[-1].text)
+        assert rebuilt.startswith(("theorem", "def")) and rebuilt.rstrip().endswith(
+            decl.steps[-1].text
+        )
 
 
 @pytest.mark.parametrize("compressed", [False, True], ids=["plain", "lz4"])
 @pytest.mark.parametrize("case", REPLAYED, ids=lambda c: c.id)
 async def test_extract_replayed_infotree(server, case: RecordedCase, compressed: bool):
     _app, stub = server
-    request = pb.ExtractRequest(code=case.source, options=pb.VerifyOptions(infotree=MODES[case.form]), lz4=compressed)
+    request = pb.ExtractRequest(
+        code=case.source, options=pb.VerifyOptions(infotree=MODES[case.form]), lz4=compressed
+    )
     response = await stub.Extract(request, timeout=60)
     assert response.result.verifier.kind == "stand-in"
     got = _declarations(response, compressed)
     # The same steps as extraction straight from the recorded tree.
     expected = extract_declarations(case.infotree, case.source)
-    assert [(d.name, _pos(d.start), _pos(d.end)) for d in got] == [(d.name, d.start, d.end) for d in expected]
-    assert [[(s.text, _pos(s.start), _pos(s.end), list(s.goals_before), list(s.goals_after), s.kind) for s in d.steps] for d in got] == [
-        [(s.text, s.start, s.end, s.goals_before, s.goals_after, s.kind) for s in d.steps] for d in expected
+    assert [(d.name, _pos(d.start), _pos(d.end)) for d in got] == [
+        (d.name, d.start, d.end) for d in expected
+    ]
+    assert [
+        [
+            (s.text, _pos(s.start), _pos(s.end), list(s.goals_before), list(s.goals_after), s.kind)
+            for s in d.steps
+        ]
+        for d in got
+    ] == [
+        [(s.text, s.start, s.end, s.goals_before, s.goals_after, s.kind) for s in d.steps]
+        for d in expected
     ]
     _check_in_user_text(got, case.source)
 
@@ -93,7 +110,12 @@ async def test_client_extract_plain_and_lz4_agree(server):
         result, plain = await client.extract(WITH_HEADER)
         _result, packed = await client.extract(WITH_HEADER, lz4=True)
     assert result.status == "VALID" and plain == packed
-    assert [s.text for d in plain for s in d.steps] == ["constructor", "exact h.symm", "rfl", "norm_num"]
+    assert [s.text for d in plain for s in d.steps] == [
+        "constructor",
+        "exact h.symm",
+        "rfl",
+        "norm_num",
+    ]
 
 
 async def test_extract_bad_input_is_invalid_argument(server):

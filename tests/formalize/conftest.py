@@ -2,12 +2,10 @@ import pathlib
 
 import pytest
 
+from formalize_support import SMALL_NAMES
 from leanrpc.formalize.config import FormalizeConfig
 from leanrpc.formalize.retrieval import MathlibNames
-
-from formalize_support import SMALL_NAMES
 from testkit import shared_path
-
 
 
 @pytest.fixture

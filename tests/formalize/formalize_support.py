@@ -37,7 +37,9 @@ GOOD = "theorem two_add_two : (2 : ℕ) + 2 = 4 := by sorry"
 class ScriptedStream:
     """A GenerationStream double: yields `text` in chunks, honours cancel()."""
 
-    def __init__(self, text: str, params: SamplingParams, *, chunk: int, delay: float, fail: str = "") -> None:
+    def __init__(
+        self, text: str, params: SamplingParams, *, chunk: int, delay: float, fail: str = ""
+    ) -> None:
         self.text = text
         self.params = params
         self.chunk = chunk
@@ -77,9 +79,15 @@ class ScriptedStream:
         if self.fail:
             reason = FINISH_ERROR
         n = len(out) // self.chunk + 1
-        self._result = GenerationResult(text=out, token_ids=list(range(n)), finish_reason=reason,
-                                        prompt_tokens=10, generated_tokens=n, generation_s=0.001 * n,
-                                        error=self.fail)
+        self._result = GenerationResult(
+            text=out,
+            token_ids=list(range(n)),
+            finish_reason=reason,
+            prompt_tokens=10,
+            generated_tokens=n,
+            generation_s=0.001 * n,
+            error=self.fail,
+        )
 
     async def result(self) -> GenerationResult:
         async for _ in self:
@@ -91,8 +99,14 @@ class ScriptedStream:
 class ScriptedGenerator:
     """ChatGenerator double. `outputs` is a list (one per call, last repeats) or a function of the messages."""
 
-    def __init__(self, outputs: Sequence[str] | Callable[[list[dict]], str], *, chunk: int = 5,
-                 delay: float = 0.0, fail: str = "") -> None:
+    def __init__(
+        self,
+        outputs: Sequence[str] | Callable[[list[dict]], str],
+        *,
+        chunk: int = 5,
+        delay: float = 0.0,
+        fail: str = "",
+    ) -> None:
         self.outputs = outputs
         self.chunk = chunk
         self.delay = delay
@@ -114,15 +128,23 @@ class ScriptedGenerator:
 def sorry_result(code: str) -> VerifyResult:
     line = code.count("\n", 0, code.find("theorem")) + 1
     return VerifyResult(
-        id="", status=Status.SORRY,
-        messages=[Message(Severity.WARNING, Position(line, 8), Position(line, 11), "declaration uses 'sorry'")],
+        id="",
+        status=Status.SORRY,
+        messages=[
+            Message(
+                Severity.WARNING, Position(line, 8), Position(line, 11), "declaration uses 'sorry'"
+            )
+        ],
         sorries=[SorryInfo(Position(line, 40), Position(line, 45), "⊢ True")],
     )
 
 
 def error_result(text: str, line: int = 3) -> VerifyResult:
-    return VerifyResult(id="", status=Status.INVALID,
-                        messages=[Message(Severity.ERROR, Position(line, 20), Position(line, 30), text)])
+    return VerifyResult(
+        id="",
+        status=Status.INVALID,
+        messages=[Message(Severity.ERROR, Position(line, 20), Position(line, 30), text)],
+    )
 
 
 _UNKNOWN_NAME = re.compile(r"\b([A-Z]\w*\.(?:\w|')*(?:nonexistent|unknown_|prme)(?:\w|')*)")
@@ -131,8 +153,13 @@ _UNKNOWN_NAME = re.compile(r"\b([A-Z]\w*\.(?:\w|')*(?:nonexistent|unknown_|prme)
 class FakeVerify:
     """verify(code) double: unknown-looking dotted names are errors, everything else is SORRY."""
 
-    def __init__(self, *, delay: float = 0.0, script: Sequence[VerifyResult] | None = None,
-                 raises: Exception | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        script: Sequence[VerifyResult] | None = None,
+        raises: Exception | None = None,
+    ) -> None:
         self.delay = delay
         self.script = list(script or [])
         self.raises = raises

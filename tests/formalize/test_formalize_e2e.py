@@ -8,13 +8,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from leanrpc.config import Config
 from leanrpc.app import FORMALIZER_SERVICE, VERIFIER_SERVICE, create_server
+from leanrpc.config import Config
 from leanrpc.services.formalize import NOT_CONFIGURED
 from leanrpc.v1 import formalizer_pb2 as fpb
-from leanrpc.v1 import formalizer_pb2_grpc
+from leanrpc.v1 import formalizer_pb2_grpc, verifier_pb2_grpc
 from leanrpc.v1 import verifier_pb2 as vpb
-from leanrpc.v1 import verifier_pb2_grpc
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -46,7 +45,9 @@ async def _wait_health(channel, service: str, want, timeout_s: float = 60.0):
 
 
 def _request(job_id: str, **fields) -> fpb.FormalizeClientMessage:
-    return fpb.FormalizeClientMessage(request=fpb.FormalizeRequest(id=job_id, informal_statement="2 + 2 = 4", **fields))
+    return fpb.FormalizeClientMessage(
+        request=fpb.FormalizeRequest(id=job_id, informal_statement="2 + 2 = 4", **fields)
+    )
 
 
 async def test_no_model_formalizer_refuses_verifier_serves():
@@ -70,7 +71,9 @@ async def test_no_model_formalizer_refuses_verifier_serves():
         verifier = verifier_pb2_grpc.VerifierStub(channel)
         info = await verifier.GetServerInfo(vpb.GetServerInfoRequest(), timeout=10)
         assert info.serving and info.verifier.kind == "stand-in"
-        reply = await verifier.Verify(vpb.VerifyRequest(snippets=[vpb.Snippet(code="example : True := trivial")]), timeout=30)
+        reply = await verifier.Verify(
+            vpb.VerifyRequest(snippets=[vpb.Snippet(code="example : True := trivial")]), timeout=30
+        )
         assert reply.results[0].status == vpb.STATUS_VALID
     finally:
         await channel.close()
@@ -79,9 +82,15 @@ async def test_no_model_formalizer_refuses_verifier_serves():
 
 @pytest.mark.model
 async def test_tiny_model_formalizes_through_the_server(tiny_dir):
-    app = await create_server(_config(
-        model_dir=str(tiny_dir), device="cpu", max_batch=2, max_new_tokens=12, mathlib_names_path="",
-    ))
+    app = await create_server(
+        _config(
+            model_dir=str(tiny_dir),
+            device="cpu",
+            max_batch=2,
+            max_new_tokens=12,
+            mathlib_names_path="",
+        )
+    )
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
     try:
         assert await asyncio.wait_for(app.formalize.wait_loaded(), 120)
@@ -102,16 +111,26 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
             kinds = [e.WhichOneof("kind") for e in events[job_id]]
             assert kinds[-1] == "outcome" and kinds.count("outcome") == 1, kinds
             outcome = events[job_id][-1].outcome
-            candidates = [e.candidate for e in events[job_id] if e.WhichOneof("kind") == "candidate"]
-            assert outcome.status in (fpb.FORMALIZE_OUTCOME_STATUS_FORMALIZED, fpb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED), outcome
+            candidates = [
+                e.candidate for e in events[job_id] if e.WhichOneof("kind") == "candidate"
+            ]
+            assert outcome.status in (
+                fpb.FORMALIZE_OUTCOME_STATUS_FORMALIZED,
+                fpb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED,
+            ), outcome
             assert len(candidates) == outcome.iterations and 1 <= outcome.iterations <= rounds
             assert [c.iteration for c in candidates] == list(range(1, outcome.iterations + 1))
-            assert 0 < outcome.elapsed.ToTimedelta().total_seconds() and outcome.budget.seconds == 600 and not outcome.budget_exhausted
+            assert (
+                0 < outcome.elapsed.ToTimedelta().total_seconds()
+                and outcome.budget.seconds == 600
+                and not outcome.budget_exhausted
+            )
             assert 0 < outcome.generated_tokens <= 8 * outcome.iterations
             for candidate in candidates:
                 # Verified only when well formed and new; then by the stand-in.
-                assert candidate.HasField("verify_result") == (candidate.well_formed.ok
-                                                               and not candidate.duplicate_of)
+                assert candidate.HasField("verify_result") == (
+                    candidate.well_formed.ok and not candidate.duplicate_of
+                )
                 if candidate.well_formed.ok:
                     assert candidate.verify_result.verifier.kind == "stand-in"
         assert any(e.WhichOneof("kind") == "token" for e in events["a"])
@@ -123,8 +142,14 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
         assert info.job_budget.seconds == 600 and info.stream_budget.ToNanoseconds() == 0
         # k = 2 candidates per round, sampled in one batch
         call = stub.Formalize(timeout=120)
-        await call.write(_request("k", max_iterations=1, candidates=2,
-                                  sampling=fpb.SamplingOptions(max_new_tokens=6, seed=3, temperature=0.9)))
+        await call.write(
+            _request(
+                "k",
+                max_iterations=1,
+                candidates=2,
+                sampling=fpb.SamplingOptions(max_new_tokens=6, seed=3, temperature=0.9),
+            )
+        )
         await call.done_writing()
         got = [e async for e in call]
         assert [e.candidate.index for e in got if e.WhichOneof("kind") == "candidate"] == [0, 1]
@@ -136,7 +161,9 @@ async def test_tiny_model_formalizes_through_the_server(tiny_dir):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             async for _ in call:
                 pass
-        assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT and "gamma" in err.value.details()
+        assert (
+            err.value.code() is grpc.StatusCode.INVALID_ARGUMENT and "gamma" in err.value.details()
+        )
     finally:
         await channel.close()
         await app.stop(2.0)

@@ -6,17 +6,22 @@ import shutil
 import pytest
 import torch
 
+from formalize_support import FakeVerify
 from leanrpc.formalize.adapters import UnknownAdapter, adapter_names_for, select_adapters
 from leanrpc.formalize.checkpoint import expert_layout
 from leanrpc.formalize.config import FormalizeConfig
 from leanrpc.formalize.engine import GenerationEngine
 from leanrpc.formalize.generation import SamplingParams
 from leanrpc.formalize.grouped import ExpertBank, disable_grouped_dispatch, enable_grouped_dispatch
-from leanrpc.formalize.loading import ModelLoadError, attach_adapters, load, load_base_model, load_tokenizer
+from leanrpc.formalize.loading import (
+    ModelLoadError,
+    attach_adapters,
+    load,
+    load_base_model,
+    load_tokenizer,
+)
 from leanrpc.formalize.tiny import TinySpec
 from leanrpc.services.formalize import FormalizeService
-
-from formalize_support import FakeVerify
 
 pytestmark = pytest.mark.model
 
@@ -65,7 +70,9 @@ def adapter_dirs(tiny_dir, tmp_path_factory):
     dirs = []
     for seed, (name, dora) in enumerate((("alpha", False), ("beta", True)), start=1):
         base, _ = load_base_model(str(tiny_dir), device="cpu", quantize=False)
-        pm = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=TARGETS, use_dora=dora))
+        pm = get_peft_model(
+            base, LoraConfig(r=4, lora_alpha=8, target_modules=TARGETS, use_dora=dora)
+        )
         gen = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for n, p in pm.named_parameters():
@@ -112,7 +119,9 @@ def test_partial_or_extra_weights_are_refused_naming_the_keys(tiny_dir, tmp_path
             load_base_model(str(bad), device="cpu", quantize=quantize)
         assert "model.layers.1.mlp.experts.3.up_proj.weight" in str(err.value)
         assert "model.layers.0.mlp.shared_expert.weight" in str(err.value)
-    service = FormalizeService.from_config(FormalizeConfig(model_dir=str(bad), device="cpu"), FakeVerify())
+    service = FormalizeService.from_config(
+        FormalizeConfig(model_dir=str(bad), device="cpu"), FakeVerify()
+    )
     ok, reason = service.serving_status()
     assert not ok and "missing" in reason and "experts.3.up_proj" in reason
 
@@ -142,7 +151,9 @@ def test_bank_forward_never_syncs_with_the_host(tiny_dir, monkeypatch):
         monkeypatch.setattr(torch.Tensor, name, forbidden)
     with torch.no_grad():
         out = bank(hidden, idx, w)  # decode-sized (N < E slots) ...
-        out2 = bank(torch.randn(64, SPEC.hidden_size), torch.randint(0, 8, (64, 2)), torch.rand(64, 2))  # ... and N >= E
+        out2 = bank(
+            torch.randn(64, SPEC.hidden_size), torch.randint(0, 8, (64, 2)), torch.rand(64, 2)
+        )  # ... and N >= E
     monkeypatch.undo()
     assert out.shape == hidden.shape and out2.shape == (64, SPEC.hidden_size)
     assert torch.isfinite(out).all()
@@ -185,7 +196,7 @@ def test_two_adapters_in_one_batch_equal_each_alone(tiny_dir, adapter_dirs, tmp_
         mixed = _logits(inner, x)
     for i, name in enumerate(rows):
         with select_adapters(inner, [name], names):
-            alone = _logits(inner, x[i:i + 1])
+            alone = _logits(inner, x[i : i + 1])
         assert (mixed[i] - alone[0]).abs().max().item() < 1e-2, name
     assert (mixed[0] - mixed[1]).abs().max().item() > 0.1 or not torch.equal(x[0], x[1])
     with pytest.raises(UnknownAdapter, match="gamma"):
@@ -194,17 +205,27 @@ def test_two_adapters_in_one_batch_equal_each_alone(tiny_dir, adapter_dirs, tmp_
 
 
 def test_engine_mixes_adapters_in_one_batch(tiny_dir, adapter_dirs):
-    cfg = FormalizeConfig(model_dir=str(tiny_dir), device="cpu", adapter_dirs=[str(d) for d in adapter_dirs])
+    cfg = FormalizeConfig(
+        model_dir=str(tiny_dir), device="cpu", adapter_dirs=[str(d) for d in adapter_dirs]
+    )
     loaded = load(cfg)
-    assert loaded.adapters == ["alpha", "beta"] and loaded.info["grouped_dispatch_layers"] == SPEC.num_hidden_layers
+    assert (
+        loaded.adapters == ["alpha", "beta"]
+        and loaded.info["grouped_dispatch_layers"] == SPEC.num_hidden_layers
+    )
     tok = load_tokenizer(str(tiny_dir))
     eng = GenerationEngine(loaded.model, tok, max_batch=4, adapter_names=loaded.adapters)
     eng.eos_ids = set()
     prompt = tok("theorem foo", add_special_tokens=False)["input_ids"]
     try:
-        alone = {a: eng.submit(prompt, SamplingParams(max_new_tokens=6, adapter=a)).wait(120).token_ids
-                 for a in ("alpha", "beta", None)}
-        streams = {a: eng.submit(prompt, SamplingParams(max_new_tokens=6, adapter=a)) for a in ("alpha", "beta", None)}
+        alone = {
+            a: eng.submit(prompt, SamplingParams(max_new_tokens=6, adapter=a)).wait(120).token_ids
+            for a in ("alpha", "beta", None)
+        }
+        streams = {
+            a: eng.submit(prompt, SamplingParams(max_new_tokens=6, adapter=a))
+            for a in ("alpha", "beta", None)
+        }
         together = {a: s.wait(120).token_ids for a, s in streams.items()}
         assert eng.stats.max_batch_seen >= 2
         assert together == alone
@@ -213,8 +234,12 @@ def test_engine_mixes_adapters_in_one_batch(tiny_dir, adapter_dirs):
             eng.submit(prompt, SamplingParams(adapter="gamma"))
     finally:
         eng.close()
-    bad = FormalizeConfig(model_dir=str(tiny_dir), device="cpu", adapter_dirs=[str(adapter_dirs[0])],
-                          default_adapter="gamma")
+    bad = FormalizeConfig(
+        model_dir=str(tiny_dir),
+        device="cpu",
+        adapter_dirs=[str(adapter_dirs[0])],
+        default_adapter="gamma",
+    )
     with pytest.raises(ModelLoadError, match="default_adapter"):
         load(bad)
     json.dumps(loaded.info)  # the info is reportable

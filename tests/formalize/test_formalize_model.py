@@ -6,13 +6,13 @@ Random weights emit garbage, so these tests check mechanics, never Lean validity
 import asyncio
 import json
 
-import pytest
-
 # The test command installs the model extra; a missing stack must fail, not skip.
 import bitsandbytes  # noqa: E402,F401
 import peft  # noqa: E402,F401
+import pytest
 import torch  # noqa: E402
 
+from formalize_support import FakeVerify, collect  # noqa: E402
 from leanrpc.formalize.config import FormalizeConfig  # noqa: E402
 from leanrpc.formalize.engine import GenerationEngine, PromptTooLong  # noqa: E402
 from leanrpc.formalize.generation import SamplingParams  # noqa: E402
@@ -32,10 +32,15 @@ from leanrpc.formalize.modeling import (  # noqa: E402
     copy_fused_experts,
 )
 from leanrpc.formalize.tiny import TinySpec  # noqa: E402
-from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, OutcomeStatus, Sampling, TokenChunk  # noqa: E402
+from leanrpc.formalize.types import (
+    Candidate,
+    FormalizeRequest,
+    Outcome,
+    OutcomeStatus,
+    Sampling,
+    TokenChunk,
+)  # noqa: E402
 from leanrpc.services.formalize import FormalizeService  # noqa: E402
-
-from formalize_support import FakeVerify, collect  # noqa: E402
 
 pytestmark = pytest.mark.model
 
@@ -115,12 +120,17 @@ def test_nf4_double_quant_load(tiny_dir, fp32_model):
     model, dev = load_base_model(str(tiny_dir), device="cpu", quantize=True)
     assert dev.type == "cpu"
     assert count_quantized(model) == N_QUANTIZED
-    plain = [n for n, m in model.named_modules()
-             if isinstance(m, torch.nn.Linear) and not isinstance(m, bnb.nn.Linear4bit)]
+    plain = [
+        n
+        for n, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and not isinstance(m, bnb.nn.Linear4bit)
+    ]
     assert plain == ["lm_head"]
     w = model.model.layers[1].mlp.experts[5].down_proj.weight
     assert isinstance(w, bnb.nn.Params4bit) and w.quant_type == "nf4" and w.compress_statistics
-    assert w.quant_state.nested  # double quantization (checked before the first CPU forward repacks it)
+    assert (
+        w.quant_state.nested
+    )  # double quantization (checked before the first CPU forward repacks it)
     assert model.model.layers[0].mlp.gate.weight.dtype == torch.bfloat16  # router stays unquantized
     x = torch.randint(0, 151_000, (2, 13))
     with torch.no_grad():
@@ -137,7 +147,9 @@ def _make_adapter(tiny_dir, out_dir, *, use_dora: bool, seed: int):
     from peft import LoraConfig, get_peft_model
 
     base, _ = load_base_model(str(tiny_dir), device="cpu", quantize=True)
-    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=EXPERT_TARGETS, use_dora=use_dora))
+    peft_model = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=EXPERT_TARGETS, use_dora=use_dora)
+    )
     torch.manual_seed(seed)
     with torch.no_grad():
         for n, p in peft_model.named_parameters():
@@ -150,14 +162,18 @@ def _make_adapter(tiny_dir, out_dir, *, use_dora: bool, seed: int):
 @pytest.fixture(scope="module")
 def adapter_dirs(tiny_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("adapters")
-    return [_make_adapter(tiny_dir, root / "dora", use_dora=True, seed=1),
-            _make_adapter(tiny_dir, root / "lora", use_dora=False, seed=2)]
+    return [
+        _make_adapter(tiny_dir, root / "dora", use_dora=True, seed=1),
+        _make_adapter(tiny_dir, root / "lora", use_dora=False, seed=2),
+    ]
 
 
 def test_adapters_land_on_experts(tiny_dir, adapter_dirs, tokenizer):
     from peft.tuners.lora import LoraLayer
 
-    cfg = FormalizeConfig(model_dir=str(tiny_dir), adapter_dirs=[str(d) for d in adapter_dirs], device="cpu")
+    cfg = FormalizeConfig(
+        model_dir=str(tiny_dir), adapter_dirs=[str(d) for d in adapter_dirs], device="cpu"
+    )
     loaded = load(cfg)
     model = loaded.model
     assert loaded.adapters == ["dora", "lora"]  # named after their directories
@@ -176,7 +192,9 @@ def test_adapters_land_on_experts(tiny_dir, adapter_dirs, tokenizer):
     # the engine runs the adapted model (it unwraps the PeftModel, adapters stay injected)
     eng = GenerationEngine(model, tokenizer, max_batch=2, adapter_names=loaded.adapters)
     try:
-        res = eng.submit(ids(tokenizer, "theorem"), SamplingParams(max_new_tokens=3, adapter="lora")).wait(60)
+        res = eng.submit(
+            ids(tokenizer, "theorem"), SamplingParams(max_new_tokens=3, adapter="lora")
+        ).wait(60)
         assert res.generated_tokens == 3 or res.finish_reason == "eos"
     finally:
         eng.close()
@@ -204,8 +222,14 @@ def test_loader_errors(tiny_dir, tmp_path):
     with pytest.raises(ModelLoadError, match="llama"):
         load(FormalizeConfig(model_dir=str(bad), device="cpu"))
     with pytest.raises(ModelLoadError, match="adapter_config.json"):
-        load(FormalizeConfig(model_dir=str(tiny_dir), device="cpu", quantize=False,
-                             adapter_dirs=[str(tmp_path / "nope")]))
+        load(
+            FormalizeConfig(
+                model_dir=str(tiny_dir),
+                device="cpu",
+                quantize=False,
+                adapter_dirs=[str(tmp_path / "nope")],
+            )
+        )
     if not torch.cuda.is_available():
         with pytest.raises(ModelLoadError, match="CUDA is not available"):
             load(FormalizeConfig(model_dir=str(tiny_dir), device="cuda"))
@@ -237,7 +261,9 @@ async def test_late_joiner_and_streaming(engine, tokenizer):
     async for d in long_stream:
         deltas.append(d)
         if len(deltas) == 5 and short_stream is None:
-            short_stream = engine.submit(ids(tokenizer, PROMPTS[2]), SamplingParams(max_new_tokens=6))
+            short_stream = engine.submit(
+                ids(tokenizer, PROMPTS[2]), SamplingParams(max_new_tokens=6)
+            )
     long_res = await long_stream.result()
     short_res = await short_stream.result()
     assert "".join(deltas) == long_res.text
@@ -261,14 +287,18 @@ async def test_cancel_stops_within_a_few_tokens(engine, tokenizer):
 
 
 def test_sampling_seeded_and_stop_strings(engine, tokenizer):
-    p = SamplingParams(temperature=1.0, top_p=0.9, top_k=50, repetition_penalty=1.1, max_new_tokens=10, seed=7)
+    p = SamplingParams(
+        temperature=1.0, top_p=0.9, top_k=50, repetition_penalty=1.1, max_new_tokens=10, seed=7
+    )
     a = engine.submit(ids(tokenizer, PROMPTS[0]), p).wait(60)
     b = engine.submit(ids(tokenizer, PROMPTS[0]), p).wait(60)
     assert a.token_ids == b.token_ids
     greedy = engine.submit(ids(tokenizer, PROMPTS[0]), SamplingParams(max_new_tokens=20)).wait(60)
     stop = greedy.text[5:8]
     assert stop.strip()
-    cut = engine.submit(ids(tokenizer, PROMPTS[0]), SamplingParams(max_new_tokens=20, stop=(stop,))).wait(60)
+    cut = engine.submit(
+        ids(tokenizer, PROMPTS[0]), SamplingParams(max_new_tokens=20, stop=(stop,))
+    ).wait(60)
     assert cut.finish_reason == "stop" and cut.text == greedy.text[: greedy.text.index(stop)]
 
 
@@ -285,8 +315,14 @@ def test_submit_validation(engine, tokenizer):
 
 
 async def test_service_end_to_end_nf4(tiny_dir):
-    cfg = FormalizeConfig(model_dir=str(tiny_dir), device="cpu", quantize=True, max_batch=4, max_new_tokens=8,
-                          mathlib_names_path=None)
+    cfg = FormalizeConfig(
+        model_dir=str(tiny_dir),
+        device="cpu",
+        quantize=True,
+        max_batch=4,
+        max_new_tokens=8,
+        mathlib_names_path=None,
+    )
     verify = FakeVerify()
     svc = FormalizeService.start_loading(cfg, verify)
     assert await svc.wait_loaded(120)
@@ -294,8 +330,15 @@ async def test_service_end_to_end_nf4(tiny_dir):
     assert svc.model_info["linear4bit_modules"] == N_QUANTIZED
     session = svc.open_session()
     for i in range(3):
-        session.submit(FormalizeRequest(id=f"j{i}", informal_statement="Two plus two is four.", max_iterations=2,
-                                        stream_tokens=True, sampling=Sampling(temperature=0.8, seed=i + 1)))
+        session.submit(
+            FormalizeRequest(
+                id=f"j{i}",
+                informal_statement="Two plus two is four.",
+                max_iterations=2,
+                stream_tokens=True,
+                sampling=Sampling(temperature=0.8, seed=i + 1),
+            )
+        )
     session.end_input()
     events = await asyncio.wait_for(collect(session.events()), 120)
     outs = {e.job_id: e.payload for e in events if isinstance(e.payload, Outcome)}
@@ -334,8 +377,12 @@ def test_random_nf4_skeleton_without_bf16_copy(tokenizer):
     from leanrpc.formalize.tiny import tiny_config
 
     real = qwen3_coder_30b_a3b_config()
-    assert (real.num_hidden_layers, real.num_experts, real.num_experts_per_tok, real.moe_intermediate_size) == \
-        (48, 128, 8, 768)
+    assert (
+        real.num_hidden_layers,
+        real.num_experts,
+        real.num_experts_per_tok,
+        real.moe_intermediate_size,
+    ) == (48, 128, 8, 768)
     model, n = build_random_nf4(tiny_config(), device="cpu")
     assert n == N_QUANTIZED and not any(p.is_meta for p in model.parameters())
     eng = GenerationEngine(model, tokenizer, max_batch=2)
@@ -355,13 +402,39 @@ def test_gpu_check_dry_run_on_cpu(tmp_path):
     root = pathlib.Path(__file__).resolve().parents[2]
     out = tmp_path / "gpu_check.json"
     proc = subprocess.run(
-        [sys.executable, str(root / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--skip-full",
-         "--decode-tokens", "4", "--bench-layers", "2", "--bench-experts", "16", "--bench-steps", "2",
-         "--out", str(out)], capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            str(root / "benchmarks" / "gpu_check.py"),
+            "--device",
+            "cpu",
+            "--skip-full",
+            "--decode-tokens",
+            "4",
+            "--bench-layers",
+            "2",
+            "--bench-experts",
+            "16",
+            "--bench-steps",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     summary = json.loads(out.read_text())
     assert proc.returncode == 0, (proc.stderr[-3000:], summary)
-    for name in ("env", "dispatch_bench", "tiny_checkpoint", "fused_vs_unfused", "nf4_load", "adapters",
-                 "engine_tiny", "hf_generate_tiny"):
+    for name in (
+        "env",
+        "dispatch_bench",
+        "tiny_checkpoint",
+        "fused_vs_unfused",
+        "nf4_load",
+        "adapters",
+        "engine_tiny",
+        "hf_generate_tiny",
+    ):
         assert summary["checks"][name]["ok"], (name, summary["checks"][name])
     assert summary["checks"]["full_size_nf4"] == {"skipped": "--skip-full"}
 
@@ -382,7 +455,9 @@ async def test_grpc_streams_batched_and_client_cancel(fp32_model, tokenizer):
     streams = []
     submit = eng.submit_chat
     eng.submit_chat = lambda *a, **kw: streams.append(submit(*a, **kw)) or streams[-1]
-    svc = FormalizeService(eng, FakeVerify(), FormalizeConfig(max_new_tokens=256, mathlib_names_path=None))
+    svc = FormalizeService(
+        eng, FakeVerify(), FormalizeConfig(max_new_tokens=256, mathlib_names_path=None)
+    )
     server = grpc.aio.server()
     formalizer_pb2_grpc.add_FormalizerServicer_to_server(FormalizerServicer(svc), server)
     port = server.add_insecure_port("127.0.0.1:0")
@@ -391,19 +466,27 @@ async def test_grpc_streams_batched_and_client_cancel(fp32_model, tokenizer):
     stub = formalizer_pb2_grpc.FormalizerStub(channel)
 
     def request(id_, n):
-        return pb.FormalizeClientMessage(request=pb.FormalizeRequest(
-            id=id_, informal_statement="Two plus two is four.", max_iterations=1, stream_tokens=True,
-            sampling=pb.SamplingOptions(max_new_tokens=n)))
+        return pb.FormalizeClientMessage(
+            request=pb.FormalizeRequest(
+                id=id_,
+                informal_statement="Two plus two is four.",
+                max_iterations=1,
+                stream_tokens=True,
+                sampling=pb.SamplingOptions(max_new_tokens=n),
+            )
+        )
 
     async def one_shot(id_, n):
         async def reqs():
             yield request(id_, n)
+
         return [ev async for ev in stub.Formalize(reqs())]
 
     async def cancelled_stream():
         async def reqs():
             yield request("long", 200)
             await asyncio.sleep(30)
+
         call = stub.Formalize(reqs())
         seen = 0
         async for ev in call:
@@ -414,8 +497,13 @@ async def test_grpc_streams_batched_and_client_cancel(fp32_model, tokenizer):
         return seen
 
     try:
-        short, seen = await asyncio.wait_for(asyncio.gather(one_shot("short", 24), cancelled_stream()), 120)
-        assert short[-1].outcome.status == pb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED and short[-1].outcome.generated_tokens == 24
+        short, seen = await asyncio.wait_for(
+            asyncio.gather(one_shot("short", 24), cancelled_stream()), 120
+        )
+        assert (
+            short[-1].outcome.status == pb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED
+            and short[-1].outcome.generated_tokens == 24
+        )
         assert eng.stats.max_batch_seen >= 2  # the two streams were decoded together
         results = [await asyncio.wait_for(s.result(), 30) for s in streams]
         cancelled = [r for r in results if r.finish_reason == "cancelled"]
@@ -442,10 +530,14 @@ def test_engine_survives_a_failing_step(fp32_model, tokenizer):
         s1 = eng.submit(ids(tokenizer, "a b c"), SamplingParams(max_new_tokens=50))
         s2 = eng.submit(ids(tokenizer, "d e f"), SamplingParams(max_new_tokens=50))
         r1, r2 = s1.wait(60), s2.wait(60)
-        assert {r1.finish_reason, r2.finish_reason} <= {"error", "length"} and "error" in {r1.finish_reason,
-                                                                                           r2.finish_reason}
+        assert {r1.finish_reason, r2.finish_reason} <= {"error", "length"} and "error" in {
+            r1.finish_reason,
+            r2.finish_reason,
+        }
         assert "simulated" in (r1.error + r2.error)
-        ok = eng.submit(ids(tokenizer, "g"), SamplingParams(max_new_tokens=3)).wait(60)  # still serving
+        ok = eng.submit(ids(tokenizer, "g"), SamplingParams(max_new_tokens=3)).wait(
+            60
+        )  # still serving
         assert ok.finish_reason == "length" and ok.generated_tokens == 3
     finally:
         eng.close()

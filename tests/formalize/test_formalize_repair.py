@@ -4,13 +4,19 @@ import asyncio
 
 import pytest
 
+from formalize_support import GOOD, FakeVerify, ScriptedGenerator, collect, error_result
 from leanrpc.errors import WorkerCrashed
 from leanrpc.formalize import prompts
 from leanrpc.formalize.repair import Formalizer
-from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, OutcomeStatus, Sampling, TokenChunk
+from leanrpc.formalize.types import (
+    Candidate,
+    FormalizeRequest,
+    Outcome,
+    OutcomeStatus,
+    Sampling,
+    TokenChunk,
+)
 from leanrpc.results import Status, VerifyResult
-
-from formalize_support import GOOD, FakeVerify, ScriptedGenerator, collect, error_result
 
 BAD_NAME = "theorem t (p : ℕ) (hp : Nat.prme p) : 2 ≤ p := by sorry"
 FIXED = "theorem t (p : ℕ) (hp : Nat.Prime p) : 2 ≤ p := by sorry"
@@ -89,7 +95,9 @@ async def test_errors_truncated_to_800_chars(config):
     block = feedback.split("```\n", 1)[1].split("\n```", 1)[0]
     assert len(block) == 800 and block.endswith("[truncated]")
     out = outcome(events)
-    assert out.status == OutcomeStatus.EXHAUSTED and out.iterations == 2 and out.lean_statement == ""
+    assert (
+        out.status == OutcomeStatus.EXHAUSTED and out.iterations == 2 and out.lean_statement == ""
+    )
 
 
 async def test_default_five_iterations_then_exhausted(config):
@@ -107,8 +115,14 @@ async def test_default_five_iterations_then_exhausted(config):
 
 async def test_retrieval_prepended_to_first_prompt_only(config, small_names):
     gen = ScriptedGenerator([BAD_NAME, FIXED])
-    await run(gen, FakeVerify(), config, names=small_names, retrieval=True,
-              informal_statement="Every prime number p satisfies 2 <= p.")
+    await run(
+        gen,
+        FakeVerify(),
+        config,
+        names=small_names,
+        retrieval=True,
+        informal_statement="Every prime number p satisfies 2 <= p.",
+    )
     first_user = gen.calls[0][0][1]["content"]
     assert "Mathlib declarations that may be relevant" in first_user and "`Nat.Prime`" in first_user
     # the task message stays the same; no second retrieval block
@@ -121,20 +135,33 @@ async def test_retrieval_prepended_to_first_prompt_only(config, small_names):
 async def test_header_and_sampling_passed(config):
     gen = ScriptedGenerator(["junk", GOOD])
     verify = FakeVerify()
-    await run(gen, verify, config, header="import Mathlib\nopen Real",
-              sampling=Sampling(temperature=0.7, top_p=0.9, max_new_tokens=64, seed=11))
+    await run(
+        gen,
+        verify,
+        config,
+        header="import Mathlib\nopen Real",
+        sampling=Sampling(temperature=0.7, top_p=0.9, max_new_tokens=64, seed=11),
+    )
     p1, p2 = gen.calls[0][2], gen.calls[1][2]
-    assert (p1.temperature, p1.top_p, p1.max_new_tokens, p1.seed) == (pytest.approx(0.7), pytest.approx(0.9), 64, 11)
+    assert (p1.temperature, p1.top_p, p1.max_new_tokens, p1.seed) == (
+        pytest.approx(0.7),
+        pytest.approx(0.9),
+        64,
+        11,
+    )
     assert p2.seed == 12  # a fresh seed per iteration
     assert verify.codes[0].startswith("import Mathlib\nopen Real\n\ntheorem")
 
 
-@pytest.mark.parametrize("kw, text", [
-    ({"informal_statement": "  "}, "informal_statement is empty"),
-    ({"max_iterations": 99}, "exceeds the server limit"),
-    ({"sampling": Sampling(max_new_tokens=10**6)}, "exceeds the server limit"),
-    ({"sampling": Sampling(top_p=2)}, "top_p"),
-])
+@pytest.mark.parametrize(
+    "kw, text",
+    [
+        ({"informal_statement": "  "}, "informal_statement is empty"),
+        ({"max_iterations": 99}, "exceeds the server limit"),
+        ({"sampling": Sampling(max_new_tokens=10**6)}, "exceeds the server limit"),
+        ({"sampling": Sampling(top_p=2)}, "top_p"),
+    ],
+)
 async def test_invalid_requests_fail_the_job(config, kw, text):
     gen = ScriptedGenerator([GOOD])
     events = await run(gen, FakeVerify(), config, **kw)
@@ -144,7 +171,9 @@ async def test_invalid_requests_fail_the_job(config, kw, text):
 
 
 async def test_verify_error_fails(config):
-    events = await run(ScriptedGenerator([GOOD]), FakeVerify(raises=WorkerCrashed("repl died")), config)
+    events = await run(
+        ScriptedGenerator([GOOD]), FakeVerify(raises=WorkerCrashed("repl died")), config
+    )
     out = outcome(events)
     assert out.status == OutcomeStatus.FAILED and "repl died" in out.error
     assert candidates(events)[0].verify_result is None
@@ -153,7 +182,9 @@ async def test_verify_error_fails(config):
 async def test_rejected_fails_timeout_retries(config):
     rejected = VerifyResult(id="", status=Status.REJECTED, error="header failed to load")
     events = await run(ScriptedGenerator([GOOD]), FakeVerify(script=[rejected]), config)
-    assert outcome(events).status == OutcomeStatus.FAILED and "header failed" in outcome(events).error
+    assert (
+        outcome(events).status == OutcomeStatus.FAILED and "header failed" in outcome(events).error
+    )
     timeout = VerifyResult(id="", status=Status.TIMEOUT, error="ran past 60 s")
     gen = ScriptedGenerator([GOOD])
     events = await run(gen, FakeVerify(script=[timeout]), config)
@@ -163,7 +194,10 @@ async def test_rejected_fails_timeout_retries(config):
 
 async def test_generation_error_fails(config):
     events = await run(ScriptedGenerator([GOOD], fail="CUDA out of memory"), FakeVerify(), config)
-    assert outcome(events).status == OutcomeStatus.FAILED and "CUDA out of memory" in outcome(events).error
+    assert (
+        outcome(events).status == OutcomeStatus.FAILED
+        and "CUDA out of memory" in outcome(events).error
+    )
 
 
 async def test_cancel_during_generation_stops_within_a_few_chunks(config):

@@ -5,6 +5,7 @@ import asyncio
 import grpc
 import pytest
 
+from formalize_support import GOOD, FakeVerify, ScriptedGenerator, collect
 from leanrpc.edge.formalizer import (
     FormalizerServicer,
     add_formalizer_to_server,
@@ -14,12 +15,16 @@ from leanrpc.edge.formalizer import (
 )
 from leanrpc.errors import ModelNotConfigured, RequestError
 from leanrpc.formalize.config import FormalizeConfig
-from leanrpc.formalize.types import FormalizeEvent, FormalizeRequest, Outcome, OutcomeStatus, TokenChunk
+from leanrpc.formalize.types import (
+    FormalizeEvent,
+    FormalizeRequest,
+    Outcome,
+    OutcomeStatus,
+    TokenChunk,
+)
 from leanrpc.services.formalize import NOT_CONFIGURED, FormalizeService
 from leanrpc.v1 import formalizer_pb2 as pb
 from leanrpc.v1 import formalizer_pb2_grpc, verifier_pb2
-
-from formalize_support import GOOD, FakeVerify, ScriptedGenerator, collect
 
 
 def outcomes(events):
@@ -48,7 +53,9 @@ class TestService:
         assert svc.serving_status() == (True, "")
         session = svc.open_session()
         for i in range(4):
-            session.submit(FormalizeRequest(id=f"j{i}", informal_statement="2+2=4", stream_tokens=True))
+            session.submit(
+                FormalizeRequest(id=f"j{i}", informal_statement="2+2=4", stream_tokens=True)
+            )
         session.end_input()
         events = await asyncio.wait_for(collect(session.events()), 5)
         outs = outcomes(events)
@@ -74,7 +81,9 @@ class TestService:
         session.end_input()
         await collect(session.events())
         session2 = svc.open_session()
-        session2.submit(FormalizeRequest(id="a", informal_statement="x"))  # reuse after it finished is fine
+        session2.submit(
+            FormalizeRequest(id="a", informal_statement="x")
+        )  # reuse after it finished is fine
         await session2.aclose()
 
     async def test_cancel_one_job(self, config):
@@ -116,9 +125,15 @@ class TestService:
 
 class TestConversion:
     def test_request_from_pb(self):
-        msg = pb.FormalizeRequest(id="q", informal_statement="s", header="import Mathlib", max_iterations=3,
-                                  sampling=pb.SamplingOptions(temperature=0.5, top_p=0.9, max_new_tokens=9, seed=4),
-                                  stream_tokens=True, retrieval=True)
+        msg = pb.FormalizeRequest(
+            id="q",
+            informal_statement="s",
+            header="import Mathlib",
+            max_iterations=3,
+            sampling=pb.SamplingOptions(temperature=0.5, top_p=0.9, max_new_tokens=9, seed=4),
+            stream_tokens=True,
+            retrieval=True,
+        )
         r = request_from_pb(msg)
         assert (r.id, r.max_iterations, r.stream_tokens, r.retrieval) == ("q", 3, True, True)
         assert r.sampling.max_new_tokens == 9 and r.sampling.seed == 4
@@ -140,9 +155,15 @@ class TestConversion:
         assert cfg.default_header.endswith("open Real") and cfg.quantize is False
 
     def test_outcome_to_pb(self):
-        ev = event_to_pb(FormalizeEvent("j", Outcome(OutcomeStatus.EXHAUSTED, 5, error="e", generated_tokens=7)))
+        ev = event_to_pb(
+            FormalizeEvent("j", Outcome(OutcomeStatus.EXHAUSTED, 5, error="e", generated_tokens=7))
+        )
         assert ev.id == "j" and ev.WhichOneof("kind") == "outcome"
-        assert ev.outcome.status == pb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED and ev.outcome.iterations == 5 and ev.outcome.generated_tokens == 7
+        assert (
+            ev.outcome.status == pb.FORMALIZE_OUTCOME_STATUS_EXHAUSTED
+            and ev.outcome.iterations == 5
+            and ev.outcome.generated_tokens == 7
+        )
 
 
 @pytest.fixture
@@ -165,7 +186,9 @@ async def grpc_channel_factory():
 
 
 def client_request(id_, text="Two plus two is four.", **kw):
-    return pb.FormalizeClientMessage(request=pb.FormalizeRequest(id=id_, informal_statement=text, **kw))
+    return pb.FormalizeClientMessage(
+        request=pb.FormalizeRequest(id=id_, informal_statement=text, **kw)
+    )
 
 
 class TestGrpc:
@@ -182,9 +205,15 @@ class TestGrpc:
         assert kinds[0] == "token" and kinds[-1] == "outcome" and kinds.count("candidate") == 2
         cands = [ev.candidate for ev in events if ev.HasField("candidate")]
         assert cands[0].verify_result.status == verifier_pb2.STATUS_INVALID
-        assert cands[0].well_formed.ok and cands[1].verify_result.status == verifier_pb2.STATUS_SORRY
+        assert (
+            cands[0].well_formed.ok and cands[1].verify_result.status == verifier_pb2.STATUS_SORRY
+        )
         out = events[-1].outcome
-        assert out.status == pb.FORMALIZE_OUTCOME_STATUS_FORMALIZED and out.iterations == 2 and out.lean_statement == GOOD
+        assert (
+            out.status == pb.FORMALIZE_OUTCOME_STATUS_FORMALIZED
+            and out.iterations == 2
+            and out.lean_statement == GOOD
+        )
         assert all(ev.id == "a" for ev in events)
 
     async def test_not_serving_is_failed_precondition(self, grpc_channel_factory, config):
@@ -200,7 +229,9 @@ class TestGrpc:
         assert "no model weights configured" in err.value.details()
 
     async def test_duplicate_id_is_invalid_argument(self, grpc_channel_factory, config):
-        stub = await grpc_channel_factory(FormalizeService(ScriptedGenerator([GOOD], delay=0.05), FakeVerify(), config))
+        stub = await grpc_channel_factory(
+            FormalizeService(ScriptedGenerator([GOOD], delay=0.05), FakeVerify(), config)
+        )
 
         async def requests():
             yield client_request("a")

@@ -7,16 +7,14 @@ a header importing an unknown module is REJECTED by the Verify service.
 
 import pytest
 
+from formalize_support import GOOD, ScriptedGenerator, collect
 from leanrpc.formalize.diagnostics import unknown_identifiers
 from leanrpc.formalize.repair import Formalizer
-from leanrpc.pool.pool import Pool
-from leanrpc.services.verify import VerifyOptions, VerifyService
 from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome, OutcomeStatus
+from leanrpc.pool.pool import Pool
 from leanrpc.results import Status
-
-from formalize_support import GOOD, ScriptedGenerator, collect
+from leanrpc.services.verify import VerifyOptions, VerifyService
 from testkit import loopback_config
-
 
 
 @pytest.fixture
@@ -40,7 +38,9 @@ async def standin():
 async def test_verifier_statuses(standin):
     ok = await standin(f"import Mathlib\n\n{GOOD}\n")
     assert ok.status == Status.SORRY and ok.sorries and ok.verifier.kind == "stand-in"
-    bad = await standin("import Mathlib\n\ntheorem foo (x : ℕ) : x = x := by\n  exact Nat.nonexistent_lemma x\n")
+    bad = await standin(
+        "import Mathlib\n\ntheorem foo (x : ℕ) : x = x := by\n  exact Nat.nonexistent_lemma x\n"
+    )
     assert bad.status == Status.INVALID
     assert unknown_identifiers(bad.messages) == ["Nat.nonexistent_lemma"]
     valid = await standin("theorem t : True := trivial")
@@ -50,24 +50,40 @@ async def test_verifier_statuses(standin):
 
 async def test_repair_loop_through_standin(standin, config):
     gen = ScriptedGenerator(["Sure! theorem missing_sorry : (2 : ℕ) + 2 = 4 := by norm_num", GOOD])
-    events = await collect(Formalizer(gen, standin, config).job(
-        FormalizeRequest(id="a", informal_statement="Two plus two is four.")).events())
+    events = await collect(
+        Formalizer(gen, standin, config)
+        .job(FormalizeRequest(id="a", informal_statement="Two plus two is four."))
+        .events()
+    )
     out = events[-1]
-    assert isinstance(out, Outcome) and out.status == OutcomeStatus.FORMALIZED and out.iterations == 2
+    assert (
+        isinstance(out, Outcome) and out.status == OutcomeStatus.FORMALIZED and out.iterations == 2
+    )
     cands = [e for e in events if isinstance(e, Candidate)]
     assert not cands[0].well_formed.ok and cands[1].verify_result.status == Status.SORRY
 
 
 async def test_broken_header_is_rejected_and_fails(standin, config):
     gen = ScriptedGenerator([GOOD])
-    events = await collect(Formalizer(gen, standin, config).job(FormalizeRequest(
-        id="b", informal_statement="Two plus two is four.", header="import Mathlib\nimport NoSuch.Module",
-        max_iterations=2)).events())
+    events = await collect(
+        Formalizer(gen, standin, config)
+        .job(
+            FormalizeRequest(
+                id="b",
+                informal_statement="Two plus two is four.",
+                header="import Mathlib\nimport NoSuch.Module",
+                max_iterations=2,
+            )
+        )
+        .events()
+    )
     out = events[-1]
     assert out.status == OutcomeStatus.FAILED and out.iterations == 1 and "REJECTED" in out.error
     (cand,) = [e for e in events if isinstance(e, Candidate)]
     assert cand.verify_result.status == Status.REJECTED
-    assert len(gen.calls) == 1  # no second round: the verifier refuses the header, not the statement
+    assert (
+        len(gen.calls) == 1
+    )  # no second round: the verifier refuses the header, not the statement
 
 
 @pytest.mark.model
@@ -76,9 +92,13 @@ async def test_tiny_model_service_with_standin(tiny_dir, standin):
     from leanrpc.formalize.config import FormalizeConfig
     from leanrpc.services.formalize import FormalizeService
 
-    cfg = FormalizeConfig(model_dir=str(tiny_dir), device="cpu", max_new_tokens=6, mathlib_names_path=None)
+    cfg = FormalizeConfig(
+        model_dir=str(tiny_dir), device="cpu", max_new_tokens=6, mathlib_names_path=None
+    )
     svc = FormalizeService.from_config(cfg, standin)
     assert svc.serving_status() == (True, "")
-    events = await collect(svc.formalize(FormalizeRequest(id="t", informal_statement="1 + 1 = 2", max_iterations=1)))
+    events = await collect(
+        svc.formalize(FormalizeRequest(id="t", informal_statement="1 + 1 = 2", max_iterations=1))
+    )
     assert isinstance(events[-1], Outcome) and events[-1].iterations == 1
     await svc.close()

@@ -3,7 +3,13 @@
 import pytest
 
 from leanrpc.formalize import prompts
-from leanrpc.formalize.diagnostics import classify, error_category, format_errors, truncate, unknown_identifiers
+from leanrpc.formalize.diagnostics import (
+    classify,
+    error_category,
+    format_errors,
+    truncate,
+    unknown_identifiers,
+)
 from leanrpc.formalize.retrieval import MathlibNames, name_words, query_words
 from leanrpc.formalize.wellformed import check, extract_candidate, theorem_name
 from leanrpc.results import Message, Position, Severity, Status, VerifyResult
@@ -11,32 +17,50 @@ from testkit import shared_path
 
 
 class TestWellFormed:
-    @pytest.mark.parametrize("code", [
-        "theorem foo (x : ℝ) (h₀ : 0 < x) : x ^ 2 > 0 := by sorry",
-        "theorem foo : ∀ n : ℕ, n = n := by\n  sorry",
-        "theorem f (s : Finset ℕ) : ∑ i ∈ s, i = s.sum id := by sorry",
-        "theorem q {G : Type*} [Group G] (H : Subgroup G) [H.Normal] : ⟨1, H.one_mem⟩ = (1 : H) := by sorry",
-        'theorem s : "(" = "(" := by sorry -- (',
-        "theorem c /- ( -/ : True := by sorry",
-        "theorem d (f : ℕ → ℕ) (h : ∀ x, f x = x) : f 2 = 2 := by sorry",
-    ])
+    @pytest.mark.parametrize(
+        "code",
+        [
+            "theorem foo (x : ℝ) (h₀ : 0 < x) : x ^ 2 > 0 := by sorry",
+            "theorem foo : ∀ n : ℕ, n = n := by\n  sorry",
+            "theorem f (s : Finset ℕ) : ∑ i ∈ s, i = s.sum id := by sorry",
+            "theorem q {G : Type*} [Group G] (H : Subgroup G) [H.Normal] : ⟨1, H.one_mem⟩ = (1 : H) := by sorry",
+            'theorem s : "(" = "(" := by sorry -- (',
+            "theorem c /- ( -/ : True := by sorry",
+            "theorem d (f : ℕ → ℕ) (h : ∀ x, f x = x) : f 2 = 2 := by sorry",
+        ],
+    )
     def test_ok(self, code):
         wf = check(code)
         assert wf.ok, wf.reason
         assert wf.reason == ""
 
-    @pytest.mark.parametrize("code, field, reason", [
-        ("theorem foo (x : ℝ : x = 1 := by sorry", "balanced_delimiters", "unclosed '('"),
-        ("theorem foo (x : ℝ)) : x = 1 := by sorry", "balanced_delimiters", "unmatched ')'"),
-        ("theorem foo [x : ℝ) : x = 1 := by sorry", "balanced_delimiters", "closed by"),
-        ("theorem foo (x : ℝ) := by sorry", "has_theorem_signature", "no type signature"),
-        ("theorem  : 1 = 1 := by sorry", "has_theorem_signature", "no name"),
-        ("lemma foo : 1 = 1 := by sorry", "has_theorem_signature", "does not start with `theorem`"),
-        ("theorem foo (x : ℝ) :  := by sorry", "has_theorem_signature", "empty type"),
-        ("theorem foo : 1 = 1", "has_theorem_signature", "no top-level `:=`"),
-        ("theorem foo (x : ℝ) : x = 1 := by simp", "ends_with_by_sorry", "does not end with `:= by sorry`"),
-        ("theorem foo : 1 = 1 := sorry", "ends_with_by_sorry", "does not end with `:= by sorry`"),
-    ])
+    @pytest.mark.parametrize(
+        "code, field, reason",
+        [
+            ("theorem foo (x : ℝ : x = 1 := by sorry", "balanced_delimiters", "unclosed '('"),
+            ("theorem foo (x : ℝ)) : x = 1 := by sorry", "balanced_delimiters", "unmatched ')'"),
+            ("theorem foo [x : ℝ) : x = 1 := by sorry", "balanced_delimiters", "closed by"),
+            ("theorem foo (x : ℝ) := by sorry", "has_theorem_signature", "no type signature"),
+            ("theorem  : 1 = 1 := by sorry", "has_theorem_signature", "no name"),
+            (
+                "lemma foo : 1 = 1 := by sorry",
+                "has_theorem_signature",
+                "does not start with `theorem`",
+            ),
+            ("theorem foo (x : ℝ) :  := by sorry", "has_theorem_signature", "empty type"),
+            ("theorem foo : 1 = 1", "has_theorem_signature", "no top-level `:=`"),
+            (
+                "theorem foo (x : ℝ) : x = 1 := by simp",
+                "ends_with_by_sorry",
+                "does not end with `:= by sorry`",
+            ),
+            (
+                "theorem foo : 1 = 1 := sorry",
+                "ends_with_by_sorry",
+                "does not end with `:= by sorry`",
+            ),
+        ],
+    )
     def test_failures(self, code, field, reason):
         wf = check(code)
         assert not wf.ok
@@ -44,20 +68,34 @@ class TestWellFormed:
         assert reason in wf.reason
 
     def test_extract_from_fenced_prose(self):
-        text = ("Here it is:\n```lean\nimport Mathlib\nopen Real\n/-- doc -/\nlemma x (a : ℝ) : a = a := by\n"
-                "  sorry\n\ntheorem y : 2 = 2 := by sorry\n```\nDone.")
+        text = (
+            "Here it is:\n```lean\nimport Mathlib\nopen Real\n/-- doc -/\nlemma x (a : ℝ) : a = a := by\n"
+            "  sorry\n\ntheorem y : 2 = 2 := by sorry\n```\nDone."
+        )
         assert extract_candidate(text) == "theorem x (a : ℝ) : a = a := by\n  sorry"
 
     def test_term_mode_sorry_normalized(self):
-        assert extract_candidate("theorem a : 1 = 1 :=\n  sorry") == "theorem a : 1 = 1 := by\n  sorry"
+        assert (
+            extract_candidate("theorem a : 1 = 1 :=\n  sorry") == "theorem a : 1 = 1 := by\n  sorry"
+        )
         assert check(extract_candidate("theorem a : 1 = 1 := sorry")).ok
 
     def test_every_benchmark_reference_is_well_formed(self):
         """No false alarms on 855 human-written statements (miniF2F + ProofNet-Verified)."""
         import json
 
-        files = [(shared_path("datasets", "minif2f-proofnet-putnam-goedel-prover", "minif2f.jsonl"), "formal_statement", " sorry"),
-                 (shared_path("datasets", "proofnet-verified", "proofnet-verified.jsonl"), "formal_stmt", "")]
+        files = [
+            (
+                shared_path("datasets", "minif2f-proofnet-putnam-goedel-prover", "minif2f.jsonl"),
+                "formal_statement",
+                " sorry",
+            ),
+            (
+                shared_path("datasets", "proofnet-verified", "proofnet-verified.jsonl"),
+                "formal_stmt",
+                "",
+            ),
+        ]
         n = 0
         for path, field, suffix in files:
             for line in path.read_text().splitlines():
@@ -68,7 +106,10 @@ class TestWellFormed:
         assert n == 855
 
     def test_extract_raw_and_garbage(self):
-        assert extract_candidate("theorem a : 1 = 1 := by sorry\n```\nmore") == "theorem a : 1 = 1 := by sorry"
+        assert (
+            extract_candidate("theorem a : 1 = 1 := by sorry\n```\nmore")
+            == "theorem a : 1 = 1 := by sorry"
+        )
         assert extract_candidate("  no declaration here ") == "no declaration here"
         assert theorem_name("theorem my_thm' (x : ℕ) : x = x := by sorry") == "my_thm'"
 
@@ -77,46 +118,64 @@ class TestDiagnostics:
     def _msg(self, text, sev=Severity.ERROR, line=3):
         return Message(sev, Position(line, 4), Position(line, 9), text)
 
-    @pytest.mark.parametrize("text, name", [
-        ("unknown identifier 'Nat.foo'", "Nat.foo"),
-        ("unknown constant 'Real.bar'", "Real.bar"),
-        ("Unknown identifier `Real.sqrt_foo`", "Real.sqrt_foo"),
-        ("Unknown constant `Nat.baz`", "Nat.baz"),
-        ("unknown identifier 'Nat.prime_def_lt''", "Nat.prime_def_lt'"),
-        ("unknown identifier 'x.y'\nmore text", "x.y"),
-        ("Unknown identifier `Nat.«weird name»`", "Nat.weird name"),
-    ])
+    @pytest.mark.parametrize(
+        "text, name",
+        [
+            ("unknown identifier 'Nat.foo'", "Nat.foo"),
+            ("unknown constant 'Real.bar'", "Real.bar"),
+            ("Unknown identifier `Real.sqrt_foo`", "Real.sqrt_foo"),
+            ("Unknown constant `Nat.baz`", "Nat.baz"),
+            ("unknown identifier 'Nat.prime_def_lt''", "Nat.prime_def_lt'"),
+            ("unknown identifier 'x.y'\nmore text", "x.y"),
+            ("Unknown identifier `Nat.«weird name»`", "Nat.weird name"),
+        ],
+    )
     def test_unknown_identifier_spellings(self, text, name):
         assert unknown_identifiers([self._msg(text)]) == [name]
 
     def test_unknown_ignores_warnings_and_dedups(self):
-        msgs = [self._msg("unknown identifier 'A.b'", Severity.WARNING), self._msg("unknown identifier 'C.d'"),
-                self._msg("Unknown identifier `C.d`")]
+        msgs = [
+            self._msg("unknown identifier 'A.b'", Severity.WARNING),
+            self._msg("unknown identifier 'C.d'"),
+            self._msg("Unknown identifier `C.d`"),
+        ]
         assert unknown_identifiers(msgs) == ["C.d"]
 
-    @pytest.mark.parametrize("text, cat", [
-        ("unknown identifier 'x'", "unknown_ident"),
-        ("Unknown constant `Foo.bar`", "unknown_ident"),
-        ("unexpected token ':='; expected term", "syntax"),
-        ("expected term", "syntax"),
-        ("failed to synthesize\n  HAdd ℕ ℝ ?m", "typeclass"),
-        ("type mismatch\n  h\nhas type\n  a : Prop", "type_mismatch"),
-        ("application type mismatch", "type_mismatch"),
-        ("unsolved goals", "other"),
-    ])
+    @pytest.mark.parametrize(
+        "text, cat",
+        [
+            ("unknown identifier 'x'", "unknown_ident"),
+            ("Unknown constant `Foo.bar`", "unknown_ident"),
+            ("unexpected token ':='; expected term", "syntax"),
+            ("expected term", "syntax"),
+            ("failed to synthesize\n  HAdd ℕ ℝ ?m", "typeclass"),
+            ("type mismatch\n  h\nhas type\n  a : Prop", "type_mismatch"),
+            ("application type mismatch", "type_mismatch"),
+            ("unsolved goals", "other"),
+        ],
+    )
     def test_classify(self, text, cat):
         assert classify(text) == cat
 
     def test_error_category_uses_first_error(self):
-        r = VerifyResult(id="", status=Status.INVALID, messages=[
-            self._msg("declaration uses 'sorry'", Severity.WARNING),
-            self._msg("failed to synthesize"), self._msg("unknown identifier 'x'")])
+        r = VerifyResult(
+            id="",
+            status=Status.INVALID,
+            messages=[
+                self._msg("declaration uses 'sorry'", Severity.WARNING),
+                self._msg("failed to synthesize"),
+                self._msg("unknown identifier 'x'"),
+            ],
+        )
         assert error_category(r) == "typeclass"
         assert error_category(VerifyResult(id="", status=Status.SORRY)) is None
 
     def test_format_errors_relative_lines_and_truncation(self):
-        r = VerifyResult(id="", status=Status.INVALID, messages=[self._msg("x" * 2000, line=5),
-                                                                 self._msg("note", Severity.INFO)])
+        r = VerifyResult(
+            id="",
+            status=Status.INVALID,
+            messages=[self._msg("x" * 2000, line=5), self._msg("note", Severity.INFO)],
+        )
         text = format_errors(r, line_offset=2, limit=800)
         assert text.startswith("line 3, col 4: xxx")
         assert len(text) == 800 and text.endswith("[truncated]")
@@ -144,7 +203,9 @@ class TestRetrieval:
         assert "Nat.Prime" in small_names and "Nat.prime" not in small_names
 
     def test_search_small(self, small_names):
-        top = [n for n, _, _ in small_names.search("Show that every prime number p is at least 2", 3)]
+        top = [
+            n for n, _, _ in small_names.search("Show that every prime number p is at least 2", 3)
+        ]
         assert top[0] in ("Nat.Prime", "Nat.Prime.two_le")
         assert small_names.search("zzz qqq", 3) == []
 
@@ -152,8 +213,12 @@ class TestRetrieval:
         assert len(full_names) > 170_000
         assert "Nat.Prime.two_le" in full_names.did_you_mean("Nat.prme_two_le")
         assert full_names.did_you_mean("Real.sqrt_nonneg_foo")[0] == "Real.sqrt_nonneg"
-        names = [n for n, _, _ in full_names.search(
-            "Let G be a finite group and H a normal subgroup of G.", 8)]
+        names = [
+            n
+            for n, _, _ in full_names.search(
+                "Let G be a finite group and H a normal subgroup of G.", 8
+            )
+        ]
         assert "Subgroup.Normal" in names
 
     def test_from_tsv_rejects_wrong_header(self, tmp_path):
@@ -167,15 +232,20 @@ class TestRetrieval:
 
 class TestPrompts:
     def test_first_prompt(self):
-        task = prompts.task_message("Two plus two is four.", "import Mathlib",
-                                    [("Nat.add", "def", "Init"), ("Nat.add_comm", "theorem(to_additive:guessed)", "M")])
+        task = prompts.task_message(
+            "Two plus two is four.",
+            "import Mathlib",
+            [("Nat.add", "def", "Init"), ("Nat.add_comm", "theorem(to_additive:guessed)", "M")],
+        )
         msgs = prompts.build_messages(task)
         assert [m["role"] for m in msgs] == ["system", "user"]
         assert "`Nat.add_comm` (theorem, M)" in msgs[1]["content"]
         assert "import Mathlib" in msgs[1]["content"] and "Two plus two" in msgs[1]["content"]
 
     def test_repair_prompt(self):
-        fb = prompts.feedback_message(errors="line 1: boom", suggestions={"Nat.prme": ["Nat.Prime"], "Zzz.q": []})
+        fb = prompts.feedback_message(
+            errors="line 1: boom", suggestions={"Nat.prme": ["Nat.Prime"], "Zzz.q": []}
+        )
         msgs = prompts.build_messages("task", "theorem a : 1 = 1 := by sorry", fb)
         assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"]
         assert msgs[2]["content"].startswith(prompts.ASSISTANT_PREFIX)

@@ -22,8 +22,10 @@ from kimina_client import AsyncKiminaClient, KiminaClient, Snippet
 
 
 def analyzed(response) -> list[dict]:
-    return [{"id": r.id, "status": r.analyze().status.value, "result": r.model_dump(exclude_none=True)}
-            for r in response.results]
+    return [
+        {"id": r.id, "status": r.analyze().status.value, "result": r.model_dump(exclude_none=True)}
+        for r in response.results
+    ]
 
 
 def selftest(url: str, key: str | None) -> dict:
@@ -37,8 +39,12 @@ def selftest(url: str, key: str | None) -> dict:
 def check(url: str, key: str | None, args: dict) -> dict:
     with open(args["path"], encoding="utf-8") as f:
         snippets = [Snippet(id=s["id"], code=s["code"]) for s in json.load(f)]
-    options = dict(timeout=args.get("timeout", 60), batch_size=args.get("batch_size", 8),
-                   max_workers=args.get("max_workers", 5), show_progress=False)
+    options = dict(
+        timeout=args.get("timeout", 60),
+        batch_size=args.get("batch_size", 8),
+        max_workers=args.get("max_workers", 5),
+        show_progress=False,
+    )
     sync = KiminaClient(api_url=url, api_key=key, n_retries=1).check(snippets, **options)
     out = {"sync": analyzed(sync)}
     if args.get("async", True):
@@ -58,8 +64,14 @@ def bench(url: str, key: str | None, args: dict) -> dict:
         return response
 
     client.check = recording_check
-    client.run_benchmark(dataset_name=args["dataset"], n=args["n"], batch_size=args.get("batch_size", 4),
-                         max_workers=args.get("max_workers", 2), timeout=30, show_progress=False)
+    client.run_benchmark(
+        dataset_name=args["dataset"],
+        n=args["n"],
+        batch_size=args.get("batch_size", 4),
+        max_workers=args.get("max_workers", 2),
+        timeout=30,
+        show_progress=False,
+    )
     return {"runs": len(seen), "results": analyzed(seen[0]) if seen else []}
 
 
@@ -67,7 +79,9 @@ def raw(url: str, key: str | None, args: dict) -> dict:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     headers.update(args.get("headers", {}))
     content = args["body"] if isinstance(args["body"], str) else json.dumps(args["body"])
-    response = httpx.post(url + args["path"], content=content, headers={"Content-Type": "application/json", **headers})
+    response = httpx.post(
+        url + args["path"], content=content, headers={"Content-Type": "application/json", **headers}
+    )
     return {"status": response.status_code, "json": response.json()}
 
 

@@ -33,7 +33,9 @@ def counted(monkeypatch):
 
 async def _rest(url: str, code: str) -> tuple[int, dict]:
     async with aiohttp.ClientSession() as session:
-        async with session.post(url + "/api/check", json={"snippets": [{"id": "1", "code": code}]}) as response:
+        async with session.post(
+            url + "/api/check", json={"snippets": [{"id": "1", "code": code}]}
+        ) as response:
             return response.status, await response.json()
 
 

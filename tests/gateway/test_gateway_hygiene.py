@@ -62,7 +62,7 @@ def _trickle(port: int, head: bytes, trickle: bytes, interval: float) -> tuple[b
             except ConnectionResetError:
                 return received, sent  # closed by the server (with data unread)
             try:
-                sock.send(trickle[sent:sent + 1])
+                sock.send(trickle[sent : sent + 1])
                 sent += 1
             except (BrokenPipeError, ConnectionResetError):
                 return received, sent
@@ -73,10 +73,16 @@ def _trickle(port: int, head: bytes, trickle: bytes, interval: float) -> tuple[b
 
 async def test_verify_with_disable_cache_elaborates_every_time():
     async with gateway(cache=True) as (app, port, _served):
-        body = {"codes": [{"custom_id": "a", "proof": HEADER + "theorem a : 1 + 1 = 2 := by rfl"}], "timeout": 20}
+        body = {
+            "codes": [{"custom_id": "a", "proof": HEADER + "theorem a : 1 + 1 = 2 := by rfl"}],
+            "timeout": 20,
+        }
         for _ in range(2):
             status, answer = await _post(port, "/verify", {**body, "disable_cache": True})
-            assert status == 200 and answer["results"][0]["leanrpc"]["reuse"].get("cache_source", "") == ""
+            assert (
+                status == 200
+                and answer["results"][0]["leanrpc"]["reuse"].get("cache_source", "") == ""
+            )
         assert app.pool.stats.jobs_finished == 2
         # Without it, the same snippet is the cache's (memory) answer.
         await _post(port, "/verify", body)
@@ -89,16 +95,22 @@ async def test_slow_headers_are_cut_off_at_the_header_timeout():
     async with gateway(header_timeout_s=1.0, max_connections_per_peer=0) as (_app, port, _served):
         head = b"POST /api/check HTTP/1.1\r\nHost: x\r\n"
         trickle = b"X-Slow: " + b"a" * 200  # never finishes the headers
-        results = await asyncio.gather(*(asyncio.to_thread(_trickle, port, head, trickle, 0.25) for _ in range(20)))
+        results = await asyncio.gather(
+            *(asyncio.to_thread(_trickle, port, head, trickle, 0.25) for _ in range(20))
+        )
         # Every connection was closed by the server, well before the trickle ended.
         assert all(sent != -1 and sent < len(trickle) for _received, sent in results), results
 
 
 async def test_a_body_at_one_byte_a_second_gets_408_and_a_close():
     async with gateway(body_timeout_s=2.0) as (_app, port, _served):
-        payload = json.dumps({"snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}).encode()
-        head = b"POST /api/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" \
-               b"Content-Length: %d\r\n\r\n" % len(payload)
+        payload = json.dumps(
+            {"snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}
+        ).encode()
+        head = (
+            b"POST /api/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(payload)
+        )
         received, sent = await asyncio.to_thread(_trickle, port, head, payload, 1.0)
         assert sent != -1 and sent < len(payload)
         assert received.startswith(b"HTTP/1.1 408"), received[:200]
@@ -120,8 +132,12 @@ async def test_a_peer_over_its_connection_cap_is_refused_and_others_still_served
             for _reader, writer in held:
                 writer.close()
         # Closed connections free their places.
-        await wait_until(lambda: not served.runner.server.open, 30, "the closed connections to be counted out")
-        status, _ = await _post(port, "/api/check", {"snippets": [{"id": "a", "code": "theorem a : True := trivial"}]})
+        await wait_until(
+            lambda: not served.runner.server.open, 30, "the closed connections to be counted out"
+        )
+        status, _ = await _post(
+            port, "/api/check", {"snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}
+        )
         assert status == 200
 
 
@@ -130,10 +146,16 @@ async def test_json_nested_a_thousand_deep_is_a_422_without_a_traceback(caplog):
         with caplog.at_level(logging.DEBUG):
             for depth in (1000, 5000, 100_000):
                 nested = "[" * depth + "]" * depth
-                body = '{"x": %s, "snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}' % nested
+                body = (
+                    '{"x": %s, "snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}'
+                    % nested
+                )
                 async with aiohttp.ClientSession() as session:
-                    async with session.post(f"http://127.0.0.1:{port}/api/check", data=body,
-                                            headers={"Content-Type": "application/json"}) as response:
+                    async with session.post(
+                        f"http://127.0.0.1:{port}/api/check",
+                        data=body,
+                        headers={"Content-Type": "application/json"},
+                    ) as response:
                         assert response.status == 422, (depth, await response.text())
                         assert "nested too deeply" in await response.text()
         assert "Traceback" not in caplog.text and "RecursionError" not in caplog.text

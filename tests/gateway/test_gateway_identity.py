@@ -32,7 +32,9 @@ async def _check(url: str, authorization: str | None) -> int:
 
 
 def _token_identity(token: str) -> str:
-    return CallerIdentity(tokens_checked=True).of_metadata((("authorization", f"Bearer {token}"),), "ipv4:1.2.3.4:5")
+    return CallerIdentity(tokens_checked=True).of_metadata(
+        (("authorization", f"Bearer {token}"),), "ipv4:1.2.3.4:5"
+    )
 
 
 async def test_rest_callers_reach_verify_as_their_token_the_same_as_over_grpc(served, monkeypatch):
@@ -43,10 +45,14 @@ async def test_rest_callers_reach_verify_as_their_token_the_same_as_over_grpc(se
     assert await _check(s.url, TOKENS[0]) == 200  # Kimina's form without "Bearer "
     assert await _check(s.url, f"Bearer {TOKENS[1]}") == 200
     assert await _check(s.url, "Bearer made-up") == 401
-    await s.grpc.verify_batch(["theorem t : True := trivial"])  # the fixture's client holds TOKENS[0]
+    await s.grpc.verify_batch(
+        ["theorem t : True := trivial"]
+    )  # the fixture's client holds TOKENS[0]
     a, b = _token_identity(TOKENS[0]), _token_identity(TOKENS[1])
     assert [client for client, _stream in spy.calls] == [a, a, b, a]
-    assert all(stream for _client, stream in spy.calls)  # each REST batch is its own stream in the fair queue
+    assert all(
+        stream for _client, stream in spy.calls
+    )  # each REST batch is its own stream in the fair queue
 
 
 async def test_without_tokens_a_made_up_rest_key_is_the_peer(served, monkeypatch):

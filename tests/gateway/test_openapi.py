@@ -16,7 +16,11 @@ from testkit import loopback_config
 
 
 def _routes_of(app) -> set[tuple[str, str]]:
-    return {(route.resource.canonical, route.method.lower()) for route in app.router.routes() if route.method != "HEAD"}
+    return {
+        (route.resource.canonical, route.method.lower())
+        for route in app.router.routes()
+        if route.method != "HEAD"
+    }
 
 
 def _spec_routes(document: dict) -> set[tuple[str, str]]:
@@ -25,7 +29,9 @@ def _spec_routes(document: dict) -> set[tuple[str, str]]:
 
 def test_the_spec_paths_are_the_gateway_routes():
     config = loopback_config(workers=1)
-    app = build_app(KiminaGateway(verify=None, config=config), config)  # routes only: nothing is served
+    app = build_app(
+        KiminaGateway(verify=None, config=config), config
+    )  # routes only: nothing is served
     assert _spec_routes(openapi.spec()) == _routes_of(app)
 
 
@@ -43,7 +49,11 @@ def test_the_request_schemas_are_the_decoder_s_models():
         raise AssertionError("the decoder took a snippet without code")
     except kimina.RequestInvalid as exc:
         assert exc.detail[0]["loc"] == ["body", "snippets", 0]
-    good = {"snippets": [{"id": "a", "code": "theorem t : 1 = 1 := rfl"}], "timeout": 30, "infotree": "tactics"}
+    good = {
+        "snippets": [{"id": "a", "code": "theorem t : 1 = 1 := rfl"}],
+        "timeout": 30,
+        "infotree": "tactics",
+    }
     assert kimina.decode_check(json.dumps(good).encode()).snippets[0].id == "a"
     # Every $ref points at a schema that exists.
     text = json.dumps(openapi.spec())
@@ -61,11 +71,18 @@ async def test_openapi_json_and_docs_are_served_offline(served):
             assert answer.status == 200 and answer.content_type == "text/html"
             page = await answer.text()
         # The example the page sends is a valid request, and gets a verdict.
-        async with http.post(f"{s.url}/api/check", json={"snippets": [
-                {"id": "a", "code": "theorem t : 1 + 1 = 2 := by rfl"}], "timeout": 30}) as answer:
+        async with http.post(
+            f"{s.url}/api/check",
+            json={
+                "snippets": [{"id": "a", "code": "theorem t : 1 + 1 = 2 := by rfl"}],
+                "timeout": 30,
+            },
+        ) as answer:
             result = (await answer.json())["results"][0]
     assert document["openapi"] == "3.1.0"
     assert _spec_routes(document) == _routes_of(s.gateway.runner.app)
     assert "/api/check" in page and "<script" in page
-    assert not re.search(r"""(src|href)=["']https?://""", page), "the page must not need the network"
+    assert not re.search(r"""(src|href)=["']https?://""", page), (
+        "the page must not need the network"
+    )
     assert result[kimina.EXTENSION_KEY]["status"] == "VALID"

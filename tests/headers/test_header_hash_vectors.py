@@ -16,7 +16,9 @@ import pytest
 from leanrpc.client import header_hash
 from leanrpc.core import headers_py
 
-VECTORS_PATH = Path(__file__).resolve().parents[2] / "proto" / "leanrpc" / "v1" / "header_hash_vectors.json"
+VECTORS_PATH = (
+    Path(__file__).resolve().parents[2] / "proto" / "leanrpc" / "v1" / "header_hash_vectors.json"
+)
 VECTORS = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))["vectors"]
 
 
@@ -33,7 +35,9 @@ def test_the_vectors_cover_the_rule():
     names = {v["name"] for v in VECTORS}
     assert len(names) == len(VECTORS) >= 10
     assert any(not v["lean_imports"] for v in VECTORS), "a snippet without a header"
-    assert any(not v["hash_covers_lean_header"] for v in VECTORS), "a case where the line rule and Lean differ"
+    assert any(not v["hash_covers_lean_header"] for v in VECTORS), (
+        "a case where the line rule and Lean differ"
+    )
     assert len({v["header_hash"] for v in VECTORS}) >= 6, "the vectors tell headers apart"
 
 
@@ -46,7 +50,9 @@ def test_python_client_header_hash(vector):
 def test_split_header_finds_the_header_the_hash_stands_for(vector):
     for split_header in _splitters():
         imports = split_header(vector["code"]).imports
-        assert (imports.split("\n") if imports else []) == vector["lean_imports"], split_header.__module__
+        assert (imports.split("\n") if imports else []) == vector["lean_imports"], (
+            split_header.__module__
+        )
     # Where the flag is set, the routing hash is exactly the rule over the
     # header the pool loads, so one routing key is one warm header.
     over_lean = hashlib.sha256("\n".join(vector["lean_imports"]).encode()).hexdigest()[:16]

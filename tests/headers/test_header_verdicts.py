@@ -36,7 +36,9 @@ async def test_formats_lean_accepts_are_valid_and_positions_are_the_users():
         # A message in a body that starts mid-line is at the user's column.
         [late] = await client.verify_batch(["import Mathlib theorem bad : 1 = 2 := by\n  sorry\n"])
         assert late.status == "SORRY"
-        assert [(m.line, m.column) for m in late.messages if "sorry" in m.text] == [(1, len("import Mathlib theorem "))]
+        assert [(m.line, m.column) for m in late.messages if "sorry" in m.text] == [
+            (1, len("import Mathlib theorem "))
+        ]
 
 
 async def test_formats_lean_rejects_are_never_valid():

@@ -12,8 +12,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from leanrpc.config import Config
 from leanrpc.app import create_server
+from leanrpc.config import Config
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 

@@ -64,18 +64,41 @@ def answer(obj):
         STATE["env"] += 1
     messages = []
     if "Lean.versionString" in cmd:
-        messages.append({"severity": "info", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 5},
-                         "data": '"4.33.0-rc2 (hostile fake)"'})
+        messages.append(
+            {
+                "severity": "info",
+                "pos": {"line": 1, "column": 0},
+                "endPos": {"line": 1, "column": 5},
+                "data": '"4.33.0-rc2 (hostile fake)"',
+            }
+        )
     for line, name in enumerate(re.findall(r"^#print axioms (\S+)", cmd, re.M)):
-        messages.append({"severity": "info", "pos": {"line": line + 1, "column": 0},
-                         "endPos": {"line": line + 1, "column": 6},
-                         "data": f"'{name}' does not depend on any axioms"})
+        messages.append(
+            {
+                "severity": "info",
+                "pos": {"line": line + 1, "column": 0},
+                "endPos": {"line": line + 1, "column": 6},
+                "data": f"'{name}' does not depend on any axioms",
+            }
+        )
     if "bad" in cmd:
-        messages.append({"severity": "error", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 3},
-                         "data": "type mismatch (hostile fake)"})
+        messages.append(
+            {
+                "severity": "error",
+                "pos": {"line": 1, "column": 0},
+                "endPos": {"line": 1, "column": 3},
+                "data": "type mismatch (hostile fake)",
+            }
+        )
     elif "sorry" in cmd:
-        messages.append({"severity": "warning", "pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 9},
-                         "data": "declaration uses `sorry`"})
+        messages.append(
+            {
+                "severity": "warning",
+                "pos": {"line": 1, "column": 8},
+                "endPos": {"line": 1, "column": 9},
+                "data": "declaration uses `sorry`",
+            }
+        )
     response = {"env": env}
     if messages:
         response["messages"] = messages

@@ -17,8 +17,15 @@ from testkit import loopback_config
 HOSTILE = [sys.executable, str(Path(__file__).with_name("hostile_repl.py"))]
 HEADER = "import Mathlib\n\n"
 DIRECTIVES = [
-    "forge-self", "forge-next", "forge-after", "forge-idle", "garbage-idle",
-    "dup-stdout", "steal", "steal-evasive", "threads=200",
+    "forge-self",
+    "forge-next",
+    "forge-after",
+    "forge-idle",
+    "garbage-idle",
+    "dup-stdout",
+    "steal",
+    "steal-evasive",
+    "threads=200",
 ]
 
 
@@ -47,13 +54,15 @@ async def verify(service: VerifyService, sid: str, body: str):
 
 @dataclasses.dataclass
 class Tally:
-    wrong: list = dataclasses.field(default_factory=list)          # (id, truth, got)
+    wrong: list = dataclasses.field(default_factory=list)  # (id, truth, got)
     forger_valid: list = dataclasses.field(default_factory=list)
     statuses: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     forger_statuses: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
 
-async def interleaved_run(service: VerifyService, snippets: int, forgers: int, concurrency: int, seed: int = 7) -> Tally:
+async def interleaved_run(
+    service: VerifyService, snippets: int, forgers: int, concurrency: int, seed: int = 7
+) -> Tally:
     """`snippets` honest snippets (half good, half bad) with `forgers` forging
     ones spread among them; returns what came back wrong."""
     rng = random.Random(seed)

@@ -24,17 +24,23 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from hostile_support import interleaved_run, start_service  # noqa: E402
 
 
-async def main(snippets: int, forgers: int, workers: int, concurrency: int, fence: str = "on") -> int:
+async def main(
+    snippets: int, forgers: int, workers: int, concurrency: int, fence: str = "on"
+) -> int:
     started = time.monotonic()
     service = await start_service(workers=workers, repl__fence=fence)
     try:
-        tally = await interleaved_run(service, snippets=snippets, forgers=forgers, concurrency=concurrency)
+        tally = await interleaved_run(
+            service, snippets=snippets, forgers=forgers, concurrency=concurrency
+        )
         restarts = {k: v for k, v in service.pool.stats.restarts.items() if v}
         retries = service.pool.stats.retries
     finally:
         await service.pool.close(2.0)
-    print(f"fence {fence}: snippets {snippets} honest + {forgers} forging, {workers} workers, {concurrency} callers, "
-          f"{time.monotonic() - started:.1f} s")
+    print(
+        f"fence {fence}: snippets {snippets} honest + {forgers} forging, {workers} workers, {concurrency} callers, "
+        f"{time.monotonic() - started:.1f} s"
+    )
     print(f"wrong verdicts: {len(tally.wrong)}  forging snippets VALID: {len(tally.forger_valid)}")
     print(f"honest statuses: {dict(tally.statuses)}")
     print(f"forging statuses: {dict(tally.forger_statuses)}")
@@ -46,6 +52,6 @@ async def main(snippets: int, forgers: int, workers: int, concurrency: int, fenc
 
 if __name__ == "__main__":
     numbers = [int(a) for a in sys.argv[1:5]]
-    numbers += [10_000, 100, 2, 8][len(numbers):]
+    numbers += [10_000, 100, 2, 8][len(numbers) :]
     fence = sys.argv[5] if len(sys.argv) > 5 else "on"
     raise SystemExit(asyncio.run(main(*numbers, fence)))

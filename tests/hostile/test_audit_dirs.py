@@ -37,8 +37,14 @@ def _open_fds() -> int:
 
 
 async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_dirs_closed():
-    child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, bufsize=1)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _REPL],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
     inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
     fds_before = _open_fds()
     try:
@@ -52,7 +58,9 @@ async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_d
 
         say("fork")
         problem = await audit.check()
-        assert problem is not None and "file descriptors on the REPL's pipes changed" in problem, problem
+        assert problem is not None and "file descriptors on the REPL's pipes changed" in problem, (
+            problem
+        )
         say("reap")
         assert await audit.check() is None  # back to the baseline tree
         say("fork")  # a new process again (perhaps a reused pid): seen afresh
@@ -74,9 +82,17 @@ async def test_a_repl_that_exits_after_the_baseline_is_gone_not_vouched_for():
     from leanrpc.worker.audit import ProcessGone
 
     for reap in (False, True):
-        child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, bufsize=1)
-        inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
+        child = subprocess.Popen(
+            [sys.executable, "-c", _REPL],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        inodes = tuple(
+            os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr)
+        )
         audit = PipeAudit(child.pid, inodes, settle_s=30.0)
         try:
             assert await audit.record_baseline() is None
@@ -96,8 +112,14 @@ async def test_a_repl_that_exits_after_the_baseline_is_gone_not_vouched_for():
 async def test_a_repl_not_yet_back_at_its_input_is_waited_for_with_one_snapshot():
     """While the reader thread is elsewhere (here: asleep after answering) the
     audit waits on its syscall file alone, then takes one snapshot (issue 28)."""
-    child = subprocess.Popen([sys.executable, "-c", _REPL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, bufsize=1)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _REPL],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
     inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
     audit = PipeAudit(child.pid, inodes, settle_s=30.0)
     try:

@@ -18,10 +18,18 @@ GOOD = "theorem t : True := trivial\n"
 async def test_a_thief_caught_by_the_batchs_audit_withholds_the_bodys_answer():
     service = await start_service(workers=1, pool__max_retries=0)
     try:
-        result = await service.verify("a", HEADER + GOOD + "--@hostile: steal\n",
-                                      VerifyOptions(timeout_s=20, check_axioms=True))
-        assert result.status is Status.CRASH and "poisoned" in result.error, (result.status, result.error)
-        await wait_until(lambda: service.pool.stats.restarts["poisoned"] == 1, 10, "the poisoned worker's end")
+        result = await service.verify(
+            "a",
+            HEADER + GOOD + "--@hostile: steal\n",
+            VerifyOptions(timeout_s=20, check_axioms=True),
+        )
+        assert result.status is Status.CRASH and "poisoned" in result.error, (
+            result.status,
+            result.error,
+        )
+        await wait_until(
+            lambda: service.pool.stats.restarts["poisoned"] == 1, 10, "the poisoned worker's end"
+        )
     finally:
         await service.pool.close(2.0)
 
@@ -30,7 +38,9 @@ async def test_the_same_batch_without_the_thief_is_valid():
     """The control: this fake answers the body and its axiom check as one batch."""
     service = await start_service(workers=1, pool__max_retries=0)
     try:
-        result = await service.verify("a", HEADER + GOOD, VerifyOptions(timeout_s=20, check_axioms=True))
+        result = await service.verify(
+            "a", HEADER + GOOD, VerifyOptions(timeout_s=20, check_axioms=True)
+        )
         assert result.status is Status.VALID and result.axioms_checked, result.error
         [worker] = service.pool.workers
         assert worker._channel.batches == 1  # the body and its #print axioms: one fence, one audit

@@ -25,10 +25,13 @@ import sys
 args = sys.argv[1:]
 modes = set(args[: args.index("--")] if "--" in args else args)
 LOG = next((m[4:] for m in modes if m.startswith("log=")), "")
-standin_args = args[args.index("--") + 1:] if "--" in args else []
+standin_args = args[args.index("--") + 1 :] if "--" in args else []
 
-child = subprocess.Popen([sys.executable, "-m", "leanrpc.standin", *standin_args],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+child = subprocess.Popen(
+    [sys.executable, "-m", "leanrpc.standin", *standin_args],
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+)
 
 
 def read_request():

@@ -19,7 +19,6 @@ from testkit import SHARED, shared_path
 IMPLEMENTATIONS = ["python", "native"]
 
 
-
 def module(kind: str, name: str):
     if kind == "python":
         return importlib.import_module(f"leanrpc.core.{name}_py")
@@ -44,7 +43,9 @@ def transcripts() -> tuple[Path, ...]:
     for sub in ("repl", "leaninteract"):
         files += sorted(shared_dir("fixtures", sub).rglob("*.expected.out"))
     if len(files) < 100:
-        pytest.fail(f"expected hundreds of REPL transcripts under {SHARED / 'fixtures'}, found {len(files)}")
+        pytest.fail(
+            f"expected hundreds of REPL transcripts under {SHARED / 'fixtures'}, found {len(files)}"
+        )
     return tuple(files)
 
 
@@ -97,14 +98,26 @@ def lean_corpus() -> tuple[tuple[str, str], ...]:
                     if isinstance(row.get(field), str):
                         corpus.append((f"{label}:{field}", row[field]))
                 header = row.get("header") or row.get("lean4_src_header") or ""
-                statement = row.get("formal_statement") or row.get("lean4_formalization") or row.get("formal_stmt") or ""
+                statement = (
+                    row.get("formal_statement")
+                    or row.get("lean4_formalization")
+                    or row.get("formal_stmt")
+                    or ""
+                )
                 if header or statement:
-                    corpus.append((f"{label}:statement", _join(header, row.get("informal_prefix") or "", statement)))
+                    corpus.append(
+                        (
+                            f"{label}:statement",
+                            _join(header, row.get("informal_prefix") or "", statement),
+                        )
+                    )
     for path in sorted(datasets.rglob("*.zip")):
         with zipfile.ZipFile(path) as archive:
             for name in archive.namelist():
                 if name.endswith(".lean"):
-                    corpus.append((f"{path.relative_to(SHARED)}!{name}", archive.read(name).decode("utf-8")))
+                    corpus.append(
+                        (f"{path.relative_to(SHARED)}!{name}", archive.read(name).decode("utf-8"))
+                    )
     if len(corpus) < 3000:
         pytest.fail(f"expected thousands of Lean texts under {SHARED}, found {len(corpus)}")
     return tuple(corpus)
@@ -119,11 +132,20 @@ def dataset_statements() -> tuple[dict, ...]:
             for line in lines:
                 row = json.loads(line)
                 header = row.get("header") or row.get("lean4_src_header")
-                statement = row.get("formal_statement") or row.get("lean4_formalization") or row.get("formal_stmt")
+                statement = (
+                    row.get("formal_statement")
+                    or row.get("lean4_formalization")
+                    or row.get("formal_stmt")
+                )
                 if header and statement:
                     prefix = row.get("informal_prefix") or ""
                     rows.append(
-                        {"header": header, "prefix": prefix, "statement": statement, "code": _join(header, prefix, statement)}
+                        {
+                            "header": header,
+                            "prefix": prefix,
+                            "statement": statement,
+                            "code": _join(header, prefix, statement),
+                        }
                     )
     return tuple(rows)
 

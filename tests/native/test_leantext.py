@@ -1,13 +1,14 @@
 """The shared Lean scanner: nested block comments and string literals."""
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from leanrpc.core.leantext import block_comment_end, find_block_comment_end, string_literal_end
 
 
 def test_block_comment_nests():
     text = "/- a /- b -/ c -/ after"
-    assert text[block_comment_end(text, 0):] == " after"
+    assert text[block_comment_end(text, 0) :] == " after"
 
 
 def test_unterminated_block_comment_runs_to_end():
@@ -17,14 +18,14 @@ def test_unterminated_block_comment_runs_to_end():
 
 def test_string_escapes_skip_the_quote():
     text = r'"a \" b" rest'
-    assert text[string_literal_end(text, 0):] == " rest"
+    assert text[string_literal_end(text, 0) :] == " rest"
 
 
 def test_unterminated_string_runs_to_end():
     assert string_literal_end('"abc\\', 0) == 5
 
 
-@given(st.text(alphabet="ab/-\\\" \n", max_size=40))
+@given(st.text(alphabet='ab/-\\" \n', max_size=40))
 def test_ends_are_inside_the_text(body):
     comment = "/-" + body
     string = '"' + body

@@ -12,7 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from leanrpc.errors import FramingError, FrameDecodeError, FrameTooLarge, InternalError, RequestError
+from leanrpc.errors import (
+    FrameDecodeError,
+    FrameTooLarge,
+    FramingError,
+    InternalError,
+    RequestError,
+)
 from native_support import both, reference_objects, transcripts
 
 pytestmark = pytest.mark.timeout(120)
@@ -131,11 +137,15 @@ def _joined_expected() -> list:
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 _objects = st.dictionaries(st.text(max_size=8), _json_values, max_size=5)
-_separators = st.sampled_from(["\n\n", "\r\n\r\n", "\n \n", "\n\t\r\n", "\n\n\n", " \n\n", "\n\r\n\n"])
+_separators = st.sampled_from(
+    ["\n\n", "\r\n\r\n", "\n \n", "\n\t\r\n", "\n\n\n", " \n\n", "\n\r\n\n"]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -322,7 +332,10 @@ def test_decode_frame_values(framing):
 
 
 @settings(max_examples=300, deadline=None)
-@given(frame=st.binary(max_size=200) | st.text(max_size=60).map(lambda s: s.encode("utf-8", "surrogatepass")))
+@given(
+    frame=st.binary(max_size=200)
+    | st.text(max_size=60).map(lambda s: s.encode("utf-8", "surrogatepass"))
+)
 def test_decode_frame_random_input(frame):
     results = []
     for framing in both("framing"):
@@ -341,7 +354,10 @@ def test_encode_request_shape(framing):
     data = framing.encode_request(request)
     assert data.endswith(b"}\n\n")
     assert data.count(b"\n") == 2
-    assert data == json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+    assert (
+        data
+        == json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n\n"
+    )
     assert "⊢ 𝓝".encode() in data  # raw UTF-8, no \\u escapes
     assert json.loads(data) == request
 

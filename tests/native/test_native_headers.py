@@ -12,7 +12,16 @@ from native_support import both, dataset_statements, lean_corpus
 
 pytestmark = pytest.mark.timeout(120)
 
-FIELDS = ("imports", "import_key", "modules", "preamble", "preamble_key", "body", "body_start_line", "body_start_column")
+FIELDS = (
+    "imports",
+    "import_key",
+    "modules",
+    "preamble",
+    "preamble_key",
+    "body",
+    "body_start_line",
+    "body_start_column",
+)
 
 
 def fields(split) -> tuple:
@@ -44,7 +53,7 @@ def check_invariants(code: str, split) -> None:
     assert 1 <= start <= len(lines) + 1
     assert split.body_start_column >= 0
     # The body is the user's text from its start on, character for character.
-    assert split.body == code[body_offset(code, split):]
+    assert split.body == code[body_offset(code, split) :]
     assert split.padded_body == "\n" * k + " " * split.body_start_column + split.body
     if split.body_start_column:
         # Only a header command ends mid-line; no preamble then.
@@ -58,14 +67,22 @@ def check_invariants(code: str, split) -> None:
     kept = split.preamble.split("\n")[:k]
     for original, line in zip(originals, kept):
         assert len(line) <= len(original)
-        assert all(mine == theirs or mine == " " for mine, theirs in zip(line, original)), (original, line)
+        assert all(mine == theirs or mine == " " for mine, theirs in zip(line, original)), (
+            original,
+            line,
+        )
         assert line == "" or re.match(r"[ \t]*(open|set_option)\b", line), line
     commands = [line.strip() for line in kept if line.strip()]
     assert split.preamble_key == "\n".join(_collapse(command) for command in commands)
     # Header commands: module, prelude, then imports with their modifiers.
     header = split.imports.split("\n") if split.imports else []
     imports = [line for line in header if line not in ("module", "prelude")]
-    assert header[: len(header) - len(imports)] in ([], ["module"], ["prelude"], ["module", "prelude"])
+    assert header[: len(header) - len(imports)] in (
+        [],
+        ["module"],
+        ["prelude"],
+        ["module", "prelude"],
+    )
     for line in imports:
         assert re.fullmatch(r"(public )?(meta )?import (all )?\S+", line), line
     words = [line.split()[-1] for line in imports]
@@ -80,7 +97,11 @@ def check_invariants(code: str, split) -> None:
 
 def _collapse(command: str) -> str:
     # Whitespace runs become one space, except inside «names» and "strings".
-    return re.sub(r'«[^»\n]*»|"(?:[^"\\\n]|\\.)*"|[ \t\r]+', lambda m: m.group() if m.group()[0] in '«"' else " ", command)
+    return re.sub(
+        r'«[^»\n]*»|"(?:[^"\\\n]|\\.)*"|[ \t\r]+',
+        lambda m: m.group() if m.group()[0] in '«"' else " ",
+        command,
+    )
 
 
 # -- the shared corpus -----------------------------------------------------------
@@ -110,7 +131,10 @@ def test_corpus_crlf_and_bom_agree_with_lf(headers):
         check_invariants("\ufeff" + code.replace("\n", "\r\n"), crlf)
 
 
-_DECLARATION = re.compile(r"^(?:theorem|lemma|def|abbrev|example|structure|noncomputable|variable|/--|@\[|namespace|section)", re.M)
+_DECLARATION = re.compile(
+    r"^(?:theorem|lemma|def|abbrev|example|structure|noncomputable|variable|/--|@\[|namespace|section)",
+    re.M,
+)
 
 
 def test_dataset_statements_split_where_lean_would(headers):
@@ -125,7 +149,10 @@ def test_dataset_statements_split_where_lean_would(headers):
         declared = _DECLARATION.search(row["header"])
         for line in row["header"][: declared.start() if declared else None].split("\n"):
             if re.match(r"(open|set_option)\b", line) and not re.search(r"\bin\s*$", line):
-                assert _collapse(line.strip()) in split.preamble_key.split("\n"), (line, row["header"])
+                assert _collapse(line.strip()) in split.preamble_key.split("\n"), (
+                    line,
+                    row["header"],
+                )
         declaration = _DECLARATION.search(row["statement"])
         if declaration is not None:
             assert row["statement"][declaration.start() :] in split.body
@@ -176,7 +203,13 @@ CASES = [
         (8, 0),
     ),
     ("module\nimport A\nimport A\nexample", "module\nimport A\nimport A", ("A",), "", (4, 0)),
-    ("prelude\nimport Init.Core\nopen Nat\nexample", "prelude\nimport Init.Core", ("Init.Core",), "open Nat", (4, 0)),
+    (
+        "prelude\nimport Init.Core\nopen Nat\nexample",
+        "prelude\nimport Init.Core",
+        ("Init.Core",),
+        "open Nat",
+        (4, 0),
+    ),
     # `public` not followed by `import` is a command: the header ends before it.
     ("import A\npublic section\nexample", "import A", ("A",), "", (2, 0)),
     ("public def x := 1", "", (), "", (1, 0)),
@@ -185,7 +218,13 @@ CASES = [
     ("import all\nexample", "", (), "", (1, 0)),
     ("prelude import", "prelude", (), "", (1, 7)),
     # Command modifiers stay in the body.
-    ("import Mathlib\nopen Real in\ntheorem x : π > 3 := sorry", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    (
+        "import Mathlib\nopen Real in\ntheorem x : π > 3 := sorry",
+        "import Mathlib",
+        ("Mathlib",),
+        "",
+        (2, 0),
+    ),
     ("open Nat\nset_option maxRecDepth 2048 in\nexample := 1", "", (), "open Nat", (2, 0)),
     ("set_option pp.all true in theorem t : True := trivial", "", (), "", (1, 0)),
     ("open Real in theorem t : True := trivial", "", (), "", (1, 0)),
@@ -201,12 +240,24 @@ CASES = [
     ("open A /- c\n -/ theorem t := 1", "", (), "", (1, 0)),
     ("open A /- c -/ theorem t := 1", "", (), "", (1, 0)),
     # A doc comment belongs to the declaration after it.
-    ("import Mathlib\n/-- The answer. -/\ndef answer := 42", "import Mathlib", ("Mathlib",), "", (2, 0)),
-    ("import Mathlib\n/--\nmulti-line doc\n-/\ndef answer := 42", "import Mathlib", ("Mathlib",), "", (2, 0)),
+    (
+        "import Mathlib\n/-- The answer. -/\ndef answer := 42",
+        "import Mathlib",
+        ("Mathlib",),
+        "",
+        (2, 0),
+    ),
+    (
+        "import Mathlib\n/--\nmulti-line doc\n-/\ndef answer := 42",
+        "import Mathlib",
+        ("Mathlib",),
+        "",
+        (2, 0),
+    ),
     ("open A\n/-- d -/\ntheorem t := 1", "", (), "open A", (2, 0)),
     ("open A\n@[simp] theorem t := 1", "", (), "open A", (2, 0)),
     ("open A\n#eval 1", "", (), "open A", (2, 0)),
-    ("open A\nscoped notation \"x\" => 1", "", (), "open A", (2, 0)),
+    ('open A\nscoped notation "x" => 1', "", (), "open A", (2, 0)),
     ("open A\nirreducible_def f : Nat := 1", "", (), "open A", (2, 0)),
     # Comments are whitespace; a module doc ends the header (an import after it is body).
     (
@@ -227,9 +278,20 @@ CASES = [
     ("import A\n/- unterminated\nopen B\n", "import A", ("A",), "", (2, 0)),
     # Two commands on one line, or a keyword among the names.
     ("open Real theorem t : True := trivial", "", (), "", (1, 0)),
-    ("open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators\nexample", "", (),
-     "open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators", (4, 0)),
-    ("open Function renaming Injective → Inj\nexample", "", (), "open Function renaming Injective → Inj", (2, 0)),
+    (
+        "open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators\nexample",
+        "",
+        (),
+        "open Nat (succ zero)\nopen Function hiding Injective\nopen scoped BigOperators",
+        (4, 0),
+    ),
+    (
+        "open Function renaming Injective → Inj\nexample",
+        "",
+        (),
+        "open Function renaming Injective → Inj",
+        (2, 0),
+    ),
     ('set_option trace.x "a -- b"\nexample', "", (), 'set_option trace.x "a -- b"', (2, 0)),
     ('set_option trace.x "a  b"\nexample', "", (), 'set_option trace.x "a  b"', (2, 0)),
     ("set_option x\nexample", "", (), "", (1, 0)),
@@ -251,7 +313,12 @@ CASES = [
 @pytest.mark.parametrize("code, imports, modules, preamble_key, body_start", CASES)
 def test_cases(headers, code, imports, modules, preamble_key, body_start):
     split = headers.split_header(code)
-    assert (split.imports, split.modules, split.preamble_key, (split.body_start_line, split.body_start_column)) == (
+    assert (
+        split.imports,
+        split.modules,
+        split.preamble_key,
+        (split.body_start_line, split.body_start_column),
+    ) == (
         imports,
         modules,
         preamble_key,
@@ -261,9 +328,14 @@ def test_cases(headers, code, imports, modules, preamble_key, body_start):
 
 
 def test_preamble_keeps_line_and_column(headers):
-    code = "/- c -/ import A\n\n  /- x -/ open Real -- r\nset_option maxHeartbeats 0\n\ntheorem t := 1"
+    code = (
+        "/- c -/ import A\n\n  /- x -/ open Real -- r\nset_option maxHeartbeats 0\n\ntheorem t := 1"
+    )
     split = headers.split_header(code)
-    assert split.preamble == "\n\n" + " " * len("  /- x -/ ") + "open Real\nset_option maxHeartbeats 0\n"
+    assert (
+        split.preamble
+        == "\n\n" + " " * len("  /- x -/ ") + "open Real\nset_option maxHeartbeats 0\n"
+    )
     assert split.imports == "import A"
     assert split.body == "\ntheorem t := 1"
     assert split.padded_body == "\n\n\n\n\ntheorem t := 1"
@@ -357,7 +429,12 @@ def test_generated_snippets(code):
 
 
 @settings(max_examples=500, deadline=None)
-@given(code=st.text(alphabet=st.sampled_from(list("imporset_ n/-!\"«»\r\n\t ABx.") + ["\ufeff", "⊢", "𝓝"]), max_size=80))
+@given(
+    code=st.text(
+        alphabet=st.sampled_from(list('imporset_ n/-!"«»\r\n\t ABx.') + ["\ufeff", "⊢", "𝓝"]),
+        max_size=80,
+    )
+)
 def test_random_text(code):
     python, native = both("headers")
     split = python.split_header(code)

@@ -25,7 +25,9 @@ def test_native_loaded():
 def _run(code: str, **env: str) -> subprocess.CompletedProcess:
     environ = {key: value for key, value in os.environ.items() if key != ENV_VAR}
     environ.update(env)
-    return subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_fallback_only_when_asked():

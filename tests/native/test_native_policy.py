@@ -19,10 +19,14 @@ from testkit import shared_path
 
 def _proofs() -> list[str]:
     out = []
-    for folder, name in (("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-                         ("proofs-proofnet-verified", "proofnet-verified_gt.zip")):
+    for folder, name in (
+        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
+        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
+    ):
         with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".lean")]
+            out += [
+                archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".lean")
+            ]
     return out
 
 
@@ -34,10 +38,16 @@ def test_same_offsets_on_every_real_proof():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="#@[]r'\"«»-/ elabmacrosynun_tive∀ℝé\n", max_size=200),
-       st.lists(st.text(alphabet="#@[r'\"«-/elab∀é", min_size=1, max_size=4), min_size=1, max_size=6,
-                unique=True),
-       st.one_of(st.none(), st.integers(0, 220)))
+@given(
+    st.text(alphabet="#@[]r'\"«»-/ elabmacrosynun_tive∀ℝé\n", max_size=200),
+    st.lists(
+        st.text(alphabet="#@[r'\"«-/elab∀é", min_size=1, max_size=4),
+        min_size=1,
+        max_size=6,
+        unique=True,
+    ),
+    st.one_of(st.none(), st.integers(0, 220)),
+)
 def test_same_offsets_on_random_text(text, needles, until):
     assert native(text, tuple(needles), until) == positions_py(text, tuple(needles), until)
 

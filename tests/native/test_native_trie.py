@@ -39,7 +39,9 @@ class Model:
         if not self.items:
             return None
         length = self.common_prefix_length(query)
-        stamp, payload = max(value for key, value in self.items.items() if lcp(key, query) == length)
+        stamp, payload = max(
+            value for key, value in self.items.items() if lcp(key, query) == length
+        )
         return length, payload
 
 
@@ -71,7 +73,9 @@ def check(trie, model, queries):
 _alphabet = st.sampled_from(["a", "b", " ", "\n", "é", "⊢", "𝓝"])
 _keys = st.lists(_alphabet, max_size=8).map("".join)
 _ops = st.lists(
-    st.tuples(st.sampled_from(["insert", "insert", "remove", "clear_rarely"]), _keys, st.integers(0, 5)),
+    st.tuples(
+        st.sampled_from(["insert", "insert", "remove", "clear_rarely"]), _keys, st.integers(0, 5)
+    ),
     max_size=40,
 )
 
@@ -113,7 +117,13 @@ def test_implementations_agree(ops, queries):
             elif op == "remove":
                 log.append(trie.remove(key))
         for query in queries:
-            log.append((trie.longest_prefix(query), trie.common_prefix_length(query), trie.common_prefix(query)))
+            log.append(
+                (
+                    trie.longest_prefix(query),
+                    trie.common_prefix_length(query),
+                    trie.common_prefix(query),
+                )
+            )
         log.append(list(trie.keys()))
         results.append(log)
     assert results[0] == results[1]
@@ -184,7 +194,9 @@ def test_long_shared_prefixes(trie):
     for i, key in enumerate(keys):
         t.insert(key, i)
         model.insert(key, i)
-    queries = [key + "  exact h\n" for key in keys[:30]] + [key[: len(key) - 3] for key in keys[:30]]
+    queries = [key + "  exact h\n" for key in keys[:30]] + [
+        key[: len(key) - 3] for key in keys[:30]
+    ]
     queries += [header[:1000] + "𝓝" + header[1000:]]  # a 4-byte query against 2-byte edges
     check(t, model, queries)
     for key in keys[::2]:
@@ -262,7 +274,10 @@ def test_types(trie):
 def test_many_long_keys_quickly(trie):
     # 20k keys of ~1.5k characters: catches accidental quadratic behaviour.
     rng = random.Random(5)
-    stems = ["theorem t%d (a b : ℕ) : a + b = b + a := by\n" % i + "  skip\n" * rng.randint(100, 200) for i in range(200)]
+    stems = [
+        "theorem t%d (a b : ℕ) : a + b = b + a := by\n" % i + "  skip\n" * rng.randint(100, 200)
+        for i in range(200)
+    ]
     t = trie.PrefixTrie()
     for i in range(20_000):
         t.insert(rng.choice(stems) + f"  omega -- {i}\n", i)
@@ -276,8 +291,17 @@ def test_wide_nodes(trie):
     # Hundreds of children under one node (the native side binary-searches
     # past eight), inserted and removed in random order.
     rng = random.Random(11)
-    firsts = [chr(c) for c in range(0x20, 0x20 + 150)] + [chr(c) for c in range(0x2200, 0x2200 + 100)] + ["𝓝", "𝔽"]
-    keys = [prefix + first + tail for prefix in ("", "by ") for first in firsts for tail in ("", "x", "xy")]
+    firsts = (
+        [chr(c) for c in range(0x20, 0x20 + 150)]
+        + [chr(c) for c in range(0x2200, 0x2200 + 100)]
+        + ["𝓝", "𝔽"]
+    )
+    keys = [
+        prefix + first + tail
+        for prefix in ("", "by ")
+        for first in firsts
+        for tail in ("", "x", "xy")
+    ]
     rng.shuffle(keys)
     t = trie.PrefixTrie()
     model = Model()

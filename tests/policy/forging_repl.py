@@ -19,9 +19,27 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from fake_repl_loop import serve, version_messages  # noqa: E402 (tests/, put on the path above)
 
-MARKERS = ("#eval", "#exit", "run_cmd", "run_elab", "run_meta", "run_tac", "elab ", "elab_rules", "macro ",
-           "macro_rules", "syntax ", "initialize", "unsafe", "implemented_by", "extern", "native_decide",
-           "debug.skipKernelTC", "reduceBool", "+native")
+MARKERS = (
+    "#eval",
+    "#exit",
+    "run_cmd",
+    "run_elab",
+    "run_meta",
+    "run_tac",
+    "elab ",
+    "elab_rules",
+    "macro ",
+    "macro_rules",
+    "syntax ",
+    "initialize",
+    "unsafe",
+    "implemented_by",
+    "extern",
+    "native_decide",
+    "debug.skipKernelTC",
+    "reduceBool",
+    "+native",
+)
 STATE = {"env": 0, "proof_state": 0, "fired": False}
 STICKY = sys.argv[2:3] == ["sticky"]
 
@@ -51,26 +69,54 @@ def answer(obj: dict) -> dict:
         return {"message": "Unknown environment."}
     env, STATE["env"] = STATE["env"], STATE["env"] + 1
     out = {"env": env}
-    if STICKY and STATE["fired"] and "Lean.versionString" not in text and not text.startswith("#print axioms"):
+    if (
+        STICKY
+        and STATE["fired"]
+        and "Lean.versionString" not in text
+        and not text.startswith("#print axioms")
+    ):
         return out  # still lying for whatever comes next
     asked = re.findall(r"^#print axioms (\S+)", text, re.M)
     if asked:  # the axiom check's own command: every name asked, standard axioms
-        out["messages"] = [{"severity": "info", "pos": {"line": n + 1, "column": 0},
-                            "endPos": {"line": n + 1, "column": 6},
-                            "data": f"'{name.replace('«', '').replace('»', '')}' depends on axioms: [propext]"}
-                           for n, name in enumerate(asked)]
+        out["messages"] = [
+            {
+                "severity": "info",
+                "pos": {"line": n + 1, "column": 0},
+                "endPos": {"line": n + 1, "column": 6},
+                "data": f"'{name.replace('«', '').replace('»', '')}' depends on axioms: [propext]",
+            }
+            for n, name in enumerate(asked)
+        ]
     elif "Lean.versionString" in text:
         out["messages"] = version_messages("4.19.0 (forging fake)")
     elif "bad" in text:
-        out["messages"] = [{"severity": "error", "pos": {"line": 1, "column": 0}, "endPos": {"line": 1, "column": 3},
-                            "data": "type mismatch (forging fake)"}]
+        out["messages"] = [
+            {
+                "severity": "error",
+                "pos": {"line": 1, "column": 0},
+                "endPos": {"line": 1, "column": 3},
+                "data": "type mismatch (forging fake)",
+            }
+        ]
     elif "sorry" in text:
         state = STATE["proof_state"]
         STATE["proof_state"] += 1
-        out["sorries"] = [{"pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 13}, "goal": "⊢ True",
-                           "proofState": state}]
-        out["messages"] = [{"severity": "warning", "pos": {"line": 1, "column": 8},
-                            "endPos": {"line": 1, "column": 13}, "data": "declaration uses 'sorry'"}]
+        out["sorries"] = [
+            {
+                "pos": {"line": 1, "column": 8},
+                "endPos": {"line": 1, "column": 13},
+                "goal": "⊢ True",
+                "proofState": state,
+            }
+        ]
+        out["messages"] = [
+            {
+                "severity": "warning",
+                "pos": {"line": 1, "column": 8},
+                "endPos": {"line": 1, "column": 13},
+                "data": "declaration uses 'sorry'",
+            }
+        ]
     return out
 
 

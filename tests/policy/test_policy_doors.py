@@ -24,7 +24,7 @@ HEADER = "import Mathlib\n\n"
 GOOD = HEADER + "theorem ok : True := trivial\n"
 WRONG = "theorem two_plus_two : 2 + 2 = 5 := bad_proof\n"
 ATTACKS = [
-    WRONG + "#eval IO.println \"forged\"",
+    WRONG + '#eval IO.println "forged"',
     WRONG + "run_cmd pure ()",
     "theorem t : 2 + 2 = 5 := by\n  run_tac pure ()\n  exact bad_proof",
     WRONG + 'elab "forge" : command => pure ()',
@@ -61,7 +61,9 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
     app, client, log, url = await _start(tmp_path)
     try:
         # Verify (batch): the attacks are REJECTED one by one, the good snippet runs.
-        results = await client.verify_batch([GOOD] + [HEADER + a for a in ATTACKS], check_axioms=False)
+        results = await client.verify_batch(
+            [GOOD] + [HEADER + a for a in ATTACKS], check_axioms=False
+        )
         assert results[0].status == "VALID" and results[0].checks.policy == "proof"
         for attack, result in zip(ATTACKS, results[1:]):
             assert result.status == "REJECTED", attack
@@ -71,17 +73,27 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
         assert [r.status for r in streamed] == ["REJECTED"] * len(ATTACKS)
         # With the axiom check on, native evaluation gets the axiom check's answer, without running it.
         native = (await client.verify_batch([HEADER + ATTACKS[-1]], check_axioms=True))[0]
-        assert native.status != "VALID" and "Lean.ofReduceBool" in native.axioms and "native_decide" in native.error
+        assert (
+            native.status != "VALID"
+            and "Lean.ofReduceBool" in native.axioms
+            and "native_decide" in native.error
+        )
         assert native.checks.axioms == "FAILED"
         # Sessions: opening with code, a session command, Verify(session=...).
         with pytest.raises(ClientError) as refused:
             await client.open_session(HEADER + ATTACKS[0], name="evil")
-        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "code policy" in refused.value.details
+        assert (
+            refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            and "code policy" in refused.value.details
+        )
         opened = await client.open_session(HEADER + "def x := 1\n", name="s")
         assert opened.result.status == "VALID"
         with pytest.raises(ClientError) as refused:
             await client.run_in_session("s", ATTACKS[1], env=0)
-        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "run_cmd at line 2" in refused.value.details
+        assert (
+            refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            and "run_cmd at line 2" in refused.value.details
+        )
         in_session = await client.verify_batch([ATTACKS[0]], session="s")
         assert in_session[0].status == "REJECTED"
         # Extract runs through Verify: no REPL sees it either.
@@ -96,17 +108,24 @@ async def test_no_door_lets_code_reach_the_repl_under_proof(tmp_path):
         started = await client.start_proof(HEADER + "theorem t : True := sorry")
         with pytest.raises(ClientError) as refused:
             await client.run_tactic(started.states[0].state_id, "run_tac pure ()")
-        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "run_tac" in refused.value.details
+        assert (
+            refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            and "run_tac" in refused.value.details
+        )
         # The REST gateway.
         async with aiohttp.ClientSession() as http:
-            body = {"snippets": [{"id": f"a{n}", "code": HEADER + a} for n, a in enumerate(ATTACKS)]}
+            body = {
+                "snippets": [{"id": f"a{n}", "code": HEADER + a} for n, a in enumerate(ATTACKS)]
+            }
             async with http.post(url + "/api/check", json=body) as response:
                 assert response.status == 200
                 answers = (await response.json())["results"]
         assert len(answers) == len(ATTACKS)
         # Each refused by the policy (native evaluation: the axiom check's answer, never run).
-        assert all("code policy" in json.dumps(a) or "native_decide / compiler trust" in json.dumps(a)
-                   for a in answers), answers
+        assert all(
+            "code policy" in json.dumps(a) or "native_decide / compiler trust" in json.dumps(a)
+            for a in answers
+        ), answers
         # Across every door, the hostile REPL never saw code-running text.
         assert _fired(log) == []
     finally:
@@ -137,14 +156,18 @@ async def test_a_trusted_client_is_named_in_config_not_in_the_request(tmp_path):
         await stop_server(app, client)
 
 
-async def test_with_the_cache_on_the_policy_answers_first_and_trusted_results_are_never_stored(tmp_path):
+async def test_with_the_cache_on_the_policy_answers_first_and_trusted_results_are_never_stored(
+    tmp_path,
+):
     app, client, log, _url = await _start(tmp_path, cache__enabled=True)
     try:
         for _ in range(2):
             result = (await client.verify_batch([HEADER + ATTACKS[0]], check_axioms=False))[0]
             assert result.status == "REJECTED" and result.cache_source == ""
         good = [(await client.verify_batch([GOOD]))[0] for _ in range(2)]
-        assert good[1].cache_source == "memory" and good[1].checks.policy == "proof"  # the cache is on
+        assert (
+            good[1].cache_source == "memory" and good[1].checks.policy == "proof"
+        )  # the cache is on
         assert _fired(log) == []
     finally:
         await stop_server(app, client)
@@ -162,9 +185,10 @@ async def test_with_the_cache_on_the_policy_answers_first_and_trusted_results_ar
 # sends, and native evaluation would run its compiled code.
 CODE_REFERENCES = [
     HEADER + "@[command_elab Lean.Parser.Command.check] def e : Lean.Elab.Command.CommandElab := "
-             "fun _ => pure ()\n\ntheorem t : True := by\n  sorry\n",
-    HEADER + "@[tactic Lean.Parser.Tactic.simp] def s : Lean.Elab.Tactic.Tactic := fun _ => pure ()\n\n"
-             "theorem t : True := by\n  sorry\n",
+    "fun _ => pure ()\n\ntheorem t : True := by\n  sorry\n",
+    HEADER
+    + "@[tactic Lean.Parser.Tactic.simp] def s : Lean.Elab.Tactic.Tactic := fun _ => pure ()\n\n"
+    "theorem t : True := by\n  sorry\n",
     HEADER + "theorem helper : 2 + 2 = 4 := by native_decide\n\ntheorem t : True := by\n  sorry\n",
     HEADER + "set_option debug.skipKernelTC true in\ntheorem t : True := by\n  sorry\n",
 ]
@@ -180,8 +204,13 @@ async def test_a_reference_that_runs_code_is_refused_at_every_door(tmp_path):
             assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details
             assert "snippet 0" in refused.value.details
             assert "the reference may only state declarations" in refused.value.details
-            [streamed] = await client.verify([snippet], references=[reference])  # a stream: that snippet
-            assert streamed.status == "REJECTED" and "the reference may only state declarations" in streamed.error
+            [streamed] = await client.verify(
+                [snippet], references=[reference]
+            )  # a stream: that snippet
+            assert (
+                streamed.status == "REJECTED"
+                and "the reference may only state declarations" in streamed.error
+            )
             async with aiohttp.ClientSession() as http:
                 body = {"snippets": [{"id": "r", "code": snippet, "reference": reference}]}
                 async with http.post(url + "/api/check", json=body) as response:
@@ -189,7 +218,9 @@ async def test_a_reference_that_runs_code_is_refused_at_every_door(tmp_path):
                     assert "the reference may only state declarations" in await response.text()
         # The same statement without the code is taken (this fake REPL answers
         # no pp.all query, so the pin itself cannot pass here; tests/reference pins).
-        [pinned] = await client.verify_batch([snippet], references=[HEADER + "theorem t : True := by\n  sorry\n"])
+        [pinned] = await client.verify_batch(
+            [snippet], references=[HEADER + "theorem t : True := by\n  sorry\n"]
+        )
         assert pinned.reference is not None and "may only state declarations" not in pinned.error
         assert _fired(log) == []
     finally:
@@ -205,14 +236,22 @@ async def test_a_worker_that_ran_a_trusted_clients_code_never_serves_another_cli
     import hashlib
 
     trusted_id = "token:" + hashlib.sha256(b"trusted-token").hexdigest()[:16]
-    app, _client, log, _url = await _start(tmp_path, "sticky", server__auth_tokens=["trusted-token", "proof-token"],
-                                           policy__trusted_clients=[trusted_id])
+    app, _client, log, _url = await _start(
+        tmp_path,
+        "sticky",
+        server__auth_tokens=["trusted-token", "proof-token"],
+        policy__trusted_clients=[trusted_id],
+    )
     trusted = AsyncClient(f"127.0.0.1:{app.port}", token="trusted-token", max_retries=0)
     honest = AsyncClient(f"127.0.0.1:{app.port}", token="proof-token", max_retries=0)
     try:
         for n in range(3):
             [run] = await trusted.verify_batch([HEADER + ATTACKS[0]], check_axioms=False)
-            assert run.status == "VALID" and run.checks.policy == "trusted" and len(_fired(log)) == n + 1
+            assert (
+                run.status == "VALID"
+                and run.checks.policy == "trusted"
+                and len(_fired(log)) == n + 1
+            )
             [wrong] = await honest.verify_batch([HEADER + WRONG], check_axioms=False)
             assert wrong.checks.policy == "proof"
             assert wrong.status == "INVALID", (n, wrong.status, wrong.worker, run.worker)

@@ -23,7 +23,7 @@ REFUSED = [
     ('elab "x" : tactic => pure ()', "elab", 1, 0),
     ("elab_rules : tactic | `(tactic| x) => pure ()", "elab_rules", 1, 0),
     ('macro "x" : tactic => `(tactic| trivial)', "macro", 1, 0),
-    ("local macro \"x\" : term => `(1)", "macro", 1, 6),
+    ('local macro "x" : term => `(1)', "macro", 1, 6),
     ("macro_rules | `(x) => `(1)", "macro_rules", 1, 0),
     ('syntax "x" : term', "syntax", 1, 0),
     ("declare_syntax_cat foo", "declare_syntax_cat", 1, 0),
@@ -47,9 +47,14 @@ REFUSED = [
     ("@[simp, builtin_init] def x := 1", "attribute builtin_init", 1, 8),
     ("@[local implemented_by g] def f := 1", "attribute implemented_by", 1, 8),
     ("attribute [implemented_by g] f", "attribute implemented_by", 1, 11),
-    ("attribute [local extern \"x\"] f", "attribute extern", 1, 17),
+    ('attribute [local extern "x"] f', "attribute extern", 1, 17),
     ("set_option debug.skipKernelTC true", "set_option debug.skipKernelTC", 1, 11),
-    ("set_option debug.skipKernelTC true in\ntheorem t : False := sorry", "set_option debug.skipKernelTC", 1, 11),
+    (
+        "set_option debug.skipKernelTC true in\ntheorem t : False := sorry",
+        "set_option debug.skipKernelTC",
+        1,
+        11,
+    ),
     ("set_option compiler.extract_closed false", "set_option compiler.extract_closed", 1, 11),
     ("set_option interpreter.prefer_native true", "set_option interpreter.prefer_native", 1, 11),
     ("set_option «debug».skipKernelTC true", "set_option debug.skipKernelTC", 1, 11),
@@ -63,19 +68,32 @@ REFUSED = [
     ("/- a /- nested -/ still a comment -/ #eval 1", "#eval", 1, 37),
     # Interpolated strings: a hole is code (a term whose `by` block runs tactics) ...
     ('def x := s!"{by run_tac pure (); exact 1}"', "run_tac", 1, 16),
-    ('def x := "{by run_tac pure ()}"', "run_tac", 1, 14),  # whether it is interpolated is the parser's call
+    (
+        'def x := "{by run_tac pure ()}"',
+        "run_tac",
+        1,
+        14,
+    ),  # whether it is interpolated is the parser's call
     # ... and a quote inside a hole ends the string where a plain reading does not:
     # the text after it reads two ways, so it is refused (here it hides an #eval,
     # or, with no candidate at all, a theorem from the axiom check).
     ('def x := s!"{"\\""}" \n#eval 1', "a string literal", 1, 11),
-    ("def x := s!\"{'\"'}\"\n#eval 1", "a string literal", 1, 11),
+    ('def x := s!"{\'"\'}"\n#eval 1', "a string literal", 1, 11),
     ('def x := s!"a{"}"}"\n#eval 1', "a string literal", 1, 11),
-    ('def f : Lean.MetaM Unit := throwError "{"\\""}"\naxiom ax : False\ntheorem t : 2 + 2 = 5 := ax.elim',
-     "a string literal", 1, 38),
+    (
+        'def f : Lean.MetaM Unit := throwError "{"\\""}"\naxiom ax : False\ntheorem t : 2 + 2 = 5 := ax.elim',
+        "a string literal",
+        1,
+        38,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("text", "construct", "line", "column"), REFUSED, ids=[r[1] + f"@{i}" for i, r in enumerate(REFUSED)])
+@pytest.mark.parametrize(
+    ("text", "construct", "line", "column"),
+    REFUSED,
+    ids=[r[1] + f"@{i}" for i, r in enumerate(REFUSED)],
+)
 def test_each_construct_is_refused_with_its_line_and_column(text, construct, line, column):
     found = scan(text)
     assert (found.refused, found.line, found.column) == (construct, line, column)
@@ -101,7 +119,7 @@ ALLOWED = [
     "set_option autoImplicit true\nset_option relaxedAutoImplicit false",
     "@[simp] theorem t : 1 = 1 := rfl\nattribute [local simp] Nat.add_comm",
     "@[simp, reducible] def f := 1\n@[ext] structure S where x : Nat",
-    "notation \"‖\" x \"‖\" => x\nlocal notation \"f\" => 1\ninstance : Inhabited Nat := ⟨0⟩",
+    'notation "‖" x "‖" => x\nlocal notation "f" => 1\ninstance : Inhabited Nat := ⟨0⟩',
     "open Nat in\ntheorem t : True := trivial",
     "#check Nat.add_comm\n#print axioms Nat.add_comm\n#reduce 1 + 1",
     "theorem t : True := by decide",
@@ -118,13 +136,16 @@ def test_proof_text_and_mentions_are_allowed(text):
     assert found.refused == "" and found.message == ""
 
 
-@pytest.mark.parametrize(("text", "native"), [
-    ("theorem t : 2 + 2 = 4 := by native_decide", "native_decide"),
-    ("theorem t : 2 + 2 = 4 := by decide +native", "native"),
-    ("theorem t : True := Lean.ofReduceBool _ _ rfl", "Lean.ofReduceBool"),
-    ("example : Lean.«reduceBool» true = true := rfl", "«reduceBool»"),
-    ("open Lean in example : reduceNat 1 = 1 := rfl", "reduceNat"),
-])
+@pytest.mark.parametrize(
+    ("text", "native"),
+    [
+        ("theorem t : 2 + 2 = 4 := by native_decide", "native_decide"),
+        ("theorem t : 2 + 2 = 4 := by decide +native", "native"),
+        ("theorem t : True := Lean.ofReduceBool _ _ rfl", "Lean.ofReduceBool"),
+        ("example : Lean.«reduceBool» true = true := rfl", "«reduceBool»"),
+        ("open Lean in example : reduceNat 1 = 1 := rfl", "reduceNat"),
+    ],
+)
 def test_native_evaluation_is_reported_not_refused(text, native):
     found = scan(text)
     assert found.refused == "" and found.native == native
@@ -135,26 +156,44 @@ def test_native_mentions_in_comments_are_not_native():
 
 
 def test_hidden_spans_read_lean_lexically():
-    text = "a /- b /- c -/ d -/ e -- f\n\"g\\\"h\" 'i' h' r#\"j\"k\"# «l m»"
+    text = 'a /- b /- c -/ d -/ e -- f\n"g\\"h" \'i\' h\' r#"j"k"# «l m»'
     kinds = [(text[s:e], kind) for s, e, kind in hidden_spans(text)]
-    assert kinds == [("/- b /- c -/ d -/", "block"), ("-- f", "line"), ('"g\\"h"', "string"), ("'i'", "char"),
-                     ('r#"j"k"#', "raw"), ("«l m»", "quoted")]
+    assert kinds == [
+        ("/- b /- c -/ d -/", "block"),
+        ("-- f", "line"),
+        ('"g\\"h"', "string"),
+        ("'i'", "char"),
+        ('r#"j"k"#', "raw"),
+        ("«l m»", "quoted"),
+    ]
 
 
 def _real_proofs() -> list[tuple[str, str]]:
     out = []
-    for folder, name in (("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-                         ("proofs-proofnet-verified", "proofnet-verified_gt.zip")):
+    for folder, name in (
+        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
+        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
+    ):
         with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [(n, archive.read(n).decode("utf-8")) for n in archive.namelist() if n.endswith(".lean")]
+            out += [
+                (n, archive.read(n).decode("utf-8"))
+                for n in archive.namelist()
+                if n.endswith(".lean")
+            ]
     return out
 
 
 def test_no_real_proof_is_refused():
     proofs = _real_proofs()
     assert len(proofs) == 805
-    refused = [(name, found.message) for name, found in ((n, scan(t)) for n, t in proofs) if found.refused]
+    refused = [
+        (name, found.message) for name, found in ((n, scan(t)) for n, t in proofs) if found.refused
+    ]
     assert refused == []
     # Native evaluation is reported where the proofs use it (ProofNet-Verified
     # has 15 that use native_decide), so the count can fail.
-    assert sum(1 for _n, t in proofs if scan(t).native) == sum(1 for _n, t in proofs if "native_decide" in t) == 15
+    assert (
+        sum(1 for _n, t in proofs if scan(t).native)
+        == sum(1 for _n, t in proofs if "native_decide" in t)
+        == 15
+    )

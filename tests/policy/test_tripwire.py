@@ -9,7 +9,7 @@ from pathlib import Path
 
 pytest_plugins = ["pytester"]
 
-PROBE = '''
+PROBE = """
 import pytest
 from leanrpc import repl
 
@@ -27,7 +27,7 @@ def test_proof_text_and_the_identity_probe():
 
 def test_a_tactic_leaks():
     repl.encode(repl.tactic("native_decide", 0))
-'''
+"""
 
 
 def test_the_tripwire_fires(pytester):
@@ -36,7 +36,11 @@ def test_the_tripwire_fires(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     # Every call passes; the two leaking tests fail at teardown, where the tripwire looks.
     result.assert_outcomes(passed=4, errors=2)
-    result.stdout.fnmatch_lines(["*ERROR at teardown of test_leaks*",
-                                 "*not marked runs_user_code (1 request(s)): *run_tac*",
-                                 "*ERROR at teardown of test_a_tactic_leaks*",
-                                 "*not marked runs_user_code (1 request(s)): 'native_decide'"])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaks*",
+            "*not marked runs_user_code (1 request(s)): *run_tac*",
+            "*ERROR at teardown of test_a_tactic_leaks*",
+            "*not marked runs_user_code (1 request(s)): 'native_decide'",
+        ]
+    )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
@@ -24,7 +23,9 @@ def recording_standin(*flags: str) -> list[str]:
     return [sys.executable, RECORDING_REPL, "--no-replay", *flags]
 
 
-def profiles_config(default: dict, profiles: dict[str, dict], *, workers: int = 2, **pool) -> Config:
+def profiles_config(
+    default: dict, profiles: dict[str, dict], *, workers: int = 2, **pool
+) -> Config:
     """A loopback config whose `[repl]` is `default` and whose `[repl.<name>]`
     tables are `profiles`; `pool` sets `[pool]` keys."""
     base = Config()

@@ -32,14 +32,21 @@ async def test_each_profile_resolves_auto_from_its_own_repl(tmp_path):
     records = {name: tmp_path / f"{name or 'default'}.jsonl" for name in ("", "fork", "oldfork")}
     config = profiles_config(
         # Upstream, auto: the probe says "not the fork".
-        {"command": recording_standin("--lean-version", "4.19.0"), "env": {"LEANRPC_RECORD": str(records[""])}},
+        {
+            "command": recording_standin("--lean-version", "4.19.0"),
+            "env": {"LEANRPC_RECORD": str(records[""])},
+        },
         {
             # The fork with no telltale command line: only its own probe can tell.
-            "fork": {"command": recording_standin("--lean-version", "4.19.0"),
-                     "env": {"LEANRPC_RECORD": str(records["fork"]), "LEANRPC_STANDIN_FORK": "1"}},
+            "fork": {
+                "command": recording_standin("--lean-version", "4.19.0"),
+                "env": {"LEANRPC_RECORD": str(records["fork"]), "LEANRPC_STANDIN_FORK": "1"},
+            },
             # The fork at Lean 4.18: incrementality yes, Elab.async no (its own version).
-            "oldfork": {"command": recording_standin("--lean-version", "4.18.0"),
-                        "env": {"LEANRPC_RECORD": str(records["oldfork"]), "LEANRPC_STANDIN_FORK": "1"}},
+            "oldfork": {
+                "command": recording_standin("--lean-version", "4.18.0"),
+                "env": {"LEANRPC_RECORD": str(records["oldfork"]), "LEANRPC_STANDIN_FORK": "1"},
+            },
         },
         workers=3,
     )
@@ -51,7 +58,9 @@ async def test_each_profile_resolves_auto_from_its_own_repl(tmp_path):
         # Before a profile's first boot its "auto" is still open.
         assert features.probe_pending("fork") and features.probe_pending("oldfork")
         codes = [HEADER + f"theorem t{i} (a : Nat) : a + {i} = a + {i} := rfl" for i in range(3)]
-        batches = await asyncio.gather(*(client.verify_batch(codes, profile=p) for p in ("", "fork", "oldfork")))
+        batches = await asyncio.gather(
+            *(client.verify_batch(codes, profile=p) for p in ("", "fork", "oldfork"))
+        )
         assert [r.status for batch in batches for r in batch] == ["VALID"] * 9
 
         resolved = {p: (features.of(p).incrementality, features.of(p).elab_async) for p in records}
@@ -65,7 +74,9 @@ async def test_each_profile_resolves_auto_from_its_own_repl(tmp_path):
         assert not any("incrementality" in r or "setOptions" in r for r in sent[""])
         assert all(r.get("incrementality") is True for r in sent["fork"])
         assert all(r.get("setOptions") == [[["Elab", "async"], True]] for r in sent["fork"])
-        assert all(r.get("incrementality") is True and "setOptions" not in r for r in sent["oldfork"])
+        assert all(
+            r.get("incrementality") is True and "setOptions" not in r for r in sent["oldfork"]
+        )
     finally:
         await stop(app, client)
 
@@ -73,12 +84,18 @@ async def test_each_profile_resolves_auto_from_its_own_repl(tmp_path):
 def test_switches_set_by_hand_or_by_command_line_need_no_probe():
     config = profiles_config(
         {"command": ["repl", "--fork"], "elab_async": "off"},
-        {"upstream": {"command": ["repl"], "incrementality": "off"},
-         "forced": {"command": ["repl"], "incrementality": "on", "elab_async": "on"}},
+        {
+            "upstream": {"command": ["repl"], "incrementality": "off"},
+            "forced": {"command": ["repl"], "incrementality": "on", "elab_async": "on"},
+        },
     )
     features = Features(config.repl)
     assert not any(features.probe_pending(p) for p in ("", "upstream", "forced"))
-    assert features.incremental("") and not features.incremental("upstream") and features.incremental("forced")
+    assert (
+        features.incremental("")
+        and not features.incremental("upstream")
+        and features.incremental("forced")
+    )
     # A later boot cannot change a profile set by hand; elab_async follows each setting.
     for profile in ("", "upstream", "forced"):
         assert features.learn(profile, None, "4.20.0") is False

@@ -27,7 +27,12 @@ PREAMBLE = "import Mathlib\nopen Nat\n\ndef double (n : Nat) : Nat := 2 * n\n"
 def _config(**pool):
     return profiles_config(
         {"command": standin("--lean-version", "4.19.0"), "project_revision": "mathlib-new"},
-        {"legacy": {"command": standin("--lean-version", "4.9.0"), "project_revision": "mathlib-old"}},
+        {
+            "legacy": {
+                "command": standin("--lean-version", "4.9.0"),
+                "project_revision": "mathlib-old",
+            }
+        },
         **pool,
     )
 
@@ -84,10 +89,15 @@ async def test_a_session_runs_and_replays_on_its_profile():
         info = await client.server_info()
         assert info.serving and [p.name for p in info.profiles] == ["", "legacy"]
         assert info.verifier.lean_version == "4.19.0"
-        assert {p.name: p.verifier.lean_version for p in info.profiles} == {"": "4.19.0", "legacy": "4.9.0"}
+        assert {p.name: p.verifier.lean_version for p in info.profiles} == {
+            "": "4.19.0",
+            "legacy": "4.9.0",
+        }
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             health = health_pb2_grpc.HealthStub(channel)
-            reply = await health.Check(health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10)
+            reply = await health.Check(
+                health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10
+            )
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         await stop(app, client)
@@ -138,7 +148,9 @@ async def test_an_unknown_profile_is_invalid_argument_naming_the_field():
         _bad_field(info)
         assert "unknown REPL profile 'nope'" in info.value.details
         with pytest.raises(ClientError) as info:
-            await client.verify_batch(["import Mathlib\n\ntheorem t : 1 = 1 := rfl"], profile="nope")
+            await client.verify_batch(
+                ["import Mathlib\n\ntheorem t : 1 = 1 := rfl"], profile="nope"
+            )
         _bad_field(info)
         # No session was left behind, and the server goes on serving.
         assert len(app.pool.sessions) == 0

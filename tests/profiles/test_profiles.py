@@ -10,8 +10,8 @@ import sys
 import grpc
 import pytest
 
-from leanrpc.config import Config, ConfigError
 from leanrpc.app import create_server
+from leanrpc.config import Config, ConfigError
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 
@@ -50,11 +50,18 @@ def _config(cache: bool = True) -> Config:
     config.repl.command = standin("--lean-version", "4.19.0")
     config.repl.project_revision = "mathlib-new"
     config.repl.repl_revision = "repl-new"
-    config = Config.from_dict({
-        **config.to_dict(),
-        "repl": {**config.to_dict()["repl"],
-                 "legacy": {"command": standin("--lean-version", "4.9.0"), "project_revision": "mathlib-old"}},
-    })
+    config = Config.from_dict(
+        {
+            **config.to_dict(),
+            "repl": {
+                **config.to_dict()["repl"],
+                "legacy": {
+                    "command": standin("--lean-version", "4.9.0"),
+                    "project_revision": "mathlib-old",
+                },
+            },
+        }
+    )
     config.cache.enabled = cache
     return config
 
@@ -65,16 +72,26 @@ async def test_two_profiles_served_at_once_with_separate_identities():
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
     stub = pb_grpc.VerifierStub(channel)
     try:
+
         async def verify(code: str, profile: str, sid: str) -> pb.Result:
-            reply = await stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id=sid, code=code)],
-                                                       options=pb.VerifyOptions(profile=profile)), timeout=60)
+            reply = await stub.Verify(
+                pb.VerifyRequest(
+                    snippets=[pb.Snippet(id=sid, code=code)],
+                    options=pb.VerifyOptions(profile=profile),
+                ),
+                timeout=60,
+            )
             return reply.results[0]
 
         # Both at once, several each: the slots are shared by demand.
         codes = [CODE.replace("two", f"two{i}") for i in range(4)]
-        results = await asyncio.gather(*(verify(c, p, f"{p}-{i}") for i, c in enumerate(codes) for p in ("", "legacy")))
-        by_profile = {"": [r for r in results if not r.id.startswith("legacy")],
-                      "legacy": [r for r in results if r.id.startswith("legacy")]}
+        results = await asyncio.gather(
+            *(verify(c, p, f"{p}-{i}") for i, c in enumerate(codes) for p in ("", "legacy"))
+        )
+        by_profile = {
+            "": [r for r in results if not r.id.startswith("legacy")],
+            "legacy": [r for r in results if r.id.startswith("legacy")],
+        }
         for profile, found in by_profile.items():
             assert all(r.status == pb.STATUS_VALID for r in found), [r.error for r in found]
         assert {r.verifier.lean_version for r in by_profile[""]} == {"4.19.0"}
@@ -93,8 +110,12 @@ async def test_two_profiles_served_at_once_with_separate_identities():
         # profile's identity, so the same text never meets the other toolchain's verdict.
         from leanrpc.cache.keys import cache_key
         from leanrpc.core.headers import split_header
+
         split = split_header(CODE)
-        keys = {p: cache_key(app.verify.settings(p), split, infotree=None, check_axioms=False) for p in ("", "legacy")}
+        keys = {
+            p: cache_key(app.verify.settings(p), split, infotree=None, check_axioms=False)
+            for p in ("", "legacy")
+        }
         assert keys[""] != keys["legacy"]
         assert app.verify.settings("legacy").identity.lean_version == "4.9.0"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from leanrpc.config import Config, ConfigError, ProverConfig, to_toml
@@ -13,9 +12,15 @@ from leanrpc.services.prover import ProverLimits
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[prover]\nmax_states_per_client = 0\n", "prover.max_states_per_client must be an integer number from 1"),
+        (
+            "[prover]\nmax_states_per_client = 0\n",
+            "prover.max_states_per_client must be an integer number from 1",
+        ),
         ("[prover]\ndefault_ttl_s = 0\n", "prover.default_ttl_s must be a number"),
-        ("[prover]\nmax_tactic_chars = -5\n", "prover.max_tactic_chars must be an integer number from 1"),
+        (
+            "[prover]\nmax_tactic_chars = -5\n",
+            "prover.max_tactic_chars must be an integer number from 1",
+        ),
         ("[prover]\nttl = 3\n", "unknown config key prover.ttl"),
     ],
 )
@@ -29,10 +34,17 @@ def test_bad_prover_keys_are_refused_with_their_name(tmp_path, text, expected):
 
 def test_prover_keys_become_the_limits_and_round_trip(tmp_path):
     path = tmp_path / "leanrpc.toml"
-    path.write_text("[prover]\nmax_states_per_client = 7\ndefault_ttl_s = 30\nmax_ttl_s = 60\nmax_tactic_chars = 100\n")
+    path.write_text(
+        "[prover]\nmax_states_per_client = 7\ndefault_ttl_s = 30\nmax_ttl_s = 60\nmax_tactic_chars = 100\n"
+    )
     config = Config.from_toml(path)
     limits = ProverLimits.from_config(config)
-    assert (limits.max_states_per_client, limits.default_ttl_s, limits.max_ttl_s, limits.max_tactic_chars) == (7, 30, 60, 100)
+    assert (
+        limits.max_states_per_client,
+        limits.default_ttl_s,
+        limits.max_ttl_s,
+        limits.max_tactic_chars,
+    ) == (7, 30, 60, 100)
     # The limits are the `[prover]` schema itself (one source), not a copy of it.
     assert issubclass(ProverLimits, ProverConfig)
     assert ProverLimits.__struct_fields__ == ProverConfig.__struct_fields__
@@ -45,5 +57,7 @@ def test_prover_keys_become_the_limits_and_round_trip(tmp_path):
 def test_default_ttl_over_max_ttl_is_refused():
     config = Config()
     config.prover.default_ttl_s, config.prover.max_ttl_s = 100.0, 50.0
-    with pytest.raises(RequestError, match="prover.default_ttl_s 100.0 is over prover.max_ttl_s 50.0"):
+    with pytest.raises(
+        RequestError, match="prover.default_ttl_s 100.0 is over prover.max_ttl_s 50.0"
+    ):
         ProverLimits.from_config(config)

@@ -42,8 +42,13 @@ async def test_negative_durations_are_invalid_argument_naming_the_field():
             assert _fields(info) == [field] and "negative" in info.value.details
         # A value over the server's limit reaches the service as seconds.
         with pytest.raises(ClientError) as info:
-            await client.run_tactic(state, "constructor", timeout_s=app.config.pool.max_timeout_s + 1.5)
-        assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT and "over the limit" in info.value.details
+            await client.run_tactic(
+                state, "constructor", timeout_s=app.config.pool.max_timeout_s + 1.5
+            )
+        assert (
+            info.value.code is grpc.StatusCode.INVALID_ARGUMENT
+            and "over the limit" in info.value.details
+        )
         # Nothing was left behind by the refused calls: only the first proof's root.
         assert len(app.prover.registry) == 1
 
@@ -58,7 +63,11 @@ async def test_a_duration_that_is_not_one_is_invalid_argument_naming_the_field()
                 (ppb.StartProofRequest(code=AND_STATEMENT, timeout=broken), "timeout"),
                 (ppb.RunTacticRequest(state_id="s-x", tactic="simp", timeout=broken), "timeout"),
             ):
-                method = stub.StartProof if isinstance(request, ppb.StartProofRequest) else stub.RunTactic
+                method = (
+                    stub.StartProof
+                    if isinstance(request, ppb.StartProofRequest)
+                    else stub.RunTactic
+                )
                 with pytest.raises(grpc.aio.AioRpcError) as info:
                     await method(request, timeout=30)
                 assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT
@@ -72,10 +81,18 @@ async def test_expand_rejects_a_negative_timeout_and_the_stream_goes_on():
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             stub = prover_pb2_grpc.ProverStub(channel)
             requests = [
-                ppb.ExpandRequest(request_id="bad", state_id=root, tactic="constructor",
-                                  timeout=duration_pb2.Duration(seconds=-1)),
-                ppb.ExpandRequest(request_id="good", state_id=root, tactic="constructor",
-                                  timeout=duration_pb2.Duration(seconds=30)),
+                ppb.ExpandRequest(
+                    request_id="bad",
+                    state_id=root,
+                    tactic="constructor",
+                    timeout=duration_pb2.Duration(seconds=-1),
+                ),
+                ppb.ExpandRequest(
+                    request_id="good",
+                    state_id=root,
+                    tactic="constructor",
+                    timeout=duration_pb2.Duration(seconds=30),
+                ),
             ]
             by_id = {r.request_id: r async for r in stub.Expand(iter(requests), timeout=60)}
         assert sorted(by_id) == ["bad", "good"]
@@ -93,7 +110,12 @@ async def test_the_python_client_reports_elapsed_seconds_from_the_durations():
         assert state.ttl_s == 60.25  # the TTL arrived as seconds
         step = await client.run_tactic(proof.states[0].state_id, "constructor", timeout_s=30.0)
         assert step.status == "INCOMPLETE" and 0 < step.elapsed_s < 30
-        [streamed] = [r async for r in client.expand([(proof.states[0].state_id, "constructor")], timeout_s=30.0)]
+        [streamed] = [
+            r
+            async for r in client.expand(
+                [(proof.states[0].state_id, "constructor")], timeout_s=30.0
+            )
+        ]
         assert streamed.status == "INCOMPLETE" and 0 < streamed.elapsed_s < 30
 
 
@@ -121,19 +143,32 @@ const { ProverClient } = require('./lib/prover');
 
 @pytest.fixture(scope="module")
 def node_client() -> Path:
-    assert shutil.which("node") and shutil.which("npm"), "node and npm are needed for the Node client test"
+    assert shutil.which("node") and shutil.which("npm"), (
+        "node and npm are needed for the Node client test"
+    )
     if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600)
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
+        )
     subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
-    assert "google.protobuf.Duration timeout" in (NODE_DIR / "proto" / "leanrpc" / "v1" / "prover.proto").read_text()
+    assert (
+        "google.protobuf.Duration timeout"
+        in (NODE_DIR / "proto" / "leanrpc" / "v1" / "prover.proto").read_text()
+    )
     return NODE_DIR
 
 
 async def test_the_node_client_sends_and_reads_durations(node_client):
     async with running_server(1) as (app, _client):
         proc = await asyncio.create_subprocess_exec(
-            "node", "-e", NODE_SCRIPT, f"127.0.0.1:{app.port}", AND_STATEMENT,
-            cwd=node_client, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "node",
+            "-e",
+            NODE_SCRIPT,
+            f"127.0.0.1:{app.port}",
+            AND_STATEMENT,
+            cwd=node_client,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
         assert proc.returncode == 0, stderr.decode()
@@ -142,5 +177,9 @@ async def test_the_node_client_sends_and_reads_durations(node_client):
         status, goals, elapsed_s = out["step"]
         assert (status, goals) == ("PROOF_STATUS_INCOMPLETE", 2) and 0 < elapsed_s < 30
         code, details = out["negative"]
-        assert code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and details.startswith("timeout is negative")
-        assert app.prover.registry.get(out["root"], "peer:ipv4:127.0.0.1").ttl_s == 60.5  # the TTL arrived as seconds
+        assert code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and details.startswith(
+            "timeout is negative"
+        )
+        assert (
+            app.prover.registry.get(out["root"], "peer:ipv4:127.0.0.1").ttl_s == 60.5
+        )  # the TTL arrived as seconds

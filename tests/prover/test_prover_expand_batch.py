@@ -174,7 +174,8 @@ async def test_the_whole_proof_check_runs_on_another_idle_worker():
         left = await client.run_tactic(split.state_id, "exact hp")
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             done = await pb_grpc.ProverStub(channel).RunTactic(
-                pb.RunTacticRequest(state_id=left.state_id, tactic="exact hq"))
+                pb.RunTacticRequest(state_id=left.state_id, tactic="exact hq")
+            )
         assert done.status == pb.PROOF_STATUS_COMPLETED, done.error
         assert done.verification.reuse.worker and done.worker
         assert done.verification.reuse.worker != done.worker

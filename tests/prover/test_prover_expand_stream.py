@@ -90,8 +90,11 @@ async def test_shutdown_answers_every_accepted_expand_pair_once():
                 results.append(result)
 
         reading = asyncio.ensure_future(read_all())
-        await wait_until(lambda: seen["running"] == 5 and len(results) == 5, 20,
-                         "the 5 free pairs answered and the 5 held ones running")
+        await wait_until(
+            lambda: seen["running"] == 5 and len(results) == 5,
+            20,
+            "the 5 free pairs answered and the 5 held ones running",
+        )
         await stop_app(app)  # App.stop: the Expand stream is told as VerifyStreams are
         await asyncio.wait_for(reading, 30)  # the stream ends OK (the client raises otherwise)
     finally:

@@ -17,7 +17,13 @@ from leanrpc.services.prover.registry import StateRegistry
 from prover_support import AND_STATEMENT, running_server
 from testkit import wait_until
 
-OLD_REPL = [sys.executable, "-m", "leanrpc.standin", "--lean-version", "4.2.0"]  # before pickling (v4.3.0)
+OLD_REPL = [
+    sys.executable,
+    "-m",
+    "leanrpc.standin",
+    "--lean-version",
+    "4.2.0",
+]  # before pickling (v4.3.0)
 
 
 async def _search_then_expand_each_state_after_recycles(app, client):
@@ -29,8 +35,12 @@ async def _search_then_expand_each_state_after_recycles(app, client):
     left = await client.run_tactic(split.state_id, "exact hp")
     done = await client.run_tactic(left.state_id, "exact hq")
     assert done.status == "COMPLETED", done.error
-    pairs = [(root, "constructor"), (split.state_id, "exact hp"), (left.state_id, "exact hq"),
-             (split.state_id, "frobnicate")]
+    pairs = [
+        (root, "constructor"),
+        (split.state_id, "exact hp"),
+        (left.state_id, "exact hq"),
+        (split.state_id, "frobnicate"),
+    ]
     before = [split, left, done, await client.run_tactic(split.state_id, "frobnicate")]
     served = {w.name for w in app.pool.workers}
     app.config.limits.max_requests_per_worker = 1  # every later job recycles its worker
@@ -41,8 +51,12 @@ async def _search_then_expand_each_state_after_recycles(app, client):
 
 def _same_answers(before, after) -> None:
     for old, new in zip(before, after):
-        assert (new.status, new.goals, new.repl_status, new.proof_text) == (old.status, old.goals, old.repl_status,
-                                                                          old.proof_text)
+        assert (new.status, new.goals, new.repl_status, new.proof_text) == (
+            old.status,
+            old.goals,
+            old.repl_status,
+            old.proof_text,
+        )
         assert new.state_id != old.state_id or not new.state_id
 
 
@@ -52,12 +66,14 @@ async def test_live_states_are_pickled_before_a_recycle_and_unpickled_after(sand
         before, after = await _search_then_expand_each_state_after_recycles(app, client)
         _same_answers(before, after)
         stats = app.prover.registry.stats
-        assert stats.states_pickled >= 3                  # root, split, left (and done) before the first recycle
-        assert stats.states_rebuilt_by_pickle >= 3        # every expansion after it ran on a fresh worker
+        assert stats.states_pickled >= 3  # root, split, left (and done) before the first recycle
+        assert stats.states_rebuilt_by_pickle >= 3  # every expansion after it ran on a fresh worker
         assert stats.states_rebuilt_by_replay == 0 and stats.unpickle_failures == 0
         assert stats.replayed_tactics == 0 and stats.replayed_commands == 0
-        assert not after[0].rebuilt and after[1].rebuilt and after[2].rebuilt  # the first ran on the old worker
-        assert app.prover.registry.pickle_bytes > 0       # the server holds the bytes itself
+        assert (
+            not after[0].rebuilt and after[1].rebuilt and after[2].rebuilt
+        )  # the first ran on the old worker
+        assert app.prover.registry.pickle_bytes > 0  # the server holds the bytes itself
 
 
 async def test_a_repl_without_pickling_gets_replay_and_nothing_is_pickled():
@@ -79,9 +95,13 @@ async def test_a_pickle_that_does_not_unpickle_falls_back_to_replay():
         split = await client.run_tactic(proof.states[0].state_id, "constructor")
         left = await client.run_tactic(split.state_id, "exact hp")
         app.config.limits.max_requests_per_worker = 1
-        again = await client.run_tactic(split.state_id, "exact hp")  # runs on the old worker, which is recycled
+        again = await client.run_tactic(
+            split.state_id, "exact hp"
+        )  # runs on the old worker, which is recycled
         assert again.goals == left.goals
-        await wait_until(lambda: again.worker not in {w.name for w in app.pool.workers}, 20, "the recycle")
+        await wait_until(
+            lambda: again.worker not in {w.name for w in app.pool.workers}, 20, "the recycle"
+        )
         registry = app.prover.registry
         [stored] = [p for p in registry._proofs.values() if p.pickles]
         assert (0, "constructor") in stored.pickles
@@ -90,7 +110,9 @@ async def test_a_pickle_that_does_not_unpickle_falls_back_to_replay():
         # The REPL dies on the bad file (as Lean's does); the pool retries, the state is replayed.
         result = await client.run_tactic(left.state_id, "exact hq")
         assert result.status == "COMPLETED" and result.verification_status == "VALID"
-        assert registry.stats.unpickle_failures == 1 and registry.stats.states_rebuilt_by_replay >= 1
+        assert (
+            registry.stats.unpickle_failures == 1 and registry.stats.states_rebuilt_by_replay >= 1
+        )
         # every bad pickle of that proof was dropped with the one that failed (the last
         # worker's recycle may have pickled good ones since)
         assert all(not data.startswith(b"not a") for data, _goals in stored.pickles.values())
@@ -98,8 +120,11 @@ async def test_a_pickle_that_does_not_unpickle_falls_back_to_replay():
 
 @pytest.mark.parametrize(
     "call, field, needle",
-    [("start_timeout", "timeout", "over the limit"), ("tactic_timeout", "timeout", "over the limit"),
-     ("start_ttl", "ttl", "out of range")],
+    [
+        ("start_timeout", "timeout", "over the limit"),
+        ("tactic_timeout", "timeout", "over the limit"),
+        ("start_ttl", "ttl", "out of range"),
+    ],
 )
 async def test_over_the_limit_refusals_name_the_proto_field(call, field, needle):
     async with running_server(1) as (app, client):
@@ -123,8 +148,16 @@ async def test_over_the_limit_refusals_name_the_proto_field(call, field, needle)
 
 
 def test_pickling_is_known_from_the_lean_version():
-    assert can_pickle("auto", "4.19.0") and can_pickle("auto", "v4.3.0") and can_pickle("auto", "4.22.0-rc1")
-    assert not can_pickle("auto", "4.2.0") and not can_pickle("auto", "") and not can_pickle("auto", "nightly")
+    assert (
+        can_pickle("auto", "4.19.0")
+        and can_pickle("auto", "v4.3.0")
+        and can_pickle("auto", "4.22.0-rc1")
+    )
+    assert (
+        not can_pickle("auto", "4.2.0")
+        and not can_pickle("auto", "")
+        and not can_pickle("auto", "nightly")
+    )
     assert can_pickle("on", "") and not can_pickle("off", "4.19.0")
 
 
@@ -134,14 +167,19 @@ def test_the_cost_model_prefers_a_pickle_over_replaying_a_path():
     worker = type("W", (), {"name": "w1"})()
     rebuild = Rebuilder(registry, scratch=None, pickling=lambda w: True)
     deep = (0, "constructor", "exact hp")
-    assert rebuild.pickle_start(proof, worker, deep, held=0) == 0              # nothing pickled
+    assert rebuild.pickle_start(proof, worker, deep, held=0) == 0  # nothing pickled
     registry.store_pickle(proof, (0, "constructor"), b"x", ["g"])
-    assert rebuild.pickle_start(proof, worker, deep, held=0) == 2              # pickle + 1 tactic < command + 2
-    assert rebuild.pickle_start(proof, worker, deep, held=2) == 0              # the worker holds as much
+    assert rebuild.pickle_start(proof, worker, deep, held=0) == 2  # pickle + 1 tactic < command + 2
+    assert rebuild.pickle_start(proof, worker, deep, held=2) == 0  # the worker holds as much
     registry.store_pickle(proof, (0,), b"y", ["g"])
-    assert rebuild.pickle_start(proof, worker, (0,), held=0) == 1              # a tie goes to the pickle
+    assert rebuild.pickle_start(proof, worker, (0,), held=0) == 1  # a tie goes to the pickle
     # the worker holds the parent: one short tactic is cheaper than unpickling the command's work
     registry.store_pickle(proof, deep, b"z", ["g"])
     assert rebuild.pickle_start(proof, worker, deep, held=2) == 0
     assert rebuild.pickle_start(proof, worker, deep, held=1) == 3
-    assert Rebuilder(registry, None, pickling=lambda w: False).pickle_start(proof, worker, deep, held=0) == 0
+    assert (
+        Rebuilder(registry, None, pickling=lambda w: False).pickle_start(
+            proof, worker, deep, held=0
+        )
+        == 0
+    )

@@ -40,8 +40,8 @@ async def test_tactic_mode_completed_that_the_whole_proof_rejects_is_refuted():
     async with running_server(1) as (app, client):
         proof = await client.start_proof("theorem t (n : Nat) : n + 0 = n := by\n  sorry\n")
         result = await client.run_tactic(proof.states[0].state_id, "leanrpc_unsound")
-        assert result.repl_status == "Completed"          # tactic mode said so
-        assert result.status == "REFUTED"                 # the whole proof did not check
+        assert result.repl_status == "Completed"  # tactic mode said so
+        assert result.status == "REFUTED"  # the whole proof did not check
         assert result.verification_status == "INVALID"
         assert "leanrpc_unsound" in result.proof_text and "sorry" not in result.proof_text
         assert not result.completed
@@ -79,7 +79,11 @@ async def test_bad_input_gets_its_status(call, code, needle):
                 await client.run_tactic(code, "simp")
             else:
                 await client.run_tactic(state, code)
-        expected = grpc.StatusCode.NOT_FOUND if call == "tactic_state" else grpc.StatusCode.INVALID_ARGUMENT
+        expected = (
+            grpc.StatusCode.NOT_FOUND
+            if call == "tactic_state"
+            else grpc.StatusCode.INVALID_ARGUMENT
+        )
         assert info.value.code is expected and needle in info.value.details
         # the server keeps serving
         assert (await client.run_tactic(state, "constructor")).status == "INCOMPLETE"
@@ -94,7 +98,12 @@ async def test_released_states_are_not_found_and_expand_rejects_bad_pairs_in_str
         with pytest.raises(ClientError) as info:
             await client.run_tactic(child.state_id, "exact hp")
         assert info.value.code is grpc.StatusCode.NOT_FOUND
-        results = [r async for r in client.expand([(root, "constructor"), (child.state_id, "simp"), (root, "")])]
+        results = [
+            r
+            async for r in client.expand(
+                [(root, "constructor"), (child.state_id, "simp"), (root, "")]
+            )
+        ]
         by_id = {r.request_id: r for r in results}
         assert sorted(by_id) == ["0", "1", "2"]
         assert by_id["0"].status == "INCOMPLETE"
@@ -111,12 +120,18 @@ async def test_state_survives_kill_9_of_its_worker_mid_search():
         left = await client.run_tactic(split.state_id, "exact hp")
         holder = next(w for w in app.pool.workers if w.name == left.worker)
         os.kill(holder.pid, signal.SIGKILL)
-        await wait_until(lambda: holder not in app.pool.workers, 10, "the killed worker to be reaped")
+        await wait_until(
+            lambda: holder not in app.pool.workers, 10, "the killed worker to be reaped"
+        )
         done = await client.run_tactic(left.state_id, "exact hq")
         assert done.status == "COMPLETED" and done.verification_status == "VALID"
         assert done.rebuilt and done.worker != holder.name
         stats = app.prover.registry.stats
-        assert stats.states_rebuilt >= 1 and stats.replayed_tactics == 2 and stats.replayed_commands == 1
+        assert (
+            stats.states_rebuilt >= 1
+            and stats.replayed_tactics == 2
+            and stats.replayed_commands == 1
+        )
 
 
 async def test_a_thousand_concurrent_expansions_over_four_workers_are_answered_once():
@@ -125,7 +140,9 @@ async def test_a_thousand_concurrent_expansions_over_four_workers_are_answered_o
         root = proof.states[0].state_id
         first = await client.run_tactic(root, "constructor")
         tactics = ["constructor", "exact hp", "simp", "intro h", "frobnicate"]
-        pairs = [(root if k % 2 else first.state_id, tactics[k % len(tactics)]) for k in range(1000)]
+        pairs = [
+            (root if k % 2 else first.state_id, tactics[k % len(tactics)]) for k in range(1000)
+        ]
         seen: dict[str, int] = {}
         async for result in client.expand(pairs):
             seen[result.request_id] = seen.get(result.request_id, 0) + 1
@@ -146,8 +163,12 @@ async def test_quota_and_ttl_free_states():
         await client.run_tactic(root, "constructor")
         with pytest.raises(ClientError) as info:
             await client.run_tactic(root, "constructor")
-        assert info.value.code is grpc.StatusCode.RESOURCE_EXHAUSTED and "release" in info.value.details
+        assert (
+            info.value.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+            and "release" in info.value.details
+        )
         assert len(registry) == 3
+
         def all_expired():
             registry.sweep(every_s=0.0)
             return len(registry) == 0
@@ -161,6 +182,7 @@ async def test_quota_and_ttl_free_states():
 
 async def test_best_first_search_helper_finds_and_releases():
     async with running_server(2) as (app, client):
+
         def propose(goals):
             if "∧" in goals[0]:
                 return ["frobnicate", "constructor"]

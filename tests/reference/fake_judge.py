@@ -39,12 +39,21 @@ elif mode == "jailed":
         network = "reachable"
     except OSError as exc:
         network = f"unreachable ({exc.__class__.__name__})"
-    seen = {"host file": os.path.exists(marker), "canary": "LEANRPC_JUDGE_CANARY" in os.environ,
-            "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0], "network": network,
-            "judge env": os.environ.get("LEANRPC_JUDGE")}
+    seen = {
+        "host file": os.path.exists(marker),
+        "canary": "LEANRPC_JUDGE_CANARY" in os.environ,
+        "fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+        "network": network,
+        "judge env": os.environ.get("LEANRPC_JUDGE"),
+    }
     print(f"fake judge saw: {seen}")
-    jailed = (not seen["host file"] and not seen["canary"] and seen["fsize"] == fsize
-              and seen["network"] != "reachable" and seen["judge env"] == "1")
+    jailed = (
+        not seen["host file"]
+        and not seen["canary"]
+        and seen["fsize"] == fsize
+        and seen["network"] != "reachable"
+        and seen["judge env"] == "1"
+    )
     sys.exit(0 if jailed else 4)
 elif mode == "names":  # prints the names it was given, and accepts
     print(f"fake judge: theorems={request['theorems']} definitions={request['definitions']}")

@@ -22,13 +22,19 @@ CHANGED = HEADER + "theorem t : 2 + 2 = 5 := by\n  norm_num\n"
 
 
 def _judge(mode: str, **extra):
-    return {"judge__command": [*JUDGE, mode], "judge__name": "fake", "judge__sandboxed": False, **extra}
+    return {
+        "judge__command": [*JUDGE, mode],
+        "judge__name": "fake",
+        "judge__sandboxed": False,
+        **extra,
+    }
 
 
 async def test_accepting_judge_confirms_pinned_valid_and_skips_the_rest():
     async with running_server(**_judge("accept")) as (app, client):
         good, changed, unpinned = await client.verify_batch(
-            [GOOD, CHANGED, GOOD], references=[REFERENCE, REFERENCE, ""])
+            [GOOD, CHANGED, GOOD], references=[REFERENCE, REFERENCE, ""]
+        )
         assert good.status == "VALID" and good.judge == "ACCEPTED"
         # Not VALID after the pin, or not pinned: the judge is not asked.
         assert changed.status == "INVALID" and changed.judge == ""
@@ -46,24 +52,34 @@ async def test_refusing_judge_makes_a_pinned_valid_invalid():
 
 
 async def test_hanging_judge_is_killed_at_its_timeout_and_the_verdict_is_withheld():
-    async with running_server(**_judge("hang", judge__timeout_s=1.0, judge__max_concurrent=2)) as (app, client):
+    async with running_server(**_judge("hang", judge__timeout_s=1.0, judge__max_concurrent=2)) as (
+        app,
+        client,
+    ):
         results = await client.verify_batch([GOOD] * 3, references=[REFERENCE] * 3)
         assert [(r.status, r.judge) for r in results] == [("REJECTED", "TIMEOUT")] * 3
         assert all("gave no verdict (TIMEOUT)" in r.error for r in results)
-        assert app.service.judge.runs == 3 and app.service.judge.peak == 2  # bounded by max_concurrent
+        assert (
+            app.service.judge.runs == 3 and app.service.judge.peak == 2
+        )  # bounded by max_concurrent
         # Its own pool: the REPL workers still answer unpinned snippets.
         [plain] = await client.verify_batch([GOOD])
         assert plain.status == "VALID"
 
 
 async def test_judge_that_cannot_start_fails_closed():
-    async with running_server(judge__command=["/nonexistent/judge"], judge__sandboxed=False) as (_app, client):
+    async with running_server(judge__command=["/nonexistent/judge"], judge__sandboxed=False) as (
+        _app,
+        client,
+    ):
         [result] = await client.verify_batch([GOOD], references=[REFERENCE])
         assert (result.status, result.judge) == ("REJECTED", "FAILED")
 
 
 @pytest.mark.parametrize("sandboxed", [True, False])
-async def test_judge_runs_in_the_workers_sandbox_with_their_limits(tmp_path, monkeypatch, sandboxed):
+async def test_judge_runs_in_the_workers_sandbox_with_their_limits(
+    tmp_path, monkeypatch, sandboxed
+):
     """The judge runs through the workers' launcher: a fresh root without the
     host's files, the scrubbed environment, the configured rlimits, no network.
     Unsandboxed (the control) the same judge sees the host and refuses."""
@@ -71,14 +87,27 @@ async def test_judge_runs_in_the_workers_sandbox_with_their_limits(tmp_path, mon
     marker.write_text("visible outside the sandbox only")
     monkeypatch.setenv("LEANRPC_JUDGE_CANARY", "a secret of the server's environment")
     code = GOOD + f"-- marker: {marker}\n-- fsize: {7 * 2**20}\n"
-    async with running_server(judge__command=[*JUDGE, "jailed"], judge__name="fake", judge__sandboxed=sandboxed,
-                              sandbox__mode="unshare", limits__max_file_size_mb=7) as (app, client):
+    async with running_server(
+        judge__command=[*JUDGE, "jailed"],
+        judge__name="fake",
+        judge__sandboxed=sandboxed,
+        sandbox__mode="unshare",
+        limits__max_file_size_mb=7,
+    ) as (app, client):
         assert (app.service.judge.launcher is app.pool.launcher) == sandboxed
         [result] = await client.verify_batch([code], references=[REFERENCE])
         if sandboxed:
-            assert (result.status, result.judge, result.checks.judge) == ("VALID", "ACCEPTED", "PASSED"), result.error
+            assert (result.status, result.judge, result.checks.judge) == (
+                "VALID",
+                "ACCEPTED",
+                "PASSED",
+            ), result.error
         else:
-            assert (result.status, result.judge, result.checks.judge) == ("INVALID", "REFUSED", "FAILED")
+            assert (result.status, result.judge, result.checks.judge) == (
+                "INVALID",
+                "REFUSED",
+                "FAILED",
+            )
             assert "'host file': True" in result.error and "'canary': True" in result.error
 
 
@@ -87,10 +116,14 @@ async def test_judge_is_given_the_qualified_names_to_check():
     the reference's theorems and its `sorry` defs (holes), namespaces included."""
     from leanrpc.services.verify import VerifyOptions
 
-    reference = HEADER + ("namespace P\n\ndef answer : Nat := sorry\n\ndef two : Nat := 2\n\n"
-                          "theorem main : answer = two := by\n  sorry\n\nend P\n")
-    proof = HEADER + ("namespace P\n\ndef answer : Nat := 2\n\ndef two : Nat := 2\n\n"
-                      "theorem main : answer = two := by\n  rfl\n\nend P\n")
+    reference = HEADER + (
+        "namespace P\n\ndef answer : Nat := sorry\n\ndef two : Nat := 2\n\n"
+        "theorem main : answer = two := by\n  sorry\n\nend P\n"
+    )
+    proof = HEADER + (
+        "namespace P\n\ndef answer : Nat := 2\n\ndef two : Nat := 2\n\n"
+        "theorem main : answer = two := by\n  rfl\n\nend P\n"
+    )
     async with running_server(**_judge("names")) as (app, _client):
         result = await app.service.verify("n", proof, VerifyOptions(reference=reference))
         assert result.status.name == "VALID" and result.judge.level.name == "ACCEPTED", result.error

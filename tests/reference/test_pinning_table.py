@@ -16,28 +16,67 @@ REFERENCE = HEADER + "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  
 # (label, snippet body, expected status, expected reason ("" = passed))
 TABLE = [
     ("good", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n", "VALID", ""),
-    ("good with a helper lemma",
-     "lemma helper : 4 = 4 := rfl\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  exact helper\n",
-     "VALID", ""),
-    ("good with other spacing and a comment",
-     "theorem   target ( x : Nat )\n    (h : 0<x) :\n  2+2 = 4 := by -- same statement\n  norm_num\n", "VALID", ""),
-    ("changed statement", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 5 := by\n  norm_num\n",
-     "INVALID", "STATEMENT_MISMATCH"),
-    ("weaker hypotheses", "theorem target (x : Nat) (h : 0 < x) (h2 : False) : 2 + 2 = 4 := by\n  norm_num\n",
-     "INVALID", "STATEMENT_MISMATCH"),
-    ("renamed", "theorem target' (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n",
-     "INVALID", "MISSING_DECLARATION"),
+    (
+        "good with a helper lemma",
+        "lemma helper : 4 = 4 := rfl\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  exact helper\n",
+        "VALID",
+        "",
+    ),
+    (
+        "good with other spacing and a comment",
+        "theorem   target ( x : Nat )\n    (h : 0<x) :\n  2+2 = 4 := by -- same statement\n  norm_num\n",
+        "VALID",
+        "",
+    ),
+    (
+        "changed statement",
+        "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 5 := by\n  norm_num\n",
+        "INVALID",
+        "STATEMENT_MISMATCH",
+    ),
+    (
+        "weaker hypotheses",
+        "theorem target (x : Nat) (h : 0 < x) (h2 : False) : 2 + 2 = 4 := by\n  norm_num\n",
+        "INVALID",
+        "STATEMENT_MISMATCH",
+    ),
+    (
+        "renamed",
+        "theorem target' (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n",
+        "INVALID",
+        "MISSING_DECLARATION",
+    ),
     ("missing", "theorem other : 1 = 1 := rfl\n", "INVALID", "MISSING_DECLARATION"),
-    ("theorem replaced by axiom", "axiom target (x : Nat) (h : 0 < x) : 2 + 2 = 4\n", "INVALID", "KIND_CHANGED"),
-    ("extra axiom",
-     "axiom cheat : False\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  exact cheat.elim\n",
-     "INVALID", "FORBIDDEN_AXIOM"),
-    ("user instance",
-     "instance : Add Nat := ⟨Nat.mul⟩\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n",
-     "INVALID", "STATEMENT_MISMATCH"),
-    ("native_decide", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  native_decide\n",
-     "INVALID", "FORBIDDEN_AXIOM"),
-    ("sorry", "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  sorry\n", "SORRY", "CONTAINS_SORRY"),
+    (
+        "theorem replaced by axiom",
+        "axiom target (x : Nat) (h : 0 < x) : 2 + 2 = 4\n",
+        "INVALID",
+        "KIND_CHANGED",
+    ),
+    (
+        "extra axiom",
+        "axiom cheat : False\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  exact cheat.elim\n",
+        "INVALID",
+        "FORBIDDEN_AXIOM",
+    ),
+    (
+        "user instance",
+        "instance : Add Nat := ⟨Nat.mul⟩\n\ntheorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n",
+        "INVALID",
+        "STATEMENT_MISMATCH",
+    ),
+    (
+        "native_decide",
+        "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  native_decide\n",
+        "INVALID",
+        "FORBIDDEN_AXIOM",
+    ),
+    (
+        "sorry",
+        "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  sorry\n",
+        "SORRY",
+        "CONTAINS_SORRY",
+    ),
 ]
 
 
@@ -56,30 +95,40 @@ async def test_pinning_table_gives_the_right_verdict_for_each_case():
         # but `sorry` passes (the pin is what catches them), except native_decide,
         # which the `proof` code policy never sends (issue 25 item 1).
         plain = await client.verify_batch(codes, check_axioms=False)
-        expected = ["REJECTED" if label == "native_decide" else "VALID" for label, *_ in TABLE[:-1]] + ["SORRY"]
+        expected = [
+            "REJECTED" if label == "native_decide" else "VALID" for label, *_ in TABLE[:-1]
+        ] + ["SORRY"]
         assert [r.status for r in plain] == expected
         assert all(r.reference is None for r in plain)
         # One elaboration of the reference served the whole batch (and the rerun).
         assert app.service.references.elaborations == 1
 
 
-TYPE_REFERENCE = HEADER + ("structure S where\n  val : Nat\n  pos : val > 0\n\n"
-                           "theorem t (s : S) : s.val ≠ 0 := by\n  sorry\n")
+TYPE_REFERENCE = HEADER + (
+    "structure S where\n  val : Nat\n  pos : val > 0\n\n"
+    "theorem t (s : S) : s.val ≠ 0 := by\n  sorry\n"
+)
 
 
 async def test_a_structure_the_statement_uses_is_pinned_too():
     """`t`'s type reads the same whatever `S` holds: a snippet that redefines
     `S` (a field that makes the statement vacuous) is caught on `S` itself."""
-    same = HEADER + ("structure S where\n  val : Nat\n  pos : val > 0\n\n"
-                     "theorem t (s : S) : s.val ≠ 0 := by\n  omega\n")
-    vacuous = HEADER + ("structure S where\n  val : Nat\n  pos : False\n\n"
-                        "theorem t (s : S) : s.val ≠ 0 := by\n  exact s.pos.elim\n")
+    same = HEADER + (
+        "structure S where\n  val : Nat\n  pos : val > 0\n\n"
+        "theorem t (s : S) : s.val ≠ 0 := by\n  omega\n"
+    )
+    vacuous = HEADER + (
+        "structure S where\n  val : Nat\n  pos : False\n\n"
+        "theorem t (s : S) : s.val ≠ 0 := by\n  exact s.pos.elim\n"
+    )
     async with running_server() as (_app, client):
         good, bad = await client.verify_batch([same, vacuous], references=[TYPE_REFERENCE] * 2)
         assert good.status == "VALID" and good.reference.passed, (good.error, good.reference)
         assert good.reference.declarations == ["S", "t"]
         assert bad.status == "INVALID" and (bad.reference.reason, bad.reference.declaration) == (
-            "STATEMENT_MISMATCH", "S"), (bad.error, bad.reference)
+            "STATEMENT_MISMATCH",
+            "S",
+        ), (bad.error, bad.reference)
         assert "fields, constructors or parameters differ" in bad.reference.detail
 
 
@@ -90,7 +139,10 @@ async def test_a_snippet_must_import_what_the_reference_imports():
     body = "theorem target (x : Nat) (h : 0 < x) : 2 + 2 = 4 := by\n  norm_num\n"
     async with running_server() as (_app, client):
         bare, more = await client.verify_batch(
-            [body, "import Mathlib\nimport Aesop\n\n" + body], references=[REFERENCE] * 2)
-        assert bare.status == "INVALID" and bare.reference.reason == "STATEMENT_MISMATCH", (bare.error,)
+            [body, "import Mathlib\nimport Aesop\n\n" + body], references=[REFERENCE] * 2
+        )
+        assert bare.status == "INVALID" and bare.reference.reason == "STATEMENT_MISMATCH", (
+            bare.error,
+        )
         assert "does not import Mathlib" in bare.reference.detail
         assert more.status == "VALID" and more.reference.passed  # importing more is fine

@@ -31,10 +31,16 @@ _SORRY = re.compile(r"(?<![\w.'])sorry(?![\w'])")
 
 def _real_proofs() -> list[tuple[str, str]]:
     out = []
-    for folder, name in (("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-                         ("proofs-proofnet-verified", "proofnet-verified_gt.zip")):
+    for folder, name in (
+        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
+        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
+    ):
         with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [(n, archive.read(n).decode("utf-8")) for n in sorted(archive.namelist()) if n.endswith(".lean")]
+            out += [
+                (n, archive.read(n).decode("utf-8"))
+                for n in sorted(archive.namelist())
+                if n.endswith(".lean")
+            ]
     return out
 
 
@@ -62,7 +68,10 @@ def expected(code: str, reference: str) -> tuple[str, str | None]:
     """(status, reference reason) the proof's own text calls for."""
     masked = mask(code)
     if "native_decide" in mask(reference):
-        return "REJECTED", None  # the reference would run compiled code: refused before anything runs
+        return (
+            "REJECTED",
+            None,
+        )  # the reference would run compiled code: refused before anything runs
     if "native_decide" in masked:
         return "INVALID", "FORBIDDEN_AXIOM"
     if _SORRY.search(masked):
@@ -83,16 +92,24 @@ async def test_every_real_proof_passes_every_default_check_pinned_to_its_own_sta
             if got != want:
                 wrong.append((name, got, want, result.error[:200]))
             elif want[0] == "REJECTED":
-                assert "the reference may only state declarations: native evaluation" in result.error, name
+                assert (
+                    "the reference may only state declarations: native evaluation" in result.error
+                ), name
             else:
                 assert result.checks.policy == "proof" and result.checks.axioms != "NOT_RUN", name
         assert wrong == []
-        tally = collections.Counter(expected(code, ref) for (_name, code), ref in zip(proofs, references))
+        tally = collections.Counter(
+            expected(code, ref) for (_name, code), ref in zip(proofs, references)
+        )
         # 15 ProofNet-Verified proofs use native_decide (3 of them in a helper lemma before the
         # statement); the README's 61 files that keep a wrong original with `sorry` are SORRY but
         # for 2 of them that also use native_decide (not VALID either way).
-        assert tally == {("VALID", ""): 731, ("SORRY", "CONTAINS_SORRY"): 59, ("INVALID", "FORBIDDEN_AXIOM"): 12,
-                         ("REJECTED", None): 3}
+        assert tally == {
+            ("VALID", ""): 731,
+            ("SORRY", "CONTAINS_SORRY"): 59,
+            ("INVALID", "FORBIDDEN_AXIOM"): 12,
+            ("REJECTED", None): 3,
+        }
         # The code policy refused none of them (native evaluation is reported, not refused).
         assert app.service.policy.stats["refused"] == 0
         assert not any(scan(code).refused for _name, code in proofs)

@@ -19,11 +19,11 @@ import grpc
 import psutil
 from google.protobuf import duration_pb2
 
-from leanrpc.config import Config
-from testkit import descendants, loopback_config  # noqa: F401  (re-exported)
 from leanrpc.app import App, create_server
+from leanrpc.config import Config
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+from testkit import descendants, loopback_config  # noqa: F401  (re-exported)
 
 HEADER = "import Mathlib\n\n"
 STATUS_NAME = {value: name.removeprefix("STATUS_") for name, value in pb.Status.items()}
@@ -35,7 +35,10 @@ FAULTS = {
     "ok": ("theorem t{i} (x : Nat) : x + {i} = x + {i} := by rfl\n", {"VALID"}),
     "sorry": ("theorem t{i} : {i} = {i} := by\n  sorry\n", {"SORRY"}),
     "hang": ("theorem t{i} : True := trivial\n--@standin: hang\n", {"TIMEOUT"}),
-    "oom": ("theorem t{i} : True := trivial\n--@standin: grow=600\n--@standin: hang\n", {"OUT_OF_MEMORY"}),
+    "oom": (
+        "theorem t{i} : True := trivial\n--@standin: grow=600\n--@standin: hang\n",
+        {"OUT_OF_MEMORY"},
+    ),
     "garbage": ("theorem t{i} : True := trivial\n--@standin: garbage=inline\n", {"CRASH"}),
     # The answer stands; the worker is recycled after it.
     "stderr": ("theorem t{i} : True := trivial\n--@standin: stderr=2000000\n", {"VALID"}),
@@ -169,7 +172,9 @@ async def run_streams(
         groups[timeout_s if timeout_for is None else timeout_for(item[0])].append(item)
     shards = []  # (options, items) per stream
     for seconds, group in groups.items():
-        options = pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=int(seconds), nanos=round(seconds % 1 * 1e9)))
+        options = pb.VerifyOptions(
+            timeout=duration_pb2.Duration(seconds=int(seconds), nanos=round(seconds % 1 * 1e9))
+        )
         count = max(1, round(streams * len(group) / len(items)))
         shards += [(options, group[k::count]) for k in range(count)]
     started = time.monotonic()

@@ -11,13 +11,19 @@ import time
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from google.protobuf import duration_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-from reliability_support import STATUS_NAME, run_streams, snippet, start_app, wait_for, wait_no_descendants
+from reliability_support import (
+    STATUS_NAME,
+    run_streams,
+    snippet,
+    start_app,
+    wait_for,
+    wait_no_descendants,
+)
 
 
 @pytest.fixture
@@ -41,11 +47,15 @@ async def _assert_healthy_and_serving(app) -> None:
     await wait_for(lambda: _pool_quiet(app), 20.0, "the pool to settle (no queued or running job)")
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
         health = health_pb2_grpc.HealthStub(channel)
-        reply = await health.Check(health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10)
+        reply = await health.Check(
+            health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
         stub = pb_grpc.VerifierStub(channel)
         code, _ = snippet("ok", 1)
-        response = await stub.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="next", code=code)]), timeout=30)
+        response = await stub.Verify(
+            pb.VerifyRequest(snippets=[pb.Snippet(id="next", code=code)]), timeout=30
+        )
         assert [STATUS_NAME[r.status] for r in response.results] == ["VALID"]
 
 
@@ -63,8 +73,14 @@ async def test_cancellation_storm_of_5000(app):
                     sid = f"{k}-{i}"
                     # Every other body burns a little CPU so some cancels
                     # land on a running body (which kills its worker).
-                    kind_body = "theorem t : True := trivial\n" + ("--@standin: burn=0.02\n" if i % 2 else "")
-                    await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=sid, code="import Mathlib\n\n" + kind_body)))
+                    kind_body = "theorem t : True := trivial\n" + (
+                        "--@standin: burn=0.02\n" if i % 2 else ""
+                    )
+                    await call.write(
+                        pb.VerifyStreamRequest(
+                            snippet=pb.Snippet(id=sid, code="import Mathlib\n\n" + kind_body)
+                        )
+                    )
                     await call.write(pb.VerifyStreamRequest(cancel_id=sid))
                 await call.done_writing()
 
@@ -98,7 +114,11 @@ async def test_slow_reader_does_not_stall_other_clients(app):
         fast_items = [(f"fast-{i}",) + snippet("ok", i) for i in range(500)]
         fast = await run_streams(app.port, fast_items, streams=4)
         assert fast.statuses == {"VALID": 500} and fast.missing == 0
-        await wait_for(lambda: app.pool.stats.jobs_finished >= total + 500, 30.0, "the slow stream's jobs to finish")
+        await wait_for(
+            lambda: app.pool.stats.jobs_finished >= total + 500,
+            30.0,
+            "the slow stream's jobs to finish",
+        )
         # The slow reader then drains its answers, each exactly once.
         seen = [first.result.id]
         while True:
@@ -120,13 +140,18 @@ async def test_disconnects_mid_stream_release_every_job(app):
     calls = []
     for k in range(8):
         call = stub.VerifyStream()
-        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=60))))
+        await call.write(
+            pb.VerifyStreamRequest(
+                options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=60))
+            )
+        )
         for i in range(40):
             code, _ = snippet("hang" if i % 10 == 9 else "ok", i)
             await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)))
         calls.append(call)
     for _ in range(5):
         assert (await calls[0].read()).result.status == pb.STATUS_VALID
+
     # Hangs (60 s) hold both workers: each has been busy with one job for a
     # second (an "ok" body takes milliseconds). Fair admission interleaves the
     # 8 streams, so a count of finished jobs does not say when that happens.
@@ -169,6 +194,8 @@ async def test_one_millisecond_deadlines(app):
                 pass
             return await call.code()
 
-        codes = await asyncio.gather(*([unary() for _ in range(200)] + [stream() for _ in range(100)]))
+        codes = await asyncio.gather(
+            *([unary() for _ in range(200)] + [stream() for _ in range(100)])
+        )
     assert set(codes) == {grpc.StatusCode.DEADLINE_EXCEEDED}
     await _assert_healthy_and_serving(app)

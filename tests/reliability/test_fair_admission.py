@@ -72,8 +72,11 @@ async def _run(service: VerifyService) -> dict:
     options = VerifyOptions()
     log = DispatchLog(service.pool.admission)
     big = [
-        asyncio.ensure_future(service.verify(f"big{i}", _code("big", i), options,
-                                             client_id="big", stream_id="stream-1"))
+        asyncio.ensure_future(
+            service.verify(
+                f"big{i}", _code("big", i), options, client_id="big", stream_id="stream-1"
+            )
+        )
         for i in range(BIG)
     ]
     await asyncio.sleep(0.2)  # the stream is queued before the small client starts
@@ -81,8 +84,9 @@ async def _run(service: VerifyService) -> dict:
     small_results = []
     for i in range(SMALL):
         started = time.monotonic()
-        result = await service.verify(f"small{i}", _code("small", i), options,
-                                      client_id="small", stream_id=f"call-{i}")
+        result = await service.verify(
+            f"small{i}", _code("small", i), options, client_id="small", stream_id=f"call-{i}"
+        )
         latencies.append(time.monotonic() - started)
         small_results.append(result)
     queued_behind = service.info().queue_depth
@@ -118,7 +122,9 @@ async def test_a_small_client_is_not_starved_by_a_big_stream():
     service = await _service()
     try:
         # Warm the header on both workers so the run measures bodies only.
-        await asyncio.gather(*(service.verify(f"w{i}", _code("warm", i), VerifyOptions()) for i in range(4)))
+        await asyncio.gather(
+            *(service.verify(f"w{i}", _code("warm", i), VerifyOptions()) for i in range(4))
+        )
         figures = await _run(service)
     finally:
         await service.pool.close()
@@ -126,6 +132,8 @@ async def test_a_small_client_is_not_starved_by_a_big_stream():
     assert figures["small_statuses"] == {"VALID"}
     assert figures["big_statuses"] <= {"VALID", "CRASH"}
     assert figures["answers"] == BIG + SMALL, "every snippet answered once"
-    assert figures["queued_behind"] > 0, "the big stream was still queued while the small client ran"
+    assert figures["queued_behind"] > 0, (
+        "the big stream was still queued while the small client ran"
+    )
     assert len(figures["overtaken_by"]) == SMALL, "every small call was queued and dispatched once"
     assert max(figures["overtaken_by"]) == 0, figures["overtaken_by"]

@@ -3,7 +3,15 @@ garbage output and stderr floods mixed into 20,000 snippets."""
 
 from __future__ import annotations
 
-from reliability_support import FAULT_MIX, WorkerKiller, fault_mix_items, run_streams, snippet, start_app, wait_no_descendants
+from reliability_support import (
+    FAULT_MIX,
+    WorkerKiller,
+    fault_mix_items,
+    run_streams,
+    snippet,
+    start_app,
+    wait_no_descendants,
+)
 
 TOTAL = 20_000
 MAX_RETRIES = 1

@@ -10,36 +10,61 @@ import sys
 import threading
 
 import grpc
+from google.protobuf import duration_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leanrpc.config import LimitsConfig
 from leanrpc.errors import WorkerCrashed, WorkerTimeout
 from leanrpc.repl import Response
-from google.protobuf import duration_pb2
-
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from leanrpc.worker.channel import FenceSettings
-from leanrpc.worker.launcher import LaunchSpec, Launcher
+from leanrpc.worker.launcher import Launcher, LaunchSpec
 from leanrpc.worker.worker import Worker, WorkerState
 from reliability_support import start_app
 
 # NOT_FOUND: an unknown `session` option (docs/REUSE.md).
-ALLOWED = {grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
-           grpc.StatusCode.RESOURCE_EXHAUSTED}
+ALLOWED = {
+    grpc.StatusCode.OK,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
 CALL_TIMEOUT_S = 60
 
 _FRAGMENTS = [
-    "import Mathlib", "import Aesop", "import NoSuch.Module", "open Nat", "set_option maxHeartbeats 0",
-    "theorem t : 1 + 1 = 2 := by norm_num", "theorem t : True := by\n  sorry", "example : False := by simp",
-    "def f (n : Nat) : Nat := n", "#eval 1", "namespace X", "end X", "", "\n", "\u0000", "\ud7ff", "by", ":=",
+    "import Mathlib",
+    "import Aesop",
+    "import NoSuch.Module",
+    "open Nat",
+    "set_option maxHeartbeats 0",
+    "theorem t : 1 + 1 = 2 := by norm_num",
+    "theorem t : True := by\n  sorry",
+    "example : False := by simp",
+    "def f (n : Nat) : Nat := n",
+    "#eval 1",
+    "namespace X",
+    "end X",
+    "",
+    "\n",
+    "\u0000",
+    "\ud7ff",
+    "by",
+    ":=",
 ]
 # Never a directive: these tests are about input, not injected faults.
-_code = st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=40), max_size=8).map("\n".join).filter(lambda c: "--@" not in c)
+_code = (
+    st.lists(st.sampled_from(_FRAGMENTS) | st.text(max_size=40), max_size=8)
+    .map("\n".join)
+    .filter(lambda c: "--@" not in c)
+)
 # Any Duration on the wire, valid or not (nanos out of range, signs that disagree).
-_duration = st.builds(duration_pb2.Duration, seconds=st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1, 1, 3600, 3601]),
-                      nanos=st.integers(-(2**31), 2**31 - 1) | st.sampled_from([0, 1, -1, 500_000_000]))
+_duration = st.builds(
+    duration_pb2.Duration,
+    seconds=st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1, 1, 3600, 3601]),
+    nanos=st.integers(-(2**31), 2**31 - 1) | st.sampled_from([0, 1, -1, 500_000_000]),
+)
 _options = st.builds(
     pb.VerifyOptions,
     timeout=_duration,
@@ -58,7 +83,9 @@ def threaded_server(workers: int = 2):
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    app = asyncio.run_coroutine_threadsafe(start_app(workers=workers, pool__default_timeout_s=10), loop).result(120)
+    app = asyncio.run_coroutine_threadsafe(
+        start_app(workers=workers, pool__default_timeout_s=10), loop
+    ).result(120)
     channel = grpc.insecure_channel(f"127.0.0.1:{app.port}")
     try:
         yield app, channel
@@ -75,13 +102,17 @@ def _status(call) -> grpc.StatusCode:
         call()
         return grpc.StatusCode.OK
     except grpc.RpcError as exc:
-        assert exc.code() is not grpc.StatusCode.DEADLINE_EXCEEDED, "the server hung on fuzzed input"
+        assert exc.code() is not grpc.StatusCode.DEADLINE_EXCEEDED, (
+            "the server hung on fuzzed input"
+        )
         return exc.code()
 
 
 def _still_serves(stub) -> None:
     ok = stub.Verify(
-        pb.VerifyRequest(snippets=[pb.Snippet(id="ok", code="import Mathlib\n\ntheorem ok : True := trivial\n")]),
+        pb.VerifyRequest(
+            snippets=[pb.Snippet(id="ok", code="import Mathlib\n\ntheorem ok : True := trivial\n")]
+        ),
         timeout=CALL_TIMEOUT_S,
     )
     assert [r.status for r in ok.results] == [pb.STATUS_VALID]
@@ -92,8 +123,14 @@ def test_fuzzed_verify_and_stream_requests():
         stub = pb_grpc.VerifierStub(channel)
         seen: set = set()
 
-        @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-        @given(snippets=st.lists(_snippet, max_size=4), options=st.none() | _options, stream_cancel=st.booleans())
+        @settings(
+            max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
+        @given(
+            snippets=st.lists(_snippet, max_size=4),
+            options=st.none() | _options,
+            stream_cancel=st.booleans(),
+        )
         def check(snippets, options, stream_cancel):
             request = pb.VerifyRequest(snippets=snippets)
             if options is not None:
@@ -110,7 +147,9 @@ def test_fuzzed_verify_and_stream_requests():
                 if stream_cancel:
                     messages.append(pb.VerifyStreamRequest(cancel_id=snippet.id))
             answers = []
-            code = _status(lambda: answers.extend(stub.VerifyStream(iter(messages), timeout=CALL_TIMEOUT_S)))
+            code = _status(
+                lambda: answers.extend(stub.VerifyStream(iter(messages), timeout=CALL_TIMEOUT_S))
+            )
             assert code in ALLOWED, code
             if code is grpc.StatusCode.OK:
                 # One answer per snippet (duplicates and empty ids are
@@ -128,7 +167,9 @@ def test_raw_bytes_as_request_messages():
         raw_verify = channel.unary_unary("/leanrpc.v1.Verifier/Verify")
         raw_extract = channel.unary_unary("/leanrpc.v1.Verifier/Extract")
 
-        @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
         @given(data=st.binary(max_size=200))
         def check(data):
             for method in (raw_verify, raw_extract):
@@ -163,17 +204,25 @@ time.sleep(600)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(data=st.binary(max_size=300) | st.sampled_from([b"{}", b'{"env": 1}', b"[1]", b'{"env":', b"\n\n\n"]), ending=st.sampled_from(["frame", "die"]))
+@given(
+    data=st.binary(max_size=300)
+    | st.sampled_from([b"{}", b'{"env": 1}', b"[1]", b'{"env":', b"\n\n\n"]),
+    ending=st.sampled_from(["frame", "die"]),
+)
 def test_random_repl_output_never_hangs_the_worker(data, ending):
     async def run() -> None:
         spec = LaunchSpec(argv=[sys.executable, "-S", "-c", _RANDOM_REPL, data.hex(), ending])
         # Unfenced: this checks framing against raw garbage. Garbage under
         # fencing (idle bytes, forged and extra frames) is tests/hostile's.
-        worker = Worker("fuzz", spec, Launcher(), LimitsConfig(max_frame_mb=1), fence=FenceSettings(fence=False))
+        worker = Worker(
+            "fuzz", spec, Launcher(), LimitsConfig(max_frame_mb=1), fence=FenceSettings(fence=False)
+        )
         await worker.start(timeout=30)
         worker.reserve()
         try:
-            response = await asyncio.wait_for(worker.request({"cmd": "example : True := trivial"}, timeout=2.0), 10)
+            response = await asyncio.wait_for(
+                worker.request({"cmd": "example : True := trivial"}, timeout=2.0), 10
+            )
             # A well-formed frame (by chance, or "{}") is an answer.
             assert isinstance(response, Response)
         except (WorkerCrashed, WorkerTimeout):

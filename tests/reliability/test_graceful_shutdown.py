@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from google.protobuf import duration_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
@@ -19,7 +18,11 @@ async def _open_streams(stub, streams: int, per_stream: int, body: str) -> list:
     calls = []
     for k in range(streams):
         call = stub.VerifyStream()
-        await call.write(pb.VerifyStreamRequest(options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=120))))
+        await call.write(
+            pb.VerifyStreamRequest(
+                options=pb.VerifyOptions(timeout=duration_pb2.Duration(seconds=120))
+            )
+        )
         for i in range(per_stream):
             code = HEADER + body.format(i=f"{k}_{i}")
             await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=code)))
@@ -41,7 +44,9 @@ async def _drain(call) -> tuple[list, grpc.StatusCode]:
 async def _new_call_code(port: int) -> grpc.StatusCode:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.VerifierStub(channel)
-        request = pb.VerifyRequest(snippets=[pb.Snippet(id="new", code=HEADER + "theorem n : True := trivial\n")])
+        request = pb.VerifyRequest(
+            snippets=[pb.Snippet(id="new", code=HEADER + "theorem n : True := trivial\n")]
+        )
         try:
             await stub.Verify(request, timeout=10)
             return grpc.StatusCode.OK
@@ -56,7 +61,12 @@ async def test_in_flight_requests_finish_and_new_ones_are_refused():
     health = health_pb2_grpc.HealthStub(channel)
     stopped = None
     try:
-        calls = await _open_streams(stub, streams=4, per_stream=6, body="theorem t{i} : True := trivial\n--@standin: burn=0.15\n")
+        calls = await _open_streams(
+            stub,
+            streams=4,
+            per_stream=6,
+            body="theorem t{i} : True := trivial\n--@standin: burn=0.15\n",
+        )
         drains = [asyncio.ensure_future(_drain(call)) for call in calls]
         await wait_for(lambda: app.pool.stats.jobs_finished >= 2, 60.0, "the load to be under way")
         tree = descendants()
@@ -88,9 +98,13 @@ async def test_grace_period_cuts_hung_requests_and_kills_every_worker():
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
     stub = pb_grpc.VerifierStub(channel)
     try:
-        calls = await _open_streams(stub, streams=3, per_stream=4, body="theorem t{i} : True := trivial\n--@standin: hang\n")
+        calls = await _open_streams(
+            stub, streams=3, per_stream=4, body="theorem t{i} : True := trivial\n--@standin: hang\n"
+        )
         drains = [asyncio.ensure_future(_drain(call)) for call in calls]
-        await wait_for(lambda: sum(1 for w in app.pool.workers if w.busy) == 2, 60.0, "both workers to hang")
+        await wait_for(
+            lambda: sum(1 for w in app.pool.workers if w.busy) == 2, 60.0, "both workers to hang"
+        )
         tree = descendants()
         assert tree
         # The hung bodies (120 s timeout) cannot finish in a 1 s grace.
@@ -100,7 +114,11 @@ async def test_grace_period_cuts_hung_requests_and_kills_every_worker():
         for answers, code in results:
             # Cut: no VALID verdict is invented for a body that never ran.
             assert all(r.status != pb.STATUS_VALID for r in answers)
-            assert code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.OK)
+            assert code in (
+                grpc.StatusCode.UNAVAILABLE,
+                grpc.StatusCode.CANCELLED,
+                grpc.StatusCode.OK,
+            )
         assert app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished
     finally:
         await channel.close()

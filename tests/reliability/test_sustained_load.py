@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import gc
 
-from reliability_support import fd_baseline, open_fds, rss_mb, run_streams, snippet, start_app, wait_no_descendants
+from reliability_support import (
+    fd_baseline,
+    open_fds,
+    rss_mb,
+    run_streams,
+    snippet,
+    start_app,
+    wait_no_descendants,
+)
 
 TOTAL = 20_000
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import sys
 
-
+from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from testkit import stop_server
-from leanrpc.app import create_server
 
 
 def standin_command(*flags: str) -> list[str]:

@@ -14,8 +14,13 @@ from leanrpc.pool.job import BodyJob, Job
 
 
 def _job(client: str, stream: str, deadline: float | None = None) -> Job:
-    return BodyJob(split=split_header("import Mathlib\ntheorem t : True := trivial\n"), timeout_s=10,
-               client_id=client, stream_id=stream, deadline=deadline)
+    return BodyJob(
+        split=split_header("import Mathlib\ntheorem t : True := trivial\n"),
+        timeout_s=10,
+        client_id=client,
+        stream_id=stream,
+        deadline=deadline,
+    )
 
 
 def _fresh(queue: Admission, limit: int) -> list[Job]:

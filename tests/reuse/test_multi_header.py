@@ -5,12 +5,9 @@ real stand-in processes."""
 
 from __future__ import annotations
 
-import pytest
-
 from leanrpc.pool import Pool
-from leanrpc.services.verify import VerifyOptions, VerifyService
 from leanrpc.results import Status
-
+from leanrpc.services.verify import VerifyOptions, VerifyService
 from reuse_support import make_config, standin_command
 
 HEADERS = ["import Mathlib", "import Mathlib.Tactic", "import Mathlib.Data.Nat.Basic"]
@@ -36,11 +33,14 @@ async def run_alternating(config, n: int = 9):
 
 
 async def test_one_worker_keeps_three_headers_in_one_process():
-    config = make_config(workers=1, command=standin_command("--fork", "--import-cost", "0.05", "--reimport-cost", "0.05"))
+    config = make_config(
+        workers=1,
+        command=standin_command("--fork", "--import-cost", "0.05", "--reimport-cost", "0.05"),
+    )
     pool, pids, statuses = await run_alternating(config)
     assert statuses == [Status.VALID] * 9
-    assert len(pids) == 1                       # never restarted
-    assert pool.stats.header_imports == 2       # headers 2 and 3 imported next to the first
+    assert len(pids) == 1  # never restarted
+    assert pool.stats.header_imports == 2  # headers 2 and 3 imported next to the first
     assert pool.stats.header_loads == 3 and pool.stats.header_switches == 0
     assert "header_switch" not in pool.stats.restarts
 

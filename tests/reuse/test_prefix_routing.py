@@ -58,7 +58,9 @@ async def test_without_the_trie_some_variant_misses_its_prefix():
                 [r] = await client.verify_batch([_variant(tag, k)])
                 reused.append(r.reused_prefix_chars)
         # (the two files share only their blank header lines)
-        assert min(reused) <= 2, "most-recently-used routing sends some variant to the other file's worker"
+        assert min(reused) <= 2, (
+            "most-recently-used routing sends some variant to the other file's worker"
+        )
     finally:
         await stop(app, client)
 
@@ -70,7 +72,9 @@ async def test_history_is_bounded_and_goes_with_the_worker():
             [r] = await client.verify_batch([_variant(f"F{k}x", k)])
             assert r.status == "VALID"
         [worker] = app.pool.workers
-        assert app.pool.prefix_index.history_size(worker.name) == 2 and len(app.pool.prefix_index) == 2
+        assert (
+            app.pool.prefix_index.history_size(worker.name) == 2 and len(app.pool.prefix_index) == 2
+        )
         os.kill(worker.pid, signal.SIGKILL)
         for _ in range(200):
             if worker.state is WorkerState.DEAD and not len(app.pool.prefix_index):
@@ -110,7 +114,7 @@ def test_the_cost_model_keeps_the_per_request_overhead_out_of_the_per_character_
 
     model = BodyCostModel()
     model.observe(1.3, 6000)  # a whole file: 1 s of text + 0.3 s overhead
-    for k in range(60):       # then many short edits, mostly overhead
+    for k in range(60):  # then many short edits, mostly overhead
         model.observe(0.3 + (k % 3) * 0.01, 50 + k % 5)
     assert 0.8 < model.per_char * 6000 < 1.2, "the whole file still costs about 1 s of text"
     assert 0.2 < model.overhead_s < 0.4
@@ -122,6 +126,7 @@ async def test_a_text_being_elaborated_counts_as_held_and_goes_if_the_request_fa
     app, client = await start(workers=2, pool__min_warm=2)
     try:
         await client.verify_batch([_variant("W", 0)])  # measure the costs first
+
         def h_entries() -> int:
             return sum(1 for key in app.pool.prefix_index if "theorem Hl0" in key)
 

@@ -9,6 +9,7 @@ nothing of the failed step is recorded.
 from __future__ import annotations
 
 import pytest
+
 from leanrpc import repl
 from leanrpc.core.headers import split_header
 from leanrpc.errors import WorkerDiverged

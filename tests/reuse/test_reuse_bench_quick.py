@@ -19,8 +19,20 @@ def test_quick_mode_structure(tmp_path):
     bench = _load()
     out = tmp_path / "r.json"
     # smaller than --quick itself: this checks the structure, not the speed
-    report = bench.main(["--quick", "--only", "edit", "grpo", "--cost-per-kchar", "0.01", "--import-cost", "0.05",
-                         "--json", str(out)])
+    report = bench.main(
+        [
+            "--quick",
+            "--only",
+            "edit",
+            "grpo",
+            "--cost-per-kchar",
+            "0.01",
+            "--import-cost",
+            "0.05",
+            "--json",
+            str(out),
+        ]
+    )
     assert out.exists() and set(report) >= {"command", "machine", "date", "settings", "workloads"}
     assert set(report["workloads"]) == {"edit", "grpo"}
     for row in report["workloads"].values():

@@ -15,7 +15,16 @@ from leanrpc.pool.cost import BodyCostModel
 from leanrpc.pool.dispatch import IndexFacts, RentBook
 from leanrpc.pool.job import BodyJob, CallJob, Job
 from leanrpc.pool.plan import (
-    Assign, CostView, Expire, Import, JobView, RoutingStats, Snapshot, Start, Switch, View,
+    Assign,
+    CostView,
+    Expire,
+    Import,
+    JobView,
+    RoutingStats,
+    Snapshot,
+    Start,
+    Switch,
+    View,
     WorkerView,
 )
 from leanrpc.pool.prefix_index import PrefixIndex
@@ -27,7 +36,9 @@ AESOP = "import Aesop\n"
 BODY = "\n".join(f"theorem t{i} : {i} = {i} := rfl" for i in range(200)) + "\n"
 
 
-def job(header: str = MATHLIB, body: str = "theorem x : 1 = 1 := rfl\n", *, age: float = 0.0, **kw) -> JobView:
+def job(
+    header: str = MATHLIB, body: str = "theorem x : 1 = 1 := rfl\n", *, age: float = 0.0, **kw
+) -> JobView:
     """A queued job as routing sees it (a CallJob when given `call`)."""
     kind = CallJob if "call" in kw else BodyJob
     j: Job = kind(split=split_header(header + body), timeout_s=10, **kw)
@@ -39,10 +50,14 @@ def key(header: str) -> str:
     return split_header(header + "theorem x : True := trivial\n").import_key
 
 
-def view(name: str, state: View, header: str | None = MATHLIB, *, also: tuple = (), **kw) -> WorkerView:
+def view(
+    name: str, state: View, header: str | None = MATHLIB, *, also: tuple = (), **kw
+) -> WorkerView:
     """A worker whose current header is `header`, holding the headers in `also` too."""
     held = frozenset([key(h) for h in also] + ([key(header)] if header else []))
-    return WorkerView(name=name, state=state, import_key=key(header) if header else None, header_keys=held, **kw)
+    return WorkerView(
+        name=name, state=state, import_key=key(header) if header else None, header_keys=held, **kw
+    )
 
 
 class Routing:
@@ -60,16 +75,32 @@ class Routing:
         self.stats = RoutingStats()
 
     def snapshot(self, queue, workers, now: float) -> Snapshot:
-        cost = CostView(self.cost.known, self.cost.per_char, self.cost.overhead_s) if self.cost.known else CostView()
+        cost = (
+            CostView(self.cost.known, self.cost.per_char, self.cost.overhead_s)
+            if self.cost.known
+            else CostView()
+        )
         facts = IndexFacts(self.index, lambda profile: self.incrementality)
-        return Snapshot(now, list(queue), list(workers), facts, cost, self.incrementality, self.rent.table,
-                        self.rent.marks)
+        return Snapshot(
+            now,
+            list(queue),
+            list(workers),
+            facts,
+            cost,
+            self.incrementality,
+            self.rent.table,
+            self.rent.marks,
+        )
 
     def plan(self, queue, workers, now: float):
         plan = self.router.plan(self.snapshot(queue, workers, now))
         self.rent.apply(plan.rent)
         for field in dataclasses.fields(RoutingStats):
-            setattr(self.stats, field.name, getattr(self.stats, field.name) + getattr(plan.stats, field.name))
+            setattr(
+                self.stats,
+                field.name,
+                getattr(self.stats, field.name) + getattr(plan.stats, field.name),
+            )
         return plan
 
 
@@ -95,58 +126,150 @@ def decided(plan) -> list[tuple]:
 
 # (situation, workers, queue, decisions)
 TABLE = [
-    ("an idle worker holding the header takes the job",
-     [view("w1", View.IDLE), view("w2", View.BUSY)], [job()], [("assign", "w1")]),
-    ("the most recently used of two warm idle workers",
-     [view("w1", View.IDLE, last_used=5), view("w2", View.IDLE, last_used=9)], [job()], [("assign", "w2")]),
-    ("a fresh idle worker (no header) takes a job of any header",
-     [view("w1", View.IDLE, header=None)], [job(AESOP)], [("assign", "w1")]),
-    ("no idle worker, a free slot: start one",
-     [view("w1", View.BUSY, AESOP)], [job()], [("start",)]),
-    ("no idle worker, no free slot: nothing",
-     [view("w1", View.BUSY), view("w2", View.BUSY)], [job()], []),
-    ("a stopping worker still holds its slot",
-     [view("w1", View.STOPPING), view("w2", View.BUSY)], [job()], []),
-    ("a dead worker holds no slot",
-     [view("w1", View.GONE), view("w2", View.BUSY)], [job()], [("start",)]),
-    ("only another header idle, nobody will hold ours: the idle one imports ours in-process",
-     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY, AESOP)], [job()], [("import", "w1")]),
-    ("the same when it may not import another (count or memory bound): switch it",
-     [view("w1", View.IDLE, AESOP, can_import=False), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
-    ("another header idle, but a busy worker holds ours: wait for it",
-     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job()], []),
-    ("the same, once the job waited max_wait_for_warm_s: import",
-     [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)], [job(age=2.5)], [("import", "w1")]),
-    ("of two importers, the least recently used (same count) imports",
-     [view("w1", View.IDLE, AESOP, last_used=9), view("w2", View.IDLE, AESOP, last_used=1)],
-     [job()], [("import", "w2")]),
-    ("of two importers, the one holding fewer headers imports (the cheapest import)",
-     [view("w1", View.IDLE, AESOP, last_used=1, also=("import Lean\n",)), view("w2", View.IDLE, AESOP, last_used=9)],
-     [job()], [("import", "w2")]),
-    ("a worker holding the header among others takes the job, no import",
-     [view("w1", View.IDLE, AESOP, also=(MATHLIB,)), view("w2", View.IDLE, AESOP)], [job()], [("assign", "w1")]),
-    ("jobs of two headers, one worker holding both and one holding one: each gets one",
-     [view("w1", View.IDLE, AESOP, also=(MATHLIB,)), view("w2", View.IDLE, AESOP)],
-     [job(), job(AESOP)], [("assign", "w1"), ("assign", "w2")]),
-    ("the least recently used idle worker is the one switched",
-     [view("w1", View.IDLE, AESOP, last_used=9, can_import=False),
-      view("w2", View.IDLE, AESOP, last_used=1, can_import=False)],
-     [job()], [("switch", "w2")]),
-    ("another profile's idle worker never imports our header: it is switched",
-     [view("w1", View.IDLE, AESOP, profile="v2"), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
-    ("a fresh worker of another profile is not ours either",
-     [view("w1", View.IDLE, header=None, profile="v2"), view("w2", View.BUSY, AESOP)], [job()], [("switch", "w1")]),
-    ("a job of a profile takes that profile's fresh worker",
-     [view("w1", View.IDLE, header=None, profile="v2"), view("w2", View.BUSY, AESOP)], [job(profile="v2")],
-     [("assign", "w1")]),
-    ("a header of one profile is not held by a worker of another (keys are qualified)",
-     [view("w1", View.IDLE, MATHLIB), view("w2", View.BUSY)], [job(profile="v2")], [("switch", "w1")]),
-    ("a job past its deadline expires, the next one runs",
-     [view("w1", View.IDLE)], [job(deadline=NOW - 1), job()], [("expire",), ("assign", "w1")]),
-    ("two jobs, one idle warm worker and one free slot",
-     [view("w1", View.IDLE)], [job(), job(AESOP)], [("assign", "w1"), ("start",)]),
-    ("while a worker spawns, a job whose header a busy worker holds does not start another",
-     [view("w1", View.BUSY), view("w2", View.SPAWNING, header=None)], [job()], []),
+    (
+        "an idle worker holding the header takes the job",
+        [view("w1", View.IDLE), view("w2", View.BUSY)],
+        [job()],
+        [("assign", "w1")],
+    ),
+    (
+        "the most recently used of two warm idle workers",
+        [view("w1", View.IDLE, last_used=5), view("w2", View.IDLE, last_used=9)],
+        [job()],
+        [("assign", "w2")],
+    ),
+    (
+        "a fresh idle worker (no header) takes a job of any header",
+        [view("w1", View.IDLE, header=None)],
+        [job(AESOP)],
+        [("assign", "w1")],
+    ),
+    (
+        "no idle worker, a free slot: start one",
+        [view("w1", View.BUSY, AESOP)],
+        [job()],
+        [("start",)],
+    ),
+    (
+        "no idle worker, no free slot: nothing",
+        [view("w1", View.BUSY), view("w2", View.BUSY)],
+        [job()],
+        [],
+    ),
+    (
+        "a stopping worker still holds its slot",
+        [view("w1", View.STOPPING), view("w2", View.BUSY)],
+        [job()],
+        [],
+    ),
+    (
+        "a dead worker holds no slot",
+        [view("w1", View.GONE), view("w2", View.BUSY)],
+        [job()],
+        [("start",)],
+    ),
+    (
+        "only another header idle, nobody will hold ours: the idle one imports ours in-process",
+        [view("w1", View.IDLE, AESOP), view("w2", View.BUSY, AESOP)],
+        [job()],
+        [("import", "w1")],
+    ),
+    (
+        "the same when it may not import another (count or memory bound): switch it",
+        [view("w1", View.IDLE, AESOP, can_import=False), view("w2", View.BUSY, AESOP)],
+        [job()],
+        [("switch", "w1")],
+    ),
+    (
+        "another header idle, but a busy worker holds ours: wait for it",
+        [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)],
+        [job()],
+        [],
+    ),
+    (
+        "the same, once the job waited max_wait_for_warm_s: import",
+        [view("w1", View.IDLE, AESOP), view("w2", View.BUSY)],
+        [job(age=2.5)],
+        [("import", "w1")],
+    ),
+    (
+        "of two importers, the least recently used (same count) imports",
+        [view("w1", View.IDLE, AESOP, last_used=9), view("w2", View.IDLE, AESOP, last_used=1)],
+        [job()],
+        [("import", "w2")],
+    ),
+    (
+        "of two importers, the one holding fewer headers imports (the cheapest import)",
+        [
+            view("w1", View.IDLE, AESOP, last_used=1, also=("import Lean\n",)),
+            view("w2", View.IDLE, AESOP, last_used=9),
+        ],
+        [job()],
+        [("import", "w2")],
+    ),
+    (
+        "a worker holding the header among others takes the job, no import",
+        [view("w1", View.IDLE, AESOP, also=(MATHLIB,)), view("w2", View.IDLE, AESOP)],
+        [job()],
+        [("assign", "w1")],
+    ),
+    (
+        "jobs of two headers, one worker holding both and one holding one: each gets one",
+        [view("w1", View.IDLE, AESOP, also=(MATHLIB,)), view("w2", View.IDLE, AESOP)],
+        [job(), job(AESOP)],
+        [("assign", "w1"), ("assign", "w2")],
+    ),
+    (
+        "the least recently used idle worker is the one switched",
+        [
+            view("w1", View.IDLE, AESOP, last_used=9, can_import=False),
+            view("w2", View.IDLE, AESOP, last_used=1, can_import=False),
+        ],
+        [job()],
+        [("switch", "w2")],
+    ),
+    (
+        "another profile's idle worker never imports our header: it is switched",
+        [view("w1", View.IDLE, AESOP, profile="v2"), view("w2", View.BUSY, AESOP)],
+        [job()],
+        [("switch", "w1")],
+    ),
+    (
+        "a fresh worker of another profile is not ours either",
+        [view("w1", View.IDLE, header=None, profile="v2"), view("w2", View.BUSY, AESOP)],
+        [job()],
+        [("switch", "w1")],
+    ),
+    (
+        "a job of a profile takes that profile's fresh worker",
+        [view("w1", View.IDLE, header=None, profile="v2"), view("w2", View.BUSY, AESOP)],
+        [job(profile="v2")],
+        [("assign", "w1")],
+    ),
+    (
+        "a header of one profile is not held by a worker of another (keys are qualified)",
+        [view("w1", View.IDLE, MATHLIB), view("w2", View.BUSY)],
+        [job(profile="v2")],
+        [("switch", "w1")],
+    ),
+    (
+        "a job past its deadline expires, the next one runs",
+        [view("w1", View.IDLE)],
+        [job(deadline=NOW - 1), job()],
+        [("expire",), ("assign", "w1")],
+    ),
+    (
+        "two jobs, one idle warm worker and one free slot",
+        [view("w1", View.IDLE)],
+        [job(), job(AESOP)],
+        [("assign", "w1"), ("start",)],
+    ),
+    (
+        "while a worker spawns, a job whose header a busy worker holds does not start another",
+        [view("w1", View.BUSY), view("w2", View.SPAWNING, header=None)],
+        [job()],
+        [],
+    ),
 ]
 
 
@@ -280,7 +403,11 @@ class _StateCall:
     """A WorkerCall whose state `held` workers hold (all of its work but the tactic)."""
 
     def __init__(self, name: str, held: tuple[str, ...]) -> None:
-        self.scope, self.text, self.held = f"proof:{name}", f"theorem {name} : True := by\n  trivial\n", held
+        self.scope, self.text, self.held = (
+            f"proof:{name}",
+            f"theorem {name} : True := by\n  trivial\n",
+            held,
+        )
 
     def held_chars(self, worker_name: str) -> int:
         return len(self.text) - 10 if worker_name in self.held else 0

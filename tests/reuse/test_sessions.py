@@ -47,9 +47,14 @@ async def test_session_env_survives_kill_9():
         step2 = await client.run_in_session("proj", "theorem uses : double 2 = 4 := d2", env=1)
         assert step2.env == 2 and step2.result.status == "VALID"
         # d2 only exists on env 1's branch
-        assert [m.text for m in (await client.run_in_session("proj", "#check d2", env=1)).result.messages] == ["d2 : double 2 = 4"]
+        assert [
+            m.text
+            for m in (await client.run_in_session("proj", "#check d2", env=1)).result.messages
+        ] == ["d2 : double 2 = 4"]
         assert (await client.run_in_session("proj", "#check d2", env=0)).result.messages == []
-        before = await client.run_in_session("proj", "example : double 3 = 6 := by decide\n#check uses", env=2)
+        before = await client.run_in_session(
+            "proj", "example : double 3 = 6 := by decide\n#check uses", env=2
+        )
         assert before.replayed_commands == 0
         assert [m.text for m in before.result.messages] == ["uses : double 2 = 4"]
 
@@ -57,7 +62,9 @@ async def test_session_env_survives_kill_9():
         os.kill(pid, signal.SIGKILL)
         await _wait_dead(pid)
 
-        after = await client.run_in_session("proj", "example : double 3 = 6 := by decide\n#check uses", env=2)
+        after = await client.run_in_session(
+            "proj", "example : double 3 = 6 := by decide\n#check uses", env=2
+        )
         assert after.result.status == before.result.status == "VALID"
         assert [(m.severity, m.line, m.text) for m in after.result.messages] == [
             (m.severity, m.line, m.text) for m in before.result.messages
@@ -67,7 +74,9 @@ async def test_session_env_survives_kill_9():
         assert app.pool.stats.session_replays >= 3
         # the branch still works after the restart, and replays nothing more
         again = await client.run_in_session("proj", "#check d2", env=1)
-        assert [m.text for m in again.result.messages] == ["d2 : double 2 = 4"] and again.replayed_commands == 0
+        assert [m.text for m in again.result.messages] == [
+            "d2 : double 2 = 4"
+        ] and again.replayed_commands == 0
         assert (await client.run_in_session("proj", "#check d2", env=0)).result.messages == []
         assert await client.close_session("proj") is True
         assert await client.close_session("proj") is False
@@ -82,7 +91,10 @@ async def test_verify_with_session_runs_on_env_0():
         name = opened.session
         assert name and opened.env == 0
         results = await client.verify_batch(
-            [("a", "theorem a : double 1 = 2 := by decide"), ("b", "theorem b : 1 = 1 := by exact Nat.nonexistent_thing")],
+            [
+                ("a", "theorem a : double 1 = 2 := by decide"),
+                ("b", "theorem b : 1 = 1 := by exact Nat.nonexistent_thing"),
+            ],
             session=name,
         )
         assert [r.id for r in results] == ["a", "b"]
@@ -91,11 +103,17 @@ async def test_verify_with_session_runs_on_env_0():
         assert len(app.pool.sessions.get(name, LOCAL).commands) == 1
 
         # the streaming call takes the same option, async and blocking
-        snippets = [("s1", "#check double"), ("s2", "theorem s2 : 1 = 1 := by exact Nat.nonexistent_thing")]
+        snippets = [
+            ("s1", "#check double"),
+            ("s2", "theorem s2 : 1 = 1 := by exact Nat.nonexistent_thing"),
+        ]
         expected = [("s1", "VALID", ["double (n : Nat) : Nat"]), ("s2", "INVALID")]
 
         def summary(results) -> list:
-            return [(r.id, r.status, [m.text for m in r.messages]) if r.id == "s1" else (r.id, r.status) for r in results]
+            return [
+                (r.id, r.status, [m.text for m in r.messages]) if r.id == "s1" else (r.id, r.status)
+                for r in results
+            ]
 
         assert summary(await client.verify(snippets, session=name)) == expected
         # without the session `double` is not in scope: the option really selects the env
@@ -128,8 +146,16 @@ _NOT_FOUND = grpc.StatusCode.NOT_FOUND
         (lambda c: c.verify_batch(["theorem x : True := trivial"], session="nope"), _NOT_FOUND),
         (lambda c: c.verify(["theorem x : True := trivial"], session="nope"), None),
     ],
-    ids=["unknown-session", "imports", "unknown-env", "empty", "duplicate-name", "bad-name", "verify-unknown",
-         "stream-unknown"],
+    ids=[
+        "unknown-session",
+        "imports",
+        "unknown-env",
+        "empty",
+        "duplicate-name",
+        "bad-name",
+        "verify-unknown",
+        "stream-unknown",
+    ],
 )
 async def test_bad_session_requests_are_refused_with_the_right_code(call, code):
     app, client = await start(workers=1)

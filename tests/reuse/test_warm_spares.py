@@ -35,7 +35,9 @@ async def test_timeout_kill_does_not_cost_the_next_caller_an_import():
         await _until(lambda: _warm_idle(app) == 2)
         assert app.pool.stats.spares_started >= 1
 
-        [hung] = await client.verify_batch([HEADER + "theorem h : 1 = 1 := rfl\n--@standin: hang\n"], timeout_s=1.0)
+        [hung] = await client.verify_batch(
+            [HEADER + "theorem h : 1 = 1 := rfl\n--@standin: hang\n"], timeout_s=1.0
+        )
         assert hung.status == "TIMEOUT"
         [after] = await client.verify_batch([HEADER + "theorem b : 2 = 2 := rfl"])
         assert after.status == "VALID"
@@ -51,7 +53,9 @@ async def test_timeout_kill_does_not_cost_the_next_caller_an_import():
 async def test_spares_follow_the_most_used_headers():
     app, client = await start(workers=3, command=standin_command("--fork"), pool__warm_spares=2)
     try:
-        codes = ["import Aesop\n\ntheorem x : True := trivial"] + [HEADER + f"theorem t{i} : {i} = {i} := rfl" for i in range(4)]
+        codes = ["import Aesop\n\ntheorem x : True := trivial"] + [
+            HEADER + f"theorem t{i} : {i} = {i} := rfl" for i in range(4)
+        ]
         results = await client.verify_batch(codes)
         assert all(r.status == "VALID" for r in results)
         # two spares: one per top header (Mathlib, then Aesop)

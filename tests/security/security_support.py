@@ -7,11 +7,11 @@ import os
 
 import grpc
 
-from leanrpc.config import Config
-from testkit import loopback_config
 from leanrpc.app import create_server
+from leanrpc.config import Config
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+from testkit import loopback_config
 
 HEADER = "import Mathlib\n\n"
 
@@ -111,9 +111,30 @@ def unprivileged_argv(command: list[str], uid: int) -> list[str]:
     import sys
 
     real = os.path.realpath(sys.base_prefix)
-    drop = ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all", "--"]
+    drop = [
+        "setpriv",
+        "--reuid",
+        str(uid),
+        "--regid",
+        str(uid),
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
     if not real.startswith("/root/"):
         return drop + command
     toolchain = "/root/" + real.split("/")[2]
-    return ["unshare", "-m", "--propagation", "private", "sh", "-c", _AS_USER, "sh", toolchain, str(uid), *command]
+    return [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        _AS_USER,
+        "sh",
+        toolchain,
+        str(uid),
+        *command,
+    ]

@@ -22,8 +22,15 @@ from leanrpc.edge.auth import AccessConfigError, load_tokens
 from leanrpc.security import cgroups, sandbox
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.worker.launcher import LaunchSpec
-
-from security_support import HEADER, bearer, make_config, one_snippet, repl_pid, running_server, stub
+from security_support import (
+    HEADER,
+    bearer,
+    make_config,
+    one_snippet,
+    repl_pid,
+    running_server,
+    stub,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CODE = HEADER + "theorem t : 1 = 1 := rfl\n"
@@ -48,7 +55,9 @@ def _standins_below(pid: int) -> list[psutil.Process]:
     found = []
     for proc in psutil.Process(pid).children(recursive=True):
         try:
-            if "leanrpc.standin" in " ".join(proc.cmdline()) and "enter.py" not in " ".join(proc.cmdline()):
+            if "leanrpc.standin" in " ".join(proc.cmdline()) and "enter.py" not in " ".join(
+                proc.cmdline()
+            ):
                 found.append(proc)
         except psutil.Error:
             pass
@@ -79,7 +88,12 @@ def test_kill_9_of_the_server_leaves_no_repl_and_no_scratch(mode, daemon, tmp_pa
     tmpdir.mkdir(mode=0o755)
     env = dict(os.environ, TMPDIR=str(tmpdir))
     args = [_daemon_repl(tmp_path)] if daemon else []
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, mode, HERE, *args], stdout=subprocess.PIPE, text=True, env=env)
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, mode, HERE, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert server.stdout.readline().startswith("READY")
         deadline = time.monotonic() + 30
@@ -120,7 +134,9 @@ main()
 async def test_3_gb_in_a_memfd_is_out_of_memory_with_a_1000_mb_limit(tmp_path):
     script = tmp_path / "memfd_repl.py"
     script.write_text(_MEMFD_REPL)
-    config = make_config(repl__command=[sys.executable, str(script)], limits__max_worker_rss_mb=1000)
+    config = make_config(
+        repl__command=[sys.executable, str(script)], limits__max_worker_rss_mb=1000
+    )
     async with running_server(config) as app:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             code = HEADER + "def f := 1\n--@standin: grow=3000\ndef g := 2\n"
@@ -137,11 +153,17 @@ async def test_repl_exit_with_a_daemon_holding_stdout_is_crash_at_once(tmp_path)
     config = make_config(repl__command=[str(repl)], pool__default_timeout_s=60)
     async with running_server(config) as app:
         (worker,) = [w for w in app.pool.workers if w.pid]
-        (daemon,) = [p for p in psutil.Process(worker.pid).children(recursive=True) if p.name() == "sleep"]
-        assert os.getsid(daemon.pid) != os.getsid(worker.pid), "the daemon left the worker's session"
+        (daemon,) = [
+            p for p in psutil.Process(worker.pid).children(recursive=True) if p.name() == "sleep"
+        ]
+        assert os.getsid(daemon.pid) != os.getsid(worker.pid), (
+            "the daemon left the worker's session"
+        )
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             started = time.monotonic()
-            response = await stub(channel).Verify(one_snippet(HEADER + "def f := 1\n--@standin: crash\n"))
+            response = await stub(channel).Verify(
+                one_snippet(HEADER + "def f := 1\n--@standin: crash\n")
+            )
             took = time.monotonic() - started
             assert response.results[0].status == pb.STATUS_CRASH, response.results[0]
             assert took < 10, f"CRASH at once, not after the 60 s timeout ({took:.1f} s)"
@@ -186,8 +208,14 @@ async def test_mode_off_worker_cannot_signal_the_server():
     rc, out, err = await _run(launcher, [sys.executable, "-c", _SIGNALLER, str(os.getpid())])
     assert rc == 0, err
     results = dict(line.split() for line in out.splitlines())
-    assert results == {"kill": "EPERM", "killpg": "EPERM", "kill_all": "EPERM", "pidfd_open": "EPERM",
-                       "tgkill": "EPERM", "self": "SUCCEEDED"}, results
+    assert results == {
+        "kill": "EPERM",
+        "killpg": "EPERM",
+        "kill_all": "EPERM",
+        "pidfd_open": "EPERM",
+        "tgkill": "EPERM",
+        "self": "SUCCEEDED",
+    }, results
     assert "own session" in launcher.describe()
 
 
@@ -229,7 +257,9 @@ async def test_sandbox_hides_host_sockets_and_token_files(tmp_path):
         assert lines[:2] == ["socket FileNotFoundError", "token FileNotFoundError"], out
         assert "leanrpc-attack" not in lines[2], "the host's /tmp is not there at all"
         # Control: the same program without the sandbox gets both.
-        rc, out, err = await _run(sandbox.make_sandbox_launcher(make_config(sandbox__mode="off")), argv)
+        rc, out, err = await _run(
+            sandbox.make_sandbox_launcher(make_config(sandbox__mode="off")), argv
+        )
         assert out.splitlines()[:2] == ["socket SUCCEEDED", "token SUCCEEDED"], (out, err)
         listener.close()
     finally:
@@ -242,7 +272,9 @@ def test_token_file_readable_by_others_refuses_to_start(tmp_path):
     token_file.chmod(0o644)
     config = Config()
     config.server.auth_token_file = str(token_file)
-    with pytest.raises(AccessConfigError, match=r"readable by group or others \(mode 0644\); run chmod 600"):
+    with pytest.raises(
+        AccessConfigError, match=r"readable by group or others \(mode 0644\); run chmod 600"
+    ):
         load_tokens(config.server)
     token_file.chmod(0o600)
     assert load_tokens(config.server) == ["tok-1"]
@@ -291,14 +323,24 @@ def test_default_memory_limit_is_derived_from_the_machine_and_described():
 
     assert default_memory_limit_mb(4, total_bytes=32 << 30) == int(32 * 1024 * 0.8 / 4)
     assert default_memory_limit_mb(64, total_bytes=8 << 30) == 1024, "never below 1 GB"
-    assert effective_memory_limit_mb(0, 2) == default_memory_limit_mb(2) > 0, "0 means the default: on"
+    assert effective_memory_limit_mb(0, 2) == default_memory_limit_mb(2) > 0, (
+        "0 means the default: on"
+    )
     assert effective_memory_limit_mb(-1, 2) == 0 and effective_memory_limit_mb(1000, 2) == 1000
     for mode in ("off", "unshare"):
-        described = sandbox.make_sandbox_launcher(make_config(sandbox__mode=mode, limits__max_worker_rss_mb=1000)).describe()
-        assert "; memory limit 1000 MB per worker tree (anonymous + shared memory + memfds)" in described, described
+        described = sandbox.make_sandbox_launcher(
+            make_config(sandbox__mode=mode, limits__max_worker_rss_mb=1000)
+        ).describe()
+        assert (
+            "; memory limit 1000 MB per worker tree (anonymous + shared memory + memfds)"
+            in described
+        ), described
 
 
-@pytest.mark.skipif(cgroups.writable_base() is None, reason="the server may not create cgroups here (not root, nothing delegated)")
+@pytest.mark.skipif(
+    cgroups.writable_base() is None,
+    reason="the server may not create cgroups here (not root, nothing delegated)",
+)
 async def test_each_worker_gets_a_cgroup_that_goes_with_it_and_stale_ones_are_removed():
     base = cgroups.writable_base()
     config = make_config(sandbox__mode="unshare")
@@ -331,10 +373,14 @@ async def test_exposed_paths_keep_their_symlinked_names_and_nothing_else_shows()
         os.chmod(os.path.join(work, "real", "olean"), 0o644)
         os.chmod(os.path.join(work, "secret"), 0o644)
         os.symlink("real", os.path.join(work, "alias"))
-        probe = ("import os, sys; w = '/' + sys.argv[1]; print(open(w + '/alias/olean').read().strip(), "
-                 "os.path.exists(w + '/secret'))")
+        probe = (
+            "import os, sys; w = '/' + sys.argv[1]; print(open(w + '/alias/olean').read().strip(), "
+            "os.path.exists(w + '/secret'))"
+        )
         config = make_config(sandbox__mode="unshare", sandbox__expose=[os.path.join(work, "alias")])
-        rc, out, err = await _run(sandbox.make_sandbox_launcher(config), [sys.executable, "-c", probe, work[1:]])
+        rc, out, err = await _run(
+            sandbox.make_sandbox_launcher(config), [sys.executable, "-c", probe, work[1:]]
+        )
         assert (rc, out.strip()) == (0, "lib False"), err
     finally:
         subprocess.run(["rm", "-rf", work], check=False)
@@ -360,7 +406,9 @@ async def test_a_kernel_oom_kill_reported_by_the_monitor_is_out_of_memory(tmp_pa
     config = make_config(repl__command=[sys.executable, str(script)])
     async with running_server(config) as app:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
-            response = await stub(channel).Verify(one_snippet(HEADER + "def f := 1\n--@standin: crash\n"))
+            response = await stub(channel).Verify(
+                one_snippet(HEADER + "def f := 1\n--@standin: crash\n")
+            )
     assert response.results[0].status == pb.STATUS_OUT_OF_MEMORY, response.results[0]
 
 
@@ -368,8 +416,14 @@ def test_the_monitor_reads_the_cgroups_oom_kills(tmp_path):
     fake = tmp_path / "w-1"
     fake.mkdir()
     (fake / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
-    program = ("import sys; sys.path.insert(0, sys.argv[1]); import enter; "
-               "enter.remove_cgroup(sys.argv[2])")
-    done = subprocess.run([sys.executable, "-I", "-c", program, os.path.dirname(sandbox.ENTER_SCRIPT), str(fake)],
-                          capture_output=True, text=True, timeout=30)
+    program = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import enter; "
+        "enter.remove_cgroup(sys.argv[2])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", program, os.path.dirname(sandbox.ENTER_SCRIPT), str(fake)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.stderr == "leanrpc sandbox: out of memory: killed at the cgroup's memory.max\n"

@@ -9,6 +9,7 @@ server what sandbox it runs: unprivileged user namespaces, attacks blocked.
 from __future__ import annotations
 
 import os
+import pathlib
 import re
 import shlex
 import shutil
@@ -17,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import pathlib
 import tomllib
 
 import grpc
@@ -26,7 +26,6 @@ import yaml
 
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-
 from security_support import HEADER, unprivileged_argv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +48,7 @@ def _sandbox_line(text: str) -> list[str]:
     """The RUN line after the `# leanrpc-sandbox-line` marker, as argv."""
     after = text.split("# leanrpc-sandbox-line\n", 1)[1].split("\n", 1)[0]
     assert after.startswith("RUN ")
-    return shlex.split(after[len("RUN "):])
+    return shlex.split(after[len("RUN ") :])
 
 
 def _cmd(text: str) -> str:
@@ -88,7 +87,9 @@ def test_the_container_launch_runs_the_sandbox_as_its_non_root_uid():
     # Not under pytest's tmp_path: its parents are private to root.
     home = pathlib.Path(tempfile.mkdtemp(prefix="leanrpc-container-", dir="/tmp"))
     config = home / "leanrpc.toml"
-    config.write_text("# stand-in REPL (no Lean toolchain in this image)\n")  # the image's stand-in branch
+    config.write_text(
+        "# stand-in REPL (no Lean toolchain in this image)\n"
+    )  # the image's stand-in branch
     argv = _sandbox_line(text)
     assert argv[0] == "python"
     subprocess.run([sys.executable, *argv[1:-1], str(config)], check=True)
@@ -100,23 +101,40 @@ def test_the_container_launch_runs_the_sandbox_as_its_non_root_uid():
     cmd = _cmd(text).replace("50051", str(port)).replace("9090", str(metrics_port))
     bin_dir = os.path.dirname(sys.executable)
     assert os.path.exists(os.path.join(bin_dir, "leanrpc"))
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(home),
-           "LEANRPC_CONFIG": str(config), "LEANRPC_TOKENS": "container-token", "LANG": "C.UTF-8"}
-    server = subprocess.Popen(unprivileged_argv(["sh", "-c", cmd], uid), env=env, cwd=str(home),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "LEANRPC_CONFIG": str(config),
+        "LEANRPC_TOKENS": "container-token",
+        "LANG": "C.UTF-8",
+    }
+    server = subprocess.Popen(
+        unprivileged_argv(["sh", "-c", cmd], uid),
+        env=env,
+        cwd=str(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         metadata = (("authorization", "Bearer container-token"),)
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             grpc.channel_ready_future(channel).result(timeout=60)
             verifier = pb_grpc.VerifierStub(channel)
             info = verifier.GetServerInfo(pb.GetServerInfoRequest(), metadata=metadata, timeout=30)
-            assert info.sandbox.startswith("unshare sandbox: each worker runs as the server's uid in an "
-                                           "unprivileged user namespace"), info.sandbox
+            assert info.sandbox.startswith(
+                "unshare sandbox: each worker runs as the server's uid in an "
+                "unprivileged user namespace"
+            ), info.sandbox
             code = HEADER + "def f := 1\n--@standin: escape=write,shadow,remount\ndef g := 2\n"
             deadline = time.monotonic() + 60
             while True:
-                response = verifier.Verify(pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=code)]),
-                                           metadata=metadata, timeout=60)
+                response = verifier.Verify(
+                    pb.VerifyRequest(snippets=[pb.Snippet(id="s", code=code)]),
+                    metadata=metadata,
+                    timeout=60,
+                )
                 if response.results[0].status != pb.STATUS_CRASH or time.monotonic() > deadline:
                     break
             (result,) = response.results

@@ -13,7 +13,6 @@ from leanrpc.edge.identity import CallerIdentity
 from leanrpc.v1 import prover_pb2 as ppb
 from leanrpc.v1 import prover_pb2_grpc as ppb_grpc
 from leanrpc.v1 import verifier_pb2 as pb
-
 from security_support import HEADER, bearer, make_config, one_snippet, running_server, stub
 
 CODE = HEADER + "theorem t : 1 = 1 := rfl\n"
@@ -104,18 +103,35 @@ async def test_every_rpc_kind_is_unauthenticated_without_a_token(monkeypatch):
                     verifier.Verify(one_snippet(CODE), metadata=metadata),
                     verifier.Extract(pb.ExtractRequest(code=CODE), metadata=metadata),
                     verifier.OpenSession(pb.OpenSessionRequest(code=HEADER), metadata=metadata),
-                    verifier.RunInSession(pb.RunInSessionRequest(session="x", code="#check 1"), metadata=metadata),
+                    verifier.RunInSession(
+                        pb.RunInSessionRequest(session="x", code="#check 1"), metadata=metadata
+                    ),
                     verifier.CloseSession(pb.CloseSessionRequest(session="x"), metadata=metadata),
                     prover.StartProof(ppb.StartProofRequest(code=CODE), metadata=metadata),
-                    prover.RunTactic(ppb.RunTacticRequest(state_id="s", tactic="rfl"), metadata=metadata),
-                    prover.ReleaseStates(ppb.ReleaseStatesRequest(state_ids=["s"]), metadata=metadata),
+                    prover.RunTactic(
+                        ppb.RunTacticRequest(state_id="s", tactic="rfl"), metadata=metadata
+                    ),
+                    prover.ReleaseStates(
+                        ppb.ReleaseStatesRequest(state_ids=["s"]), metadata=metadata
+                    ),
                 ]
                 assert [await _code(call) for call in unary] == [UNAUTHENTICATED] * len(unary)
                 for _ in range(10):
-                    snippets = [pb.VerifyStreamRequest(snippet=pb.Snippet(id=str(n), code=CODE)) for n in range(20)]
-                    assert await _streamed(verifier.VerifyStream(metadata=metadata), snippets) == UNAUTHENTICATED
-                    pairs = [ppb.ExpandRequest(request_id=str(n), state_id="s", tactic="rfl") for n in range(20)]
-                    assert await _streamed(prover.Expand(metadata=metadata), pairs) == UNAUTHENTICATED
+                    snippets = [
+                        pb.VerifyStreamRequest(snippet=pb.Snippet(id=str(n), code=CODE))
+                        for n in range(20)
+                    ]
+                    assert (
+                        await _streamed(verifier.VerifyStream(metadata=metadata), snippets)
+                        == UNAUTHENTICATED
+                    )
+                    pairs = [
+                        ppb.ExpandRequest(request_id=str(n), state_id="s", tactic="rfl")
+                        for n in range(20)
+                    ]
+                    assert (
+                        await _streamed(prover.Expand(metadata=metadata), pairs) == UNAUTHENTICATED
+                    )
             # The same calls with the token get in.
             admitted = await verifier.Verify(one_snippet(CODE), metadata=bearer(GOOD))
             assert admitted.results[0].status == pb.STATUS_VALID
@@ -143,7 +159,9 @@ async def test_verify_extract_and_the_prover_check_pass_the_callers_identity(mon
             await client.verify_batch([CODE])
             await client.verify([CODE])
             await client.extract(CODE)
-            proof = await client.start_proof("theorem and_intro_t (p q : Prop) (hp : p) (hq : q) : p ∧ q")
+            proof = await client.start_proof(
+                "theorem and_intro_t (p q : Prop) (hp : p) (hq : q) : p ∧ q"
+            )
             step = await client.run_tactic(proof.states[0].state_id, "constructor")
             step = await client.run_tactic(step.state_id, "exact hp")
             done = await client.run_tactic(step.state_id, "exact hq")
@@ -160,5 +178,7 @@ async def test_with_auth_off_a_made_up_bearer_is_the_peer_at_every_door(monkeypa
             verifier = stub(channel)
             for n in range(3):
                 await verifier.Verify(one_snippet(CODE), metadata=bearer(f"made-up-{n}"))
-                await verifier.Extract(pb.ExtractRequest(code=CODE), metadata=bearer(f"made-up-{n}"))
+                await verifier.Extract(
+                    pb.ExtractRequest(code=CODE), metadata=bearer(f"made-up-{n}")
+                )
         assert spy.clients == ["peer:ipv4:127.0.0.1"] * 6

@@ -11,14 +11,13 @@ import aiohttp
 import grpc
 import pytest
 
+from leanrpc.edge.identity import CallerIdentity
 from leanrpc.edge.interceptors.auth import ClientConcurrencyInterceptor
 from leanrpc.edge.limiter import ClientLimiter, LimitExceeded
-from leanrpc.edge.identity import CallerIdentity
 from leanrpc.gateway.server import KiminaGateway
 from leanrpc.v1 import verifier_pb2 as pb
-from testkit import wait_until
-
 from security_support import HEADER, bearer, make_config, one_snippet, running_server, stub
+from testkit import wait_until
 
 CODE = HEADER + "theorem t : 1 = 1 := rfl\n"
 SLOW = HEADER + "theorem s : True := trivial\n--@standin: burn=2\n"
@@ -32,7 +31,10 @@ def test_the_limiter_counts_per_key_and_refuses_the_one_over():
     with pytest.raises(LimitExceeded) as refused:
         limiter.enter("a")
     assert refused.value.held == 2 and refused.value.limit == 2
-    assert "2 calls in flight" in refused.value.message and "max_concurrent_per_client" in refused.value.message
+    assert (
+        "2 calls in flight" in refused.value.message
+        and "max_concurrent_per_client" in refused.value.message
+    )
     assert limiter.in_flight == {"a": 2, "b": 1}  # the refusal counted nothing
     limiter.leave("a")
     with limiter.holding("a"):
@@ -58,7 +60,9 @@ def _free_port() -> int:
 
 async def _post(url: str, body: dict, token: str):
     async with aiohttp.ClientSession() as session:
-        async with session.post(url + "/api/check", json=body, headers={"Authorization": f"Bearer {token}"}) as r:
+        async with session.post(
+            url + "/api/check", json=body, headers={"Authorization": f"Bearer {token}"}
+        ) as r:
             return r.status, await r.json()
 
 
@@ -78,15 +82,20 @@ async def test_grpc_and_gateway_refuse_the_same_way(monkeypatch):
                 await verifier.Verify(one_snippet(CODE), metadata=bearer("alice"))
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             grpc_text = refused.value.details()
-            assert (await verifier.Verify(one_snippet(CODE), metadata=bearer("bob"))).results[0].status \
-                == pb.STATUS_VALID
+            assert (await verifier.Verify(one_snippet(CODE), metadata=bearer("bob"))).results[
+                0
+            ].status == pb.STATUS_VALID
             await held.done_writing()
             assert await held.code() == grpc.StatusCode.OK
 
             # REST: alice holds one batch in flight.
             limiter = app.gateway.handlers.limiter
-            first = asyncio.ensure_future(_post(url, {"snippets": [{"id": "s", "code": SLOW}]}, "alice"))
-            await wait_until(lambda: sum(limiter.in_flight.values()) == 1, 20, "the slow batch admitted")
+            first = asyncio.ensure_future(
+                _post(url, {"snippets": [{"id": "s", "code": SLOW}]}, "alice")
+            )
+            await wait_until(
+                lambda: sum(limiter.in_flight.values()) == 1, 20, "the slow batch admitted"
+            )
             status, body = await _post(url, {"snippets": [{"id": "q", "code": CODE}]}, "alice")
             assert status == 429
             rest_text = body["detail"]

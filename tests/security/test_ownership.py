@@ -16,7 +16,6 @@ import pytest
 from leanrpc.client import AsyncClient, ClientError
 from leanrpc.v1 import prover_pb2 as ppb
 from leanrpc.v1 import prover_pb2_grpc as ppb_grpc
-
 from security_support import HEADER, bearer, make_config, running_server
 
 PREAMBLE = HEADER + "def double (n : Nat) : Nat := 2 * n\n"
@@ -56,18 +55,28 @@ async def test_another_client_cannot_run_verify_close_or_replace_a_session(monke
             assert (await two.a.open_session(PREAMBLE, name="proj")).env == 0
             # B on A's name: every call is what a name never opened gives.
             for name in ("proj", "never-opened"):
-                code, details = await _refusal(two.b.run_in_session(name, "theorem x : double 1 = 2 := by decide"))
-                assert (code, details) == (grpc.StatusCode.NOT_FOUND,
-                                           f"unknown session {name!r} (never opened, or closed)")
-                code, details = await _refusal(two.b.verify_batch(["example : True := trivial"], session=name))
+                code, details = await _refusal(
+                    two.b.run_in_session(name, "theorem x : double 1 = 2 := by decide")
+                )
+                assert (code, details) == (
+                    grpc.StatusCode.NOT_FOUND,
+                    f"unknown session {name!r} (never opened, or closed)",
+                )
+                code, details = await _refusal(
+                    two.b.verify_batch(["example : True := trivial"], session=name)
+                )
                 assert code == grpc.StatusCode.NOT_FOUND
-                assert details == f"snippet 0 (0): unknown session {name!r} (never opened, or closed)"
+                assert (
+                    details == f"snippet 0 (0): unknown session {name!r} (never opened, or closed)"
+                )
                 [streamed] = await two.b.verify(["example : True := trivial"], session=name)
                 assert streamed.status == "REJECTED"
                 assert streamed.error == f"unknown session {name!r} (never opened, or closed)"
                 assert await two.b.close_session(name) is False
             # B's own "proj" (say, with a planted declaration) is B's: A's "proj" does not see it.
-            planted = await two.b.open_session(PREAMBLE + "def planted (n : Nat) : Nat := n\n", name="proj")
+            planted = await two.b.open_session(
+                PREAMBLE + "def planted (n : Nat) : Nat := n\n", name="proj"
+            )
             assert planted.session == "proj" and planted.env == 0
             [b_sees] = await two.b.verify_batch(["#check planted"], session="proj")
             [a_sees] = await two.a.verify_batch(["#check planted"], session="proj")
@@ -83,7 +92,9 @@ async def test_another_client_cannot_run_verify_close_or_replace_a_session(monke
 
 async def test_session_limits_are_per_client_and_names_cannot_be_guessed(monkeypatch):
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
-    async with running_server(_config(sessions__max_per_client=16, sessions__max_mb_per_client=1)) as app:
+    async with running_server(
+        _config(sessions__max_per_client=16, sessions__max_mb_per_client=1)
+    ) as app:
         two = _Two(app)
         try:
             names = [(await two.b.open_session(PREAMBLE)).session for _ in range(16)]
@@ -91,17 +102,24 @@ async def test_session_limits_are_per_client_and_names_cannot_be_guessed(monkeyp
             # secrets.token_urlsafe(12): 16 random characters after "s-", no counter.
             assert all(n.startswith("s-") and len(n) == 18 for n in names) and "s1" not in names
             code, details = await _refusal(two.b.open_session(PREAMBLE))
-            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "sessions.max_per_client" in details
+            assert (
+                code == grpc.StatusCode.RESOURCE_EXHAUSTED and "sessions.max_per_client" in details
+            )
             mine = await two.a.open_session(PREAMBLE)  # B at 16 of 16; A is untouched
             assert mine.env == 0
             # Bytes of session code, per client: 1 MB each.
             big = "theorem big : 1 = 1 := rfl\n-- " + "x" * 600_000 + "\n"
             assert (await two.a.run_in_session(mine.session, big)).env == 1
             code, details = await _refusal(two.a.run_in_session(mine.session, big))
-            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "sessions.max_mb_per_client" in details
+            assert (
+                code == grpc.StatusCode.RESOURCE_EXHAUSTED
+                and "sessions.max_mb_per_client" in details
+            )
             assert (await two.b.run_in_session(names[0], big)).env == 1  # B's room is B's
             # Verify in a session records nothing, so it is not limited by it.
-            assert (await two.a.verify_batch(["example : True := trivial"], session=mine.session))[0].status == "VALID"
+            assert (await two.a.verify_batch(["example : True := trivial"], session=mine.session))[
+                0
+            ].status == "VALID"
             # Closing gives the room back.
             assert await two.a.close_session(mine.session)
             again = await two.a.open_session(PREAMBLE)
@@ -121,15 +139,24 @@ async def test_another_client_cannot_expand_or_release_a_proof_state(monkeypatch
             for state_id in (root.state_id, "s-never-issued"):
                 for _ in range(3):
                     code, details = await _refusal(two.b.run_tactic(state_id, "constructor"))
-                    assert (code, details) == (grpc.StatusCode.NOT_FOUND, f"unknown proof state {state_id!r} "
-                                               "(never issued, released, or past its TTL)")
+                    assert (code, details) == (
+                        grpc.StatusCode.NOT_FOUND,
+                        f"unknown proof state {state_id!r} "
+                        "(never issued, released, or past its TTL)",
+                    )
                 [expanded] = [r async for r in two.b.expand([(state_id, "constructor")])]
                 assert expanded.status == "REJECTED"
-                assert expanded.error == (f"NOT_FOUND: unknown proof state {state_id!r} "
-                                          "(never issued, released, or past its TTL)")
-                released = await two.prover.ReleaseStates(ppb.ReleaseStatesRequest(
-                    state_ids=[state_id], proof_ids=[proof.proof_id if state_id == root.state_id else "p-never"]),
-                    metadata=bearer(TOKENS[1]))
+                assert expanded.error == (
+                    f"NOT_FOUND: unknown proof state {state_id!r} "
+                    "(never issued, released, or past its TTL)"
+                )
+                released = await two.prover.ReleaseStates(
+                    ppb.ReleaseStatesRequest(
+                        state_ids=[state_id],
+                        proof_ids=[proof.proof_id if state_id == root.state_id else "p-never"],
+                    ),
+                    metadata=bearer(TOKENS[1]),
+                )
                 assert released.released == 0 and len(released.unknown) == 2
             # None of B's tries counted against A: A still has room for 2 more states.
             step = await two.a.run_tactic(root.state_id, "constructor")
@@ -157,7 +184,9 @@ async def test_made_up_bearer_tokens_buy_no_proof_state_quota_with_auth_off(monk
             codes = []
             for n in range(6):
                 try:
-                    await prover.StartProof(ppb.StartProofRequest(code=AND_STATEMENT), metadata=bearer(f"made-up-{n}"))
+                    await prover.StartProof(
+                        ppb.StartProofRequest(code=AND_STATEMENT), metadata=bearer(f"made-up-{n}")
+                    )
                     codes.append(grpc.StatusCode.OK)
                 except grpc.aio.AioRpcError as exc:
                     codes.append(exc.code())
@@ -175,11 +204,21 @@ async def test_proof_memory_is_limited_per_client_and_failed_starts_hold_nothing
             for _ in range(2):
                 broken = "import NoSuchRoot.X\n\n" + AND_STATEMENT + " := by\n  sorry" + padding
                 code, details = await _refusal(two.a.start_proof(broken))
-                assert code == grpc.StatusCode.INVALID_ARGUMENT and "header failed to load" in details
-            held = await two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)  # ~600 KB: code + command
-            code, details = await _refusal(two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding))
-            assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "prover.max_mb_per_client" in details
-            other = await two.b.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)  # B's room is B's
+                assert (
+                    code == grpc.StatusCode.INVALID_ARGUMENT and "header failed to load" in details
+                )
+            held = await two.a.start_proof(
+                AND_STATEMENT + " := by\n  sorry" + padding
+            )  # ~600 KB: code + command
+            code, details = await _refusal(
+                two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)
+            )
+            assert (
+                code == grpc.StatusCode.RESOURCE_EXHAUSTED and "prover.max_mb_per_client" in details
+            )
+            other = await two.b.start_proof(
+                AND_STATEMENT + " := by\n  sorry" + padding
+            )  # B's room is B's
             assert other.states
             assert await two.a.release_states([], [held.proof_id]) == 1
             again = await two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)

@@ -16,7 +16,6 @@ import pytest
 from leanrpc.config import Config
 from leanrpc.security import enter, sandbox
 from leanrpc.v1 import verifier_pb2 as pb
-
 from security_support import (
     HEADER,
     make_config,
@@ -69,7 +68,9 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
     async with running_server(config) as app:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
             verifier = stub(channel)
-            info = await verifier.GetServerInfo(pb.GetServerInfoRequest(), metadata=(("authorization", "Bearer not-for-workers"),))
+            info = await verifier.GetServerInfo(
+                pb.GetServerInfoRequest(), metadata=(("authorization", "Bearer not-for-workers"),)
+            )
             assert info.sandbox.startswith("unshare sandbox:"), info.sandbox
             # The worker, checked before the escapes (the userns attempt leaves it in a
             # user namespace of its own, where it holds capabilities over nothing of the host's).
@@ -77,7 +78,12 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
             repl = repl_pid(worker)
             status = proc_status(repl)
             assert status["Uid"].split()[0] != "0" and status["Gid"].split()[0] != "0"
-            assert int(status["CapEff"], 16) == int(status["CapBnd"], 16) == int(status["CapPrm"], 16) == 0
+            assert (
+                int(status["CapEff"], 16)
+                == int(status["CapBnd"], 16)
+                == int(status["CapPrm"], 16)
+                == 0
+            )
             assert status["NoNewPrivs"].strip() == "1"
             assert status["Groups"].strip() == ""
             for ns in ("net", "mnt", "pid", "ipc", "uts"):
@@ -91,11 +97,15 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
             flags = mount_flags(repl)
             scratch = app.pool.launcher.scratch_dir
             assert flags[scratch].startswith("rw")
-            assert all(opts.startswith("ro") for point, opts in flags.items() if point != scratch), flags
+            assert all(
+                opts.startswith("ro") for point, opts in flags.items() if point != scratch
+            ), flags
 
             assert "process creation blocked by seccomp" in info.sandbox, info.sandbox
             code = _body_with_directive("escape=" + ESCAPES.format(port=loopback_listener))
-            response = await verifier.Verify(one_snippet(code), metadata=(("authorization", "Bearer not-for-workers"),))
+            response = await verifier.Verify(
+                one_snippet(code), metadata=(("authorization", "Bearer not-for-workers"),)
+            )
             (result,) = response.results
             assert result.status == pb.STATUS_VALID, result
             outcomes = _escape_outcomes(result)
@@ -103,20 +113,31 @@ async def test_every_escape_is_blocked_and_the_request_answered(loopback_listene
             for kind, results in outcomes.items():
                 assert all(r.startswith("blocked") for r in results), (kind, results)
             assert "Read-only file system" in outcomes["write"][0]
-            assert "Operation not permitted" in outcomes["spawn"][0], "EPERM from the seccomp filter"
+            assert "Operation not permitted" in outcomes["spawn"][0], (
+                "EPERM from the seccomp filter"
+            )
             assert "Network is unreachable" in outcomes["socket"][0]
             assert not os.path.exists("/etc/leanrpc-escape-test")
 
             # Still serving after all of that.
-            again = await verifier.Verify(one_snippet(HEADER + "theorem t : 1 = 1 := rfl\n"), metadata=(("authorization", "Bearer not-for-workers"),))
+            again = await verifier.Verify(
+                one_snippet(HEADER + "theorem t : 1 = 1 := rfl\n"),
+                metadata=(("authorization", "Bearer not-for-workers"),),
+            )
             assert again.results[0].status == pb.STATUS_VALID
             # Threads are not processes: the filter lets them through.
-            threads = await verifier.Verify(one_snippet(_body_with_directive("escape=thread")), metadata=(("authorization", "Bearer not-for-workers"),))
+            threads = await verifier.Verify(
+                one_snippet(_body_with_directive("escape=thread")),
+                metadata=(("authorization", "Bearer not-for-workers"),),
+            )
             assert _escape_outcomes(threads.results[0]) == {"thread": ["SUCCEEDED"]}
     assert root_is_writable_here(), "the sandbox's read-only mounts must not leak to the host"
 
 
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="checks a root server's uid switch (test_unprivileged.py covers the rest as non-root)")
+ROOT_ONLY = pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="checks a root server's uid switch (test_unprivileged.py covers the rest as non-root)",
+)
 
 
 async def test_without_sandbox_the_same_attempts_succeed(loopback_listener):
@@ -162,7 +183,9 @@ def test_auto_falls_back_loudly_where_the_kernel_refuses_namespaces():
     unsandboxed and says so in the log and the description; mode = unshare refuses to start."""
     done = subprocess.run(
         [sys.executable, "-c", _NO_NAMESPACES, os.path.dirname(enter.__file__)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     described, refused = done.stdout.splitlines()
@@ -194,7 +217,9 @@ def test_worker_environment_is_scrubbed(monkeypatch):
 
 @ROOT_ONLY
 def test_fixed_user_option(tmp_path):
-    launcher = sandbox.UnshareLauncher(make_config(sandbox__user="nobody", sandbox__scratch_root=str(tmp_path)))
+    launcher = sandbox.UnshareLauncher(
+        make_config(sandbox__user="nobody", sandbox__scratch_root=str(tmp_path))
+    )
     assert launcher._ids() == (65534, 65534)
     assert launcher.scratch_dir.startswith(str(tmp_path))
     with pytest.raises(sandbox.SandboxUnavailable, match="must not be root"):
@@ -217,7 +242,9 @@ async def test_block_spawn_off_lets_the_worker_spawn():
     """Shows the spawn check can fail: same sandbox, filter off, spawning works."""
     config = make_config(sandbox__mode="unshare", sandbox__block_spawn="off")
     async with running_server(config) as app:
-        assert "process creation allowed (sandbox.block_spawn = off)" in app.pool.launcher.describe()
+        assert (
+            "process creation allowed (sandbox.block_spawn = off)" in app.pool.launcher.describe()
+        )
         (worker,) = [w for w in app.pool.workers if w.pid]
         assert proc_status(repl_pid(worker))["Seccomp"].strip() == "0"
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
@@ -243,7 +270,9 @@ async def test_lake_command_gets_spawning_allowed_by_default_and_says_so(tmp_pat
     assert config.sandbox.block_spawn == "auto"
     async with running_server(config) as app:
         description = app.pool.launcher.describe()
-        assert "process creation allowed (auto: the REPL command starts with 'lake'" in description, description
+        assert (
+            "process creation allowed (auto: the REPL command starts with 'lake'" in description
+        ), description
         assert "workers may spawn processes" in caplog.text
         (worker,) = [w for w in app.pool.workers if w.pid]
         assert psutil.Process(repl_pid(worker)).children(), "the REPL runs as the shim's child"
@@ -309,10 +338,18 @@ def test_spawn_filter_blocks_fork_and_clone_but_not_threads_or_exec():
     """The filter itself: every way Python starts a process fails with EPERM."""
     done = subprocess.run(
         [sys.executable, "-I", "-c", _FILTERED_CHILD, os.path.dirname(enter.__file__)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    expected = ["fork EPERM", "posix_spawn EPERM", "subprocess EPERM", "clone EPERM", "clone3 ENOSYS"]
+    expected = [
+        "fork EPERM",
+        "posix_spawn EPERM",
+        "subprocess EPERM",
+        "clone EPERM",
+        "clone3 ENOSYS",
+    ]
     if os.uname().machine == "x86_64":
         expected += ["fork_syscall EPERM", "x32_clone EPERM"]
     assert done.stdout.splitlines() == expected + ["threads 45", "exec ok"]

@@ -27,7 +27,9 @@ def _named() -> list[tuple[str, str]]:
 def _resolve(path: str) -> list[Path]:
     if Path(path).name.startswith("test_"):
         return [p for p in (ROOT / "tests").rglob(Path(path).name) if str(p).endswith(path)]
-    return [p for p in (ROOT / "server" / "leanrpc").rglob(Path(path).name) if str(p).endswith(path)]
+    return [
+        p for p in (ROOT / "server" / "leanrpc").rglob(Path(path).name) if str(p).endswith(path)
+    ]
 
 
 def test_every_test_and_function_the_security_page_names_exists():
@@ -38,6 +40,8 @@ def test_every_test_and_function_the_security_page_names_exists():
         files = _resolve(path)
         if len(files) != 1:
             problems.append(f"{path}: {len(files)} files of that name")
-        elif not re.search(rf"^\s*(async\s+)?def {name}\(", files[0].read_text(encoding="utf-8"), re.M):
+        elif not re.search(
+            rf"^\s*(async\s+)?def {name}\(", files[0].read_text(encoding="utf-8"), re.M
+        ):
             problems.append(f"{path}::{name}: no such function")
     assert problems == []

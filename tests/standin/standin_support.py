@@ -33,7 +33,12 @@ class StandIn:
                 del full_env[k]
         full_env.update(env or {})
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=full_env
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=full_env,
         )
         self.pid = self.proc.pid
         self.buf = b""
@@ -89,7 +94,9 @@ class StandIn:
             chunk = self.read_some(left)
             if not chunk:
                 if self.proc.poll() is not None or self._eof():
-                    raise EOFError(f"stdout closed; pending {self.buf!r}; stderr {bytes(self.err[-500:])!r}")
+                    raise EOFError(
+                        f"stdout closed; pending {self.buf!r}; stderr {bytes(self.err[-500:])!r}"
+                    )
                 continue
             self.buf += chunk
         frame, _, self.buf = self.buf.partition(b"\n\n")
@@ -166,8 +173,14 @@ class StandIn:
                 pass
 
 
-def run_standin(args: list[str], data: bytes, cwd=None, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEANRPC_STANDIN_") or k.endswith("CACHE_DIR")}
+def run_standin(
+    args: list[str], data: bytes, cwd=None, timeout: float = 30.0
+) -> subprocess.CompletedProcess:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("LEANRPC_STANDIN_") or k.endswith("CACHE_DIR")
+    }
     return subprocess.run(
         [sys.executable, "-m", "leanrpc.standin", *args],
         input=data,

@@ -15,7 +15,10 @@ def _cost(p, req, timeout=30.0):
 
 
 def _body(n_lines: int, last: str = "theorem last : True := trivial") -> str:
-    lines = [f"theorem t{i} (a b : Nat) (h : a = b) : b = a := by simp [h]  -- padding padding" for i in range(n_lines)]
+    lines = [
+        f"theorem t{i} (a b : Nat) (h : a = b) : b = a := by simp [h]  -- padding padding"
+        for i in range(n_lines)
+    ]
     return "\n".join(lines + [last])
 
 
@@ -70,7 +73,9 @@ def test_fork_prefix_reuse_costs_less(standin):
     reused, r2 = _cost(p, {"cmd": second, "env": env, "incrementality": True})
     assert reused < full / 4, f"prefix reuse: {reused:.2f}s vs {full:.2f}s"
     # results are identical apart from the ids
-    assert {k: v for k, v in r1.items() if k != "env"} == {k: v for k, v in r2.items() if k != "env"}
+    assert {k: v for k, v in r1.items() if k != "env"} == {
+        k: v for k, v in r2.items() if k != "env"
+    }
     # without the flag nothing is reused
     again, _ = _cost(p, {"cmd": second + "\n", "env": env})
     assert again >= full * 0.8

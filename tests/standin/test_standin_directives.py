@@ -117,7 +117,9 @@ def test_panic_line_then_normal_answer(standin):
 def test_several_directives_in_one_command(standin):
     p = standin()
     cpu0 = p.cpu()
-    r = p.request({"cmd": "--@standin: panic\n--@standin: burn=0.3\ntheorem t : 1 = 1 := by\n  sorry"})
+    r = p.request(
+        {"cmd": "--@standin: panic\n--@standin: burn=0.3\ntheorem t : 1 = 1 := by\n  sorry"}
+    )
     assert p.cpu() - cpu0 >= 0.25
     assert r["sorries"][0]["pos"] == {"line": 4, "column": 2}
     p.close_stdin()
@@ -148,7 +150,9 @@ def test_escape_attempts_are_reported(standin, tmp_path):
         assert match, m["data"]
         seen.append(match.group(1))
     assert seen == ["write", "write"] + [k.partition(":")[0] for k in kinds[1:]]
-    assert f"escape socket 127.0.0.1:{port}: SUCCEEDED" in [m["data"] for m in msgs], "unsandboxed: loopback reachable"
+    assert f"escape socket 127.0.0.1:{port}: SUCCEEDED" in [m["data"] for m in msgs], (
+        "unsandboxed: loopback reachable"
+    )
     assert not os.path.exists("/etc/leanrpc-escape-test")
     # the process keeps working after every attempt
     assert p.request({"cmd": "def g := 1", "env": 0}) == {"env": 1}

@@ -13,8 +13,13 @@ def _pos(line, col):
 
 
 def test_lean_string_escaping():
-    assert escape_string('a"b\\c\nd\re\tf\x01g⊢𝓝\x7f') == '"a\\"b\\\\c\\nd\\re\\u0009f\\u0001g⊢𝓝\x7f"'
-    assert flat({"a": 1, "b": [True, None, "x"], "B": {}}) == '{"b": [true, null, "x"], "a": 1, "B": {}}'
+    assert (
+        escape_string('a"b\\c\nd\re\tf\x01g⊢𝓝\x7f') == '"a\\"b\\\\c\\nd\\re\\u0009f\\u0001g⊢𝓝\x7f"'
+    )
+    assert (
+        flat({"a": 1, "b": [True, None, "x"], "B": {}})
+        == '{"b": [true, null, "x"], "a": 1, "B": {}}'
+    )
     assert pretty({"env": 0}) == '{"env": 0}'
     long = {"message": "x" * 90}
     assert pretty(long) == '{"message":\n "' + "x" * 90 + '"}'
@@ -32,10 +37,24 @@ def test_sorries_goals_and_warnings(standin):
     )
     r = p.request({"cmd": cmd})
     assert r["sorries"] == [
-        {"proofState": 0, "pos": _pos(2, 24), "goal": "a b : Nat\nh : a = b\n⊢ a = a", "endPos": _pos(2, 29)},
-        {"proofState": 1, "pos": _pos(3, 2), "goal": "a b : Nat\nh : a = b\n⊢ b = a", "endPos": _pos(3, 7)},
-        {"proofState": 2, "pos": _pos(6, 54), "goal": "α : Type\ninst✝ : Inhabited α\nx : α\n⊢ x = x",
-         "endPos": _pos(6, 59)},
+        {
+            "proofState": 0,
+            "pos": _pos(2, 24),
+            "goal": "a b : Nat\nh : a = b\n⊢ a = a",
+            "endPos": _pos(2, 29),
+        },
+        {
+            "proofState": 1,
+            "pos": _pos(3, 2),
+            "goal": "a b : Nat\nh : a = b\n⊢ b = a",
+            "endPos": _pos(3, 7),
+        },
+        {
+            "proofState": 2,
+            "pos": _pos(6, 54),
+            "goal": "α : Type\ninst✝ : Inhabited α\nx : α\n⊢ x = x",
+            "endPos": _pos(6, 59),
+        },
     ]
     assert r["messages"] == [
         {"severity": "warning", "pos": _pos(1, 8), "endPos": _pos(1, 11), "data": SORRY},
@@ -69,10 +88,18 @@ def test_unknown_identifier_rule(standin):
     )
     r = p.request({"cmd": cmd})
     assert r["messages"] == [
-        {"severity": "error", "pos": _pos(2, 20), "endPos": _pos(2, 41),
-         "data": "Unknown identifier `Nat.nonexistent_lemma`"},
-        {"severity": "error", "pos": _pos(3, 8), "endPos": _pos(3, 25),
-         "data": "Unknown identifier `Foo.unknown_thing`"},
+        {
+            "severity": "error",
+            "pos": _pos(2, 20),
+            "endPos": _pos(2, 41),
+            "data": "Unknown identifier `Nat.nonexistent_lemma`",
+        },
+        {
+            "severity": "error",
+            "pos": _pos(3, 8),
+            "endPos": _pos(3, 25),
+            "data": "Unknown identifier `Foo.unknown_thing`",
+        },
     ]
     assert "sorries" not in r
 
@@ -90,7 +117,7 @@ def test_eval_check_and_print_axioms(standin):
         "#print axioms a4\n"
         "#print axioms nope\n"
         "#eval (2 + 3) * 4 - 30\n"
-        "#eval \"hi\"\n"
+        '#eval "hi"\n'
         "#check a1"
     )
     r = p.request({"cmd": cmd})
@@ -115,7 +142,8 @@ def test_native_decide_with_other_tactics(standin):
     p = standin()
     r = p.request({"cmd": "theorem t : 10 < 20 := by\n  simp\n  native_decide\n#print axioms t"})
     assert r["messages"][0]["data"] == (
-        "'t' depends on axioms: [propext, Classical.choice, Lean.ofReduceBool, Quot.sound]")
+        "'t' depends on axioms: [propext, Classical.choice, Lean.ofReduceBool, Quot.sound]"
+    )
 
 
 def test_all_tactics_root_goals_and_ids(standin):
@@ -125,10 +153,24 @@ def test_all_tactics_root_goals_and_ids(standin):
     goal = "n : Nat\n⊢ n = n"
     # sorries first, then root goals, then tactics, then the env
     assert [e["proofState"] for e in r["sorries"]] == [0, 1]
-    assert r["sorries"][1] == {"proofState": 1, "pos": _pos(1, 31), "goal": goal, "endPos": _pos(1, 31)}
+    assert r["sorries"][1] == {
+        "proofState": 1,
+        "pos": _pos(1, 31),
+        "goal": goal,
+        "endPos": _pos(1, 31),
+    }
     assert [(t["tactic"], t["proofState"], t["goals"]) for t in r["tactics"]] == [
-        ("skip", 2, goal), ("sorry", 3, goal)]
-    assert set(r["tactics"][0]) == {"usedConstants", "tactic", "proofState", "pos", "goals", "endPos"}
+        ("skip", 2, goal),
+        ("sorry", 3, goal),
+    ]
+    assert set(r["tactics"][0]) == {
+        "usedConstants",
+        "tactic",
+        "proofState",
+        "pos",
+        "goals",
+        "endPos",
+    }
     assert list(r) == ["tactics", "sorries", "messages", "env"]
     assert r["env"] == 0
 
@@ -156,26 +198,45 @@ def test_tactic_mode(standin):
     r = p.request({"cmd": "theorem t (p q : Prop) (hp : p) : q → p := by sorry"})
     assert r["sorries"][0]["goal"] == "p q : Prop\nhp : p\n⊢ q → p"
     r = p.request({"tactic": "intro hq", "proofState": 0})
-    assert r == {"proofStatus": "Incomplete: open goals remain", "proofState": 1,
-                 "goals": ["p q : Prop\nhp : p\nhq : q\n⊢ p"]}
+    assert r == {
+        "proofStatus": "Incomplete: open goals remain",
+        "proofState": 1,
+        "goals": ["p q : Prop\nhp : p\nhq : q\n⊢ p"],
+    }
     r = p.request({"tactic": "exact hp", "proofState": 1})
     assert r == {"proofStatus": "Completed", "proofState": 2, "goals": []}
     # branching: state 1 is unchanged
     r = p.request({"tactic": "sorry", "proofState": 1})
-    assert r == {"sorries": [{"proofState": 3, "goal": "p q : Prop\nhp : p\nhq : q\n⊢ p"}],
-                 "proofStatus": "Incomplete: contains sorry", "proofState": 4, "goals": []}
+    assert r == {
+        "sorries": [{"proofState": 3, "goal": "p q : Prop\nhp : p\nhq : q\n⊢ p"}],
+        "proofStatus": "Incomplete: contains sorry",
+        "proofState": 4,
+        "goals": [],
+    }
     r = p.request({"tactic": "have h : p ∧ p := by sorry", "proofState": 1})
     assert r["sorries"] == [{"proofState": 5, "goal": "p q : Prop\nhp : p\nhq : q\n⊢ p ∧ p"}]
     assert r["proofState"] == 6 and r["proofStatus"] == "Incomplete: open goals remain"
     assert r["goals"] == ["p q : Prop\nhp : p\nhq : q\nh : p ∧ p\n⊢ p"]
     r = p.request({"tactic": "exact Foo.nonexistent", "proofState": 1})
-    assert r == {"proofStatus": "Incomplete: contains sorry", "proofState": 7,
-                 "messages": [{"severity": "error", "pos": _pos(0, 0), "endPos": _pos(0, 0),
-                               "data": "Unknown identifier `Foo.nonexistent`"}],
-                 "goals": []}
+    assert r == {
+        "proofStatus": "Incomplete: contains sorry",
+        "proofState": 7,
+        "messages": [
+            {
+                "severity": "error",
+                "pos": _pos(0, 0),
+                "endPos": _pos(0, 0),
+                "data": "Unknown identifier `Foo.nonexistent`",
+            }
+        ],
+        "goals": [],
+    }
     assert p.request({"tactic": "exat 42", "proofState": 1}) == {
-        "message": "Lean error:\n<input>:1:1: unknown tactic"}
-    assert p.request({"tactic": "rfl", "proofState": 2}) == {"message": "Lean error:\nno goals to be proved"}
+        "message": "Lean error:\n<input>:1:1: unknown tactic"
+    }
+    assert p.request({"tactic": "rfl", "proofState": 2}) == {
+        "message": "Lean error:\nno goals to be proved"
+    }
     assert p.request({"tactic": "rfl", "proofState": 99}) == {"message": "Unknown proof state."}
     # errors allocated nothing
     assert p.request({"tactic": "skip", "proofState": 1})["proofState"] == 8
@@ -189,11 +250,15 @@ def test_parse_error_for_non_command(standin):
 
 
 def test_split_header_and_facts():
-    mods, off = elab.split_header("-- c\nimport Mathlib\n/- x -/ import Aesop\n\ntheorem t : True := trivial")
+    mods, off = elab.split_header(
+        "-- c\nimport Mathlib\n/- x -/ import Aesop\n\ntheorem t : True := trivial"
+    )
     assert mods == ["Mathlib", "Aesop"]
     assert off == len("-- c\nimport Mathlib\n/- x -/ import Aesop")
     assert elab.module_known("Mathlib.Tactic") and elab.module_known("Batteries")
     assert not elab.module_known("Foo")
-    facts = elab.facts_of("namespace A\ntheorem b (n : Nat) : n = n := rfl\nend A\nvariable (k : Nat)")
+    facts = elab.facts_of(
+        "namespace A\ntheorem b (n : Nat) : n = n := rfl\nend A\nvariable (k : Nat)"
+    )
     assert facts.decls["A.b"][0] == "b (n : Nat) : n = n"
     assert facts.variables == [("k", "Nat", "default")]

@@ -10,7 +10,9 @@ import pytest
 
 from standin_support import run_standin
 
-PARSE_EOF = 'uncaught exception: {"message": "Could not parse JSON:\\noffset 1: unexpected end of input"}\n'
+PARSE_EOF = (
+    'uncaught exception: {"message": "Could not parse JSON:\\noffset 1: unexpected end of input"}\n'
+)
 
 
 def test_numbering_errors_allocate_nothing(standin, tmp_path):
@@ -20,9 +22,13 @@ def test_numbering_errors_allocate_nothing(standin, tmp_path):
     assert p.request({"cmd": "def g := f", "env": 0}) == {"env": 1}
     assert p.request({"cmd": "def h := 1", "env": 7}) == {"message": "Unknown environment."}
     assert p.request({"tactic": "rfl", "proofState": 0}) == {"message": "Unknown proof state."}
-    assert p.request({"pickleTo": "x.olean", "proofState": 3}) == {"message": "Unknown proof State."}
+    assert p.request({"pickleTo": "x.olean", "proofState": 3}) == {
+        "message": "Unknown proof State."
+    }
     assert p.request({"pickleTo": "x.olean", "env": 9}) == {"message": "Unknown environment."}
-    assert p.request({"unpickleProofStateFrom": "x.olean", "env": 9}) == {"message": "Unknown environment."}
+    assert p.request({"unpickleProofStateFrom": "x.olean", "env": 9}) == {
+        "message": "Unknown environment."
+    }
     assert p.request({"path": "x.lean", "env": 9}) == {"message": "Unknown environment."}
     # old ids stay valid (branching) and errors did not use up an id
     assert p.request({"cmd": "def k := 1", "env": 0}) == {"env": 2}
@@ -41,9 +47,13 @@ def test_compact_output_bytes(standin):
     p.send({"cmd": "theorem t (n : ℕ) : n = n := by sorry"})
     frame = p.read_frame()
     text = frame.decode("utf-8")
-    assert text.endswith("}\n\n") and text.count("\n") == 2, "compact mode writes one line per response"
+    assert text.endswith("}\n\n") and text.count("\n") == 2, (
+        "compact mode writes one line per response"
+    )
     # descending key order at every level, Lean's separators, raw UTF-8
-    assert text.startswith('{"sorries": [{"proofState": 0, "pos": {"line": 1, "column": 32}, "goal": "n : ℕ\\n⊢ n = n"')
+    assert text.startswith(
+        '{"sorries": [{"proofState": 0, "pos": {"line": 1, "column": 32}, "goal": "n : ℕ\\n⊢ n = n"'
+    )
     assert '"messages": [{"severity": "warning", "pos": ' in text
     assert text.rstrip().endswith('"env": 0}')
     assert "ℕ".encode() in frame
@@ -108,7 +118,7 @@ def test_stray_blank_line_is_fatal():
 @pytest.mark.parametrize(
     "data, needle",
     [
-        (b"{not json}\n\n", 'Could not parse JSON:\\noffset 1: '),
+        (b"{not json}\n\n", "Could not parse JSON:\\noffset 1: "),
         (b'{"cmd": "a\tb"}\n\n', "Could not parse JSON:\\noffset 10: unexpected control character"),
         (b'{"cmd": "x"} trailing\n\n', "Could not parse JSON:\\noffset 13: expected end of input"),
         (b'{"foo": 1}\n\n', "Could not parse as a valid JSON command:\\n"),
@@ -139,26 +149,43 @@ def test_shape_dispatch_order(standin, tmp_path):
     r = p.request({"proofState": 0, "tactic": "rfl", "cmd": "def ignored := 1", "env": 0})
     assert r == {"proofStatus": "Completed", "proofState": 1, "goals": []}
     # unknown keys are ignored, null counts as missing
-    assert p.request({"cmd": "def h := 1", "env": None, "gc": True, "record": False, "timeout": 5}) == {"env": 2}
+    assert p.request(
+        {"cmd": "def h := 1", "env": None, "gc": True, "record": False, "timeout": 5}
+    ) == {"env": 2}
 
 
 def test_fork_only_fields(standin):
     p = standin()
     # upstream ignores them, whatever their type
-    assert p.request({"cmd": "def f := 1", "incrementality": "yes", "declarations": 3}) == {"env": 0}
-    p.close_stdin()
-    assert p.wait() == 0
-    r = run_standin(["--no-replay", "--fork"], b'{"cmd": "def f := 1", "incrementality": "yes"}\n\n')
-    assert r.returncode == 1 and b"Could not parse as a valid JSON command" in r.stderr
-    q = standin("--fork")
-    assert q.request({"cmd": "#check 1", "setOptions": [[["pp", "numericTypes"], True]], "incrementality": True}) == {
+    assert p.request({"cmd": "def f := 1", "incrementality": "yes", "declarations": 3}) == {
         "env": 0
     }
+    p.close_stdin()
+    assert p.wait() == 0
+    r = run_standin(
+        ["--no-replay", "--fork"], b'{"cmd": "def f := 1", "incrementality": "yes"}\n\n'
+    )
+    assert r.returncode == 1 and b"Could not parse as a valid JSON command" in r.stderr
+    q = standin("--fork")
+    assert q.request(
+        {"cmd": "#check 1", "setOptions": [[["pp", "numericTypes"], True]], "incrementality": True}
+    ) == {"env": 0}
     r = q.request({"cmd": "theorem t (a : Nat) : a = a := rfl", "declarations": True})
     (d,) = r["declarations"]
     assert d["name"] == "t" and d["kind"] == "theorem" and d["fullName"] == "t"
-    assert set(d) == {"value", "type", "signature", "scope", "range", "pp", "name", "modifiers", "kind",
-                      "fullName", "binders"}
+    assert set(d) == {
+        "value",
+        "type",
+        "signature",
+        "scope",
+        "range",
+        "pp",
+        "name",
+        "modifiers",
+        "kind",
+        "fullName",
+        "binders",
+    }
     assert d["binders"]["map"] == [{"type": "Nat", "id": "a", "binderInfo": "default"}]
 
 
@@ -176,14 +203,20 @@ def test_pickling_round_trip(standin, tmp_path):
     assert r["sorries"][0]["proofState"] == 0
     # pickling a proof state allocates a new id (fixture pickle_proof_state_1)
     assert p.request({"pickleTo": "s.olean", "proofState": 0}) == {
-        "proofStatus": "Incomplete: open goals remain", "proofState": 1, "goals": ["x : Nat\n⊢ x = x"]}
+        "proofStatus": "Incomplete: open goals remain",
+        "proofState": 1,
+        "goals": ["x : Nat\n⊢ x = x"],
+    }
     assert p.request({"unpickleProofStateFrom": "s.olean", "env": 0})["proofState"] == 2
     assert p.request({"tactic": "rfl", "proofState": 2})["proofStatus"] == "Completed"
     # an unreadable pickle is fatal
     p.send({"unpickleEnvFrom": "missing.olean"})
     assert p.read_rest() == b""
     assert p.wait() == 1
-    assert p.stderr_text() == "uncaught exception: no such file or directory (error code: 2)\n  file: missing.olean\n"
+    assert (
+        p.stderr_text()
+        == "uncaught exception: no such file or directory (error code: 2)\n  file: missing.olean\n"
+    )
 
 
 def test_pickle_write_failure_is_fatal(standin, tmp_path):
@@ -224,8 +257,14 @@ def test_version_and_identity(standin):
     assert r.returncode == 0 and r.stdout.decode() == f"leanrpc-repl-standin {__version__}\n"
     p = standin("--lean-version", "4.22.0")
     r = p.request({"cmd": "#eval Lean.versionString"})
-    assert r["messages"] == [{"severity": "info", "pos": {"line": 1, "column": 0},
-                              "endPos": {"line": 1, "column": 5}, "data": '"4.22.0 (leanrpc stand-in)"'}]
+    assert r["messages"] == [
+        {
+            "severity": "info",
+            "pos": {"line": 1, "column": 0},
+            "endPos": {"line": 1, "column": 5},
+            "data": '"4.22.0 (leanrpc stand-in)"',
+        }
+    ]
 
 
 def test_env_variables_set_options(standin):
@@ -270,10 +309,17 @@ def test_import_rules(standin):
     r = p.request({"cmd": "import Mathlib\nimport Aesop\nset_option maxHeartbeats 400000"})
     assert r == {"env": 0}
     r = p.request({"cmd": "import Mathlib\ntheorem t : True := trivial", "env": 0})
-    assert r == {"messages": [{"severity": "error", "pos": {"line": 1, "column": 0},
-                               "endPos": {"line": 1, "column": 6},
-                               "data": "invalid 'import' command, it must be used in the beginning of the file"}],
-                 "env": 1}
+    assert r == {
+        "messages": [
+            {
+                "severity": "error",
+                "pos": {"line": 1, "column": 0},
+                "endPos": {"line": 1, "column": 6},
+                "data": "invalid 'import' command, it must be used in the beginning of the file",
+            }
+        ],
+        "env": 1,
+    }
     # an unknown module: silent env, then every command on it fails
     assert p.request({"cmd": "import NoSuchPackage.Foo"}) == {"env": 2}
     r = p.request({"cmd": "theorem t : True := trivial\n\nopen Nat", "env": 2})
@@ -282,8 +328,11 @@ def test_import_rules(standin):
     r2 = p.request({"cmd": "example : 1 = 1 := rfl", "env": r["env"]})
     assert r2["messages"][0]["severity"] == "error"
     # the header's own body fails too; known roots pass
-    assert p.request({"cmd": "import Batteries.Data.List\nimport Qq\nimport Lean.Elab\nexample : True := trivial"}) == {
-        "env": 5}
+    assert p.request(
+        {
+            "cmd": "import Batteries.Data.List\nimport Qq\nimport Lean.Elab\nexample : True := trivial"
+        }
+    ) == {"env": 5}
 
 
 def test_pending_request_at_eof_is_answered(standin):

@@ -12,7 +12,6 @@ from leanrpc.standin import fixtures, kimina, record
 from leanrpc.standin.jsonfmt import flat, pretty
 from standin_support import FIXTURES, run_standin
 
-
 # Transcripts (relative to the fixtures root) that the stand-in cannot
 # reproduce byte for byte, with the reason. Keep this as short as possible.
 UNREPRODUCIBLE: dict[str, str] = {}
@@ -50,12 +49,14 @@ def test_every_fixture_pair_replays_byte_exact(name, version, fork, root, tmp_pa
     # transcripts read them (pickle_open -> pickle_open_2 ...), as upstream.
     copy = tmp_path / name
     shutil.copytree(root, copy)
-    args = ["--pretty", "--fixtures", str(FIXTURES), "--lean-version", version] + (["--fork"] if fork else [])
+    args = ["--pretty", "--fixtures", str(FIXTURES), "--lean-version", version] + (
+        ["--fork"] if fork else []
+    )
     failures = []
     checked = 0
     for in_path, cwd in fixtures.transcripts(str(copy)):
         out_path = in_path[:-3] + ".expected.out"
-        rel = f"{name}:{in_path[len(str(copy)) + 1:-3]}"
+        rel = f"{name}:{in_path[len(str(copy)) + 1 : -3]}"
         try:
             with open(out_path, "rb") as f:
                 expected = f.read()
@@ -80,9 +81,13 @@ def test_compact_replay_has_the_same_content(tmp_path):
         except FileNotFoundError:
             continue
         with open(in_path, "rb") as f:
-            r = run_standin(["--fixtures", str(FIXTURES), "--lean-version", version], f.read(), cwd=cwd)
+            r = run_standin(
+                ["--fixtures", str(FIXTURES), "--lean-version", version], f.read(), cwd=cwd
+            )
         got = fixtures.split_responses(r.stdout.decode())
-        assert [json.loads(x) for x in got] == [json.loads(x) for x in fixtures.split_responses(expected)]
+        assert [json.loads(x) for x in got] == [
+            json.loads(x) for x in fixtures.split_responses(expected)
+        ]
         assert all("\n" not in x for x in got)
 
 
@@ -96,9 +101,16 @@ def test_replay_renumbers_ids(standin):
     assert r["env"] == 1 and r["sorries"][0]["proofState"] == 1
     r = p.request({"tactic": "apply Int.natAbs", "proofState": 1})
     # only the recording knows this goal: plausible mode would keep `⊢ Nat`
-    assert r == {"proofStatus": "Incomplete: open goals remain", "proofState": 2, "goals": ["x : Unit\n⊢ Int"]}
+    assert r == {
+        "proofStatus": "Incomplete: open goals remain",
+        "proofState": 2,
+        "goals": ["x : Unit\n⊢ Int"],
+    }
     assert p.request({"tactic": "exact -37", "proofState": 2}) == {
-        "proofStatus": "Completed", "proofState": 3, "goals": []}
+        "proofStatus": "Completed",
+        "proofState": 3,
+        "goals": [],
+    }
 
 
 def test_replay_prefers_the_requested_lean_version(standin):
@@ -113,7 +125,10 @@ def test_replay_only_in_the_recorded_state(standin):
     p = standin("--lean-version", "4.33.0-rc2", fixtures=True)
     # test/def_eval: `#check (rfl : f = 37)` on env 0 made by `def f := 37`
     assert p.request({"cmd": "def f := 37"}) == {"env": 0}
-    assert p.request({"cmd": "#check (rfl : f = 37)", "env": 0})["messages"][0]["data"] == "rfl : f = f"
+    assert (
+        p.request({"cmd": "#check (rfl : f = 37)", "env": 0})["messages"][0]["data"]
+        == "rfl : f = f"
+    )
     # same text on another env: not the recorded situation, so no replay
     assert p.request({"cmd": "def f := 38"}) == {"env": 2}
     assert "messages" not in p.request({"cmd": "#check (rfl : f = 37)", "env": 2})
@@ -146,7 +161,7 @@ def _split(text: str):
     lines = text.split("\n")
     imports = [line for line in lines if line.startswith("import ")]
     body_line = kimina.body_start_line(text)
-    body = "\n".join(lines[body_line - 1:])
+    body = "\n".join(lines[body_line - 1 :])
     return "\n".join(imports), body_line, body
 
 
@@ -156,7 +171,9 @@ def _preamble_split(text: str):
     blines = body.split("\n")
     pre = []
     k = 0
-    while k < len(blines) and (not blines[k].strip() or re.match(r"(open|set_option)\b", blines[k])):
+    while k < len(blines) and (
+        not blines[k].strip() or re.match(r"(open|set_option)\b", blines[k])
+    ):
         pre.append(blines[k])
         k += 1
     return imports, "\n".join(pre), body_line + k, "\n".join(blines[k:])
@@ -201,7 +218,9 @@ def test_kimina_with_preamble_command(standin):
         first = resp["messages"][0]
         got = r["messages"][0]
         assert got["data"] == first["data"]
-        assert got["pos"]["line"] == first["pos"]["line"] + kimina.body_start_line(text) - 1, lean_path
+        assert got["pos"]["line"] == first["pos"]["line"] + kimina.body_start_line(text) - 1, (
+            lean_path
+        )
         checked += 1
     assert checked >= 40
 

@@ -12,13 +12,19 @@ import sys
 
 
 def message(severity, line, column, text):
-    return {"severity": severity, "pos": {"line": line, "column": column},
-            "endPos": {"line": line, "column": column + 3}, "data": text}
+    return {
+        "severity": severity,
+        "pos": {"line": line, "column": column},
+        "endPos": {"line": line, "column": column + 3},
+        "data": text,
+    }
 
 
 def answer(request, env):
     if "path" in request:
-        return {"message": f"no such file or directory (error code: 2)\n  file: {request['path']}"}, env
+        return {
+            "message": f"no such file or directory (error code: 2)\n  file: {request['path']}"
+        }, env
     cmd = request.get("cmd", "")
     log = os.environ.get("PREAMBLE_REPL_LOG")
     if log:

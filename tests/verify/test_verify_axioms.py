@@ -8,7 +8,10 @@ HEADER = "import Mathlib\n\n"
 CLEAN = HEADER + "theorem comm (a b : Nat) : a + b = b + a := by\n  rw [Nat.add_comm]\n"
 NATIVE = HEADER + "theorem big : 2 ^ 20 > 1000 := by native_decide\n"
 OWN_AXIOM = HEADER + "axiom cheat : False\n\ntheorem bad : 1 = 2 := cheat.elim\n"
-NAMESPACED = HEADER + "namespace Foo\n\naxiom cheat : False\n\ntheorem bad : 1 = 2 := by\n  exact cheat.elim\n\nend Foo\n"
+NAMESPACED = (
+    HEADER
+    + "namespace Foo\n\naxiom cheat : False\n\ntheorem bad : 1 = 2 := by\n  exact cheat.elim\n\nend Foo\n"
+)
 SORRY = HEADER + "theorem todo (n : Nat) : n = n := by\n  sorry\n"
 STANDARD = ["Classical.choice", "Quot.sound", "propext"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import grpc
 import pytest
-
 from google.protobuf import duration_pb2
 
 from leanrpc.v1 import verifier_pb2 as pb
@@ -62,11 +61,24 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
         ten_mb = "theorem x : True := trivial\n" + "-- pad\n" * (10 * 2**20 // 7)
         await _expect(verify([ten_mb]), grpc.StatusCode.INVALID_ARGUMENT, "characters", "limit")
         await _expect(verify([OK], infotree=99), grpc.StatusCode.INVALID_ARGUMENT, "infotree", "99")
-        await _expect(verify([OK], timeout=duration_pb2.Duration(seconds=-1)), grpc.StatusCode.INVALID_ARGUMENT, "timeout")
-        await _expect(verify([OK], timeout=duration_pb2.Duration(seconds=1, nanos=2_000_000_000)), grpc.StatusCode.INVALID_ARGUMENT,
-                      "options.timeout", "not a valid Duration")
+        await _expect(
+            verify([OK], timeout=duration_pb2.Duration(seconds=-1)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "timeout",
+        )
+        await _expect(
+            verify([OK], timeout=duration_pb2.Duration(seconds=1, nanos=2_000_000_000)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "options.timeout",
+            "not a valid Duration",
+        )
         await _expect(verify([OK + "\x00"]), grpc.StatusCode.INVALID_ARGUMENT, "NUL")
-        await _expect(verify([OK] * 100_000), grpc.StatusCode.INVALID_ARGUMENT, "100000 snippets", "VerifyStream")
+        await _expect(
+            verify([OK] * 100_000),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "100000 snippets",
+            "VerifyStream",
+        )
 
         # Invalid UTF-8 in a string field: only a hand-made wire message can carry it.
         raw = channel.unary_unary(
@@ -74,8 +86,11 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
             request_serializer=lambda b: b,
             response_deserializer=pb.VerifyResponse.FromString,
         )
-        await _expect(raw(_raw_verify_request(b"example : True := trivial -- \xff\xfe"), timeout=30),
-                      grpc.StatusCode.INVALID_ARGUMENT, "UTF-8")
+        await _expect(
+            raw(_raw_verify_request(b"example : True := trivial -- \xff\xfe"), timeout=30),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "UTF-8",
+        )
         # The same bytes, valid, go through: the framing above is right.
         ok = await raw(_raw_verify_request("example : True := trivial -- é".encode()), timeout=30)
         assert ok.results[0].status == pb.STATUS_VALID
@@ -102,7 +117,9 @@ async def test_bad_requests_get_clear_codes_and_server_keeps_serving():
         with pytest.raises(grpc.aio.AioRpcError):
             async for message in call:
                 answers.append(message.result)
-        assert [(a.id, a.status) for a in answers] == [("", pb.STATUS_REJECTED)] and "id" in answers[0].error
+        assert [(a.id, a.status) for a in answers] == [
+            ("", pb.STATUS_REJECTED)
+        ] and "id" in answers[0].error
         assert await call.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert "infotree" in await call.details()
 
@@ -117,7 +134,9 @@ async def test_message_size_limit_is_resource_exhausted():
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
         stub = verifier_pb2_grpc.VerifierStub(channel)
         request = pb.VerifyRequest(snippets=[pb.Snippet(id="big", code=two_mb)])
-        await _expect(stub.Verify(request, timeout=60), grpc.StatusCode.RESOURCE_EXHAUSTED, "larger than max")
+        await _expect(
+            stub.Verify(request, timeout=60), grpc.StatusCode.RESOURCE_EXHAUSTED, "larger than max"
+        )
         [ok] = await client.verify_batch([OK])
         assert ok.status == "VALID"
         await channel.close()

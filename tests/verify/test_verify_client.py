@@ -44,7 +44,9 @@ async def test_async_client_retries_unavailable_until_the_server_starts():
             # Batching over VerifyStream with a small window keeps input order.
             many = [(f"id{i}", GOOD if i % 3 else SORRY) for i in range(40)]
             streamed = await client.verify(many, window=4)
-            assert [(r.id, r.status) for r in streamed] == [(i, "VALID" if n % 3 else "SORRY") for n, (i, _) in enumerate(many)]
+            assert [(r.id, r.status) for r in streamed] == [
+                (i, "VALID" if n % 3 else "SORRY") for n, (i, _) in enumerate(many)
+            ]
             as_dict = streamed[0].to_dict()
             assert as_dict["id"] == "id0" and as_dict["status"] == "SORRY" and json.dumps(as_dict)
         finally:
@@ -68,7 +70,10 @@ def served(tmp_path):
     path.write_text(to_toml(config))
     process = subprocess.Popen(
         [sys.executable, "-m", "leanrpc.cli", "serve", "--config", str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=os.getcwd(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=os.getcwd(),
     )
     try:
         line = process.stdout.readline()  # printed once the server is up
@@ -90,7 +95,10 @@ def test_sync_client_and_cli_against_serve_with_config(served, tmp_path, capsys)
         assert info.workers == 2  # from the TOML file, not the default
         assert info.verifier.kind == "stand-in"
         batch = client.verify_batch([("a", GOOD), ("b", BAD)])
-        assert [(r.id, r.status, r.valid) for r in batch] == [("a", "VALID", True), ("b", "INVALID", False)]
+        assert [(r.id, r.status, r.valid) for r in batch] == [
+            ("a", "VALID", True),
+            ("b", "INVALID", False),
+        ]
         assert dataclasses.is_dataclass(batch[0]) and batch[0].attempts == 1
         streamed = client.verify([GOOD] * 5 + [SORRY], window=2)
         assert [r.status for r in streamed] == ["VALID"] * 5 + ["SORRY"]
@@ -114,7 +122,9 @@ def test_cli_verify_exits_without_asyncio_warnings(served, tmp_path):
     proof.write_text(GOOD)
     done = subprocess.run(
         [sys.executable, "-m", "leanrpc.cli", "verify", str(proof), "--server", served],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     assert "VALID" in done.stdout

@@ -68,7 +68,10 @@ def test_relative_cwd_is_resolved_against_the_file(tmp_path):
         ("pool = 3\n", ["[pool]", "table"]),
         ('[pool]\nworkers = "four"\n', ["pool.workers", "number"]),
         ("[pool]\nworkers = 2.5\n", ["pool.workers", "integer"]),
-        ('[server]\nallow_unauthenticated_loopback = "yes"\n', ["server.allow_unauthenticated_loopback", "boolean"]),
+        (
+            '[server]\nallow_unauthenticated_loopback = "yes"\n',
+            ["server.allow_unauthenticated_loopback", "boolean"],
+        ),
         ("[server]\nhost = 5\n", ["server.host", "string"]),
         ('[pool]\nwarm_headers = "import Mathlib"\n', ["pool.warm_headers", "list of strings"]),
         ("[repl]\ncwd = 1\n", ["repl.cwd", "string"]),
@@ -93,11 +96,26 @@ def test_formalize_section_covers_formalize_config():
     assert formalize_config_from(FormalizeSection()) == FormalizeConfig()
     # Every key reaches FormalizeConfig, from TOML through the mapping.
     section = FormalizeSection(
-        model_dir="/m", adapter_dirs=["/a"], tokenizer_dir="/t", device="cpu", quantize=False,
-        compute_dtype="float32", max_batch=2, max_new_tokens=33, max_prompt_tokens=1000, top_k=20,
-        repetition_penalty=1.05, default_max_iterations=3, max_iterations_limit=7, default_header="import Aesop",
-        error_feedback_chars=99, mathlib_names_path="", retrieval_top_k=4, retrieval_default=True,
-        did_you_mean_k=2, max_jobs_per_stream=9,
+        model_dir="/m",
+        adapter_dirs=["/a"],
+        tokenizer_dir="/t",
+        device="cpu",
+        quantize=False,
+        compute_dtype="float32",
+        max_batch=2,
+        max_new_tokens=33,
+        max_prompt_tokens=1000,
+        top_k=20,
+        repetition_penalty=1.05,
+        default_max_iterations=3,
+        max_iterations_limit=7,
+        default_header="import Aesop",
+        error_feedback_chars=99,
+        mathlib_names_path="",
+        retrieval_top_k=4,
+        retrieval_default=True,
+        did_you_mean_k=2,
+        max_jobs_per_stream=9,
     )
     mapped = formalize_config_from(section)
     for name in config_fields:

@@ -8,7 +8,6 @@ import grpc
 import psutil
 import pytest
 
-from leanrpc.pool.pool import WorkerState
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc
 from verify_support import running_server
@@ -28,7 +27,9 @@ async def test_deadline_kills_running_worker_and_drops_queued_job():
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
         stub = verifier_pb2_grpc.VerifierStub(channel)
         # Warm the header so the slow one starts at once on the one worker.
-        assert (await stub.Verify(_request("warm", OK), timeout=60)).results[0].status == pb.STATUS_VALID
+        assert (await stub.Verify(_request("warm", OK), timeout=60)).results[
+            0
+        ].status == pb.STATUS_VALID
         [worker] = app.pool.workers
         slow_pid = worker.pid
 
@@ -65,10 +66,16 @@ async def test_deadline_kills_running_worker_and_drops_queued_job():
         assert after.status == pb.STATUS_VALID
         # The worker that ran the slow body was killed, not left burning.
         for _ in range(200):
-            if not psutil.pid_exists(slow_pid) or psutil.Process(slow_pid).status() == psutil.STATUS_ZOMBIE:
+            if (
+                not psutil.pid_exists(slow_pid)
+                or psutil.Process(slow_pid).status() == psutil.STATUS_ZOMBIE
+            ):
                 break
             await asyncio.sleep(0.05)
-        assert not psutil.pid_exists(slow_pid) or psutil.Process(slow_pid).status() == psutil.STATUS_ZOMBIE
+        assert (
+            not psutil.pid_exists(slow_pid)
+            or psutil.Process(slow_pid).status() == psutil.STATUS_ZOMBIE
+        )
         assert after.reuse.worker != worker.name or app.pool.workers[0].pid != slow_pid
         assert app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished
         await channel.close()

@@ -22,7 +22,9 @@ FAKE = str(pathlib.Path(__file__).with_name("preamble_repl.py"))
 @pytest.fixture
 async def service(tmp_path):
     log = tmp_path / "commands.log"
-    config = loopback_config(1, repl__command=[sys.executable, FAKE], repl__env={"PREAMBLE_REPL_LOG": str(log)})
+    config = loopback_config(
+        1, repl__command=[sys.executable, FAKE], repl__env={"PREAMBLE_REPL_LOG": str(log)}
+    )
     pool = Pool(config)
     await pool.start()
     service = VerifyService(pool, config)
@@ -60,7 +62,9 @@ async def test_an_error_on_an_open_line_is_an_invalid_result_with_its_position(s
 
 
 async def test_a_warning_on_a_set_option_line_is_reported_and_the_snippet_stays_valid(service):
-    result = await _verify(service, "import Mathlib\nset_option linter.warnme true\n\ntheorem b : 1 = 1 := rfl\n")
+    result = await _verify(
+        service, "import Mathlib\nset_option linter.warnme true\n\ntheorem b : 1 = 1 := rfl\n"
+    )
     assert result.status.name == "VALID", result
     [warning] = result.messages
     assert warning.severity is Severity.WARNING and warning.start == Position(2, 11)

@@ -7,7 +7,6 @@ import re
 
 import grpc
 
-from leanrpc.pool.pool import WorkerState
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc
 from verify_support import running_server
@@ -55,7 +54,11 @@ async def test_snippets_over_the_queue_limit_are_refused_one_by_one():
         for _ in range(3):
             message = await call.read()
             rest[message.result.id] = message.result.status
-        assert rest == {"stuck": pb.STATUS_CANCELLED, "queued0": pb.STATUS_VALID, "queued1": pb.STATUS_VALID}
+        assert rest == {
+            "stuck": pb.STATUS_CANCELLED,
+            "queued0": pb.STATUS_VALID,
+            "queued1": pb.STATUS_VALID,
+        }
         await call.write(snippet("later", ok(99)))
         await call.done_writing()
         later = await call.read()

@@ -9,7 +9,10 @@ BODY = "theorem t : 1 + 1 = 2 := by norm_num\n"
 async def test_boot_is_reported_apart_from_header_and_body():
     # One header per worker: a header switch starts a fresh REPL (with several,
     # the worker would import the second header in-process, no boot).
-    async with running_server(workers=1, pool__min_warm=0, pool__max_headers_per_worker=1) as (app, client):
+    async with running_server(workers=1, pool__min_warm=0, pool__max_headers_per_worker=1) as (
+        app,
+        client,
+    ):
         # One worker, alternating headers: each switch starts a fresh REPL.
         first = (await client.verify_batch([HEADERS[0] + BODY]))[0]
         warm = (await client.verify_batch([HEADERS[0] + BODY]))[0]

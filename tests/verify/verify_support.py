@@ -7,9 +7,9 @@ import socket
 
 import psutil
 
+from leanrpc.app import App, create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
-from leanrpc.app import App, create_server
 from testkit import loopback_config
 
 

@@ -26,17 +26,25 @@ def _next_ps() -> int:
 
 def honest(obj: dict) -> dict:
     if "tactic" in obj:
-        return {"proofState": _next_ps(), "goals": ["⊢ True"],
-                "proofStatus": "Incomplete: open goals remain"}
+        return {
+            "proofState": _next_ps(),
+            "goals": ["⊢ True"],
+            "proofStatus": "Incomplete: open goals remain",
+        }
     env, STATE["env"] = STATE["env"], STATE["env"] + 1
     out = {"env": env}
     code = obj.get("cmd", "")
     if "sorry" in code:
-        line = code[:code.index("sorry")].count("\n") + 1
-        column = code.index("sorry") - (code[:code.index("sorry")].rfind("\n") + 1)
-        out["sorries"] = [{"proofState": _next_ps(), "goal": "⊢ True",
-                           "pos": {"line": line, "column": column},
-                           "endPos": {"line": line, "column": column + 5}}]
+        line = code[: code.index("sorry")].count("\n") + 1
+        column = code.index("sorry") - (code[: code.index("sorry")].rfind("\n") + 1)
+        out["sorries"] = [
+            {
+                "proofState": _next_ps(),
+                "goal": "⊢ True",
+                "pos": {"line": line, "column": column},
+                "endPos": {"line": line, "column": column + 5},
+            }
+        ]
     if "Lean.versionString" in obj.get("cmd", ""):
         out["messages"] = version_messages("4.19.0 (batch fake)")
     return out
@@ -64,15 +72,23 @@ def main() -> None:
             early_fence = False
         elif "fence" in text:
             # Guess the fence: answer it now (a forger cannot know the nonce; use a made-up one).
-            replies = [{"message": "no such file or directory (error code: 2)\n  file: /nonexistent/leanrpc-fence/"
-                        "0000.lean"}, honest(obj)]
+            replies = [
+                {
+                    "message": "no such file or directory (error code: 2)\n  file: /nonexistent/leanrpc-fence/"
+                    "0000.lean"
+                },
+                honest(obj),
+            ]
         elif "drop" in text:
             honest(obj)
         elif "extra" in text:
             replies = [honest(obj), honest(obj) if "tactic" in obj else {"env": STATE["env"] - 1}]
         elif "forge" in text:
-            forged = ({"proofState": STATE["ps"], "goals": [], "proofStatus": "Completed"}
-                      if "tactic" in obj else {"env": STATE["env"]})
+            forged = (
+                {"proofState": STATE["ps"], "goals": [], "proofStatus": "Completed"}
+                if "tactic" in obj
+                else {"env": STATE["env"]}
+            )
             replies = [forged, honest(obj)]
         elif "hold" in text:
             held = honest(obj)

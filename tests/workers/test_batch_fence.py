@@ -14,7 +14,7 @@ from leanrpc import repl
 from leanrpc.config import LimitsConfig
 from leanrpc.errors import WorkerError, WorkerPoisoned
 from leanrpc.worker.channel import FenceSettings
-from leanrpc.worker.launcher import LaunchSpec, Launcher
+from leanrpc.worker.launcher import Launcher, LaunchSpec
 from leanrpc.worker.worker import Worker
 
 FAKE = [sys.executable, str(Path(__file__).with_name("batch_repl.py"))]
@@ -22,7 +22,9 @@ STANDIN = [sys.executable, "-m", "leanrpc.standin"]
 
 
 async def _worker(argv) -> Worker:
-    worker = Worker("wb", LaunchSpec(argv=list(argv)), Launcher(), LimitsConfig(), fence=FenceSettings())
+    worker = Worker(
+        "wb", LaunchSpec(argv=list(argv)), Launcher(), LimitsConfig(), fence=FenceSettings()
+    )
     await worker.start(30)
     return worker
 
@@ -33,13 +35,23 @@ async def test_a_stand_in_batch_is_answered_in_order_with_one_fence():
         header = await worker.request(repl.command("import Mathlib"), 30)
         env = worker.next_env
         answers = await worker.request_batch(
-            [repl.command("theorem t (n : Nat) : n + 0 = n := by sorry", header.env),
-             repl.command("#print axioms t", env), repl.command("example : True := trivial", env)], 30)
+            [
+                repl.command("theorem t (n : Nat) : n + 0 = n := by sorry", header.env),
+                repl.command("#print axioms t", env),
+                repl.command("example : True := trivial", env),
+            ],
+            30,
+        )
         assert [a.env for a in answers] == [env, env + 1, env + 2]
         assert answers[0].sorries and "axioms" in answers[1].messages[0].data
         state = answers[0].sorries[0].proof_state
-        steps = await worker.request_batch([repl.TacticRequest(tactic=t, proof_state=state)
-                                            for t in ("intro h", "simp", "frobnicate")], 30)
+        steps = await worker.request_batch(
+            [
+                repl.TacticRequest(tactic=t, proof_state=state)
+                for t in ("intro h", "simp", "frobnicate")
+            ],
+            30,
+        )
         assert len(steps) == 3 and steps[2].message and steps[0].proof_state is not None
         assert worker._channel.batches == 2 and worker.alive
     finally:
@@ -74,7 +86,8 @@ async def test_a_bad_frame_anywhere_in_a_tactic_batch_poisons_the_worker(misdeed
         tactics[position] = f"skip -- {misdeed}"
         with pytest.raises(WorkerError) as info:
             await worker.request_batch(
-                [repl.TacticRequest(tactic=t, proof_state=state) for t in tactics], 5)
+                [repl.TacticRequest(tactic=t, proof_state=state) for t in tactics], 5
+            )
         assert isinstance(info.value, WorkerPoisoned), info.value
         assert not worker.alive or worker._channel.poisoned is not None
     finally:
@@ -87,7 +100,8 @@ async def test_the_fake_answers_an_honest_tactic_batch():
         start = await worker.request(repl.command("theorem t : True := sorry", worker.next_env), 5)
         state = start.sorries[0].proof_state
         answers = await worker.request_batch(
-            [repl.TacticRequest(tactic="trivial", proof_state=state)] * 4, 5)
+            [repl.TacticRequest(tactic="trivial", proof_state=state)] * 4, 5
+        )
         assert [a.proof_state for a in answers] == [state + 1, state + 2, state + 3, state + 4]
         assert worker.alive and worker._channel.batches == 1
     finally:
@@ -99,7 +113,9 @@ async def test_the_fake_answers_an_honest_batch():
     worker = await _worker(FAKE)
     try:
         env = worker.next_env
-        answers = await worker.request_batch([repl.command("example : True := trivial", env)] * 3, 5)
+        answers = await worker.request_batch(
+            [repl.command("example : True := trivial", env)] * 3, 5
+        )
         assert [a.env for a in answers] == [env, env + 1, env + 2]
     finally:
         await worker.stop(2.0)
@@ -111,8 +127,9 @@ async def test_verify_sends_the_body_and_its_axiom_check_as_one_batch():
 
     service = await start_service(workers=1)
     try:
-        result = await service.verify("a", "import Mathlib\n\ntheorem t : True := trivial\n",
-                                      VerifyOptions(check_axioms=True))
+        result = await service.verify(
+            "a", "import Mathlib\n\ntheorem t : True := trivial\n", VerifyOptions(check_axioms=True)
+        )
         assert result.status.name == "VALID", result.error
         [worker] = service.pool.workers
         assert worker._channel.batches == 1  # body + #print axioms: one fence

@@ -50,7 +50,9 @@ async def _wait_for_health(channel, wanted: int, timeout: float = 10.0) -> None:
     seen = []
 
     async def status() -> int:
-        reply = await stub.Check(health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10)
+        reply = await stub.Check(
+            health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier"), timeout=10
+        )
         seen.append(reply.status)
         return reply.status
 
@@ -78,7 +80,9 @@ def _boots(app) -> int:
 async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
     app, channel, flag = broken_server
     stub = pb_grpc.VerifierStub(channel)
-    request = pb.VerifyRequest(snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")])
+    request = pb.VerifyRequest(
+        snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")]
+    )
 
     # The start-up boot failed once; each request adds boot attempts until
     # the limit (3) opens the breaker. Every request still gets one answer.
@@ -110,7 +114,9 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
 
     # The stream answers each snippet once, with the reason.
     call = stub.VerifyStream()
-    await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="s1", code=request.snippets[0].code)))
+    await call.write(
+        pb.VerifyStreamRequest(snippet=pb.Snippet(id="s1", code=request.snippets[0].code))
+    )
     await call.done_writing()
     answers = [m.result async for m in call]
     assert [(r.id, r.status) for r in answers] == [("s1", pb.STATUS_REJECTED)]
@@ -119,7 +125,10 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
     info = await stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=10)
     assert not info.serving
     assert "3 consecutive REPL boot failures" in info.not_serving_reason
-    assert "exit status 3" in info.not_serving_reason or "failed its boot probe" in info.not_serving_reason
+    assert (
+        "exit status 3" in info.not_serving_reason
+        or "failed its boot probe" in info.not_serving_reason
+    )
     # Health follows the pool within its refresh period.
     await _wait_for_health(channel, health_pb2.HealthCheckResponse.NOT_SERVING)
 
@@ -138,7 +147,9 @@ async def test_boot_failures_open_the_breaker_then_it_recovers(broken_server):
 async def test_half_open_breaker_reopens_on_the_next_failure(broken_server):
     app, channel, flag = broken_server
     stub = pb_grpc.VerifierStub(channel)
-    request = pb.VerifyRequest(snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")])
+    request = pb.VerifyRequest(
+        snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")]
+    )
     breaker = app.pool.supervisor.breaker
     # No request needed: while no worker is up the supervisor retries the
     # boot, and health says NOT_SERVING with the first cause all along.
@@ -154,6 +165,7 @@ async def test_half_open_breaker_reopens_on_the_next_failure(broken_server):
         await stub.Verify(request, timeout=30)
     assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
     assert not app.pool.serving
+
 
 class SlowSecondLaunch(CountingLauncher):
     """Holds the second launch (the supervisor's retry boot) back for a second."""
@@ -172,8 +184,13 @@ async def test_a_job_waits_for_the_trial_boot_rather_than_boot_beside_it(tmp_pat
     # so a job's requeued boot cannot slip past the breaker opening.
     flag = tmp_path / "broken"
     flag.write_text("")
-    config = make_config(workers=2, server__port=0, pool__boot_failure_limit=3,
-                         pool__breaker_cooldown_s=30.0, pool__max_retries=1)
+    config = make_config(
+        workers=2,
+        server__port=0,
+        pool__boot_failure_limit=3,
+        pool__breaker_cooldown_s=30.0,
+        pool__max_retries=1,
+    )
     config.repl.command = [sys.executable, "-c", _FLAKY_REPL, str(flag)]
     launcher = SlowSecondLaunch()
     app = await create_server(config, launcher=launcher)
@@ -181,7 +198,9 @@ async def test_a_job_waits_for_the_trial_boot_rather_than_boot_beside_it(tmp_pat
     try:
         await wait_until(lambda: app.pool.supervisor.retrying, 10.0, "the supervisor's retry boot")
         stub = pb_grpc.VerifierStub(channel)
-        request = pb.VerifyRequest(snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")])
+        request = pb.VerifyRequest(
+            snippets=[pb.Snippet(id="a", code=HEADER + "theorem a : True := trivial\n")]
+        )
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.Verify(request, timeout=30)
         assert failed.value.code() is grpc.StatusCode.UNAVAILABLE

@@ -34,11 +34,14 @@ async def _assert_warm_and_reused(service, header: str, pid: int, restarts_befor
     key = _key(header)
     await wait_until(
         lambda: any(w.state is WorkerState.IDLE and w.import_key == key for w in pool.workers),
-        30.0, "the background header load to finish",
+        30.0,
+        "the background header load to finish",
     )
     holder = next(w for w in pool.workers if w.import_key == key)
     assert holder.pid == pid
-    result = await service.verify("next", header + "theorem next : True := trivial\n", VerifyOptions(timeout_s=30))
+    result = await service.verify(
+        "next", header + "theorem next : True := trivial\n", VerifyOptions(timeout_s=30)
+    )
     assert result.status.name == "VALID"
     assert result.reuse.warm_header is True
     assert result.timings.header_s == 0
@@ -55,7 +58,9 @@ async def test_task_cancel_during_header_load_keeps_the_worker_and_its_header():
         pid = worker.pid
         restarts_before = dict(pool.stats.restarts)
         job = asyncio.ensure_future(verify(service, "theorem a : True := trivial\n", timeout_s=30))
-        await wait_until(lambda: worker.state is WorkerState.LOADING, 20.0, "the header load to start")
+        await wait_until(
+            lambda: worker.state is WorkerState.LOADING, 20.0, "the header load to start"
+        )
         job.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(job, 5.0)
@@ -75,7 +80,9 @@ async def test_deadline_during_header_load_answers_timeout_and_keeps_the_header(
         pid = worker.pid
         restarts_before = dict(pool.stats.restarts)
         result = await service.verify(
-            "d", HEADER + "theorem d : True := trivial\n", VerifyOptions(timeout_s=30),
+            "d",
+            HEADER + "theorem d : True := trivial\n",
+            VerifyOptions(timeout_s=30),
             deadline=time.monotonic() + 0.3,
         )
         assert result.status.name == "TIMEOUT"
@@ -90,11 +97,17 @@ async def test_cancel_while_booting_keeps_the_new_worker():
     pool = service.pool
     try:
         # The booted worker takes the first job; the second header needs a new REPL.
-        first = asyncio.ensure_future(verify(service, "theorem a : True := trivial\n", timeout_s=30))
-        await wait_until(lambda: pool.workers[0].state is WorkerState.LOADING, 20.0, "the first header load")
+        first = asyncio.ensure_future(
+            verify(service, "theorem a : True := trivial\n", timeout_s=30)
+        )
+        await wait_until(
+            lambda: pool.workers[0].state is WorkerState.LOADING, 20.0, "the first header load"
+        )
         restarts_before = dict(pool.stats.restarts)
         second = asyncio.ensure_future(
-            service.verify("b", OTHER_HEADER + "theorem b : True := trivial\n", VerifyOptions(timeout_s=30))
+            service.verify(
+                "b", OTHER_HEADER + "theorem b : True := trivial\n", VerifyOptions(timeout_s=30)
+            )
         )
         await wait_until(lambda: len(pool.workers) == 2, 20.0, "a second worker to be spawned")
         booting = pool.workers[1]
@@ -103,7 +116,9 @@ async def test_cancel_while_booting_keeps_the_new_worker():
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(second, 5.0)
         assert (await asyncio.wait_for(first, 30)).status.name == "VALID"
-        await wait_until(lambda: booting.state is WorkerState.IDLE, 30.0, "the booting worker to finish loading")
+        await wait_until(
+            lambda: booting.state is WorkerState.IDLE, 30.0, "the booting worker to finish loading"
+        )
         assert booting.import_key == _key(OTHER_HEADER)
         await _assert_warm_and_reused(service, OTHER_HEADER, booting.pid, restarts_before)
         assert pool.stats.header_loads == 2
@@ -118,13 +133,17 @@ async def test_cancel_during_the_body_still_kills_the_worker():
         await verify(service, "theorem warm : True := trivial\n")
         worker = pool.workers[0]
         pid = worker.pid
-        job = asyncio.ensure_future(verify(service, "theorem slow : True := trivial\n--@standin: hang\n", timeout_s=60))
+        job = asyncio.ensure_future(
+            verify(service, "theorem slow : True := trivial\n--@standin: hang\n", timeout_s=60)
+        )
         await wait_until(lambda: worker.state is WorkerState.RUNNING, 20.0, "the body to be sent")
         await asyncio.sleep(0.2)
         job.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(job, 5.0)
-        await wait_until(lambda: pool.stats.restarts["cancelled"] == 1, 10.0, "the cancelled worker to be reaped")
+        await wait_until(
+            lambda: pool.stats.restarts["cancelled"] == 1, 10.0, "the cancelled worker to be reaped"
+        )
         assert worker.state is WorkerState.DEAD and all(w.pid != pid for w in pool.workers)
         after = await verify(service, "theorem after : True := trivial\n", timeout_s=30)
         assert after.status.name == "VALID"

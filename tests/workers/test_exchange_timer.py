@@ -14,10 +14,16 @@ async def test_a_command_larger_than_the_pipe_is_answered_then_a_hang_times_out(
         body = "theorem big : True := trivial\n" + filler * 3000  # ~600 KB: the pipe holds 64 KB
         result = await verify(service, body, snippet_id="big", timeout_s=60)
         assert result.status.name == "VALID", result.error
-        hang = await verify(service, "theorem h : True := trivial\n--@standin: hang\n", snippet_id="h", timeout_s=1)
+        hang = await verify(
+            service, "theorem h : True := trivial\n--@standin: hang\n", snippet_id="h", timeout_s=1
+        )
         assert hang.status.name == "TIMEOUT", hang.error
-        big_on_hang = await verify(service, "theorem t : True := trivial\n--@standin: hang\n" + filler * 3000,
-                                   snippet_id="s2", timeout_s=1)
+        big_on_hang = await verify(
+            service,
+            "theorem t : True := trivial\n--@standin: hang\n" + filler * 3000,
+            snippet_id="s2",
+            timeout_s=1,
+        )
         assert big_on_hang.status.name == "TIMEOUT", big_on_hang.error
     finally:
         await service.pool.close(2.0)

@@ -10,7 +10,12 @@ import pytest
 
 from leanrpc.config import Config
 from leanrpc.errors import (
-    HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerDiverged, WorkerPoisoned,
+    HeaderLoadError,
+    NotServingError,
+    WorkerBootError,
+    WorkerCrashed,
+    WorkerDiverged,
+    WorkerPoisoned,
     WorkerTimeout,
 )  # fmt: skip
 from leanrpc.pool.runner import Runner

@@ -46,7 +46,9 @@ async def test_kill_9_mid_request_always_names_sigkill():
     messages: list[str] = []
     batch = 4
     for start in range(0, 100, batch):
-        messages += await asyncio.gather(*(_kill_mid_request(i) for i in range(start, start + batch)))
+        messages += await asyncio.gather(
+            *(_kill_mid_request(i) for i in range(start, start + batch))
+        )
     unnamed = [m for m in messages if "SIGKILL" not in m]
     assert len(messages) == 100 and not unnamed, unnamed[:3]
 

@@ -24,7 +24,9 @@ for line in sys.stdin:
 
 
 def _start_holder():
-    child = subprocess.Popen([sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert child.stdout.readline().strip() == "ready"
     return child
 
@@ -58,7 +60,9 @@ def test_an_unmapped_memfd_is_counted_at_release_without_a_periodic_scan():
 
 
 def test_no_fd_scan_at_release_when_no_memfd_was_seen(monkeypatch):
-    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     try:
         watch = TreeMemory(child.pid)
         watch.sample()  # the first (periodic) scan: nothing held
@@ -75,7 +79,9 @@ def test_no_fd_scan_at_release_when_no_memfd_was_seen(monkeypatch):
 
 
 def test_tree_pids_follows_the_children_files():
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(['sleep', '30'])"])
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys; subprocess.run(['sleep', '30'])"]
+    )
     try:
         deadline = time.monotonic() + 10
         while len(tree_pids(child.pid)) < 2 and time.monotonic() < deadline:
@@ -90,9 +96,14 @@ def test_tree_pids_follows_the_children_files():
 
 
 def test_a_worker_cgroup_is_read_from_memory_stat_alone(tmp_path, monkeypatch):
-    (tmp_path / "memory.stat").write_text("anon 3000\nfile 999999\nkernel 5\nshmem 400\nfile_mapped 7\n")
-    monkeypatch.setattr(TreeMemory, "_status",
-                        lambda self, pid: (_ for _ in ()).throw(AssertionError("walked /proc")))
+    (tmp_path / "memory.stat").write_text(
+        "anon 3000\nfile 999999\nkernel 5\nshmem 400\nfile_mapped 7\n"
+    )
+    monkeypatch.setattr(
+        TreeMemory,
+        "_status",
+        lambda self, pid: (_ for _ in ()).throw(AssertionError("walked /proc")),
+    )
     watch = TreeMemory(1, cgroup_dir=str(tmp_path))
     assert watch.sample() == 3400  # anon + shmem; page cache (file) left out
     assert watch.fd_scans == 0
@@ -101,8 +112,13 @@ def test_a_worker_cgroup_is_read_from_memory_stat_alone(tmp_path, monkeypatch):
 def test_the_status_files_held_open_follow_the_tree_and_close():
     """Samples re-read held files (issue 28); a process that left the tree has
     its file closed at the next listing, and close() leaves no fd behind."""
-    child = subprocess.Popen([sys.executable, "-c",
-                              "import subprocess, time; subprocess.run(['sleep', '30']); time.sleep(30)"])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, time; subprocess.run(['sleep', '30']); time.sleep(30)",
+        ]
+    )
     fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
     before = fds()
     try:

@@ -6,27 +6,43 @@ import asyncio
 import os
 import signal
 
-from leanrpc.worker.worker import WorkerState
 from workers_support import cpu_seconds, start_service, verify, wait_until
 
 
 async def test_balloon_past_the_rss_limit_is_killed_mid_request_while_others_continue():
-    service = await start_service(workers=2, limits__max_worker_rss_mb=300, limits__memory_poll_s=0.05)
+    service = await start_service(
+        workers=2, limits__max_worker_rss_mb=300, limits__memory_poll_s=0.05
+    )
     pool = service.pool
     try:
         # Both workers warm on the same header first.
-        await asyncio.gather(*(verify(service, f"theorem w{i} : True := trivial\n--@standin: burn=0.2\n") for i in range(2)))
+        await asyncio.gather(
+            *(
+                verify(service, f"theorem w{i} : True := trivial\n--@standin: burn=0.2\n")
+                for i in range(2)
+            )
+        )
         # The balloon hangs after growing: only the memory watch can end it
         # before its 30 s timeout.
         balloon = asyncio.ensure_future(
-            verify(service, "theorem big : True := trivial\n--@standin: grow=600\n--@standin: hang\n", snippet_id="big", timeout_s=30)
+            verify(
+                service,
+                "theorem big : True := trivial\n--@standin: grow=600\n--@standin: hang\n",
+                snippet_id="big",
+                timeout_s=30,
+            )
         )
-        others = [await verify(service, f"theorem t{i} : {i} = {i} := rfl\n", snippet_id=f"t{i}") for i in range(10)]
+        others = [
+            await verify(service, f"theorem t{i} : {i} = {i} := rfl\n", snippet_id=f"t{i}")
+            for i in range(10)
+        ]
         result = await asyncio.wait_for(balloon, 25)
         assert result.status.name == "OUT_OF_MEMORY"
         assert "300 MB limit" in result.error
         assert [r.status.name for r in others] == ["VALID"] * 10
-        await wait_until(lambda: pool.stats.restarts["out_of_memory"] == 1, 10.0, "the OOM worker to be reaped")
+        await wait_until(
+            lambda: pool.stats.restarts["out_of_memory"] == 1, 10.0, "the OOM worker to be reaped"
+        )
         after = await verify(service, "theorem after : True := trivial\n")
         assert after.status.name == "VALID"
     finally:
@@ -47,13 +63,17 @@ async def test_kill_9_of_a_busy_worker_is_retried_to_success():
     pool = service.pool
     try:
         await verify(service, "theorem warm : True := trivial\n")
-        job = asyncio.ensure_future(verify(service, "theorem slow : True := trivial\n--@standin: burn=0.8\n", timeout_s=60))
+        job = asyncio.ensure_future(
+            verify(service, "theorem slow : True := trivial\n--@standin: burn=0.8\n", timeout_s=60)
+        )
         os.kill(await _busy_worker_pid(pool), signal.SIGKILL)
         result = await asyncio.wait_for(job, 60)
         assert result.status.name == "VALID"
         assert result.reuse.attempts == 2
         assert pool.stats.retries == 1
-        await wait_until(lambda: pool.stats.restarts["crash"] == 1, 10.0, "the killed worker to be reaped")
+        await wait_until(
+            lambda: pool.stats.restarts["crash"] == 1, 10.0, "the killed worker to be reaped"
+        )
     finally:
         await pool.close(2.0)
 
@@ -63,7 +83,9 @@ async def test_kill_9_of_a_busy_worker_without_retries_is_a_crash():
     pool = service.pool
     try:
         await verify(service, "theorem warm : True := trivial\n")
-        job = asyncio.ensure_future(verify(service, "theorem slow : True := trivial\n--@standin: burn=2\n", timeout_s=60))
+        job = asyncio.ensure_future(
+            verify(service, "theorem slow : True := trivial\n--@standin: burn=2\n", timeout_s=60)
+        )
         os.kill(await _busy_worker_pid(pool), signal.SIGKILL)
         result = await asyncio.wait_for(job, 60)
         assert result.status.name == "CRASH"
@@ -79,11 +101,15 @@ async def test_hang_times_out_within_the_deadline_plus_one_second():
     pool = service.pool
     try:
         await verify(service, "theorem warm : True := trivial\n")
-        result = await verify(service, "theorem h : True := trivial\n--@standin: hang\n", timeout_s=1.5)
+        result = await verify(
+            service, "theorem h : True := trivial\n--@standin: hang\n", timeout_s=1.5
+        )
         assert result.status.name == "TIMEOUT"
         # Measured from arrival, on a warm worker: the timeout plus the kill.
         assert result.timings.total_s < 1.5 + 1.0
-        await wait_until(lambda: pool.stats.restarts["timeout"] == 1, 10.0, "the hung worker to be reaped")
+        await wait_until(
+            lambda: pool.stats.restarts["timeout"] == 1, 10.0, "the hung worker to be reaped"
+        )
         after = await verify(service, "theorem after : True := trivial\n")
         assert after.status.name == "VALID"
     finally:
@@ -94,13 +120,21 @@ async def test_a_tree_over_its_memory_limit_when_time_runs_out_is_out_of_memory(
     # The memory watch polls once at the start and then not for an hour: only the
     # check made when the time runs out can see the balloon. The verdict follows
     # the process (over its limit), not whether a poll happened to see it first.
-    service = await start_service(workers=1, limits__max_worker_rss_mb=200, limits__memory_poll_s=3600)
+    service = await start_service(
+        workers=1, limits__max_worker_rss_mb=200, limits__memory_poll_s=3600
+    )
     try:
-        result = await verify(service, "theorem big : True := trivial\n--@standin: grow=400\n--@standin: hang\n",
-                              snippet_id="big", timeout_s=5)
+        result = await verify(
+            service,
+            "theorem big : True := trivial\n--@standin: grow=400\n--@standin: hang\n",
+            snippet_id="big",
+            timeout_s=5,
+        )
         assert result.status.name == "OUT_OF_MEMORY", result.error
         assert "200 MB limit" in result.error
-        hang = await verify(service, "theorem h : True := trivial\n--@standin: hang\n", snippet_id="h", timeout_s=1)
+        hang = await verify(
+            service, "theorem h : True := trivial\n--@standin: hang\n", snippet_id="h", timeout_s=1
+        )
         assert hang.status.name == "TIMEOUT", hang.error  # a plain hang stays a timeout
     finally:
         await service.pool.close(2.0)

@@ -9,14 +9,22 @@ import grpc
 import psutil
 import pytest
 
-from leanrpc.config import LimitsConfig
 from leanrpc.app import create_server
+from leanrpc.config import LimitsConfig
 from leanrpc.errors import WorkerCrashed
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-from leanrpc.worker.launcher import LaunchSpec, Launcher
+from leanrpc.worker.launcher import Launcher, LaunchSpec
 from leanrpc.worker.worker import ShutdownRung, Worker, WorkerState
-from workers_support import HEADER, STANDIN, descendants, make_config, start_service, verify, wait_until
+from workers_support import (
+    HEADER,
+    STANDIN,
+    descendants,
+    make_config,
+    start_service,
+    verify,
+    wait_until,
+)
 
 # A REPL that leaves a long-lived grandchild behind (as `lake env repl` or a
 # tactic that shells out can), holding the REPL's stdout open.
@@ -57,7 +65,10 @@ def _bodies(n: int) -> list[str]:
 async def test_pool_close_under_load_leaves_no_grandchild():
     service = await start_service(workers=2, repl__command=_REPL_WITH_GRANDCHILD)
     pool = service.pool
-    tasks = [asyncio.ensure_future(verify(service, body, snippet_id=f"s{i}", timeout_s=30)) for i, body in enumerate(_bodies(12))]
+    tasks = [
+        asyncio.ensure_future(verify(service, body, snippet_id=f"s{i}", timeout_s=30))
+        for i, body in enumerate(_bodies(12))
+    ]
     await wait_until(lambda: sum(1 for w in pool.workers if w.busy) == 2, 20.0, "both workers busy")
     tree = _tree({w.pid for w in pool.workers if w.pid})
     # Each worker brought its grandchild along.
@@ -75,12 +86,16 @@ async def test_pool_close_under_load_leaves_no_grandchild():
 
 async def test_crashed_repl_with_grandchild_is_not_reused():
     """The REPL dies while its grandchild keeps stdout open (no EOF)."""
-    service = await start_service(workers=1, repl__command=_REPL_WITH_GRANDCHILD, pool__max_retries=1)
+    service = await start_service(
+        workers=1, repl__command=_REPL_WITH_GRANDCHILD, pool__max_retries=1
+    )
     pool = service.pool
     try:
         first = await verify(service, "theorem a : True := trivial\n")
         assert first.status.name == "VALID"
-        crashed = await verify(service, "theorem b : True := trivial\n--@standin: crash=exit\n", timeout_s=10)
+        crashed = await verify(
+            service, "theorem b : True := trivial\n--@standin: crash=exit\n", timeout_s=10
+        )
         assert crashed.status.name == "CRASH"
         after = await verify(service, "theorem c : True := trivial\n", timeout_s=10)
         assert after.status.name == "VALID"
@@ -91,7 +106,9 @@ async def test_crashed_repl_with_grandchild_is_not_reused():
 
 async def test_server_stop_under_stream_load_leaves_no_process():
     # The REPL spawns on purpose; the default sandbox's seccomp filter would refuse it.
-    config = make_config(workers=2, server__port=0, repl__command=_REPL_WITH_GRANDCHILD, sandbox__block_spawn="off")
+    config = make_config(
+        workers=2, server__port=0, repl__command=_REPL_WITH_GRANDCHILD, sandbox__block_spawn="off"
+    )
     app = await create_server(config)
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
     stub = pb_grpc.VerifierStub(channel)
@@ -99,15 +116,21 @@ async def test_server_stop_under_stream_load_leaves_no_process():
     for k in range(4):
         call = stub.VerifyStream()
         for i, body in enumerate(_bodies(9)):
-            await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body)))
+            await call.write(
+                pb.VerifyStreamRequest(snippet=pb.Snippet(id=f"{k}-{i}", code=HEADER + body))
+            )
         calls.append(call)
-    await wait_until(lambda: sum(1 for w in app.pool.workers if w.busy) == 2, 20.0, "both workers busy")
+    await wait_until(
+        lambda: sum(1 for w in app.pool.workers if w.busy) == 2, 20.0, "both workers busy"
+    )
     tree = _tree({w.pid for w in app.pool.workers if w.pid})
     await app.stop(1.0)
     for call in calls:
         call.cancel()
     await channel.close()
-    await wait_until(lambda: not (descendants() & tree), 15.0, "every worker process and grandchild to exit")
+    await wait_until(
+        lambda: not (descendants() & tree), 15.0, "every worker process and grandchild to exit"
+    )
 
 
 class GatedLauncher(Launcher):

@@ -13,7 +13,15 @@ from leanrpc.results import Severity, Status
 
 
 def test_command_encodes_one_compact_line_and_one_blank_line():
-    data = repl.encode(repl.command("theorem t :\n  1 = 1 := rfl ⊢", 3, infotree="full", incrementality=True, elab_async=True))
+    data = repl.encode(
+        repl.command(
+            "theorem t :\n  1 = 1 := rfl ⊢",
+            3,
+            infotree="full",
+            incrementality=True,
+            elab_async=True,
+        )
+    )
     assert data.endswith(b"\n\n") and b"\n" not in data[:-2]
     assert json.loads(data) == {
         "cmd": "theorem t :\n  1 = 1 := rfl ⊢",
@@ -68,14 +76,18 @@ def test_fence_answer_must_name_this_nonce():
     assert nonce != other and len(nonce) == 32
     request = json.loads(repl.encode(repl.fence_request(nonce)))
     answer = repl.decode(
-        json.dumps({"message": f"no such file or directory (error code: 2)\n  file: {request['path']}"}).encode()
+        json.dumps(
+            {"message": f"no such file or directory (error code: 2)\n  file: {request['path']}"}
+        ).encode()
     )
     assert repl.is_fence_answer(answer, nonce)
     assert not repl.is_fence_answer(answer, other)
     assert repl.mentions_fence(answer)
     assert not repl.is_fence_answer(repl.decode(b'{"env": 1}'), nonce)
     # A command answer that merely quotes the nonce is not the fence's answer.
-    quoted = repl.decode(json.dumps({"messages": [{"severity": "info", "data": request["path"]}], "env": 2}).encode())
+    quoted = repl.decode(
+        json.dumps({"messages": [{"severity": "info", "data": request["path"]}], "env": 2}).encode()
+    )
     assert not repl.is_fence_answer(quoted, nonce)
 
 
@@ -94,8 +106,14 @@ class _Outcome:
     "frame, status",
     [
         (b'{"env": 1}', Status.VALID),
-        (b'{"messages": [{"severity": "error", "pos": {"line": 1, "column": 0}, "data": "bad"}], "env": 1}', Status.INVALID),
-        (b'{"messages": [{"severity": "warning", "pos": {"line": 1, "column": 0}, "data": "declaration uses \'sorry\'"}], "env": 1}', Status.SORRY),
+        (
+            b'{"messages": [{"severity": "error", "pos": {"line": 1, "column": 0}, "data": "bad"}], "env": 1}',
+            Status.INVALID,
+        ),
+        (
+            b'{"messages": [{"severity": "warning", "pos": {"line": 1, "column": 0}, "data": "declaration uses \'sorry\'"}], "env": 1}',
+            Status.SORRY,
+        ),
         (b'{"message": "Unknown environment."}', Status.REJECTED),
     ],
 )
@@ -107,14 +125,23 @@ def test_classify(frame, status):
 
 
 def test_axiom_check_rejects_native_decide():
-    after = repl.decode(b'{"messages": [{"severity": "info", "data": "\'t\' depends on axioms: [propext, Lean.ofReduceBool]"}], "env": 2}')
+    after = repl.decode(
+        b'{"messages": [{"severity": "info", "data": "\'t\' depends on axioms: [propext, Lean.ofReduceBool]"}], "env": 2}'
+    )
     result = repl.classify("s", _Outcome(repl.decode(b'{"env": 1}'), after), True)
     assert result.status is Status.REJECTED and "native_decide" in result.error
     assert result.axioms == ["Lean.ofReduceBool", "propext"]
 
 
 def test_message_from_repl_accepts_struct_and_dict():
-    struct = repl.decode(b'{"messages": [{"severity": "error", "pos": {"line": 2, "column": 3}, "endPos": {"line": 2, "column": 5}, "data": "x"}]}').messages[0]
-    as_dict = {"severity": "error", "pos": {"line": 2, "column": 3}, "endPos": {"line": 2, "column": 5}, "data": "x"}
+    struct = repl.decode(
+        b'{"messages": [{"severity": "error", "pos": {"line": 2, "column": 3}, "endPos": {"line": 2, "column": 5}, "data": "x"}]}'
+    ).messages[0]
+    as_dict = {
+        "severity": "error",
+        "pos": {"line": 2, "column": 3},
+        "endPos": {"line": 2, "column": 5},
+        "data": "x",
+    }
     assert repl.message_from_repl(struct) == repl.message_from_repl(as_dict)
     assert repl.message_from_repl(struct).severity is Severity.ERROR

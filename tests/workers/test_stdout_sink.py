@@ -29,7 +29,9 @@ async def _collect(process) -> tuple[bytes, int, object]:
 
 
 async def test_a_child_s_stdout_arrives_whole_without_a_reader_task():
-    process = await asyncio.create_subprocess_exec(sys.executable, "-c", _WRITER, stdout=asyncio.subprocess.PIPE)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _WRITER, stdout=asyncio.subprocess.PIPE
+    )
     got, ends, task = await _collect(process)
     await process.wait()
     assert task is None  # straight from the pipe transport

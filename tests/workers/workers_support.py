@@ -7,9 +7,9 @@ import sys
 import psutil
 
 from leanrpc.config import Config
-from testkit import descendants, loopback_config, wait_until  # noqa: F401  (re-exported to the tests)
 from leanrpc.pool.pool import Pool
 from leanrpc.services.verify import VerifyOptions, VerifyService
+from testkit import descendants, loopback_config, wait_until  # noqa: F401  (re-exported to the tests)
 
 HEADER = "import Mathlib\n\n"
 STANDIN = [sys.executable, "-m", "leanrpc.standin"]
@@ -27,7 +27,9 @@ async def start_service(workers: int = 1, **overrides) -> VerifyService:
     return VerifyService(pool, config)
 
 
-async def verify(service: VerifyService, body: str, *, snippet_id: str = "s", timeout_s: float = 0.0):
+async def verify(
+    service: VerifyService, body: str, *, snippet_id: str = "s", timeout_s: float = 0.0
+):
     return await service.verify(snippet_id, HEADER + body, VerifyOptions(timeout_s=timeout_s))
 
 

@@ -20,7 +20,16 @@ best-first search helper, docs/PROVER.md), aio (AsyncClient), sync (Client).
 
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
 from ._retry import MAX_BACKOFF_S, backoff_s, resend_hint_s
-from ._types import Checks, ClientError, Declaration, Interrupted, Message, Result, SessionResult, TacticStep
+from ._types import (
+    Checks,
+    ClientError,
+    Declaration,
+    Interrupted,
+    Message,
+    Result,
+    SessionResult,
+    TacticStep,
+)
 from .aio import AsyncClient
 from .prover import ProofStart, ProofState, SearchResult, TacticResult, best_first_search
 from .sync import Client

@@ -111,8 +111,12 @@ def _checks_from_pb(checks) -> Checks:
     def level(value: int) -> str:
         return pb.CheckLevel.Name(value).removeprefix("CHECK_LEVEL_")
 
-    return Checks(policy=checks.policy, axioms=level(checks.axioms), statement=level(checks.statement),
-                  judge=level(checks.judge))
+    return Checks(
+        policy=checks.policy,
+        axioms=level(checks.axioms),
+        statement=level(checks.statement),
+        judge=level(checks.judge),
+    )
 
 
 _JUDGE_NAMES = {0: "NOT_RUN", 1: "ACCEPTED", 2: "REFUSED", 3: "TIMEOUT", 4: "FAILED"}
@@ -120,9 +124,14 @@ _JUDGE_NAMES = {0: "NOT_RUN", 1: "ACCEPTED", 2: "REFUSED", 3: "TIMEOUT", 4: "FAI
 
 def _reference_from_pb(check) -> ReferenceCheck:
     name = pb.ReferenceReason.Name(check.reason).removeprefix("REFERENCE_REASON_")
-    return ReferenceCheck(passed=check.passed, reason="" if name == "UNSPECIFIED" else name,
-                          declaration=check.declaration, detail=check.detail, declarations=list(check.declarations),
-                          cached_reference=check.cached_reference)
+    return ReferenceCheck(
+        passed=check.passed,
+        reason="" if name == "UNSPECIFIED" else name,
+        declaration=check.declaration,
+        detail=check.detail,
+        declarations=list(check.declarations),
+        cached_reference=check.cached_reference,
+    )
 
 
 def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) -> SessionResult:
@@ -135,11 +144,20 @@ def session_result_from_pb(r: pb.OpenSessionResponse | pb.RunInSessionResponse) 
     )
 
 
-def _options(timeout_s: float, infotree: str | None, reuse: bool, check_axioms: bool | None, session: str = "",
-             profile: str = "", cache: bool | None = None) -> pb.VerifyOptions:
+def _options(
+    timeout_s: float,
+    infotree: str | None,
+    reuse: bool,
+    check_axioms: bool | None,
+    session: str = "",
+    profile: str = "",
+    cache: bool | None = None,
+) -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
-    options = pb.VerifyOptions(infotree=_INFOTREE[infotree], reuse=reuse, session=session, profile=profile)
+    options = pb.VerifyOptions(
+        infotree=_INFOTREE[infotree], reuse=reuse, session=session, profile=profile
+    )
     if check_axioms is not None:  # unset = the server's default ([axioms] check, on)
         options.check_axioms = check_axioms
     if cache is not None:  # unset = the server's result cache if it has one
@@ -174,7 +192,9 @@ def _as_pinned(snippets: Iterable, references) -> tuple[list[tuple[str, str]], l
     if references is not None:
         references = list(references)
         if len(references) != len(items):
-            raise ValueError(f"{len(references)} references for {len(items)} snippets: give one per snippet")
+            raise ValueError(
+                f"{len(references)} references for {len(items)} snippets: give one per snippet"
+            )
         refs = [r or "" for r in references]
     return items, refs
 

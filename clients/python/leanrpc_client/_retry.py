@@ -63,11 +63,13 @@ def client_error(exc: grpc.aio.AioRpcError, partial: list | None = None) -> Clie
 MAX_BACKOFF_S = 30.0
 
 
-def backoff_s(base_s: float, attempt: int, hint_s: float = 0.0, exc: grpc.aio.AioRpcError | None = None) -> float:
+def backoff_s(
+    base_s: float, attempt: int, hint_s: float = 0.0, exc: grpc.aio.AioRpcError | None = None
+) -> float:
     """The server's retry hint (argument, or the RetryInfo of a failed call) is a
     floor; the exponential backoff (jitter x0.5..x1.5, at most MAX_BACKOFF_S)
     makes sure a long overload is not hammered at the hint's pace."""
     if exc is not None:
         hint_s = max(hint_s, rich_details(exc).get("retry_after_s") or 0.0)
     exponent = min(attempt - 1, 30)  # 2**30 x any base is past the cap already
-    return max(hint_s, min(MAX_BACKOFF_S, base_s * (2 ** exponent) * (0.5 + random.random())))
+    return max(hint_s, min(MAX_BACKOFF_S, base_s * (2**exponent) * (0.5 + random.random())))

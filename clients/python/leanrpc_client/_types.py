@@ -19,9 +19,16 @@ class ClientError(Exception):
     `retry_after_s` its RetryInfo delay (None if none).
     """
 
-    def __init__(self, code: grpc.StatusCode, details: str, partial: list | None = None, *,
-                 reason: str = "", field_violations: list[tuple[str, str]] | None = None,
-                 retry_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        details: str,
+        partial: list | None = None,
+        *,
+        reason: str = "",
+        field_violations: list[tuple[str, str]] | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(f"{code.name}: {details}")
         self.code = code
         self.details = details

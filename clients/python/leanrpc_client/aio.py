@@ -15,7 +15,6 @@ import grpc
 
 from ._convert import (
     _as_pinned,
-    _as_snippets,
     _header_metadata,
     _options,
     declarations_from_pb,
@@ -24,8 +23,8 @@ from ._convert import (
 )
 from ._proto import pb, pb_grpc
 from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s
-from .prover import ProverCalls
 from ._types import Result, SessionResult
+from .prover import ProverCalls
 
 
 def _progress_bar(total: int):
@@ -37,7 +36,9 @@ def _progress_bar(total: int):
     return tqdm(total=total, unit="snippet", desc="verify")
 
 
-def _in_order(keys: list[str], items: list[tuple[str, str]], results: dict[str, Result]) -> list[Result]:
+def _in_order(
+    keys: list[str], items: list[tuple[str, str]], results: dict[str, Result]
+) -> list[Result]:
     ordered = []
     for key, (sid, _code) in zip(keys, items):
         result = results.get(key)
@@ -102,7 +103,9 @@ class AsyncClient(ProverCalls):
         attempt = 0
         while True:
             try:
-                return await method(request, timeout=timeout, metadata=self._metadata + extra_metadata)
+                return await method(
+                    request, timeout=timeout, metadata=self._metadata + extra_metadata
+                )
             except grpc.aio.AioRpcError as exc:
                 attempt += 1
                 if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
@@ -134,7 +137,9 @@ class AsyncClient(ProverCalls):
             snippets=[pb.Snippet(id=i, code=c, reference=r) for (i, c), r in zip(items, refs)],
             options=_options(timeout_s, infotree, reuse, check_axioms, session, profile, cache),
         )
-        response = await self._call(self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items))
+        response = await self._call(
+            self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items)
+        )
         return [result_from_pb(r) for r in response.results]
 
     async def verify(
@@ -209,7 +214,9 @@ class AsyncClient(ProverCalls):
         return _in_order(keys, items, results)
 
     async def _stream_once(self, todo, options, window, results, bar, resend, pinned=None) -> None:
-        call = self._stub.VerifyStream(metadata=self._metadata + _header_metadata(c for _k, c in todo))
+        call = self._stub.VerifyStream(
+            metadata=self._metadata + _header_metadata(c for _k, c in todo)
+        )
         slots = asyncio.Semaphore(window)
 
         async def send() -> None:
@@ -217,7 +224,11 @@ class AsyncClient(ProverCalls):
             for key, code in todo:
                 await slots.acquire()
                 reference = (pinned or {}).get(key, "")
-                await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id=key, code=code, reference=reference)))
+                await call.write(
+                    pb.VerifyStreamRequest(
+                        snippet=pb.Snippet(id=key, code=code, reference=reference)
+                    )
+                )
             await call.done_writing()
 
         sender = asyncio.ensure_future(send())
@@ -244,13 +255,20 @@ class AsyncClient(ProverCalls):
             code = await call.code()
             if received < expected:
                 if code is not grpc.StatusCode.OK:
-                    raise grpc.aio.AioRpcError(code, await call.initial_metadata(), await call.trailing_metadata(), details=await call.details())
+                    raise grpc.aio.AioRpcError(
+                        code,
+                        await call.initial_metadata(),
+                        await call.trailing_metadata(),
+                        details=await call.details(),
+                    )
         finally:
             sender.cancel()
 
     async def extract(self, code: str, *, timeout_s: float = 0.0, lz4: bool = False):
         """Returns (Result, [Declaration])."""
-        request = pb.ExtractRequest(code=code, options=_options(timeout_s, "original", True, False), lz4=lz4)
+        request = pb.ExtractRequest(
+            code=code, options=_options(timeout_s, "original", True, False), lz4=lz4
+        )
         response = await self._call(self._stub.Extract, request, None)
         found = response.declarations
         if response.WhichOneof("steps") == "compressed":
@@ -264,29 +282,53 @@ class AsyncClient(ProverCalls):
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
 
     async def open_session(
-        self, code: str, *, name: str = "", timeout_s: float = 0.0, infotree: str | None = None,
-        deadline_s: float | None = None, profile: str = "", check_axioms: bool | None = None,
+        self,
+        code: str,
+        *,
+        name: str = "",
+        timeout_s: float = 0.0,
+        infotree: str | None = None,
+        deadline_s: float | None = None,
+        profile: str = "",
+        check_axioms: bool | None = None,
     ) -> SessionResult:
         """Opens a session from a header (+ shared preamble); its state is env 0.
         `profile` names the server's REPL profile (toolchain) the session runs
         on for life ("" = the server's default)."""
-        request = pb.OpenSessionRequest(name=name, code=code,
-                                        options=_options(timeout_s, infotree, True, check_axioms, profile=profile))
+        request = pb.OpenSessionRequest(
+            name=name,
+            code=code,
+            options=_options(timeout_s, infotree, True, check_axioms, profile=profile),
+        )
         return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
 
     async def run_in_session(
-        self, session: str, code: str, *, env: int | None = None, timeout_s: float = 0.0,
-        infotree: str | None = None, deadline_s: float | None = None, profile: str = "",
+        self,
+        session: str,
+        code: str,
+        *,
+        env: int | None = None,
+        timeout_s: float = 0.0,
+        infotree: str | None = None,
+        deadline_s: float | None = None,
+        profile: str = "",
         check_axioms: bool | None = None,
     ) -> SessionResult:
         """Runs commands (no imports) on session env `env` (default 0). A
         `profile` other than "" must be the session's own (else INVALID_ARGUMENT)."""
-        request = pb.RunInSessionRequest(session=session, code=code,
-                                         options=_options(timeout_s, infotree, True, check_axioms, profile=profile))
+        request = pb.RunInSessionRequest(
+            session=session,
+            code=code,
+            options=_options(timeout_s, infotree, True, check_axioms, profile=profile),
+        )
         if env is not None:
             request.env = env
-        return session_result_from_pb(await self._call(self._stub.RunInSession, request, deadline_s))
+        return session_result_from_pb(
+            await self._call(self._stub.RunInSession, request, deadline_s)
+        )
 
     async def close_session(self, session: str) -> bool:
-        response = await self._call(self._stub.CloseSession, pb.CloseSessionRequest(session=session), 30.0)
+        response = await self._call(
+            self._stub.CloseSession, pb.CloseSessionRequest(session=session), 30.0
+        )
         return response.closed

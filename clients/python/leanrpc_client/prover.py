@@ -33,8 +33,15 @@ import grpc
 from ._convert import duration, seconds
 from ._proto import ppb, ppb_grpc
 
-__all__ = ["ProofStart", "ProofState", "ProverCalls", "SearchResult", "SyncProverCalls", "TacticResult",
-           "best_first_search"]
+__all__ = [
+    "ProofStart",
+    "ProofState",
+    "ProverCalls",
+    "SearchResult",
+    "SyncProverCalls",
+    "TacticResult",
+    "best_first_search",
+]
 
 _PROOF_STATUS = {v: k.removeprefix("PROOF_STATUS_") for k, v in ppb.ProofStatus.items()}
 
@@ -96,7 +103,9 @@ def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
         repl_status=r.repl_status,
         elapsed_s=seconds(r.elapsed),
         proof_text=r.proof_text,
-        verification_status=_STATUS_NAMES.get(r.verification.status, "") if r.HasField("verification") else "",
+        verification_status=_STATUS_NAMES.get(r.verification.status, "")
+        if r.HasField("verification")
+        else "",
         rebuilt=r.rebuilt,
         worker=r.worker,
         request_id=r.request_id,
@@ -106,8 +115,12 @@ def tactic_result_from_pb(r: ppb.TacticResult) -> TacticResult:
 
 
 def _state_from_pb(s) -> ProofState:
-    return ProofState(s.state_id, list(s.goals), (s.start.line, s.start.column) if s.HasField("start") else None,
-                      (s.end.line, s.end.column) if s.HasField("end") else None)
+    return ProofState(
+        s.state_id,
+        list(s.goals),
+        (s.start.line, s.start.column) if s.HasField("start") else None,
+        (s.end.line, s.end.column) if s.HasField("end") else None,
+    )
 
 
 # Tactics the client puts in one Expand request (the server's default `[prover]
@@ -143,19 +156,31 @@ class ProverCalls:
             stub = self.__dict__["_prover_stub_cache"] = ppb_grpc.ProverStub(self._channel)
         return stub
 
-    async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0,
-                          check_axioms: bool | None = None, deadline_s: float | None = None) -> ProofStart:
+    async def start_proof(
+        self,
+        code: str,
+        *,
+        timeout_s: float = 0.0,
+        ttl_s: float = 0.0,
+        check_axioms: bool | None = None,
+        deadline_s: float | None = None,
+    ) -> ProofStart:
         """One proof state per `sorry` in `code` (a bare statement gets `:= by sorry`)."""
-        request = ppb.StartProofRequest(code=code, timeout=_duration_or_none(timeout_s), ttl=_duration_or_none(ttl_s))
+        request = ppb.StartProofRequest(
+            code=code, timeout=_duration_or_none(timeout_s), ttl=_duration_or_none(ttl_s)
+        )
         if check_axioms is not None:  # unset = the server's default ([axioms] check, on)
             request.check_axioms = check_axioms
         r = await self._call(self._prover_stub.StartProof, request, deadline_s)
         return ProofStart(
             proof_id=r.proof_id,
             states=[
-                ProofState(s.state_id, list(s.goals),
-                           (s.start.line, s.start.column) if s.HasField("start") else None,
-                           (s.end.line, s.end.column) if s.HasField("end") else None)
+                ProofState(
+                    s.state_id,
+                    list(s.goals),
+                    (s.start.line, s.start.column) if s.HasField("start") else None,
+                    (s.end.line, s.end.column) if s.HasField("end") else None,
+                )
                 for s in r.states
             ],
             messages=[m.text for m in r.messages],
@@ -163,13 +188,23 @@ class ProverCalls:
             elapsed_s=seconds(r.elapsed),
         )
 
-    async def run_tactic(self, state_id: str, tactic: str, *, timeout_s: float = 0.0,
-                         deadline_s: float | None = None) -> TacticResult:
-        request = ppb.RunTacticRequest(state_id=state_id, tactic=tactic, timeout=_duration_or_none(timeout_s))
-        return tactic_result_from_pb(await self._call(self._prover_stub.RunTactic, request, deadline_s))
+    async def run_tactic(
+        self, state_id: str, tactic: str, *, timeout_s: float = 0.0, deadline_s: float | None = None
+    ) -> TacticResult:
+        request = ppb.RunTacticRequest(
+            state_id=state_id, tactic=tactic, timeout=_duration_or_none(timeout_s)
+        )
+        return tactic_result_from_pb(
+            await self._call(self._prover_stub.RunTactic, request, deadline_s)
+        )
 
-    async def expand(self, pairs: Iterable[tuple[str, str]] | AsyncIterator[tuple[str, str]], *,
-                     timeout_s: float = 0.0, batch: bool = True) -> AsyncIterator[TacticResult]:
+    async def expand(
+        self,
+        pairs: Iterable[tuple[str, str]] | AsyncIterator[tuple[str, str]],
+        *,
+        timeout_s: float = 0.0,
+        batch: bool = True,
+    ) -> AsyncIterator[TacticResult]:
         """(state_id, tactic) pairs over one Expand stream; results as they finish.
 
         `request_id` of each result is the pair's index (as a string). With
@@ -186,24 +221,38 @@ class ProverCalls:
             index = 0
             if hasattr(pairs, "__aiter__"):
                 async for state_id, tactic in pairs:
-                    await call.write(ppb.ExpandRequest(request_id=str(index), state_id=state_id, tactic=tactic,
-                                                       timeout=timeout))
+                    await call.write(
+                        ppb.ExpandRequest(
+                            request_id=str(index), state_id=state_id, tactic=tactic, timeout=timeout
+                        )
+                    )
                     index += 1
             elif not batch:
                 for state_id, tactic in pairs:
-                    await call.write(ppb.ExpandRequest(request_id=str(index), state_id=state_id, tactic=tactic,
-                                                       timeout=timeout))
+                    await call.write(
+                        ppb.ExpandRequest(
+                            request_id=str(index), state_id=state_id, tactic=tactic, timeout=timeout
+                        )
+                    )
                     index += 1
             else:
                 for state_id, tactics in _runs_by_state(pairs, MAX_TACTICS_PER_REQUEST):
                     request_id = str(index)
                     if len(tactics) == 1:
-                        request = ppb.ExpandRequest(request_id=request_id, state_id=state_id,
-                                                    tactic=tactics[0], timeout=timeout)
+                        request = ppb.ExpandRequest(
+                            request_id=request_id,
+                            state_id=state_id,
+                            tactic=tactics[0],
+                            timeout=timeout,
+                        )
                     else:
                         groups[request_id] = index
-                        request = ppb.ExpandRequest(request_id=request_id, state_id=state_id,
-                                                    tactics=tactics, timeout=timeout)
+                        request = ppb.ExpandRequest(
+                            request_id=request_id,
+                            state_id=state_id,
+                            tactics=tactics,
+                            timeout=timeout,
+                        )
                     await call.write(request)
                     index += len(tactics)
             await call.done_writing()
@@ -223,7 +272,9 @@ class ProverCalls:
         finally:
             sender.cancel()
 
-    async def release_states(self, state_ids: Iterable[str] = (), proof_ids: Iterable[str] = ()) -> int:
+    async def release_states(
+        self, state_ids: Iterable[str] = (), proof_ids: Iterable[str] = ()
+    ) -> int:
         request = ppb.ReleaseStatesRequest(state_ids=list(state_ids), proof_ids=list(proof_ids))
         return (await self._call(self._prover_stub.ReleaseStates, request, 30.0)).released
 
@@ -240,22 +291,31 @@ class SyncProverCalls:
     def release_states(self, state_ids: Iterable[str] = (), proof_ids: Iterable[str] = ()) -> int:
         return self._run(self._async.release_states(state_ids, proof_ids))
 
-    def best_first_search(self, code: str, tactics: Callable[[list[str]], list[str]], **kwargs) -> "SearchResult":
+    def best_first_search(
+        self, code: str, tactics: Callable[[list[str]], list[str]], **kwargs
+    ) -> "SearchResult":
         return self._run(best_first_search(self._async, code, tactics, **kwargs))
 
 
 @dataclasses.dataclass
 class SearchResult:
-    proof_text: str | None       # the whole-proof-verified text, None if not found
-    tactics: list[str]           # the path that closed the goal
+    proof_text: str | None  # the whole-proof-verified text, None if not found
+    tactics: list[str]  # the path that closed the goal
     expansions: int
-    refuted: int                 # tactic-mode "Completed" that the whole proof rejected
+    refuted: int  # tactic-mode "Completed" that the whole proof rejected
     elapsed_s: float = 0.0
 
 
-async def best_first_search(client: ProverCalls, code: str, tactics: Callable[[list[str]], list[str]], *,
-                            max_expansions: int = 256, width: int = 32, timeout_s: float = 0.0,
-                            score: Callable[[list[str]], float] | None = None) -> SearchResult:
+async def best_first_search(
+    client: ProverCalls,
+    code: str,
+    tactics: Callable[[list[str]], list[str]],
+    *,
+    max_expansions: int = 256,
+    width: int = 32,
+    timeout_s: float = 0.0,
+    score: Callable[[list[str]], float] | None = None,
+) -> SearchResult:
     """Best-first search driving Expand: fewest goals first (or lowest `score(goals)`).
 
     `tactics(goals)` proposes the tactics to try on a state. Up to `width`
@@ -287,12 +347,21 @@ async def best_first_search(client: ProverCalls, code: str, tactics: Callable[[l
             async for result in client.expand(pairs, timeout_s=timeout_s):
                 path = paths[int(result.request_id)]
                 if result.status == "COMPLETED":
-                    return SearchResult(result.proof_text, path, expansions, refuted, loop.time() - started)
+                    return SearchResult(
+                        result.proof_text, path, expansions, refuted, loop.time() - started
+                    )
                 if result.status == "REFUTED":
                     refuted += 1
-                elif result.status == "INCOMPLETE" and result.goals and tuple(result.goals) not in seen_goals:
+                elif (
+                    result.status == "INCOMPLETE"
+                    and result.goals
+                    and tuple(result.goals) not in seen_goals
+                ):
                     seen_goals.add(tuple(result.goals))
-                    heapq.heappush(frontier, (score(result.goals), next(order), result.state_id, result.goals, path))
+                    heapq.heappush(
+                        frontier,
+                        (score(result.goals), next(order), result.state_id, result.goals, path),
+                    )
         return SearchResult(None, [], expansions, refuted, loop.time() - started)
     finally:
         try:

@@ -13,8 +13,8 @@ import asyncio
 import threading
 from typing import Any, Coroutine, Iterable, Sequence
 
-from .aio import AsyncClient
 from ._types import Interrupted, Result, SessionResult
+from .aio import AsyncClient
 from .prover import SyncProverCalls
 
 
@@ -25,7 +25,9 @@ class Client(SyncProverCalls):
         self._loop = asyncio.new_event_loop()
         self._lock = threading.Lock()
         self._closed = False
-        self._thread = threading.Thread(target=self._loop.run_forever, name="leanrpc-client-loop", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="leanrpc-client-loop", daemon=True
+        )
         self._thread.start()
         try:
             self._async: AsyncClient = self._run(self._make(address, kwargs))

@@ -26,7 +26,13 @@ Data flow of one request (docs/CACHE.md):
 
 from .codec import CachedVerdict, CorruptEntry
 from .disk import DiskStore
-from .keys import CACHEABLE_STATUSES, NEVER_CACHED_STATUSES, VerifierSettings, cache_key, is_cacheable
+from .keys import (
+    CACHEABLE_STATUSES,
+    NEVER_CACHED_STATUSES,
+    VerifierSettings,
+    cache_key,
+    is_cacheable,
+)
 from .memory import MemoryStore
 from .shared import CircuitBreaker, RedisStore
 from .singleflight import SingleFlight

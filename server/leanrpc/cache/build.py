@@ -24,7 +24,9 @@ def build_cache(section: Any) -> ResultCache:
     secret = configured_secret(section)  # ConfigError: unreadable or not owner-only
     disk = None
     if section.cache_dir:
-        disk = DiskStore(section.cache_dir, max_bytes=int(section.disk_max_mb * 2**20), secret=secret)
+        disk = DiskStore(
+            section.cache_dir, max_bytes=int(section.disk_max_mb * 2**20), secret=secret
+        )
     shared = None
     if section.redis_url:
         shared = RedisStore(
@@ -34,11 +36,17 @@ def build_cache(section: Any) -> ResultCache:
             breaker=CircuitBreaker(section.breaker_failures, section.breaker_cooldown_s),
             secret=secret,
             username=getattr(section, "redis_username", ""),
-            password=read_private(getattr(section, "redis_password_file", ""), "cache.redis_password_file").decode(),
+            password=read_private(
+                getattr(section, "redis_password_file", ""), "cache.redis_password_file"
+            ).decode(),
             tls_ca_file=getattr(section, "redis_tls_ca_file", ""),
         )
-    log.info("result cache: memory %s MB%s%s", section.memory_mb,
-             f", disk {section.cache_dir}" if disk else "", f", Redis {masked_url(section.redis_url)}" if shared else "")
+    log.info(
+        "result cache: memory %s MB%s%s",
+        section.memory_mb,
+        f", disk {section.cache_dir}" if disk else "",
+        f", Redis {masked_url(section.redis_url)}" if shared else "",
+    )
     return ResultCache(memory, disk=disk, shared=shared)
 
 

@@ -75,7 +75,9 @@ class CachedVerdict:
         return verdict_copy(self.result, snippet_id, source=source, run=self.run, total_s=total_s)
 
 
-def verdict_copy(original: VerifyResult, snippet_id: str, *, source: str, run: str, total_s: float) -> VerifyResult:
+def verdict_copy(
+    original: VerifyResult, snippet_id: str, *, source: str, run: str, total_s: float
+) -> VerifyResult:
     """`original`'s verdict for another caller: its id and time, the cache's word on reuse."""
     return VerifyResult(
         id=snippet_id,
@@ -95,7 +97,9 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(_Entry)
 
 
-def encode(key: str, run: str, stored_at: float, result: VerifyResult, provenance: Provenance | None = None) -> bytes:
+def encode(
+    key: str, run: str, stored_at: float, result: VerifyResult, provenance: Provenance | None = None
+) -> bytes:
     verdict = _Verdict(
         status=result.status,
         messages=result.messages,
@@ -105,8 +109,14 @@ def encode(key: str, run: str, stored_at: float, result: VerifyResult, provenanc
         axioms=result.axioms,
         verifier=result.verifier,
     )
-    entry = _Entry(key=key, run=run, stored_at=stored_at, body_s=result.timings.body_s, verdict=verdict,
-                   provenance=provenance)
+    entry = _Entry(
+        key=key,
+        run=run,
+        stored_at=stored_at,
+        body_s=result.timings.body_s,
+        verdict=verdict,
+        provenance=provenance,
+    )
     return MAGIC + lz4.frame.compress(_encoder.encode(entry), content_checksum=True)
 
 
@@ -114,7 +124,7 @@ def decode(data: bytes, expected_key: str) -> CachedVerdict:
     if not data.startswith(MAGIC):
         raise CorruptEntry("not a leanrpc cache entry (bad magic)")
     try:
-        entry = _decoder.decode(lz4.frame.decompress(data[len(MAGIC):]))
+        entry = _decoder.decode(lz4.frame.decompress(data[len(MAGIC) :]))
     except (RuntimeError, ValueError, msgspec.DecodeError) as exc:  # lz4 raises RuntimeError
         raise CorruptEntry(f"entry does not decode: {exc}") from exc
     if entry.key != expected_key:
@@ -131,5 +141,11 @@ def decode(data: bytes, expected_key: str) -> CachedVerdict:
         verifier=verdict.verifier,
         timings=Timings(body_s=entry.body_s),
     )
-    return CachedVerdict(key=entry.key, run=entry.run, stored_at=entry.stored_at, body_s=entry.body_s, result=result,
-                         provenance=entry.provenance)
+    return CachedVerdict(
+        key=entry.key,
+        run=entry.run,
+        stored_at=entry.stored_at,
+        body_s=entry.body_s,
+        result=result,
+        provenance=entry.provenance,
+    )

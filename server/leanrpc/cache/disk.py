@@ -34,7 +34,9 @@ TEMP_PREFIX = ".tmp-"
 class DiskStore:
     name = "disk"
 
-    def __init__(self, root: str | os.PathLike, *, max_bytes: int = 0, secret: bytes | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike, *, max_bytes: int = 0, secret: bytes | None = None
+    ) -> None:
         self.root = Path(root)
         self.max_bytes = max_bytes
         self.root.mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,7 @@ class DiskStore:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         except BaseException:
             os.close(fd)

@@ -39,7 +39,9 @@ KEY_VERSION = "leanrpc-result-cache/2"  # 2: the infotree is stored decoded
 # Deterministic outcomes only. REJECTED is cacheable only for a header that
 # does not load or a verdict rule (axioms); see `is_cacheable`.
 CACHEABLE_STATUSES = frozenset({Status.VALID, Status.INVALID, Status.SORRY, Status.REJECTED})
-NEVER_CACHED_STATUSES = frozenset({Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY, Status.CANCELLED})
+NEVER_CACHED_STATUSES = frozenset(
+    {Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY, Status.CANCELLED}
+)
 
 # REJECTED is deterministic only for these causes (services/verify.py): a
 # header that does not load, and the axiom rules of check_axioms. Any other
@@ -70,7 +72,13 @@ class VerifierSettings:
         return bool(identity.lean_version and identity.repl_revision and identity.project_revision)
 
 
-def cache_key(settings: VerifierSettings, split: HeaderSplit, *, infotree: str | None, check_axioms: bool | str) -> str:
+def cache_key(
+    settings: VerifierSettings,
+    split: HeaderSplit,
+    *,
+    infotree: str | None,
+    check_axioms: bool | str,
+) -> str:
     """Hex SHA-256 over every input that decides the verdict. `check_axioms`
     may be the allow-list in force (text), so that changing it changes the key."""
     material = msgspec.msgpack.encode(

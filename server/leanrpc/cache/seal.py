@@ -46,7 +46,9 @@ class Sealer:
 
     def __init__(self, secret: bytes) -> None:
         if len(secret) < MIN_SECRET_BYTES:
-            raise ConfigError(f"cache secret is too short ({len(secret)} bytes; at least {MIN_SECRET_BYTES})")
+            raise ConfigError(
+                f"cache secret is too short ({len(secret)} bytes; at least {MIN_SECRET_BYTES})"
+            )
         self._secret = secret
 
     def _mac(self, key: str, entry: bytes | memoryview) -> bytes:
@@ -64,8 +66,10 @@ class Sealer:
         if len(sealed) < head or not sealed.startswith(MAGIC):
             raise ForgedEntry("entry carries no MAC")
         entry = memoryview(sealed)[head:]
-        if not hmac.compare_digest(sealed[len(MAGIC):head], self._mac(key, entry)):
-            raise ForgedEntry("MAC does not match (edited, forged, or written under another secret)")
+        if not hmac.compare_digest(sealed[len(MAGIC) : head], self._mac(key, entry)):
+            raise ForgedEntry(
+                "MAC does not match (edited, forged, or written under another secret)"
+            )
         return bytes(entry)
 
 
@@ -107,13 +111,19 @@ def disk_secret(root: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
-        raise ConfigError(f"cannot read the disk cache secret {str(path)!r}: {exc.strerror}") from exc
+        raise ConfigError(
+            f"cannot read the disk cache secret {str(path)!r}: {exc.strerror}"
+        ) from exc
     with os.fdopen(fd, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            raise ConfigError(f"disk cache secret {str(path)!r} is not an owner-only file of this user; "
-                              f"remove it (a new one is made) or chmod 600 it")
+            raise ConfigError(
+                f"disk cache secret {str(path)!r} is not an owner-only file of this user; "
+                f"remove it (a new one is made) or chmod 600 it"
+            )
         secret = f.read().strip()
     if len(secret) < MIN_SECRET_BYTES:
-        raise ConfigError(f"disk cache secret {str(path)!r} is too short; remove it and a new one is made")
+        raise ConfigError(
+            f"disk cache secret {str(path)!r} is too short; remove it and a new one is made"
+        )
     return secret

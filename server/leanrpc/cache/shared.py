@@ -57,7 +57,9 @@ def masked_url(url: str) -> str:
 class CircuitBreaker:
     """Consecutive-failure breaker with a cooldown and a single probe."""
 
-    def __init__(self, failure_limit: int = 3, cooldown_s: float = 5.0, clock=time.monotonic) -> None:
+    def __init__(
+        self, failure_limit: int = 3, cooldown_s: float = 5.0, clock=time.monotonic
+    ) -> None:
         self.failure_limit = failure_limit
         self.cooldown_s = cooldown_s
         self._clock = clock
@@ -95,17 +97,30 @@ class CircuitBreaker:
 class RedisStore:
     name = "redis"
 
-    def __init__(self, url: str, *, timeout_s: float = 0.25, ttl_s: int = 7 * 24 * 3600,
-                 breaker: CircuitBreaker | None = None, secret: bytes | None = None,
-                 username: str = "", password: str = "", tls_ca_file: str = "") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 0.25,
+        ttl_s: int = 7 * 24 * 3600,
+        breaker: CircuitBreaker | None = None,
+        secret: bytes | None = None,
+        username: str = "",
+        password: str = "",
+        tls_ca_file: str = "",
+    ) -> None:
         if not secret:
-            raise ConfigError("cache.redis_url needs a cache secret: set [cache] secret_file (an owner-only file) "
-                              "or $LEANRPC_CACHE_SECRET, the same on every server sharing this Redis")
+            raise ConfigError(
+                "cache.redis_url needs a cache secret: set [cache] secret_file (an owner-only file) "
+                "or $LEANRPC_CACHE_SECRET, the same on every server sharing this Redis"
+            )
         self.sealer = Sealer(secret)
         try:
             import redis.asyncio as aioredis
         except ModuleNotFoundError as exc:
-            raise ConfigError("cache.redis_url needs the redis package: pip install 'leanrpc[redis]'") from exc
+            raise ConfigError(
+                "cache.redis_url needs the redis package: pip install 'leanrpc[redis]'"
+            ) from exc
 
         self.url = masked_url(url)  # for logs
         self.ttl_s = ttl_s
@@ -172,9 +187,16 @@ class RedisStore:
         was_open = self.breaker.is_open
         self.breaker.record_failure()
         if not was_open:
-            log.warning("result cache: Redis %s failed at %s (%s: %s); treated as a miss%s", what, self.url,
-                        type(exc).__name__, exc,
-                        f"; skipping Redis for {self.breaker.cooldown_s:g} s" if self.breaker.is_open else "")
+            log.warning(
+                "result cache: Redis %s failed at %s (%s: %s); treated as a miss%s",
+                what,
+                self.url,
+                type(exc).__name__,
+                exc,
+                f"; skipping Redis for {self.breaker.cooldown_s:g} s"
+                if self.breaker.is_open
+                else "",
+            )
 
     async def close(self) -> None:
         try:

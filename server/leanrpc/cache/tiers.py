@@ -31,7 +31,9 @@ log = logging.getLogger("leanrpc.cache")
 @dataclasses.dataclass
 class CacheStats:
     lookups: int = 0
-    hits: dict[str, int] = dataclasses.field(default_factory=lambda: {"memory": 0, "disk": 0, "redis": 0})
+    hits: dict[str, int] = dataclasses.field(
+        default_factory=lambda: {"memory": 0, "disk": 0, "redis": 0}
+    )
     misses: int = 0
     too_slow: int = 0  # hits a caller's shorter timeout could not use
     joined: int = 0  # callers answered by an identical snippet in flight
@@ -88,7 +90,9 @@ class ResultCache:
         self.stats.misses += 1
         return None
 
-    def store(self, key: str, run: str, result: VerifyResult, provenance: codec.Provenance | None = None) -> None:
+    def store(
+        self, key: str, run: str, result: VerifyResult, provenance: codec.Provenance | None = None
+    ) -> None:
         data = codec.encode(key, run, time.time(), result, provenance)
         self.memory.put(key, data)
         self.stats.stored += 1
@@ -133,8 +137,13 @@ class ResultCache:
             self.stats.forged += 1
             if ("forged", tier.name) not in self._warned:
                 self._warned.add(("forged", tier.name))
-                log.warning("result cache: unauthenticated %s entry %s… (%s); treated as a miss and removed "
-                            "(further ones are only counted: cache forged)", tier.name, key[:16], exc)
+                log.warning(
+                    "result cache: unauthenticated %s entry %s… (%s); treated as a miss and removed "
+                    "(further ones are only counted: cache forged)",
+                    tier.name,
+                    key[:16],
+                    exc,
+                )
             self._discard(tier, key)
             return None
 
@@ -155,7 +164,12 @@ class ResultCache:
             verdict = codec.decode(data, key)
         except codec.CorruptEntry as exc:
             self.stats.corrupt += 1
-            log.warning("result cache: corrupt %s entry %s… (%s); treated as a miss and removed", tier.name, key[:16], exc)
+            log.warning(
+                "result cache: corrupt %s entry %s… (%s); treated as a miss and removed",
+                tier.name,
+                key[:16],
+                exc,
+            )
             self._drop(tier, key)
             return None
         origin = verdict.provenance
@@ -166,9 +180,14 @@ class ResultCache:
             self.stats.revoked += 1
             if ("revoked", tier.name) not in self._warned:
                 self._warned.add(("revoked", tier.name))
-                log.warning("result cache: %s entry %s… came from %s (policy %s); treated as a miss and "
-                            "removed (further ones are only counted: cache revoked)", tier.name, key[:16],
-                            "a poisoned worker" if poisoned else "another policy", origin.policy)
+                log.warning(
+                    "result cache: %s entry %s… came from %s (policy %s); treated as a miss and "
+                    "removed (further ones are only counted: cache revoked)",
+                    tier.name,
+                    key[:16],
+                    "a poisoned worker" if poisoned else "another policy",
+                    origin.policy,
+                )
             self._drop(tier, key)
             return None
         return verdict
@@ -189,4 +208,7 @@ class ResultCache:
         self._writes.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self.stats.store_errors += 1
-            log.warning("result cache: background write failed (%s); the entry is only in the tiers above", task.exception())
+            log.warning(
+                "result cache: background write failed (%s); the entry is only in the tiers above",
+                task.exception(),
+            )

@@ -46,7 +46,7 @@ from ..config import Config
 from ..core.headers import HeaderSplit
 from ..pool import PoolSnapshot
 from ..results import Status, VerifyResult
-from ..services.ports import VerifyBackend, Verifier
+from ..services.ports import Verifier, VerifyBackend
 from ..services.resolve import Resolved, VerifyOptions
 from ..services.sessions import SessionService
 from . import codec
@@ -66,7 +66,9 @@ class _Landing:
 
     __slots__ = ("result", "source", "run", "deadline", "cacheable")
 
-    def __init__(self, result: VerifyResult, source: str, run: str, deadline: float | None, cacheable: bool) -> None:
+    def __init__(
+        self, result: VerifyResult, source: str, run: str, deadline: float | None, cacheable: bool
+    ) -> None:
         self.result = result
         self.source = source  # "" elaborated now, else the tier of a hit
         self.run = run
@@ -78,8 +80,13 @@ class CachedVerifier:
     """The verify service with a result cache; offers the same `Verifier`
     interface (services.ports) as the service it wraps."""
 
-    def __init__(self, service: VerifyBackend, cache: ResultCache, *,
-                 environments: dict[str, tuple[str, ...]] | None = None) -> None:
+    def __init__(
+        self,
+        service: VerifyBackend,
+        cache: ResultCache,
+        *,
+        environments: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.service = service
         self.cache = cache
         self.environments = environments or {}  # per profile: settings in every key
@@ -107,10 +114,26 @@ class CachedVerifier:
     def info(self) -> PoolSnapshot:
         return self.service.info()
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                     client_id: str = "", stream_id: str = "") -> VerifyResult:
-        return await self.run(self.resolver.resolve(snippet_id, code, options, client_id=client_id,
-                                                    stream_id=stream_id, deadline=deadline))
+    async def verify(
+        self,
+        snippet_id: str,
+        code: str,
+        options: VerifyOptions,
+        *,
+        deadline: float | None = None,
+        client_id: str = "",
+        stream_id: str = "",
+    ) -> VerifyResult:
+        return await self.run(
+            self.resolver.resolve(
+                snippet_id,
+                code,
+                options,
+                client_id=client_id,
+                stream_id=stream_id,
+                deadline=deadline,
+            )
+        )
 
     async def run(self, request: Resolved) -> VerifyResult:
         result = await self._run(request)
@@ -134,8 +157,12 @@ class CachedVerifier:
             self.cache.revoked.add((self.provenance.server, worker.name))
         if entries:
             count = self.cache.withdraw(entries)
-            log.warning("result cache: worker %s was poisoned; withdrew the %d entries it produced "
-                        "(memory, disk, Redis)", worker.name, count)
+            log.warning(
+                "result cache: worker %s was poisoned; withdrew the %d entries it produced "
+                "(memory, disk, Redis)",
+                worker.name,
+                count,
+            )
 
     @classmethod
     def from_config(cls, service: VerifyBackend, config: Any, *, sandbox: str = "") -> Verifier:
@@ -147,7 +174,9 @@ class CachedVerifier:
             return service
         return cls(service, build_cache(section), environments=key_environments(config, sandbox))
 
-    def _key_of(self, profile: str, split: HeaderSplit, infotree: str | None, axiom_rules: bool | str) -> str | None:
+    def _key_of(
+        self, profile: str, split: HeaderSplit, infotree: str | None, axiom_rules: bool | str
+    ) -> str | None:
         """The resolver's key port (services.resolve.KeyPort): None while the
         profile's verifier identity is unknown (no worker of it booted yet)."""
         settings = self.settings(profile)
@@ -163,11 +192,15 @@ class CachedVerifier:
             return None
         settings = self._by_profile.get(profile)
         if settings is None or settings.identity != identity:
-            settings = self._by_profile[profile] = VerifierSettings(identity, self.environments.get(profile, ()))
+            settings = self._by_profile[profile] = VerifierSettings(
+                identity, self.environments.get(profile, ())
+            )
             if not settings.fully_identified and self.cache.tiers:
-                log.warning("result cache: the Lean identity%s has no REPL or project revision "
-                            "([repl] repl_revision / project_revision); disk and Redis tiers are off",
-                            f" of profile {profile!r}" if profile else "")
+                log.warning(
+                    "result cache: the Lean identity%s has no REPL or project revision "
+                    "([repl] repl_revision / project_revision); disk and Redis tiers are off",
+                    f" of profile {profile!r}" if profile else "",
+                )
         return settings
 
     # ---- one request ---------------------------------------------------------------
@@ -196,7 +229,13 @@ class CachedVerifier:
             hit = await self._lookup(key, timeout, shared_tiers)
             if hit is not None:
                 verdict, source = hit
-                return _Landing(verdict.answer(snippet_id, source=source, total_s=0.0), source, verdict.run, deadline, True)
+                return _Landing(
+                    verdict.answer(snippet_id, source=source, total_s=0.0),
+                    source,
+                    verdict.run,
+                    deadline,
+                    True,
+                )
             run = uuid.uuid4().hex
             result = await self.service.run(request)
             result.reuse.original_run = run
@@ -259,12 +298,16 @@ class CachedVerifier:
             return None
         return hit
 
-    def _store(self, key: str, run: str, result: VerifyResult, shared_tiers: bool, policy: str = "proof") -> None:
+    def _store(
+        self, key: str, run: str, result: VerifyResult, shared_tiers: bool, policy: str = "proof"
+    ) -> None:
         worker = result.reuse.worker
         if not self.provenance.may_store(worker):
             self.cache.stats.not_cacheable += 1
             return  # its worker was poisoned while this answer was on its way
-        provenance = self.provenance.provenance(worker, self.service.worker_pid(worker), policy or "proof")
+        provenance = self.provenance.provenance(
+            worker, self.service.worker_pid(worker), policy or "proof"
+        )
         try:
             if shared_tiers:
                 self.cache.store(key, run, result, provenance)
@@ -276,6 +319,7 @@ class CachedVerifier:
             self.cache.stats.store_errors += 1
             log.warning("result cache: could not store a verdict (%s)", exc)
 
+
 def _same_deadline_or_later(flight_deadline: float | None, own_deadline: float | None) -> bool:
     if flight_deadline is None:
         return True
@@ -283,5 +327,10 @@ def _same_deadline_or_later(flight_deadline: float | None, own_deadline: float |
 
 
 def _joined_answer(landing: _Landing, snippet_id: str, total_s: float) -> VerifyResult:
-    return verdict_copy(landing.result, snippet_id, source=landing.source or IN_FLIGHT, run=landing.run,
-                        total_s=total_s)
+    return verdict_copy(
+        landing.result,
+        snippet_id,
+        source=landing.source or IN_FLIGHT,
+        run=landing.run,
+        total_s=total_s,
+    )

@@ -226,8 +226,8 @@ def _child_env(config: Config) -> dict[str, str]:
 
 
 async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -> None:
-    from ..security.sandbox import make_sandbox_launcher
     from ..pool import Pool
+    from ..security.sandbox import make_sandbox_launcher
     from ..services.verify import VerifyOptions, VerifyService
 
     probe_config = copy.deepcopy(config)
@@ -240,7 +240,11 @@ async def _check_repl(config: Config, result: DoctorReport, header: str, emit) -
     try:
         await pool.start()
         if pool.identity is None:
-            emit(result.add("handshake", FAIL, pool.snapshot().not_serving_reason or "no worker booted"))
+            emit(
+                result.add(
+                    "handshake", FAIL, pool.snapshot().not_serving_reason or "no worker booted"
+                )
+            )
             return
         identity = pool.identity
         result.verifier_kind = identity.kind

@@ -28,31 +28,31 @@ import tomli_w
 from ..errors import ConfigError
 from ..formalize.config import FormalizeConfig  # noqa: F401 (re-exported)
 from .sections import (  # noqa: F401 (the public names of leanrpc.config)
-    PositiveInt,
-    NonNegativeInt,
-    PositiveFloat,
+    AxiomsConfig,
+    CacheConfig,
+    FormalizeSection,
+    GatewayConfig,
+    JudgeConfig,
+    LimitsConfig,
     NonNegativeFloat,
-    Percent,
-    Port,
+    NonNegativeInt,
     OnOffAuto,
-    _default_repl_command,
-    usable_cores,
-    _Section,
+    Percent,
+    PolicyConfig,
+    PoolConfig,
+    Port,
+    PositiveFloat,
+    PositiveInt,
+    ProverConfig,
     ReplConfig,
     ReplProfile,
-    LimitsConfig,
-    PoolConfig,
-    ServerConfig,
     SandboxConfig,
-    CacheConfig,
-    GatewayConfig,
-    _formalize_section,
-    FormalizeSection,
-    ProverConfig,
-    PolicyConfig,
-    JudgeConfig,
+    ServerConfig,
     SessionsConfig,
-    AxiomsConfig,
+    _default_repl_command,
+    _formalize_section,
+    _Section,
+    usable_cores,
 )
 
 
@@ -98,9 +98,13 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         """Validates a {section: {key: value}} mapping into a Config."""
         for section_name, section_data in data.items():
             if section_name not in cls.__struct_fields__:
-                raise ConfigError(f"unknown config section [{section_name}] (known: {', '.join(cls.__struct_fields__)})")
+                raise ConfigError(
+                    f"unknown config section [{section_name}] (known: {', '.join(cls.__struct_fields__)})"
+                )
             if not isinstance(section_data, dict):
-                raise ConfigError(f"config section [{section_name}] must be a table, not {_show(section_data)}")
+                raise ConfigError(
+                    f"config section [{section_name}] must be a table, not {_show(section_data)}"
+                )
         repl = data.get("repl")
         if isinstance(repl, dict):
             data = {**data, "repl": _gather_profiles(repl)}
@@ -120,21 +124,30 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 def _gather_profiles(repl: dict[str, Any]) -> dict[str, Any]:
     """`[repl.<name>]` tables (any table that is not a `[repl]` key) move
     under `profiles`; a command given as one string is split like a shell."""
-    plain = {k: v for k, v in repl.items() if k in ReplConfig.__struct_fields__ or not isinstance(v, dict)}
+    plain = {
+        k: v
+        for k, v in repl.items()
+        if k in ReplConfig.__struct_fields__ or not isinstance(v, dict)
+    }
     named = {k: v for k, v in repl.items() if k not in plain}
     if named:
         profiles = plain.get("profiles")
         profiles = dict(profiles) if isinstance(profiles, dict) else {}
         for name in named:
             if name in profiles:
-                raise ConfigError(f"REPL profile {name!r} is given twice ([repl.{name}] and [repl.profiles.{name}])")
+                raise ConfigError(
+                    f"REPL profile {name!r} is given twice ([repl.{name}] and [repl.profiles.{name}])"
+                )
         plain["profiles"] = {**profiles, **named}
     if isinstance(plain.get("command"), str):
         plain["command"] = shlex.split(plain["command"])
     if isinstance(plain.get("profiles"), dict):
         plain["profiles"] = {
-            name: ({**table, "command": shlex.split(table["command"])}
-                   if isinstance(table, dict) and isinstance(table.get("command"), str) else table)
+            name: (
+                {**table, "command": shlex.split(table["command"])}
+                if isinstance(table, dict) and isinstance(table.get("command"), str)
+                else table
+            )
             for name, table in plain["profiles"].items()
         }
     return plain
@@ -173,12 +186,20 @@ def _explain(exc: msgspec.ValidationError, data: dict[str, Any]) -> str:
     key = rest[0]
     value: Any = data.get(section, {}).get(key)
     name = f"{section}.{key}"
-    field_type = typing.get_type_hints(type(getattr(Config(), section)), include_extras=True).get(key)
+    field_type = typing.get_type_hints(type(getattr(Config(), section)), include_extras=True).get(
+        key
+    )
     allowed = _describe(field_type) if field_type is not None else reason
     if len(rest) > 1:  # inside a list or table: name the entry
         inner = value
         for part in rest[1:]:
-            inner = inner[int(part)] if isinstance(inner, list) and part.isdigit() else (inner or {}).get(part) if isinstance(inner, dict) else None
+            inner = (
+                inner[int(part)]
+                if isinstance(inner, list) and part.isdigit()
+                else (inner or {}).get(part)
+                if isinstance(inner, dict)
+                else None
+            )
         return f"config key {name} must be {allowed}; entry {'.'.join(rest[1:])} is {_show(inner)}"
     return f"config key {name} must be {allowed}, not {_show(value)}"
 
@@ -194,7 +215,12 @@ def _describe(kind: Any) -> str:
                 if meta.ge is not None and meta.le is not None:
                     bounds.append(f"from {meta.ge} to {meta.le}")
                 else:
-                    for op, bound in ((">=", meta.ge), (">", meta.gt), ("<=", meta.le), ("<", meta.lt)):
+                    for op, bound in (
+                        (">=", meta.ge),
+                        (">", meta.gt),
+                        ("<=", meta.le),
+                        ("<", meta.lt),
+                    ):
                         if bound is not None:
                             bounds.append(f"{op} {bound}")
         return " ".join([_describe(base), *bounds])
@@ -206,7 +232,11 @@ def _describe(kind: Any) -> str:
     if origin is list:
         return "a list of strings" if typing.get_args(kind) == (str,) else "a list"
     if origin is dict:
-        return "a table of strings (key = \"value\")" if typing.get_args(kind) == (str, str) else "a table"
+        return (
+            'a table of strings (key = "value")'
+            if typing.get_args(kind) == (str, str)
+            else "a table"
+        )
     return {
         bool: "a boolean (true or false)",
         int: "an integer number",

@@ -19,7 +19,6 @@ import msgspec
 from ..errors import ConfigError
 from ..formalize.config import FormalizeConfig
 
-
 # Constrained types: the range is part of the type, and of the error message.
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
@@ -96,7 +95,7 @@ class ReplConfig(_Section):
 
     @property
     def profile_names(self) -> list[str]:
-        """"" (the default) first, then the named profiles."""
+        """ "" (the default) first, then the named profiles."""
         return ["", *sorted(self.profiles)]
 
 
@@ -127,10 +126,10 @@ class LimitsConfig(_Section):
     # Hard RLIMIT_AS for the REPL, in MB. Off by default: Mathlib's mmapped
     # .olean files count towards it (9+ GB for `import Mathlib`).
     address_space_mb: NonNegativeInt = 0
-    cpu_seconds: NonNegativeInt = 0       # RLIMIT_CPU per process
-    max_processes: NonNegativeInt = 0     # RLIMIT_NPROC
+    cpu_seconds: NonNegativeInt = 0  # RLIMIT_CPU per process
+    max_processes: NonNegativeInt = 0  # RLIMIT_NPROC
     max_file_size_mb: NonNegativeInt = 0  # RLIMIT_FSIZE
-    max_open_files: NonNegativeInt = 0    # RLIMIT_NOFILE, 0 = inherited
+    max_open_files: NonNegativeInt = 0  # RLIMIT_NOFILE, 0 = inherited
     memory_poll_s: PositiveFloat = 0.1
     # Recycle a worker after this many bodies (each keeps an env alive).
     max_requests_per_worker: NonNegativeInt = 2000
@@ -252,9 +251,13 @@ class GatewayConfig(_Section):
     # Message/sorry lines: "file" (whole snippet, like gRPC and Kimina since
     # PR #56) or "body" (after the import header, like kimina-ast-server 2.1.3).
     message_lines: Literal["file", "body"] = "file"
-    header_timeout_s: PositiveFloat = 10.0  # request headers (and idle keep-alive); gateway/server.py
+    header_timeout_s: PositiveFloat = (
+        10.0  # request headers (and idle keep-alive); gateway/server.py
+    )
     body_timeout_s: PositiveFloat = 30.0  # the body, else 408 and closed
-    max_connections_per_peer: NonNegativeInt = 64  # open connections per address, else 429; 0 = no cap
+    max_connections_per_peer: NonNegativeInt = (
+        64  # open connections per address, else 429; 0 = no cap
+    )
 
 
 def _formalize_section() -> type:
@@ -287,7 +290,12 @@ def _formalize_section() -> type:
             kind = NonNegativeFloat
         fields.append((f.name, kind, default))
     return msgspec.defstruct(
-        "FormalizeSection", fields, bases=(_Section,), module=__name__, kw_only=True, forbid_unknown_fields=True
+        "FormalizeSection",
+        fields,
+        bases=(_Section,),
+        module=__name__,
+        kw_only=True,
+        forbid_unknown_fields=True,
     )
 
 
@@ -345,7 +353,9 @@ class JudgeConfig(_Section):
     command: str | list[str] = ""
     name: str = ""  # how results name it (default: the command's program name)
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 120.0
-    max_concurrent: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 2  # its own pool, apart from the REPLs
+    max_concurrent: Annotated[int, msgspec.Meta(ge=1, le=1024)] = (
+        2  # its own pool, apart from the REPLs
+    )
     # Run it through the workers' launcher (their sandbox, rlimits) when true.
     sandboxed: bool = True
 
@@ -363,9 +373,18 @@ class AxiomsConfig(_Section):
     check_axioms unset; `allowed` is matched by exact name (never sorryAx)."""
 
     check: bool = True
-    allowed: list[str] = msgspec.field(default_factory=lambda: ["propext", "Classical.choice", "Quot.sound"])
+    allowed: list[str] = msgspec.field(
+        default_factory=lambda: ["propext", "Classical.choice", "Quot.sound"]
+    )
 
     def __post_init__(self) -> None:
         for name in self.allowed:
-            if not name or name != name.strip() or any(c in name for c in "*?[]") or name == "sorryAx":
-                raise ValueError(f"[axioms] allowed takes exact axiom names other than sorryAx, not {name!r}")
+            if (
+                not name
+                or name != name.strip()
+                or any(c in name for c in "*?[]")
+                or name == "sorryAx"
+            ):
+                raise ValueError(
+                    f"[axioms] allowed takes exact axiom names other than sorryAx, not {name!r}"
+                )

@@ -37,7 +37,9 @@ __all__ = ["AxiomCheck", "Declaration", "TYPE_KINDS", "declarations", "plan_axio
 
 PROOF_KINDS = ("theorem", "lemma", "def", "abbrev", "opaque", "instance", "example")
 
-_MODIFIERS = r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|public|scoped|local)[ \t]+)*"
+_MODIFIERS = (
+    r"(?:(?:private|protected|noncomputable|partial|unsafe|nonrec|public|scoped|local)[ \t]+)*"
+)
 _ATTRIBUTES = r"(?:@\[[^\]]*\][ \t\n]*)*"
 # The types a statement can be about (the reference check pins them too: a
 # snippet must not redefine a structure the statement uses).
@@ -48,7 +50,8 @@ _TYPE_KEYWORD = re.compile(rf"\b(?:{'|'.join(TYPE_KINDS)})\b")
 # modifiers, or a `... in` command modifier.
 _LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
 _SCOPE = re.compile(
-    r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)", re.M
+    r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)",
+    re.M,
 )
 _ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)"
 _NAME = re.compile(rf"[ \t\n]*(?P<name>{_ATOM}(?:\.{_ATOM})*)")
@@ -159,8 +162,14 @@ def declarations(body: str, *, types: bool = False) -> list[Declaration]:
                 print_name = _qualify(prefix, named.group("name"), keep_quotes=True)
                 after = named.end()
         end = decl_starts[index + 1] if index + 1 < len(decl_starts) else len(masked)
-        auxiliaries = tuple(_qualify("", f"{name}.{aux}") for aux in _where_auxiliaries(masked[after:end])) if name else ()
-        found.append(Declaration(kind, name, match.start(), name_at, auxiliaries, print_name or name))
+        auxiliaries = (
+            tuple(_qualify("", f"{name}.{aux}") for aux in _where_auxiliaries(masked[after:end]))
+            if name
+            else ()
+        )
+        found.append(
+            Declaration(kind, name, match.start(), name_at, auxiliaries, print_name or name)
+        )
     return found
 
 
@@ -214,7 +223,9 @@ def _depths(plain: str) -> list[int] | None:
     return out if depth == 0 else None
 
 
-def plan_axiom_check(body: str, first_line: int = 1, first_column: int = 0, nonce: str | None = None) -> AxiomCheck:
+def plan_axiom_check(
+    body: str, first_line: int = 1, first_column: int = 0, nonce: str | None = None
+) -> AxiomCheck:
     """The rewritten body and the names to check (see the module docstring).
 
     `first_line`/`first_column` place the body in the user's text (the
@@ -355,7 +366,7 @@ def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
     if not keep_quotes:
         name = name.replace("«", "").replace("»", "")
     if name.startswith("_root_."):
-        return name[len("_root_."):]
+        return name[len("_root_.") :]
     return f"{prefix}.{name}" if prefix else name
 
 
@@ -381,7 +392,7 @@ def _where_auxiliaries(text: str) -> list[str]:
     where = _WHERE.search(text)
     if where is None or ":=" not in text[: where.start()]:
         return []
-    block = text[where.end():]
+    block = text[where.end() :]
     first = _NAME.match(block)
     if first is None or first.group("name") in _KEYWORDS:
         return []

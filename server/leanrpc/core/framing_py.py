@@ -24,7 +24,13 @@ Definitions both implementations follow:
 import json
 import re
 
-from leanrpc.errors import FramingError, FrameDecodeError, FrameTooLarge, InternalError, RequestError
+from leanrpc.errors import (
+    FrameDecodeError,
+    FrameTooLarge,
+    FramingError,
+    InternalError,
+    RequestError,
+)
 
 __all__ = ["DEFAULT_MAX_FRAME", "FrameDecoder", "decode_frame", "encode_request"]
 
@@ -112,7 +118,9 @@ class FrameDecoder:
                     end -= 1
                 if end - a > limit:
                     self._broken = True
-                    raise FrameTooLarge(f"REPL response frame of {end - a} bytes exceeds max_frame={limit}")
+                    raise FrameTooLarge(
+                        f"REPL response frame of {end - a} bytes exceeds max_frame={limit}"
+                    )
                 with memoryview(buf) as view:
                     frames.append(bytes(view[a:end]))
             start = pos = m.end()
@@ -136,7 +144,9 @@ class FrameDecoder:
         self._scan = len(buf) if newline < 0 else newline
         if self._hi > limit:
             self._broken = True
-            raise FrameTooLarge(f"pending REPL response frame exceeds max_frame={limit} bytes ({self._hi} so far)")
+            raise FrameTooLarge(
+                f"pending REPL response frame exceeds max_frame={limit} bytes ({self._hi} so far)"
+            )
         if len(buf) > 2 * limit:
             self._broken = True
             raise FrameTooLarge(f"{len(buf)} bytes held without a frame end (max_frame={limit})")
@@ -154,14 +164,19 @@ def decode_frame(frame: bytes) -> dict:
         text = str(frame, "utf-8")
     except UnicodeDecodeError as exc:
         raise FrameDecodeError(
-            f"REPL frame is not valid UTF-8: {exc.reason} at byte {exc.start}", detail=_excerpt(frame)
+            f"REPL frame is not valid UTF-8: {exc.reason} at byte {exc.start}",
+            detail=_excerpt(frame),
         ) from None
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FrameDecodeError(f"REPL frame is not valid JSON: {exc}", detail=_excerpt(frame)) from None
+        raise FrameDecodeError(
+            f"REPL frame is not valid JSON: {exc}", detail=_excerpt(frame)
+        ) from None
     except RecursionError:
-        raise FrameDecodeError("REPL frame is JSON nested too deeply to parse", detail=_excerpt(frame)) from None
+        raise FrameDecodeError(
+            "REPL frame is JSON nested too deeply to parse", detail=_excerpt(frame)
+        ) from None
     if type(obj) is not dict:
         raise FrameDecodeError(
             f"REPL frame is a JSON {type(obj).__name__}, not an object", detail=_excerpt(frame)
@@ -189,7 +204,9 @@ def encode_request(obj: dict) -> bytes:
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise RequestError(f"request text is not valid Unicode: {exc.reason} at index {exc.start}") from None
+        raise RequestError(
+            f"request text is not valid Unicode: {exc.reason} at index {exc.start}"
+        ) from None
     if b"\n" in data:
         # Cannot happen: json escapes newlines inside strings. A raw one would
         # end the request early and kill the REPL.

@@ -40,9 +40,13 @@ def load_tokens(server: ServerConfig) -> list[str]:
             with open(server.auth_token_file, encoding="utf-8") as f:
                 tokens += [line.strip() for line in f if line.strip() and not line.startswith("#")]
         except OSError as exc:
-            raise AccessConfigError(f"cannot read server.auth_token_file {server.auth_token_file!r}: {exc.strerror}") from exc
+            raise AccessConfigError(
+                f"cannot read server.auth_token_file {server.auth_token_file!r}: {exc.strerror}"
+            ) from exc
     if server.auth_token_env:
-        tokens += [t.strip() for t in os.environ.get(server.auth_token_env, "").split(",") if t.strip()]
+        tokens += [
+            t.strip() for t in os.environ.get(server.auth_token_env, "").split(",") if t.strip()
+        ]
     return tokens
 
 
@@ -59,7 +63,7 @@ def bearer_token_valid(header: str | None, tokens: list[bytes]) -> bool:
     """Whether `Bearer <token>` names one of `tokens` (shared by gRPC and the REST gateway)."""
     if not header or not header.startswith("Bearer "):
         return False
-    presented = header[len("Bearer "):].strip().encode()
+    presented = header[len("Bearer ") :].strip().encode()
     # Compare against every token in constant time.
     return any(hmac.compare_digest(presented, token) for token in tokens)
 

@@ -8,8 +8,16 @@ import json
 
 from ..errors import RequestError
 from ..repl.outcome import STANDARD_AXIOMS
-from ..results import (JudgeCheck, Message, Position, ReferenceCheck, SorryInfo, VerifierIdentity, VerifyResult,
-                       checks_of)
+from ..results import (
+    JudgeCheck,
+    Message,
+    Position,
+    ReferenceCheck,
+    SorryInfo,
+    VerifierIdentity,
+    VerifyResult,
+    checks_of,
+)
 from ..services.verify import VerifyOptions
 from ..v1 import verifier_pb2 as pb
 from .errors import duration_of
@@ -23,7 +31,9 @@ _INFOTREE_NAMES = {
 }
 
 
-def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str | None = None) -> VerifyOptions:
+def options_from_pb(
+    options: pb.VerifyOptions | None, *, default_infotree: str | None = None
+) -> VerifyOptions:
     if options is None:
         return VerifyOptions(infotree=default_infotree)
     if options.infotree not in _INFOTREE_NAMES:
@@ -33,7 +43,9 @@ def options_from_pb(options: pb.VerifyOptions | None, *, default_infotree: str |
         timeout_s=_timeout_s(options),
         infotree=infotree,
         reuse=options.reuse if options.HasField("reuse") else True,
-        check_axioms=options.check_axioms if options.HasField("check_axioms") else None,  # None: [axioms] check
+        check_axioms=options.check_axioms
+        if options.HasField("check_axioms")
+        else None,  # None: [axioms] check
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
         profile=options.profile,
@@ -54,8 +66,14 @@ def seconds_of(duration, field: str) -> float:
     """A request's google.protobuf.Duration in seconds; INVALID_ARGUMENT naming
     `field` when it is not a valid Duration (sign mismatch, out of range)."""
     seconds, nanos = duration.seconds, duration.nanos
-    if abs(seconds) > _MAX_DURATION_SECONDS or abs(nanos) > 999_999_999 or (seconds and nanos and (seconds < 0) != (nanos < 0)):
-        raise RequestError(f"{field} is not a valid Duration (seconds={seconds}, nanos={nanos})", field=field)
+    if (
+        abs(seconds) > _MAX_DURATION_SECONDS
+        or abs(nanos) > 999_999_999
+        or (seconds and nanos and (seconds < 0) != (nanos < 0))
+    ):
+        raise RequestError(
+            f"{field} is not a valid Duration (seconds={seconds}, nanos={nanos})", field=field
+        )
     return seconds + nanos / 1e9
 
 
@@ -66,7 +84,9 @@ def position_to_pb(position: Position | None) -> pb.Position | None:
 
 
 def message_to_pb(message: Message) -> pb.Message:
-    out = pb.Message(severity=int(message.severity), text=message.text, start=position_to_pb(message.start))
+    out = pb.Message(
+        severity=int(message.severity), text=message.text, start=position_to_pb(message.start)
+    )
     if message.end is not None:
         out.end.CopyFrom(position_to_pb(message.end))
     return out
@@ -116,7 +136,9 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
             original_run=result.reuse.original_run,
         ),
         error=result.error,
-        infotree_json="" if result.infotree is None else json.dumps(result.infotree, ensure_ascii=False),
+        infotree_json=""
+        if result.infotree is None
+        else json.dumps(result.infotree, ensure_ascii=False),
         axioms=result.axioms,
     )
     identity = identity_to_pb(result.verifier)
@@ -129,25 +151,42 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
     if result.judge is not None:
         out.judge.CopyFrom(judge_to_pb(result.judge))
     checks = checks_of(result, STANDARD_AXIOMS)
-    out.checks.CopyFrom(pb.Checks(policy=checks.policy, axioms=int(checks.axioms), statement=int(checks.statement),
-                                  judge=int(checks.judge)))
+    out.checks.CopyFrom(
+        pb.Checks(
+            policy=checks.policy,
+            axioms=int(checks.axioms),
+            statement=int(checks.statement),
+            judge=int(checks.judge),
+        )
+    )
     return out
 
 
 def snippet_options(snippet: pb.Snippet, options: VerifyOptions) -> VerifyOptions:
     """The batch's or stream's options with this snippet's own reference."""
-    return dataclasses.replace(options, reference=snippet.reference) if snippet.reference else options
+    return (
+        dataclasses.replace(options, reference=snippet.reference) if snippet.reference else options
+    )
 
 
 def reference_to_pb(check: ReferenceCheck) -> pb.ReferenceCheck:
-    return pb.ReferenceCheck(passed=check.passed, reason=int(check.reason), declaration=check.declaration,
-                             detail=check.detail, declarations=check.declarations,
-                             cached_reference=check.cached_reference)
+    return pb.ReferenceCheck(
+        passed=check.passed,
+        reason=int(check.reason),
+        declaration=check.declaration,
+        detail=check.detail,
+        declarations=check.declarations,
+        cached_reference=check.cached_reference,
+    )
 
 
 def judge_to_pb(check: JudgeCheck) -> pb.JudgeCheck:
-    return pb.JudgeCheck(level=int(check.level), judge=check.judge, detail=check.detail,
-                         elapsed=duration_of(check.elapsed_s))
+    return pb.JudgeCheck(
+        level=int(check.level),
+        judge=check.judge,
+        detail=check.detail,
+        elapsed=duration_of(check.elapsed_s),
+    )
 
 
 # The words of a REJECTED result whose snippet never ran; the retry hint
@@ -159,14 +198,20 @@ def overloaded_error_text(exc) -> str:
 
 def session_result_to_pb(ran, response_type):
     """services.sessions.SessionResult -> OpenSessionResponse or RunInSessionResponse."""
-    out = response_type(session=ran.session, result=result_to_pb(ran.result), replayed_commands=ran.replayed_commands,
-                        profile=ran.profile)
+    out = response_type(
+        session=ran.session,
+        result=result_to_pb(ran.result),
+        replayed_commands=ran.replayed_commands,
+        profile=ran.profile,
+    )
     if ran.env is not None:
         out.env = ran.env
     return out
 
 
-SHUTTING_DOWN_TEXT = "server shutting down: the snippet was accepted but not finished; it is safe to resend it"
+SHUTTING_DOWN_TEXT = (
+    "server shutting down: the snippet was accepted but not finished; it is safe to resend it"
+)
 
 
 # Room kept for the fields fit_result leaves and for the note it adds.
@@ -192,13 +237,20 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
     del out.sorries[:]
     used = out.ByteSize()
     kept_messages = kept_sorries = 0
-    for items, field, text_attr in ((messages, out.messages, "text"), (sorries, out.sorries, "goal")):
+    for items, field, text_attr in (
+        (messages, out.messages, "text"),
+        (sorries, out.sorries, "goal"),
+    ):
         for item in items:
             cost = item.ByteSize() + 8
             if used + cost > budget:
                 room = budget - used - 64
                 if room > 64:
-                    cut = getattr(item, text_attr).encode("utf-8")[:room].decode("utf-8", errors="ignore")
+                    cut = (
+                        getattr(item, text_attr)
+                        .encode("utf-8")[:room]
+                        .decode("utf-8", errors="ignore")
+                    )
                     setattr(item, text_attr, cut + " … [cut: result too large]")
                     field.append(item)
                     used = out.ByteSize()

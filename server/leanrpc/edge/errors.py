@@ -73,9 +73,13 @@ def rich_status(exc: BaseException) -> status_pb2.Status:
     message = exc.message if isinstance(exc, errors.LeanServiceError) else str(exc)
     details = [_packed(error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN))]
     if isinstance(exc, errors.OverloadedError):
-        details.append(_packed(error_details_pb2.RetryInfo(retry_delay=duration_of(exc.retry_after_s))))
+        details.append(
+            _packed(error_details_pb2.RetryInfo(retry_delay=duration_of(exc.retry_after_s)))
+        )
     if isinstance(exc, errors.RequestError) and getattr(exc, "field", ""):
-        violation = error_details_pb2.BadRequest.FieldViolation(field=exc.field, description=message)
+        violation = error_details_pb2.BadRequest.FieldViolation(
+            field=exc.field, description=message
+        )
         details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))
     return status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=details)
 

@@ -42,7 +42,9 @@ def request_from_pb(msg: pb.FormalizeRequest) -> FormalizeRequest:
         informal_statement=msg.informal_statement,
         header=msg.header,
         max_iterations=msg.max_iterations,
-        sampling=Sampling(temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens, seed=s.seed),
+        sampling=Sampling(
+            temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens, seed=s.seed
+        ),
         stream_tokens=msg.stream_tokens,
         retrieval=msg.retrieval,
         candidates=msg.candidates,
@@ -56,8 +58,10 @@ def _budget_s(msg: pb.FormalizeRequest) -> float:
         return 0.0
     seconds = seconds_of(msg.budget, "request.budget")
     if seconds < 0:
-        raise RequestError(f"request.budget is negative ({seconds:g} s); leave it unset for the server default",
-                           field="request.budget")
+        raise RequestError(
+            f"request.budget is negative ({seconds:g} s); leave it unset for the server default",
+            field="request.budget",
+        )
     return seconds
 
 
@@ -66,7 +70,9 @@ def info_to_pb(info: dict) -> pb.FormalizerInfo:
     fields = dict(info)
     job_budget_s = fields.pop("job_budget_s", 0.0)
     stream_budget_s = fields.pop("stream_budget_s", 0.0)
-    return pb.FormalizerInfo(**fields, job_budget=duration_of(job_budget_s), stream_budget=duration_of(stream_budget_s))
+    return pb.FormalizerInfo(
+        **fields, job_budget=duration_of(job_budget_s), stream_budget=duration_of(stream_budget_s)
+    )
 
 
 def well_formed_to_pb(wf: WellFormedness) -> pb.WellFormedness:
@@ -82,24 +88,44 @@ def well_formed_to_pb(wf: WellFormedness) -> pb.WellFormedness:
 def event_to_pb(event: FormalizeEvent) -> pb.FormalizeEvent:
     p = event.payload
     if isinstance(p, TokenChunk):
-        return pb.FormalizeEvent(id=event.job_id, token=pb.TokenChunk(iteration=p.iteration, text=p.text,
-                                                                     candidate=p.candidate))
+        return pb.FormalizeEvent(
+            id=event.job_id,
+            token=pb.TokenChunk(iteration=p.iteration, text=p.text, candidate=p.candidate),
+        )
     if isinstance(p, Candidate):
         cand = pb.Candidate(
-            iteration=p.iteration, lean_statement=p.lean_statement, well_formed=well_formed_to_pb(p.well_formed),
-            error_category=p.error_category or "", index=p.index, duplicate_of=p.duplicate_of,
-            suspect_trivial=p.suspect_trivial, trivial_reason=p.trivial_reason,
-            generated_tokens=p.generated_tokens, finish_reason=p.finish_reason,
-            suggestions=[pb.Suggestion(name=n, candidates=c) for n, c in p.suggestions.items()])
+            iteration=p.iteration,
+            lean_statement=p.lean_statement,
+            well_formed=well_formed_to_pb(p.well_formed),
+            error_category=p.error_category or "",
+            index=p.index,
+            duplicate_of=p.duplicate_of,
+            suspect_trivial=p.suspect_trivial,
+            trivial_reason=p.trivial_reason,
+            generated_tokens=p.generated_tokens,
+            finish_reason=p.finish_reason,
+            suggestions=[pb.Suggestion(name=n, candidates=c) for n, c in p.suggestions.items()],
+        )
         if p.verify_result is not None:
             cand.verify_result.CopyFrom(result_to_pb(p.verify_result))
         return pb.FormalizeEvent(id=event.job_id, candidate=cand)
     if isinstance(p, Outcome):
-        return pb.FormalizeEvent(id=event.job_id, outcome=pb.Outcome(
-            status=int(p.status), iterations=p.iterations, lean_statement=p.lean_statement, error=p.error,
-            generation=duration_of(p.generation_s), generated_tokens=p.generated_tokens,
-            elapsed=duration_of(p.elapsed_s), budget=duration_of(p.budget_s), budget_exhausted=p.budget_exhausted,
-            candidates_verified=p.candidates_verified, duplicates=p.duplicates))
+        return pb.FormalizeEvent(
+            id=event.job_id,
+            outcome=pb.Outcome(
+                status=int(p.status),
+                iterations=p.iterations,
+                lean_statement=p.lean_statement,
+                error=p.error,
+                generation=duration_of(p.generation_s),
+                generated_tokens=p.generated_tokens,
+                elapsed=duration_of(p.elapsed_s),
+                budget=duration_of(p.budget_s),
+                budget_exhausted=p.budget_exhausted,
+                candidates_verified=p.candidates_verified,
+                duplicates=p.duplicates,
+            ),
+        )
     raise TypeError(f"unknown Formalize payload {type(p).__name__}")
 
 
@@ -126,7 +152,9 @@ class FormalizerServicer(formalizer_pb2_grpc.FormalizerServicer):
             reader.cancel()
             await session.aclose()
 
-    async def GetFormalizerInfo(self, request: pb.FormalizerInfoRequest, context: grpc.aio.ServicerContext):
+    async def GetFormalizerInfo(
+        self, request: pb.FormalizerInfoRequest, context: grpc.aio.ServicerContext
+    ):
         try:
             info = self.service.adapter_info()  # ModelNotConfigured -> FAILED_PRECONDITION
         except LeanServiceError as exc:

@@ -39,12 +39,12 @@ def client_key(metadata, peer: str, *, tokens_checked: bool) -> str:
     values = authorization_values(metadata)
     header = values[0] if len(values) == 1 else ""
     if tokens_checked and header.startswith("Bearer "):
-        return "token:" + hashlib.sha256(header[len("Bearer "):].strip().encode()).hexdigest()[:16]
+        return "token:" + hashlib.sha256(header[len("Bearer ") :].strip().encode()).hexdigest()[:16]
     return peer_key(peer)
 
 
 def peer_key(peer: str) -> str:
-    """"ipv4:127.0.0.1:53412" -> "peer:ipv4:127.0.0.1": the host, not the port."""
+    """ "ipv4:127.0.0.1:53412" -> "peer:ipv4:127.0.0.1": the host, not the port."""
     if peer.startswith(("ipv4:", "ipv6:")) and peer.count(":") >= 2:
         return "peer:" + peer.rpartition(":")[0]
     return "peer:" + peer

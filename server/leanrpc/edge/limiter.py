@@ -22,8 +22,10 @@ class LimitExceeded(Exception):
     def __init__(self, held: int, limit: int) -> None:
         self.held = held
         self.limit = limit
-        self.message = (f"this client already has {held} calls in flight, the limit "
-                        f"(server.max_concurrent_per_client) is {limit}; wait for one to finish")
+        self.message = (
+            f"this client already has {held} calls in flight, the limit "
+            f"(server.max_concurrent_per_client) is {limit}; wait for one to finish"
+        )
         super().__init__(self.message)
 
 

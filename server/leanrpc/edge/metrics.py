@@ -46,7 +46,13 @@ import socket
 
 from aiohttp import web
 from google.protobuf import descriptor_pool
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -78,9 +84,12 @@ def known_methods() -> dict[str, tuple[str, str, str]]:
         except KeyError:
             continue
         for method in service.methods:
-            kind = {(False, False): "unary", (False, True): "server_stream",
-                    (True, False): "client_stream", (True, True): "bidi_stream"}[
-                (method.client_streaming, method.server_streaming)]
+            kind = {
+                (False, False): "unary",
+                (False, True): "server_stream",
+                (True, False): "client_stream",
+                (True, True): "bidi_stream",
+            }[(method.client_streaming, method.server_streaming)]
             known[f"/{name}/{method.name}"] = (name, method.name, kind)
     return known
 
@@ -94,36 +103,53 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.rpcs = Counter(
-            "leanrpc_rpcs", "Finished requests by method (gRPC) or route (REST), status code and door",
-            ["method", "code", "door"], registry=self.registry
+            "leanrpc_rpcs",
+            "Finished requests by method (gRPC) or route (REST), status code and door",
+            ["method", "code", "door"],
+            registry=self.registry,
         )
         self.rpc_seconds = Histogram(
-            "leanrpc_rpc_duration_seconds", "Request latency by method or route, and door", ["method", "door"],
-            buckets=_LATENCY_BUCKETS, registry=self.registry,
+            "leanrpc_rpc_duration_seconds",
+            "Request latency by method or route, and door",
+            ["method", "door"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.snippets = Counter(
-            "leanrpc_snippets", "Snippet results sent, by result status and door", ["status", "door"],
-            registry=self.registry
+            "leanrpc_snippets",
+            "Snippet results sent, by result status and door",
+            ["status", "door"],
+            registry=self.registry,
         )
         self.phase_seconds = Histogram(
-            "leanrpc_snippet_phase_seconds", "Per-snippet time by phase (queue, header, body, total) and door",
+            "leanrpc_snippet_phase_seconds",
+            "Per-snippet time by phase (queue, header, body, total) and door",
             ["phase", "door"],
-            buckets=_LATENCY_BUCKETS, registry=self.registry,
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.transitions = Counter(
-            "leanrpc_worker_transitions", "Worker state transitions by new state", ["state"], registry=self.registry
+            "leanrpc_worker_transitions",
+            "Worker state transitions by new state",
+            ["state"],
+            registry=self.registry,
         )
         grpc_labels = ["grpc_service", "grpc_method", "grpc_type"]
         self.grpc_started = Counter(
             "grpc_server_started", "RPCs started on the server", grpc_labels, registry=self.registry
         )
         self.grpc_handled = Counter(
-            "grpc_server_handled", "RPCs completed on the server, by code", grpc_labels + ["grpc_code"],
+            "grpc_server_handled",
+            "RPCs completed on the server, by code",
+            grpc_labels + ["grpc_code"],
             registry=self.registry,
         )
         self.grpc_seconds = Histogram(
-            "grpc_server_handling_seconds", "RPC handling time", grpc_labels,
-            buckets=_LATENCY_BUCKETS, registry=self.registry,
+            "grpc_server_handling_seconds",
+            "RPC handling time",
+            grpc_labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
         )
         ProcessCollector(registry=self.registry)
         self.known_methods = known_methods()
@@ -149,7 +175,9 @@ class Metrics:
             return UNKNOWN_METHOD, (UNKNOWN_METHOD, UNKNOWN_METHOD, UNKNOWN_METHOD)
         return method, known
 
-    def observe_rest(self, route: str, http_status: int, seconds: float, statuses, phases=()) -> None:
+    def observe_rest(
+        self, route: str, http_status: int, seconds: float, statuses, phases=()
+    ) -> None:
         """One finished REST request (the gateway's door): the same families
         as gRPC with door="rest"; `code` is the HTTP status, `method` the route.
         `phases`: one (queue, header, body, total) in seconds per snippet answered."""
@@ -231,22 +259,44 @@ class PoolCollector:
         published = self._pool.metrics()
         snapshot, stats = published.snapshot, published.stats
         yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", snapshot.queue_depth)
-        yield _gauge("leanrpc_queue_limit", "Admission queue capacity", self._config.pool.queue_limit)
+        yield _gauge(
+            "leanrpc_queue_limit", "Admission queue capacity", self._config.pool.queue_limit
+        )
         yield _gauge("leanrpc_workers_configured", "Configured pool size", snapshot.size)
-        yield _gauge("leanrpc_serving", "1 when the pool accepts work", 1 if snapshot.serving else 0)
+        yield _gauge(
+            "leanrpc_serving", "1 when the pool accepts work", 1 if snapshot.serving else 0
+        )
         states = GaugeMetricFamily("leanrpc_workers", "Workers by state", labels=["state"])
         for state, count in snapshot.worker_states.items():
             states.add_metric([state], count)
         yield states
-        restarts = CounterMetricFamily("leanrpc_worker_restarts", "Workers gone, by exit cause", labels=["cause"])
+        restarts = CounterMetricFamily(
+            "leanrpc_worker_restarts", "Workers gone, by exit cause", labels=["cause"]
+        )
         for cause, count in sorted(stats.restarts.items()):
             restarts.add_metric([str(cause)], count)
         yield restarts
         for name, help_text, value in (
-            ("leanrpc_header_cache_hits", "Jobs that found their import header warm", stats.header_hits),
-            ("leanrpc_header_cache_loads", "Import headers loaded into a worker", stats.header_loads),
-            ("leanrpc_header_switches", "Idle workers replaced to load another header", stats.header_switches),
-            ("leanrpc_prefix_routed", "Jobs that reused an elaborated body prefix", stats.prefix_routed),
+            (
+                "leanrpc_header_cache_hits",
+                "Jobs that found their import header warm",
+                stats.header_hits,
+            ),
+            (
+                "leanrpc_header_cache_loads",
+                "Import headers loaded into a worker",
+                stats.header_loads,
+            ),
+            (
+                "leanrpc_header_switches",
+                "Idle workers replaced to load another header",
+                stats.header_switches,
+            ),
+            (
+                "leanrpc_prefix_routed",
+                "Jobs that reused an elaborated body prefix",
+                stats.prefix_routed,
+            ),
             ("leanrpc_jobs_submitted", "Jobs admitted to the pool", stats.jobs_submitted),
             ("leanrpc_jobs_finished", "Jobs answered by the pool", stats.jobs_finished),
             ("leanrpc_job_retries", "Jobs retried after a worker crash", stats.retries),
@@ -254,7 +304,8 @@ class PoolCollector:
         ):
             yield CounterMetricFamily(name, help_text, value=value)
         memory = GaugeMetricFamily(
-            "leanrpc_worker_memory_bytes", "Memory of each live worker's process tree (as its limit counts it)",
+            "leanrpc_worker_memory_bytes",
+            "Memory of each live worker's process tree (as its limit counts it)",
             labels=["worker"],
         )
         for worker in published.workers:
@@ -262,11 +313,14 @@ class PoolCollector:
         yield memory
         identity = snapshot.identity
         info = InfoMetricFamily("leanrpc_build", "Server version and verifier identity")
-        info.add_metric([], {
-            "version": __version__,
-            "verifier_kind": identity.kind if identity else "",
-            "lean_version": identity.lean_version if identity else "",
-        })
+        info.add_metric(
+            [],
+            {
+                "version": __version__,
+                "verifier_kind": identity.kind if identity else "",
+                "lean_version": identity.lean_version if identity else "",
+            },
+        )
         yield info
 
 
@@ -276,8 +330,20 @@ class CacheCollector:
     its MAC, a `revoked` one came from a poisoned worker, `withdrawn` ones were
     taken back from every tier, ...)."""
 
-    EVENTS = ("lookups", "misses", "stored", "joined", "too_slow", "not_cacheable", "bypassed", "corrupt",
-              "forged", "revoked", "withdrawn", "store_errors")
+    EVENTS = (
+        "lookups",
+        "misses",
+        "stored",
+        "joined",
+        "too_slow",
+        "not_cacheable",
+        "bypassed",
+        "corrupt",
+        "forged",
+        "revoked",
+        "withdrawn",
+        "store_errors",
+    )
 
     def __init__(self, stats) -> None:
         self._stats = stats
@@ -285,12 +351,14 @@ class CacheCollector:
 
     def snapshot(self) -> None:
         stats = self._stats
-        hits = CounterMetricFamily("leanrpc_result_cache_hits", "Result cache hits, by tier",
-                                   labels=["tier"])
+        hits = CounterMetricFamily(
+            "leanrpc_result_cache_hits", "Result cache hits, by tier", labels=["tier"]
+        )
         for tier, count in sorted(stats.hits.items()):
             hits.add_metric([tier], count)
-        events = CounterMetricFamily("leanrpc_result_cache_events", "Result cache events, by kind",
-                                     labels=["event"])
+        events = CounterMetricFamily(
+            "leanrpc_result_cache_events", "Result cache events, by kind", labels=["event"]
+        )
         for event in self.EVENTS:
             events.add_metric([event], getattr(stats, event, 0))
         self._families = [hits, events]
@@ -321,8 +389,9 @@ class MetricsEndpoint:
         http = web.Application()
         http.router.add_get("/metrics", self._scrape)
         http.router.add_get("/", self._scrape)
-        self._runner = web.AppRunner(http, handle_signals=False, access_log=None, logger=_HTTP_LOG,
-                                     shutdown_timeout=0.5)
+        self._runner = web.AppRunner(
+            http, handle_signals=False, access_log=None, logger=_HTTP_LOG, shutdown_timeout=0.5
+        )
         self._starting = asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
@@ -330,7 +399,10 @@ class MetricsEndpoint:
         await web.SockSite(self._runner, self._sock).start()
 
     async def _scrape(self, _request: web.Request) -> web.Response:
-        return web.Response(body=await self._metrics.render_off_loop(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(
+            body=await self._metrics.render_off_loop(),
+            headers={"Content-Type": CONTENT_TYPE_LATEST},
+        )
 
     async def close(self) -> None:
         await self._starting
@@ -339,7 +411,9 @@ class MetricsEndpoint:
 
 # The metrics port's own aiohttp server log: junk there is named as such.
 _HTTP_LOG = logging.getLogger("leanrpc.metrics.http")
-_HTTP_LOG.addFilter(ProtocolJunkFilter(door="metrics port", hint="a client pointed at --metrics-port?"))
+_HTTP_LOG.addFilter(
+    ProtocolJunkFilter(door="metrics port", hint="a client pointed at --metrics-port?")
+)
 
 
 def start_metrics(app, port: int, metrics: Metrics | None = None) -> Metrics:

@@ -27,8 +27,8 @@ from ..v1 import prover_pb2 as pb
 from ..v1 import prover_pb2_grpc as pb_grpc
 from ..v1 import verifier_pb2 as vpb
 from . import convert
-from .identity import CallerIdentity
 from .errors import duration_of, maps_errors, status_for
+from .identity import CallerIdentity
 from .interceptors.lenient import LenientRegistrar
 from .streaming import Answer, Many, Run, Shutdown, StreamCall
 
@@ -48,7 +48,9 @@ def _seconds(request, name: str) -> float:
         return 0.0
     seconds = convert.seconds_of(getattr(request, name), name)
     if seconds < 0:
-        raise RequestError(f"{name} is negative ({seconds:g} s); leave it unset for the server default", field=name)
+        raise RequestError(
+            f"{name} is negative ({seconds:g} s); leave it unset for the server default", field=name
+        )
     return seconds
 
 
@@ -103,9 +105,12 @@ class ProverServicer(pb_grpc.ProverServicer):
     @maps_errors
     async def StartProof(self, request: pb.StartProofRequest, context):
         started = await self._prover.start_proof(
-            request.code, timeout_s=_seconds(request, "timeout"), ttl_s=_seconds(request, "ttl"),
+            request.code,
+            timeout_s=_seconds(request, "timeout"),
+            ttl_s=_seconds(request, "ttl"),
             check_axioms=request.check_axioms if request.HasField("check_axioms") else None,
-            client_id=self._client(context), deadline=_deadline(context),
+            client_id=self._client(context),
+            deadline=_deadline(context),
         )
         response = pb.StartProofResponse(
             proof_id=started.proof_id,
@@ -121,16 +126,25 @@ class ProverServicer(pb_grpc.ProverServicer):
 
     @maps_errors
     async def RunTactic(self, request: pb.RunTacticRequest, context):
-        out = await self._prover.run_tactic(request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"),
-                                            client_id=self._client(context), deadline=_deadline(context))
+        out = await self._prover.run_tactic(
+            request.state_id,
+            request.tactic,
+            timeout_s=_seconds(request, "timeout"),
+            client_id=self._client(context),
+            deadline=_deadline(context),
+        )
         return outcome_to_pb(out)
 
     async def Expand(self, request_iterator, context):
         """The shared stream machinery (edge/streaming.py) with Expand's door:
         permits and the in-flight cap (server.max_stream_in_flight), one
         answer per accepted pair also at shutdown, the reply size bound."""
-        door = _ExpandDoor(self._prover, client=self._client(context), deadline=_deadline(context),
-                           max_result_bytes=self._max_result_bytes)
+        door = _ExpandDoor(
+            self._prover,
+            client=self._client(context),
+            deadline=_deadline(context),
+            max_result_bytes=self._max_result_bytes,
+        )
         call = StreamCall(door, context, limit=self._limit, shutdown=self._shutdown)
         async for response in call.responses(request_iterator):
             yield response
@@ -143,8 +157,9 @@ class ProverServicer(pb_grpc.ProverServicer):
     async def ReleaseStates(self, request: pb.ReleaseStatesRequest, context):
         if not request.state_ids and not request.proof_ids:
             raise RequestError("name at least one state_id or proof_id to release")
-        released, unknown = self._prover.release(request.state_ids, request.proof_ids,
-                                                 client_id=self._client(context))
+        released, unknown = self._prover.release(
+            request.state_ids, request.proof_ids, client_id=self._client(context)
+        )
         return pb.ReleaseStatesResponse(released=released, unknown=unknown)
 
 
@@ -156,12 +171,26 @@ def _rejected(request: pb.ExpandRequest, error: str):
     """The REJECTED answer to a request: one result, or one per tactic of a
     request with `tactics` (each with its index)."""
     if not request.tactics:
-        return pb.TacticResult(request_id=request.request_id, parent_state_id=request.state_id,
-                               tactic=request.tactic, status=pb.PROOF_STATUS_REJECTED, error=error)
-    return Many(tuple(pb.TacticResult(request_id=request.request_id,
-                                      parent_state_id=request.state_id, tactic=tactic,
-                                      status=pb.PROOF_STATUS_REJECTED, error=error, index=k)
-                      for k, tactic in enumerate(request.tactics)))
+        return pb.TacticResult(
+            request_id=request.request_id,
+            parent_state_id=request.state_id,
+            tactic=request.tactic,
+            status=pb.PROOF_STATUS_REJECTED,
+            error=error,
+        )
+    return Many(
+        tuple(
+            pb.TacticResult(
+                request_id=request.request_id,
+                parent_state_id=request.state_id,
+                tactic=tactic,
+                status=pb.PROOF_STATUS_REJECTED,
+                error=error,
+                index=k,
+            )
+            for k, tactic in enumerate(request.tactics)
+        )
+    )
 
 
 class _ExpandDoor:
@@ -170,8 +199,9 @@ class _ExpandDoor:
     goes on. A request with `tactics` is answered once per tactic (`Many`),
     each result with its `index`; a bad tactic among them is REJECTED alone."""
 
-    def __init__(self, prover: ProverService, *, client: str, deadline: float | None,
-                 max_result_bytes: int) -> None:
+    def __init__(
+        self, prover: ProverService, *, client: str, deadline: float | None, max_result_bytes: int
+    ) -> None:
         self._prover = prover
         self._client = client
         self._deadline = deadline
@@ -188,13 +218,24 @@ class _ExpandDoor:
         try:
             if request.tactics:
                 outs = await self._prover.run_tactics(
-                    request.state_id, list(request.tactics), timeout_s=_seconds(request, "timeout"),
-                    client_id=self._client, deadline=self._deadline, request_id=request.request_id)
+                    request.state_id,
+                    list(request.tactics),
+                    timeout_s=_seconds(request, "timeout"),
+                    client_id=self._client,
+                    deadline=self._deadline,
+                    request_id=request.request_id,
+                )
                 return Many(tuple(self._one_of_many(request, k, out) for k, out in enumerate(outs)))
-            return outcome_to_pb(await self._prover.run_tactic(
-                request.state_id, request.tactic, timeout_s=_seconds(request, "timeout"), client_id=self._client,
-                deadline=self._deadline, request_id=request.request_id,
-            ))
+            return outcome_to_pb(
+                await self._prover.run_tactic(
+                    request.state_id,
+                    request.tactic,
+                    timeout_s=_seconds(request, "timeout"),
+                    client_id=self._client,
+                    deadline=self._deadline,
+                    request_id=request.request_id,
+                )
+            )
         except LeanServiceError as exc:
             # One pair cannot fail the stream: its status code goes into the text.
             return _rejected(request, f"{_code_name(exc)}: {exc.message}")
@@ -204,11 +245,13 @@ class _ExpandDoor:
     @staticmethod
     def _one_of_many(request: pb.ExpandRequest, index: int, out) -> pb.TacticResult:
         if isinstance(out, LeanServiceError):  # that tactic alone was refused
-            result = pb.TacticResult(request_id=request.request_id,
-                                     parent_state_id=request.state_id,
-                                     tactic=request.tactics[index],
-                                     status=pb.PROOF_STATUS_REJECTED,
-                                     error=f"{_code_name(out)}: {out.message}")
+            result = pb.TacticResult(
+                request_id=request.request_id,
+                parent_state_id=request.state_id,
+                tactic=request.tactics[index],
+                status=pb.PROOF_STATUS_REJECTED,
+                error=f"{_code_name(out)}: {out.message}",
+            )
         else:
             result = outcome_to_pb(out)
         result.index = index
@@ -227,8 +270,9 @@ class _ExpandDoor:
         return fit_tactic_result(result, self._max_result_bytes)
 
 
-SHUTTING_DOWN_TEXT = ("server shutting down: the expansion was accepted but not finished; "
-                      "it is safe to resend it")
+SHUTTING_DOWN_TEXT = (
+    "server shutting down: the expansion was accepted but not finished; it is safe to resend it"
+)
 
 
 def fit_tactic_result(out: pb.TacticResult, limit: int) -> pb.TacticResult:
@@ -247,8 +291,12 @@ def fit_tactic_result(out: pb.TacticResult, limit: int) -> pb.TacticResult:
             del field[-1]
             dropped += 1
     if out.ByteSize() > limit - 512:
-        out.proof_text = out.proof_text.encode("utf-8")[: max(0, limit // 4)].decode("utf-8", errors="ignore")
-    note = f"result cut to fit {limit} bytes (was {size}; {dropped} messages, goals or states dropped)"
+        out.proof_text = out.proof_text.encode("utf-8")[: max(0, limit // 4)].decode(
+            "utf-8", errors="ignore"
+        )
+    note = (
+        f"result cut to fit {limit} bytes (was {size}; {dropped} messages, goals or states dropped)"
+    )
     out.error = f"{out.error}; {note}" if out.error else note
     return out
 

@@ -39,7 +39,9 @@ def _add_v1_descriptor(descriptors: descriptor_pool.DescriptorPool) -> None:
     for message in proto.message_type:
         for field in message.field:
             if field.type_name.startswith(".grpc.reflection.v1alpha."):
-                field.type_name = ".grpc.reflection.v1." + field.type_name[len(".grpc.reflection.v1alpha."):]
+                field.type_name = (
+                    ".grpc.reflection.v1." + field.type_name[len(".grpc.reflection.v1alpha.") :]
+                )
     for service in proto.service:
         for method in service.method:
             method.input_type = method.input_type.replace(".v1alpha.", ".v1.")
@@ -60,5 +62,7 @@ def enable_reflection(service_names: Iterable[str], server: grpc.aio.Server) -> 
             response_serializer=v1alpha_pb2.ServerReflectionResponse.SerializeToString,
         )
     }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(V1_SERVICE_NAME, handlers),))
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(V1_SERVICE_NAME, handlers),)
+    )
     server.add_registered_method_handlers(V1_SERVICE_NAME, handlers)

@@ -48,13 +48,23 @@ def shutdown_result(snippet_id: str) -> VerifyResult:
     )
 
 
-async def answer(verify: Verifier, snippet_id: str, code: str, options: VerifyOptions, *,
-                 deadline: float | None, client_id: str, stream_id: str, shutdown: Shutdown) -> VerifyResult:
+async def answer(
+    verify: Verifier,
+    snippet_id: str,
+    code: str,
+    options: VerifyOptions,
+    *,
+    deadline: float | None,
+    client_id: str,
+    stream_id: str,
+    shutdown: Shutdown,
+) -> VerifyResult:
     """One snippet's result; every failure becomes a result, never an exception."""
     try:
         # Resolved once here (services.resolve), then run as it is.
-        request = verify.resolver.resolve(snippet_id, code, options, deadline=deadline,
-                                          client_id=client_id, stream_id=stream_id)
+        request = verify.resolver.resolve(
+            snippet_id, code, options, deadline=deadline, client_id=client_id, stream_id=stream_id
+        )
         return await verify.run(request)
     except asyncio.CancelledError:
         if shutdown.started:
@@ -63,8 +73,12 @@ async def answer(verify: Verifier, snippet_id: str, code: str, options: VerifyOp
     except OverloadedError as exc:
         # A stream cannot fail one snippet with a status code: the snippet is
         # REJECTED with the retry hint as a field (Result.retry_after).
-        return VerifyResult(id=snippet_id, status=Status.REJECTED, error=convert.overloaded_error_text(exc),
-                            retry_after_s=exc.retry_after_s)
+        return VerifyResult(
+            id=snippet_id,
+            status=Status.REJECTED,
+            error=convert.overloaded_error_text(exc),
+            retry_after_s=exc.retry_after_s,
+        )
     except RequestError as exc:
         return VerifyResult(id=snippet_id, status=Status.REJECTED, error=exc.message)
     except Exception as exc:  # not serving, internal: still one answer
@@ -74,8 +88,16 @@ async def answer(verify: Verifier, snippet_id: str, code: str, options: VerifyOp
 class _VerifyDoor:
     """VerifyStream's StreamDoor: snippets in, VerifyStreamResponse out."""
 
-    def __init__(self, verify: Verifier, *, max_result_bytes: int, client_id: str, stream_id: str,
-                 shutdown: Shutdown, deadline: float | None) -> None:
+    def __init__(
+        self,
+        verify: Verifier,
+        *,
+        max_result_bytes: int,
+        client_id: str,
+        stream_id: str,
+        shutdown: Shutdown,
+        deadline: float | None,
+    ) -> None:
         self._verify = verify
         self._max_result_bytes = max_result_bytes
         self._client_id = client_id
@@ -91,9 +113,17 @@ class _VerifyDoor:
             if self._shutdown.started:
                 return Answer(shutdown_result(snippet.id))
             if not snippet.id:
-                return Answer(VerifyResult(id="", status=Status.REJECTED,
-                                           error="VerifyStream snippets need a non-empty id"))
-            return Run(snippet.id, (snippet.id, snippet.code, convert.snippet_options(snippet, self._options)))
+                return Answer(
+                    VerifyResult(
+                        id="",
+                        status=Status.REJECTED,
+                        error="VerifyStream snippets need a non-empty id",
+                    )
+                )
+            return Run(
+                snippet.id,
+                (snippet.id, snippet.code, convert.snippet_options(snippet, self._options)),
+            )
         if kind == "options":
             self._options = convert.options_from_pb(message.options)
         elif kind == "cancel_id":
@@ -102,8 +132,16 @@ class _VerifyDoor:
 
     async def run(self, request) -> VerifyResult:
         snippet_id, code, options = request
-        return await answer(self._verify, snippet_id, code, options, deadline=self._deadline,
-                            client_id=self._client_id, stream_id=self._stream_id, shutdown=self._shutdown)
+        return await answer(
+            self._verify,
+            snippet_id,
+            code,
+            options,
+            deadline=self._deadline,
+            client_id=self._client_id,
+            stream_id=self._stream_id,
+            shutdown=self._shutdown,
+        )
 
     def shutting_down(self, request) -> VerifyResult:
         return shutdown_result(request[0])
@@ -112,17 +150,36 @@ class _VerifyDoor:
         return VerifyResult(id=request[0], status=Status.CANCELLED, error="cancelled by the client")
 
     def duplicate(self, request) -> VerifyResult:
-        return VerifyResult(id=request[0], status=Status.REJECTED,
-                            error="duplicate id: a snippet with this id is in flight")
+        return VerifyResult(
+            id=request[0],
+            status=Status.REJECTED,
+            error="duplicate id: a snippet with this id is in flight",
+        )
 
     def to_wire(self, result: VerifyResult) -> pb.VerifyStreamResponse:
-        return pb.VerifyStreamResponse(result=convert.fit_result(convert.result_to_pb(result),
-                                                                 self._max_result_bytes))
+        return pb.VerifyStreamResponse(
+            result=convert.fit_result(convert.result_to_pb(result), self._max_result_bytes)
+        )
 
 
-def StreamCall(verify: Verifier, context, *, limit: int, max_result_bytes: int,  # noqa: N802 - was a class
-               client_id: str, stream_id: str, shutdown: Shutdown, deadline: float | None) -> _StreamCall:
+def StreamCall(
+    verify: Verifier,
+    context,
+    *,
+    limit: int,
+    max_result_bytes: int,  # noqa: N802 - was a class
+    client_id: str,
+    stream_id: str,
+    shutdown: Shutdown,
+    deadline: float | None,
+) -> _StreamCall:
     """One VerifyStream call: the shared machinery with VerifyStream's door."""
-    door = _VerifyDoor(verify, max_result_bytes=max_result_bytes, client_id=client_id, stream_id=stream_id,
-                       shutdown=shutdown, deadline=deadline)
+    door = _VerifyDoor(
+        verify,
+        max_result_bytes=max_result_bytes,
+        client_id=client_id,
+        stream_id=stream_id,
+        shutdown=shutdown,
+        deadline=deadline,
+    )
     return _StreamCall(door, context, limit=limit, shutdown=shutdown)

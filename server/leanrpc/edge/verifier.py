@@ -10,7 +10,7 @@ import grpc
 import lz4.frame
 
 from .. import __version__
-from ..errors import NotFoundError, OverloadedError, RequestError
+from ..errors import NotFoundError, RequestError
 from ..results import Position, VerifyResult
 from ..services.extract import ExtractService
 from ..services.ports import Verifier
@@ -18,8 +18,8 @@ from ..services.resolve import deadline_in
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
 from . import convert
+from .errors import duration_of, maps_errors
 from .identity import CallerIdentity
-from .errors import abort_with, duration_of, maps_errors
 from .interceptors.lenient import LenientRegistrar
 from .stream import Shutdown, StreamCall, shutdown_result
 
@@ -31,8 +31,15 @@ def _deadline(context: grpc.aio.ServicerContext) -> float | None:
 
 
 class VerifierServicer(pb_grpc.VerifierServicer):
-    def __init__(self, verify: Verifier, extract: ExtractService, *, sandbox_description: str = "",
-                 native: bool = False, identity: CallerIdentity | None = None) -> None:
+    def __init__(
+        self,
+        verify: Verifier,
+        extract: ExtractService,
+        *,
+        sandbox_description: str = "",
+        native: bool = False,
+        identity: CallerIdentity | None = None,
+    ) -> None:
         self._verify = verify
         self._extract = extract
         self._config = verify.config
@@ -53,8 +60,10 @@ class VerifierServicer(pb_grpc.VerifierServicer):
             raise RequestError("the batch is empty: send at least one snippet", field="snippets")
         limit = self._config.server.max_snippets_per_batch
         if len(snippets) > limit:
-            raise RequestError(f"the batch has {len(snippets)} snippets, over the limit of {limit}; split it or use VerifyStream",
-                               field="snippets")
+            raise RequestError(
+                f"the batch has {len(snippets)} snippets, over the limit of {limit}; split it or use VerifyStream",
+                field="snippets",
+            )
         options = convert.options_from_pb(request.options if request.HasField("options") else None)
         client_id = self._client_identity(context)
         deadline = _deadline(context)
@@ -62,21 +71,32 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         resolved = []
         for index, snippet in enumerate(snippets):
             try:
-                resolved.append(self._verify.resolver.resolve(
-                    snippet.id or str(index), snippet.code, convert.snippet_options(snippet, options),
-                    client_id=client_id, stream_id=stream_id, deadline=deadline))
+                resolved.append(
+                    self._verify.resolver.resolve(
+                        snippet.id or str(index),
+                        snippet.code,
+                        convert.snippet_options(snippet, options),
+                        client_id=client_id,
+                        stream_id=stream_id,
+                        deadline=deadline,
+                    )
+                )
             except RequestError as exc:
                 # Keep the subclass (an unknown session is NOT_FOUND, not INVALID_ARGUMENT).
                 kind = NotFoundError if isinstance(exc, NotFoundError) else RequestError
-                raise kind(f"snippet {index} ({snippet.id or 'no id'}): {exc.message}",
-                           field=exc.field or f"snippets[{index}]") from exc
+                raise kind(
+                    f"snippet {index} ({snippet.id or 'no id'}): {exc.message}",
+                    field=exc.field or f"snippets[{index}]",
+                ) from exc
         self._verify.admission(len(snippets))
         if len(resolved) == 1:
             results = [await self._one_until_shutdown(resolved[0], snippets[0].id or "0")]
         else:
             tasks = [asyncio.ensure_future(self._verify.run(one)) for one in resolved]
             try:
-                results = await self._gather_until_shutdown(tasks, [s.id or str(i) for i, s in enumerate(snippets)])
+                results = await self._gather_until_shutdown(
+                    tasks, [s.id or str(i) for i, s in enumerate(snippets)]
+                )
             except BaseException:
                 for task in tasks:
                     task.cancel()
@@ -107,10 +127,14 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         finally:
             passed.remove_done_callback(stop)
 
-    async def _gather_until_shutdown(self, tasks: list[asyncio.Task], ids: list[str]) -> list[VerifyResult]:
+    async def _gather_until_shutdown(
+        self, tasks: list[asyncio.Task], ids: list[str]
+    ) -> list[VerifyResult]:
         """All results; after the shutdown deadline the unfinished ones say "server shutting down"."""
         everything = asyncio.ensure_future(asyncio.gather(*tasks))
-        await asyncio.wait([everything, self._shutdown.passed()], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            [everything, self._shutdown.passed()], return_when=asyncio.FIRST_COMPLETED
+        )
         if everything.done():
             return everything.result()
         everything.cancel()
@@ -150,8 +174,13 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         options = convert.options_from_pb(
             request.options if request.HasField("options") else None, default_infotree="original"
         )
-        resolved = self._verify.resolver.resolve("extract", request.code, options, deadline=_deadline(context),
-                                                 client_id=self._client_identity(context))
+        resolved = self._verify.resolver.resolve(
+            "extract",
+            request.code,
+            options,
+            deadline=_deadline(context),
+            client_id=self._client_identity(context),
+        )
         result, declarations, replays = await self._extract.extract(resolved, replay=request.replay)
         response = pb.ExtractResponse(result=convert.result_to_pb(result))
         found = pb.ExtractedDeclarations(declarations=[_declaration_to_pb(d) for d in declarations])
@@ -195,8 +224,13 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         sessions = self._verify.sessions
         sessions.check_name(request.name)
         resolved = self._verify.resolver.resolve(
-            request.name, request.code, sessions.options_of(options), deadline=_deadline(context),
-            client_id=self._client_identity(context), command="the session's code")
+            request.name,
+            request.code,
+            sessions.options_of(options),
+            deadline=_deadline(context),
+            client_id=self._client_identity(context),
+            command="the session's code",
+        )
         ran = await sessions.open(request.name, resolved)
         return convert.session_result_to_pb(ran, pb.OpenSessionResponse)
 
@@ -206,14 +240,21 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         env = request.env if request.HasField("env") else None
         sessions = self._verify.sessions
         resolved = self._verify.resolver.resolve(
-            "", request.code, sessions.options_of(options), deadline=_deadline(context),
-            client_id=self._client_identity(context), command="the session command")
+            "",
+            request.code,
+            sessions.options_of(options),
+            deadline=_deadline(context),
+            client_id=self._client_identity(context),
+            command="the session command",
+        )
         ran = await sessions.run(request.session, resolved, env)
         return convert.session_result_to_pb(ran, pb.RunInSessionResponse)
 
     @maps_errors
     async def CloseSession(self, request: pb.CloseSessionRequest, context):
-        closed = self._verify.sessions.close(request.session, client_id=self._client_identity(context))
+        closed = self._verify.sessions.close(
+            request.session, client_id=self._client_identity(context)
+        )
         return pb.CloseSessionResponse(closed=closed)
 
 
@@ -223,12 +264,24 @@ def _position(p: Position) -> pb.Position:
 
 def _replay_to_pb(declaration: pb.ExtractedDeclaration, replay) -> None:
     """Fills the replay check's report (services.extract.DeclarationReplay) in."""
-    declaration.replay.CopyFrom(pb.DeclarationReplay(
-        ran=replay.ran, start_goals=replay.start_goals, start_goals_match=replay.start_goals_match,
-        error=replay.error, elapsed=duration_of(replay.elapsed_s)))
+    declaration.replay.CopyFrom(
+        pb.DeclarationReplay(
+            ran=replay.ran,
+            start_goals=replay.start_goals,
+            start_goals_match=replay.start_goals_match,
+            error=replay.error,
+            elapsed=duration_of(replay.elapsed_s),
+        )
+    )
     for step, report in zip(declaration.steps, replay.steps):
-        step.replay.CopyFrom(pb.StepReplay(verdict=int(report.verdict), tactic=report.tactic,
-                                           goals_after=report.goals_after, error=report.error))
+        step.replay.CopyFrom(
+            pb.StepReplay(
+                verdict=int(report.verdict),
+                tactic=report.tactic,
+                goals_after=report.goals_after,
+                error=report.error,
+            )
+        )
 
 
 def _declaration_to_pb(declaration) -> pb.ExtractedDeclaration:

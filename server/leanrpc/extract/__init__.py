@@ -29,7 +29,13 @@ May import: leanrpc.core, leanrpc.results and the standard library.
 """
 
 from ._extract import ExtractedDeclaration, TacticStep, extract_declarations
-from ._units import ReplayUnit
 from ._source import slice_source
+from ._units import ReplayUnit
 
-__all__ = ["ExtractedDeclaration", "ReplayUnit", "TacticStep", "extract_declarations", "slice_source"]
+__all__ = [
+    "ExtractedDeclaration",
+    "ReplayUnit",
+    "TacticStep",
+    "extract_declarations",
+    "slice_source",
+]

@@ -33,7 +33,15 @@ only in the modules listed as needing them.
 """
 
 from .config import FormalizeConfig
-from .types import Candidate, FormalizeEvent, FormalizeRequest, Outcome, OutcomeStatus, Sampling, TokenChunk
+from .types import (
+    Candidate,
+    FormalizeEvent,
+    FormalizeRequest,
+    Outcome,
+    OutcomeStatus,
+    Sampling,
+    TokenChunk,
+)
 from .wellformed import WellFormedness
 
 __all__ = [

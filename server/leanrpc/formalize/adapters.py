@@ -39,7 +39,9 @@ def adapter_names_for(adapter_dirs: Sequence[str]) -> list[tuple[str, str]]:
         if not name or name == BASE:
             raise ValueError(f"adapter {entry!r}: the name must be non-empty and not {BASE!r}")
         if any(name == n for n, _ in named):
-            raise ValueError(f"adapter name {name!r} is used twice; write name=path to tell them apart")
+            raise ValueError(
+                f"adapter name {name!r} is used twice; write name=path to tell them apart"
+            )
         named.append((name, path))
     return named
 
@@ -58,7 +60,10 @@ def _dora_scale(module, name: str):
     if name not in cache:
         from .grouped import base_layer, dequantized_weight
 
-        a, b = module.lora_A[name].weight.detach().float(), module.lora_B[name].weight.detach().float()
+        a, b = (
+            module.lora_A[name].weight.detach().float(),
+            module.lora_B[name].weight.detach().float(),
+        )
         merged = dequantized_weight(base_layer(module)) + float(module.scaling[name]) * (b @ a)
         magnitude = module.lora_magnitude_vector[name].weight.detach().float()
         cache[name] = magnitude / torch.linalg.norm(merged, dim=1)
@@ -109,10 +114,14 @@ def select_adapters(model, rows: Sequence[str | None], known: Sequence[str] = ()
         return
     blocks = _expert_blocks(model)
     if any(block.bank is None for block in blocks):
-        raise RuntimeError("per-row adapter selection needs grouped dispatch (grouped.enable_grouped_dispatch)")
+        raise RuntimeError(
+            "per-row adapter selection needs grouped dispatch (grouped.enable_grouped_dispatch)"
+        )
     device = next(model.parameters()).device
     index = torch.tensor([len(known) if n is None else known.index(n) for n in rows], device=device)
-    layers = [m for n, m in model.named_modules() if isinstance(m, LoraLayer) and ".mlp.experts." not in n]
+    layers = [
+        m for n, m in model.named_modules() if isinstance(m, LoraLayer) and ".mlp.experts." not in n
+    ]
     saved = [m._disable_adapters for m in layers]
     handles = []
     try:

@@ -41,7 +41,7 @@ def checkpoint_keys(directory: str | pathlib.Path) -> list[str]:
 
 
 def expert_layout(directory: str | pathlib.Path) -> str:
-    """"per_expert", "fused", "mixed" (both kinds of expert keys) or "none" (no expert keys)."""
+    """ "per_expert", "fused", "mixed" (both kinds of expert keys) or "none" (no expert keys)."""
     keys = checkpoint_keys(directory)
     fused = any(FUSED_KEY.match(k) for k in keys)
     per_expert = any(PER_EXPERT_KEY.search(k) for k in keys)
@@ -61,7 +61,9 @@ def _split(key: str, tensor) -> dict:
             out[f"{prefix}.{e}.down_proj.weight"] = tensor[e].contiguous()
         return out
     if tensor.shape[1] % 2:
-        raise ValueError(f"{key} has an odd fused dimension {tensor.shape[1]}; cannot split gate/up")
+        raise ValueError(
+            f"{key} has an odd fused dimension {tensor.shape[1]}; cannot split gate/up"
+        )
     inter = tensor.shape[1] // 2
     for e in range(tensor.shape[0]):
         out[f"{prefix}.{e}.gate_proj.weight"] = tensor[e, :inter].contiguous()
@@ -96,6 +98,7 @@ def convert_fused_checkpoint(src: str | pathlib.Path, dst: str | pathlib.Path) -
             weight_map[key] = shard.name
             total += t.numel() * t.element_size()
     if (src / INDEX_NAME).is_file():
-        (dst / INDEX_NAME).write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map},
-                                                 indent=1))
+        (dst / INDEX_NAME).write_text(
+            json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1)
+        )
     return dst

@@ -10,7 +10,11 @@ DEFAULT_HEADER = "import Mathlib"
 MATHLIB_NAMES_ENV = "LEANRPC_MATHLIB_NAMES"
 # In a source checkout the project's datasets sit next to it, in ../shared.
 _CHECKOUT_NAMES = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "datasets" / "mathlib-decl-names" / "mathlib_decls.tsv"
+    Path(__file__).resolve().parents[3].parent
+    / "shared"
+    / "datasets"
+    / "mathlib-decl-names"
+    / "mathlib_decls.tsv"
 )
 
 
@@ -96,11 +100,22 @@ class FormalizeConfig:
     def validate(self) -> None:
         """Raises ValueError for settings that can never work (a missing model_dir is not one)."""
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
-            raise ValueError(f"formalize.device must be auto, cpu, cuda or cuda:N, not {self.device!r}")
+            raise ValueError(
+                f"formalize.device must be auto, cpu, cuda or cuda:N, not {self.device!r}"
+            )
         if self.compute_dtype not in ("bfloat16", "float16", "float32"):
-            raise ValueError(f"formalize.compute_dtype must be bfloat16, float16 or float32, not {self.compute_dtype!r}")
-        for name in ("max_batch", "max_new_tokens", "max_prompt_tokens", "default_max_iterations",
-                     "max_iterations_limit", "error_feedback_chars", "max_jobs_per_stream"):
+            raise ValueError(
+                f"formalize.compute_dtype must be bfloat16, float16 or float32, not {self.compute_dtype!r}"
+            )
+        for name in (
+            "max_batch",
+            "max_new_tokens",
+            "max_prompt_tokens",
+            "default_max_iterations",
+            "max_iterations_limit",
+            "error_feedback_chars",
+            "max_jobs_per_stream",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"formalize.{name} must be >= 1")
         if self.default_max_iterations > self.max_iterations_limit:

@@ -20,10 +20,20 @@ CATEGORIES = ("unknown_ident", "syntax", "typeclass", "type_mismatch", "other")
 
 _CATEGORY_PATTERNS = (
     ("unknown_ident", re.compile(r"[Uu]nknown (?:identifier|constant|namespace)")),
-    ("syntax", re.compile(r"unexpected token|expected term|unexpected end of input|expected '|expected token|"
-                          r"unterminated|invalid syntax|unknown command|expected command")),
+    (
+        "syntax",
+        re.compile(
+            r"unexpected token|expected term|unexpected end of input|expected '|expected token|"
+            r"unterminated|invalid syntax|unknown command|expected command"
+        ),
+    ),
     ("typeclass", re.compile(r"failed to synthesize|typeclass instance problem")),
-    ("type_mismatch", re.compile(r"type mismatch|application type mismatch|has type[\s\S]*but is expected to have type")),
+    (
+        "type_mismatch",
+        re.compile(
+            r"type mismatch|application type mismatch|has type[\s\S]*but is expected to have type"
+        ),
+    ),
 )
 
 
@@ -77,7 +87,9 @@ def format_errors(result: VerifyResult, *, line_offset: int = 0, limit: int = 80
     return truncate(text, limit)
 
 
-def format_feedback(result: VerifyResult, candidate: str, *, line_offset: int = 0, limit: int = 800) -> str:
+def format_feedback(
+    result: VerifyResult, candidate: str, *, line_offset: int = 0, limit: int = 800
+) -> str:
     """Errors with the candidate's source line under each, then the goal Lean had at each sorry.
 
     Positions are relative to the candidate (`line_offset` lines of header come

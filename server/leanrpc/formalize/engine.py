@@ -55,11 +55,27 @@ class _Seq:
     """Engine-thread state of one sequence."""
 
     __slots__ = (
-        "stream", "prompt_ids", "params", "generated", "text", "emitted", "pos", "last", "generator",
-        "submitted", "admitted", "first_token_at", "finish_reason", "prefix_offset", "read_offset", "error",
+        "stream",
+        "prompt_ids",
+        "params",
+        "generated",
+        "text",
+        "emitted",
+        "pos",
+        "last",
+        "generator",
+        "submitted",
+        "admitted",
+        "first_token_at",
+        "finish_reason",
+        "prefix_offset",
+        "read_offset",
+        "error",
     )
 
-    def __init__(self, stream: GenerationStream, prompt_ids: list[int], params: SamplingParams) -> None:
+    def __init__(
+        self, stream: GenerationStream, prompt_ids: list[int], params: SamplingParams
+    ) -> None:
         self.stream = stream
         self.prompt_ids = prompt_ids
         self.params = params
@@ -89,18 +105,32 @@ class GenerationEngine:
         eos_token_ids: extra stop ids; the tokenizer's and generation_config's are added.
     """
 
-    def __init__(self, model, tokenizer, *, device=None, max_batch: int = 8, max_prompt_tokens: int = 8192,
-                 eos_token_ids: Iterable[int] = (), name: str = "formalize-engine",
-                 adapter_names: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        device=None,
+        max_batch: int = 8,
+        max_prompt_tokens: int = 8192,
+        eos_token_ids: Iterable[int] = (),
+        name: str = "formalize-engine",
+        adapter_names: Sequence[str] = (),
+    ) -> None:
         self.model = model.get_base_model() if hasattr(model, "get_base_model") else model
         self.adapter_names = list(adapter_names)  # loaded adapters, in bank order (adapters.py)
         self.tokenizer = tokenizer
-        self.device = torch.device(device) if device is not None else next(self.model.parameters()).device
+        self.device = (
+            torch.device(device) if device is not None else next(self.model.parameters()).device
+        )
         self.max_batch = max_batch
         self.max_prompt_tokens = max_prompt_tokens
         self.eos_ids = set(int(t) for t in eos_token_ids)
         gen_cfg = getattr(self.model, "generation_config", None)
-        for src in (getattr(gen_cfg, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None)):
+        for src in (
+            getattr(gen_cfg, "eos_token_id", None),
+            getattr(tokenizer, "eos_token_id", None),
+        ):
             if isinstance(src, int):
                 self.eos_ids.add(src)
             elif src:
@@ -127,12 +157,18 @@ class GenerationEngine:
             text = render_chat(self.tokenizer, messages) + assistant_prefix
             return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def submit_chat(self, messages: Sequence[dict], assistant_prefix: str = "",
-                    params: SamplingParams = SamplingParams()) -> "GenerationStream":
+    def submit_chat(
+        self,
+        messages: Sequence[dict],
+        assistant_prefix: str = "",
+        params: SamplingParams = SamplingParams(),
+    ) -> "GenerationStream":
         """`submit` for chat messages (the ChatGenerator protocol the repair loop uses)."""
         return self.submit(self.encode_chat(messages, assistant_prefix), params)
 
-    def submit(self, prompt: str | Sequence[int], params: SamplingParams = SamplingParams()) -> GenerationStream:
+    def submit(
+        self, prompt: str | Sequence[int], params: SamplingParams = SamplingParams()
+    ) -> GenerationStream:
         """Queues a sequence. Call from inside an event loop to iterate deltas asynchronously."""
         if isinstance(prompt, str):
             with self._tok_lock:
@@ -142,11 +178,15 @@ class GenerationEngine:
         if not ids:
             raise ValueError("empty prompt")
         if len(ids) > self.max_prompt_tokens:
-            raise PromptTooLong(f"prompt has {len(ids)} tokens; the limit is {self.max_prompt_tokens}")
+            raise PromptTooLong(
+                f"prompt has {len(ids)} tokens; the limit is {self.max_prompt_tokens}"
+            )
         if params.max_new_tokens < 1:
             raise ValueError("max_new_tokens must be >= 1")
         if params.adapter is not None and params.adapter not in self.adapter_names:
-            raise UnknownAdapter(f"unknown adapter {params.adapter!r}; loaded: {', '.join(self.adapter_names) or 'none'}")
+            raise UnknownAdapter(
+                f"unknown adapter {params.adapter!r}; loaded: {', '.join(self.adapter_names) or 'none'}"
+            )
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -207,8 +247,14 @@ class GenerationEngine:
 
     def _forward(self, input_ids, attention_mask, position_ids, cache, rows: Sequence[_Seq]):
         with select_adapters(self.model, [s.params.adapter for s in rows], self.adapter_names):
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             cache=cache, use_cache=True, logits_to_keep=1)
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
         return out.logits[:, -1, :].float()
 
     def _admit(self, seq: _Seq) -> None:
@@ -222,14 +268,21 @@ class GenerationEngine:
         p = seq.params
         if p.temperature > 0:
             seq.generator = torch.Generator(device=self.device)
-            seq.generator.manual_seed(p.seed if p.seed else int.from_bytes(os.urandom(8), "little") >> 1)
+            seq.generator.manual_seed(
+                p.seed if p.seed else int.from_bytes(os.urandom(8), "little") >> 1
+            )
         n = len(seq.prompt_ids)
         t0 = time.perf_counter()
         cache = DynamicCache(config=self.model.config)
         ids = torch.tensor([seq.prompt_ids], device=self.device)
         try:
-            logits = self._forward(ids, torch.ones_like(ids, dtype=torch.bool),
-                                   torch.arange(n, device=self.device)[None], cache, [seq])
+            logits = self._forward(
+                ids,
+                torch.ones_like(ids, dtype=torch.bool),
+                torch.arange(n, device=self.device)[None],
+                cache,
+                [seq],
+            )
         except Exception as exc:
             log.exception("prefill failed")
             seq.finish_reason, seq.error = FINISH_ERROR, f"{type(exc).__name__}: {exc}"
@@ -254,7 +307,9 @@ class GenerationEngine:
         length = max(self._mask.shape[1], n)
         for mine, new in zip(self._cache.layers, cache.layers):
             mine.keys = torch.cat([_pad_left(mine.keys, length), _pad_left(new.keys, length)], 0)
-            mine.values = torch.cat([_pad_left(mine.values, length), _pad_left(new.values, length)], 0)
+            mine.values = torch.cat(
+                [_pad_left(mine.values, length), _pad_left(new.values, length)], 0
+            )
         self._mask = torch.cat([_pad_left_2d(self._mask, length), _pad_left_2d(mask, length)], 0)
         self._active.append(seq)
 
@@ -289,7 +344,9 @@ class GenerationEngine:
                 idx = torch.tensor(sorted(set(seq.generated[-512:])), device=row.device)
                 vals = row[idx]
                 row = row.clone()
-                row[idx] = torch.where(vals > 0, vals / p.repetition_penalty, vals * p.repetition_penalty)
+                row[idx] = torch.where(
+                    vals > 0, vals / p.repetition_penalty, vals * p.repetition_penalty
+                )
             if p.temperature <= 0:
                 out.append(int(row.argmax()))
                 continue
@@ -325,14 +382,17 @@ class GenerationEngine:
             seq.text += delta
             if seq.params.stop:
                 start = max(0, before - max(len(s) for s in seq.params.stop))
-                cut = min((i for i in (seq.text.find(s, start) for s in seq.params.stop) if i >= 0), default=-1)
+                cut = min(
+                    (i for i in (seq.text.find(s, start) for s in seq.params.stop) if i >= 0),
+                    default=-1,
+                )
                 if cut >= 0:
                     seq.text = seq.text[:cut]
                     seq.finish_reason = FINISH_STOP
                     return
             hold = _stop_prefix_len(seq.text, seq.params.stop)
             if len(seq.text) - hold > seq.emitted:
-                seq.stream._post(seq.text[seq.emitted:len(seq.text) - hold])
+                seq.stream._post(seq.text[seq.emitted : len(seq.text) - hold])
                 seq.emitted = len(seq.text) - hold
         if len(seq.generated) >= seq.params.max_new_tokens:
             seq.finish_reason = FINISH_LENGTH
@@ -342,15 +402,21 @@ class GenerationEngine:
         # UTF-8 sequence (decoded as U+FFFD) until the next token completes it.
         ids = seq.generated
         with self._tok_lock:
-            prefix = self.tokenizer.decode(ids[seq.prefix_offset:seq.read_offset], skip_special_tokens=True)
-            new = self.tokenizer.decode(ids[seq.prefix_offset:], skip_special_tokens=True)
+            prefix = self.tokenizer.decode(
+                ids[seq.prefix_offset : seq.read_offset], skip_special_tokens=True
+            )
+            new = self.tokenizer.decode(ids[seq.prefix_offset :], skip_special_tokens=True)
         if len(new) > len(prefix) and not new.endswith("\ufffd"):
             seq.prefix_offset, seq.read_offset = seq.read_offset, len(ids)
-            return new[len(prefix):]
+            return new[len(prefix) :]
         return ""
 
     def _drop_finished(self) -> None:
-        keep = [i for i, s in enumerate(self._active) if s.finish_reason is None and not s.stream.cancel_requested]
+        keep = [
+            i
+            for i, s in enumerate(self._active)
+            if s.finish_reason is None and not s.stream.cancel_requested
+        ]
         if len(keep) == len(self._active):
             return
         for i, s in enumerate(self._active):
@@ -371,7 +437,9 @@ class GenerationEngine:
 
     def _fail_all(self, exc: BaseException, also: Sequence[_Seq] = ()) -> None:
         # `also`: sequences being admitted when it failed (not yet in the batch).
-        doomed = list(self._active) + [s for s in also if s not in self._active and not s.stream.done]
+        doomed = list(self._active) + [
+            s for s in also if s not in self._active and not s.stream.done
+        ]
         for seq in doomed:
             seq.finish_reason, seq.error = FINISH_ERROR, f"{type(exc).__name__}: {exc}"
             self._complete(seq)
@@ -386,26 +454,30 @@ class GenerationEngine:
             if full.startswith(seq.text):
                 seq.text = full
         if len(seq.text) > seq.emitted:
-            seq.stream._post(seq.text[seq.emitted:])
+            seq.stream._post(seq.text[seq.emitted :])
             seq.emitted = len(seq.text)
         now = time.perf_counter()
-        seq.stream._finish(GenerationResult(
-            text=seq.text,
-            token_ids=list(seq.generated),
-            finish_reason=seq.finish_reason or FINISH_CANCELLED,
-            prompt_tokens=len(seq.prompt_ids),
-            generated_tokens=len(seq.generated),
-            queued_s=(seq.admitted or now) - seq.submitted,
-            ttft_s=(seq.first_token_at - seq.submitted) if seq.first_token_at else 0.0,
-            generation_s=(now - seq.admitted) if seq.admitted else 0.0,
-            error=seq.error,
-        ))
+        seq.stream._finish(
+            GenerationResult(
+                text=seq.text,
+                token_ids=list(seq.generated),
+                finish_reason=seq.finish_reason or FINISH_CANCELLED,
+                prompt_tokens=len(seq.prompt_ids),
+                generated_tokens=len(seq.generated),
+                queued_s=(seq.admitted or now) - seq.submitted,
+                ttft_s=(seq.first_token_at - seq.submitted) if seq.first_token_at else 0.0,
+                generation_s=(now - seq.admitted) if seq.admitted else 0.0,
+                error=seq.error,
+            )
+        )
 
 
 def render_chat(tokenizer, messages: Sequence[dict]) -> str:
     """The prompt text for `messages` plus the assistant header (ChatML if the tokenizer has no template)."""
     if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        return tokenizer.apply_chat_template(
+            list(messages), add_generation_prompt=True, tokenize=False
+        )
     parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
     return "".join(parts) + "<|im_start|>assistant\n"
 

@@ -57,8 +57,9 @@ class GenerationStreamLike(Protocol):
 
 
 class ChatGenerator(Protocol):
-    def submit_chat(self, messages: Sequence[dict[str, str]], assistant_prefix: str,
-                    params: SamplingParams) -> GenerationStreamLike: ...
+    def submit_chat(
+        self, messages: Sequence[dict[str, str]], assistant_prefix: str, params: SamplingParams
+    ) -> GenerationStreamLike: ...
 
 
 def describe(generator: Any) -> str:

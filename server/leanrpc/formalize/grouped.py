@@ -75,11 +75,20 @@ class _NF4Stack:
         if self.absmax2 is None:
             absmax = self.absmax[experts]
         else:
-            absmax = (self.code2[self.absmax[experts].long()] * self.absmax2[experts][:, self.block2_index]
-                      + self.offset[experts, None])
+            absmax = (
+                self.code2[self.absmax[experts].long()]
+                * self.absmax2[experts][:, self.block2_index]
+                + self.offset[experts, None]
+            )
         out, inp = self.shape
-        state = F.QuantState(absmax=absmax.reshape(-1).float(), shape=torch.Size([s * out, inp]), code=self.code,
-                             blocksize=self.blocksize, quant_type="nf4", dtype=self.dtype)
+        state = F.QuantState(
+            absmax=absmax.reshape(-1).float(),
+            shape=torch.Size([s * out, inp]),
+            code=self.code,
+            blocksize=self.blocksize,
+            quant_type="nf4",
+            dtype=self.dtype,
+        )
         w = F.dequantize_4bit(self.packed[experts].reshape(-1, 1), state)
         return w.view(s, out, inp)
 
@@ -87,14 +96,17 @@ class _NF4Stack:
 def _stack_nf4(layers: list[nn.Module]) -> _NF4Stack:
     first = layers[0].weight.quant_state
     if first.quant_type != "nf4":
-        raise GroupedDispatchError(f"grouped dispatch needs NF4 experts, found {first.quant_type!r}")
+        raise GroupedDispatchError(
+            f"grouped dispatch needs NF4 experts, found {first.quant_type!r}"
+        )
     for layer in layers:
         if getattr(layer.weight.quant_state, "packing_format_for_cpu", False):
             # bitsandbytes repacks CPU weights on a layer's first forward; undo it to the standard layout.
             from bitsandbytes.functional import _convert_weight_packed_for_cpu_inverse
 
             layer.weight.data, layer.weight.quant_state = _convert_weight_packed_for_cpu_inverse(
-                layer.weight.data, layer.weight.quant_state)
+                layer.weight.data, layer.weight.quant_state
+            )
     first = layers[0].weight.quant_state
     packed = torch.stack([layer.weight.data.reshape(-1) for layer in layers])
     for e, layer in enumerate(layers):
@@ -103,8 +115,14 @@ def _stack_nf4(layers: list[nn.Module]) -> _NF4Stack:
     if nested:
         absmax = torch.stack([layer.weight.quant_state.absmax for layer in layers])
         absmax2 = torch.stack([layer.weight.quant_state.state2.absmax for layer in layers]).float()
-        offset = torch.stack([torch.as_tensor(layer.weight.quant_state.offset, device=absmax.device).float().reshape(())
-                              for layer in layers])
+        offset = torch.stack(
+            [
+                torch.as_tensor(layer.weight.quant_state.offset, device=absmax.device)
+                .float()
+                .reshape(())
+                for layer in layers
+            ]
+        )
         code2 = first.state2.code.float()
         for layer in layers:
             if not torch.equal(layer.weight.quant_state.state2.code.float(), code2):
@@ -115,8 +133,18 @@ def _stack_nf4(layers: list[nn.Module]) -> _NF4Stack:
     else:
         absmax = torch.stack([layer.weight.quant_state.absmax.float() for layer in layers])
         absmax2 = offset = code2 = block2 = None
-    return _NF4Stack(packed=packed, absmax=absmax, absmax2=absmax2, offset=offset, code2=code2, block2_index=block2,
-                     code=first.code, blocksize=first.blocksize, shape=tuple(first.shape), dtype=first.dtype)
+    return _NF4Stack(
+        packed=packed,
+        absmax=absmax,
+        absmax2=absmax2,
+        offset=offset,
+        code2=code2,
+        block2_index=block2,
+        code=first.code,
+        blocksize=first.blocksize,
+        shape=tuple(first.shape),
+        dtype=first.dtype,
+    )
 
 
 @dataclasses.dataclass
@@ -135,7 +163,9 @@ def dequantized_weight(layer: nn.Module) -> torch.Tensor:
     return layer.weight.detach().float()
 
 
-def _stack_adapters(wrappers: list[nn.Module], adapter_names: list[str], dtype, device) -> _AdapterStack | None:
+def _stack_adapters(
+    wrappers: list[nn.Module], adapter_names: list[str], dtype, device
+) -> _AdapterStack | None:
     if not adapter_names or not hasattr(wrappers[0], "lora_A"):
         return None
     n, E = len(adapter_names), len(wrappers)
@@ -156,16 +186,22 @@ def _stack_adapters(wrappers: list[nn.Module], adapter_names: list[str], dtype, 
         scale[i] = float(first.scaling[name])
         for e, w in enumerate(wrappers):
             if name not in w.lora_A:
-                raise GroupedDispatchError(f"adapter {name!r} sits on some experts of a layer but not all")
+                raise GroupedDispatchError(
+                    f"adapter {name!r} sits on some experts of a layer but not all"
+                )
             if getattr(w, "lora_bias", {}).get(name, False):
-                raise GroupedDispatchError(f"adapter {name!r} has a LoRA bias; not supported by grouped dispatch")
+                raise GroupedDispatchError(
+                    f"adapter {name!r} has a LoRA bias; not supported by grouped dispatch"
+                )
             a, b = w.lora_A[name].weight, w.lora_B[name].weight
             A[i, e, : a.shape[0]] = a.detach().to(dtype)
             B[i, e, :, : b.shape[1]] = b.detach().to(dtype)
             variant = getattr(w, "lora_variant", {}).get(name)
             if variant is not None:
                 if "Dora" not in type(variant).__name__:
-                    raise GroupedDispatchError(f"adapter {name!r} uses {type(variant).__name__}; only LoRA and DoRA")
+                    raise GroupedDispatchError(
+                        f"adapter {name!r} uses {type(variant).__name__}; only LoRA and DoRA"
+                    )
                 weight = dequantized_weight(base_layer(w))
                 merged = weight + float(w.scaling[name]) * (b.detach().float() @ a.detach().float())
                 norm = torch.linalg.norm(merged, dim=1)
@@ -182,7 +218,9 @@ def _grouped_mm_fn():
 _GROUPED_OK: dict[tuple[str, torch.dtype], bool] = {}
 
 
-def grouped_matmul(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
+def grouped_matmul(
+    x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, slot: torch.Tensor
+) -> torch.Tensor:
     """x [N, in] sorted by slot, w [S, out, in], offs int32 [S] (cumulative ends) -> [N, out] = x_n w_slot(n)^T.
 
     On CUDA: `grouped_mm` where it runs for the dtype (probed once). Elsewhere, or
@@ -200,7 +238,7 @@ def grouped_matmul(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor, slot: t
             _GROUPED_OK[key] = False
     out = []
     for start in range(0, x.shape[0], 512):
-        xs, ss = x[start:start + 512], slot[start:start + 512]
+        xs, ss = x[start : start + 512], slot[start : start + 512]
         out.append(torch.bmm(xs[:, None, :], w[ss].transpose(1, 2)).squeeze(1))
     return torch.cat(out) if len(out) != 1 else out[0]
 
@@ -244,10 +282,14 @@ class ExpertBank:
         if not active:
             return None
         if len(active) > 1:
-            raise GroupedDispatchError(f"several adapters active at once ({', '.join(active)}); grouped dispatch "
-                                       "applies one adapter per row (adapters.select_adapters)")
+            raise GroupedDispatchError(
+                f"several adapters active at once ({', '.join(active)}); grouped dispatch "
+                "applies one adapter per row (adapters.select_adapters)"
+            )
         device = self._adapters_device()
-        return torch.full((tokens,), self.adapter_names.index(active[0]), dtype=torch.long, device=device)
+        return torch.full(
+            (tokens,), self.adapter_names.index(active[0]), dtype=torch.long, device=device
+        )
 
     def _adapters_device(self) -> torch.device:
         return next(a.A.device for a in self._adapters.values() if a is not None)
@@ -265,12 +307,19 @@ class ExpertBank:
         if ad is not None and rows_adapter is not None:
             a = ad.A[rows_adapter, rows_expert]  # [N, r, in]
             b = ad.B[rows_adapter, rows_expert]  # [N, out, r]
-            low = torch.bmm(torch.bmm(x[:, None, :], a.transpose(1, 2)), b.transpose(1, 2)).squeeze(1)
+            low = torch.bmm(torch.bmm(x[:, None, :], a.transpose(1, 2)), b.transpose(1, 2)).squeeze(
+                1
+            )
             y = ad.mag[rows_adapter, rows_expert] * (y + ad.scale[rows_adapter, None] * low)
         return y
 
-    def __call__(self, hidden: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor,
-                token_adapter: torch.Tensor | None = None) -> torch.Tensor:
+    def __call__(
+        self,
+        hidden: torch.Tensor,
+        top_k_index: torch.Tensor,
+        top_k_weights: torch.Tensor,
+        token_adapter: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """hidden [T, H], top_k_index/weights [T, k], token_adapter long [T] (index into adapter_names,
         len(adapter_names) = none) or None (no adapter) -> [T, H]."""
         T, k = top_k_index.shape
@@ -296,9 +345,12 @@ class ExpertBank:
         tok = tok[perm]
         rows_expert = eid[perm]
         counts = torch.zeros(s, dtype=torch.int32, device=dev).index_add_(
-            0, slot, torch.ones_like(slot, dtype=torch.int32))
+            0, slot, torch.ones_like(slot, dtype=torch.int32)
+        )
         offs = torch.cumsum(counts, 0, dtype=torch.int32)
-        rows_adapter = token_adapter[tok] if token_adapter is not None and self.has_adapters else None
+        rows_adapter = (
+            token_adapter[tok] if token_adapter is not None and self.has_adapters else None
+        )
         x = hidden[tok]
         gate = self._project("gate_proj", x, experts, slot, offs, rows_expert, rows_adapter)
         up = self._project("up_proj", x, experts, slot, offs, rows_expert, rows_adapter)

@@ -34,7 +34,13 @@ from leanrpc.errors import LeanServiceError, RequestError
 from leanrpc.results import Status, VerifyResult
 
 from . import prompts
-from .diagnostics import error_category, error_count, first_error, format_feedback, unknown_identifiers
+from .diagnostics import (
+    error_category,
+    error_count,
+    first_error,
+    format_feedback,
+    unknown_identifiers,
+)
 from .generation import FINISH_CANCELLED, FINISH_ERROR, FINISH_LENGTH, GenerationResult
 from .triviality import check_trivial
 from .types import Candidate, FormalizeRequest, Outcome, OutcomeStatus, Payload, TokenChunk
@@ -61,7 +67,9 @@ class _Verified:
 class FormalizeJob:
     """One request's repair loop. Iterate `events()` once; `cancel()` at any time."""
 
-    def __init__(self, formalizer: Any, request: FormalizeRequest, deadline: float | None = None) -> None:
+    def __init__(
+        self, formalizer: Any, request: FormalizeRequest, deadline: float | None = None
+    ) -> None:
         self.f = formalizer
         self.request = request
         self._stream_deadline = deadline  # loop.time() when the stream's budget ends
@@ -84,15 +92,25 @@ class FormalizeJob:
     def cancelled(self) -> bool:
         return self._cancelled.is_set()
 
-    def _outcome(self, status: OutcomeStatus, iterations: int, statement: str = "", error: str = "") -> Outcome:
+    def _outcome(
+        self, status: OutcomeStatus, iterations: int, statement: str = "", error: str = ""
+    ) -> Outcome:
         if self.budget_exhausted and status == OutcomeStatus.CANCELLED:
             status = OutcomeStatus.EXHAUSTED
             error = f"wall-clock budget of {self.budget_s:g} s spent"
-        return Outcome(status=status, iterations=iterations, lean_statement=statement, error=error,
-                       generation_s=round(self.generation_s, 6), generated_tokens=self.generated_tokens,
-                       elapsed_s=round(time.perf_counter() - self._t0, 6), budget_s=self.budget_s,
-                       budget_exhausted=self.budget_exhausted, candidates_verified=self.verified,
-                       duplicates=self.duplicates)
+        return Outcome(
+            status=status,
+            iterations=iterations,
+            lean_statement=statement,
+            error=error,
+            generation_s=round(self.generation_s, 6),
+            generated_tokens=self.generated_tokens,
+            elapsed_s=round(time.perf_counter() - self._t0, 6),
+            budget_s=self.budget_s,
+            budget_exhausted=self.budget_exhausted,
+            candidates_verified=self.verified,
+            duplicates=self.duplicates,
+        )
 
     async def events(self) -> AsyncIterator[Payload]:
         watchdog = None
@@ -113,7 +131,11 @@ class FormalizeJob:
 
     def _start_watchdog(self, budget_s: float):
         loop = asyncio.get_running_loop()
-        ends = [d for d in (loop.time() + budget_s if budget_s else None, self._stream_deadline) if d is not None]
+        ends = [
+            d
+            for d in (loop.time() + budget_s if budget_s else None, self._stream_deadline)
+            if d is not None
+        ]
         if not ends:
             return None
         end = min(ends)
@@ -125,14 +147,19 @@ class FormalizeJob:
 
         return loop.call_at(end, spent)
 
-    async def _generate(self, it: int, k: int, r, messages) -> AsyncIterator[TokenChunk | list[GenerationResult]]:
+    async def _generate(
+        self, it: int, k: int, r, messages
+    ) -> AsyncIterator[TokenChunk | list[GenerationResult]]:
         """Submits k sequences together; yields token chunks, then the list of results."""
         base = r.params
         streams = []
         for j in range(k):
             seed = None if base.seed is None else base.seed + k * (it - 1) + j
-            streams.append(self.f.generator.submit_chat(messages, prompts.ASSISTANT_PREFIX,
-                                                        dataclasses.replace(base, seed=seed)))
+            streams.append(
+                self.f.generator.submit_chat(
+                    messages, prompts.ASSISTANT_PREFIX, dataclasses.replace(base, seed=seed)
+                )
+            )
         self._streams = streams
         if self.cancelled:
             for s in streams:
@@ -179,13 +206,17 @@ class FormalizeJob:
                 return
             results: list[GenerationResult] = []
             try:
-                async for item in self._generate(it, r.candidates, r, prompts.build_messages(task, last, feedback)):
+                async for item in self._generate(
+                    it, r.candidates, r, prompts.build_messages(task, last, feedback)
+                ):
                     if isinstance(item, list):
                         results = item
                     else:
                         yield item
             except Exception as exc:  # prompt too long, engine closed, unknown adapter
-                yield self._outcome(OutcomeStatus.FAILED, it, error=f"generation could not start: {exc}")
+                yield self._outcome(
+                    OutcomeStatus.FAILED, it, error=f"generation could not start: {exc}"
+                )
                 return
             for gen in results:
                 self.generation_s += gen.generation_s
@@ -195,7 +226,9 @@ class FormalizeJob:
                 return
             failed = [g for g in results if g.finish_reason == FINISH_ERROR]
             if failed:
-                yield self._outcome(OutcomeStatus.FAILED, it, error=f"generation failed: {failed[0].error}")
+                yield self._outcome(
+                    OutcomeStatus.FAILED, it, error=f"generation failed: {failed[0].error}"
+                )
                 return
 
             round_ = [self._candidate(it, j, gen, seen) for j, gen in enumerate(results)]
@@ -207,15 +240,20 @@ class FormalizeJob:
                     yield c
                 yield self._outcome(OutcomeStatus.CANCELLED, it)
                 return
-            for v in verified:  # a transient answer (timeout, crash) may be retried in a later round
+            for (
+                v
+            ) in verified:  # a transient answer (timeout, crash) may be retried in a later round
                 if v.result is None or v.result.status not in _SUCCESS + (Status.INVALID,):
                     seen.pop(canonical_form(v.candidate.lean_statement), None)
             by_id = {id(v.candidate): v for v in verified}
-            winner = next((v for v in verified if v.result is not None and v.result.status in _SUCCESS), None)
+            winner = next(
+                (v for v in verified if v.result is not None and v.result.status in _SUCCESS), None
+            )
             if winner is not None and self.f.config.triviality_check:
                 try:
-                    reason = await self._until_stopped(check_trivial(winner.candidate.lean_statement, r.header,
-                                                                     self.f.verify))
+                    reason = await self._until_stopped(
+                        check_trivial(winner.candidate.lean_statement, r.header, self.f.verify)
+                    )
                 except _Stopped:
                     reason = ""
                 winner.candidate.suspect_trivial = bool(reason)
@@ -223,7 +261,9 @@ class FormalizeJob:
             for c in round_:
                 v = by_id.get(id(c))
                 if v is not None and v.result is not None and v.result.status in _RETRY:
-                    c.suggestions = await self.f.did_you_mean(unknown_identifiers(v.result.messages))
+                    c.suggestions = await self.f.did_you_mean(
+                        unknown_identifiers(v.result.messages)
+                    )
                 yield c
             if self.cancelled:
                 yield self._outcome(OutcomeStatus.CANCELLED, it)
@@ -237,15 +277,25 @@ class FormalizeJob:
                 return
             last, feedback = self._feedback(round_, verified, line_offset)
 
-        yield self._outcome(OutcomeStatus.EXHAUSTED, r.max_iterations,
-                            error=f"no candidate type-checked in {r.max_iterations} iterations")
+        yield self._outcome(
+            OutcomeStatus.EXHAUSTED,
+            r.max_iterations,
+            error=f"no candidate type-checked in {r.max_iterations} iterations",
+        )
 
     def _candidate(self, it: int, j: int, gen: GenerationResult, seen: dict[str, str]) -> Candidate:
         statement = extract_candidate(gen.text)
         wf = check(statement)
-        cand = Candidate(iteration=it, lean_statement=statement, well_formed=wf, verify_result=None,
-                         generated_tokens=gen.generated_tokens, generation_s=gen.generation_s,
-                         finish_reason=gen.finish_reason, index=j)
+        cand = Candidate(
+            iteration=it,
+            lean_statement=statement,
+            well_formed=wf,
+            verify_result=None,
+            generated_tokens=gen.generated_tokens,
+            generation_s=gen.generation_s,
+            finish_reason=gen.finish_reason,
+            index=j,
+        )
         key = canonical_form(statement) if statement.strip() else gen.text
         if key in seen:
             cand.duplicate_of = seen[key]
@@ -289,37 +339,53 @@ class FormalizeJob:
 
     def _stop_outcome(self, it: int, verified: list[_Verified]) -> Outcome | None:
         """An Outcome that ends the job without success, or None to go on."""
-        cancelled = [v for v in verified if v.result is not None and v.result.status == Status.CANCELLED]
+        cancelled = [
+            v for v in verified if v.result is not None and v.result.status == Status.CANCELLED
+        ]
         if cancelled:
             return self._outcome(OutcomeStatus.CANCELLED, it)
         refused = [v for v in verified if v.result is not None and v.result.status not in _RETRY]
         if refused:
             res = refused[0].result
-            return self._outcome(OutcomeStatus.FAILED, it,
-                                 error=f"verifier answered {res.status.name}: {res.error}".rstrip(": "))
+            return self._outcome(
+                OutcomeStatus.FAILED,
+                it,
+                error=f"verifier answered {res.status.name}: {res.error}".rstrip(": "),
+            )
         if verified and all(v.result is None for v in verified):
             return self._outcome(OutcomeStatus.FAILED, it, error=verified[0].error)
         return None
 
-    def _feedback(self, round_: list[Candidate], verified: list[_Verified], line_offset: int) -> tuple[str, str]:
+    def _feedback(
+        self, round_: list[Candidate], verified: list[_Verified], line_offset: int
+    ) -> tuple[str, str]:
         """(attempt, feedback) from the best failure of the round."""
         failures = [v for v in verified if v.result is not None]
         if failures:
             best = min(failures, key=_failure_rank)
             c, res = best.candidate, best.result
-            errors = format_feedback(res, c.lean_statement, line_offset=line_offset,
-                                     limit=self.f.config.error_feedback_chars)
+            errors = format_feedback(
+                res,
+                c.lean_statement,
+                line_offset=line_offset,
+                limit=self.f.config.error_feedback_chars,
+            )
             if res.status != Status.INVALID:
-                errors = f"Lean did not finish checking ({res.status.name.lower()}). {errors}".strip()
-            return c.lean_statement, prompts.feedback_message(errors=errors or "(no message)",
-                                                              suggestions=c.suggestions)
+                errors = (
+                    f"Lean did not finish checking ({res.status.name.lower()}). {errors}".strip()
+                )
+            return c.lean_statement, prompts.feedback_message(
+                errors=errors or "(no message)", suggestions=c.suggestions
+            )
         # Nothing reached Lean: all malformed (or duplicates of earlier attempts).
         c = next((c for c in round_ if not c.well_formed.ok), round_[0])
         if c.well_formed.ok:  # only duplicates: ask for something new
             return c.lean_statement, prompts.feedback_message(
-                errors="This statement was already tried and failed. Write a different one.")
+                errors="This statement was already tried and failed. Write a different one."
+            )
         return c.lean_statement or "(empty)", prompts.feedback_message(
-            not_well_formed=c.well_formed.reason, truncated=c.finish_reason == FINISH_LENGTH)
+            not_well_formed=c.well_formed.reason, truncated=c.finish_reason == FINISH_LENGTH
+        )
 
 
 def _failure_rank(v: _Verified) -> tuple:

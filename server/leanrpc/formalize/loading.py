@@ -121,8 +121,12 @@ def check_loading_info(model_dir: str, info: dict) -> None:
     if info.get("unexpected_keys"):
         problems.append(_describe_keys("unexpected", info["unexpected_keys"]))
     if info.get("mismatched_keys"):
-        problems.append(_describe_keys("mismatched", [str(k[0]) if isinstance(k, tuple) else str(k)
-                                                       for k in info["mismatched_keys"]]))
+        problems.append(
+            _describe_keys(
+                "mismatched",
+                [str(k[0]) if isinstance(k, tuple) else str(k) for k in info["mismatched_keys"]],
+            )
+        )
     if info.get("error_msgs"):
         problems.append("errors: " + "; ".join(map(str, info["error_msgs"]))[:500])
     if problems:
@@ -137,25 +141,40 @@ def _per_expert_dir(model_dir: str, convert_dir: str | None, keep: list) -> str:
     if layout == "per_expert":
         return model_dir
     if layout == "mixed":
-        raise ModelLoadError(f"{model_dir!r} holds both fused (experts.gate_up_proj) and per-expert keys")
+        raise ModelLoadError(
+            f"{model_dir!r} holds both fused (experts.gate_up_proj) and per-expert keys"
+        )
     if layout == "none":
         raise ModelLoadError(f"{model_dir!r} holds no expert weights (mlp.experts.*)")
     if convert_dir:
-        target = pathlib.Path(convert_dir) / (pathlib.Path(model_dir).resolve().name + "-per-expert")
+        target = pathlib.Path(convert_dir) / (
+            pathlib.Path(model_dir).resolve().name + "-per-expert"
+        )
     else:
         tmp = tempfile.TemporaryDirectory(prefix="leanrpc-per-expert-")
         keep.append(tmp)
         target = pathlib.Path(tmp.name)
-    log.warning("%s is in the fused expert layout; converting it to per-expert tensors in %s", model_dir, target)
+    log.warning(
+        "%s is in the fused expert layout; converting it to per-expert tensors in %s",
+        model_dir,
+        target,
+    )
     try:
         return str(convert_fused_checkpoint(model_dir, target))
     except Exception as exc:
-        raise ModelLoadError(f"converting the fused checkpoint {model_dir!r} failed: {type(exc).__name__}: {exc}") \
-            from exc
+        raise ModelLoadError(
+            f"converting the fused checkpoint {model_dir!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
-def load_base_model(model_dir: str, *, device: str = "auto", quantize: bool = True,
-                    compute_dtype: str = "bfloat16", convert_dir: str | None = None):
+def load_base_model(
+    model_dir: str,
+    *,
+    device: str = "auto",
+    quantize: bool = True,
+    compute_dtype: str = "bfloat16",
+    convert_dir: str | None = None,
+):
     """Loads the unfused model (NF4 + double quantization when `quantize`); returns (model, device).
 
     Raises ModelLoadError for a bad directory, a failed load, or any missing,
@@ -179,7 +198,9 @@ def load_base_model(model_dir: str, *, device: str = "auto", quantize: bool = Tr
         try:
             model, info = Qwen3MoeUnfusedForCausalLM.from_pretrained(source, **kwargs)
         except Exception as exc:
-            raise ModelLoadError(f"loading {model_dir!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise ModelLoadError(
+                f"loading {model_dir!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
     finally:
         for tmp in keep:
             tmp.cleanup()
@@ -201,7 +222,11 @@ def expert_adapter_modules(model, adapter_name: str | None = None) -> list[str]:
 
     found = []
     for name, module in model.named_modules():
-        if ".mlp.experts." in name and name.rsplit(".", 1)[-1] in EXPERT_PROJECTIONS and isinstance(module, LoraLayer):
+        if (
+            ".mlp.experts." in name
+            and name.rsplit(".", 1)[-1] in EXPERT_PROJECTIONS
+            and isinstance(module, LoraLayer)
+        ):
             if adapter_name is None or adapter_name in module.lora_A:
                 found.append(name)
     return found
@@ -211,7 +236,11 @@ def _targets_experts(adapter_dir: str) -> bool:
     cfg = json.loads((pathlib.Path(adapter_dir) / "adapter_config.json").read_text())
     targets = cfg.get("target_modules") or []
     if isinstance(targets, str):  # a regex, or "all-linear"
-        return targets == "all-linear" or any(p in targets for p in EXPERT_PROJECTIONS) or "experts" in targets
+        return (
+            targets == "all-linear"
+            or any(p in targets for p in EXPERT_PROJECTIONS)
+            or "experts" in targets
+        )
     return any(t.rsplit(".", 1)[-1] in EXPERT_PROJECTIONS for t in targets)
 
 
@@ -239,13 +268,19 @@ def attach_adapters(model, adapter_dirs: list[str]):
             raise ModelLoadError(f"adapter directory {adapter_dir!r} has no adapter_config.json")
         try:
             if peft_model is None:
-                peft_model = PeftModel.from_pretrained(model, adapter_dir, adapter_name=name, is_trainable=False)
+                peft_model = PeftModel.from_pretrained(
+                    model, adapter_dir, adapter_name=name, is_trainable=False
+                )
             else:
                 peft_model.load_adapter(adapter_dir, adapter_name=name, is_trainable=False)
         except Exception as exc:
-            raise ModelLoadError(f"loading adapter {adapter_dir!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise ModelLoadError(
+                f"loading adapter {adapter_dir!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         if _targets_experts(adapter_dir) and not expert_adapter_modules(peft_model, name):
-            raise ModelLoadError(f"adapter {adapter_dir!r} targets expert projections but none were adapted")
+            raise ModelLoadError(
+                f"adapter {adapter_dir!r} targets expert projections but none were adapted"
+            )
         names.append(name)
     if peft_model is None:
         return model, names
@@ -262,8 +297,10 @@ def resolve_default_adapter(config: FormalizeConfig, names: list[str]) -> str | 
     if wanted in ("auto", ""):
         return names[0] if names else None
     if wanted not in names:
-        raise ModelLoadError(f"formalize.default_adapter {wanted!r} is not a loaded adapter "
-                             f"({', '.join(names) or 'none loaded'})")
+        raise ModelLoadError(
+            f"formalize.default_adapter {wanted!r} is not a loaded adapter "
+            f"({', '.join(names) or 'none loaded'})"
+        )
     return wanted
 
 
@@ -277,7 +314,10 @@ def load(config: FormalizeConfig) -> LoadedModel:
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     model, dev = load_base_model(
-        config.model_dir, device=config.device, quantize=config.quantize, compute_dtype=config.compute_dtype,
+        config.model_dir,
+        device=config.device,
+        quantize=config.quantize,
+        compute_dtype=config.compute_dtype,
         convert_dir=config.convert_dir or None,
     )
     n4 = count_quantized(model) if config.quantize else 0
@@ -292,13 +332,17 @@ def load(config: FormalizeConfig) -> LoadedModel:
         except GroupedDispatchError as exc:
             raise ModelLoadError(f"grouped expert dispatch: {exc}") from exc
     elif adapters:
-        raise ModelLoadError("adapters per request need grouped dispatch (formalize.grouped_dispatch = true)")
+        raise ModelLoadError(
+            "adapters per request need grouped dispatch (formalize.grouped_dispatch = true)"
+        )
     tokenizer = load_tokenizer(config.tokenizer_dir or config.model_dir)
     info: dict[str, Any] = {
         "load_s": round(time.perf_counter() - t0, 3),
         "device": str(dev),
         "linear4bit_modules": n4,
-        "footprint_bytes": int(model.get_memory_footprint()) if hasattr(model, "get_memory_footprint") else None,
+        "footprint_bytes": int(model.get_memory_footprint())
+        if hasattr(model, "get_memory_footprint")
+        else None,
         "expert_adapter_modules": len(expert_adapter_modules(model)) if adapters else 0,
         "grouped_dispatch_layers": banked,
         "adapters": adapters,
@@ -307,5 +351,12 @@ def load(config: FormalizeConfig) -> LoadedModel:
     if dev.type == "cuda":
         info["peak_vram_bytes"] = int(torch.cuda.max_memory_allocated(dev))
     log.info("formalize model loaded: %s", info)
-    return LoadedModel(model=model, tokenizer=tokenizer, device=dev, quantized=config.quantize,
-                       adapters=adapters, info=info, default_adapter=default_adapter)
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=dev,
+        quantized=config.quantize,
+        adapters=adapters,
+        info=info,
+        default_adapter=default_adapter,
+    )

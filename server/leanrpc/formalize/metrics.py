@@ -51,7 +51,9 @@ def canonical(statement: str) -> str:
 
 
 def faithfulness(statement: str, reference: str) -> float:
-    return difflib.SequenceMatcher(None, canonical(statement), canonical(reference), autojunk=False).ratio()
+    return difflib.SequenceMatcher(
+        None, canonical(statement), canonical(reference), autojunk=False
+    ).ratio()
 
 
 @dataclasses.dataclass
@@ -75,7 +77,9 @@ class RunRecord:
         return ""
 
 
-def summarize(runs: Iterable[RunRecord], references: dict[str, str], *, samples: int, k_max: int = 5) -> dict[str, Any]:
+def summarize(
+    runs: Iterable[RunRecord], references: dict[str, str], *, samples: int, k_max: int = 5
+) -> dict[str, Any]:
     by_problem: dict[str, list[RunRecord]] = collections.defaultdict(list)
     all_cands: list[Candidate] = []
     for r in runs:
@@ -86,12 +90,21 @@ def summarize(runs: Iterable[RunRecord], references: dict[str, str], *, samples:
 
     compile_at = {}
     for k in range(1, k_max + 1):
-        compile_at[f"compile@{k}"] = sum(r.solved and r.outcome.iterations <= k for r in first_runs.values()) / n
+        compile_at[f"compile@{k}"] = (
+            sum(r.solved and r.outcome.iterations <= k for r in first_runs.values()) / n
+        )
     pass_n = sum(any(r.solved for r in rs) for rs in by_problem.values()) / n
 
-    solved_first = [min((r for r in rs if r.solved), key=lambda r: r.sample)
-                    for rs in by_problem.values() if any(r.solved for r in rs)]
-    mean_iters = (sum(r.outcome.iterations for r in solved_first) / len(solved_first)) if solved_first else None
+    solved_first = [
+        min((r for r in rs if r.solved), key=lambda r: r.sample)
+        for rs in by_problem.values()
+        if any(r.solved for r in rs)
+    ]
+    mean_iters = (
+        (sum(r.outcome.iterations for r in solved_first) / len(solved_first))
+        if solved_first
+        else None
+    )
     faith = [faithfulness(r.outcome.lean_statement, references[r.problem]) for r in solved_first]
     faith_all = []
     for p, r in first_runs.items():
@@ -110,7 +123,9 @@ def summarize(runs: Iterable[RunRecord], references: dict[str, str], *, samples:
         "problems": len(by_problem),
         "samples": samples,
         "candidates": len(all_cands),
-        "well_formed": (sum(c.well_formed.ok for c in all_cands) / len(all_cands)) if all_cands else 0.0,
+        "well_formed": (sum(c.well_formed.ok for c in all_cands) / len(all_cands))
+        if all_cands
+        else 0.0,
         "well_formed_first": (sum(c.well_formed.ok for c in first) / len(first)) if first else 0.0,
         **compile_at,
         f"pass@{samples}": pass_n,

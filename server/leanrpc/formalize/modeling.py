@@ -24,7 +24,10 @@ import torch
 from torch import nn
 from transformers.activations import ACT2FN
 from transformers.initialization import no_init_weights
-from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeForCausalLM, Qwen3MoeSparseMoeBlock
+from transformers.models.qwen3_moe.modeling_qwen3_moe import (
+    Qwen3MoeForCausalLM,
+    Qwen3MoeSparseMoeBlock,
+)
 
 # PEFT >= 0.18 rewrites LoRA targets to the fused parameter names for any model
 # whose config.model_type has a transformers conversion entry (qwen3_moe does).
@@ -78,8 +81,12 @@ class Qwen3MoeUnfusedExperts(nn.ModuleList):
     ) -> torch.Tensor:
         if self.bank is not None:
             rows = self.row_adapters
-            if rows is None:  # no per-row selection: PEFT's active adapter, as the per-expert path does
-                token_adapter = self.bank.active_adapter_index(self[0].gate_proj, hidden_states.shape[0])
+            if (
+                rows is None
+            ):  # no per-row selection: PEFT's active adapter, as the per-expert path does
+                token_adapter = self.bank.active_adapter_index(
+                    self[0].gate_proj, hidden_states.shape[0]
+                )
             else:
                 token_adapter = rows.repeat_interleave(hidden_states.shape[0] // rows.shape[0])
             return self.bank(hidden_states, top_k_index, top_k_weights, token_adapter)
@@ -109,7 +116,9 @@ def unfuse_sparse_blocks(model: nn.Module, config) -> int:
     """
     n = 0
     for module in model.modules():
-        if isinstance(module, Qwen3MoeSparseMoeBlock) and not isinstance(module.experts, Qwen3MoeUnfusedExperts):
+        if isinstance(module, Qwen3MoeSparseMoeBlock) and not isinstance(
+            module.experts, Qwen3MoeUnfusedExperts
+        ):
             module.experts = Qwen3MoeUnfusedExperts(config)
             n += 1
     return n

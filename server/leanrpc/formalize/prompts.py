@@ -30,15 +30,24 @@ def task_message(informal: str, header: str, retrieved: Sequence[tuple[str, str,
     ]
     if retrieved:
         parts.append("Mathlib declarations that may be relevant:")
-        parts.append("\n".join(f"- `{name}` ({kind.split('(')[0]}, {module})" for name, kind, module in retrieved))
+        parts.append(
+            "\n".join(
+                f"- `{name}` ({kind.split('(')[0]}, {module})" for name, kind, module in retrieved
+            )
+        )
     parts.append("Informal statement:")
     parts.append(informal.strip())
     parts.append("Write the Lean 4 theorem statement, ending in `:= by sorry`.")
     return "\n\n".join(parts)
 
 
-def feedback_message(*, errors: str = "", not_well_formed: str = "", suggestions: dict[str, list[str]] | None = None,
-                     truncated: bool = False) -> str:
+def feedback_message(
+    *,
+    errors: str = "",
+    not_well_formed: str = "",
+    suggestions: dict[str, list[str]] | None = None,
+    truncated: bool = False,
+) -> str:
     parts = []
     if not_well_formed:
         parts.append(f"That is not a well-formed statement: {not_well_formed}.")
@@ -48,22 +57,35 @@ def feedback_message(*, errors: str = "", not_well_formed: str = "", suggestions
         parts.append("Lean reports these errors:")
         parts.append(f"```\n{errors}\n```")
     if suggestions:
-        lines = [f"- `{name}`: did you mean " + ", ".join(f"`{c}`" for c in cands) + "?"
-                 for name, cands in suggestions.items() if cands]
+        lines = [
+            f"- `{name}`: did you mean " + ", ".join(f"`{c}`" for c in cands) + "?"
+            for name, cands in suggestions.items()
+            if cands
+        ]
         unknown = [name for name, cands in suggestions.items() if not cands]
         if lines:
             parts.append("Unknown names, with similar Mathlib declarations:")
             parts.append("\n".join(lines))
         if unknown:
-            parts.append("No similar Mathlib name was found for: " + ", ".join(f"`{n}`" for n in unknown) + ".")
-    parts.append("Fix the statement without changing its meaning. Reply with the corrected theorem only, "
-                 "ending in `:= by sorry`.")
+            parts.append(
+                "No similar Mathlib name was found for: "
+                + ", ".join(f"`{n}`" for n in unknown)
+                + "."
+            )
+    parts.append(
+        "Fix the statement without changing its meaning. Reply with the corrected theorem only, "
+        "ending in `:= by sorry`."
+    )
     return "\n\n".join(parts)
 
 
-def build_messages(task: str, last_attempt: str | None = None, feedback: str | None = None) -> list[dict[str, str]]:
+def build_messages(
+    task: str, last_attempt: str | None = None, feedback: str | None = None
+) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     if last_attempt is not None and feedback is not None:
-        messages.append({"role": "assistant", "content": f"{ASSISTANT_PREFIX}{last_attempt.strip()}\n```"})
+        messages.append(
+            {"role": "assistant", "content": f"{ASSISTANT_PREFIX}{last_attempt.strip()}\n```"}
+        )
         messages.append({"role": "user", "content": feedback})
     return messages

@@ -56,9 +56,16 @@ class Formalizer:
         adapters: the loaded adapters a request may name; default_adapter: the one it gets otherwise.
     """
 
-    def __init__(self, generator: ChatGenerator, verify: Verify, config: FormalizeConfig,
-                 names: MathlibNames | None = None, *, adapters: Sequence[str] = (),
-                 default_adapter: str | None = None) -> None:
+    def __init__(
+        self,
+        generator: ChatGenerator,
+        verify: Verify,
+        config: FormalizeConfig,
+        names: MathlibNames | None = None,
+        *,
+        adapters: Sequence[str] = (),
+        default_adapter: str | None = None,
+    ) -> None:
         self.generator = generator
         self.adapters = list(adapters)
         self.default_adapter = default_adapter
@@ -79,7 +86,9 @@ class Formalizer:
         if requested == "none":
             return None
         if requested not in self.adapters:
-            raise RequestError(f"unknown adapter {requested!r}; loaded: {', '.join(self.adapters) or 'none'}")
+            raise RequestError(
+                f"unknown adapter {requested!r}; loaded: {', '.join(self.adapters) or 'none'}"
+            )
         return requested
 
     def resolve(self, request: FormalizeRequest) -> ResolvedRequest:
@@ -89,13 +98,17 @@ class Formalizer:
             raise RequestError("informal_statement is empty")
         iters = request.max_iterations or cfg.default_max_iterations
         if iters > cfg.max_iterations_limit:
-            raise RequestError(f"max_iterations {iters} exceeds the server limit {cfg.max_iterations_limit}")
+            raise RequestError(
+                f"max_iterations {iters} exceeds the server limit {cfg.max_iterations_limit}"
+            )
         s = request.sampling
         if s.temperature < 0 or s.top_p < 0 or s.top_p > 1:
             raise RequestError("sampling: temperature must be >= 0 and top_p in [0, 1]")
         max_new = s.max_new_tokens or cfg.max_new_tokens
         if max_new > cfg.max_new_tokens:
-            raise RequestError(f"sampling.max_new_tokens {max_new} exceeds the server limit {cfg.max_new_tokens}")
+            raise RequestError(
+                f"sampling.max_new_tokens {max_new} exceeds the server limit {cfg.max_new_tokens}"
+            )
         params = SamplingParams(
             adapter=self.adapter_for(request.adapter),
             temperature=s.temperature,
@@ -117,8 +130,14 @@ class Formalizer:
         if request.budget_s:
             budget = min(request.budget_s, budget) if budget else request.budget_s
         header = request.header if request.header.strip() else cfg.default_header
-        return ResolvedRequest(header=header, max_iterations=iters, params=params,
-                               retrieval=request.retrieval or cfg.retrieval_default, candidates=k, budget_s=budget)
+        return ResolvedRequest(
+            header=header,
+            max_iterations=iters,
+            params=params,
+            retrieval=request.retrieval or cfg.retrieval_default,
+            candidates=k,
+            budget_s=budget,
+        )
 
     async def names(self) -> MathlibNames | None:
         """The name index, loaded in a thread on first use; None if unavailable."""
@@ -128,10 +147,15 @@ class Formalizer:
             if self._names is None and not self._names_failed:
                 if not self.config.names_available():
                     self._names_failed = True
-                    log.warning("Mathlib names file %r not found; retrieval is off", self.config.mathlib_names_path)
+                    log.warning(
+                        "Mathlib names file %r not found; retrieval is off",
+                        self.config.mathlib_names_path,
+                    )
                 else:
                     try:
-                        self._names = await asyncio.to_thread(load_names, self.config.mathlib_names_path)
+                        self._names = await asyncio.to_thread(
+                            load_names, self.config.mathlib_names_path
+                        )
                     except Exception:
                         log.exception("loading Mathlib names failed; retrieval is off")
                         self._names_failed = True
@@ -154,6 +178,6 @@ class Formalizer:
         if names is None:
             return {}
         k = self.config.did_you_mean_k
-        return await asyncio.to_thread(lambda: {n: names.did_you_mean(n, k) for n in unknown[:MAX_UNKNOWN_NAMES]})
-
-
+        return await asyncio.to_thread(
+            lambda: {n: names.did_you_mean(n, k) for n in unknown[:MAX_UNKNOWN_NAMES]}
+        )

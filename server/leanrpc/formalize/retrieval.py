@@ -34,25 +34,95 @@ _WORD = re.compile(r"[A-Za-z]+")
 
 # Informal/LaTeX words -> Mathlib name words.
 _SYNONYMS = {
-    "integer": ["int"], "integers": ["int"], "natural": ["nat"], "naturals": ["nat"],
-    "rational": ["rat"], "rationals": ["rat"], "complex": ["complex"], "real": ["real"], "reals": ["real"],
-    "divides": ["dvd"], "divisible": ["dvd"], "divisor": ["divisor", "dvd"], "divisors": ["divisors"],
-    "gcd": ["gcd"], "lcm": ["lcm"], "greatest": ["gcd"], "modulo": ["mod", "modeq"], "congruent": ["modeq"],
-    "remainder": ["mod"], "square": ["sq", "pow"], "root": ["sqrt", "root"], "sqrt": ["sqrt"],
-    "logarithm": ["log"], "log": ["log"], "ln": ["log"], "exponential": ["exp"], "exp": ["exp"],
-    "sum": ["sum"], "product": ["prod"], "prod": ["prod"], "absolute": ["abs"], "factorial": ["factorial"],
-    "binomial": ["choose"], "choose": ["choose"], "derivative": ["deriv"], "differentiable": ["differentiable"],
-    "integral": ["integral"], "continuous": ["continuous"], "limit": ["tendsto", "lim"], "converges": ["tendsto"],
-    "sequence": ["seq", "tendsto"], "polynomial": ["polynomial"], "degree": ["degree"], "prime": ["prime"],
-    "primes": ["prime"], "odd": ["odd"], "even": ["even"], "floor": ["floor"], "ceiling": ["ceil"],
-    "sin": ["sin"], "cos": ["cos"], "tan": ["tan"], "pi": ["pi"], "group": ["group"], "subgroup": ["subgroup"],
-    "normal": ["normal"], "abelian": ["comm"], "commutative": ["comm"], "ring": ["ring"], "field": ["field"],
-    "ideal": ["ideal"], "matrix": ["matrix"], "determinant": ["det"], "vector": ["module"], "space": ["space"],
-    "order": ["order", "orderof"], "finite": ["finite", "fintype"], "cardinality": ["card"], "set": ["set"],
-    "mathbb": [], "frac": ["div"], "cdot": ["mul"], "le": ["le"], "leq": ["le"], "geq": ["le"], "lt": ["lt"],
-    "infinitely": ["infinite"], "infinite": ["infinite"], "bijective": ["bijective"], "injective": ["injective"],
-    "surjective": ["surjective"], "homomorphism": ["hom"], "isomorphic": ["equiv", "iso"], "compact": ["compact"],
-    "open": ["open"], "closed": ["closed"], "metric": ["metric"], "norm": ["norm"], "inner": ["inner"],
+    "integer": ["int"],
+    "integers": ["int"],
+    "natural": ["nat"],
+    "naturals": ["nat"],
+    "rational": ["rat"],
+    "rationals": ["rat"],
+    "complex": ["complex"],
+    "real": ["real"],
+    "reals": ["real"],
+    "divides": ["dvd"],
+    "divisible": ["dvd"],
+    "divisor": ["divisor", "dvd"],
+    "divisors": ["divisors"],
+    "gcd": ["gcd"],
+    "lcm": ["lcm"],
+    "greatest": ["gcd"],
+    "modulo": ["mod", "modeq"],
+    "congruent": ["modeq"],
+    "remainder": ["mod"],
+    "square": ["sq", "pow"],
+    "root": ["sqrt", "root"],
+    "sqrt": ["sqrt"],
+    "logarithm": ["log"],
+    "log": ["log"],
+    "ln": ["log"],
+    "exponential": ["exp"],
+    "exp": ["exp"],
+    "sum": ["sum"],
+    "product": ["prod"],
+    "prod": ["prod"],
+    "absolute": ["abs"],
+    "factorial": ["factorial"],
+    "binomial": ["choose"],
+    "choose": ["choose"],
+    "derivative": ["deriv"],
+    "differentiable": ["differentiable"],
+    "integral": ["integral"],
+    "continuous": ["continuous"],
+    "limit": ["tendsto", "lim"],
+    "converges": ["tendsto"],
+    "sequence": ["seq", "tendsto"],
+    "polynomial": ["polynomial"],
+    "degree": ["degree"],
+    "prime": ["prime"],
+    "primes": ["prime"],
+    "odd": ["odd"],
+    "even": ["even"],
+    "floor": ["floor"],
+    "ceiling": ["ceil"],
+    "sin": ["sin"],
+    "cos": ["cos"],
+    "tan": ["tan"],
+    "pi": ["pi"],
+    "group": ["group"],
+    "subgroup": ["subgroup"],
+    "normal": ["normal"],
+    "abelian": ["comm"],
+    "commutative": ["comm"],
+    "ring": ["ring"],
+    "field": ["field"],
+    "ideal": ["ideal"],
+    "matrix": ["matrix"],
+    "determinant": ["det"],
+    "vector": ["module"],
+    "space": ["space"],
+    "order": ["order", "orderof"],
+    "finite": ["finite", "fintype"],
+    "cardinality": ["card"],
+    "set": ["set"],
+    "mathbb": [],
+    "frac": ["div"],
+    "cdot": ["mul"],
+    "le": ["le"],
+    "leq": ["le"],
+    "geq": ["le"],
+    "lt": ["lt"],
+    "infinitely": ["infinite"],
+    "infinite": ["infinite"],
+    "bijective": ["bijective"],
+    "injective": ["injective"],
+    "surjective": ["surjective"],
+    "homomorphism": ["hom"],
+    "isomorphic": ["equiv", "iso"],
+    "compact": ["compact"],
+    "open": ["open"],
+    "closed": ["closed"],
+    "metric": ["metric"],
+    "norm": ["norm"],
+    "inner": ["inner"],
 }
 _BLACKBOARD = {"R": "real", "Z": "int", "N": "nat", "Q": "rat", "C": "complex"}
 _STOP = frozenset(
@@ -122,7 +192,9 @@ class MathlibNames:
             with open(path, encoding="utf-8") as f:
                 header = f.readline().rstrip("\n").split("\t")
                 if header[:3] != ["name", "kind", "module"]:
-                    raise ValueError(f"{path}: expected a name/kind/module TSV header, got {header}")
+                    raise ValueError(
+                        f"{path}: expected a name/kind/module TSV header, got {header}"
+                    )
                 for line in f:
                     parts = line.rstrip("\n").split("\t")
                     if len(parts) >= 3 and parts[0]:
@@ -188,7 +260,9 @@ class MathlibNames:
             return []
         with self._bm25_lock:
             if self._bm25 is None:
-                self._bm25 = _BM25([name_words(n) + _module_words(m) for n, m in zip(self.names, self.modules)])
+                self._bm25 = _BM25(
+                    [name_words(n) + _module_words(m) for n, m in zip(self.names, self.modules)]
+                )
         scores = self._bm25.scores(query_words(text))
         if scores is None:
             return []
@@ -239,9 +313,13 @@ class _BM25:
                 ids.append(i)
                 tfs.append(tf)
         self.n = len(docs)
-        self.norm = k1 * (1 - b + b * lengths / max(1.0, float(lengths.mean()) if len(docs) else 1.0))
-        self.postings = {w: (np.asarray(ids, dtype=np.int32), np.asarray(tfs, dtype=np.float32))
-                         for w, (ids, tfs) in postings.items()}
+        self.norm = k1 * (
+            1 - b + b * lengths / max(1.0, float(lengths.mean()) if len(docs) else 1.0)
+        )
+        self.postings = {
+            w: (np.asarray(ids, dtype=np.int32), np.asarray(tfs, dtype=np.float32))
+            for w, (ids, tfs) in postings.items()
+        }
 
     def scores(self, words: list[str]) -> "np.ndarray | None":
         import numpy as np

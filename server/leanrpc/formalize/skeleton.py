@@ -24,12 +24,28 @@ def qwen3_coder_30b_a3b_config(**overrides):
     from transformers import Qwen3MoeConfig
 
     values = dict(
-        vocab_size=151936, hidden_size=2048, intermediate_size=5472, moe_intermediate_size=768,
-        num_hidden_layers=48, num_attention_heads=32, num_key_value_heads=4, head_dim=128,
-        num_experts=128, num_experts_per_tok=8, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
-        max_position_embeddings=262144, rope_parameters={"rope_type": "default", "rope_theta": 10_000_000.0},
-        rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, router_aux_loss_coef=0.0,
-        bos_token_id=None, eos_token_id=151645, pad_token_id=151643,
+        vocab_size=151936,
+        hidden_size=2048,
+        intermediate_size=5472,
+        moe_intermediate_size=768,
+        num_hidden_layers=48,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        num_experts=128,
+        num_experts_per_tok=8,
+        norm_topk_prob=True,
+        decoder_sparse_step=1,
+        mlp_only_layers=[],
+        max_position_embeddings=262144,
+        rope_parameters={"rope_type": "default", "rope_theta": 10_000_000.0},
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        router_aux_loss_coef=0.0,
+        bos_token_id=None,
+        eos_token_id=151645,
+        pad_token_id=151643,
     )
     values.update(overrides)
     return Qwen3MoeConfig(**values)
@@ -38,16 +54,35 @@ def qwen3_coder_30b_a3b_config(**overrides):
 def _nf4_linear(in_features: int, out_features: int, weight: torch.Tensor, device, compute_dtype):
     import bitsandbytes as bnb
 
-    layer = bnb.nn.Linear4bit(in_features, out_features, bias=False, compute_dtype=compute_dtype,
-                              compress_statistics=True, quant_type="nf4", device="meta")
-    layer.weight = bnb.nn.Params4bit(weight.to(device=device, dtype=compute_dtype), requires_grad=False,
-                                     compress_statistics=True, quant_type="nf4", module=layer).to(device)
+    layer = bnb.nn.Linear4bit(
+        in_features,
+        out_features,
+        bias=False,
+        compute_dtype=compute_dtype,
+        compress_statistics=True,
+        quant_type="nf4",
+        device="meta",
+    )
+    layer.weight = bnb.nn.Params4bit(
+        weight.to(device=device, dtype=compute_dtype),
+        requires_grad=False,
+        compress_statistics=True,
+        quant_type="nf4",
+        module=layer,
+    ).to(device)
     return layer
 
 
 @torch.no_grad()
-def quantize_linears_nf4(model: nn.Module, *, device, compute_dtype=torch.bfloat16, skip=("lm_head",),
-                         init_std: float | None = None, seed: int = 0) -> int:
+def quantize_linears_nf4(
+    model: nn.Module,
+    *,
+    device,
+    compute_dtype=torch.bfloat16,
+    skip=("lm_head",),
+    init_std: float | None = None,
+    seed: int = 0,
+) -> int:
     """Replaces every nn.Linear (but `skip`) by an NF4 Linear4bit on `device`; returns the count.
 
     A weight on `meta` gets random values N(0, init_std) generated on `device`.
@@ -63,14 +98,22 @@ def quantize_linears_nf4(model: nn.Module, *, device, compute_dtype=torch.bfloat
                 raise ValueError(f"{full} has a bias; not supported")
             w = child.weight
             if w.is_meta:
-                w = torch.empty(w.shape, device=device, dtype=compute_dtype).normal_(0, init_std or 0.02, generator=gen)
-            setattr(parent, child_name, _nf4_linear(child.in_features, child.out_features, w, device, compute_dtype))
+                w = torch.empty(w.shape, device=device, dtype=compute_dtype).normal_(
+                    0, init_std or 0.02, generator=gen
+                )
+            setattr(
+                parent,
+                child_name,
+                _nf4_linear(child.in_features, child.out_features, w, device, compute_dtype),
+            )
             n += 1
     return n
 
 
 @torch.no_grad()
-def materialize_rest(model: nn.Module, *, device, dtype=torch.bfloat16, init_std: float = 0.02, seed: int = 1) -> None:
+def materialize_rest(
+    model: nn.Module, *, device, dtype=torch.bfloat16, init_std: float = 0.02, seed: int = 1
+) -> None:
     """Gives every remaining `meta` parameter a value on `device` (norms 1, others N(0, std)) and rebuilds rotary buffers."""
     from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeRotaryEmbedding
 

@@ -68,7 +68,9 @@ def tiny_config(spec: TinySpec = TinySpec()):
     )
 
 
-def build_tiny_checkpoint(directory: str | pathlib.Path, spec: TinySpec = TinySpec(), *, tokenizer: bool = True):
+def build_tiny_checkpoint(
+    directory: str | pathlib.Path, spec: TinySpec = TinySpec(), *, tokenizer: bool = True
+):
     """Writes config.json, model.safetensors (hub layout), generation_config.json and the tokenizer.
 
     Returns the directory as a Path. Deterministic for a given spec (seeded).

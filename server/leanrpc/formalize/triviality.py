@@ -39,10 +39,16 @@ def probes(candidate: str) -> list[tuple[str, str]]:
     if parts is None:
         return []
     head, binders, goal = parts
-    out = [(f"`by {CLOSES}` proves it", f"{head} {binders} : {goal} := by {CLOSES}".replace("  ", " "))]
+    out = [
+        (f"`by {CLOSES}` proves it", f"{head} {binders} : {goal} := by {CLOSES}".replace("  ", " "))
+    ]
     if binders:
-        out.append((f"its hypotheses are contradictory (`by {REFUTES}` proves False)",
-                    f"example {binders} : False := by {REFUTES}"))
+        out.append(
+            (
+                f"its hypotheses are contradictory (`by {REFUTES}` proves False)",
+                f"example {binders} : False := by {REFUTES}",
+            )
+        )
     return out
 
 

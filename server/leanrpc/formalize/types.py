@@ -37,7 +37,9 @@ class FormalizeRequest:
     stream_tokens: bool = False
     retrieval: bool = False  # System B: prepend top-k Mathlib declarations
     candidates: int = 0  # per round, sampled in one batch; 0 = the server default
-    adapter: str = ""  # "" = the server default, "none" = the base model, else a loaded adapter's name
+    adapter: str = (
+        ""  # "" = the server default, "none" = the base model, else a loaded adapter's name
+    )
     budget_s: float = 0.0  # wall-clock budget of the job; 0 = the server default (never above it)
 
 

@@ -53,13 +53,13 @@ def extract_candidate(text: str) -> str:
     m = _DECL_START.search(body)
     if m is None:
         return body.strip()
-    rest = body[m.start():].split("```")[0]  # an unmatched closing fence
+    rest = body[m.start() :].split("```")[0]  # an unmatched closing fence
     nxt = _NEXT_COMMAND.search(rest, 1)
     if nxt is not None:
         rest = rest[: nxt.start()]
     rest = rest.strip()
     if rest.startswith("lemma"):
-        rest = "theorem" + rest[len("lemma"):]
+        rest = "theorem" + rest[len("lemma") :]
     # Term-mode `:= sorry` states the same thing; spell it the way the check wants.
     return _TERM_SORRY.sub(lambda m: ":= by" + (m.group(1) or " ") + "sorry", rest)
 
@@ -125,7 +125,12 @@ def _signature_problem(code: str) -> str:
     for i, c in _top_level(stripped):
         if c == ":" and stripped.startswith(":=", i):
             assign = i  # the last top-level `:=` separates the proof
-        elif c == ":" and colon < 0 and not stripped.startswith("::", i) and (i == 0 or stripped[i - 1] != ":"):
+        elif (
+            c == ":"
+            and colon < 0
+            and not stripped.startswith("::", i)
+            and (i == 0 or stripped[i - 1] != ":")
+        ):
             colon = i
     if assign < 0:
         return "no top-level `:=`"
@@ -163,8 +168,12 @@ def canonical_form(candidate: str) -> str:
     blanked = _strip_comments_and_strings(code)  # strings blanked: whitespace inside them is kept
     out, i = [], 0
     for m in re.finditer(r"\s+", blanked):
-        out.append(code[i:m.start()])
-        out.append(code[m.start():m.end()] if blanked[m.start():m.end()] != code[m.start():m.end()] else " ")
+        out.append(code[i : m.start()])
+        out.append(
+            code[m.start() : m.end()]
+            if blanked[m.start() : m.end()] != code[m.start() : m.end()]
+            else " "
+        )
         i = m.end()
     out.append(code[i:])
     return "".join(out).strip()
@@ -201,11 +210,16 @@ def signature_parts(candidate: str) -> tuple[str, str, str] | None:
     for i, c in _top_level(blanked):
         if c == ":" and blanked.startswith(":=", i):
             assign = i
-        elif c == ":" and colon < 0 and not blanked.startswith("::", i) and (i == 0 or blanked[i - 1] != ":"):
+        elif (
+            c == ":"
+            and colon < 0
+            and not blanked.startswith("::", i)
+            and (i == 0 or blanked[i - 1] != ":")
+        ):
             colon = i
     if colon < m.end() or assign < colon:
         return None
-    return code[: m.end()], code[m.end(): colon].strip(), code[colon + 1: assign].strip()
+    return code[: m.end()], code[m.end() : colon].strip(), code[colon + 1 : assign].strip()
 
 
 def theorem_name(candidate: str) -> str:

@@ -118,7 +118,9 @@ def decode_check(body: bytes) -> CheckRequest:
             try:
                 screened_reference(snippet.reference)
             except RequestError as exc:
-                raise _invalid("value_error", ["snippets", index, "reference"], f"Value error, {exc.message}") from None
+                raise _invalid(
+                    "value_error", ["snippets", index, "reference"], f"Value error, {exc.message}"
+                ) from None
     return request
 
 
@@ -126,8 +128,11 @@ def decode_verify(body: bytes) -> VerifyRequestBody:
     request = _decode(body, VerifyRequestBody)
     for index, code in enumerate(request.codes):
         if code.proof is None and code.code is None:
-            raise _invalid("value_error", ["codes", index],
-                           f"Value error, snippet {code.custom_id!r} has no proof/code content")
+            raise _invalid(
+                "value_error",
+                ["codes", index],
+                f"Value error, snippet {code.custom_id!r} has no proof/code content",
+            )
     return request
 
 
@@ -136,20 +141,30 @@ def check_items(request: CheckRequest) -> list[tuple[str, str, str]]:
 
 
 def verify_items(request: VerifyRequestBody) -> list[tuple[str, str, str]]:
-    return [(str(c.custom_id), c.proof if c.proof is not None else c.code, "") for c in request.codes]
+    return [
+        (str(c.custom_id), c.proof if c.proof is not None else c.code, "") for c in request.codes
+    ]
 
 
 def check_options(request: CheckRequest) -> VerifyOptions:
     # Kimina's timeout 0 means "no time at all"; leanrpc's 0 means the server default.
-    return VerifyOptions(timeout_s=float(request.timeout), infotree=request.infotree, reuse=request.reuse,
-                         check_axioms=request.check_axioms)
+    return VerifyOptions(
+        timeout_s=float(request.timeout),
+        infotree=request.infotree,
+        reuse=request.reuse,
+        check_axioms=request.check_axioms,
+    )
 
 
 def verify_options(request: VerifyRequestBody) -> VerifyOptions:
     # disable_cache: neither the REPL's header reuse nor leanrpc's result cache.
-    return VerifyOptions(timeout_s=float(request.timeout), infotree=request.infotree_type,
-                         reuse=not request.disable_cache, cache=not request.disable_cache,
-                         check_axioms=request.check_axioms)
+    return VerifyOptions(
+        timeout_s=float(request.timeout),
+        infotree=request.infotree_type,
+        reuse=not request.disable_cache,
+        cache=not request.disable_cache,
+        check_axioms=request.check_axioms,
+    )
 
 
 # ---- rendering -------------------------------------------------------------
@@ -189,12 +204,23 @@ def extension(result: VerifyResult) -> dict:
     t, reuse = result.timings, result.reuse
     out: dict[str, Any] = {
         "status": result.status.name,
-        "timings": {"queue_s": t.queue_s, "header_s": t.header_s, "body_s": t.body_s,
-                    "total_s": t.total_s, "boot_s": t.boot_s},
-        "reuse": {"warm_header": reuse.warm_header, "reused_prefix_chars": reuse.reused_prefix_chars,
-                  "worker": reuse.worker, "attempts": reuse.attempts},
+        "timings": {
+            "queue_s": t.queue_s,
+            "header_s": t.header_s,
+            "body_s": t.body_s,
+            "total_s": t.total_s,
+            "boot_s": t.boot_s,
+        },
+        "reuse": {
+            "warm_header": reuse.warm_header,
+            "reused_prefix_chars": reuse.reused_prefix_chars,
+            "worker": reuse.worker,
+            "attempts": reuse.attempts,
+        },
     }
-    if reuse.cache_source:  # answered by leanrpc's result cache: "memory", "disk", "redis", "in-flight"
+    if (
+        reuse.cache_source
+    ):  # answered by leanrpc's result cache: "memory", "disk", "redis", "in-flight"
         out["reuse"]["cache_source"] = reuse.cache_source
         out["reuse"]["original_run"] = reuse.original_run
     if result.error:
@@ -203,17 +229,35 @@ def extension(result: VerifyResult) -> dict:
         out["axioms"] = list(result.axioms)
     if result.reference is not None:
         r = result.reference
-        out["reference"] = {"passed": r.passed, "reason": r.reason.name if r.reason else "",
-                            "declaration": r.declaration, "detail": r.detail, "declarations": list(r.declarations)}
+        out["reference"] = {
+            "passed": r.passed,
+            "reason": r.reason.name if r.reason else "",
+            "declaration": r.declaration,
+            "detail": r.detail,
+            "declarations": list(r.declarations),
+        }
     if result.judge is not None:
-        out["judge"] = {"level": result.judge.level.name, "judge": result.judge.judge, "detail": result.judge.detail}
+        out["judge"] = {
+            "level": result.judge.level.name,
+            "judge": result.judge.judge,
+            "detail": result.judge.detail,
+        }
     checks = checks_of(result, STANDARD_AXIOMS)
-    out["checks"] = {"policy": checks.policy, "axioms": checks.axioms.name, "statement": checks.statement.name,
-                     "judge": checks.judge.name}
+    out["checks"] = {
+        "policy": checks.policy,
+        "axioms": checks.axioms.name,
+        "statement": checks.statement.name,
+        "judge": checks.judge.name,
+    }
     if result.verifier is not None:
         v = result.verifier
-        out["verifier"] = {"kind": v.kind, "lean_version": v.lean_version, "repl_revision": v.repl_revision,
-                           "project_revision": v.project_revision, "description": v.description}
+        out["verifier"] = {
+            "kind": v.kind,
+            "lean_version": v.lean_version,
+            "repl_revision": v.repl_revision,
+            "project_revision": v.project_revision,
+            "description": v.description,
+        }
     return out
 
 
@@ -236,8 +280,13 @@ def command_response(result: VerifyResult, shift: int) -> dict:
     if check is not None and not check.passed and status is Status.INVALID:
         # Lean reported no error, the statement check did: Kimina's analyze()
         # must see one to agree with INVALID.
-        messages.append({"severity": "error", "pos": {"line": 1, "column": 0},
-                         "data": f"leanrpc reference check: {check.reason.name} {check.declaration}: {check.detail}"})
+        messages.append(
+            {
+                "severity": "error",
+                "pos": {"line": 1, "column": 0},
+                "data": f"leanrpc reference check: {check.reason.name} {check.declaration}: {check.detail}",
+            }
+        )
     if status is Status.SORRY and not sorries:
         # A sorry leanrpc saw (warning text, sorryAx) but the REPL listed none.
         at = next((m for m in messages if "sorry" in m["data"]), None)
@@ -284,8 +333,12 @@ def repl_response(result: VerifyResult, *, timeout_s: float, shift: int, debug: 
 
 def refused_response(snippet_id: str, reason: str) -> dict:
     """A snippet leanrpc would not run (empty, too long, queue full): a server error for Kimina."""
-    return {"id": snippet_id, "time": 0.0, "error": reason,
-            EXTENSION_KEY: {"status": Status.REJECTED.name, "error": reason}}
+    return {
+        "id": snippet_id,
+        "time": 0.0,
+        "error": reason,
+        EXTENSION_KEY: {"status": Status.REJECTED.name, "error": reason},
+    }
 
 
 def backward_response(check_result: dict) -> dict:

@@ -24,6 +24,7 @@ from ..edge.identity import CallerIdentity
 
 log = logging.getLogger("leanrpc.requests")
 
+
 class _Outcomes:
     """What one REST request's snippets came to: a count per status, and
     (queue, header, body, total) seconds per snippet."""
@@ -33,7 +34,9 @@ class _Outcomes:
         self.phases: list[tuple[float, float, float, float]] = []
 
 
-_OUTCOMES: contextvars.ContextVar[_Outcomes | None] = contextvars.ContextVar("leanrpc_rest_outcomes", default=None)
+_OUTCOMES: contextvars.ContextVar[_Outcomes | None] = contextvars.ContextVar(
+    "leanrpc_rest_outcomes", default=None
+)
 # Routes whose requests are not worth a line at INFO (probes, the API page).
 _QUIET = {"/health", "/health/", "/", "/openapi.json", "/docs"}
 
@@ -64,7 +67,11 @@ def observe_middleware(metrics, tokens_checked: bool):
         finally:
             _OUTCOMES.reset(reset)
             seconds = time.perf_counter() - started
-            route = request.match_info.route.resource.canonical if request.match_info.route.resource else "unknown"
+            route = (
+                request.match_info.route.resource.canonical
+                if request.match_info.route.resource
+                else "unknown"
+            )
             if metrics is not None:
                 metrics.observe_rest(route, status, seconds, outcomes.counts, outcomes.phases)
             _log_line(request, route, status, seconds, outcomes.counts, tokens_checked)
@@ -72,16 +79,36 @@ def observe_middleware(metrics, tokens_checked: bool):
     return observe
 
 
-def _log_line(request: web.Request, route: str, status: int, seconds: float, counts, tokens_checked: bool) -> None:
+def _log_line(
+    request: web.Request, route: str, status: int, seconds: float, counts, tokens_checked: bool
+) -> None:
     level = logging.DEBUG if route in _QUIET else logging.INFO
     if not log.isEnabledFor(level):
         return
     # The gateway's own rule (edge/identity.py), so both doors name a client alike.
-    who = CallerIdentity(tokens_checked=tokens_checked).of_http(request.headers.get("Authorization"), request.remote)
+    who = CallerIdentity(tokens_checked=tokens_checked).of_http(
+        request.headers.get("Authorization"), request.remote
+    )
     total = sum(counts.values())
     parts = ", ".join(f"{s} {n}" for s, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     what = f"{total} snippet{'s' if total != 1 else ''} ({parts}) " if total else ""
     ms = seconds * 1000
-    log.log(level, "%s %s from %s: %s%d in %.0f ms", request.method, route, who, what, status, ms,
-            extra={"rpc": f"{request.method} {route}", "door": "rest", "client": who, "snippets": total,
-                   "outcomes": dict(counts), "code": status, "ms": round(ms, 1)})
+    log.log(
+        level,
+        "%s %s from %s: %s%d in %.0f ms",
+        request.method,
+        route,
+        who,
+        what,
+        status,
+        ms,
+        extra={
+            "rpc": f"{request.method} {route}",
+            "door": "rest",
+            "client": who,
+            "snippets": total,
+            "outcomes": dict(counts),
+            "code": status,
+            "ms": round(ms, 1),
+        },
+    )

@@ -23,82 +23,190 @@ from aiohttp import web
 from .. import __version__
 from . import kimina
 
-_DETAIL = {"description": "FastAPI's error shape: `detail` is a message or a list of "
-                          "`{type, loc, msg}`", "content": {"application/json": {"schema": {
-                              "$ref": "#/components/schemas/Detail"}}}}
-_RESULTS = {"description": "One result per snippet, in order (Kimina's `ReplResponse`: exactly one of "
-                           "`response` and `error`; leanrpc's verdict under `leanrpc`)",
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Results"}}}}
-_HEALTH = {"description": "", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}}}
+_DETAIL = {
+    "description": "FastAPI's error shape: `detail` is a message or a list of `{type, loc, msg}`",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Detail"}}},
+}
+_RESULTS = {
+    "description": "One result per snippet, in order (Kimina's `ReplResponse`: exactly one of "
+    "`response` and `error`; leanrpc's verdict under `leanrpc`)",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Results"}}},
+}
+_HEALTH = {
+    "description": "",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Health"}}},
+}
 _BATCH_ANSWERS = {
     "200": _RESULTS,
     "401": {**_DETAIL, "description": "Missing or invalid API key (when the server has tokens)"},
     "422": {**_DETAIL, "description": "The body does not match the schema (the location is named)"},
     "429": {**_DETAIL, "description": "Queue full or per-client limit; see Retry-After"},
-    "503": {**_DETAIL, "description": "Not serving (no REPL worker can start); the reason is in detail"},
+    "503": {
+        **_DETAIL,
+        "description": "Not serving (no REPL worker can start); the reason is in detail",
+    },
 }
-_NOT_IMPLEMENTED = {"501": {**_DETAIL, "description": "Not implemented by leanrpc; detail says what to use instead"}}
+_NOT_IMPLEMENTED = {
+    "501": {**_DETAIL, "description": "Not implemented by leanrpc; detail says what to use instead"}
+}
 
 # (path, method, summary, request model or None, answers). Trailing-slash twins
 # (`/api/check/`, `/health/`) are the same operation and listed too.
 OPERATIONS: list[tuple[str, str, str, type | None, dict]] = [
-    ("/api/check", "post", "Check Lean snippets (kimina-ast-server 2.1.3, kimina_client.check)",
-     kimina.CheckRequest, _BATCH_ANSWERS),
+    (
+        "/api/check",
+        "post",
+        "Check Lean snippets (kimina-ast-server 2.1.3, kimina_client.check)",
+        kimina.CheckRequest,
+        _BATCH_ANSWERS,
+    ),
     ("/api/check/", "post", "Same as /api/check", kimina.CheckRequest, _BATCH_ANSWERS),
-    ("/verify", "post", "Older Kimina API: verify `codes` (custom_id, proof or code)",
-     kimina.VerifyRequestBody, _BATCH_ANSWERS),
+    (
+        "/verify",
+        "post",
+        "Older Kimina API: verify `codes` (custom_id, proof or code)",
+        kimina.VerifyRequestBody,
+        _BATCH_ANSWERS,
+    ),
     ("/one_pass_verify_batch", "post", "Same as /verify", kimina.VerifyRequestBody, _BATCH_ANSWERS),
-    ("/health", "get", "Serving status: 200 once a REPL worker is up, 503 with the reason otherwise", None,
-     {"200": {**_HEALTH, "description": "Serving"}, "503": {**_HEALTH, "description": "Not serving: detail says why"}}),
-    ("/health/", "get", "Same as /health", None, {"200": {**_HEALTH, "description": "Serving"},
-                                                   "503": {**_HEALTH, "description": "Not serving"}}),
-    ("/", "get", "Same as /health", None, {"200": {**_HEALTH, "description": "Serving"},
-                                            "503": {**_HEALTH, "description": "Not serving"}}),
-    *((path, method, f"Kimina's {path}: answered 501 (see detail)", None, _NOT_IMPLEMENTED)
-      for path in ("/api/ast", "/api/ast_code") for method in ("post", "get")),
-    ("/openapi.json", "get", "This description", None, {"200": {"description": "OpenAPI 3.1 document"}}),
-    ("/api/openapi.json", "get", "Same as /openapi.json (where Kimina's server has it)", None,
-     {"200": {"description": "OpenAPI 3.1 document"}}),
-    ("/docs", "get", "A page that renders this description and can send requests", None,
-     {"200": {"description": "HTML"}}),
+    (
+        "/health",
+        "get",
+        "Serving status: 200 once a REPL worker is up, 503 with the reason otherwise",
+        None,
+        {
+            "200": {**_HEALTH, "description": "Serving"},
+            "503": {**_HEALTH, "description": "Not serving: detail says why"},
+        },
+    ),
+    (
+        "/health/",
+        "get",
+        "Same as /health",
+        None,
+        {
+            "200": {**_HEALTH, "description": "Serving"},
+            "503": {**_HEALTH, "description": "Not serving"},
+        },
+    ),
+    (
+        "/",
+        "get",
+        "Same as /health",
+        None,
+        {
+            "200": {**_HEALTH, "description": "Serving"},
+            "503": {**_HEALTH, "description": "Not serving"},
+        },
+    ),
+    *(
+        (path, method, f"Kimina's {path}: answered 501 (see detail)", None, _NOT_IMPLEMENTED)
+        for path in ("/api/ast", "/api/ast_code")
+        for method in ("post", "get")
+    ),
+    (
+        "/openapi.json",
+        "get",
+        "This description",
+        None,
+        {"200": {"description": "OpenAPI 3.1 document"}},
+    ),
+    (
+        "/api/openapi.json",
+        "get",
+        "Same as /openapi.json (where Kimina's server has it)",
+        None,
+        {"200": {"description": "OpenAPI 3.1 document"}},
+    ),
+    (
+        "/docs",
+        "get",
+        "A page that renders this description and can send requests",
+        None,
+        {"200": {"description": "HTML"}},
+    ),
 ]
 
 _EXTRA_SCHEMAS = {
     "Detail": {"type": "object", "properties": {"detail": {}}, "required": ["detail"]},
-    "Results": {"type": "object", "required": ["results"], "properties": {"results": {"type": "array", "items": {
-        "type": "object", "required": ["id"], "properties": {
-            "id": {"type": "string"}, "time": {"type": "number"},
-            "response": {"type": "object", "description": "the REPL's answer: messages, sorries, infotree"},
-            "error": {"type": "string", "description": "a server-side failure (timeout, crash, refusal)"},
-            kimina.EXTENSION_KEY: {"type": "object", "description": "leanrpc's verdict (status: VALID, INVALID, "
-                                   "SORRY, TIMEOUT, CRASH, OUT_OF_MEMORY, REJECTED, CANCELLED), timings, verifier"},
-        }}}}},
-    "Health": {"type": "object", "required": ["status"], "properties": {
-        "status": {"enum": ["ok", "unavailable"]}, "detail": {"type": "string"},
-        kimina.EXTENSION_KEY: {"type": "object"}}},
+    "Results": {
+        "type": "object",
+        "required": ["results"],
+        "properties": {
+            "results": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "time": {"type": "number"},
+                        "response": {
+                            "type": "object",
+                            "description": "the REPL's answer: messages, sorries, infotree",
+                        },
+                        "error": {
+                            "type": "string",
+                            "description": "a server-side failure (timeout, crash, refusal)",
+                        },
+                        kimina.EXTENSION_KEY: {
+                            "type": "object",
+                            "description": "leanrpc's verdict (status: VALID, INVALID, "
+                            "SORRY, TIMEOUT, CRASH, OUT_OF_MEMORY, REJECTED, CANCELLED), timings, verifier",
+                        },
+                    },
+                },
+            }
+        },
+    },
+    "Health": {
+        "type": "object",
+        "required": ["status"],
+        "properties": {
+            "status": {"enum": ["ok", "unavailable"]},
+            "detail": {"type": "string"},
+            kimina.EXTENSION_KEY: {"type": "object"},
+        },
+    },
 }
 
 
 def spec() -> dict:
     """The OpenAPI 3.1 document of the gateway."""
-    models = sorted({model for *_rest, model, _answers in OPERATIONS if model is not None}, key=lambda m: m.__name__)
-    _refs, components = msgspec.json.schema_components(models, ref_template="#/components/schemas/{name}")
+    models = sorted(
+        {model for *_rest, model, _answers in OPERATIONS if model is not None},
+        key=lambda m: m.__name__,
+    )
+    _refs, components = msgspec.json.schema_components(
+        models, ref_template="#/components/schemas/{name}"
+    )
     paths: dict[str, dict] = {}
     for path, method, summary, model, answers in OPERATIONS:
         operation: dict = {"summary": summary, "responses": answers}
         if model is not None:
-            operation["requestBody"] = {"required": True, "content": {"application/json": {
-                "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+            operation["requestBody"] = {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}
+                    }
+                },
+            }
             operation["security"] = [{}, {"bearer": []}]
         paths.setdefault(path, {})[method] = operation
     return {
         "openapi": "3.1.0",
-        "info": {"title": "leanrpc REST gateway (Kimina-compatible)", "version": __version__,
-                 "description": "The same verifier as leanrpc's gRPC API (docs/CLIENTS.md). Bearer tokens are "
-                                "checked when the server has them (`Authorization: Bearer TOKEN`)."},
+        "info": {
+            "title": "leanrpc REST gateway (Kimina-compatible)",
+            "version": __version__,
+            "description": "The same verifier as leanrpc's gRPC API (docs/CLIENTS.md). Bearer tokens are "
+            "checked when the server has them (`Authorization: Bearer TOKEN`).",
+        },
         "paths": paths,
-        "components": {"schemas": {**components, **_EXTRA_SCHEMAS},
-                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "components": {
+            "schemas": {**components, **_EXTRA_SCHEMAS},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
     }
 
 
@@ -152,7 +260,11 @@ def docs_page() -> str:
     info = document["info"]
     # "</" inside the embedded JSON would end the <script>: escape it.
     embedded = json.dumps(document).replace("</", "<\\/")
-    return _PAGE.format(title=html.escape(info["title"]), description=html.escape(info["description"]), spec=embedded)
+    return _PAGE.format(
+        title=html.escape(info["title"]),
+        description=html.escape(info["description"]),
+        spec=embedded,
+    )
 
 
 def routes() -> list[web.RouteDef]:
@@ -166,4 +278,8 @@ def routes() -> list[web.RouteDef]:
     async def docs(_request: web.Request) -> web.Response:
         return web.Response(text=page, content_type="text/html")
 
-    return [web.get("/openapi.json", openapi_json), web.get("/api/openapi.json", openapi_json), web.get("/docs", docs)]
+    return [
+        web.get("/openapi.json", openapi_json),
+        web.get("/api/openapi.json", openapi_json),
+        web.get("/docs", docs),
+    ]

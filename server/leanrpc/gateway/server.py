@@ -52,14 +52,16 @@ log = logging.getLogger("leanrpc.gateway")
 JSON = "application/json"
 NOT_IMPLEMENTED = {
     "/api/ast": "leanrpc does not export Lean ASTs (kimina-ast-server's `lake exe ast-export`); "
-                "use /api/check with \"infotree\", or leanrpc's gRPC Extract for tactic steps",
+    'use /api/check with "infotree", or leanrpc\'s gRPC Extract for tactic steps',
     "/api/ast_code": "leanrpc does not export Lean ASTs (kimina-ast-server's `lake exe ast-export`); "
-                     "use /api/check with \"infotree\", or leanrpc's gRPC Extract for tactic steps",
+    'use /api/check with "infotree", or leanrpc\'s gRPC Extract for tactic steps',
 }
 
 
 def _json(payload, status: int = 200, headers: dict | None = None) -> web.Response:
-    return web.Response(body=kimina.encode(payload), status=status, content_type=JSON, headers=headers)
+    return web.Response(
+        body=kimina.encode(payload), status=status, content_type=JSON, headers=headers
+    )
 
 
 def _detail(status: int, detail, headers: dict | None = None) -> web.Response:
@@ -105,39 +107,70 @@ class KiminaGateway:
     # ---- endpoints ----------------------------------------------------------
 
     async def check(self, request: web.Request) -> web.Response:
-        return await self._batch(request, kimina.decode_check, kimina.check_items, kimina.check_options,
-                                 debug_of=lambda r: r.debug, backward=False)
+        return await self._batch(
+            request,
+            kimina.decode_check,
+            kimina.check_items,
+            kimina.check_options,
+            debug_of=lambda r: r.debug,
+            backward=False,
+        )
 
     async def verify(self, request: web.Request) -> web.Response:
-        return await self._batch(request, kimina.decode_verify, kimina.verify_items, kimina.verify_options,
-                                 debug_of=lambda r: False, backward=True)
+        return await self._batch(
+            request,
+            kimina.decode_verify,
+            kimina.verify_items,
+            kimina.verify_options,
+            debug_of=lambda r: False,
+            backward=True,
+        )
 
     async def health(self, request: web.Request) -> web.Response:
         snapshot = self._verify.info()
-        info = {"serving": snapshot.serving, "workers": snapshot.size, "queue_depth": snapshot.queue_depth,
-                "queue_limit": snapshot.queue_limit}
+        info = {
+            "serving": snapshot.serving,
+            "workers": snapshot.size,
+            "queue_depth": snapshot.queue_depth,
+            "queue_limit": snapshot.queue_limit,
+        }
         if snapshot.serving:
             return _json({"status": "ok", kimina.EXTENSION_KEY: info})
         info["reason"] = snapshot.not_serving_reason
-        return _json({"status": "unavailable", "detail": snapshot.not_serving_reason, kimina.EXTENSION_KEY: info}, 503)
+        return _json(
+            {
+                "status": "unavailable",
+                "detail": snapshot.not_serving_reason,
+                kimina.EXTENSION_KEY: info,
+            },
+            503,
+        )
 
     async def not_implemented(self, request: web.Request) -> web.Response:
         refused = self._refuse_access(request)
         if refused is not None:
             return refused
-        return _detail(501, NOT_IMPLEMENTED.get(request.path.rstrip("/"), "not implemented by leanrpc"))
+        return _detail(
+            501, NOT_IMPLEMENTED.get(request.path.rstrip("/"), "not implemented by leanrpc")
+        )
 
     # ---- the batch path -----------------------------------------------------
 
-    async def _batch(self, request, decode, items_of, options_of, *, debug_of, backward: bool) -> web.Response:
+    async def _batch(
+        self, request, decode, items_of, options_of, *, debug_of, backward: bool
+    ) -> web.Response:
         refused = self._refuse_access(request)
         if refused is not None:
             return refused
         try:
             body = await asyncio.wait_for(request.read(), self._config.gateway.body_timeout_s)
         except asyncio.TimeoutError:
-            return _detail(408, f"the request body did not arrive within {self._config.gateway.body_timeout_s:g} s "
-                                "(gateway.body_timeout_s)", {"Connection": "close"})
+            return _detail(
+                408,
+                f"the request body did not arrive within {self._config.gateway.body_timeout_s:g} s "
+                "(gateway.body_timeout_s)",
+                {"Connection": "close"},
+            )
         try:
             parsed = decode(body)
         except kimina.RequestInvalid as exc:
@@ -146,14 +179,24 @@ class KiminaGateway:
         options = options_of(parsed)
         limit = self._config.server.max_snippets_per_batch
         if len(items) > limit:
-            return _detail(422, [{"type": "too_long", "loc": ["body"], "msg":
-                                  f"the batch has {len(items)} snippets, over the limit of {limit}; split it"}])
+            return _detail(
+                422,
+                [
+                    {
+                        "type": "too_long",
+                        "loc": ["body"],
+                        "msg": f"the batch has {len(items)} snippets, over the limit of {limit}; split it",
+                    }
+                ],
+            )
         try:
             self._verify.admission(len(items))  # the pool's one admission check
         except NotServingError as exc:
             return _detail(503, f"not serving: {exc.message}")
         except OverloadedError as exc:
-            return _detail(429, exc.message, {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))})
+            return _detail(
+                429, exc.message, {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+            )
         client = self._client(request)
         try:
             self.limiter.enter(client)
@@ -172,12 +215,23 @@ class KiminaGateway:
             results = [kimina.backward_response(r) for r in results]
         return _json({"results": results})
 
-    async def _run_all(self, items: list[tuple[str, str, str]], options: VerifyOptions, *, debug: bool,
-                       client: str) -> list[dict]:
+    async def _run_all(
+        self, items: list[tuple[str, str, str]], options: VerifyOptions, *, debug: bool, client: str
+    ) -> list[dict]:
         stream_id = f"rest-{next(self._batch_numbers)}"
-        tasks = [asyncio.ensure_future(self._run_one(sid, code, _pinned(options, reference), debug,
-                                                     client=client, stream_id=stream_id))
-                 for sid, code, reference in items]
+        tasks = [
+            asyncio.ensure_future(
+                self._run_one(
+                    sid,
+                    code,
+                    _pinned(options, reference),
+                    debug,
+                    client=client,
+                    stream_id=stream_id,
+                )
+            )
+            for sid, code, reference in items
+        ]
         try:
             return await asyncio.gather(*tasks)
         except BaseException:  # the client went away (handler cancelled): free the queue
@@ -185,12 +239,21 @@ class KiminaGateway:
                 task.cancel()
             raise
 
-    async def _run_one(self, snippet_id: str, code: str, options: VerifyOptions, debug: bool, *,
-                       client: str, stream_id: str) -> dict:
+    async def _run_one(
+        self,
+        snippet_id: str,
+        code: str,
+        options: VerifyOptions,
+        debug: bool,
+        *,
+        client: str,
+        stream_id: str,
+    ) -> dict:
         try:
             # Resolved once (services.resolve): validation, split, the default timeout.
-            request = self._verify.resolver.resolve(snippet_id, code, options, client_id=client,
-                                                    stream_id=stream_id)
+            request = self._verify.resolver.resolve(
+                snippet_id, code, options, client_id=client, stream_id=stream_id
+            )
             result = await self._verify.run(request)
         except OverloadedError as exc:
             return kimina.refused_response(snippet_id, f"No available REPLs: {exc.message}")
@@ -202,7 +265,11 @@ class KiminaGateway:
             log.error("snippet %s failed: %r", snippet_id, exc)
             return kimina.refused_response(snippet_id, f"Snippet execution failed: {exc.message}")
         note_outcome(result)
-        shift = kimina.body_line_offset(code) if self._shift_to_body and result.status is not Status.REJECTED else 0
+        shift = (
+            kimina.body_line_offset(code)
+            if self._shift_to_body and result.status is not Status.REJECTED
+            else 0
+        )
         return kimina.repl_response(result, timeout_s=request.timeout_s, shift=shift, debug=debug)
 
 
@@ -214,16 +281,24 @@ async def _errors_as_detail(request: web.Request, handler):
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _detail(exc.status, exc.reason, {k: v for k, v in exc.headers.items() if k.lower() == "allow"})
+        return _detail(
+            exc.status, exc.reason, {k: v for k, v in exc.headers.items() if k.lower() == "allow"}
+        )
 
 
 def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Application:
     middlewares = [observe_middleware(metrics, bool(gateway._tokens)), _errors_as_detail]
-    app = web.Application(middlewares=middlewares, client_max_size=config.server.max_message_mb * 2**20)
+    app = web.Application(
+        middlewares=middlewares, client_max_size=config.server.max_message_mb * 2**20
+    )
     routes = [
-        web.post("/api/check", gateway.check), web.post("/api/check/", gateway.check),
-        web.post("/verify", gateway.verify), web.post("/one_pass_verify_batch", gateway.verify),
-        web.get("/health", gateway.health), web.get("/health/", gateway.health), web.get("/", gateway.health),
+        web.post("/api/check", gateway.check),
+        web.post("/api/check/", gateway.check),
+        web.post("/verify", gateway.verify),
+        web.post("/one_pass_verify_batch", gateway.verify),
+        web.get("/health", gateway.health),
+        web.get("/health/", gateway.health),
+        web.get("/", gateway.health),
     ]
     for path in NOT_IMPLEMENTED:
         routes += [web.post(path, gateway.not_implemented), web.get(path, gateway.not_implemented)]
@@ -257,8 +332,13 @@ class _PeerCap:
                 peer = peers[id(self)] = _peer_of(transport)
                 counts[peer] += 1
                 if counts[peer] > cap:
-                    log.warning("REST gateway: %s holds %d connections (gateway.max_connections_per_peer %d); "
-                                "refusing one", peer, counts[peer] - 1, cap)
+                    log.warning(
+                        "REST gateway: %s holds %d connections (gateway.max_connections_per_peer %d); "
+                        "refusing one",
+                        peer,
+                        counts[peer] - 1,
+                        cap,
+                    )
                     transport.write(_TOO_MANY)
                     self.force_close()
 
@@ -317,22 +397,37 @@ def check_access(config: Config, host: str) -> None:
     if not (config.server.allow_unauthenticated_loopback and is_loopback(host)):
         raise AccessConfigError(
             f"refusing to serve the REST gateway on {host} without authentication: set server.auth_tokens, "
-            f"server.auth_token_file or ${config.server.auth_token_env}")
+            f"server.auth_token_file or ${config.server.auth_token_env}"
+        )
 
 
-async def start_gateway(verify: Verifier, config: Config, *, host: str | None = None,
-                        port: int | None = None, metrics=None) -> Gateway:
+async def start_gateway(
+    verify: Verifier,
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    metrics=None,
+) -> Gateway:
     """Serve Kimina's REST API on `host:port` (default: config.gateway / server.host)."""
     host = host or config.gateway.host or config.server.host
     port = config.gateway.http_port if port is None else port
     if config.gateway.message_lines not in ("file", "body"):
-        raise RequestError(f"gateway.message_lines must be \"file\" or \"body\", not {config.gateway.message_lines!r}")
+        raise RequestError(
+            f'gateway.message_lines must be "file" or "body", not {config.gateway.message_lines!r}'
+        )
     check_access(config, host)
     handlers = KiminaGateway(verify, config)
-    runner = _Runner(build_app(handlers, config, metrics), handle_signals=False, access_log=None,
-                     handler_cancellation=True, shutdown_timeout=0.5,
-                     keepalive_timeout=config.gateway.header_timeout_s, lingering_time=0,
-                     peer_cap=config.gateway.max_connections_per_peer)
+    runner = _Runner(
+        build_app(handlers, config, metrics),
+        handle_signals=False,
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=0.5,
+        keepalive_timeout=config.gateway.header_timeout_s,
+        lingering_time=0,
+        peer_cap=config.gateway.max_connections_per_peer,
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=4096)
     try:

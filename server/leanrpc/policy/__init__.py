@@ -10,5 +10,13 @@ PROOF = "proof"
 TRUSTED = "trusted"
 POLICIES = (PROOF, TRUSTED)
 
-__all__ = ["ALLOWED_OPTIONS", "POLICIES", "PROOF", "REFUSED_ATTRIBUTES", "REFUSED_COMMANDS", "Scan", "TRUSTED",
-           "scan"]
+__all__ = [
+    "ALLOWED_OPTIONS",
+    "POLICIES",
+    "PROOF",
+    "REFUSED_ATTRIBUTES",
+    "REFUSED_COMMANDS",
+    "Scan",
+    "TRUSTED",
+    "scan",
+]

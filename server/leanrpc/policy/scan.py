@@ -35,35 +35,124 @@ __all__ = ["Scan", "scan", "REFUSED_COMMANDS", "REFUSED_ATTRIBUTES", "ALLOWED_OP
 
 # Commands and tactics that run the snippet's own code (or define syntax whose
 # expansion is code), as whole identifier tokens.
-REFUSED_COMMANDS = frozenset({
-    "run_cmd", "run_elab", "run_meta", "run_tac", "elab", "elab_rules", "macro", "macro_rules", "syntax",
-    "declare_syntax_cat", "initialize", "builtin_initialize", "unsafe", "by_elab", "dsimproc", "simproc",
-    "simproc_decl", "dsimproc_decl", "builtin_simproc", "builtin_dsimproc", "declare_config_elab",
-    "register_option", "register_builtin_option",
-})
+REFUSED_COMMANDS = frozenset(
+    {
+        "run_cmd",
+        "run_elab",
+        "run_meta",
+        "run_tac",
+        "elab",
+        "elab_rules",
+        "macro",
+        "macro_rules",
+        "syntax",
+        "declare_syntax_cat",
+        "initialize",
+        "builtin_initialize",
+        "unsafe",
+        "by_elab",
+        "dsimproc",
+        "simproc",
+        "simproc_decl",
+        "dsimproc_decl",
+        "builtin_simproc",
+        "builtin_dsimproc",
+        "declare_config_elab",
+        "register_option",
+        "register_builtin_option",
+    }
+)
 # `#` commands that evaluate code (the rest, #check, #print, #reduce, …, only read).
-REFUSED_HASH = frozenset({"#eval", "#eval!", "#exit", "#guard", "#test", "#sample", "#run", "#html", "#widget"})
+REFUSED_HASH = frozenset(
+    {"#eval", "#eval!", "#exit", "#guard", "#test", "#sample", "#run", "#html", "#widget"}
+)
 # Attribute names that install code; any name starting with `builtin_` too.
-REFUSED_ATTRIBUTES = frozenset({
-    "implemented_by", "extern", "export", "init", "command_elab", "term_elab", "tactic", "macro", "delab",
-    "app_unexpander", "simproc", "dsimproc", "csimp", "tactic_alt", "command_parser", "term_parser",
-    "tactic_parser", "combinator_formatter", "combinator_parenthesizer", "formatter", "parenthesizer",
-    "code_action_provider", "command_code_action", "hole_code_action", "widget_module", "server_rpc_method",
-    "env_linter", "positivity", "norm_num", "aesop", "eval_formatter", "deriving_handler", "cpass", "never_extract",
-    "run_builtin_parser_attribute_hooks", "key_parser", "category_parenthesizer", "mvcgen_simp",
-})
-_REFUSED_ATTRIBUTE_SUFFIXES = ("_elab", "_parser", "_formatter", "_parenthesizer", "_delab", "_unexpander")
+REFUSED_ATTRIBUTES = frozenset(
+    {
+        "implemented_by",
+        "extern",
+        "export",
+        "init",
+        "command_elab",
+        "term_elab",
+        "tactic",
+        "macro",
+        "delab",
+        "app_unexpander",
+        "simproc",
+        "dsimproc",
+        "csimp",
+        "tactic_alt",
+        "command_parser",
+        "term_parser",
+        "tactic_parser",
+        "combinator_formatter",
+        "combinator_parenthesizer",
+        "formatter",
+        "parenthesizer",
+        "code_action_provider",
+        "command_code_action",
+        "hole_code_action",
+        "widget_module",
+        "server_rpc_method",
+        "env_linter",
+        "positivity",
+        "norm_num",
+        "aesop",
+        "eval_formatter",
+        "deriving_handler",
+        "cpass",
+        "never_extract",
+        "run_builtin_parser_attribute_hooks",
+        "key_parser",
+        "category_parenthesizer",
+        "mvcgen_simp",
+    }
+)
+_REFUSED_ATTRIBUTE_SUFFIXES = (
+    "_elab",
+    "_parser",
+    "_formatter",
+    "_parenthesizer",
+    "_delab",
+    "_unexpander",
+)
 # set_option names a proof may use; a prefix ends with ".".
-ALLOWED_OPTIONS = frozenset({
-    "maxHeartbeats", "maxRecDepth", "synthInstance.maxHeartbeats", "synthInstance.maxSize", "maxSynthPendingDepth",
-    "checkBinderAnnotations", "autoImplicit", "relaxedAutoImplicit", "linter.", "pp.", "trace.", "profiler",
-    "profiler.threshold", "diagnostics", "diagnostics.threshold", "maxErrors", "exponentiation.threshold",
-    "push_neg.use_distrib", "simprocs", "tactic.hygienic", "tactic.simp.trace", "backward.",
-    "allowUnsafeReducibility", "warningAsError", "hygiene", "structureDiamondWarning",
-})
+ALLOWED_OPTIONS = frozenset(
+    {
+        "maxHeartbeats",
+        "maxRecDepth",
+        "synthInstance.maxHeartbeats",
+        "synthInstance.maxSize",
+        "maxSynthPendingDepth",
+        "checkBinderAnnotations",
+        "autoImplicit",
+        "relaxedAutoImplicit",
+        "linter.",
+        "pp.",
+        "trace.",
+        "profiler",
+        "profiler.threshold",
+        "diagnostics",
+        "diagnostics.threshold",
+        "maxErrors",
+        "exponentiation.threshold",
+        "push_neg.use_distrib",
+        "simprocs",
+        "tactic.hygienic",
+        "tactic.simp.trace",
+        "backward.",
+        "allowUnsafeReducibility",
+        "warningAsError",
+        "hygiene",
+        "structureDiamondWarning",
+    }
+)
 _REFUSED_OPTION_PREFIXES = ("debug.", "compiler.", "interpreter.", "allowUnsafeReducibility")
 # Native evaluation: the compiled code of the snippet's definitions runs in the REPL.
-NATIVE_NAMES = frozenset({"native_decide", "reduceBool", "reduceNat", "ofReduceBool", "ofReduceNat", "native"})
+NATIVE_NAMES = frozenset(
+    {"native_decide", "reduceBool", "reduceNat", "ofReduceBool", "ofReduceNat", "native"}
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,12 +172,16 @@ class Scan:
         if not self.refused:
             return ""
         if self.refused == AMBIGUOUS_STRING:
-            return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, "
-                    f"column {self.column}: its `{{…}}` holds a quote, so where it ends depends on "
-                    "whether it is interpolated, and the code after it cannot be read for certain; "
-                    "see docs/SECURITY.md")
-        return (f"refused by the code policy `proof`: {self.refused} at line {self.line}, column {self.column} "
-                "runs the snippet's own code while Lean elaborates (or weakens checking); see docs/SECURITY.md")
+            return (
+                f"refused by the code policy `proof`: {self.refused} at line {self.line}, "
+                f"column {self.column}: its `{{…}}` holds a quote, so where it ends depends on "
+                "whether it is interpolated, and the code after it cannot be read for certain; "
+                "see docs/SECURITY.md"
+            )
+        return (
+            f"refused by the code policy `proof`: {self.refused} at line {self.line}, column {self.column} "
+            "runs the snippet's own code while Lean elaborates (or weakens checking); see docs/SECURITY.md"
+        )
 
 
 ALLOWED = Scan()
@@ -98,12 +191,17 @@ AMBIGUOUS_STRING = "a string literal"
 def _option_allowed(name: str) -> bool:
     if name.startswith(_REFUSED_OPTION_PREFIXES):
         return False
-    return name in ALLOWED_OPTIONS or any(p.endswith(".") and name.startswith(p) for p in ALLOWED_OPTIONS)
+    return name in ALLOWED_OPTIONS or any(
+        p.endswith(".") and name.startswith(p) for p in ALLOWED_OPTIONS
+    )
 
 
 def _attribute_refused(word: str) -> bool:
-    return (word in REFUSED_ATTRIBUTES or word.startswith("builtin_")
-            or word.endswith(_REFUSED_ATTRIBUTE_SUFFIXES))
+    return (
+        word in REFUSED_ATTRIBUTES
+        or word.startswith("builtin_")
+        or word.endswith(_REFUSED_ATTRIBUTE_SUFFIXES)
+    )
 
 
 def _bracket_end(text: str, start: int) -> int:
@@ -119,8 +217,23 @@ def _bracket_end(text: str, start: int) -> int:
 _BRACKET = re.compile(r"[\[\]]")
 # Every construct the policy looks at contains one of these: one C-speed
 # pass finds the candidates, and only those are read as tokens.
-_CANDIDATES = ("#", "run_", "elab", "macro", "syntax", "initialize", "unsafe", "@[", "attribute", "set_option",
-               "native", "reduce", "Reduce", "simproc", "register_")
+_CANDIDATES = (
+    "#",
+    "run_",
+    "elab",
+    "macro",
+    "syntax",
+    "initialize",
+    "unsafe",
+    "@[",
+    "attribute",
+    "set_option",
+    "native",
+    "reduce",
+    "Reduce",
+    "simproc",
+    "register_",
+)
 _NAME_CHAR = re.compile(r"[\w'!?.»]")
 _WORD = re.compile(r"[\w'!?.«»]+")
 _HASH_WORD = re.compile(r"#[A-Za-z_][\w!?]*")
@@ -145,7 +258,9 @@ def scan(text: str) -> Scan:
     two_ways = '"' in text and "{" in text
     if not candidates and not two_ways:
         return ALLOWED
-    spans = hidden_spans(text, None if two_ways else candidates[-1] + 1)  # only what can hide a candidate
+    spans = hidden_spans(
+        text, None if two_ways else candidates[-1] + 1
+    )  # only what can hide a candidate
     for start, _end, kind in spans:
         if kind == "ambiguous":  # the two readings of the text after it differ: fail closed
             return _refused(text, AMBIGUOUS_STRING, start, "", 0)
@@ -156,13 +271,21 @@ def scan(text: str) -> Scan:
             continue
         span = _hidden(spans, at)
         if span is not None:
-            if span[2] == "quoted" and not native and text[span[0] + 1:span[1] - 1] in _QUOTED_NATIVE:
-                native, native_at = text[span[0]:span[1]], span[0]
+            if (
+                span[2] == "quoted"
+                and not native
+                and text[span[0] + 1 : span[1] - 1] in _QUOTED_NATIVE
+            ):
+                native, native_at = text[span[0] : span[1]], span[0]
             continue
         if text[at] == "#":
             word = _HASH_WORD.match(text, at)
             seen = at + 1 if word is None else word.end()
-            if word is not None and word.group() in REFUSED_HASH and not (at and _NAME_CHAR.match(text, at - 1)):
+            if (
+                word is not None
+                and word.group() in REFUSED_HASH
+                and not (at and _NAME_CHAR.match(text, at - 1))
+            ):
                 return _refused(text, word.group(), at, native, native_at)
             continue
         if text.startswith("@[", at):
@@ -214,5 +337,10 @@ def _refused_attribute(text: str, start: int, end: int) -> tuple[str, int] | Non
 
 def _refused(text: str, construct: str, at: int, native: str, native_at: int) -> Scan:
     line, column = line_col(text, at)
-    return Scan(refused=construct, line=line, column=column, native=native,
-                native_line=line_col(text, native_at)[0] if native else 0)
+    return Scan(
+        refused=construct,
+        line=line,
+        column=column,
+        native=native,
+        native_line=line_col(text, native_at)[0] if native else 0,
+    )

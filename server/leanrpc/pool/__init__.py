@@ -11,7 +11,14 @@ ports.py, and tests/arch/test_pool_port.py holds every module above to them.
 """
 
 from .job import (
-    BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome, WorkerCall,
+    BodyJob,
+    BodyOutcome,
+    CallJob,
+    CallOutcome,
+    Job,
+    SessionJob,
+    SessionOutcome,
+    WorkerCall,
 )
 from .pool import Pool
 from .ports import PoolOwner, PoolPort
@@ -21,8 +28,28 @@ from .slot import WorkerHandle
 from .stats import PoolMetrics, PoolSnapshot, PoolStats, WorkerInfo, WorkerReport
 
 __all__ = [
-    "BodyJob", "BodyOutcome", "CallJob", "CallOutcome", "Job", "Pool", "PoolMetrics", "PoolOwner",
-    "PoolPort", "PoolSnapshot", "PoolStats", "ROOT_ENV", "Session", "SessionCall", "SessionJob",
-    "SessionOutcome", "SessionRegistry", "WorkerCall", "WorkerHandle", "WorkerInfo", "WorkerReport",
-    "code_bytes", "replay", "resume_point",
+    "BodyJob",
+    "BodyOutcome",
+    "CallJob",
+    "CallOutcome",
+    "Job",
+    "Pool",
+    "PoolMetrics",
+    "PoolOwner",
+    "PoolPort",
+    "PoolSnapshot",
+    "PoolStats",
+    "ROOT_ENV",
+    "Session",
+    "SessionCall",
+    "SessionJob",
+    "SessionOutcome",
+    "SessionRegistry",
+    "WorkerCall",
+    "WorkerHandle",
+    "WorkerInfo",
+    "WorkerReport",
+    "code_bytes",
+    "replay",
+    "resume_point",
 ]

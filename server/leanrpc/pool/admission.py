@@ -35,14 +35,14 @@ class Admission:
     def __init__(self, queue_limit: int) -> None:
         self.queue_limit = queue_limit
         # client -> stream -> jobs, each dict in rotation order (front serves next).
-        self._clients: collections.OrderedDict[str, collections.OrderedDict[str, collections.deque[Job]]] = (
-            collections.OrderedDict()
-        )
+        self._clients: collections.OrderedDict[
+            str, collections.OrderedDict[str, collections.deque[Job]]
+        ] = collections.OrderedDict()
         self._size = 0
         self._order: collections.deque[Job] | None = None  # the fair order built last, still valid
-        self._order_complete = False   # it holds every queued job
+        self._order_complete = False  # it holds every queued job
         self._earliest = float("inf")  # no queued deadline is earlier (a lower bound)
-        self.order_builds = 0          # rebuilds, for tests
+        self.order_builds = 0  # rebuilds, for tests
 
     def __len__(self) -> int:
         return self._size
@@ -147,7 +147,9 @@ class Admission:
         return list(itertools.islice(order, limit))
 
     def _build_order(self, limit: int) -> list[Job]:
-        per_client = [self._interleave(list(streams.values()), limit) for streams in self._clients.values()]
+        per_client = [
+            self._interleave(list(streams.values()), limit) for streams in self._clients.values()
+        ]
         return self._interleave(per_client, limit)
 
     @staticmethod
@@ -172,8 +174,16 @@ class Admission:
         """Queued jobs whose deadline has passed (still queued)."""
         if now < self._earliest:
             return []
-        self._earliest = min((job.deadline for streams in self._clients.values() for jobs in streams.values()
-                              for job in jobs if job.deadline is not None and job.deadline > now), default=float("inf"))
+        self._earliest = min(
+            (
+                job.deadline
+                for streams in self._clients.values()
+                for jobs in streams.values()
+                for job in jobs
+                if job.deadline is not None and job.deadline > now
+            ),
+            default=float("inf"),
+        )
         return [
             job
             for streams in self._clients.values()

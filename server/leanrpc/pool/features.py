@@ -74,7 +74,9 @@ class Features:
             found.probe_pending = False
             found.incrementality = bool(is_fork)
             self.incremental_profiles = self._incremental_profiles()
-        found.elab_async = _wants_elab_async(found.elab_async_setting, found.incrementality, lean_version)
+        found.elab_async = _wants_elab_async(
+            found.elab_async_setting, found.incrementality, lean_version
+        )
         return settled
 
 

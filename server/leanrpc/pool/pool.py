@@ -58,7 +58,7 @@ from typing import Any, overload
 from ..config import Config
 from ..errors import NotServingError
 from ..results import VerifierIdentity
-from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config
+from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .admission import Admission
 from .cost import BodyCostModel
@@ -167,7 +167,9 @@ class Pool:
 
     def profile_identities(self) -> dict:
         """Each configured profile ("" = default) and its identity, if known."""
-        return {name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names}
+        return {
+            name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names
+        }
 
     def check_profile(self, name: str) -> None:
         """ConfigError for an unknown profile (the caller maps it to bad input)."""
@@ -187,7 +189,8 @@ class Pool:
         """The published snapshot (PoolOwner.metrics): read on the event loop."""
         workers = tuple(
             WorkerReport(w.name, w.state.value, w.pid, w.tree_rss() if memory else 0)
-            for w in list(self.workers) if w.pid
+            for w in list(self.workers)
+            if w.pid
         )
         return PoolMetrics(self.snapshot(), self.stats.copy(), workers)
 
@@ -205,7 +208,9 @@ class Pool:
 
     def free_slots(self) -> int:
         # A stopping worker still holds its process, so it still takes a slot.
-        return self.size - sum(1 for w in self.workers if w.alive or w.state is WorkerState.STOPPING)
+        return self.size - sum(
+            1 for w in self.workers if w.alive or w.state is WorkerState.STOPPING
+        )
 
     @property
     def retrying(self) -> bool:
@@ -215,7 +220,9 @@ class Pool:
     def routes_by_prefix(self, job: Job) -> bool:
         """Whether `job`'s worker is chosen by the work it holds (runner: reserve its text)."""
         view = job.view if job.view is not None else job.make_view()
-        return routes_by_prefix(view, self.config.pool.prefix_routing, self.features.incremental(job.profile))
+        return routes_by_prefix(
+            view, self.config.pool.prefix_routing, self.features.incremental(job.profile)
+        )
 
     @property
     def loads_in_flight(self) -> int:
@@ -237,7 +244,9 @@ class Pool:
             return self.supervisor.retire(worker, cause)
         if worker.state in (WorkerState.IDLE, WorkerState.READY):
             worker.reserve()  # held while the hooks run: routing skips it
-        self.supervisor.schedule(self._recycle_after_hooks(worker, cause), name=f"recycle-{worker.name}")
+        self.supervisor.schedule(
+            self._recycle_after_hooks(worker, cause), name=f"recycle-{worker.name}"
+        )
 
     async def _recycle_after_hooks(self, worker: Worker, cause: ExitCause) -> None:
         try:
@@ -256,14 +265,18 @@ class Pool:
         """Starts min_warm workers and learns the verifier identity."""
         warm = max(1, min(self.config.pool.min_warm, self.size))
         boots = [self.spawn_worker() for _ in range(warm)]
-        results = await asyncio.gather(*(self.supervisor.boot(w) for w in boots), return_exceptions=True)
+        results = await asyncio.gather(
+            *(self.supervisor.boot(w) for w in boots), return_exceptions=True
+        )
         for worker in boots:
             if worker.state is WorkerState.READY:
                 worker.release()  # booted, no job: the idle set
         errors = [r for r in results if isinstance(r, BaseException)]
         if len(errors) == len(results):
             log.error("no REPL worker could start: %s", errors[0])
-        self._supervisor_task = asyncio.create_task(self.supervisor.run(), name="leanrpc-supervisor")
+        self._supervisor_task = asyncio.create_task(
+            self.supervisor.run(), name="leanrpc-supervisor"
+        )
         for header in self.config.pool.warm_headers:
             self.supervisor.preload_header(header)
 
@@ -312,7 +325,9 @@ class Pool:
         if self._supervisor_task is not None:
             self._supervisor_task.cancel()
         self.dispatcher.close()
-        stopping = asyncio.gather(*(w.stop(grace) for w in list(self.workers)), return_exceptions=True)
+        stopping = asyncio.gather(
+            *(w.stop(grace) for w in list(self.workers)), return_exceptions=True
+        )
         await self.supervisor.close()
         await stopping
         await self.runner.close()
@@ -345,7 +360,11 @@ class Pool:
             return
         limits = self.config.limits
         reason = worker.recycle_reason
-        if reason is None and limits.max_requests_per_worker and worker.requests_served >= limits.max_requests_per_worker:
+        if (
+            reason is None
+            and limits.max_requests_per_worker
+            and worker.requests_served >= limits.max_requests_per_worker
+        ):
             reason = ExitCause.MAX_REQUESTS
         if reason is None and limits.max_worker_rss_mb > 0:
             worker.rss_at_release = worker.memory_at_release()

@@ -44,12 +44,18 @@ ROOT_ENV = 0
 @dataclasses.dataclass(slots=True)
 class SessionCommand:
     parent: int | None  # session env it ran on; None: the header/preamble env
-    text: str | None    # command sent to the REPL; None: the env *is* the parent env
+    text: str | None  # command sent to the REPL; None: the env *is* the parent env
 
 
 class Session:
-    def __init__(self, name: str, split: HeaderSplit, profile: str = "", owner: str = "",
-                 header_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        split: HeaderSplit,
+        profile: str = "",
+        owner: str = "",
+        header_bytes: int = 0,
+    ) -> None:
         self.name = name
         self.owner = owner  # the identity that opened it (edge/identity.py)
         # Names are per owner; this one is the server's, for routing scopes.
@@ -107,22 +113,33 @@ def code_bytes(text: str) -> int:
 
 
 class SessionRegistry:
-    def __init__(self, max_sessions: int, max_commands: int, *, max_per_client: int = 1_000_000,
-                 max_bytes_per_client: int = 2**62) -> None:
+    def __init__(
+        self,
+        max_sessions: int,
+        max_commands: int,
+        *,
+        max_per_client: int = 1_000_000,
+        max_bytes_per_client: int = 2**62,
+    ) -> None:
         self.max_sessions = max_sessions
         self.max_commands = max_commands
         self.max_per_client = max_per_client
         self.max_bytes_per_client = max_bytes_per_client
         self._sessions: dict[tuple[str, str], Session] = {}  # (owner, name) -> session
         self._per_owner: collections.Counter[str] = collections.Counter()
-        self._reserved: collections.Counter[str] = collections.Counter()  # bytes of commands running
+        self._reserved: collections.Counter[str] = (
+            collections.Counter()
+        )  # bytes of commands running
 
     @classmethod
     def from_config(cls, config) -> "SessionRegistry":
         """`[pool] max_sessions, max_session_commands` and `[sessions]`."""
-        return cls(config.pool.max_sessions, config.pool.max_session_commands,
-                   max_per_client=config.sessions.max_per_client,
-                   max_bytes_per_client=config.sessions.max_mb_per_client * 2**20)
+        return cls(
+            config.pool.max_sessions,
+            config.pool.max_session_commands,
+            max_per_client=config.sessions.max_per_client,
+            max_bytes_per_client=config.sessions.max_mb_per_client * 2**20,
+        )
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -138,8 +155,16 @@ class SessionRegistry:
         held = sum(s.held_bytes for (who, _name), s in self._sessions.items() if who == owner)
         return held + self._reserved[owner]
 
-    def create(self, name: str, split: HeaderSplit, profile: str = "", *, owner: str = "",
-               header_bytes: int = 0, opening_bytes: int = 0) -> Session:
+    def create(
+        self,
+        name: str,
+        split: HeaderSplit,
+        profile: str = "",
+        *,
+        owner: str = "",
+        header_bytes: int = 0,
+        opening_bytes: int = 0,
+    ) -> Session:
         """A new session of `owner`; `opening_bytes` (its whole opening code)
         must fit in what `owner` may still hold."""
         if (owner, name) in self._sessions:
@@ -147,7 +172,9 @@ class SessionRegistry:
         if self._per_owner[owner] >= self.max_per_client:
             raise OverloadedError(
                 f"this client has {self._per_owner[owner]} sessions open, the limit is {self.max_per_client} "
-                "(sessions.max_per_client); close some", retry_after_s=5.0)
+                "(sessions.max_per_client); close some",
+                retry_after_s=5.0,
+            )
         if len(self._sessions) >= self.max_sessions:
             raise OverloadedError(
                 f"{len(self._sessions)} sessions are open, the limit is {self.max_sessions}; close some",
@@ -180,7 +207,9 @@ class SessionRegistry:
 
     def check_env(self, session: Session, env: int) -> None:
         if not session.has_env(env):
-            raise RequestError(f"session {session.name!r} has no env {env} (it has 0..{len(session.commands) - 1})")
+            raise RequestError(
+                f"session {session.name!r} has no env {env} (it has 0..{len(session.commands) - 1})"
+            )
 
     def check_room(self, session: Session, incoming_bytes: int = 0) -> None:
         """OverloadedError unless `session` may record one more command of `incoming_bytes`."""
@@ -197,7 +226,8 @@ class SessionRegistry:
             raise OverloadedError(
                 f"this client's sessions hold {held / 2**20:.1f} MB of code; {incoming / 2**20:.1f} MB more is over "
                 f"the limit of {self.max_bytes_per_client / 2**20:g} MB (sessions.max_mb_per_client); close some",
-                retry_after_s=5.0)
+                retry_after_s=5.0,
+            )
 
     def reserve(self, owner: str, nbytes: int) -> None:
         """Counts a running command's bytes against `owner` until `unreserve`."""
@@ -207,4 +237,3 @@ class SessionRegistry:
         self._reserved[owner] -= nbytes
         if self._reserved[owner] <= 0:
             del self._reserved[owner]
-

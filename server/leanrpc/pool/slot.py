@@ -163,8 +163,9 @@ class WorkerHandle:
     async def request(self, payload: repl.Request, timeout: float) -> repl.Response:
         return await self._worker.request(payload, timeout)
 
-    async def request_batch(self, payloads: list, timeout: float,
-                            total: float | None = None) -> list:
+    async def request_batch(
+        self, payloads: list, timeout: float, total: float | None = None
+    ) -> list:
         """Several requests pipelined, one fence and one audit (Worker.request_batch)."""
         return await self._worker.request_batch(payloads, timeout, total)
 

@@ -68,7 +68,9 @@ class CircuitBreaker:
         last = "" if str(exc) == self.first_cause else f"; last: {exc}"
         self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; first: {self.first_cause}{last}"
         if first:
-            log.error("circuit breaker open after %d boot failures: %s", self.consecutive_failures, exc)
+            log.error(
+                "circuit breaker open after %d boot failures: %s", self.consecutive_failures, exc
+            )
         return True
 
     def record_success(self) -> None:
@@ -90,7 +92,9 @@ class Supervisor:
         # The pool as a SupervisorPort (pool/ports.py): the members it may use.
         self._pool = pool
         self.config: Config = pool.config
-        self.breaker = CircuitBreaker(self.config.pool.boot_failure_limit, self.config.pool.breaker_cooldown_s)
+        self.breaker = CircuitBreaker(
+            self.config.pool.boot_failure_limit, self.config.pool.breaker_cooldown_s
+        )
         # The verifier identity of each REPL profile, learnt at its first boot.
         self.identities: dict = {}
         self.header_use: collections.Counter = collections.Counter()
@@ -140,12 +144,17 @@ class Supervisor:
         """Why nothing can serve for want of a booted REPL ("" when a worker is
         up or may be started on demand): before the first boot, and while no
         worker is up and every boot since the last success failed."""
-        if any(w.alive and w.state not in (WorkerState.SPAWNING, WorkerState.PROBING) for w in self._pool.workers):
+        if any(
+            w.alive and w.state not in (WorkerState.SPAWNING, WorkerState.PROBING)
+            for w in self._pool.workers
+        ):
             return ""
         failures = self.breaker.consecutive_failures
         if failures:
-            return (f"no REPL worker is up: {failures} boot failure{'s' if failures > 1 else ''} in a row; "
-                    f"first: {self.breaker.first_cause}")
+            return (
+                f"no REPL worker is up: {failures} boot failure{'s' if failures > 1 else ''} in a row; "
+                f"first: {self.breaker.first_cause}"
+            )
         return "" if self.booted_once else "no REPL worker has booted yet"
 
     @property
@@ -159,9 +168,16 @@ class Supervisor:
         (the breaker still bounds them), so health recovers with no traffic
         and a broken command opens the breaker without waiting for requests."""
         pool = self._pool
-        if (self._retrying or pool.closing or not self.breaker.consecutive_failures or not self.breaker.allow()
-                or any(w.alive for w in pool.workers) or pool.free_slots() <= 0
-                or len(pool.admission) or pool.loads_in_flight):
+        if (
+            self._retrying
+            or pool.closing
+            or not self.breaker.consecutive_failures
+            or not self.breaker.allow()
+            or any(w.alive for w in pool.workers)
+            or pool.free_slots() <= 0
+            or len(pool.admission)
+            or pool.loads_in_flight
+        ):
             return
         worker = pool.spawn_worker()
         self._retrying = True
@@ -186,7 +202,10 @@ class Supervisor:
             pool.discard_worker(worker)
             self.preloading.discard(worker.name)
             rewarm = worker.import_key
-            if rewarm is not None and worker.exit_cause not in (ExitCause.HEADER_SWITCH, ExitCause.HEADER_FAILED):
+            if rewarm is not None and worker.exit_cause not in (
+                ExitCause.HEADER_SWITCH,
+                ExitCause.HEADER_FAILED,
+            ):
                 self.rewarm(rewarm)
         if dead:
             pool.poke()
@@ -238,9 +257,16 @@ class Supervisor:
     def spare_targets(self, wanted: int, now: float) -> collections.Counter:
         """How many idle spares each header key should have (`wanted` in all)."""
         window = self.config.pool.spare_profile_window_s
-        active = {profile for profile, seen in self.profile_seen.items() if not profile or now - seen <= window}
-        ranked = [key for key, _n in self.header_use.most_common()
-                  if key in self.imports_text and self.imports_text[key][1] in active]
+        active = {
+            profile
+            for profile, seen in self.profile_seen.items()
+            if not profile or now - seen <= window
+        }
+        ranked = [
+            key
+            for key, _n in self.header_use.most_common()
+            if key in self.imports_text and self.imports_text[key][1] in active
+        ]
         if not ranked:
             return collections.Counter()
         top_of: dict[str, str] = {}
@@ -256,8 +282,11 @@ class Supervisor:
         """Retires the least recently used idle worker of a header that has
         more idle workers than its spare target; the next pass loads the spare."""
         surplus = [
-            w for w in self._pool.workers
-            if w.state is WorkerState.IDLE and w.import_key and len(w.header_keys) == 1
+            w
+            for w in self._pool.workers
+            if w.state is WorkerState.IDLE
+            and w.import_key
+            and len(w.header_keys) == 1
             and have[w.import_key] > target.get(w.import_key, 0)
         ]
         if surplus:
@@ -280,26 +309,44 @@ class Supervisor:
             probe_fork = pool.features.probe_pending(worker.profile)
             await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=probe_fork)
         except WorkerBootError as exc:
-            log.warning("worker %s boot failed: %s", worker.name, exc,
-                        extra={"worker": worker.name, "event": "boot_failure"})
+            log.warning(
+                "worker %s boot failed: %s",
+                worker.name,
+                exc,
+                extra={"worker": worker.name, "event": "boot_failure"},
+            )
             pool.stats.boot_failures += 1
             if self.breaker.record_failure(exc):
                 pool.fail_queued_not_serving(f"no REPL worker can start: {self.breaker.reason}")
             raise
         self.breaker.record_success()
         self.booted_once = True
-        log.info("worker %s booted in %.2f s", worker.name, time.monotonic() - started,
-                 extra={"worker": worker.name, "event": "boot"})
+        log.info(
+            "worker %s booted in %.2f s",
+            worker.name,
+            time.monotonic() - started,
+            extra={"worker": worker.name, "event": "boot"},
+        )
         if worker.profile not in self.identities:
-            identity = identity_from_probe(worker.version_string, self.config.repl.profile(worker.profile))
+            identity = identity_from_probe(
+                worker.version_string, self.config.repl.profile(worker.profile)
+            )
             self.identities[worker.profile] = identity
-            log.info("verifier identity%s: %s", f" of profile {worker.profile!r}" if worker.profile else "",
-                     identity.description)
+            log.info(
+                "verifier identity%s: %s",
+                f" of profile {worker.profile!r}" if worker.profile else "",
+                identity.description,
+            )
         # The fork question and Elab.async of this worker's own profile.
         identity = self.identities[worker.profile]
-        if pool.features.learn(worker.profile, bool(worker.is_fork) if probe_fork else None, identity.lean_version):
-            log.info("REPL incrementality (fork)%s %s", f" of profile {worker.profile!r}" if worker.profile else "",
-                     "detected" if worker.is_fork else "not detected")
+        if pool.features.learn(
+            worker.profile, bool(worker.is_fork) if probe_fork else None, identity.lean_version
+        ):
+            log.info(
+                "REPL incrementality (fork)%s %s",
+                f" of profile {worker.profile!r}" if worker.profile else "",
+                "detected" if worker.is_fork else "not detected",
+            )
 
     def retire(self, worker: Worker, cause: ExitCause) -> None:
         if worker.state in (WorkerState.DEAD, WorkerState.FAILED, WorkerState.STOPPING):
@@ -339,7 +386,9 @@ class Supervisor:
                     return  # stopped meanwhile (close, memory): nothing to load
                 worker.begin_loading()
                 pool.stats.header_loads += 1
-                await worker.load_header(split.imports, import_key, self.config.pool.header_timeout_s)
+                await worker.load_header(
+                    split.imports, import_key, self.config.pool.header_timeout_s
+                )
                 worker.release()
             except (WorkerError, HeaderLoadError) as exc:
                 log.warning("pre-loading header on %s failed: %s", worker.name, exc)
@@ -381,6 +430,17 @@ def log_worker_exit(worker: Worker) -> None:
     cause = worker.exit_cause or ExitCause.CRASH
     level, words = _EXIT_WORDS.get(cause, ("warning", cause.value))
     status = describe_status(worker.returncode)
-    last = last_stderr_line(worker.stderr_tail()) if cause in (ExitCause.CRASH, ExitCause.OUT_OF_MEMORY) else ""
-    log.log(logging.getLevelName(level.upper()), "worker %s %s%s%s", worker.name, words, status,
-            f": {last}" if last else "", extra={"worker": worker.name, "event": cause.value})
+    last = (
+        last_stderr_line(worker.stderr_tail())
+        if cause in (ExitCause.CRASH, ExitCause.OUT_OF_MEMORY)
+        else ""
+    )
+    log.log(
+        logging.getLevelName(level.upper()),
+        "worker %s %s%s%s",
+        worker.name,
+        words,
+        status,
+        f": {last}" if last else "",
+        extra={"worker": worker.name, "event": cause.value},
+    )

@@ -229,7 +229,12 @@ def deploy_per_node(
     if token is None and config.server.auth_tokens:
         token = config.server.auth_tokens[0]
     for server in servers:
-        log.info("leanrpc on Ray node %s: %s (%s)", server.node_id[:12], server.address, server.verifier_kind)
+        log.info(
+            "leanrpc on Ray node %s: %s (%s)",
+            server.node_id[:12],
+            server.address,
+            server.verifier_kind,
+        )
     return RayDeployment(servers=servers, token=token)
 
 

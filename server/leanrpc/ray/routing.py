@@ -34,14 +34,20 @@ def _point(text: str) -> int:
 class HeaderRing:
     """A consistent-hash ring of server addresses with bounded loads."""
 
-    def __init__(self, nodes: Iterable[str], replicas: int = 128, epsilon: float = DEFAULT_EPSILON) -> None:
+    def __init__(
+        self, nodes: Iterable[str], replicas: int = 128, epsilon: float = DEFAULT_EPSILON
+    ) -> None:
         self.nodes = sorted(set(nodes))
         if not self.nodes:
             raise ValueError("a ring needs at least one node")
         if epsilon <= 0:
-            raise ValueError("epsilon must be > 0 (a bound of exactly the mean cannot always be met)")
+            raise ValueError(
+                "epsilon must be > 0 (a bound of exactly the mean cannot always be met)"
+            )
         self.epsilon = epsilon
-        points = sorted((_point(f"{node}#{i}"), node) for node in self.nodes for i in range(replicas))
+        points = sorted(
+            (_point(f"{node}#{i}"), node) for node in self.nodes for i in range(replicas)
+        )
         self._keys = [p for p, _n in points]
         self._owners = [n for _p, n in points]
         self.loads: dict[str, int] = {node: 0 for node in self.nodes}
@@ -101,8 +107,14 @@ class ShardedClient:
     """Verifies over several servers, each header on its ring owner while its
     load allows, overflowing to the next node on the ring."""
 
-    def __init__(self, addresses: Iterable[str], *, token: str | None = None, epsilon: float = DEFAULT_EPSILON,
-                 **client_kwargs) -> None:
+    def __init__(
+        self,
+        addresses: Iterable[str],
+        *,
+        token: str | None = None,
+        epsilon: float = DEFAULT_EPSILON,
+        **client_kwargs,
+    ) -> None:
         self.ring = HeaderRing(addresses, epsilon=epsilon)
         self._clients = {a: AsyncClient(a, token=token, **client_kwargs) for a in self.ring.nodes}
 

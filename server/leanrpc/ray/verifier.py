@@ -33,7 +33,9 @@ class RayVerifier:
     a copy sent to a Ray task opens its own channels and owns no servers.
     """
 
-    def __init__(self, addresses: Iterable[str], *, token: str | None = None, **client_kwargs) -> None:
+    def __init__(
+        self, addresses: Iterable[str], *, token: str | None = None, **client_kwargs
+    ) -> None:
         self.addresses = sorted(set(addresses))
         self._token = token
         self._client_kwargs = client_kwargs
@@ -55,7 +57,9 @@ class RayVerifier:
         with self._lock:
             if self._client is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="leanrpc-ray-verifier", daemon=True)
+                thread = threading.Thread(
+                    target=loop.run_forever, name="leanrpc-ray-verifier", daemon=True
+                )
                 thread.start()
                 self._loop, self._thread = loop, thread
                 self._client = self._submit(self._make_client()).result()

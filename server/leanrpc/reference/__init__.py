@@ -15,5 +15,13 @@ May import: errors, results, core. Never imports repl, pool or services.
 from .answers import DeclAnswer, compare, query_command, read_answers
 from .parse import Reference, ReferenceDecl, parse_reference, pin_of
 
-__all__ = ["DeclAnswer", "Reference", "ReferenceDecl", "compare", "parse_reference", "pin_of", "query_command",
-           "read_answers"]
+__all__ = [
+    "DeclAnswer",
+    "Reference",
+    "ReferenceDecl",
+    "compare",
+    "parse_reference",
+    "pin_of",
+    "query_command",
+    "read_answers",
+]

@@ -31,7 +31,9 @@ _AXIOMS = re.compile(r"depends on axioms: \[(?P<axioms>[^\]]*)\]")
 _NO_AXIOMS = re.compile(r"does not depend on any axioms")
 _ATTRIBUTES = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)*")
 _MODIFIERS = frozenset("private protected noncomputable unsafe partial nonrec public".split())
-_KINDS = frozenset("theorem def axiom opaque inductive structure class constructor recursor quotient".split())
+_KINDS = frozenset(
+    "theorem def axiom opaque inductive structure class constructor recursor quotient".split()
+)
 DETAIL_CHARS = 400
 
 
@@ -92,7 +94,9 @@ def read_answers(messages: list, names: list[str]) -> dict[str, DeclAnswer]:
         if query == 0:
             answer.type_text = text if answer.type_text is None else answer.type_text + "\n" + text
         elif query == 1:
-            answer.print_text = text if answer.print_text is None else answer.print_text + "\n" + text
+            answer.print_text = (
+                text if answer.print_text is None else answer.print_text + "\n" + text
+            )
         else:
             match = _AXIOMS.search(text)
             if match:
@@ -107,8 +111,13 @@ def _words(text: str | None) -> list[str] | None:
 
 
 def _fail(reason: ReferenceReason, name: str, detail: str, reference: Reference) -> ReferenceCheck:
-    return ReferenceCheck(passed=False, reason=reason, declaration=name, detail=detail[:DETAIL_CHARS],
-                          declarations=reference.names)
+    return ReferenceCheck(
+        passed=False,
+        reason=reason,
+        declaration=name,
+        detail=detail[:DETAIL_CHARS],
+        declarations=reference.names,
+    )
 
 
 def reference_problem(reference: Reference, answers: dict[str, DeclAnswer]) -> str | None:
@@ -121,34 +130,64 @@ def reference_problem(reference: Reference, answers: dict[str, DeclAnswer]) -> s
     return None
 
 
-def compare(reference: Reference, pinned: dict[str, DeclAnswer], snippet: dict[str, DeclAnswer],
-            allowed_axioms: frozenset[str]) -> ReferenceCheck:
+def compare(
+    reference: Reference,
+    pinned: dict[str, DeclAnswer],
+    snippet: dict[str, DeclAnswer],
+    allowed_axioms: frozenset[str],
+) -> ReferenceCheck:
     """The snippet's answers against the reference's (both from `read_answers`)."""
     for decl in reference.decls:
         name = decl.name
         want, got = pinned[name], snippet.get(name) or DeclAnswer()
         if got.type_text is None and got.print_text is None:
             detail = "; ".join(got.errors) or "no answer"
-            return _fail(ReferenceReason.MISSING_DECLARATION, name, f"not in the snippet's env: {detail}", reference)
+            return _fail(
+                ReferenceReason.MISSING_DECLARATION,
+                name,
+                f"not in the snippet's env: {detail}",
+                reference,
+            )
         if got.errors or got.type_text is None or got.kind is None or got.axioms is None:
             detail = "; ".join(got.errors) or "a statement query went unanswered"
             return _fail(ReferenceReason.CHECK_INCOMPLETE, name, detail, reference)
         if got.kind != want.kind:
-            return _fail(ReferenceReason.KIND_CHANGED, name, f"reference {want.kind}, snippet {got.kind}", reference)
+            return _fail(
+                ReferenceReason.KIND_CHANGED,
+                name,
+                f"reference {want.kind}, snippet {got.kind}",
+                reference,
+            )
         if got.type_text != want.type_text:
-            return _fail(ReferenceReason.STATEMENT_MISMATCH, name,
-                         f"reference: {want.type_text}\nsnippet: {got.type_text}", reference)
+            return _fail(
+                ReferenceReason.STATEMENT_MISMATCH,
+                name,
+                f"reference: {want.type_text}\nsnippet: {got.type_text}",
+                reference,
+            )
         if decl.is_type and _words(got.print_text) != _words(want.print_text):
-            return _fail(ReferenceReason.STATEMENT_MISMATCH, name,
-                         f"the {decl.kind} is not the reference's (fields, constructors or "
-                         f"parameters differ)\nreference: {want.print_text}\nsnippet: {got.print_text}",
-                         reference)
+            return _fail(
+                ReferenceReason.STATEMENT_MISMATCH,
+                name,
+                f"the {decl.kind} is not the reference's (fields, constructors or "
+                f"parameters differ)\nreference: {want.print_text}\nsnippet: {got.print_text}",
+                reference,
+            )
         if decl.printed_kind == "def" and not decl.body_is_sorry and got.body != want.body:
-            return _fail(ReferenceReason.BODY_CHANGED, name, f"reference: {want.body}\nsnippet: {got.body}",
-                         reference)
+            return _fail(
+                ReferenceReason.BODY_CHANGED,
+                name,
+                f"reference: {want.body}\nsnippet: {got.body}",
+                reference,
+            )
         if "sorryAx" in got.axioms:
             return _fail(ReferenceReason.CONTAINS_SORRY, name, "depends on sorryAx", reference)
         forbidden = [a for a in got.axioms if a not in allowed_axioms]
         if forbidden:
-            return _fail(ReferenceReason.FORBIDDEN_AXIOM, name, f"depends on {', '.join(forbidden)}", reference)
+            return _fail(
+                ReferenceReason.FORBIDDEN_AXIOM,
+                name,
+                f"depends on {', '.join(forbidden)}",
+                reference,
+            )
     return ReferenceCheck(passed=True, declarations=reference.names)

@@ -21,11 +21,22 @@ __all__ = ["Reference", "ReferenceDecl", "parse_reference", "pin_of"]
 # What a reference may pin, and the kind Lean's `#print` shows for it. A type
 # (structure, inductive, class) is pinned whole: its `#print` (fields or
 # constructors with their types) must read the same in the snippet's env.
-PRINTED_KIND = {"theorem": "theorem", "lemma": "theorem", "def": "def", "abbrev": "def", "instance": "def",
-                "opaque": "opaque", "structure": "structure", "inductive": "inductive", "class": "class"}
+PRINTED_KIND = {
+    "theorem": "theorem",
+    "lemma": "theorem",
+    "def": "def",
+    "abbrev": "def",
+    "instance": "def",
+    "opaque": "opaque",
+    "structure": "structure",
+    "inductive": "inductive",
+    "class": "class",
+}
 _SORRY_BODY = re.compile(r":=\s*(?:by\s+)?sorry\s*$")
 # Scope commands between a declaration and the next one are not its body.
-_TRAILING_SCOPE = re.compile(r"(?:\n[ \t]*(?:end|namespace|section|open|noncomputable section)\b[^\n]*|\s)+$")
+_TRAILING_SCOPE = re.compile(
+    r"(?:\n[ \t]*(?:end|namespace|section|open|noncomputable section)\b[^\n]*|\s)+$"
+)
 MAX_DECLARATIONS = 64
 # A reference is elaborated on a REPL like a snippet: it may state
 # declarations, never run code or weaken checking (issue 25 item 1's list).
@@ -63,12 +74,16 @@ class Reference:
         return [d.name for d in self.decls]
 
 
-def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "reference") -> Reference:
+def parse_reference(
+    text: str, *, max_chars: int = 1_000_000, field: str = "reference"
+) -> Reference:
     """The reference's header and pinned declarations; RequestError if unusable."""
     if not text.strip():
         raise RequestError("the reference is empty", field=field)
     if len(text) > max_chars:
-        raise RequestError(f"the reference has {len(text)} characters, over the limit of {max_chars}", field=field)
+        raise RequestError(
+            f"the reference has {len(text)} characters, over the limit of {max_chars}", field=field
+        )
     if "\x00" in text:
         raise RequestError("the reference contains a NUL character", field=field)
     split = split_header(text)
@@ -77,20 +92,27 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
     running = _CODE_RUNNING.search(masked)
     if running:
         line = split.body_start_line + masked.count("\n", 0, running.start())
-        raise RequestError(f"the reference may only state declarations: `{running.group(1)}` at line {line} "
-                           "runs code or weakens checking", field=field)
+        raise RequestError(
+            f"the reference may only state declarations: `{running.group(1)}` at line {line} "
+            "runs code or weakens checking",
+            field=field,
+        )
     decls: list[ReferenceDecl] = []
     for index, decl in enumerate(found):
         if decl.kind == "instance" and not decl.name:
             continue  # context for the statements (e.g. `instance : Fact p`), nothing to pin by name
         if decl.kind == "example" or not decl.name:
             raise RequestError(
-                f"the reference has an unnamed {decl.kind}: every declaration it pins needs a name", field=field
+                f"the reference has an unnamed {decl.kind}: every declaration it pins needs a name",
+                field=field,
             )
         if decl.kind not in PRINTED_KIND:
-            raise RequestError(f"the reference pins {decl.name} as {decl.kind!r}, which cannot be pinned", field=field)
+            raise RequestError(
+                f"the reference pins {decl.name} as {decl.kind!r}, which cannot be pinned",
+                field=field,
+            )
         end = found[index + 1].offset if index + 1 < len(found) else len(masked)
-        segment = _TRAILING_SCOPE.sub("", masked[decl.offset:end])
+        segment = _TRAILING_SCOPE.sub("", masked[decl.offset : end])
         body_is_sorry = bool(_SORRY_BODY.search(segment))
         # A theorem's proof in the reference is never compared (only its
         # type), so one given there is harmless: the Prover pins to a start
@@ -99,8 +121,10 @@ def parse_reference(text: str, *, max_chars: int = 1_000_000, field: str = "refe
     if not decls:
         raise RequestError("the reference declares no theorem, lemma or def to pin", field=field)
     if len(decls) > MAX_DECLARATIONS:
-        raise RequestError(f"the reference pins {len(decls)} declarations, over the limit of {MAX_DECLARATIONS}",
-                           field=field)
+        raise RequestError(
+            f"the reference pins {len(decls)} declarations, over the limit of {MAX_DECLARATIONS}",
+            field=field,
+        )
     names = [d.name for d in decls]
     if len(set(names)) != len(names):
         raise RequestError("the reference declares a name twice", field=field)

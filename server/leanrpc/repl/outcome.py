@@ -63,7 +63,10 @@ def classify(snippet_id: str, outcome, check_axioms: bool) -> VerifyResult:
         id=snippet_id,
         status=Status.VALID,
         timings=Timings(
-            queue_s=outcome.queue_s, header_s=outcome.header_s, body_s=outcome.body_s, boot_s=outcome.boot_s
+            queue_s=outcome.queue_s,
+            header_s=outcome.header_s,
+            body_s=outcome.body_s,
+            boot_s=outcome.boot_s,
         ),
         reuse=ReuseInfo(
             warm_header=outcome.warm_header,
@@ -99,8 +102,9 @@ def classify(snippet_id: str, outcome, check_axioms: bool) -> VerifyResult:
     return result
 
 
-def apply_axiom_check(result: VerifyResult, after: Response | None,
-                      allowed: frozenset[str] = STANDARD_AXIOMS) -> None:
+def apply_axiom_check(
+    result: VerifyResult, after: Response | None, allowed: frozenset[str] = STANDARD_AXIOMS
+) -> None:
     """Reads every `#print axioms` answer in `after` (names not matched: use
     `check_axiom_answers` where the asked names are known)."""
     if after is None:
@@ -111,8 +115,12 @@ def apply_axiom_check(result: VerifyResult, after: Response | None,
     _judge_axioms(result, used, allowed)
 
 
-def check_axiom_answers(result: VerifyResult, after: Response | None, names: list[str],
-                        allowed: frozenset[str] = STANDARD_AXIOMS) -> None:
+def check_axiom_answers(
+    result: VerifyResult,
+    after: Response | None,
+    names: list[str],
+    allowed: frozenset[str] = STANDARD_AXIOMS,
+) -> None:
     """The check_axioms verdict: each asked name's own answer, then the rules.
 
     An answer counts only for the declaration it names (primes, `«»`,
@@ -142,7 +150,9 @@ def check_axiom_answers(result: VerifyResult, after: Response | None, names: lis
     if after is None or errors or missing:
         result.status = Status.REJECTED
         detail = "; ".join(errors)[:300] or f"no answer for {', '.join(missing)}"
-        result.error = f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
+        result.error = (
+            f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
+        )
 
 
 def _judge_axioms(result: VerifyResult, used: set[str], allowed: frozenset[str]) -> None:
@@ -174,7 +184,8 @@ def is_native_axiom(name: str) -> bool:
 # name is everything between the first quote and the quote before the tail,
 # so `'foo''` (a primed name) and `'«a b».c'` read whole.
 _ANSWER = re.compile(
-    r"'(?P<name>.+)' (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|(?P<none>does not depend on any axioms))\s*", re.S
+    r"'(?P<name>.+)' (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|(?P<none>does not depend on any axioms))\s*",
+    re.S,
 )
 
 
@@ -196,25 +207,33 @@ def name_atoms(name: str) -> tuple[str, ...]:
     so `«a.b»` (one atom) is not `a.b` (two)."""
     atoms = []
     for match in _ATOM.finditer(name.strip()):
-        atoms.append(match.group("quoted") if match.group("quoted") is not None else match.group("plain"))
+        atoms.append(
+            match.group("quoted") if match.group("quoted") is not None else match.group("plain")
+        )
     if atoms and atoms[0] == "_root_":
         atoms = atoms[1:]
     return tuple(atoms)
 
 
-def require_every_axiom_check(result: VerifyResult, after: Response | None, names: list[str]) -> None:
+def require_every_axiom_check(
+    result: VerifyResult, after: Response | None, names: list[str]
+) -> None:
     """Fail closed: a VALID stands only if `#print axioms` answered for every name
     (kept for callers that read answers with `apply_axiom_check`)."""
     if result.status is not Status.VALID or not names:
         return
     asked = {name_atoms(name) for name in names}
     messages = after.messages if after is not None else []
-    answered = {name_atoms(a[0]) for m in messages if (a := axiom_answer(m.data)) is not None} & asked
+    answered = {
+        name_atoms(a[0]) for m in messages if (a := axiom_answer(m.data)) is not None
+    } & asked
     errors = [m.data for m in messages if m.severity == "error"]
     if after is None or errors or len(answered) < len(asked):
         result.status = Status.REJECTED
         detail = "; ".join(errors)[:300] or f"{len(answered)} of {len(asked)} answered"
-        result.error = f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
+        result.error = (
+            f"check_axioms could not check every declaration ({', '.join(names)}): {detail}"
+        )
 
 
 def _position(pos) -> Position | None:
@@ -244,7 +263,11 @@ def message_from_repl(raw: ReplMessage | dict) -> Message:
 
 def sorry_from_repl(raw: ReplSorry | dict) -> SorryInfo:
     if isinstance(raw, dict):
-        raw = ReplSorry(pos=_dict_pos(raw.get("pos")), end_pos=_dict_pos(raw.get("endPos")), goal=str(raw.get("goal", "")))
+        raw = ReplSorry(
+            pos=_dict_pos(raw.get("pos")),
+            end_pos=_dict_pos(raw.get("endPos")),
+            goal=str(raw.get("goal", "")),
+        )
     return SorryInfo(start=_position(raw.pos), end=_position(raw.end_pos), goal=raw.goal)
 
 

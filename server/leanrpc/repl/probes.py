@@ -95,9 +95,11 @@ def soundness_warning(version: str) -> str:
         return ""
     line = next((fix for fix in SOUNDNESS_FIXES if fix[:2] == have[:2]), SOUNDNESS_FIXES[0])
     wanted = "v" + ".".join(map(str, line))
-    return (f"Lean {version.strip()} predates a published kernel soundness fix (in {wanted}; also "
-            f"{', '.join('v' + '.'.join(map(str, f)) for f in SOUNDNESS_FIXES if f != line)}): "
-            f"its VALID can rest on a kernel bug; upgrade to {wanted} or later")
+    return (
+        f"Lean {version.strip()} predates a published kernel soundness fix (in {wanted}; also "
+        f"{', '.join('v' + '.'.join(map(str, f)) for f in SOUNDNESS_FIXES if f != line)}): "
+        f"its VALID can rest on a kernel bug; upgrade to {wanted} or later"
+    )
 
 
 def header_failure(response: Response) -> str | None:

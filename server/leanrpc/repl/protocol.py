@@ -249,9 +249,13 @@ def decode(frame: bytes) -> Response:
     try:
         return _RESPONSE_DECODER.decode(frame)
     except msgspec.ValidationError as exc:
-        raise FrameDecodeError(f"REPL frame has the wrong shape: {exc}", detail=_excerpt(frame)) from None
+        raise FrameDecodeError(
+            f"REPL frame has the wrong shape: {exc}", detail=_excerpt(frame)
+        ) from None
     except msgspec.DecodeError as exc:
-        raise FrameDecodeError(f"REPL frame is not valid JSON: {exc}", detail=_excerpt(frame)) from None
+        raise FrameDecodeError(
+            f"REPL frame is not valid JSON: {exc}", detail=_excerpt(frame)
+        ) from None
 
 
 def _excerpt(frame: bytes, limit: int = 200) -> str:

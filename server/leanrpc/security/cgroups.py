@@ -60,7 +60,11 @@ def writable_base() -> str | None:
         return None
     for mount in _cgroup2_mounts():
         path = os.path.normpath(mount + "/" + own)
-        if os.path.isdir(path) and os.access(path, os.W_OK) and os.path.exists(os.path.join(path, "cgroup.procs")):
+        if (
+            os.path.isdir(path)
+            and os.access(path, os.W_OK)
+            and os.path.exists(os.path.join(path, "cgroup.procs"))
+        ):
             return path
     return None
 
@@ -156,8 +160,14 @@ class WorkerCgroups:
         available = set(_read(os.path.join(base, "cgroup.subtree_control")).split())
         wanted = available & {"memory", "pids"}
         if wanted:
-            _write(os.path.join(root, "cgroup.subtree_control"), " ".join(f"+{c}" for c in sorted(wanted)))
-        enabled = frozenset(_read(os.path.join(root, "cgroup.subtree_control")).split()) & {"memory", "pids"}
+            _write(
+                os.path.join(root, "cgroup.subtree_control"),
+                " ".join(f"+{c}" for c in sorted(wanted)),
+            )
+        enabled = frozenset(_read(os.path.join(root, "cgroup.subtree_control")).split()) & {
+            "memory",
+            "pids",
+        }
         return cls(root, enabled)
 
     def new(self, memory_max_bytes: int = 0, pids_max: int = 0) -> str:
@@ -172,7 +182,10 @@ class WorkerCgroups:
         return path
 
     def describe(self) -> str:
-        limits = " and ".join(f"{c}.max" for c in sorted(self.controllers)) or "no memory/pids controller delegated"
+        limits = (
+            " and ".join(f"{c}.max" for c in sorted(self.controllers))
+            or "no memory/pids controller delegated"
+        )
         return f"a cgroup v2 per worker ({limits})"
 
     def close(self) -> None:

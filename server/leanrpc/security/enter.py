@@ -41,15 +41,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's folder out
 
 import seccomp  # noqa: E402  (stdlib-only sibling)
-from seccomp import (  # noqa: E402,F401  (re-exported for tests and callers)
-    PR_SET_NO_NEW_PRIVS,
-    SPAWN_SYSCALLS,
-    SeccompError,
-    _libc,
-    install_spawn_filter,
-    spawn_filter,
-)
-
 from jail import (  # noqa: E402,F401  (stdlib-only sibling; re-exported for tests and callers)
     CLONE_NEWNS,
     MS_BIND,
@@ -62,6 +53,14 @@ from jail import (  # noqa: E402,F401  (stdlib-only sibling; re-exported for tes
     enter_namespaces,
     remount_all_readonly,
 )
+from seccomp import (  # noqa: E402,F401  (re-exported for tests and callers)
+    PR_SET_NO_NEW_PRIVS,
+    SPAWN_SYSCALLS,
+    SeccompError,
+    _libc,
+    install_spawn_filter,
+    spawn_filter,
+)
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -71,8 +70,9 @@ SETUP_FAILED = 126
 # -- parent death ---------------------------------------------------------------
 
 
-def die_with_parent(expected_parent: int | None = None, alive_fd: int | None = None,
-                    signum: int = signal.SIGKILL) -> None:
+def die_with_parent(
+    expected_parent: int | None = None, alive_fd: int | None = None, signum: int = signal.SIGKILL
+) -> None:
     """`signum` (SIGKILL) when the parent dies; exits now if it already has.
 
     Must be called again after any change of credentials (the kernel clears

@@ -38,8 +38,16 @@ PR_CAPBSET_DROP = 24
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 # What every REPL needs from the host besides its exposed paths.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-                "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/ssl/certs")
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/ssl/certs",
+)
 DEVICES = ("null", "zero", "full", "random", "urandom")
 OLD_ROOT = "/.leanrpc-oldroot"
 
@@ -84,7 +92,10 @@ def _write(path: str, text: str) -> None:
 def enter_namespaces(userns: bool, uid: int, gid: int) -> None:
     """New user namespace (identity-mapped; unless root), then PID, net, IPC, UTS."""
     if userns:
-        _check(_libc.unshare(CLONE_NEWUSER), "unshare user namespace (unprivileged user namespaces refused?)")
+        _check(
+            _libc.unshare(CLONE_NEWUSER),
+            "unshare user namespace (unprivileged user namespaces refused?)",
+        )
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1\n")
         _write("/proc/self/gid_map", f"{gid} {gid} 1\n")
@@ -138,7 +149,10 @@ def build_root(plan: dict) -> None:
     if machine not in PIVOT_ROOT:
         raise SandboxSetupError(f"no pivot_root for {machine}")
     os.chdir(base)
-    _check(_libc.syscall(ctypes.c_long(PIVOT_ROOT[machine]), b".", ("." + OLD_ROOT).encode()), "pivot_root")
+    _check(
+        _libc.syscall(ctypes.c_long(PIVOT_ROOT[machine]), b".", ("." + OLD_ROOT).encode()),
+        "pivot_root",
+    )
     os.chdir("/")
     old = OLD_ROOT
     for path in SYSTEM_PATHS:
@@ -157,8 +171,12 @@ def build_root(plan: dict) -> None:
     os.makedirs("/dev", mode=0o755, exist_ok=True)
     for name in DEVICES:
         _bind(f"{old}/dev/{name}", f"/dev/{name}")
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"/dev/{name}")
     os.makedirs("/proc", mode=0o555, exist_ok=True)
     try:
@@ -173,15 +191,23 @@ def build_root(plan: dict) -> None:
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
     if os.stat(existing).st_dev != os.stat("/").st_dev:
-        raise SandboxSetupError(f"the scratch {scratch} lies inside an exposed path ({existing}); "
-                                "set sandbox.scratch_root outside every exposed path")
+        raise SandboxSetupError(
+            f"the scratch {scratch} lies inside an exposed path ({existing}); "
+            "set sandbox.scratch_root outside every exposed path"
+        )
     os.makedirs(scratch, mode=0o755, exist_ok=True)
     _check(_libc.umount2(old.encode(), MNT_DETACH), "detach the host root")
     os.rmdir(old)
     remount_all_readonly(skip=set())
     uid, gid = plan["uid"], plan["gid"]
     size = plan.get("scratch_mb", 512)
-    _mount("leanrpc-scratch", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0700,uid={uid},gid={gid},size={size}m")
+    _mount(
+        "leanrpc-scratch",
+        scratch,
+        "tmpfs",
+        MS_NOSUID | MS_NODEV,
+        f"mode=0700,uid={uid},gid={gid},size={size}m",
+    )
 
 
 def _writable_mounts(skip: set[str]):

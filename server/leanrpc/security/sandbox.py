@@ -38,8 +38,8 @@ import sys
 import psutil
 
 from ..config import Config
+from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config, spawn_with_pipes
 from .cgroups import WorkerCgroups
-from ..worker.launcher import LaunchSpec, Launcher, rlimits_from_config, spawn_with_pipes
 
 log = logging.getLogger("leanrpc.security")
 
@@ -48,7 +48,15 @@ ENTER_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "enter.p
 SANDBOX_UID_BASE = 1_800_000_000
 SANDBOX_UID_SPAN = 100_000
 # Environment the worker may see; everything else (tokens, cloud keys) stays out.
-ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "LEANRPC_NO_EXTENSIONS")
+ENV_ALLOWED = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "LEANRPC_NO_EXTENSIONS",
+)
 ENV_ALLOWED_PREFIXES = ("LC_", "LEAN_", "ELAN_", "LAKE_", "LEANRPC_STANDIN_")
 MODES = ("auto", "unshare", "off")
 BLOCK_SPAWN_MODES = ("auto", "on", "off")
@@ -78,7 +86,9 @@ def make_sandbox_launcher(config: Config) -> Launcher:
         if mode == "unshare":
             raise
         log.warning("SANDBOX OFF: %s; workers run untrusted code with the server's privileges", exc)
-        return UnsandboxedLauncher(config, f"no sandbox (auto: {exc}); workers run with the server's privileges")
+        return UnsandboxedLauncher(
+            config, f"no sandbox (auto: {exc}); workers run with the server's privileges"
+        )
 
 
 def resolve_block_spawn(config: Config) -> tuple[bool, str]:
@@ -138,8 +148,12 @@ class GuardedLauncher(Launcher):
         self._config = config
 
     def describe(self) -> str:
-        return ("no sandbox: workers run with the server's privileges (own session, die with the server, "
-                "may not signal or ptrace it)" + memory_summary(self._config) + cgroup_summary(self._config))
+        return (
+            "no sandbox: workers run with the server's privileges (own session, die with the server, "
+            "may not signal or ptrace it)"
+            + memory_summary(self._config)
+            + cgroup_summary(self._config)
+        )
 
     def wrap(self, spec: LaunchSpec) -> tuple[list[str], dict]:
         server_pid, server_pgid = server_identity()
@@ -262,7 +276,11 @@ class UnshareLauncher(Launcher):
         return sorted(pairs.items())
 
     def _rlimit_summary(self) -> str:
-        names = {getattr(resource, n): n[len("RLIMIT_"):].lower() for n in dir(resource) if n.startswith("RLIMIT_")}
+        names = {
+            getattr(resource, n): n[len("RLIMIT_") :].lower()
+            for n in dir(resource)
+            if n.startswith("RLIMIT_")
+        }
         return ", ".join(f"{names.get(k, k)}={v}" for k, v in self._rlimits(LaunchSpec(argv=[])))
 
     def child_env(self, spec: LaunchSpec) -> dict[str, str]:
@@ -291,7 +309,9 @@ class UnshareLauncher(Launcher):
                 # The toolchain around a binary in bin/ (bin/..), e.g. an elan
                 # toolchain; else the binary's own folder.
                 folder = os.path.dirname(os.path.realpath(exe))
-                paths.append(os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder)
+                paths.append(
+                    os.path.dirname(folder) if os.path.basename(folder) == "bin" else folder
+                )
         paths += [a for a in spec.argv[1:] if os.path.isabs(a) and os.path.exists(a)]
         if "ELAN_HOME" in env:
             paths.append(env["ELAN_HOME"])
@@ -299,8 +319,13 @@ class UnshareLauncher(Launcher):
         # (Not PATH: a search path for programs is no list of things the REPL needs.)
         for name, value in env.items():
             if name not in ("PATH", "HOME", "TMPDIR"):
-                paths += [p for p in value.split(os.pathsep) if os.path.isabs(p) and os.path.exists(p)]
-        if "leanrpc.standin" in spec.argv or os.path.basename(spec.argv[0] if spec.argv else "") == "leanrpc-repl-standin":
+                paths += [
+                    p for p in value.split(os.pathsep) if os.path.isabs(p) and os.path.exists(p)
+                ]
+        if (
+            "leanrpc.standin" in spec.argv
+            or os.path.basename(spec.argv[0] if spec.argv else "") == "leanrpc-repl-standin"
+        ):
             paths += _standin_fixtures()
         paths += self._config.sandbox.expose
         return paths
@@ -353,7 +378,11 @@ class UnshareLauncher(Launcher):
         uid, gid = self._ids()
         try:
             done = subprocess.run(
-                self.plan(spec, uid, gid), env=_helper_env(), capture_output=True, text=True, timeout=30
+                self.plan(spec, uid, gid),
+                env=_helper_env(),
+                capture_output=True,
+                text=True,
+                timeout=30,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise SandboxUnavailable(f"sandbox probe failed: {exc}") from exc

@@ -44,10 +44,26 @@ SPAWN_SYSCALLS = {
 }
 # Syscalls the signal guard checks, per machine.
 SIGNAL_SYSCALLS = {
-    "x86_64": {"kill": 62, "rt_sigqueueinfo": 129, "tgkill": 234, "rt_tgsigqueueinfo": 297,
-               "pidfd_open": 434, "tkill": 200, "ptrace": 101, "process_vm_writev": 311},
-    "aarch64": {"kill": 129, "rt_sigqueueinfo": 138, "tgkill": 131, "rt_tgsigqueueinfo": 240,
-                "pidfd_open": 434, "tkill": 130, "ptrace": 117, "process_vm_writev": 271},
+    "x86_64": {
+        "kill": 62,
+        "rt_sigqueueinfo": 129,
+        "tgkill": 234,
+        "rt_tgsigqueueinfo": 297,
+        "pidfd_open": 434,
+        "tkill": 200,
+        "ptrace": 101,
+        "process_vm_writev": 311,
+    },
+    "aarch64": {
+        "kill": 129,
+        "rt_sigqueueinfo": 138,
+        "tgkill": 131,
+        "rt_tgsigqueueinfo": 240,
+        "pidfd_open": 434,
+        "tkill": 130,
+        "ptrace": 117,
+        "process_vm_writev": 271,
+    },
 }
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -60,7 +76,12 @@ class SeccompError(Exception):
 
 
 class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
 
 
 class _SockFprog(ctypes.Structure):
@@ -86,7 +107,9 @@ def _abi_prologue(arch: int) -> list[tuple[int, int, int, int]]:
 def spawn_filter(machine: str) -> list[tuple[int, int, int, int]]:
     """BPF program (code, jump-if-true, jump-if-false, k) against process creation."""
     if machine not in SPAWN_SYSCALLS:
-        raise SeccompError(f"no seccomp spawn filter for {machine}; set sandbox.block_spawn = \"off\"")
+        raise SeccompError(
+            f'no seccomp spawn filter for {machine}; set sandbox.block_spawn = "off"'
+        )
     arch, numbers = SPAWN_SYSCALLS[machine]
     denied = [numbers[name] for name in ("fork", "vfork") if name in numbers]
     prog = _abi_prologue(arch) + [
@@ -126,7 +149,9 @@ def _assemble(items: list) -> list[tuple[int, int, int, int]]:
     return prog
 
 
-def signal_guard_filter(machine: str, server_pid: int, server_pgid: int) -> list[tuple[int, int, int, int]]:
+def signal_guard_filter(
+    machine: str, server_pid: int, server_pgid: int
+) -> list[tuple[int, int, int, int]]:
     """BPF program: no signal, pidfd or ptrace can reach the server."""
     if machine not in SIGNAL_SYSCALLS:
         raise SeccompError(f"no seccomp signal guard for {machine}")
@@ -161,7 +186,13 @@ def install(prog: list[tuple[int, int, int, int]], what: str) -> None:
     """Needs no_new_privs (or CAP_SYS_ADMIN); in force across exec and inherited."""
     filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
     fprog = _SockFprog(len(prog), filters)
-    rc = _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_void_p(ctypes.addressof(fprog)), 0, 0)
+    rc = _libc.prctl(
+        PR_SET_SECCOMP,
+        ctypes.c_ulong(SECCOMP_MODE_FILTER),
+        ctypes.c_void_p(ctypes.addressof(fprog)),
+        0,
+        0,
+    )
     if rc != 0:
         err = ctypes.get_errno()
         raise SeccompError(f"{what}: {errno.errorcode.get(err, err)}", err)

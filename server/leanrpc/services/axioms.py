@@ -36,8 +36,12 @@ def finish(result: VerifyResult, outcome, check: AxiomCheck, config: Config) -> 
     _restore_positions(result, check)
     if outcome is not None:
         after = outcome.after_response
-        repl.check_axiom_answers(result, None if after is None else repl.as_response(after), check.names,
-                                 frozenset(config.axioms.allowed))
+        repl.check_axiom_answers(
+            result,
+            None if after is None else repl.as_response(after),
+            check.names,
+            frozenset(config.axioms.allowed),
+        )
 
 
 def _restore_positions(result: VerifyResult, check: AxiomCheck) -> None:

@@ -27,16 +27,16 @@ __all__ = ["DeclarationReplay", "ExtractService", "ReplayVerdict", "StepReplay",
 class ReplayVerdict(enum.IntEnum):
     """Mirrors leanrpc.v1.ReplayVerdict (same numbers)."""
 
-    MATCH = 1      # the REPL's goals after the unit are the infotree's
-    MISMATCH = 2   # the tactic ran, the goals differ (`goals_after` holds the REPL's)
-    ERROR = 3      # the REPL rejected the unit's text (`error`)
-    NOT_RUN = 4    # an earlier unit failed or the start state could not be built
+    MATCH = 1  # the REPL's goals after the unit are the infotree's
+    MISMATCH = 2  # the tactic ran, the goals differ (`goals_after` holds the REPL's)
+    ERROR = 3  # the REPL rejected the unit's text (`error`)
+    NOT_RUN = 4  # an earlier unit failed or the start state could not be built
 
 
 @dataclasses.dataclass
 class StepReplay:
     verdict: ReplayVerdict
-    tactic: str = ""                      # the unit's text that was run
+    tactic: str = ""  # the unit's text that was run
     goals_after: list[str] = dataclasses.field(default_factory=list)  # the REPL's
     error: str = ""
 
@@ -88,16 +88,21 @@ class ExtractService:
         replays = []
         if replay:
             for declaration in declarations:
-                replays.append(await self._replay(code, declaration, options.timeout_s, client_id, deadline))
+                replays.append(
+                    await self._replay(code, declaration, options.timeout_s, client_id, deadline)
+                )
         return result, declarations, replays
 
-    async def _replay(self, code: str, declaration, timeout_s: float, client_id: str,
-                      deadline: float | None) -> DeclarationReplay:
+    async def _replay(
+        self, code: str, declaration, timeout_s: float, client_id: str, deadline: float | None
+    ) -> DeclarationReplay:
         from ..extract import slice_source
         from .prover import ProofStatus
 
         arrived = time.monotonic()
-        report = DeclarationReplay(steps=[StepReplay(ReplayVerdict.NOT_RUN) for _ in declaration.steps])
+        report = DeclarationReplay(
+            steps=[StepReplay(ReplayVerdict.NOT_RUN) for _ in declaration.steps]
+        )
         if not declaration.steps:
             return report
         first, last = declaration.steps[0], declaration.steps[-1]
@@ -109,8 +114,9 @@ class ExtractService:
         proof_id = ""
         owner = client_id or "extract"  # the caller's proof states, on its quota
         try:
-            started = await prover.start_proof(start_code, timeout_s=timeout_s, client_id=owner,
-                                               deadline=deadline)
+            started = await prover.start_proof(
+                start_code, timeout_s=timeout_s, client_id=owner, deadline=deadline
+            )
             proof_id = started.proof_id
             here = (first.start.line, first.start.column)
             state = next((s for s in started.states if s.start == here), None)
@@ -122,16 +128,26 @@ class ExtractService:
             report.start_goals_match = goals_match(state.goals, first.goals_before)
             state_id = state.state_id
             for unit in declaration.units:
-                outcome = await prover.run_tactic(state_id, unit.text, timeout_s=timeout_s,
-                                                  client_id=owner, deadline=deadline,
-                                                  check_whole=False)
+                outcome = await prover.run_tactic(
+                    state_id,
+                    unit.text,
+                    timeout_s=timeout_s,
+                    client_id=owner,
+                    deadline=deadline,
+                    check_whole=False,
+                )
                 # REFUTED here is the REPL's own kernel check (check_whole is off): no state to go on.
                 if outcome.status in (ProofStatus.ERROR, ProofStatus.REJECTED, ProofStatus.REFUTED):
-                    verdict = StepReplay(ReplayVerdict.ERROR, unit.text, [], outcome.error or outcome.repl_status)
+                    verdict = StepReplay(
+                        ReplayVerdict.ERROR, unit.text, [], outcome.error or outcome.repl_status
+                    )
                 else:
                     same = goals_match(outcome.goals, unit.goals_after)
-                    verdict = StepReplay(ReplayVerdict.MATCH if same else ReplayVerdict.MISMATCH, unit.text,
-                                         list(outcome.goals))
+                    verdict = StepReplay(
+                        ReplayVerdict.MATCH if same else ReplayVerdict.MISMATCH,
+                        unit.text,
+                        list(outcome.goals),
+                    )
                 for k in range(unit.first, unit.last + 1):
                     report.steps[k] = verdict
                 if verdict.verdict is ReplayVerdict.ERROR:

@@ -24,9 +24,15 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 from leanrpc.errors import InternalError, ModelNotConfigured, RequestError
 from leanrpc.formalize.config import FormalizeConfig
-from leanrpc.formalize.repair import Formalizer, FormalizeJob
+from leanrpc.formalize.repair import FormalizeJob, Formalizer
 from leanrpc.formalize.retrieval import MathlibNames
-from leanrpc.formalize.types import FormalizeEvent, FormalizeRequest, Outcome, OutcomeStatus, Payload
+from leanrpc.formalize.types import (
+    FormalizeEvent,
+    FormalizeRequest,
+    Outcome,
+    OutcomeStatus,
+    Payload,
+)
 from leanrpc.results import VerifyResult
 
 log = logging.getLogger(__name__)
@@ -48,10 +54,18 @@ class FormalizeService:
         names: a prebuilt Mathlib name index (default: loaded lazily from the config).
     """
 
-    def __init__(self, engine: Any | None, verify: Verify, config: FormalizeConfig, *,
-                 not_serving_reason: str = "", names: MathlibNames | None = None,
-                 model_info: dict[str, Any] | None = None, adapters: list[str] | None = None,
-                 default_adapter: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Any | None,
+        verify: Verify,
+        config: FormalizeConfig,
+        *,
+        not_serving_reason: str = "",
+        names: MathlibNames | None = None,
+        model_info: dict[str, Any] | None = None,
+        adapters: list[str] | None = None,
+        default_adapter: str | None = None,
+    ) -> None:
         config.validate()
         self.engine = engine
         self.verify = verify
@@ -59,8 +73,18 @@ class FormalizeService:
         self.model_info = dict(model_info or {})
         self._reason = "" if engine is not None else (not_serving_reason or NOT_CONFIGURED)
         self._closed = False
-        self._formalizer = (Formalizer(engine, verify, config, names=names, adapters=adapters or [],
-                                       default_adapter=default_adapter) if engine is not None else None)
+        self._formalizer = (
+            Formalizer(
+                engine,
+                verify,
+                config,
+                names=names,
+                adapters=adapters or [],
+                default_adapter=default_adapter,
+            )
+            if engine is not None
+            else None
+        )
         self._sessions: set[FormalizeSession] = set()
         self._loaded = threading.Event()
         if engine is not None or not config.model_dir or not_serving_reason:
@@ -77,9 +101,16 @@ class FormalizeService:
         config.validate()
         if not config.model_dir:
             return cls(None, verify, config, not_serving_reason=NOT_CONFIGURED)
-        service = cls(None, verify, config, not_serving_reason=f"Formalize: loading the model from {config.model_dir}")
+        service = cls(
+            None,
+            verify,
+            config,
+            not_serving_reason=f"Formalize: loading the model from {config.model_dir}",
+        )
         service._loaded.clear()
-        threading.Thread(target=service._load_in_background, name="formalize-load", daemon=True).start()
+        threading.Thread(
+            target=service._load_in_background, name="formalize-load", daemon=True
+        ).start()
         return service
 
     def _load_in_background(self) -> None:
@@ -114,8 +145,12 @@ class FormalizeService:
             from leanrpc.formalize.engine import GenerationEngine
             from leanrpc.formalize.loading import ModelLoadError, load
         except ImportError as exc:
-            return cls(None, verify, config,
-                       not_serving_reason=f"Formalize: the model extra is not installed ({exc})")
+            return cls(
+                None,
+                verify,
+                config,
+                not_serving_reason=f"Formalize: the model extra is not installed ({exc})",
+            )
         try:
             loaded = load(config)
         except ModelLoadError as exc:
@@ -123,14 +158,29 @@ class FormalizeService:
             return cls(None, verify, config, not_serving_reason=f"Formalize: {exc}")
         except Exception as exc:  # CUDA or bitsandbytes failures come in many types
             log.exception("Formalize model load crashed")
-            return cls(None, verify, config,
-                       not_serving_reason=f"Formalize: loading the model failed: {type(exc).__name__}: {exc}")
-        engine = GenerationEngine(loaded.model, loaded.tokenizer, device=loaded.device,
-                                  max_batch=config.max_batch, max_prompt_tokens=config.max_prompt_tokens,
-                                  adapter_names=loaded.adapters)
+            return cls(
+                None,
+                verify,
+                config,
+                not_serving_reason=f"Formalize: loading the model failed: {type(exc).__name__}: {exc}",
+            )
+        engine = GenerationEngine(
+            loaded.model,
+            loaded.tokenizer,
+            device=loaded.device,
+            max_batch=config.max_batch,
+            max_prompt_tokens=config.max_prompt_tokens,
+            adapter_names=loaded.adapters,
+        )
         info = dict(loaded.info, quantized=loaded.quantized)
-        return cls(engine, verify, config, model_info=info, adapters=loaded.adapters,
-                   default_adapter=loaded.default_adapter)
+        return cls(
+            engine,
+            verify,
+            config,
+            model_info=info,
+            adapters=loaded.adapters,
+            default_adapter=loaded.default_adapter,
+        )
 
     # ------------------------------------------------------------- health
     def serving_status(self) -> tuple[bool, str]:
@@ -150,8 +200,12 @@ class FormalizeService:
     # ---------------------------------------------------------------- API
     def open_session(self) -> "FormalizeSession":
         """A session for one bidirectional stream. Raises ModelNotConfigured when not serving."""
-        session = FormalizeSession(self._require_serving(), self.config.max_jobs_per_stream, self._sessions,
-                                   stream_budget_s=self.config.stream_budget_s)
+        session = FormalizeSession(
+            self._require_serving(),
+            self.config.max_jobs_per_stream,
+            self._sessions,
+            stream_budget_s=self.config.stream_budget_s,
+        )
         self._sessions.add(session)
         return session
 
@@ -167,12 +221,16 @@ class FormalizeService:
     def adapter_info(self) -> dict[str, Any]:
         """The loaded adapters and limits (Formalizer.GetFormalizerInfo). Raises ModelNotConfigured."""
         f = self._require_serving()
-        return {"adapters": list(f.adapters), "default_adapter": f.default_adapter or "",
-                "quantized": bool(self.model_info.get("quantized", False)),
-                "device": str(self.model_info.get("device", "")),
-                "grouped_dispatch_layers": int(self.model_info.get("grouped_dispatch_layers") or 0),
-                "max_candidates": self.config.max_candidates, "job_budget_s": self.config.job_budget_s,
-                "stream_budget_s": self.config.stream_budget_s}
+        return {
+            "adapters": list(f.adapters),
+            "default_adapter": f.default_adapter or "",
+            "quantized": bool(self.model_info.get("quantized", False)),
+            "device": str(self.model_info.get("device", "")),
+            "grouped_dispatch_layers": int(self.model_info.get("grouped_dispatch_layers") or 0),
+            "max_candidates": self.config.max_candidates,
+            "job_budget_s": self.config.job_budget_s,
+            "stream_budget_s": self.config.stream_budget_s,
+        }
 
     def info(self) -> dict[str, Any]:
         ok, reason = self.serving_status()
@@ -198,10 +256,14 @@ _JOB_DONE = object()
 class FormalizeSession:
     """The jobs of one Formalize stream, their events merged into one async iterator."""
 
-    def __init__(self, formalizer: Formalizer, max_jobs: int, registry: set, *, stream_budget_s: float = 0.0) -> None:
+    def __init__(
+        self, formalizer: Formalizer, max_jobs: int, registry: set, *, stream_budget_s: float = 0.0
+    ) -> None:
         self._f = formalizer
         # The stream's wall-clock budget ends here (loop time); every job ends with it.
-        self._deadline = asyncio.get_running_loop().time() + stream_budget_s if stream_budget_s else None
+        self._deadline = (
+            asyncio.get_running_loop().time() + stream_budget_s if stream_budget_s else None
+        )
         self._max_jobs = max_jobs
         self._registry = registry
         self._jobs: dict[str, tuple[FormalizeJob, asyncio.Task]] = {}
@@ -265,8 +327,16 @@ class FormalizeSession:
         except Exception as exc:  # a bug in the loop: the job still gets its one Outcome
             log.exception("formalize job %s crashed", job_id)
             if not ended:
-                self._queue.put_nowait(FormalizeEvent(
-                    job_id, Outcome(OutcomeStatus.FAILED, 0, error=f"internal error: {type(exc).__name__}: {exc}")))
+                self._queue.put_nowait(
+                    FormalizeEvent(
+                        job_id,
+                        Outcome(
+                            OutcomeStatus.FAILED,
+                            0,
+                            error=f"internal error: {type(exc).__name__}: {exc}",
+                        ),
+                    )
+                )
         finally:
             self._jobs.pop(job_id, None)
             self._queue.put_nowait(_JOB_DONE)

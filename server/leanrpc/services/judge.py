@@ -25,7 +25,7 @@ import time
 
 from ..config import Config
 from ..results import JudgeCheck, JudgeLevel
-from ..worker.launcher import LaunchSpec, Launcher, kill_process_group, rlimits_from_config
+from ..worker.launcher import Launcher, LaunchSpec, kill_process_group, rlimits_from_config
 
 __all__ = ["JudgeService"]
 
@@ -35,7 +35,9 @@ TAIL_CHARS = 2000
 class JudgeService:
     def __init__(self, config: Config, launcher: Launcher | None) -> None:
         judge = config.judge
-        self.argv = shlex.split(judge.command) if isinstance(judge.command, str) else list(judge.command)
+        self.argv = (
+            shlex.split(judge.command) if isinstance(judge.command, str) else list(judge.command)
+        )
         self.name = judge.name or (os.path.basename(self.argv[0]) if self.argv else "")
         self.timeout_s = judge.timeout_s
         self.launcher = launcher if (judge.sandboxed and launcher is not None) else Launcher()
@@ -48,8 +50,9 @@ class JudgeService:
     def enabled(self) -> bool:
         return bool(self.argv)
 
-    async def judge(self, reference: str, submission: str, theorems: list[str] = (),
-                    definitions: list[str] = ()) -> JudgeCheck:
+    async def judge(
+        self, reference: str, submission: str, theorems: list[str] = (), definitions: list[str] = ()
+    ) -> JudgeCheck:
         """What the judge says about `submission` against `reference`."""
         async with self.slots:
             self.runs += 1
@@ -57,9 +60,16 @@ class JudgeService:
             self.peak = max(self.peak, self.active)
             started = time.monotonic()
             try:
-                check = await self._run(json.dumps({"reference": reference, "submission": submission,
-                                                    "theorems": list(theorems),
-                                                    "definitions": list(definitions)}).encode())
+                check = await self._run(
+                    json.dumps(
+                        {
+                            "reference": reference,
+                            "submission": submission,
+                            "theorems": list(theorems),
+                            "definitions": list(definitions),
+                        }
+                    ).encode()
+                )
             finally:
                 self.active -= 1
             check.elapsed_s = time.monotonic() - started
@@ -76,7 +86,11 @@ class JudgeService:
         except asyncio.TimeoutError:
             _kill(process)
             await process.wait()
-            return JudgeCheck(JudgeLevel.TIMEOUT, self.name, f"the judge ran past {self.timeout_s:g} s and was killed")
+            return JudgeCheck(
+                JudgeLevel.TIMEOUT,
+                self.name,
+                f"the judge ran past {self.timeout_s:g} s and was killed",
+            )
         except BaseException:
             _kill(process)
             raise
@@ -84,7 +98,9 @@ class JudgeService:
         if process.returncode == 0:
             return JudgeCheck(JudgeLevel.ACCEPTED, self.name, tail)
         if process.returncode < 0:
-            return JudgeCheck(JudgeLevel.FAILED, self.name, f"killed by signal {-process.returncode}: {tail}")
+            return JudgeCheck(
+                JudgeLevel.FAILED, self.name, f"killed by signal {-process.returncode}: {tail}"
+            )
         return JudgeCheck(JudgeLevel.REFUSED, self.name, f"exit {process.returncode}: {tail}")
 
 

@@ -28,8 +28,9 @@ _STATUS_OF_ERROR: tuple[tuple[type[Exception], Status], ...] = (
 )
 
 
-async def run_job(pool: PoolPort, job: BodyJob | SessionJob, result_id: str, *,
-                  check_axioms: bool = False) -> tuple[VerifyResult, BodyOutcome | SessionOutcome | None]:
+async def run_job(
+    pool: PoolPort, job: BodyJob | SessionJob, result_id: str, *, check_axioms: bool = False
+) -> tuple[VerifyResult, BodyOutcome | SessionOutcome | None]:
     """Submits `job`; returns its result, and the pool's outcome when it ran.
 
     Worker failures and a header that does not load become results; only
@@ -49,8 +50,14 @@ async def run_job(pool: PoolPort, job: BodyJob | SessionJob, result_id: str, *,
     return result, outcome
 
 
-def failure_result(result_id: str, status: Status, exc: Exception, arrived: float, job: BodyJob | SessionJob,
-                   pool: PoolPort) -> VerifyResult:
+def failure_result(
+    result_id: str,
+    status: Status,
+    exc: Exception,
+    arrived: float,
+    job: BodyJob | SessionJob,
+    pool: PoolPort,
+) -> VerifyResult:
     """The result of a job whose worker failed it (or whose header did not load)."""
     error = getattr(exc, "message", str(exc))
     tail = getattr(exc, "stderr_tail", "")

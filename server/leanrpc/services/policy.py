@@ -44,8 +44,11 @@ class CodePolicy:
         self.stats = {"scanned": 0, "refused": 0, "native": 0}
 
     def of(self, profile: str = "", client_id: str = "") -> str:
-        if (self.default == TRUSTED or profile in self.trusted_profiles
-                or (client_id and client_id in self.trusted_clients)):
+        if (
+            self.default == TRUSTED
+            or profile in self.trusted_profiles
+            or (client_id and client_id in self.trusted_clients)
+        ):
             return TRUSTED
         return PROOF
 
@@ -53,30 +56,45 @@ class CodePolicy:
         self.stats["scanned"] += 1
         return scan(text)
 
-    def screen(self, snippet_id: str, code: str, policy: str, *, check_axioms: bool) -> VerifyResult | None:
+    def screen(
+        self, snippet_id: str, code: str, policy: str, *, check_axioms: bool
+    ) -> VerifyResult | None:
         """The answer to a snippet that must not reach a REPL, or None to run it."""
         if policy != PROOF:
             return None
         found = self.scan(code)
         if found.refused:
             self.stats["refused"] += 1
-            return VerifyResult(id=snippet_id, status=Status.REJECTED, error=found.message, policy=policy)
+            return VerifyResult(
+                id=snippet_id, status=Status.REJECTED, error=found.message, policy=policy
+            )
         if not found.native:
             return None
         self.stats["native"] += 1
         where = f"{found.native} at line {found.native_line}"
         if check_axioms and not self.native_allowed:
             return VerifyResult(
-                id=snippet_id, status=NATIVE_STATUS, policy=policy, axioms=["Lean.ofReduceBool"],
+                id=snippet_id,
+                status=NATIVE_STATUS,
+                policy=policy,
+                axioms=["Lean.ofReduceBool"],
                 axioms_checked=True,
-                error=(f"proof uses native_decide / compiler trust (Lean.ofReduceBool; {where}); answered "
-                       "without running it, since native evaluation runs the snippet's own compiled code "
-                       "inside the REPL"))
+                error=(
+                    f"proof uses native_decide / compiler trust (Lean.ofReduceBool; {where}); answered "
+                    "without running it, since native evaluation runs the snippet's own compiled code "
+                    "inside the REPL"
+                ),
+            )
         return VerifyResult(
-            id=snippet_id, status=Status.REJECTED, policy=policy,
-            error=(f"refused by the code policy `proof`: native evaluation ({where}) runs the snippet's own "
-                   "compiled code inside the REPL; with check_axioms on it is answered INVALID "
-                   "(Lean.ofReduceBool is outside the allow-list), or run it under the `trusted` policy"))
+            id=snippet_id,
+            status=Status.REJECTED,
+            policy=policy,
+            error=(
+                f"refused by the code policy `proof`: native evaluation ({where}) runs the snippet's own "
+                "compiled code inside the REPL; with check_axioms on it is answered INVALID "
+                "(Lean.ofReduceBool is outside the allow-list), or run it under the `trusted` policy"
+            ),
+        )
 
     def check_command(self, text: str, what: str, policy: str = PROOF) -> None:
         """PolicyRefused (INVALID_ARGUMENT) for a session command or tactic `proof` refuses."""
@@ -88,5 +106,7 @@ class CodePolicy:
             raise PolicyRefused(f"{what}: {found.message}")
         if found.native:
             self.stats["native"] += 1
-            raise PolicyRefused(f"{what}: refused by the code policy `proof`: native evaluation ({found.native} at "
-                                f"line {found.native_line}) runs the snippet's own compiled code inside the REPL")
+            raise PolicyRefused(
+                f"{what}: refused by the code policy `proof`: native evaluation ({found.native} at "
+                f"line {found.native_line}) runs the snippet's own compiled code inside the REPL"
+            )

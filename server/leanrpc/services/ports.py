@@ -38,8 +38,16 @@ class Verifier(Protocol):
     async def run(self, request: Resolved) -> VerifyResult:
         """One resolved snippet's result."""
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+    async def verify(
+        self,
+        snippet_id: str,
+        code: str,
+        options: VerifyOptions,
+        *,
+        deadline: float | None = None,
+        client_id: str = "",
+        stream_id: str = "",
+    ) -> VerifyResult:
         """Resolve and run, for a service's own snippet (an assembled proof, a formalization)."""
 
     async def close(self) -> None:

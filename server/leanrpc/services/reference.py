@@ -43,11 +43,16 @@ def screened_reference(text: str, *, max_chars: int = 1_000_000) -> Reference:
     reference = parse_reference(text, max_chars=max_chars)
     found = scan(text)
     if found.refused:
-        raise RequestError(f"the reference may only state declarations: {found.message}", field="reference")
+        raise RequestError(
+            f"the reference may only state declarations: {found.message}", field="reference"
+        )
     if found.native:
-        raise RequestError(f"the reference may only state declarations: native evaluation "
-                           f"({found.native} at line {found.native_line}) runs its own compiled code "
-                           "inside the REPL", field="reference")
+        raise RequestError(
+            f"the reference may only state declarations: native evaluation "
+            f"({found.native} at line {found.native_line}) runs its own compiled code "
+            "inside the REPL",
+            field="reference",
+        )
     return reference
 
 
@@ -79,8 +84,17 @@ class ReferenceService:
         """RequestError for a reference that pins nothing or runs code (`screened_reference`)."""
         return screened_reference(text, max_chars=self.config.server.max_code_chars)
 
-    async def pinned(self, reference: Reference, profile: str, header_split, *, timeout_s: float,
-                     deadline: float | None, client_id: str, stream_id: str) -> tuple[Pinned, bool]:
+    async def pinned(
+        self,
+        reference: Reference,
+        profile: str,
+        header_split,
+        *,
+        timeout_s: float,
+        deadline: float | None,
+        client_id: str,
+        stream_id: str,
+    ) -> tuple[Pinned, bool]:
         """The reference's answers, and whether they came from the cache."""
         imports = reference.split.imports or header_split.imports
         key = (profile, imports, reference.text)
@@ -94,8 +108,15 @@ class ReferenceService:
         flight = asyncio.get_running_loop().create_future()
         self._flights[key] = flight
         try:
-            pinned = await self._elaborate(reference, header_split, timeout_s=timeout_s, deadline=deadline,
-                                           client_id=client_id, stream_id=stream_id, profile=profile)
+            pinned = await self._elaborate(
+                reference,
+                header_split,
+                timeout_s=timeout_s,
+                deadline=deadline,
+                client_id=client_id,
+                stream_id=stream_id,
+                profile=profile,
+            )
         except BaseException as exc:
             flight.set_exception(exc)
             flight.exception()  # retrieved: waiters re-raise it
@@ -110,32 +131,72 @@ class ReferenceService:
                 self._cache.popitem(last=False)
         return pinned, False
 
-    async def _elaborate(self, reference: Reference, header_split, *, timeout_s, deadline, client_id, stream_id,
-                         profile) -> Pinned:
-        split = reference.split if reference.split.imports or not header_split.imports else dataclasses.replace(
-            reference.split, imports=header_split.imports, import_key=header_split.import_key,
-            modules=header_split.modules)
-        job = BodyJob(split=split, timeout_s=timeout_s, reuse=True, reference_query=query_command(reference.names),
-                  deadline=deadline, client_id=client_id, stream_id=stream_id, profile=profile)
+    async def _elaborate(
+        self,
+        reference: Reference,
+        header_split,
+        *,
+        timeout_s,
+        deadline,
+        client_id,
+        stream_id,
+        profile,
+    ) -> Pinned:
+        split = (
+            reference.split
+            if reference.split.imports or not header_split.imports
+            else dataclasses.replace(
+                reference.split,
+                imports=header_split.imports,
+                import_key=header_split.import_key,
+                modules=header_split.modules,
+            )
+        )
+        job = BodyJob(
+            split=split,
+            timeout_s=timeout_s,
+            reuse=True,
+            reference_query=query_command(reference.names),
+            deadline=deadline,
+            client_id=client_id,
+            stream_id=stream_id,
+            profile=profile,
+        )
         self.elaborations += 1
         result, outcome = await run_job(self.pool, job, "reference")
         if outcome is None or result.status not in (Status.VALID, Status.SORRY):
             errors = "; ".join(m.text for m in result.messages if m.severity.name == "ERROR")
-            return Pinned({}, f"the reference does not elaborate ({result.status.name}): "
-                              f"{(errors or result.error)[:300]}")
+            return Pinned(
+                {},
+                f"the reference does not elaborate ({result.status.name}): "
+                f"{(errors or result.error)[:300]}",
+            )
         answers = answers_of(outcome, reference)
         self.elaboration_s += outcome.body_s + outcome.reference_s
-        return Pinned(answers, reference_problem(reference, answers), outcome.body_s + outcome.reference_s)
+        return Pinned(
+            answers, reference_problem(reference, answers), outcome.body_s + outcome.reference_s
+        )
 
-    def apply(self, result: VerifyResult, outcome: BodyOutcome | None, reference: Reference, pinned: Pinned,
-              cached: bool, modules: tuple[str, ...] = ()) -> None:
+    def apply(
+        self,
+        result: VerifyResult,
+        outcome: BodyOutcome | None,
+        reference: Reference,
+        pinned: Pinned,
+        cached: bool,
+        modules: tuple[str, ...] = (),
+    ) -> None:
         """Sets `result.reference`; a VALID that does not prove the reference is
         downgraded. `modules`: what the snippet imports; it must import every
         module the reference imports (else the names its statement uses could
         be the snippet's own constants, and the printed types still agree)."""
         if pinned.problem is not None:
-            result.reference = ReferenceCheck(reason=ReferenceReason.REFERENCE_INVALID, detail=pinned.problem,
-                                              declarations=reference.names, cached_reference=cached)
+            result.reference = ReferenceCheck(
+                reason=ReferenceReason.REFERENCE_INVALID,
+                detail=pinned.problem,
+                declarations=reference.names,
+                cached_reference=cached,
+            )
             if result.status is Status.VALID:
                 result.status = Status.REJECTED
                 result.error = f"reference check: {pinned.problem}"
@@ -145,19 +206,28 @@ class ReferenceService:
         missing = [m for m in reference.split.modules if m not in modules]
         if missing:
             check = ReferenceCheck(
-                passed=False, reason=ReferenceReason.STATEMENT_MISMATCH, declaration=reference.names[0],
+                passed=False,
+                reason=ReferenceReason.STATEMENT_MISMATCH,
+                declaration=reference.names[0],
                 detail=f"the snippet does not import {', '.join(missing)}, which the reference "
-                       "imports: the names its statement uses could be the snippet's own",
-                declarations=reference.names)
+                "imports: the names its statement uses could be the snippet's own",
+                declarations=reference.names,
+            )
         else:
-            check = compare(reference, pinned.answers, answers_of(outcome, reference),
-                            frozenset(self.config.axioms.allowed))
+            check = compare(
+                reference,
+                pinned.answers,
+                answers_of(outcome, reference),
+                frozenset(self.config.axioms.allowed),
+            )
         check.cached_reference = cached
         check.query_s = outcome.reference_s
         result.reference = check
         if result.status is Status.VALID and not check.passed:
             result.status = Status.INVALID
-            result.error = f"reference check: {check.reason.name} {check.declaration}: {check.detail}"
+            result.error = (
+                f"reference check: {check.reason.name} {check.declaration}: {check.detail}"
+            )
 
 
 def answers_of(outcome: BodyOutcome, reference: Reference) -> dict[str, DeclAnswer]:
@@ -165,5 +235,7 @@ def answers_of(outcome: BodyOutcome, reference: Reference) -> dict[str, DeclAnsw
     if raw is None:
         return {}
     response = repl.as_response(raw)
-    triples = [(m.severity, m.pos.line if m.pos is not None else 0, m.data) for m in response.messages]
+    triples = [
+        (m.severity, m.pos.line if m.pos is not None else 0, m.data) for m in response.messages
+    ]
     return read_answers(triples, reference.names)

@@ -36,7 +36,16 @@ from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
 from . import axioms
 from .policy import PROOF, CodePolicy
 
-__all__ = ["INFOTREE_MODES", "KeyPort", "Resolved", "Resolver", "VerifyOptions", "deadline_in", "default_timeout_s", "split_text"]
+__all__ = [
+    "INFOTREE_MODES",
+    "KeyPort",
+    "Resolved",
+    "Resolver",
+    "VerifyOptions",
+    "deadline_in",
+    "default_timeout_s",
+    "split_text",
+]
 
 INFOTREE_MODES = ("original", "substantive", "tactics", "full")
 
@@ -96,8 +105,9 @@ class Resolved:
 class KeyPort(Protocol):
     """The cache's part of resolution: the key of a request it may answer, or None."""
 
-    def __call__(self, profile: str, split: HeaderSplit, infotree: str | None,
-                 axiom_rules: bool | str) -> str | None: ...
+    def __call__(
+        self, profile: str, split: HeaderSplit, infotree: str | None, axiom_rules: bool | str
+    ) -> str | None: ...
 
 
 class SessionLookup(Protocol):
@@ -150,8 +160,10 @@ class Resolver:
             if timeout_s < 0 or timeout_s != timeout_s:
                 raise RequestError(f"{field} must be a non-negative duration", field=field)
             if timeout_s > limit:
-                raise RequestError(f"{field} {timeout_s:g} s is over the limit of {limit:g} s (pool.max_timeout_s)",
-                                   field=field)
+                raise RequestError(
+                    f"{field} {timeout_s:g} s is over the limit of {limit:g} s (pool.max_timeout_s)",
+                    field=field,
+                )
         return timeout_s or default_timeout_s(self.config)
 
     def check_code(self, code: str, what: str = "snippet code") -> None:
@@ -164,8 +176,17 @@ class Resolver:
         if "\x00" in code:
             raise RequestError(f"{what} contains a NUL character")
 
-    def resolve(self, snippet_id: str, code: str, options: VerifyOptions, *, client_id: str = "",
-                stream_id: str = "", deadline: float | None = None, command: str = "") -> Resolved:
+    def resolve(
+        self,
+        snippet_id: str,
+        code: str,
+        options: VerifyOptions,
+        *,
+        client_id: str = "",
+        stream_id: str = "",
+        deadline: float | None = None,
+        command: str = "",
+    ) -> Resolved:
         """The resolved request, or RequestError (NotFoundError for another
         client's session) for input the server refuses. `command` names a
         session's code ("the session command"): the code policy then refuses
@@ -174,7 +195,9 @@ class Resolver:
             raise RequestError("snippet code is empty")
         limit = self.config.server.max_code_chars
         if len(code) > limit:
-            raise RequestError(f"snippet code has {len(code)} characters, over the limit of {limit}")
+            raise RequestError(
+                f"snippet code has {len(code)} characters, over the limit of {limit}"
+            )
         timeout_s = self.timeout(options.timeout_s)
         if options.infotree is not None and options.infotree not in INFOTREE_MODES:
             raise RequestError(f"unknown infotree mode {options.infotree!r}")
@@ -202,27 +225,59 @@ class Resolver:
             refused = self._screen(snippet_id, code, policy, check_axioms, reference)
         split = split_header(code)
         key = None
-        if (self.keys is not None and refused is None and not options.session and options.cache
-                and reference is None and policy == PROOF):
-            key = self.keys(options.profile, split, options.infotree, self._axiom_rules(check_axioms))
-        return Resolved(snippet_id=snippet_id, code=code, options=options, split=split, timeout_s=timeout_s,
-                        deadline=deadline, client_id=client_id, stream_id=stream_id, profile=options.profile,
-                        policy=policy, refused=refused, check_axioms=check_axioms, reference=reference,
-                        cache_key=key,
-                        retire_worker=policy != PROOF and self.policy.of(options.profile) == PROOF)
+        if (
+            self.keys is not None
+            and refused is None
+            and not options.session
+            and options.cache
+            and reference is None
+            and policy == PROOF
+        ):
+            key = self.keys(
+                options.profile, split, options.infotree, self._axiom_rules(check_axioms)
+            )
+        return Resolved(
+            snippet_id=snippet_id,
+            code=code,
+            options=options,
+            split=split,
+            timeout_s=timeout_s,
+            deadline=deadline,
+            client_id=client_id,
+            stream_id=stream_id,
+            profile=options.profile,
+            policy=policy,
+            refused=refused,
+            check_axioms=check_axioms,
+            reference=reference,
+            cache_key=key,
+            retire_worker=policy != PROOF and self.policy.of(options.profile) == PROOF,
+        )
 
-    def _screen(self, snippet_id: str, code: str, policy: str, check_axioms: bool,
-                reference: Reference | None) -> VerifyResult | None:
+    def _screen(
+        self,
+        snippet_id: str,
+        code: str,
+        policy: str,
+        check_axioms: bool,
+        reference: Reference | None,
+    ) -> VerifyResult | None:
         """The code policy's answer to a snippet that must not reach a REPL (services.policy), or None."""
-        pinned = reference is not None  # a pinned snippet's axioms are checked by the statement check too
+        pinned = (
+            reference is not None
+        )  # a pinned snippet's axioms are checked by the statement check too
         result = self.policy.screen(snippet_id, code, policy, check_axioms=check_axioms or pinned)
         if result is not None and pinned and result.axioms_checked:
             # Native evaluation under a reference: what the statement check would say.
             names = reference.names
             result.status = Status.INVALID
-            result.reference = ReferenceCheck(passed=False, reason=ReferenceReason.FORBIDDEN_AXIOM,
-                                              declaration=names[0] if names else "", detail=result.error,
-                                              declarations=names)
+            result.reference = ReferenceCheck(
+                passed=False,
+                reason=ReferenceReason.FORBIDDEN_AXIOM,
+                declaration=names[0] if names else "",
+                detail=result.error,
+                declarations=names,
+            )
         return result
 
     def _axiom_rules(self, on: bool) -> bool | str:

@@ -21,6 +21,7 @@ Never imports services.verify (Verify uses this room, not the reverse).
 from __future__ import annotations
 
 import dataclasses
+
 from ..config import Config
 from ..errors import RequestError
 from ..pool import ROOT_ENV, PoolPort, SessionCall, SessionJob, code_bytes
@@ -71,11 +72,18 @@ class SessionService:
         split = request.split
         size = code_bytes(request.code)
         client_id = request.client_id
-        session = self.registry.create(name, split, request.profile, owner=client_id, opening_bytes=size,
-                                       header_bytes=max(0, size - code_bytes(split.body)))
+        session = self.registry.create(
+            name,
+            split,
+            request.profile,
+            owner=client_id,
+            opening_bytes=size,
+            header_bytes=max(0, size - code_bytes(split.body)),
+        )
         try:
-            out = await self._submit(session, None, split.padded_body, request, record=True,
-                                     result_id=session.name)
+            out = await self._submit(
+                session, None, split.padded_body, request, record=True, result_id=session.name
+            )
         except BaseException:
             self.registry.close(session.name, client_id)
             raise
@@ -84,7 +92,9 @@ class SessionService:
             self.registry.close(session.name, client_id)
         return out
 
-    async def run(self, name: str, request: Resolved, env: int | None, *, record: bool = True) -> SessionResult:
+    async def run(
+        self, name: str, request: Resolved, env: int | None, *, record: bool = True
+    ) -> SessionResult:
         """Runs the resolved `request` on session env `env` (default 0) of its
         client's session `name`; records the new env if `record`."""
         session = self.registry.get(name, request.client_id)
@@ -100,8 +110,14 @@ class SessionService:
             self.registry.check_room(session, size)
         self.registry.reserve(session.owner, size)
         try:
-            return await self._submit(session, parent, request.code, request, record=record,
-                                      result_id=request.snippet_id or f"{name}:{parent}")
+            return await self._submit(
+                session,
+                parent,
+                request.code,
+                request,
+                record=record,
+                result_id=request.snippet_id or f"{name}:{parent}",
+            )
         finally:
             self.registry.unreserve(session.owner, size)
 
@@ -122,8 +138,9 @@ class SessionService:
         opened) when it has none of that name."""
         return self.registry.close(name, client_id)
 
-    async def _submit(self, session, parent, text, request: Resolved, *, record: bool,
-                      result_id: str) -> SessionResult:
+    async def _submit(
+        self, session, parent, text, request: Resolved, *, record: bool, result_id: str
+    ) -> SessionResult:
         check = axioms.plan(text) if request.check_axioms else None
         if check is not None:
             text = check.body
@@ -145,4 +162,6 @@ class SessionService:
             axioms.finish(result, outcome, check, self.config)
         if outcome is None:
             return SessionResult(session.name, None, result, profile=session.profile)
-        return SessionResult(session.name, outcome.session_env, result, outcome.replayed_commands, session.profile)
+        return SessionResult(
+            session.name, outcome.session_env, result, outcome.replayed_commands, session.profile
+        )

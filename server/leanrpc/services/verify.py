@@ -19,13 +19,13 @@ from __future__ import annotations
 import dataclasses
 
 from ..config import Config
-from ..reference import query_command
 from ..pool import BodyJob, PoolPort, PoolSnapshot
+from ..reference import query_command
 from ..results import JudgeLevel, Status, VerifierIdentity, VerifyResult
 from . import axioms
+from .judge import JudgeService
 from .outcomes import run_job
 from .policy import CodePolicy
-from .judge import JudgeService
 from .reference import ReferenceService
 from .resolve import INFOTREE_MODES, Resolved, Resolver, VerifyOptions
 from .sessions import SessionService
@@ -44,8 +44,13 @@ class VerifyService:
         self.references = ReferenceService(pool, config)
         self.judge = JudgeService(config, getattr(pool, "launcher", None))
         # The one resolver (services.resolve); the cache adds its keys (CachedVerifier).
-        self.resolver = Resolver(config, self.policy, lambda profile: self.pool.check_profile(profile),
-                                 self.references.parse, self.sessions)
+        self.resolver = Resolver(
+            config,
+            self.policy,
+            lambda profile: self.pool.check_profile(profile),
+            self.references.parse,
+            self.sessions,
+        )
 
     def admission(self, count: int = 1) -> None:
         """Raises OverloadedError or NotServingError unless `count` more
@@ -71,17 +76,42 @@ class VerifyService:
     async def close(self) -> None:
         """Nothing to flush (the cache wrapper flushes its writes)."""
 
-    def resolve(self, snippet_id: str, code: str, options: VerifyOptions, *, client_id: str = "",
-                stream_id: str = "", deadline: float | None = None) -> Resolved:
+    def resolve(
+        self,
+        snippet_id: str,
+        code: str,
+        options: VerifyOptions,
+        *,
+        client_id: str = "",
+        stream_id: str = "",
+        deadline: float | None = None,
+    ) -> Resolved:
         """The request resolved (services.resolve); RequestError for refused input."""
-        return self.resolver.resolve(snippet_id, code, options, client_id=client_id, stream_id=stream_id,
-                                     deadline=deadline)
+        return self.resolver.resolve(
+            snippet_id, code, options, client_id=client_id, stream_id=stream_id, deadline=deadline
+        )
 
-    async def verify(self, snippet_id: str, code: str, options: VerifyOptions, *, deadline: float | None = None,
-                     client_id: str = "", stream_id: str = "") -> VerifyResult:
+    async def verify(
+        self,
+        snippet_id: str,
+        code: str,
+        options: VerifyOptions,
+        *,
+        deadline: float | None = None,
+        client_id: str = "",
+        stream_id: str = "",
+    ) -> VerifyResult:
         """Resolve and run, for in-process callers (a door resolves first, then `run`s)."""
-        return await self.run(self.resolve(snippet_id, code, options, client_id=client_id, stream_id=stream_id,
-                                           deadline=deadline))
+        return await self.run(
+            self.resolve(
+                snippet_id,
+                code,
+                options,
+                client_id=client_id,
+                stream_id=stream_id,
+                deadline=deadline,
+            )
+        )
 
     async def run(self, request: Resolved) -> VerifyResult:
         """One resolved snippet, one result. `client_id` (the authenticated
@@ -113,10 +143,15 @@ class VerifyService:
         pinned = None
         cached = False
         if reference is not None:
-            pinned, cached = await self.references.pinned(reference, request.profile, split,
-                                                          timeout_s=request.timeout_s, deadline=request.deadline,
-                                                          client_id=request.client_id,
-                                                          stream_id=request.stream_id)
+            pinned, cached = await self.references.pinned(
+                reference,
+                request.profile,
+                split,
+                timeout_s=request.timeout_s,
+                deadline=request.deadline,
+                client_id=request.client_id,
+                stream_id=request.stream_id,
+            )
         job = BodyJob(
             split=split,
             timeout_s=request.timeout_s,
@@ -152,4 +187,6 @@ class VerifyService:
             result.error = f"judge {check.judge} refused: {check.detail[-300:]}"
         elif check.level is not JudgeLevel.ACCEPTED:
             result.status = Status.REJECTED
-            result.error = f"judge {check.judge} gave no verdict ({check.level.name}): {check.detail[-300:]}"
+            result.error = (
+                f"judge {check.judge} gave no verdict ({check.level.name}): {check.detail[-300:]}"
+            )

@@ -40,34 +40,90 @@ def parse_args(argv: list[str] | None = None) -> Options:
         description="Protocol-faithful stand-in for the Lean 4 REPL (leanprover-community/repl). Not Lean.",
     )
     p.add_argument("--version", action="store_true", help="print the stand-in's version and exit")
-    p.add_argument("--fixtures", default=_env("fixtures"),
-                   help="fixtures root for replay (default: a shared/fixtures above the cwd or the package)")
-    p.add_argument("--no-replay", action="store_true", default=_env_bool("no-replay"),
-                   help="never replay, always answer in plausible mode")
-    p.add_argument("--pretty", action="store_true", default=_env_bool("pretty"),
-                   help="Lean's width-80 multi-line JSON layout (default: one line per response)")
-    p.add_argument("--no-flush", action="store_true", default=_env_bool("no-flush"),
-                   help="do not flush stdout after each response (REPL builds before v4.10)")
-    p.add_argument("--fork", action="store_true", default=_env_bool("fork"),
-                   help="behave like the augustepoiroux fork: incrementality, setOptions, declarations, header cache")
-    p.add_argument("--lean-version", default=_env("lean-version", "4.19.0"),
-                   help="Lean version to claim (#eval Lean.versionString) and prefer in replay (default 4.19.0); "
-                        "below 4.19.0 (without --fork) tactic answers have no proofStatus, as those REPL tags")
-    p.add_argument("--sorry-style", choices=("backtick", "quote"), default=_env("sorry-style", "backtick"),
-                   help="spelling of the plausible-mode sorry warning (default backtick)")
-    p.add_argument("--import-cost", type=float, default=_env_float("import-cost", 0.0), metavar="SECONDS",
-                   help="CPU seconds burnt by the first Mathlib header the process loads")
-    p.add_argument("--reimport-cost", type=float, default=_env_float("reimport-cost", 0.0), metavar="SECONDS",
-                   help="CPU seconds for each later Mathlib header load (fork: only for headers not seen before)")
-    p.add_argument("--base-memory-mb", type=float, default=_env_float("base-memory-mb", 0.0), metavar="MB",
-                   help="MiB allocated and touched when the first Mathlib header loads")
-    p.add_argument("--header-memory-mb", type=float, default=_env_float("header-memory-mb", -1.0), metavar="MB",
-                   help="MiB allocated by each later header load (its own env next to the first; the .olean "
-                        "files stay shared): default a quarter of --base-memory-mb")
-    p.add_argument("--cost-per-kchar", type=float, default=_env_float("cost-per-kchar", 0.0), metavar="SECONDS",
-                   help="CPU seconds per 1000 characters of elaborated body")
-    p.add_argument("--replay-time-scale", type=float, default=_env_float("replay-time-scale", 0.0), metavar="F",
-                   help="burn F times the recorded `time` of a replayed Kimina proof (default 0)")
+    p.add_argument(
+        "--fixtures",
+        default=_env("fixtures"),
+        help="fixtures root for replay (default: a shared/fixtures above the cwd or the package)",
+    )
+    p.add_argument(
+        "--no-replay",
+        action="store_true",
+        default=_env_bool("no-replay"),
+        help="never replay, always answer in plausible mode",
+    )
+    p.add_argument(
+        "--pretty",
+        action="store_true",
+        default=_env_bool("pretty"),
+        help="Lean's width-80 multi-line JSON layout (default: one line per response)",
+    )
+    p.add_argument(
+        "--no-flush",
+        action="store_true",
+        default=_env_bool("no-flush"),
+        help="do not flush stdout after each response (REPL builds before v4.10)",
+    )
+    p.add_argument(
+        "--fork",
+        action="store_true",
+        default=_env_bool("fork"),
+        help="behave like the augustepoiroux fork: incrementality, setOptions, declarations, header cache",
+    )
+    p.add_argument(
+        "--lean-version",
+        default=_env("lean-version", "4.19.0"),
+        help="Lean version to claim (#eval Lean.versionString) and prefer in replay (default 4.19.0); "
+        "below 4.19.0 (without --fork) tactic answers have no proofStatus, as those REPL tags",
+    )
+    p.add_argument(
+        "--sorry-style",
+        choices=("backtick", "quote"),
+        default=_env("sorry-style", "backtick"),
+        help="spelling of the plausible-mode sorry warning (default backtick)",
+    )
+    p.add_argument(
+        "--import-cost",
+        type=float,
+        default=_env_float("import-cost", 0.0),
+        metavar="SECONDS",
+        help="CPU seconds burnt by the first Mathlib header the process loads",
+    )
+    p.add_argument(
+        "--reimport-cost",
+        type=float,
+        default=_env_float("reimport-cost", 0.0),
+        metavar="SECONDS",
+        help="CPU seconds for each later Mathlib header load (fork: only for headers not seen before)",
+    )
+    p.add_argument(
+        "--base-memory-mb",
+        type=float,
+        default=_env_float("base-memory-mb", 0.0),
+        metavar="MB",
+        help="MiB allocated and touched when the first Mathlib header loads",
+    )
+    p.add_argument(
+        "--header-memory-mb",
+        type=float,
+        default=_env_float("header-memory-mb", -1.0),
+        metavar="MB",
+        help="MiB allocated by each later header load (its own env next to the first; the .olean "
+        "files stay shared): default a quarter of --base-memory-mb",
+    )
+    p.add_argument(
+        "--cost-per-kchar",
+        type=float,
+        default=_env_float("cost-per-kchar", 0.0),
+        metavar="SECONDS",
+        help="CPU seconds per 1000 characters of elaborated body",
+    )
+    p.add_argument(
+        "--replay-time-scale",
+        type=float,
+        default=_env_float("replay-time-scale", 0.0),
+        metavar="F",
+        help="burn F times the recorded `time` of a replayed Kimina proof (default 0)",
+    )
     a = p.parse_args(argv)
     if a.version:
         sys.stdout.write(f"leanrpc-repl-standin {__version__}\n")

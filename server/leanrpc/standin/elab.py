@@ -72,14 +72,33 @@ from .syntax import (
 )
 from .tactics import KERNEL_REJECT, TACTIC_MODE_ONLY, run_tactic, sends_proof_status, status
 
-__all__ = ["Elab", "Facts", "elaborate", "facts_of", "is_mathlib", "module_known", "run_tactic", "split_header",
-           "status", "sends_proof_status", "KERNEL_REJECT"]
+__all__ = [
+    "Elab",
+    "Facts",
+    "elaborate",
+    "facts_of",
+    "is_mathlib",
+    "module_known",
+    "run_tactic",
+    "split_header",
+    "status",
+    "sends_proof_status",
+    "KERNEL_REJECT",
+]
 
 
 class Elab:
     """Everything a command response needs, before ids are handed out."""
 
-    __slots__ = ("messages", "sorries", "root_goals", "tactics", "infotree", "declarations", "facts")
+    __slots__ = (
+        "messages",
+        "sorries",
+        "root_goals",
+        "tactics",
+        "infotree",
+        "declarations",
+        "facts",
+    )
 
     def __init__(self):
         self.messages: list[dict] = []
@@ -93,8 +112,19 @@ class Elab:
 class _Context:
     """One `elaborate` call: the text, its options and what commands add."""
 
-    def __init__(self, text, out, pos, lookup, variables, lean_version, sorry_style, all_tactics, root_goals,
-                 declarations):
+    def __init__(
+        self,
+        text,
+        out,
+        pos,
+        lookup,
+        variables,
+        lean_version,
+        sorry_style,
+        all_tactics,
+        root_goals,
+        declarations,
+    ):
         self.text = text
         self.out = out
         self.pos = pos
@@ -104,7 +134,9 @@ class _Context:
         self.variables = list(variables)
         self.ns: list[str] = []
         self.lean_version = lean_version
-        self.sorry_word = "declaration uses `sorry`" if sorry_style != "quote" else "declaration uses 'sorry'"
+        self.sorry_word = (
+            "declaration uses `sorry`" if sorry_style != "quote" else "declaration uses 'sorry'"
+        )
         self.all_tactics = all_tactics
         self.root_goals = root_goals
         self.declarations = declarations
@@ -140,8 +172,13 @@ def _cmd_eval(ctx: _Context, cmd: Command) -> list:
 
 # `#check` of core types the stand-in knows without a declaration (Lean prints these).
 BUILTIN_SIGNATURES = {
-    "Nat": "Nat : Type", "Int": "Int : Type", "String": "String : Type", "Bool": "Bool : Type",
-    "Prop": "Prop : Type", "True": "True : Prop", "False": "False : Prop",
+    "Nat": "Nat : Type",
+    "Int": "Int : Type",
+    "String": "String : Type",
+    "Bool": "Bool : Type",
+    "Prop": "Prop : Type",
+    "True": "True : Prop",
+    "False": "False : Prop",
 }
 
 
@@ -198,7 +235,10 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
         if t.text in TACTIC_MODE_ONLY:
             # Simulates a proof that tactic mode reports Completed but the
             # whole command rejects (the Prover's whole-proof check).
-            ctx.error(t, f"(stand-in) `{t.text}` closes goals in tactic mode only; the kernel rejects the proof")
+            ctx.error(
+                t,
+                f"(stand-in) `{t.text}` closes goals in tactic mode only; the kernel rejects the proof",
+            )
     for s in d.sorry_toks:
         g = have_goal(d, s, text, hyps) or goal
         if g is not None:
@@ -211,25 +251,34 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
             out.root_goals.append(({"pos": P(b.start), "goal": goal, "endPos": P(b.start)}, [goal]))
         goals = [goal]
         for tt in tactic_blocks(d.body[1:], ctx.pos):
-            ttext = text[tt[0].start:tt[-1].end]
+            ttext = text[tt[0].start : tt[-1].end]
             # Goals threaded through the stand-in's own tactic mode, so that
             # its infotree and its tactic mode agree (Extract's replay check).
             ran = run_tactic(ttext, goals, False)
             after = goals if ran.error is not None else ran.goals
             if ctx.all_tactics:
                 used = sorted({t.text for t in tt if t.kind == "id" and "." in t.text})
-                out.tactics.append((
-                    {"usedConstants": used, "tactic": ttext, "pos": P(tt[0].start), "goals": goal,
-                     "endPos": P(tt[-1].end)},
-                    [goal],
-                ))
+                out.tactics.append(
+                    (
+                        {
+                            "usedConstants": used,
+                            "tactic": ttext,
+                            "pos": P(tt[0].start),
+                            "goals": goal,
+                            "endPos": P(tt[-1].end),
+                        },
+                        [goal],
+                    )
+                )
             node = tactic_node(tt, ttext, P, goals, after)
             children.append(node)
             ctx.tactic_nodes.append(node)
             goals = after
     if d.name:
         full = ".".join(ctx.ns + [d.name])
-        ctx.local[full] = ctx.local[d.name] = decl_info(d, text, full, ctx.find, ctx.variables, ctx.context)
+        ctx.local[full] = ctx.local[d.name] = decl_info(
+            d, text, full, ctx.find, ctx.variables, ctx.context
+        )
     if ctx.declarations:
         ctx.decl_entries.append(declaration_entry(d, text, P, ctx.ns))
     return children
@@ -239,8 +288,14 @@ def _cmd_other(ctx: _Context, cmd: Command) -> list:
     return []  # open, namespace, section, set_option, ...: shapes only
 
 
-_HANDLERS = {"import": _cmd_import, "variable": _cmd_variable, "#eval": _cmd_eval, "#check": _cmd_check,
-             "#print": _cmd_print, **{kw: _cmd_declaration for kw in DECL_KWS}}
+_HANDLERS = {
+    "import": _cmd_import,
+    "variable": _cmd_variable,
+    "#eval": _cmd_eval,
+    "#check": _cmd_check,
+    "#print": _cmd_print,
+    **{kw: _cmd_declaration for kw in DECL_KWS},
+}
 
 
 def _handler(cmd: Command):
@@ -288,8 +343,18 @@ def elaborate(
     if body_start:
         toks = [t for t in toks if t.start >= body_start]
     pos = Positions(text)
-    ctx = _Context(text, out, pos, lookup, variables, lean_version, sorry_style, all_tactics, root_goals,
-                   declarations)
+    ctx = _Context(
+        text,
+        out,
+        pos,
+        lookup,
+        variables,
+        lean_version,
+        sorry_style,
+        all_tactics,
+        root_goals,
+        declarations,
+    )
     tree: list = []
     for cmd in split_commands(toks, text, pos) if toks else []:
         if broken:
@@ -304,12 +369,16 @@ def elaborate(
             tree.append(command_node(cmd, text, ctx.P, children))
     if infotree == "full":
         end = ctx.P(len(text))
-        tree.append({
-            "kind": "CommandInfo",
-            "node": {"stx": syntax_node(end, end, "", "Lean.Parser.Command.eoi", ["«»"]),
-                     "elaborator": "Lean.Elab.Command.elabEoi"},
-            "children": [],
-        })
+        tree.append(
+            {
+                "kind": "CommandInfo",
+                "node": {
+                    "stx": syntax_node(end, end, "", "Lean.Parser.Command.eoi", ["«»"]),
+                    "elaborator": "Lean.Elab.Command.elabEoi",
+                },
+                "children": [],
+            }
+        )
         out.infotree = tree
     elif infotree in ("tactics", "original", "substantive"):
         out.infotree = ctx.tactic_nodes or None

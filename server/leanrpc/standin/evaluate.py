@@ -10,9 +10,10 @@ import re
 from .lexer import message, norm
 from .syntax import Command
 
+
 def evaluate_command(cmd: Command, text: str, P, msgs: list, lean_version: str) -> None:
     first = cmd.toks[0]
-    expr = norm(text[cmd.toks[1].start:cmd.end]) if len(cmd.toks) > 1 else ""
+    expr = norm(text[cmd.toks[1].start : cmd.end]) if len(cmd.toks) > 1 else ""
     if expr in ("Lean.versionString", "Lean.versionStringCore"):
         data = '"' + lean_version + ' (leanrpc stand-in)"'
     elif len(cmd.toks) == 2 and cmd.toks[1].kind == "str":

@@ -41,7 +41,9 @@ def goal_text(hyps: list[tuple[str, str, str]], target: str) -> str:
 def signature(d: Decl, text: str) -> str:
     parts = [d.name]
     if d.binder_span:
-        parts.append(norm(text[d.binder_span[0]:d.binder_span[1]]).replace(": ", " : ").replace("  ", " "))
+        parts.append(
+            norm(text[d.binder_span[0] : d.binder_span[1]]).replace(": ", " : ").replace("  ", " ")
+        )
     sig = " ".join(parts)
     if d.type:
         sig += " : " + d.type
@@ -112,7 +114,7 @@ def have_goal(d: Decl, s: Tok, text: str, hyps) -> str | None:
         q -= 1
     if q < 0 or colon is None or colon + 1 > j - 1:
         return None
-    target = norm(text[body[colon + 1].start:body[j - 1].end])
+    target = norm(text[body[colon + 1].start : body[j - 1].end])
     return goal_text(hyps, target)
 
 

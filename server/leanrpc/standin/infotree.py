@@ -10,6 +10,7 @@ import re
 
 from .syntax import KIND_NAMES, Command, Decl, Tok
 
+
 def syntax_node(start: dict, finish: dict, pp, kind: str, arg_kinds: list) -> dict:
     return {
         "range": {"synthetic": False, "start": start, "finish": finish},
@@ -25,7 +26,9 @@ def _tactic_kind(word: str) -> str:
     )
 
 
-def tactic_node(tt: list[Tok], ttext: str, P, goals_before: list[str], goals_after: list[str]) -> dict:
+def tactic_node(
+    tt: list[Tok], ttext: str, P, goals_before: list[str], goals_after: list[str]
+) -> dict:
     kind = _tactic_kind(tt[0].text)
     return {
         "kind": "TacticInfo",
@@ -53,10 +56,15 @@ _CMD_KIND = {
 
 
 def command_node(cmd: Command, text: str, P, children: list) -> dict:
-    kind, elab = _CMD_KIND.get(cmd.kw, ("Lean.Parser.Command.declaration", "Lean.Elab.Command.elabDeclaration"))
+    kind, elab = _CMD_KIND.get(
+        cmd.kw, ("Lean.Parser.Command.declaration", "Lean.Elab.Command.elabDeclaration")
+    )
     return {
         "kind": "CommandInfo",
-        "node": {"stx": syntax_node(P(cmd.start), P(cmd.end), text[cmd.start:cmd.end], kind, [cmd.kw]), "elaborator": elab},
+        "node": {
+            "stx": syntax_node(P(cmd.start), P(cmd.end), text[cmd.start : cmd.end], kind, [cmd.kw]),
+            "elaborator": elab,
+        },
         "children": children,
     }
 
@@ -67,7 +75,7 @@ def declaration_entry(d: Decl, text: str, P, ns: list[str]) -> dict:
             return None
         return {
             "range": {"synthetic": False, "start": P(span[0]), "finish": P(span[1])},
-            "pp": text[span[0]:span[1]],
+            "pp": text[span[0] : span[1]],
             "constants": [],
         }
 
@@ -79,9 +87,16 @@ def declaration_entry(d: Decl, text: str, P, ns: list[str]) -> dict:
     binders = None
     if d.binder_span:
         binders = {
-            "range": {"synthetic": False, "start": P(d.binder_span[0]), "finish": P(d.binder_span[1])},
-            "pp": text[d.binder_span[0]:d.binder_span[1]],
-            "map": [{"type": ty, "id": nm if nm != "inst✝" else "", "binderInfo": bk} for nm, ty, bk in d.binders],
+            "range": {
+                "synthetic": False,
+                "start": P(d.binder_span[0]),
+                "finish": P(d.binder_span[1]),
+            },
+            "pp": text[d.binder_span[0] : d.binder_span[1]],
+            "map": [
+                {"type": ty, "id": nm if nm != "inst✝" else "", "binderInfo": bk}
+                for nm, ty, bk in d.binders
+            ],
             "groups": [],
         }
     name = d.name or "_example"
@@ -90,15 +105,23 @@ def declaration_entry(d: Decl, text: str, P, ns: list[str]) -> dict:
         "type": piece(d.type_span),
         "signature": piece(sig_span),
         "scope": {
-            "varDecls": [], "openDecl": [], "omitVars": [], "levelNames": [], "includeVars": [],
+            "varDecls": [],
+            "openDecl": [],
+            "omitVars": [],
+            "levelNames": [],
+            "includeVars": [],
             "currNamespace": ".".join(ns) if ns else "[anonymous]",
         },
         "range": {"synthetic": False, "start": P(d.start), "finish": P(d.end)},
-        "pp": text[d.start:d.end],
+        "pp": text[d.start : d.end],
         "name": name,
         "modifiers": {
-            "visibility": "private" if "private" in d.mods else ("protected" if "protected" in d.mods else "regular"),
-            "recKind": "partial" if "partial" in d.mods else ("nonrec" if "nonrec" in d.mods else "default"),
+            "visibility": "private"
+            if "private" in d.mods
+            else ("protected" if "protected" in d.mods else "regular"),
+            "recKind": "partial"
+            if "partial" in d.mods
+            else ("nonrec" if "nonrec" in d.mods else "default"),
             "isUnsafe": "unsafe" in d.mods,
             "isProtected": "protected" in d.mods,
             "docString": None,

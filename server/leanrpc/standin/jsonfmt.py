@@ -61,7 +61,11 @@ def flat(v) -> str:
     if t is dict:
         if not v:
             return "{}"
-        return "{" + ", ".join(escape_string(k) + ": " + flat(v[k]) for k in sorted(v, reverse=True)) + "}"
+        return (
+            "{"
+            + ", ".join(escape_string(k) + ": " + flat(v[k]) for k in sorted(v, reverse=True))
+            + "}"
+        )
     if t is list:
         return "[" + ", ".join(flat(x) for x in v) + "]"
     if v is True:
@@ -105,9 +109,14 @@ def _flat_memo(v, memo: dict) -> str:
         r = memo.get(id(v))
         if r is None:
             if v:
-                r = "{" + ", ".join(
-                    escape_string(k) + ": " + _flat_memo(v[k], memo) for k in sorted(v, reverse=True)
-                ) + "}"
+                r = (
+                    "{"
+                    + ", ".join(
+                        escape_string(k) + ": " + _flat_memo(v[k], memo)
+                        for k in sorted(v, reverse=True)
+                    )
+                    + "}"
+                )
             else:
                 r = "{}"
             memo[id(v)] = r

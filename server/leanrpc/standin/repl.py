@@ -66,7 +66,9 @@ class Repl:
         if kind == "file":
             path = obj["path"]
             try:
-                with open(self.files.path(path), encoding="utf-8", errors="replace", newline="") as f:
+                with open(
+                    self.files.path(path), encoding="utf-8", errors="replace", newline=""
+                ) as f:
                     content = f.read()
             except OSError as e:
                 return {"message": io_error_text(e, path)}
@@ -110,7 +112,9 @@ class Repl:
             items = out.get(field)
             if items:
                 out[field] = [
-                    dict(e, proofState=e["proofState"] + base) if type(e.get("proofState")) is int else e
+                    dict(e, proofState=e["proofState"] + base)
+                    if type(e.get("proofState")) is int
+                    else e
                     for e in items
                 ]
         if alloc_env:
@@ -154,7 +158,9 @@ class Repl:
             set_options = req.get("setOptions")
             declarations = bool(req.get("declarations"))
             if set_options:
-                opt_key += "|set:" + json.dumps(set_options, ensure_ascii=False, separators=(",", ":"))
+                opt_key += "|set:" + json.dumps(
+                    set_options, ensure_ascii=False, separators=(",", ":")
+                )
             if declarations:
                 opt_key += "|decls"
         base = env.lineage if env is not None else "-"
@@ -171,14 +177,28 @@ class Repl:
         body_chars = len(text) - body_start
         # the fork keeps one prefix trie per env *id* (or one for fresh headers)
         base = req.get("env")
-        self.costs.body("-" if base is None else str(base), stripped, body_chars, bool(req.get("incrementality")))
+        self.costs.body(
+            "-" if base is None else str(base),
+            stripped,
+            body_chars,
+            bool(req.get("incrementality")),
+        )
 
         tpl = self._lookup(key)
         if tpl is not None:
             resp, infos, alloc_env = self._instantiate(tpl, line_map)
         else:
             resp, infos = self._plausible(
-                text, stripped, line_map, env, broken, body_start, all_tactics, root_goals, infotree, declarations
+                text,
+                stripped,
+                line_map,
+                env,
+                broken,
+                body_start,
+                all_tactics,
+                root_goals,
+                infotree,
+                declarations,
             )
             alloc_env = True
         if not alloc_env:
@@ -197,8 +217,19 @@ class Repl:
             resp["messages"] = list(resp.get("messages") or []) + extra
         return resp
 
-    def _plausible(self, text, stripped, line_map, env, broken, body_start, all_tactics, root_goals, infotree,
-                   declarations):
+    def _plausible(
+        self,
+        text,
+        stripped,
+        line_map,
+        env,
+        broken,
+        body_start,
+        all_tactics,
+        root_goals,
+        infotree,
+        declarations,
+    ):
         kimina = None
         if not broken:
             idx = self.index()
@@ -276,7 +307,9 @@ class Repl:
                 base = len(self.states)
                 resp = {}
                 if r.nested:
-                    resp["sorries"] = [{"proofState": base + i, "goal": g} for i, g in enumerate(r.nested)]
+                    resp["sorries"] = [
+                        {"proofState": base + i, "goal": g} for i, g in enumerate(r.nested)
+                    ]
                 resp["proofStatus"] = elab.status(r.goals, r.sorry)
                 resp["proofState"] = base + len(r.nested)
                 if r.messages:
@@ -297,7 +330,11 @@ class Repl:
         env, unknown = self._lookup_env(req["env"])
         if unknown:
             return unknown
-        data = {"format": PICKLE_FORMAT, "kind": "env", "note": "leanrpc stand-in pickle, not a Lean .olean"}
+        data = {
+            "format": PICKLE_FORMAT,
+            "kind": "env",
+            "note": "leanrpc stand-in pickle, not a Lean .olean",
+        }
         data.update(env.dump())
         self.files.write_pickle(req["pickleTo"], data)
         return {"env": req["env"]}
@@ -320,7 +357,12 @@ class Repl:
 
     def _ps_response(self, goals: list[str], sorry: bool) -> dict:
         return self._versioned(
-            {"proofStatus": elab.status(goals, sorry), "proofState": len(self.states), "goals": list(goals)})
+            {
+                "proofStatus": elab.status(goals, sorry),
+                "proofState": len(self.states),
+                "goals": list(goals),
+            }
+        )
 
     def _versioned(self, resp: dict, tactic: str = "") -> dict:
         """A tactic-style answer as the claimed REPL version writes it: no
@@ -332,8 +374,10 @@ class Repl:
             return {k: v for k, v in resp.items() if k != "proofStatus"}
         if elab.KERNEL_REJECT in tactic and resp["proofStatus"] == "Completed":
             resp = dict(resp)
-            resp["proofStatus"] = ("Error: kernel type check failed: (kernel) declaration type mismatch "
-                                   "(stand-in: leanrpc_kernel_reject)")
+            resp["proofStatus"] = (
+                "Error: kernel type check failed: (kernel) declaration type mismatch "
+                "(stand-in: leanrpc_kernel_reject)"
+            )
         return resp
 
     def _pickle_ps(self, req: dict):
@@ -342,8 +386,12 @@ class Repl:
             return {"message": "Unknown proof State."}
         ps = self.states[n]
         data = {
-            "format": PICKLE_FORMAT, "kind": "proofState", "note": "leanrpc stand-in pickle, not a Lean .olean",
-            "lineage": ps.lineage, "goals": ps.goals, "sorry": ps.sorry,
+            "format": PICKLE_FORMAT,
+            "kind": "proofState",
+            "note": "leanrpc stand-in pickle, not a Lean .olean",
+            "lineage": ps.lineage,
+            "goals": ps.goals,
+            "sorry": ps.sorry,
             "env": ps.env.dump() if ps.env is not None else None,
         }
         self.files.write_pickle(req["pickleTo"], data)
@@ -361,7 +409,9 @@ class Repl:
         if unknown:
             return unknown
         data = self.files.read_pickle(req["unpickleProofStateFrom"], "proofState")
-        key = lineage("unpickle-ps", str(data.get("lineage")), env.lineage if env is not None else "-")
+        key = lineage(
+            "unpickle-ps", str(data.get("lineage")), env.lineage if env is not None else "-"
+        )
         goals = [g for g in data.get("goals") or [] if type(g) is str]
         sorry = bool(data.get("sorry"))
         if env is None and data.get("env"):

@@ -31,14 +31,47 @@ from .syntax import (
     variable_binders,
 )
 
-__all__ = ["Facts", "context_text", "decl_info", "facts_of", "query_target", "render_check", "render_print"]
+__all__ = [
+    "Facts",
+    "context_text",
+    "decl_info",
+    "facts_of",
+    "query_target",
+    "render_check",
+    "render_print",
+]
 
 # Commands whose effect on later statements the rendering records.
-CONTEXT_KWS = frozenset(["instance", "notation", "infix", "infixl", "infixr", "prefix", "postfix", "attribute",
-                         "local", "scoped", "macro", "macro_rules", "syntax"])
-PRINTED_KIND = {"theorem": "theorem", "lemma": "theorem", "def": "def", "instance": "def",
-                "abbrev": "@[reducible] def", "opaque": "opaque", "axiom": "axiom", "structure": "structure",
-                "class": "class", "inductive": "inductive", "example": "def"}
+CONTEXT_KWS = frozenset(
+    [
+        "instance",
+        "notation",
+        "infix",
+        "infixl",
+        "infixr",
+        "prefix",
+        "postfix",
+        "attribute",
+        "local",
+        "scoped",
+        "macro",
+        "macro_rules",
+        "syntax",
+    ]
+)
+PRINTED_KIND = {
+    "theorem": "theorem",
+    "lemma": "theorem",
+    "def": "def",
+    "instance": "def",
+    "abbrev": "@[reducible] def",
+    "opaque": "opaque",
+    "axiom": "axiom",
+    "structure": "structure",
+    "class": "class",
+    "inductive": "inductive",
+    "example": "def",
+}
 
 
 class Facts:
@@ -60,23 +93,29 @@ def context_text(cmd: Command, text: str) -> str | None:
     """The normalized text of a command that can change later statements, else None."""
     if cmd.kw not in CONTEXT_KWS:
         return None
-    return _tokens(text[cmd.start:cmd.end])
+    return _tokens(text[cmd.start : cmd.end])
 
 
 def decl_info(d: Decl, text: str, full: str, find, variables: list, context: list[str]) -> tuple:
     """One declaration's env entry (see `Facts.decls`)."""
     binders = " ".join(f"({name} : {kind_type})" for name, kind_type, _ in variables if kind_type)
     if d.binder_span:
-        binders = (binders + " " + _tokens(text[d.binder_span[0]:d.binder_span[1]])).strip()
-    statement = _tokens(text[d.type_span[0]:d.type_span[1]]) if d.type_span else (d.type or "")
+        binders = (binders + " " + _tokens(text[d.binder_span[0] : d.binder_span[1]])).strip()
+    statement = _tokens(text[d.type_span[0] : d.type_span[1]]) if d.type_span else (d.type or "")
     rendering = f"∀ {binders}, {statement}" if binders else statement
     if context:
         rendering += f" [stand-in: elaborated after: {' ; '.join(context)}]"
     body = ""
     if d.value_span:
-        body = _tokens(text[d.value_span[0]:d.value_span[1]])
+        body = _tokens(text[d.value_span[0] : d.value_span[1]])
         body = body[2:].strip() if body.startswith(":=") else body
-    return (signature(d, text), axioms_of(d, full, find), PRINTED_KIND.get(d.kw, d.kw), rendering, body)
+    return (
+        signature(d, text),
+        axioms_of(d, full, find),
+        PRINTED_KIND.get(d.kw, d.kw),
+        rendering,
+        body,
+    )
 
 
 def facts_of(text: str) -> Facts:

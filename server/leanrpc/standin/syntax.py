@@ -11,35 +11,120 @@ from __future__ import annotations
 
 import bisect
 
-from .lexer import CLOSE_BRACKETS, OPEN_BRACKETS, Positions, Tok, iter_tokens, lex, norm
+from .lexer import CLOSE_BRACKETS, OPEN_BRACKETS, Positions, Tok, iter_tokens, norm
 
 KNOWN_ROOTS = frozenset(
-    ["Init", "Lean", "Std", "Mathlib", "Aesop", "Batteries", "Qq", "Plausible", "ProofWidgets", "LeanSearchClient"]
+    [
+        "Init",
+        "Lean",
+        "Std",
+        "Mathlib",
+        "Aesop",
+        "Batteries",
+        "Qq",
+        "Plausible",
+        "ProofWidgets",
+        "LeanSearchClient",
+    ]
 )
 
 DECL_KWS = frozenset(
-    ["theorem", "lemma", "example", "def", "instance", "abbrev", "opaque", "axiom", "structure", "class", "inductive"]
-)
-MODIFIERS = frozenset(["private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "public", "meta"])
-CMD_KWS = DECL_KWS | MODIFIERS | frozenset(
     [
-        "#eval", "#check", "#print", "#reduce", "#exit", "#synth", "#help", "#lint", "#guard", "#guard_msgs",
-        "open", "namespace", "section", "end", "variable", "universe", "set_option", "import", "attribute",
-        "macro", "syntax", "notation", "infix", "infixl", "infixr", "prefix", "postfix", "macro_rules",
-        "elab", "deriving", "mutual", "scoped", "local", "@[", "initialize", "export", "omit", "include",
+        "theorem",
+        "lemma",
+        "example",
+        "def",
+        "instance",
+        "abbrev",
+        "opaque",
+        "axiom",
+        "structure",
+        "class",
+        "inductive",
     ]
 )
+MODIFIERS = frozenset(
+    ["private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "public", "meta"]
+)
+CMD_KWS = (
+    DECL_KWS
+    | MODIFIERS
+    | frozenset(
+        [
+            "#eval",
+            "#check",
+            "#print",
+            "#reduce",
+            "#exit",
+            "#synth",
+            "#help",
+            "#lint",
+            "#guard",
+            "#guard_msgs",
+            "open",
+            "namespace",
+            "section",
+            "end",
+            "variable",
+            "universe",
+            "set_option",
+            "import",
+            "attribute",
+            "macro",
+            "syntax",
+            "notation",
+            "infix",
+            "infixl",
+            "infixr",
+            "prefix",
+            "postfix",
+            "macro_rules",
+            "elab",
+            "deriving",
+            "mutual",
+            "scoped",
+            "local",
+            "@[",
+            "initialize",
+            "export",
+            "omit",
+            "include",
+        ]
+    )
+)
 KIND_NAMES = {
-    "theorem": "theorem", "lemma": "theorem", "example": "example", "def": "definition",
-    "instance": "instance", "abbrev": "definition", "opaque": "opaque", "axiom": "axiom",
-    "structure": "structure", "class": "class", "inductive": "inductive",
+    "theorem": "theorem",
+    "lemma": "theorem",
+    "example": "example",
+    "def": "definition",
+    "instance": "instance",
+    "abbrev": "definition",
+    "opaque": "opaque",
+    "axiom": "axiom",
+    "structure": "structure",
+    "class": "class",
+    "inductive": "inductive",
 }
 _TRIVIAL_WORDS = frozenset(
     """by rfl trivial decide native_decide exact intro intros Eq.refl True.intro And.intro Or.inl Or.inr
     constructor fun λ assumption id le_refl Nat.le_refl _ show from""".split()
 )
-_REWRITE_LIKE = frozenset(["rw", "rwa", "rewrite", "simp", "simp_all", "dsimp", "simp?", "simpa", "erw", "nth_rw",
-                           "nth_rewrite", "simp_rw"])
+_REWRITE_LIKE = frozenset(
+    [
+        "rw",
+        "rwa",
+        "rewrite",
+        "simp",
+        "simp_all",
+        "dsimp",
+        "simp?",
+        "simpa",
+        "erw",
+        "nth_rw",
+        "nth_rewrite",
+        "simp_rw",
+    ]
+)
 
 
 def split_header(text: str) -> tuple[list[str], int]:
@@ -78,8 +163,26 @@ def is_mathlib(mod: str) -> bool:
 
 class Decl:
     __slots__ = (
-        "kw", "name", "name_tok", "kw_tok", "binders", "type", "type_span", "body", "toks", "start", "end",
-        "sorry_toks", "admit", "native", "errors", "trivial", "by_tok", "binder_span", "value_span", "mods",
+        "kw",
+        "name",
+        "name_tok",
+        "kw_tok",
+        "binders",
+        "type",
+        "type_span",
+        "body",
+        "toks",
+        "start",
+        "end",
+        "sorry_toks",
+        "admit",
+        "native",
+        "errors",
+        "trivial",
+        "by_tok",
+        "binder_span",
+        "value_span",
+        "mods",
     )
 
 
@@ -153,7 +256,7 @@ def _mk_cmd(toks: list[Tok]) -> Command:
     if kw in ("open", "set_option", "omit", "include"):  # `omit [inst] in lemma ...` too
         for j in range(k, len(toks)):
             if toks[j].text == "in" and j + 1 < len(toks):
-                sub = _mk_cmd(toks[j + 1:])
+                sub = _mk_cmd(toks[j + 1 :])
                 sub.toks = toks
                 sub.start = c.start
                 return sub
@@ -200,14 +303,21 @@ def parse_decl(cmd: Command, text: str) -> Decl | None:
     k += 1
     d.name = None
     d.name_tok = None
-    if d.kw != "example" and k < n and toks[k].kind == "id" and toks[k].text not in ("where", "extends"):
+    if (
+        d.kw != "example"
+        and k < n
+        and toks[k].kind == "id"
+        and toks[k].text not in ("where", "extends")
+    ):
         d.name_tok = toks[k]
         d.name = toks[k].text.replace("«", "").replace("»", "")
         k += 1
     binders: list[tuple[str, str, str]] = []  # (name, type, binder kind)
     bstart = toks[k].start if k < n else d.end
     bend = bstart
-    while k < n and (toks[k].text in ("(", "{", "[", "⦃") or (toks[k].kind == "id" and toks[k].text != "where")):
+    while k < n and (
+        toks[k].text in ("(", "{", "[", "⦃") or (toks[k].kind == "id" and toks[k].text != "where")
+    ):
         if toks[k].kind == "id":
             binders.append((toks[k].text, "", "default"))
             bend = toks[k].end
@@ -235,19 +345,25 @@ def parse_decl(cmd: Command, text: str) -> Decl | None:
             j += 1
         if j > k + 1:
             d.type_span = (toks[k + 1].start, toks[j - 1].end)
-            d.type = norm(text[d.type_span[0]:d.type_span[1]])
+            d.type = norm(text[d.type_span[0] : d.type_span[1]])
         k = j
-    d.body = toks[k + 1:] if k < n and toks[k].text == ":=" else toks[k:]
+    d.body = toks[k + 1 :] if k < n and toks[k].text == ":=" else toks[k:]
     d.value_span = (toks[k].start, d.end) if k < n else None
-    d.by_tok = d.body[0] if d.body and d.body[0].text == "by" and k < n and toks[k].text == ":=" else None
+    d.by_tok = (
+        d.body[0] if d.body and d.body[0].text == "by" and k < n and toks[k].text == ":=" else None
+    )
     d.sorry_toks = [t for t in d.body if t.text == "sorry" and t.kind == "id"]
     d.admit = any(t.text == "admit" and t.kind == "id" for t in d.body)
     d.native = any(t.text == "native_decide" for t in d.body)
     d.errors = unknown_identifiers(d.body)
     bound = {b[0] for b in binders}
     d.trivial = all(
-        t.kind in ("sym", "num", "str", "char") or t.text in _TRIVIAL_WORDS or t.text in bound or "." not in t.text
-        and t.text[:1].islower() and len(t.text) <= 3
+        t.kind in ("sym", "num", "str", "char")
+        or t.text in _TRIVIAL_WORDS
+        or t.text in bound
+        or "." not in t.text
+        and t.text[:1].islower()
+        and len(t.text) <= 3
         for t in d.body
     )
     return d
@@ -255,8 +371,10 @@ def parse_decl(cmd: Command, text: str) -> Decl | None:
 
 def _binder_group(toks: list[Tok], i: int, j: int, text: str) -> list[tuple[str, str, str]]:
     opener = toks[i].text
-    kind = {"(": "default", "{": "implicit", "[": "instImplicit", "⦃": "strictImplicit"}.get(opener, "default")
-    inner = toks[i + 1:j]
+    kind = {"(": "default", "{": "implicit", "[": "instImplicit", "⦃": "strictImplicit"}.get(
+        opener, "default"
+    )
+    inner = toks[i + 1 : j]
     depth = 0
     for c, t in enumerate(inner):
         if t.text in OPEN_BRACKETS:
@@ -265,16 +383,16 @@ def _binder_group(toks: list[Tok], i: int, j: int, text: str) -> list[tuple[str,
             depth -= 1
         elif depth == 0 and t.text == ":":
             names = [x.text for x in inner[:c] if x.kind == "id"]
-            rest = inner[c + 1:]
+            rest = inner[c + 1 :]
             stop = len(rest)
             for q, x in enumerate(rest):
                 if x.text == ":=":
                     stop = q
                     break
-            ty = norm(text[rest[0].start:rest[stop - 1].end]) if stop else ""
+            ty = norm(text[rest[0].start : rest[stop - 1].end]) if stop else ""
             return [(nm, ty, kind) for nm in names]
     if opener == "[" and inner:
-        return [("inst✝", norm(text[inner[0].start:inner[-1].end]), kind)]
+        return [("inst✝", norm(text[inner[0].start : inner[-1].end]), kind)]
     return [(x.text, "", kind) for x in inner if x.kind == "id"]
 
 
@@ -291,7 +409,7 @@ def unknown_identifiers(body: list[Tok]) -> list[Tok]:
                 j += 1
             if j < n and body[j].text == "[":
                 end = matching_bracket(body, j)
-                bad.extend(x for x in body[j + 1:end] if _is_unknown(x))
+                bad.extend(x for x in body[j + 1 : end] if _is_unknown(x))
     return bad
 
 

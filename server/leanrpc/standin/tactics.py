@@ -18,8 +18,9 @@ from .syntax import unknown_identifiers
 TACTIC_MODE_ONLY = frozenset(["leanrpc_unsound", "leanrpc_kernel_reject"])
 # Closes the goal, and the REPL's own kernel check (v4.19.0 on) refuses the term.
 KERNEL_REJECT = "leanrpc_kernel_reject"
-KNOWN_TACTICS = frozenset(
-    """rfl simp simp_all simp? simp_all? dsimp simpa simpa? norm_num omega decide native_decide linarith
+KNOWN_TACTICS = (
+    frozenset(
+        """rfl simp simp_all simp? simp_all? dsimp simpa simpa? norm_num omega decide native_decide linarith
     nlinarith positivity ring ring_nf ring1 field_simp aesop aesop? tauto trivial exact exact? apply apply?
     refine refine' intro intros rintro cases rcases obtain induction constructor use exists existsi left right
     exfalso by_contra by_contra! by_cases contradiction assumption sorry admit have show suffices calc rw
@@ -35,7 +36,9 @@ KNOWN_TACTICS = frozenset(
     norm_num! simp_arith omega_nat replace obtain! refine_lift tfae_have tfae_finish intro! rename
     show_term dsimp! fail fail_if_success exists! constructorm casesm rcases? aesop_cat tauto! itauto
     decreasing_tactic simp_wf apply_mod_cast exact_mod_cast! classical conv_lhs conv_rhs""".split()
-) | TACTIC_MODE_ONLY
+    )
+    | TACTIC_MODE_ONLY
+)
 _CLOSERS = TACTIC_MODE_ONLY | frozenset(
     """rfl simp simp_all simpa norm_num omega decide native_decide linarith nlinarith positivity ring ring1
     aesop tauto trivial exact exact? apply? assumption contradiction exacts polyrith
@@ -45,9 +48,9 @@ _CLOSERS = TACTIC_MODE_ONLY | frozenset(
 )
 
 
-
-
-_WITH_ALTERNATIVES = frozenset(["induction", "cases", "rcases", "obtain", "match", "induction'", "cases'"])
+_WITH_ALTERNATIVES = frozenset(
+    ["induction", "cases", "rcases", "obtain", "match", "induction'", "cases'"]
+)
 
 
 class TacticResult:
@@ -155,14 +158,18 @@ def run_tactic(tactic: str, goals: list[str], sorry: bool) -> TacticResult:
     return r
 
 
-def _tactic_by_cases(tactic: str, toks: list[Tok], main: str, rest: list[str], r: TacticResult) -> None:
+def _tactic_by_cases(
+    tactic: str, toks: list[Tok], main: str, rest: list[str], r: TacticResult
+) -> None:
     """`by_cases h : P`: goals `case pos` (h : P) and `case neg` (h : ¬P)."""
     colon = next((k for k, t in enumerate(toks) if t.text == ":"), None)
     name = toks[1].text if colon == 2 else "h"
-    prop = norm(tactic[toks[colon].end:]) if colon is not None else norm(tactic[toks[0].end:])
+    prop = norm(tactic[toks[colon].end :]) if colon is not None else norm(tactic[toks[0].end :])
     hyps, target = _split_goal(main)
-    r.goals = ["\n".join([f"case {tag}"] + hyps + [f"{name} : {p}", "⊢ " + target])
-               for tag, p in (("pos", prop), ("neg", f"¬{prop}"))] + rest
+    r.goals = [
+        "\n".join([f"case {tag}"] + hyps + [f"{name} : {p}", "⊢ " + target])
+        for tag, p in (("pos", prop), ("neg", f"¬{prop}"))
+    ] + rest
 
 
 def _tactic_focus(tactic: str, toks: list[Tok], goals: list[str], r: TacticResult) -> None:
@@ -179,15 +186,15 @@ def _tactic_focus(tactic: str, toks: list[Tok], goals: list[str], r: TacticResul
             if chosen < 0:
                 r.error = f"Lean error:\nCase tag '{toks[1].text}' not found."
                 return
-        body = tactic[toks[arrow].end:] if arrow + 1 < len(toks) else ""
+        body = tactic[toks[arrow].end :] if arrow + 1 < len(toks) else ""
     else:
-        body = tactic[toks[0].end:]
+        body = tactic[toks[0].end :]
     inner = run_sequence(body, [goals[chosen]], r.sorry)
     if inner.error is not None or inner.goals:
         r.error = inner.error or "Lean error:\nunsolved goals\n" + "\n\n".join(inner.goals)
         return
     r.messages, r.nested, r.sorry = inner.messages, inner.nested, inner.sorry
-    r.goals = goals[:chosen] + goals[chosen + 1:]
+    r.goals = goals[:chosen] + goals[chosen + 1 :]
 
 
 def run_sequence(text: str, goals: list[str], sorry: bool) -> TacticResult:
@@ -220,7 +227,12 @@ def _sequence_pieces(text: str) -> list[str]:
             pieces[-1] += "\n" + line
         else:
             pieces.append(line.strip())
-    return [p.strip() for piece in pieces for p in (piece.split(";") if "\n" not in piece and "<;>" not in piece else [piece]) if p.strip()]
+    return [
+        p.strip()
+        for piece in pieces
+        for p in (piece.split(";") if "\n" not in piece and "<;>" not in piece else [piece])
+        if p.strip()
+    ]
 
 
 def _tactic_have(tactic: str, toks: list[Tok], main: str, rest: list[str], r: TacticResult) -> None:
@@ -232,12 +244,12 @@ def _tactic_have(tactic: str, toks: list[Tok], main: str, rest: list[str], r: Ta
         ty = "?"
     else:
         end = toks[(assign if assign is not None else len(toks)) - 1].end
-        ty = norm(tactic[toks[colon + 1].start:end]) if colon + 1 < len(toks) else "?"
+        ty = norm(tactic[toks[colon + 1].start : end]) if colon + 1 < len(toks) else "?"
     with_h = "\n".join(hyps + [f"{name} : {ty}", "⊢ " + target])
     if assign is None:
         r.goals = ["\n".join(hyps + ["⊢ " + ty]), with_h] + rest
         return
-    value = {t.text for t in toks[assign + 1:]}
+    value = {t.text for t in toks[assign + 1 :]}
     if "sorry" in value or "admit" in value:
         r.nested.append("\n".join(hyps + ["⊢ " + ty]))
         r.sorry = True
@@ -274,7 +286,7 @@ def _intro(goal: str, names: list[str]) -> str:
         if split is None:
             break
         hyps.append(f"{nm} : {t[:split].strip()}")
-        target = t[split + 1:].strip()
+        target = t[split + 1 :].strip()
     return "\n".join(hyps + ["⊢ " + target])
 
 
@@ -288,12 +300,14 @@ def _conjuncts(goal: str) -> list[str] | None:
         elif c in ")]}⟩":
             depth -= 1
         elif depth == 0 and c in "∧↔":
-            left, right = target[:k].strip(), target[k + 1:].strip()
+            left, right = target[:k].strip(), target[k + 1 :].strip()
             if c == "∧":
                 tags = ("left", "right")
             else:
                 tags = ("mp", "mpr")
                 left, right = f"{left} → {right}", f"{right} → {left}"
-            return ["\n".join([f"case {tags[0]}"] + hyps + ["⊢ " + left]),
-                    "\n".join([f"case {tags[1]}"] + hyps + ["⊢ " + right])]
+            return [
+                "\n".join([f"case {tags[0]}"] + hyps + ["⊢ " + left]),
+                "\n".join([f"case {tags[1]}"] + hyps + ["⊢ " + right]),
+            ]
     return None

@@ -10,7 +10,7 @@ leanrpc.results. Never the pool, services or edge.
 """
 
 from .channel import FenceSettings
-from .launcher import LaunchSpec, Launcher, rlimits_from_config
+from .launcher import Launcher, LaunchSpec, rlimits_from_config
 from .process import ShutdownRung
 from .worker import ExitCause, Worker, WorkerState
 

@@ -56,13 +56,18 @@ __all__ = ["PipeAudit", "ProcessGone", "audit_available"]
 class ProcessGone(Exception):
     """The REPL exited before the audit could look at it."""
 
+
 # Syscalls that wait for input on an fd, by architecture: the read family
 # (the fd is the first argument) and the poll family (the fds are behind a
 # pointer, so any of them in a non-main thread counts).
 _SYSCALLS = {
     "x86_64": {
-        "read": frozenset({0, 17, 19, 45, 47, 275, 295, 327}),  # read pread64 readv recvfrom recvmsg splice preadv preadv2
-        "wait": frozenset({7, 23, 232, 270, 271, 281, 441}),  # poll select epoll_wait pselect6 ppoll epoll_pwait epoll_pwait2
+        "read": frozenset(
+            {0, 17, 19, 45, 47, 275, 295, 327}
+        ),  # read pread64 readv recvfrom recvmsg splice preadv preadv2
+        "wait": frozenset(
+            {7, 23, 232, 270, 271, 281, 441}
+        ),  # poll select epoll_wait pselect6 ppoll epoll_pwait epoll_pwait2
     },
     "aarch64": {
         "read": frozenset({63, 65, 67, 69, 76, 207, 212, 286}),
@@ -88,14 +93,19 @@ def audit_available(pid: int) -> bool:
 @dataclasses.dataclass
 class _Snapshot:
     pipe_fds: dict[int, dict[int, int]]  # pid -> {fd: inode} for fds on our pipes
-    threads: int                          # threads in processes that hold our pipes
+    threads: int  # threads in processes that hold our pipes
     stdin_readers: list[tuple[int, int]]  # (pid, tid) blocked reading the stdin pipe
-    suspects: list[str]                   # other threads waiting on our pipes / in poll
+    suspects: list[str]  # other threads waiting on our pipes / in poll
 
 
 class PipeAudit:
-    def __init__(self, root_pid: int, inodes: tuple[int, int, int], thread_allowance: int = 64,
-                 settle_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        root_pid: int,
+        inodes: tuple[int, int, int],
+        thread_allowance: int = 64,
+        settle_s: float = 2.0,
+    ) -> None:
         self._root = root_pid
         self._stdin, self._stdout, self._stderr = inodes
         self._ours = frozenset(inodes)
@@ -105,9 +115,9 @@ class PipeAudit:
         self._baseline: _Snapshot | None = None
         self._reader: tuple[int, int] | None = None
         self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
-        self._dirs = _ProcDirs()                    # /proc directories of the tree, held open
-        self.checks = 0                             # audits run, and snapshots they took (a
-        self.snapshots = 0                          # snapshot more when the REPL had not settled)
+        self._dirs = _ProcDirs()  # /proc directories of the tree, held open
+        self.checks = 0  # audits run, and snapshots they took (a
+        self.snapshots = 0  # snapshot more when the REPL had not settled)
 
     @property
     def has_baseline(self) -> bool:
@@ -144,8 +154,10 @@ class PipeAudit:
         if snapshot.pipe_fds != self._baseline.pipe_fds:
             return f"file descriptors on the REPL's pipes changed: {snapshot.pipe_fds} (was {self._baseline.pipe_fds})"
         if snapshot.threads > self._baseline.threads + self._allowance:
-            return (f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
-                    f"plus the allowance of {self._allowance}")
+            return (
+                f"the REPL runs {snapshot.threads} threads, over its {self._baseline.threads} at warm-up "
+                f"plus the allowance of {self._allowance}"
+            )
         try:
             rchar, wchar = self._thread_io()
         except OSError as exc:
@@ -153,8 +165,10 @@ class PipeAudit:
         read, wrote = rchar - self._reader_io[0], wchar - self._reader_io[1]
         self._reader_io = (rchar, wchar)
         if read < sent or wrote < received:
-            return (f"the REPL's main thread read {read} of the {sent} bytes sent and wrote {wrote} of the "
-                    f"{received} bytes received: another thread answered")
+            return (
+                f"the REPL's main thread read {read} of the {sent} bytes sent and wrote {wrote} of the "
+                f"{received} bytes received: another thread answered"
+            )
         return None
 
     async def _settled(self) -> tuple[_Snapshot, str | None]:
@@ -179,8 +193,10 @@ class PipeAudit:
                 if snapshot.suspects:
                     return snapshot, "; ".join(snapshot.suspects[:4])
                 if len(snapshot.stdin_readers) > 1:
-                    return snapshot, (f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: "
-                                      f"{snapshot.stdin_readers}")
+                    return snapshot, (
+                        f"{len(snapshot.stdin_readers)} threads are reading the REPL's input: "
+                        f"{snapshot.stdin_readers}"
+                    )
                 if len(snapshot.stdin_readers) == 1:
                     return snapshot, None
             # Nobody reads the input: still writing its answer, or gone (a zombie has no thread in a syscall).
@@ -189,7 +205,10 @@ class PipeAudit:
             if deadline is None:
                 deadline = time.monotonic() + self._settle_s
             elif time.monotonic() >= deadline:
-                return snapshot, f"no thread went back to reading the REPL's input within {self._settle_s} s"
+                return (
+                    snapshot,
+                    f"no thread went back to reading the REPL's input within {self._settle_s} s",
+                )
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
 
@@ -226,11 +245,15 @@ class PipeAudit:
 
         def children_of(pid: int) -> list[int]:  # walked with the threads: one pass
             pid_dir, tids = self._threads_of(pid)
-            below = [int(c) for tid in tids for c in self._thread_file(pid_dir, tid, "children").split()]
+            below = [
+                int(c) for tid in tids for c in self._thread_file(pid_dir, tid, "children").split()
+            ]
             held[pid] = pid_dir, tids
             return below
 
-        for pid in proctree.walk(self._root, children_of, skip=(FileNotFoundError, ProcessLookupError)):
+        for pid in proctree.walk(
+            self._root, children_of, skip=(FileNotFoundError, ProcessLookupError)
+        ):
             seen.append(pid)
             if pid not in held:
                 continue
@@ -251,11 +274,17 @@ class PipeAudit:
                 if kind == "read" and inode == self._stdin:
                     readers.append((pid, tid))
                     if tid != pid:
-                        suspects.append(f"thread {tid} of process {pid} (not its main thread) is reading the REPL's input")
+                        suspects.append(
+                            f"thread {tid} of process {pid} (not its main thread) is reading the REPL's input"
+                        )
                 elif kind == "read" and inode in self._ours:
-                    suspects.append(f"thread {tid} of process {pid} is reading fd {fd}, one of the REPL's pipes")
+                    suspects.append(
+                        f"thread {tid} of process {pid} is reading fd {fd}, one of the REPL's pipes"
+                    )
                 elif kind == "wait" and tid != pid:
-                    suspects.append(f"thread {tid} of process {pid} is waiting in poll/select/epoll")
+                    suspects.append(
+                        f"thread {tid} of process {pid} is waiting in poll/select/epoll"
+                    )
         self._dirs.keep(seen)
         return _Snapshot(pipe_fds, threads, sorted(readers), suspects)
 
@@ -412,7 +441,7 @@ def _io_counts(io: bytes) -> tuple[int, int]:
     """(rchar, wchar) of a task's io file."""
     rchar = io.index(b"rchar: ") + 7
     wchar = io.index(b"wchar: ") + 7
-    return int(io[rchar:io.index(b"\n", rchar)]), int(io[wchar:io.index(b"\n", wchar)])
+    return int(io[rchar : io.index(b"\n", rchar)]), int(io[wchar : io.index(b"\n", wchar)])
 
 
 def pid_fd_inode(pid: int, fd: int) -> int | None:

@@ -32,10 +32,17 @@ from typing import Callable
 from .. import repl
 from ..config import ReplConfig
 from ..core.framing import FrameDecoder
-from ..errors import FramingError, WorkerCrashed, WorkerError, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
+from ..errors import (
+    FramingError,
+    WorkerCrashed,
+    WorkerError,
+    WorkerOutOfMemory,
+    WorkerPoisoned,
+    WorkerTimeout,
+)
+from . import stdout
 from .audit import PipeAudit, ProcessGone, audit_available
 from .ledger import Ledger, brief
-from . import stdout
 from .process import ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
@@ -51,8 +58,10 @@ class FenceSettings:
     bounds are the schema's) plus the settle wait, which is no config key."""
 
     fence: bool = _REPL_SCHEMA.fence != "off"  # follow each command by a nonce fence
-    audit: str = _REPL_SCHEMA.fence_audit      # "on": required; "auto": when /proc is readable; "off"
-    thread_allowance: int = _REPL_SCHEMA.fence_thread_allowance  # threads over the warm-up count (Lean's task pool)
+    audit: str = _REPL_SCHEMA.fence_audit  # "on": required; "auto": when /proc is readable; "off"
+    thread_allowance: int = (
+        _REPL_SCHEMA.fence_thread_allowance
+    )  # threads over the warm-up count (Lean's task pool)
     # How long the main thread may take to get back to reading its input. On a
     # loaded 2-core box a few seconds happen (seen: 2 s poisoned dozens of
     # healthy workers); a thief is caught on the first snapshot regardless, so
@@ -63,8 +72,11 @@ class FenceSettings:
     def from_config(cls, repl_config: ReplConfig | None) -> "FenceSettings":
         if repl_config is None:
             return cls()
-        return cls(fence=repl_config.fence != "off", audit=repl_config.fence_audit,
-                   thread_allowance=repl_config.fence_thread_allowance)
+        return cls(
+            fence=repl_config.fence != "off",
+            audit=repl_config.fence_audit,
+            thread_allowance=repl_config.fence_thread_allowance,
+        )
 
 
 @dataclasses.dataclass
@@ -72,16 +84,23 @@ class _Exchange:
     future: asyncio.Future
     nonce: str | None
     frames: list = dataclasses.field(default_factory=list)
-    expected: int = 1            # frames owed before the fence (a batch: one per command)
-    progress_at: float = 0.0     # loop time of the last frame (a batch's timer restarts per frame)
+    expected: int = 1  # frames owed before the fence (a batch: one per command)
+    progress_at: float = 0.0  # loop time of the last frame (a batch's timer restarts per frame)
 
 
 class Channel:
     """Speaks the protocol over one `ReplProcess`'s pipes."""
 
-    def __init__(self, name: str, process: ReplProcess, *, max_frame: int, settings: FenceSettings,
-                 on_poison: Callable[[str, bool], None],
-                 over_memory: Callable[[], WorkerError | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        name: str,
+        process: ReplProcess,
+        *,
+        max_frame: int,
+        settings: FenceSettings,
+        on_poison: Callable[[str, bool], None],
+        over_memory: Callable[[], WorkerError | None] = lambda: None,
+    ) -> None:
         self.name = name
         self._process = process
         # Asked when the time runs out, before the kill: a tree already over
@@ -92,18 +111,20 @@ class Channel:
         self.settings = settings
         self._on_poison = on_poison
         self._pending: _Exchange | None = None
-        self._reader: asyncio.Task | None = None   # the stdout reader task, where one is needed
-        self._closed: asyncio.Future | None = None   # the end of stdout, handled (_on_eof)
-        self.poisoned: str | None = None   # why, once poisoned
+        self._reader: asyncio.Task | None = None  # the stdout reader task, where one is needed
+        self._closed: asyncio.Future | None = None  # the end of stdout, handled (_on_eof)
+        self.poisoned: str | None = None  # why, once poisoned
         self.eof = asyncio.Event()
-        self.ledger = Ledger()             # the env and proof-state ids the REPL must allocate next
+        self.ledger = Ledger()  # the env and proof-state ids the REPL must allocate next
         self.exchanges = 0
-        self.batches = 0                   # pipelined exchanges (several commands, one fence)
-        self.stdout_bytes = 0              # bytes read from the REPL's stdout so far
+        self.batches = 0  # pipelined exchanges (several commands, one fence)
+        self.stdout_bytes = 0  # bytes read from the REPL's stdout so far
         self._audit: PipeAudit | None = None
 
     def start(self) -> None:
-        self._reader = stdout.attach(self._process.process, self._on_chunk, self._on_stdout_closed, self.name)
+        self._reader = stdout.attach(
+            self._process.process, self._on_chunk, self._on_stdout_closed, self.name
+        )
 
     async def enable_audit(self) -> None:
         """Called once the handshake answered: the tree is as it will idle."""
@@ -112,17 +133,28 @@ class Channel:
         pid = self._process.pid
         if not audit_available(pid):
             if self.settings.audit == "on":
-                raise WorkerError(f"worker {self.name}: fence_audit = \"on\" but /proc/{pid} threads are unreadable")
-            log.warning("worker %s: /proc/%s is unreadable; the fence runs without the thread audit", self.name, pid)
+                raise WorkerError(
+                    f'worker {self.name}: fence_audit = "on" but /proc/{pid} threads are unreadable'
+                )
+            log.warning(
+                "worker %s: /proc/%s is unreadable; the fence runs without the thread audit",
+                self.name,
+                pid,
+            )
             return
-        self._audit = PipeAudit(pid, self._process.pipe_inodes, self.settings.thread_allowance, self.settings.settle_s)
+        self._audit = PipeAudit(
+            pid, self._process.pipe_inodes, self.settings.thread_allowance, self.settings.settle_s
+        )
         try:
             problem = await self._audit.record_baseline()
         except ProcessGone:
             await self._raise_gone()
         if problem is not None:
             self.poison(f"audit at warm-up: {problem}")
-            raise WorkerPoisoned(f"worker {self.name} failed its warm-up audit: {problem}", stderr_tail=self._process.stderr_tail())
+            raise WorkerPoisoned(
+                f"worker {self.name} failed its warm-up audit: {problem}",
+                stderr_tail=self._process.stderr_tail(),
+            )
 
     @property
     def audited(self) -> bool:
@@ -137,7 +169,10 @@ class Channel:
         WorkerOutOfMemory; the process is already being killed then.
         """
         if self.poisoned is not None:
-            raise WorkerPoisoned(f"worker {self.name} is poisoned: {self.poisoned}", stderr_tail=self._process.stderr_tail())
+            raise WorkerPoisoned(
+                f"worker {self.name} is poisoned: {self.poisoned}",
+                stderr_tail=self._process.stderr_tail(),
+            )
         if self._pending is not None:
             raise WorkerError(f"worker {self.name}: a second exchange while one is pending")
         await self._raise_if_gone()
@@ -158,15 +193,19 @@ class Channel:
             stdin = self._process.process.stdin
             stdin.write(data)
             if stdin.transport.get_write_buffer_size():
-                await asyncio.wait_for(self._send_and_wait(stdin, pending.future),
-                                       max(0.0, timeout - (loop.time() - started)))
+                await asyncio.wait_for(
+                    self._send_and_wait(stdin, pending.future),
+                    max(0.0, timeout - (loop.time() - started)),
+                )
             else:
                 await pending.future
         except asyncio.TimeoutError:
             over = self._over_memory()
             self._process.kill()
-            raise over or WorkerTimeout(f"no answer within {timeout:.3g} s; worker {self.name} killed",
-                                        stderr_tail=self._process.stderr_tail()) from None
+            raise over or WorkerTimeout(
+                f"no answer within {timeout:.3g} s; worker {self.name} killed",
+                stderr_tail=self._process.stderr_tail(),
+            ) from None
         except (ConnectionResetError, BrokenPipeError) as exc:
             self._process.kill()
             raise WorkerCrashed(
@@ -183,7 +222,9 @@ class Channel:
             await self._confirm(request, response, len(data), self.stdout_bytes - received_before)
         return response
 
-    async def exchange_batch(self, requests: list, timeout: float, total: float | None = None) -> list:
+    async def exchange_batch(
+        self, requests: list, timeout: float, total: float | None = None
+    ) -> list:
         """Pipelined exchange: every command of `requests` written at once, then
         ONE fence; returns their proven answers, in order.
 
@@ -199,7 +240,10 @@ class Channel:
         if len(requests) == 1:
             return [await self.exchange(requests[0], min(timeout, total) if total else timeout)]
         if self.poisoned is not None:
-            raise WorkerPoisoned(f"worker {self.name} is poisoned: {self.poisoned}", stderr_tail=self._process.stderr_tail())
+            raise WorkerPoisoned(
+                f"worker {self.name} is poisoned: {self.poisoned}",
+                stderr_tail=self._process.stderr_tail(),
+            )
         if self._pending is not None:
             raise WorkerError(f"worker {self.name}: a second exchange while one is pending")
         await self._raise_if_gone()
@@ -210,7 +254,9 @@ class Channel:
             data += repl.encode(repl.fence_request(nonce))
         loop = asyncio.get_running_loop()
         started = loop.time()
-        pending = self._pending = _Exchange(loop.create_future(), nonce, expected=len(requests), progress_at=started)
+        pending = self._pending = _Exchange(
+            loop.create_future(), nonce, expected=len(requests), progress_at=started
+        )
         end = None if total is None else started + total
         received_before = self.stdout_bytes
         timer = [None]
@@ -232,8 +278,10 @@ class Channel:
             stdin = self._process.process.stdin
             stdin.write(data)
             if stdin.transport.get_write_buffer_size():
-                await asyncio.wait_for(self._send_and_wait(stdin, pending.future),
-                                       timeout * len(requests) if end is None else max(0.0, end - loop.time()))
+                await asyncio.wait_for(
+                    self._send_and_wait(stdin, pending.future),
+                    timeout * len(requests) if end is None else max(0.0, end - loop.time()),
+                )
             else:
                 await pending.future
         except asyncio.TimeoutError:
@@ -243,7 +291,9 @@ class Channel:
             raise over or WorkerTimeout(
                 f"no answer within {timeout:.3g} s (command {at + 1} of a batch of "
                 f"{len(requests)}); worker {self.name} killed",
-                stderr_tail=self._process.stderr_tail(), batch_index=at) from None
+                stderr_tail=self._process.stderr_tail(),
+                batch_index=at,
+            ) from None
         except (ConnectionResetError, BrokenPipeError) as exc:
             self._process.kill()
             raise WorkerCrashed(
@@ -297,13 +347,17 @@ class Channel:
             if problem is not None:
                 self._poison_raise(f"audit: {problem}")
             if self.poisoned is not None:  # something arrived while we audited
-                raise WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
-                                     stderr_tail=self._process.stderr_tail())
+                raise WorkerPoisoned(
+                    f"worker {self.name} poisoned: {self.poisoned}; its answer is not trusted",
+                    stderr_tail=self._process.stderr_tail(),
+                )
 
     def _poison_raise(self, why: str) -> None:
         self.poison(why)
-        raise WorkerPoisoned(f"worker {self.name} poisoned: {why}; its answer is not trusted",
-                             stderr_tail=self._process.stderr_tail())
+        raise WorkerPoisoned(
+            f"worker {self.name} poisoned: {why}; its answer is not trusted",
+            stderr_tail=self._process.stderr_tail(),
+        )
 
     async def _raise_if_gone(self) -> None:
         if self.eof.is_set() or self._process.returncode is not None:
@@ -311,8 +365,10 @@ class Channel:
 
     async def _raise_gone(self) -> None:
         self._process.kill()
-        raise WorkerCrashed(f"worker {self.name} has exited{await self._process.exit_description()}",
-                            stderr_tail=self._process.stderr_tail())
+        raise WorkerCrashed(
+            f"worker {self.name} has exited{await self._process.exit_description()}",
+            stderr_tail=self._process.stderr_tail(),
+        )
 
     # -- poison ----------------------------------------------------------------
 
@@ -327,7 +383,11 @@ class Channel:
             log.warning("worker %s poisoned: %s", self.name, why)
         self._on_poison(why, garbage)
         self._process.kill()
-        self.fail_pending(WorkerPoisoned(f"worker {self.name} poisoned: {why}", stderr_tail=self._process.stderr_tail()))
+        self.fail_pending(
+            WorkerPoisoned(
+                f"worker {self.name} poisoned: {why}", stderr_tail=self._process.stderr_tail()
+            )
+        )
 
     # -- stdout ----------------------------------------------------------------
 
@@ -368,7 +428,9 @@ class Channel:
             pending.future.set_result(frames[0] if pending.expected == 1 else frames)
             return
         if len(frames) >= pending.expected or repl.mentions_fence(response):
-            self.poison(f"a frame more than the commands sent, or a foreign fence: {brief(response)}")
+            self.poison(
+                f"a frame more than the commands sent, or a foreign fence: {brief(response)}"
+            )
             return
         frames.append(response)
         if pending.expected > 1:
@@ -386,9 +448,13 @@ class Channel:
         if pending is not None and not pending.future.done():
             tail = self._process.stderr_tail()
             if self.poisoned is not None:
-                error: WorkerError = WorkerPoisoned(f"worker {self.name} poisoned: {self.poisoned}{description}", stderr_tail=tail)
+                error: WorkerError = WorkerPoisoned(
+                    f"worker {self.name} poisoned: {self.poisoned}{description}", stderr_tail=tail
+                )
             elif self._process.out_of_memory_words():
-                error = WorkerOutOfMemory(f"worker {self.name} ran out of memory{description}", stderr_tail=tail)
+                error = WorkerOutOfMemory(
+                    f"worker {self.name} ran out of memory{description}", stderr_tail=tail
+                )
             else:
                 error = WorkerCrashed(f"worker {self.name} died{description}", stderr_tail=tail)
             pending.future.set_exception(error)

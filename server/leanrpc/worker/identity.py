@@ -15,7 +15,9 @@ def identity_from_probe(version_string: str, repl: ReplConfig) -> VerifierIdenti
     The stand-in answers with a version string that names itself, so its
     results can never pass for Lean's.
     """
-    is_stand_in = STAND_IN_MARK in version_string or not version_string and _looks_like_stand_in(repl)
+    is_stand_in = (
+        STAND_IN_MARK in version_string or not version_string and _looks_like_stand_in(repl)
+    )
     lean_version = repl.lean_version or version_string.split(" ")[0]
     if is_stand_in:
         return VerifierIdentity(

@@ -80,7 +80,9 @@ class Launcher:
         return process
 
 
-async def spawn_with_pipes(argv: list[str], *, cwd: str | None, env: dict[str, str], **extra) -> asyncio.subprocess.Process:
+async def spawn_with_pipes(
+    argv: list[str], *, cwd: str | None, env: dict[str, str], **extra
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE,

@@ -32,8 +32,12 @@ class Ledger:
         frame by frame: the frame is another command's)."""
         if response.env is not None and response.proof_state is not None:
             return f"an answer with both an env and a proof state: {brief(response)}"
-        tactic = isinstance(request, repl.TacticRequest) or (isinstance(request, dict) and "tactic" in request)
-        command = isinstance(request, repl.CommandRequest) or (isinstance(request, dict) and "cmd" in request)
+        tactic = isinstance(request, repl.TacticRequest) or (
+            isinstance(request, dict) and "tactic" in request
+        )
+        command = isinstance(request, repl.CommandRequest) or (
+            isinstance(request, dict) and "cmd" in request
+        )
         if (tactic and response.env is not None) or (command and response.proof_state is not None):
             return f"an answer of the wrong kind for its command (out of order?): {brief(response)}"
         return None
@@ -43,8 +47,10 @@ class Ledger:
         if response.env is None or _is_tactic(request):
             return None
         if response.env != self.next_env:
-            return (f"the REPL allocated env {response.env}, but {self.next_env} commands were sent "
-                    "(a command was answered by someone else, or out of order)")
+            return (
+                f"the REPL allocated env {response.env}, but {self.next_env} commands were sent "
+                "(a command was answered by someone else, or out of order)"
+            )
         self.next_env += 1
         return None
 
@@ -59,8 +65,10 @@ class Ledger:
         given = _new_proof_states(response)
         expected = list(range(self.next_proof_state, self.next_proof_state + len(given)))
         if given != expected:
-            return (f"the REPL answered with proof state(s) {given[:8]}, but the next it could allocate "
-                    f"were {expected[:8]} (a state it was never given)")
+            return (
+                f"the REPL answered with proof state(s) {given[:8]}, but the next it could allocate "
+                f"were {expected[:8]} (a state it was never given)"
+            )
         self.next_proof_state += len(given)
         return None
 
@@ -81,7 +89,11 @@ def _new_proof_states(response: repl.Response) -> list:
     """The proofState ids an answer allocates, in the REPL's order: sorries,
     then tactics entries, then the answer's own (section 6)."""
     ids: list = [s.proof_state for s in response.sorries if s.proof_state is not None]
-    ids += [t["proofState"] for t in response.tactics if isinstance(t, dict) and t.get("proofState") is not None]
+    ids += [
+        t["proofState"]
+        for t in response.tactics
+        if isinstance(t, dict) and t.get("proofState") is not None
+    ]
     if response.proof_state is not None:
         ids.append(response.proof_state)
     return ids

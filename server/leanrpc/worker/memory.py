@@ -112,8 +112,8 @@ def tree_memory_of(root: psutil.Process, children: Iterable[psutil.Process]) -> 
     return tree_memory_bytes([root.pid, *(child.pid for child in children)])
 
 
-SHMEM_STEP = 16 << 20          # system Shmem growth that forces an fd scan
-_SCAN_EVERY_S = 1.0            # fd scan and process list refresh, at least this often
+SHMEM_STEP = 16 << 20  # system Shmem growth that forces an fd scan
+_SCAN_EVERY_S = 1.0  # fd scan and process list refresh, at least this often
 _STATUS_KEYS = (b"RssAnon:", b"RssShmem:")
 
 
@@ -140,7 +140,7 @@ def _status_value(data: bytes) -> int:
         at = data.find(key)
         if at >= 0:
             end = data.find(b"\n", at)
-            total += int(data[at + len(key):end].split()[0]) * 1024
+            total += int(data[at + len(key) : end].split()[0]) * 1024
     return total
 
 
@@ -153,7 +153,7 @@ def system_shmem_bytes(data: bytes | None = None) -> int:
     at = data.find(b"\nShmem:")
     if at < 0:
         return 0
-    return int(data[at + 7:data.find(b"\n", at + 1)].split()[0]) * 1024
+    return int(data[at + 7 : data.find(b"\n", at + 1)].split()[0]) * 1024
 
 
 def tree_pids(root: int) -> list[int]:
@@ -180,12 +180,27 @@ def worker_cgroup_dir(pid: int) -> str | None:
     """The cgroup v2 directory of `pid` when it is its own worker cgroup
     (below the server's, named by security/cgroups.py), else None."""
     try:
-        theirs = next((l[3:].strip() for l in _read(f"/proc/{pid}/cgroup").decode().splitlines()
-                       if l.startswith("0::")), None)
-        ours = next((l[3:].strip() for l in _read("/proc/self/cgroup").decode().splitlines()
-                     if l.startswith("0::")), None)
-        mounts = [line.partition(" - ")[0].split()[4] for line in _read("/proc/self/mountinfo", None).decode().splitlines()
-                  if line.partition(" - ")[2].split()[:1] == ["cgroup2"]]
+        theirs = next(
+            (
+                line[3:].strip()
+                for line in _read(f"/proc/{pid}/cgroup").decode().splitlines()
+                if line.startswith("0::")
+            ),
+            None,
+        )
+        ours = next(
+            (
+                line[3:].strip()
+                for line in _read("/proc/self/cgroup").decode().splitlines()
+                if line.startswith("0::")
+            ),
+            None,
+        )
+        mounts = [
+            line.partition(" - ")[0].split()[4]
+            for line in _read("/proc/self/mountinfo", None).decode().splitlines()
+            if line.partition(" - ")[2].split()[:1] == ["cgroup2"]
+        ]
     except (OSError, IndexError, ValueError):
         return None
     if not theirs or not ours or theirs == ours or "/leanrpc-" not in theirs:
@@ -223,9 +238,9 @@ class TreeMemory:
         self._listed_at = float("-inf")
         self._scanned_at = float("-inf")
         self._shmem_base = 0
-        self.shmem_seen = False       # the tree held a shared-memory file at a scan
+        self.shmem_seen = False  # the tree held a shared-memory file at a scan
         self._held: dict[tuple[int, int], int] = {}
-        self.fd_scans = 0             # for tests and the benchmark's profile
+        self.fd_scans = 0  # for tests and the benchmark's profile
         self._status_fds: dict[int, int] = {}  # pid -> its /proc/<pid>/status, held open
         self._meminfo_fd: int | None = None
 
@@ -245,7 +260,9 @@ class TreeMemory:
         fd = self._status_fds.get(pid)
         try:
             if fd is None:
-                fd = self._status_fds[pid] = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+                fd = self._status_fds[pid] = os.open(
+                    f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC
+                )
             return _status_value(os.pread(fd, 8192, 0))
         except OSError:
             return 0  # gone (or never there): counts nothing
@@ -280,8 +297,11 @@ class TreeMemory:
             self._list(now)
         total = sum(self._status(pid) for pid in self._pids)
         shmem = self._system_shmem()
-        if (self.shmem_seen or (periodic_scan and now - self._scanned_at >= _SCAN_EVERY_S)
-                or shmem - self._shmem_base >= SHMEM_STEP):
+        if (
+            self.shmem_seen
+            or (periodic_scan and now - self._scanned_at >= _SCAN_EVERY_S)
+            or shmem - self._shmem_base >= SHMEM_STEP
+        ):
             held: dict[tuple[int, int], int] = {}
             for pid in self._pids:
                 held.update(_held_shmem(pid))

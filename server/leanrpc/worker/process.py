@@ -24,7 +24,7 @@ import signal
 
 import psutil
 
-from .launcher import LaunchSpec, Launcher, kill_process_group
+from .launcher import Launcher, LaunchSpec, kill_process_group
 from .memory import TreeMemory
 
 log = logging.getLogger("leanrpc.worker")
@@ -34,16 +34,21 @@ READ_CHUNK = 1 << 16
 
 # What a REPL prints when an allocation fails (Lean's runtime, C++, the
 # stand-in's Python) before it exits.
-OUT_OF_MEMORY_MARKERS = ("INTERNAL PANIC: out of memory", "std::bad_alloc", "MemoryError", "leanrpc sandbox: out of memory")
+OUT_OF_MEMORY_MARKERS = (
+    "INTERNAL PANIC: out of memory",
+    "std::bad_alloc",
+    "MemoryError",
+    "leanrpc sandbox: out of memory",
+)
 
 
 class ShutdownRung(enum.Enum):
     """How far the graded shutdown had to go."""
 
-    EXITED = "exited"      # already gone
-    EOF = "eof"            # exited after stdin closed
-    TERM = "term"          # needed SIGTERM
-    KILL = "kill"          # needed SIGKILL
+    EXITED = "exited"  # already gone
+    EOF = "eof"  # exited after stdin closed
+    TERM = "term"  # needed SIGTERM
+    KILL = "kill"  # needed SIGKILL
 
 
 class ReplProcess:
@@ -57,7 +62,7 @@ class ReplProcess:
         self.process: asyncio.subprocess.Process | None = None
         self.pid: int | None = None
         self._status: int | None = None  # read by waitid(WNOWAIT) at pidfd readability
-        self.exited = asyncio.Event()     # set once the exit status is known
+        self.exited = asyncio.Event()  # set once the exit status is known
         self._stderr_tail = bytearray()
         self.stderr_bytes = 0
         self._stderr_task: asyncio.Task | None = None
@@ -143,7 +148,7 @@ class ReplProcess:
             return False
 
     async def exit_description(self, wait_s: float = 5.0) -> str:
-        """" (killed by SIGKILL)", " (exit status 1)", after waiting for the
+        """ " (killed by SIGKILL)", " (exit status 1)", after waiting for the
         status (up to `wait_s`; a child still running after that is killed)."""
         if self.process is None:
             return ""
@@ -188,7 +193,11 @@ class ReplProcess:
 
     def close_stdin(self) -> None:
         try:
-            if self.process is not None and self.process.stdin is not None and not self.process.stdin.is_closing():
+            if (
+                self.process is not None
+                and self.process.stdin is not None
+                and not self.process.stdin.is_closing()
+            ):
                 self.process.stdin.close()
         except (OSError, RuntimeError):
             pass

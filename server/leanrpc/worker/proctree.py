@@ -36,8 +36,13 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def walk(root: int, children_of: Callable[[int], list[int]] = children, *,
-         skip: tuple[type[BaseException], ...] = (OSError,), strict_root: bool = False) -> Iterator[int]:
+def walk(
+    root: int,
+    children_of: Callable[[int], list[int]] = children,
+    *,
+    skip: tuple[type[BaseException], ...] = (OSError,),
+    strict_root: bool = False,
+) -> Iterator[int]:
     """Each process of `root`'s tree once, `root` first and parents before
     their children. A process whose children cannot be read (`skip`: it
     ended meanwhile) is still yielded, with no children; with `strict_root`

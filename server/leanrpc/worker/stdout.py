@@ -31,8 +31,12 @@ class _Direct(asyncio.Protocol):
     """The stdout pipe's protocol: data to `on_data` at once; the end to
     `on_close`, then to asyncio's own pipe protocol."""
 
-    def __init__(self, inner: asyncio.BaseProtocol, on_data: Callable[[bytes], None],
-                 on_close: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        inner: asyncio.BaseProtocol,
+        on_data: Callable[[bytes], None],
+        on_close: Callable[[], None],
+    ) -> None:
         self._inner = inner
         self._on_data = on_data
         self._on_close = on_close
@@ -55,8 +59,12 @@ class _Direct(asyncio.Protocol):
         self._inner.connection_lost(exc)
 
 
-def attach(process: asyncio.subprocess.Process, on_data: Callable[[bytes], None],
-           on_close: Callable[[], None], name: str = "") -> asyncio.Task | None:
+def attach(
+    process: asyncio.subprocess.Process,
+    on_data: Callable[[bytes], None],
+    on_close: Callable[[], None],
+    name: str = "",
+) -> asyncio.Task | None:
     """Sends `process`'s stdout to `on_data` and its end to `on_close`.
 
     Returns None when the bytes come straight from the pipe transport, or the
@@ -64,9 +72,14 @@ def attach(process: asyncio.subprocess.Process, on_data: Callable[[bytes], None]
     stdout = process.stdout
     transport = getattr(process, "_transport", None)  # asyncio.subprocess.Process keeps it there
     pipe = transport.get_pipe_transport(1) if transport is not None else None
-    if (pipe is not None and hasattr(pipe, "set_protocol") and not pipe.is_closing()
-            and isinstance(stdout, asyncio.StreamReader) and not getattr(stdout, "_buffer", b"x")
-            and not stdout.at_eof()):
+    if (
+        pipe is not None
+        and hasattr(pipe, "set_protocol")
+        and not pipe.is_closing()
+        and isinstance(stdout, asyncio.StreamReader)
+        and not getattr(stdout, "_buffer", b"x")
+        and not stdout.at_eof()
+    ):
         pipe.set_protocol(_Direct(pipe.get_protocol(), on_data, on_close))
         return None
     return asyncio.create_task(_read(stdout, on_data, on_close), name=f"{name}-stdout")

@@ -41,9 +41,18 @@ from ..errors import (
     WorkerOutOfMemory,
 )
 from .channel import Channel, FenceSettings
-from .launcher import LaunchSpec, Launcher
+from .launcher import Launcher, LaunchSpec
 from .process import ReplProcess, ShutdownRung
-from .states import _HELD, _LIVE, _MAY_EXCHANGE, _TRANSITIONS, ExitCause, WorkerState, cause_of, last_stderr_line
+from .states import (
+    _HELD,
+    _LIVE,
+    _MAY_EXCHANGE,
+    _TRANSITIONS,
+    ExitCause,
+    WorkerState,
+    cause_of,
+    last_stderr_line,
+)
 
 __all__ = ["ExitCause", "Worker", "WorkerState", "last_stderr_line"]
 S = WorkerState
@@ -54,18 +63,34 @@ log = logging.getLogger("leanrpc.worker")
 class Worker:
     """Owns one REPL process. Changes state only through `_set_state`."""
 
-    def __init__(self, name: str, spec: LaunchSpec, launcher: Launcher, limits: LimitsConfig, *,
-                 on_state_change=None, fence=None, profile: str = "",
-                 headers: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: LaunchSpec,
+        launcher: Launcher,
+        limits: LimitsConfig,
+        *,
+        on_state_change=None,
+        fence=None,
+        profile: str = "",
+        headers: dict[str, int] | None = None,
+    ) -> None:
         self.name = name
         self.profile = profile  # the REPL profile (toolchain) it runs, for life
         self._limits = limits
         self._on_state_change = on_state_change
         self.state = S.SPAWNING
         self._process = ReplProcess(name, spec, launcher)
-        self._channel = Channel(name, self._process, max_frame=limits.max_frame_mb * 2**20,
-                                settings=fence if isinstance(fence, FenceSettings) else FenceSettings.from_config(fence),
-                                on_poison=self._on_poison, over_memory=self._memory_verdict)
+        self._channel = Channel(
+            name,
+            self._process,
+            max_frame=limits.max_frame_mb * 2**20,
+            settings=fence
+            if isinstance(fence, FenceSettings)
+            else FenceSettings.from_config(fence),
+            on_poison=self._on_poison,
+            over_memory=self._memory_verdict,
+        )
         self.started_at = time.monotonic()
         self.last_used = time.monotonic()
         self.requests_served = 0
@@ -73,11 +98,11 @@ class Worker:
         # env for life, so a worker serves each of them without reloading.
         # The map is the pool slot's (pool/slot.py), which drops it at DEAD.
         self.headers: dict[str, int] = {} if headers is None else headers
-        self.import_key: str | None = None       # the header last loaded or used
-        self.loading_key: str | None = None      # the header being loaded (routing counts it)
-        self.imports_env: int | None = None      # the env of import_key
-        self.rss_at_release = 0                  # tree memory at the last release (0: not measured)
-        self.busy_since = 0.0                    # routing estimate of the current job
+        self.import_key: str | None = None  # the header last loaded or used
+        self.loading_key: str | None = None  # the header being loaded (routing counts it)
+        self.imports_env: int | None = None  # the env of import_key
+        self.rss_at_release = 0  # tree memory at the last release (0: not measured)
+        self.busy_since = 0.0  # routing estimate of the current job
         self.expected_busy_s = 0.0
         self.version_string = ""
         self.is_fork: bool | None = None
@@ -85,9 +110,9 @@ class Worker:
         self._drain_cause: ExitCause | None = None
         self._stopped = asyncio.Event()
         self._finisher: asyncio.Task | None = None
-        self._watching = False                   # the memory watch runs (after the handshake)
+        self._watching = False  # the memory watch runs (after the handshake)
         self._memwatch: asyncio.TimerHandle | None = None  # its next look, while commands run
-        self._exchanging = False                 # a command is in flight (the memory watch looks then)
+        self._exchanging = False  # a command is in flight (the memory watch looks then)
 
     # -- state -----------------------------------------------------------------
 
@@ -95,7 +120,9 @@ class Worker:
         if new is self.state:
             return
         if new not in _TRANSITIONS[self.state]:
-            raise InternalError(f"worker {self.name}: illegal transition {self.state.value} -> {new.value}")
+            raise InternalError(
+                f"worker {self.name}: illegal transition {self.state.value} -> {new.value}"
+            )
         old, self.state = self.state, new
         if self._on_state_change is not None:
             self._on_state_change(self, old, new)
@@ -212,13 +239,17 @@ class Worker:
             response = await self._channel.exchange(repl.identity_probe(), timeout)
             await self._channel.enable_audit()
             if probe_fork:
-                self.is_fork = repl.is_fork(await self._channel.exchange(repl.fork_probe(), timeout))
+                self.is_fork = repl.is_fork(
+                    await self._channel.exchange(repl.fork_probe(), timeout)
+                )
         except WorkerError as exc:
             await self._fail_boot()
             cause = last_stderr_line(self.stderr_tail())
-            raise WorkerBootError(f"REPL {self._process.argv!r} failed its boot probe: {exc.message}"
-                                  + (f": {cause}" if cause and cause not in exc.message else ""),
-                                  detail=self.stderr_tail()[-2000:]) from exc
+            raise WorkerBootError(
+                f"REPL {self._process.argv!r} failed its boot probe: {exc.message}"
+                + (f": {cause}" if cause and cause not in exc.message else ""),
+                detail=self.stderr_tail()[-2000:],
+            ) from exc
         if self.state is not S.PROBING:  # killed meanwhile
             raise WorkerCrashed(f"worker {self.name} was stopped while starting")
         self.version_string = repl.version_from_probe(response)
@@ -289,7 +320,9 @@ class Worker:
         if self.exit_cause is None:
             # An allocation refused under the address-space rlimit ends the
             # process; its last words say so. Not retried: it would recur.
-            self.exit_cause = ExitCause.OUT_OF_MEMORY if self._process.out_of_memory_words() else ExitCause.CRASH
+            self.exit_cause = (
+                ExitCause.OUT_OF_MEMORY if self._process.out_of_memory_words() else ExitCause.CRASH
+            )
         if self.state is not S.DEAD:
             if self.state not in (S.STOPPING, S.FAILED):
                 self._set_state(S.STOPPING)
@@ -313,7 +346,9 @@ class Worker:
         """The env id this worker's REPL allocates for its next command (the channel's counter)."""
         return self._channel.next_env
 
-    async def request_batch(self, payloads: list, timeout: float, total: float | None = None) -> list:
+    async def request_batch(
+        self, payloads: list, timeout: float, total: float | None = None
+    ) -> list:
         """Several commands pipelined (written at once, one fence, one audit;
         worker/channel.py `exchange_batch`); their proven answers in order.
         Raises and kills exactly as `request`."""
@@ -337,8 +372,9 @@ class Worker:
         stderr_before = self._process.stderr_bytes
         self._exchanging = True
         if self._watching and self._memwatch is None:
-            self._memwatch = asyncio.get_running_loop().call_later(self._limits.memory_poll_s,
-                                                                   self._watch_memory)
+            self._memwatch = asyncio.get_running_loop().call_later(
+                self._limits.memory_poll_s, self._watch_memory
+            )
         try:
             answer = await exchange()
         except asyncio.CancelledError:
@@ -364,8 +400,11 @@ class Worker:
         rss = self.tree_rss()
         if rss <= self._limits.max_worker_rss_mb * 2**20:
             return None
-        return WorkerOutOfMemory(f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
-                                 f"{self._limits.max_worker_rss_mb} MB limit; killed", stderr_tail=self.stderr_tail())
+        return WorkerOutOfMemory(
+            f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
+            f"{self._limits.max_worker_rss_mb} MB limit; killed",
+            stderr_tail=self.stderr_tail(),
+        )
 
     def _watch_memory(self) -> None:
         # One timer per worker (no task): armed when a command starts and none
@@ -383,8 +422,9 @@ class Worker:
             self.kill(ExitCause.OUT_OF_MEMORY)
             self._channel.fail_pending(over)
             return
-        self._memwatch = asyncio.get_running_loop().call_later(self._limits.memory_poll_s,
-                                                               self._watch_memory)
+        self._memwatch = asyncio.get_running_loop().call_later(
+            self._limits.memory_poll_s, self._watch_memory
+        )
 
     # -- header ------------------------------------------------------------------
 

@@ -128,15 +128,22 @@ def build_access_interceptors(server: ServerConfig) -> list[grpc.aio.ServerInter
     """Interceptors for auth and per-client limits; raises AccessConfigError."""
     tokens = load_tokens(server)
     interceptors: list[grpc.aio.ServerInterceptor] = [AuthInterceptor(tokens)]
-    if not tokens and not (server.allow_unauthenticated_loopback and is_loopback(server.host)) and not server.tls_client_ca:
+    if (
+        not tokens
+        and not (server.allow_unauthenticated_loopback and is_loopback(server.host))
+        and not server.tls_client_ca
+    ):
         raise AccessConfigError(
             f"refusing to serve {server.host} without authentication: set server.auth_tokens, "
             f"server.auth_token_file or ${server.auth_token_env}, or mTLS (server.tls_client_ca); "
             "unauthenticated access is allowed only on loopback with server.allow_unauthenticated_loopback"
         )
     if server.max_concurrent_per_client > 0:
-        interceptors.append(ClientConcurrencyInterceptor(server.max_concurrent_per_client,
-                                                         CallerIdentity(tokens_checked=bool(tokens))))
+        interceptors.append(
+            ClientConcurrencyInterceptor(
+                server.max_concurrent_per_client, CallerIdentity(tokens_checked=bool(tokens))
+            )
+        )
     return interceptors
 
 
@@ -153,7 +160,9 @@ class ClientConcurrencyInterceptor(CallWrapper):
     def __init__(self, limit: int, identity: CallerIdentity) -> None:
         self.limiter = ClientLimiter(limit)  # the one limiter every door uses (edge/limiter.py)
         self.identity = identity
-        self._client_streams: dict[str, bool] = {}  # method -> whether the client streams (registered ones only)
+        self._client_streams: dict[
+            str, bool
+        ] = {}  # method -> whether the client streams (registered ones only)
 
     @property
     def limit(self) -> int:

@@ -36,7 +36,9 @@ class LenientRegistrar:
 
     def add_registered_method_handlers(self, service: str, method_handlers: dict) -> None:
         lenient = {name: lenient_handler(handler) for name, handler in method_handlers.items()}
-        self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, lenient),))
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, lenient),)
+        )
         self._server.add_registered_method_handlers(service, lenient)
 
 

@@ -41,7 +41,9 @@ def describe_counts(counts: collections.Counter) -> str:
     total = sum(counts.values())
     if not counts:
         return ""
-    parts = ", ".join(f"{status} {n}" for status, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    parts = ", ".join(
+        f"{status} {n}" for status, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
     return f"{total} snippet{'s' if total != 1 else ''} ({parts}) "
 
 
@@ -80,6 +82,21 @@ class RequestLogInterceptor(CallWrapper):
         rpc = method.rpartition("/")[2] or method
         code = final_code(context, error)
         ms = (time.perf_counter() - started) * 1000
-        log.log(level, "%s from %s: %s%s in %.0f ms", rpc, who, describe_counts(counts), code, ms,
-                extra={"rpc": rpc, "door": "grpc", "client": who, "snippets": sum(counts.values()),
-                       "outcomes": dict(counts), "code": code, "ms": round(ms, 1)})
+        log.log(
+            level,
+            "%s from %s: %s%s in %.0f ms",
+            rpc,
+            who,
+            describe_counts(counts),
+            code,
+            ms,
+            extra={
+                "rpc": rpc,
+                "door": "grpc",
+                "client": who,
+                "snippets": sum(counts.values()),
+                "outcomes": dict(counts),
+                "code": code,
+                "ms": round(ms, 1),
+            },
+        )

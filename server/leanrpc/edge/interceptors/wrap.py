@@ -66,7 +66,9 @@ class CallWrapper(grpc.aio.ServerInterceptor):
         return found
 
 
-def wrap_handler(handler: grpc.RpcMethodHandler, wrapper: CallWrapper, details) -> grpc.RpcMethodHandler:
+def wrap_handler(
+    handler: grpc.RpcMethodHandler, wrapper: CallWrapper, details
+) -> grpc.RpcMethodHandler:
     """`handler` with its behavior run inside `wrapper`'s enter/sent/exit."""
     for field in _BEHAVIORS:
         behavior = getattr(handler, field)

@@ -13,5 +13,12 @@ services.verify. Never imports edge or `*_pb2`.
 from .registry import ProofState, StateRegistry
 from .service import ProofStatus, ProverLimits, ProverService, StartedProof, TacticOutcome
 
-__all__ = ["ProofState", "ProofStatus", "ProverLimits", "ProverService", "StartedProof", "StateRegistry",
-           "TacticOutcome"]
+__all__ = [
+    "ProofState",
+    "ProofStatus",
+    "ProverLimits",
+    "ProverService",
+    "StartedProof",
+    "StateRegistry",
+    "TacticOutcome",
+]

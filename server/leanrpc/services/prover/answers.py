@@ -33,17 +33,25 @@ from ... import repl
 from .assemble import _code_only, assemble
 from .registry import SorryStep
 
-__all__ = ["Opened", "Reading", "TacticReading", "nest_tactics", "opened_sorries", "proof_sorries", "read_tactic",
-           "sorry_spans"]
+__all__ = [
+    "Opened",
+    "Reading",
+    "TacticReading",
+    "nest_tactics",
+    "opened_sorries",
+    "proof_sorries",
+    "read_tactic",
+    "sorry_spans",
+]
 
 _SORRY = re.compile(r"(?<![\w.'])sorry(?![\w'!?])")
 
 
 class Reading(enum.Enum):
-    ERROR = "error"            # Lean rejected the tactic: no new state
-    OPEN = "open"              # goals remain, or the proof contains sorry / metavariables
-    CLOSED = "closed"          # no goals: the whole-proof check decides
-    REFUTED = "refuted"        # the REPL's own kernel check refused the proof
+    ERROR = "error"  # Lean rejected the tactic: no new state
+    OPEN = "open"  # goals remain, or the proof contains sorry / metavariables
+    CLOSED = "closed"  # no goals: the whole-proof check decides
+    REFUTED = "refuted"  # the REPL's own kernel check refused the proof
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,14 +78,18 @@ class TacticReading:
 def proof_sorries(response: repl.Response) -> list[repl.ReplSorry]:
     """A command answer's sorries that are sorries: `rootGoals` entries
     (zero width, `pos == endPos`) are left out."""
-    return [s for s in response.sorries if not (s.pos is not None and s.end_pos is not None and s.pos == s.end_pos)]
+    return [
+        s
+        for s in response.sorries
+        if not (s.pos is not None and s.end_pos is not None and s.pos == s.end_pos)
+    ]
 
 
 def sorry_spans(tactic: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     """Where each `sorry` of a tactic text is, in source order ((line, column) pairs)."""
     spans = []
     for match in _SORRY.finditer(_code_only(tactic)):
-        before = tactic[:match.start()]
+        before = tactic[: match.start()]
         line = before.count("\n") + 1
         column = match.start() - (before.rfind("\n") + 1)
         spans.append(((line, column), (line, column + 5)))
@@ -93,7 +105,10 @@ def opened_sorries(response: repl.Response, tactic: str) -> list[Opened]:
             continue
         index = len(opened)
         if sorry.pos is not None and sorry.end_pos is not None:
-            start, end = (sorry.pos.line, sorry.pos.column), (sorry.end_pos.line, sorry.end_pos.column)
+            start, end = (
+                (sorry.pos.line, sorry.pos.column),
+                (sorry.end_pos.line, sorry.end_pos.column),
+            )
         elif index < len(spans):
             start, end = spans[index]
         else:
@@ -132,11 +147,11 @@ def nest_tactics(tactics: tuple[str, ...]) -> tuple[str, ...] | None:
     for m, step in enumerate(tactics):
         if not isinstance(step, SorryStep):
             continue
-        inner = nest_tactics(tactics[m + 1:])
+        inner = nest_tactics(tactics[m + 1 :])
         spans = sorry_spans(tactics[m - 1]) if m > 0 else []
         if inner is None or step.index >= len(spans):
             return None
         start, end = spans[step.index]
         opener = assemble(tactics[m - 1], start, end, inner) if inner else tactics[m - 1]
-        return tactics[:m - 1] + (opener,)
+        return tactics[: m - 1] + (opener,)
     return tuple(tactics)

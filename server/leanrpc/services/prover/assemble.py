@@ -17,8 +17,11 @@ __all__ = ["assemble", "has_sorry", "prepare_code"]
 _COMMENT = re.compile(r"--[^\n]*|/-.*?-/", re.S)
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _SORRY = re.compile(r"(?<![\w.'])sorry(?![\w'!?])")
-_STATEMENT = re.compile(r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:(?:private|protected|noncomputable)[ \t]+)*"
-                        r"(?:theorem|lemma|example)\b", re.M)
+_STATEMENT = re.compile(
+    r"^[ \t]*(?:@\[[^\]]*\][ \t]*)?(?:(?:private|protected|noncomputable)[ \t]+)*"
+    r"(?:theorem|lemma|example)\b",
+    re.M,
+)
 
 
 def _code_only(text: str) -> str:
@@ -49,10 +52,12 @@ def prepare_code(code: str, body: str) -> str:
 
 
 def _offset(lines: list[str], line: int, column: int) -> int:
-    return sum(len(text) + 1 for text in lines[:line - 1]) + column
+    return sum(len(text) + 1 for text in lines[: line - 1]) + column
 
 
-def assemble(code: str, start: tuple[int, int], end: tuple[int, int], tactics: tuple[str, ...]) -> str:
+def assemble(
+    code: str, start: tuple[int, int], end: tuple[int, int], tactics: tuple[str, ...]
+) -> str:
     """`code` with the sorry at [start, end) replaced by `tactics`, one per line.
 
     Positions are (1-based line, 0-based code-point column), as the REPL
@@ -66,11 +71,17 @@ def assemble(code: str, start: tuple[int, int], end: tuple[int, int], tactics: t
     line_start = before.rfind("\n") + 1
     column = a - line_start
     head = before.rstrip()
-    tactic_position = (not before[line_start:].strip()) or head.endswith(("by", ";", "·", "=>", "<;>"))
+    tactic_position = (not before[line_start:].strip()) or head.endswith(
+        ("by", ";", "·", "=>", "<;>")
+    )
     if tactic_position:
         indent = " " * column
         block = ("\n" + indent).join(t.strip("\n").replace("\n", "\n" + indent) for t in tactics)
     else:
         indent = " " * (len(before[line_start:]) - len(before[line_start:].lstrip()) + 2)
-        block = "by\n" + indent + ("\n" + indent).join(t.strip("\n").replace("\n", "\n" + indent) for t in tactics)
+        block = (
+            "by\n"
+            + indent
+            + ("\n" + indent).join(t.strip("\n").replace("\n", "\n" + indent) for t in tactics)
+        )
     return code[:a] + block + code[b:]

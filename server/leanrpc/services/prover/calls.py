@@ -66,7 +66,9 @@ class RealizeCall:
         return self.proof.held_chars(worker_name, self.path)
 
     async def run(self, worker, base_env: int, timeout: float) -> int:
-        _state, spent = await realize(self.proof, worker, base_env, self.path, timeout, self.rebuilder)
+        _state, spent = await realize(
+            self.proof, worker, base_env, self.path, timeout, self.rebuilder
+        )
         return spent
 
 
@@ -79,8 +81,14 @@ class TacticCall:
     tactic.
     """
 
-    def __init__(self, proof: Proof, path: Path, tactics: tuple[str, ...], rebuilder: Rebuilder,
-                 deadline: float | None = None) -> None:
+    def __init__(
+        self,
+        proof: Proof,
+        path: Path,
+        tactics: tuple[str, ...],
+        rebuilder: Rebuilder,
+        deadline: float | None = None,
+    ) -> None:
         self.proof = proof
         self.path = path
         self.tactics = tuple(tactics)
@@ -94,7 +102,9 @@ class TacticCall:
         return self.proof.held_chars(worker_name, self.path)
 
     async def run(self, worker, base_env: int, timeout: float) -> list[TacticRun]:
-        state, spent = await realize(self.proof, worker, base_env, self.path, timeout, self.rebuilder)
+        state, spent = await realize(
+            self.proof, worker, base_env, self.path, timeout, self.rebuilder
+        )
         requests = [repl.tactic(tactic, state) for tactic in self.tactics]
         if len(requests) == 1:
             responses = [await worker.request(requests[0], timeout)]

@@ -41,8 +41,16 @@ MOVER_CLIENT = "leanrpc:prover-moves"  # the fair-admission client of eager rebu
 
 
 class StateMover:
-    def __init__(self, pool: PoolPort, registry: StateRegistry, rebuilder: Rebuilder, *, max_states: int,
-                 timeout_s: float, max_pickle_bytes: int) -> None:
+    def __init__(
+        self,
+        pool: PoolPort,
+        registry: StateRegistry,
+        rebuilder: Rebuilder,
+        *,
+        max_states: int,
+        timeout_s: float,
+        max_pickle_bytes: int,
+    ) -> None:
         self.pool = pool
         self.registry = registry
         self.rebuilder = rebuilder
@@ -69,7 +77,7 @@ class StateMover:
             if self._moved.get((proof.proof_id, path), -1.0) >= state.last_used:
                 continue
             moves.append((proof, path))
-        return moves[:self.max_states]
+        return moves[: self.max_states]
 
     async def before_recycle(self, worker, cause: ExitCause) -> None:
         moves = self._only_here(worker.name)
@@ -82,7 +90,9 @@ class StateMover:
         self.registry.forget_worker(worker.name)
         self._rebuild_elsewhere(left)
 
-    async def _pickle_all(self, worker, moves: list[tuple[Proof, Path]]) -> list[tuple[Proof, Path]]:
+    async def _pickle_all(
+        self, worker, moves: list[tuple[Proof, Path]]
+    ) -> list[tuple[Proof, Path]]:
         """Pickles what it can in the time allowed; returns the states not pickled."""
         end = time.monotonic() + self.timeout_s
         stats = self.registry.stats
@@ -94,9 +104,13 @@ class StateMover:
             if state is None:
                 continue
             try:
-                taken = await pickle_state(worker, self.rebuilder.scratch, state, remaining, self.max_pickle_bytes)
+                taken = await pickle_state(
+                    worker, self.rebuilder.scratch, state, remaining, self.max_pickle_bytes
+                )
             except WorkerError as exc:
-                log.warning("pickling states of %s before its recycle stopped: %s", worker.name, exc)
+                log.warning(
+                    "pickling states of %s before its recycle stopped: %s", worker.name, exc
+                )
                 return moves[index:]
             if taken is not None:
                 self.registry.store_pickle(proof, path, *taken)
@@ -107,7 +121,7 @@ class StateMover:
         """Eager rebuilds of the deepest states; one rebuild covers its ancestors."""
         leaves: list[tuple[Proof, Path]] = []
         for proof, path in moves:  # deepest first
-            if not any(p is proof and q[:len(path)] == path for p, q in leaves):
+            if not any(p is proof and q[: len(path)] == path for p, q in leaves):
                 leaves.append((proof, path))
         now = time.monotonic()
         for proof, path in moves:
@@ -115,8 +129,13 @@ class StateMover:
         if len(self._moved) > 16 * max(1, self.max_states):
             self._moved = {k: t for k, t in self._moved.items() if now - t < 3600}
         for proof, path in leaves:
-            job = CallJob(split=proof.split, timeout_s=default_timeout_s(self.pool.config), client_id=MOVER_CLIENT,
-                          stream_id=f"prover:{proof.proof_id}", call=RealizeCall(proof, path, self.rebuilder))
+            job = CallJob(
+                split=proof.split,
+                timeout_s=default_timeout_s(self.pool.config),
+                client_id=MOVER_CLIENT,
+                stream_id=f"prover:{proof.proof_id}",
+                call=RealizeCall(proof, path, self.rebuilder),
+            )
             task = asyncio.ensure_future(self._submit(job))
             self._background.add(task)
             task.add_done_callback(self._background.discard)

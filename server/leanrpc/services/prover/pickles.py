@@ -73,7 +73,9 @@ class Scratch:
             return inside, f"/proc/{_repl_pid(worker)}/root", inside.lstrip("/")
         folder = self._private.get(worker.name)
         if folder is None or not os.path.isdir(folder):
-            folder = self._private[worker.name] = tempfile.mkdtemp(prefix=f"leanrpc-{worker.name}-states-")
+            folder = self._private[worker.name] = tempfile.mkdtemp(
+                prefix=f"leanrpc-{worker.name}-states-"
+            )
         return os.path.join(folder, name), folder, name
 
     def forget(self, worker_name: str) -> None:
@@ -157,8 +159,9 @@ def _write_new(base: str, relative: str, data: bytes) -> None:
         f.write(data)
 
 
-async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: float,
-                       max_bytes: int) -> tuple[bytes, list[str]] | None:
+async def pickle_state(
+    worker, scratch: Scratch, proof_state: int, timeout: float, max_bytes: int
+) -> tuple[bytes, list[str]] | None:
     """The pickle of REPL proof state `proof_state` and its goals, or None
     when the REPL refused or the file is unreadable, not a regular file, or
     over `max_bytes`. WorkerError (timeout, crash: a pickle I/O failure kills
@@ -176,7 +179,9 @@ async def pickle_state(worker, scratch: Scratch, proof_state: int, timeout: floa
         await asyncio.to_thread(_unlink_beneath, base, relative)
 
 
-async def unpickle_state(worker, scratch: Scratch, data: bytes, base_env: int, timeout: float) -> repl.Response:
+async def unpickle_state(
+    worker, scratch: Scratch, data: bytes, base_env: int, timeout: float
+) -> repl.Response:
     """Writes `data` into `worker`'s own scratch and unpickles it on `base_env`.
 
     Returns the REPL's answer (a new proof state, or a message); WorkerError

@@ -45,11 +45,13 @@ _NOMINAL_CHAR_S = 1e-5
 
 
 class Rebuilder:
-    def __init__(self, registry: StateRegistry, scratch: Scratch, cost=None, pickling=lambda worker: False) -> None:
+    def __init__(
+        self, registry: StateRegistry, scratch: Scratch, cost=None, pickling=lambda worker: False
+    ) -> None:
         self.registry = registry
         self.scratch = scratch
-        self.cost = cost            # pool.cost (BodyCostModel) or None
-        self.pickling = pickling    # worker -> bool: its REPL pickles proof states
+        self.cost = cost  # pool.cost (BodyCostModel) or None
+        self.pickling = pickling  # worker -> bool: its REPL pickles proof states
 
     @property
     def stats(self) -> RegistryStats:
@@ -63,7 +65,9 @@ class Rebuilder:
     def replay_seconds(self, proof: Proof, path: Path, held: int) -> float:
         """Expected time to replay `path` from its prefix of length `held`."""
         total = self.seconds(len(proof.command)) if held == 0 else 0.0
-        return total + sum(self.seconds(len(t)) for t in path[max(held, 1):] if not isinstance(t, SorryStep))
+        return total + sum(
+            self.seconds(len(t)) for t in path[max(held, 1) :] if not isinstance(t, SorryStep)
+        )
 
     def pickle_start(self, proof: Proof, worker, path: Path, held: int) -> int:
         """The prefix length to unpickle before replaying, or 0 to replay from `held`."""
@@ -87,7 +91,9 @@ def record_roots(proof: Proof, built: dict, response: repl.Response) -> list[int
     return roots
 
 
-def record_opened(proof: Proof, built: dict, path: Path, response: repl.Response, tactic: str) -> int:
+def record_opened(
+    proof: Proof, built: dict, path: Path, response: repl.Response, tactic: str
+) -> int:
     """The states the tactic at the end of `path` opened with its own sorries; returns how many."""
     opened = opened_sorries(response, tactic)
     for sorry in opened:
@@ -114,10 +120,13 @@ class _CommandLink:
         if response.env is None or sorries != self.proof.roots:
             raise WorkerDiverged(
                 f"replaying proof {self.proof.proof_id} on {self._worker} gave a different answer "
-                f"({sorries} sorries, first time {self.proof.roots}; {response.message!r})")
+                f"({sorries} sorries, first time {self.proof.roots}; {response.message!r})"
+            )
         record_roots(self.proof, built, response)
         if self.key not in built:
-            raise WorkerDiverged(f"replaying proof {self.proof.proof_id}: sorry {self.key[0]} has no proof state now")
+            raise WorkerDiverged(
+                f"replaying proof {self.proof.proof_id}: sorry {self.key[0]} has no proof state now"
+            )
         return built[self.key]
 
 
@@ -135,8 +144,10 @@ class _TacticLink:
     def accept(self, response: repl.Response, built: dict) -> int:
         self._rb.stats.replayed_tactics += 1
         if response.proof_state is None:
-            raise WorkerDiverged(f"replaying tactic {len(self.key) - 1} of a state of proof "
-                                 f"{self.proof.proof_id} failed now: {response.message!r}")
+            raise WorkerDiverged(
+                f"replaying tactic {len(self.key) - 1} of a state of proof "
+                f"{self.proof.proof_id} failed now: {response.message!r}"
+            )
         record_opened(self.proof, built, self.key, response, self.key[-1])
         return response.proof_state
 
@@ -151,8 +162,10 @@ class _SorryLink:
 
     def missing(self) -> str:
         step = self.key[-1]
-        return (f"replaying tactic {len(self.key) - 2} of a state of proof {self.proof.proof_id} opened "
-                f"other sorries than the first time (no {step.index} of {step.count})")
+        return (
+            f"replaying tactic {len(self.key) - 2} of a state of proof {self.proof.proof_id} opened "
+            f"other sorries than the first time (no {step.index} of {step.count})"
+        )
 
 
 def proof_links(proof: Proof, path: Path, rb: Rebuilder, worker: str) -> list:
@@ -160,12 +173,17 @@ def proof_links(proof: Proof, path: Path, rb: Rebuilder, worker: str) -> list:
     links: list = [_CommandLink(proof, path[:1], rb, worker)]
     for k in range(1, len(path)):
         step = path[k]
-        links.append(_SorryLink(proof, path[:k + 1]) if isinstance(step, SorryStep)
-                     else _TacticLink(proof, path[:k + 1], rb))
+        links.append(
+            _SorryLink(proof, path[: k + 1])
+            if isinstance(step, SorryStep)
+            else _TacticLink(proof, path[: k + 1], rb)
+        )
     return links
 
 
-async def _unpickle(rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: Path, timeout: float) -> int | None:
+async def _unpickle(
+    rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: Path, timeout: float
+) -> int | None:
     data, goals = proof.pickles[prefix]
     try:
         response = await unpickle_state(worker, rb.scratch, data, base_env, timeout)
@@ -173,8 +191,10 @@ async def _unpickle(rb: Rebuilder, proof: Proof, worker, base_env: int, prefix: 
         _drop_all(rb, proof)
         if worker.alive:
             return None
-        raise WorkerCrashed(f"unpickling a state of proof {proof.proof_id} killed {worker.name}; "
-                            "the pickle is dropped and the state replayed") from None
+        raise WorkerCrashed(
+            f"unpickling a state of proof {proof.proof_id} killed {worker.name}; "
+            "the pickle is dropped and the state replayed"
+        ) from None
     if response.proof_state is None or list(response.goals or []) != goals:
         _drop_all(rb, proof)
         return None
@@ -187,7 +207,9 @@ def _drop_all(rb: Rebuilder, proof: Proof) -> None:
     rb.stats.unpickle_failures += 1
 
 
-async def realize(proof: Proof, worker, base_env: int, path: Path, timeout: float, rb: Rebuilder) -> tuple[int, int]:
+async def realize(
+    proof: Proof, worker, base_env: int, path: Path, timeout: float, rb: Rebuilder
+) -> tuple[int, int]:
     """The REPL proof state of `path` on `worker` (a pool.slot.WorkerHandle),
     unpickling or replaying what is missing (pool/replay.py).
 

@@ -73,16 +73,23 @@ def proof_bytes(command: str, code: str) -> int:
 class Proof:
     """One StartProof: the command every state of it is rebuilt from."""
 
-    def __init__(self, proof_id: str, split: HeaderSplit, command: str, client_id: str, check_axioms: bool,
-                 roots: int) -> None:
+    def __init__(
+        self,
+        proof_id: str,
+        split: HeaderSplit,
+        command: str,
+        client_id: str,
+        check_axioms: bool,
+        roots: int,
+    ) -> None:
         self.proof_id = proof_id
         self.split = split
         self.command = command  # the padded body sent to the REPL (positions = user's text)
         self.client_id = client_id
         self.check_axioms = check_axioms
-        self.roots = roots      # number of sorries the command handed out
-        self.code = ""          # the user's code as elaborated (bare statements closed), for assembly
-        self.held_bytes = 0     # counted against the client (proof_bytes)
+        self.roots = roots  # number of sorries the command handed out
+        self.code = ""  # the user's code as elaborated (bare statements closed), for assembly
+        self.held_bytes = 0  # counted against the client (proof_bytes)
         # root sorry index -> ((line, column), (line, column)) of the sorry in `code`
         self.spans: dict[int, tuple] = {}
         # worker name -> {path -> REPL proof state number on that worker}
@@ -112,8 +119,15 @@ class Proof:
 
     def deepest_pickle(self, path: Path, above: int = 0) -> int:
         """Length of the longest prefix of `path` with a pickle (0: none over `above`)."""
-        return next((k for k in range(len(path), above, -1) if path[:k] in self.pickles
-                     and not (k < len(path) and isinstance(path[k], SorryStep))), 0)
+        return next(
+            (
+                k
+                for k in range(len(path), above, -1)
+                if path[:k] in self.pickles
+                and not (k < len(path) and isinstance(path[k], SorryStep))
+            ),
+            0,
+        )
 
 
 @dataclasses.dataclass(eq=False)
@@ -137,8 +151,11 @@ class ProofState:
     def other_sorries(self) -> int:
         """Sorries of tactics on this path that are not on it (each its own state)."""
         path, opened = self.path, self.proof.opened
-        return sum(opened[path[:k]] - (k < len(path) and isinstance(path[k], SorryStep))
-                   for k in range(2, len(path) + 1) if path[:k] in opened)
+        return sum(
+            opened[path[:k]] - (k < len(path) and isinstance(path[k], SorryStep))
+            for k in range(2, len(path) + 1)
+            if path[:k] in opened
+        )
 
     def expired(self, now: float) -> bool:
         return now - self.last_used > self.ttl_s
@@ -149,22 +166,31 @@ class RegistryStats:
     states_created: int = 0
     states_released: int = 0
     states_expired: int = 0
-    states_rebuilt: int = 0     # expansions that had to replay a path on a worker first
+    states_rebuilt: int = 0  # expansions that had to replay a path on a worker first
     replayed_tactics: int = 0
     replayed_commands: int = 0
-    states_rebuilt_by_pickle: int = 0   # rebuilt from a pickle the server held (and the rest replayed)
-    states_rebuilt_by_replay: int = 0   # rebuilt by replaying the command and tactics only
-    states_pickled: int = 0             # pickles taken (before a recycle)
-    unpickle_failures: int = 0          # unpickles that failed (the pickle is dropped; replay)
-    states_moved_eagerly: int = 0       # rebuilt on another worker before a recycle (no pickling)
-    unpickle_s: float = 0.0             # time spent in successful unpickles
+    states_rebuilt_by_pickle: int = (
+        0  # rebuilt from a pickle the server held (and the rest replayed)
+    )
+    states_rebuilt_by_replay: int = 0  # rebuilt by replaying the command and tactics only
+    states_pickled: int = 0  # pickles taken (before a recycle)
+    unpickle_failures: int = 0  # unpickles that failed (the pickle is dropped; replay)
+    states_moved_eagerly: int = 0  # rebuilt on another worker before a recycle (no pickling)
+    unpickle_s: float = 0.0  # time spent in successful unpickles
 
 
 class StateRegistry:
     """state_id -> ProofState, with per-client quotas and TTL."""
 
-    def __init__(self, *, max_states_per_client: int, default_ttl_s: float, max_ttl_s: float,
-                 max_pickle_bytes: int = 2**30, max_bytes_per_client: int = 2**62) -> None:
+    def __init__(
+        self,
+        *,
+        max_states_per_client: int,
+        default_ttl_s: float,
+        max_ttl_s: float,
+        max_pickle_bytes: int = 2**30,
+        max_bytes_per_client: int = 2**62,
+    ) -> None:
         self.max_states_per_client = max_states_per_client
         self.max_bytes_per_client = max_bytes_per_client
         self._bytes_of: collections.Counter = collections.Counter()  # client -> bytes held
@@ -227,8 +253,15 @@ class StateRegistry:
 
     # -- creating ----------------------------------------------------------------
 
-    def new_proof(self, split: HeaderSplit, command: str, client_id: str, check_axioms: bool, roots: int,
-                  code: str = "") -> Proof:
+    def new_proof(
+        self,
+        split: HeaderSplit,
+        command: str,
+        client_id: str,
+        check_axioms: bool,
+        roots: int,
+        code: str = "",
+    ) -> Proof:
         proof = Proof("p-" + secrets.token_hex(8), split, command, client_id, check_axioms, roots)
         proof.code = code
         proof.held_bytes = proof_bytes(command, code)
@@ -262,11 +295,29 @@ class StateRegistry:
                 retry_after_s=1.0,
             )
 
-    def add(self, proof: Proof, path: Path, goals: list[str], repl_status: str, ttl_s: float,
-            start=None, end=None) -> ProofState:
-        state = ProofState("s-" + secrets.token_hex(10), proof, path, list(goals), repl_status, start, end,
-                           ttl_s=ttl_s or self.default_ttl_s)
-        state.held_bytes = (_bytes(path[-1]) if len(path) > 1 else 0) + sum(_bytes(g) for g in goals)
+    def add(
+        self,
+        proof: Proof,
+        path: Path,
+        goals: list[str],
+        repl_status: str,
+        ttl_s: float,
+        start=None,
+        end=None,
+    ) -> ProofState:
+        state = ProofState(
+            "s-" + secrets.token_hex(10),
+            proof,
+            path,
+            list(goals),
+            repl_status,
+            start,
+            end,
+            ttl_s=ttl_s or self.default_ttl_s,
+        )
+        state.held_bytes = (_bytes(path[-1]) if len(path) > 1 else 0) + sum(
+            _bytes(g) for g in goals
+        )
         self._states[state.state_id] = state
         proof.live.add(state.state_id)
         self._per_client[proof.client_id] += 1
@@ -288,7 +339,9 @@ class StateRegistry:
             self.stats.states_expired += 1
             state = None
         if state is None:
-            raise NotFoundError(f"unknown proof state {state_id!r} (never issued, released, or past its TTL)")
+            raise NotFoundError(
+                f"unknown proof state {state_id!r} (never issued, released, or past its TTL)"
+            )
         state.last_used = now
         return state
 

@@ -28,8 +28,8 @@ from ...config import Config, ProverConfig
 from ...errors import HeaderLoadError, RequestError, WorkerError, WorkerTimeout
 from ...pool import CallJob, PoolPort
 from ...reference import pin_of
-from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...repl import message_from_repl
+from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...worker.worker import WorkerState
 from ..ports import Verifier
 from ..resolve import VerifyOptions, split_text
@@ -63,7 +63,9 @@ class ProverLimits(ProverConfig):
     def from_config(cls, config: Config) -> "ProverLimits":
         section = config.prover
         if section.default_ttl_s > section.max_ttl_s:
-            raise RequestError(f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}")
+            raise RequestError(
+                f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}"
+            )
         return cls(**msgspec.structs.asdict(section))
 
 
@@ -97,7 +99,9 @@ class TacticOutcome:
 
 
 class ProverService:
-    def __init__(self, pool: PoolPort, config: Config, verify: Verifier, limits: ProverLimits | None = None) -> None:
+    def __init__(
+        self, pool: PoolPort, config: Config, verify: Verifier, limits: ProverLimits | None = None
+    ) -> None:
         self.pool = pool
         self.config = config
         self.verify = verify
@@ -112,8 +116,14 @@ class ProverService:
         # Under the unshare sandbox each worker's scratch is its own tmpfs at this path.
         self.scratch = Scratch(getattr(pool.launcher, "scratch_dir", None))
         self.rebuilder = Rebuilder(self.registry, self.scratch, pool.cost, self.can_pickle)
-        self.mover = StateMover(pool, self.registry, self.rebuilder, max_states=self.limits.max_moved_states,
-                                timeout_s=self.limits.move_timeout_s, max_pickle_bytes=self.limits.max_pickle_mb * 2**20)
+        self.mover = StateMover(
+            pool,
+            self.registry,
+            self.rebuilder,
+            max_states=self.limits.max_moved_states,
+            timeout_s=self.limits.move_timeout_s,
+            max_pickle_bytes=self.limits.max_pickle_mb * 2**20,
+        )
         pool.add_state_listener(self._on_worker_state)
         pool.add_recycle_hook(self.mover.before_recycle)
 
@@ -148,7 +158,9 @@ class ProverService:
         if not tactic.strip():
             raise RequestError("tactic is empty")
         if len(tactic) > self.limits.max_tactic_chars:
-            raise RequestError(f"tactic has {len(tactic)} characters, over the limit of {self.limits.max_tactic_chars}")
+            raise RequestError(
+                f"tactic has {len(tactic)} characters, over the limit of {self.limits.max_tactic_chars}"
+            )
         if "\x00" in tactic:
             raise RequestError("tactic contains a NUL character")
         self._check_policy(tactic, "tactic")
@@ -162,21 +174,33 @@ class ProverService:
 
     # -- StartProof --------------------------------------------------------------
 
-    async def start_proof(self, code: str, *, timeout_s: float = 0.0, ttl_s: float = 0.0, check_axioms: bool | None = None,
-                          client_id: str = "", deadline: float | None = None) -> StartedProof:
+    async def start_proof(
+        self,
+        code: str,
+        *,
+        timeout_s: float = 0.0,
+        ttl_s: float = 0.0,
+        check_axioms: bool | None = None,
+        client_id: str = "",
+        deadline: float | None = None,
+    ) -> StartedProof:
         arrived = time.monotonic()
         self._check_code(code)
         timeout = self._timeout(timeout_s)
         if ttl_s < 0 or ttl_s != ttl_s or ttl_s > self.limits.max_ttl_s:
-            raise RequestError(f"ttl {ttl_s:g} s is out of range: between 0 (unset: the server default "
-                               f"{self.limits.default_ttl_s:g} s) and {self.limits.max_ttl_s:g} s (prover.max_ttl_s)",
-                               field="ttl")
+            raise RequestError(
+                f"ttl {ttl_s:g} s is out of range: between 0 (unset: the server default "
+                f"{self.limits.default_ttl_s:g} s) and {self.limits.max_ttl_s:g} s (prover.max_ttl_s)",
+                field="ttl",
+            )
         split = split_text(code)
         prepared = prepare_code(code, split.body)
         if prepared != code:  # a bare statement, closed with `:= by sorry`
             code, split = prepared, split_text(prepared)
         self.registry.check_room(client_id, 1, proof_bytes(split.padded_body, code))
-        proof = self.registry.new_proof(split, split.padded_body, client_id, check_axioms, roots=0, code=code)
+        proof = self.registry.new_proof(
+            split, split.padded_body, client_id, check_axioms, roots=0, code=code
+        )
         try:
             response = await self._start(proof, split, timeout, deadline, client_id)
         except BaseException:
@@ -189,30 +213,59 @@ class ProverService:
             start = (sorry.pos.line, sorry.pos.column) if sorry.pos is not None else None
             end = (sorry.end_pos.line, sorry.end_pos.column) if sorry.end_pos is not None else None
             goals = [sorry.goal] if sorry.goal else []
-            states.append(self.registry.add(proof, (index,), goals, "Incomplete: open goals remain", ttl_s,
-                                            start=start, end=end))
+            states.append(
+                self.registry.add(
+                    proof,
+                    (index,),
+                    goals,
+                    "Incomplete: open goals remain",
+                    ttl_s,
+                    start=start,
+                    end=end,
+                )
+            )
         proof.spans = {s.path[0]: (s.start, s.end) for s in states}
-        return StartedProof(proof.proof_id, states, messages, self.pool.identity, time.monotonic() - arrived)
+        return StartedProof(
+            proof.proof_id, states, messages, self.pool.identity, time.monotonic() - arrived
+        )
 
     async def _start(self, proof, split, timeout: float, deadline: float | None, client_id: str):
         """The REPL's answer to the proof's command, refused unless it gives proof states."""
-        job = CallJob(split=split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                      stream_id=f"prover:{proof.proof_id}", call=StartCall(proof))
+        job = CallJob(
+            split=split,
+            timeout_s=timeout,
+            deadline=deadline,
+            client_id=client_id,
+            stream_id=f"prover:{proof.proof_id}",
+            call=StartCall(proof),
+        )
         response = (await self.pool.submit(job)).value
         if response.env is None:
             raise RequestError(f"the REPL refused the code: {response.message}")
         if not any(s.proof_state is not None for s in proof_sorries(response)):
             errors = "; ".join(m.data for m in response.errors)
-            raise RequestError("the code gave no proof state (no `sorry` Lean could elaborate)"
-                               + (f"; Lean says: {errors}" if errors else ""))
-        self.registry.check_room(client_id, sum(s.proof_state is not None for s in proof_sorries(response)))
+            raise RequestError(
+                "the code gave no proof state (no `sorry` Lean could elaborate)"
+                + (f"; Lean says: {errors}" if errors else "")
+            )
+        self.registry.check_room(
+            client_id, sum(s.proof_state is not None for s in proof_sorries(response))
+        )
         return response
 
     # -- RunTactic, Expand ------------------------------------------------------
 
-    async def run_tactic(self, state_id: str, tactic: str, *, timeout_s: float = 0.0, client_id: str = "",
-                         deadline: float | None = None, request_id: str = "",
-                         check_whole: bool = True) -> TacticOutcome:
+    async def run_tactic(
+        self,
+        state_id: str,
+        tactic: str,
+        *,
+        timeout_s: float = 0.0,
+        client_id: str = "",
+        deadline: float | None = None,
+        request_id: str = "",
+        check_whole: bool = True,
+    ) -> TacticOutcome:
         """One tactic on one state. `check_whole=False` (Extract's replay check)
         reports closed goals as COMPLETED without the whole-proof
         verification: only for callers that never hand the result out as a proof."""
@@ -221,13 +274,21 @@ class ProverService:
         timeout = self._timeout(timeout_s)
         state = self.registry.get(state_id, client_id)  # another client's: NOT_FOUND
         self.registry.check_room(client_id, 1, len(tactic.encode("utf-8", "surrogatepass")))
-        (out,) = await self._expand(state, [tactic], timeout, deadline, client_id, request_id,
-                                    check_whole, arrived)
+        (out,) = await self._expand(
+            state, [tactic], timeout, deadline, client_id, request_id, check_whole, arrived
+        )
         return out
 
-    async def run_tactics(self, state_id: str, tactics: list[str], *, timeout_s: float = 0.0,
-                          client_id: str = "", deadline: float | None = None,
-                          request_id: str = "") -> list:
+    async def run_tactics(
+        self,
+        state_id: str,
+        tactics: list[str],
+        *,
+        timeout_s: float = 0.0,
+        client_id: str = "",
+        deadline: float | None = None,
+        request_id: str = "",
+    ) -> list:
         """Several tactics on one state, pipelined on one worker (one batch, one
         fence). Per tactic, in order: its `TacticOutcome`, or the `RequestError`
         that refused it (empty, too long, the code policy: checked before any
@@ -237,9 +298,12 @@ class ProverService:
         if not tactics:
             raise RequestError("an Expand request needs a tactic or tactics", field="tactics")
         if len(tactics) > self.limits.max_tactics_per_expand:
-            raise RequestError(f"{len(tactics)} tactics in one request, over the limit of "
-                               f"{self.limits.max_tactics_per_expand} "
-                               "(prover.max_tactics_per_expand)", field="tactics")
+            raise RequestError(
+                f"{len(tactics)} tactics in one request, over the limit of "
+                f"{self.limits.max_tactics_per_expand} "
+                "(prover.max_tactics_per_expand)",
+                field="tactics",
+            )
         timeout = self._timeout(timeout_s)
         state = self.registry.get(state_id, client_id)
         results: list = [None] * len(tactics)
@@ -254,15 +318,31 @@ class ProverService:
         if good:
             size = sum(len(tactics[k].encode("utf-8", "surrogatepass")) for k in good)
             self.registry.check_room(client_id, len(good), size)
-            outs = await self._expand(state, [tactics[k] for k in good], timeout, deadline,
-                                      client_id, request_id, True, arrived)
+            outs = await self._expand(
+                state,
+                [tactics[k] for k in good],
+                timeout,
+                deadline,
+                client_id,
+                request_id,
+                True,
+                arrived,
+            )
             for k, out in zip(good, outs):
                 results[k] = out
         return results
 
-    async def _expand(self, state: ProofState, tactics: list[str], timeout: float,
-                      deadline: float | None, client_id: str, request_id: str, check_whole: bool,
-                      arrived: float) -> list[TacticOutcome]:
+    async def _expand(
+        self,
+        state: ProofState,
+        tactics: list[str],
+        timeout: float,
+        deadline: float | None,
+        client_id: str,
+        request_id: str,
+        check_whole: bool,
+        arrived: float,
+    ) -> list[TacticOutcome]:
         """Runs checked tactics on `state` as one pool job; one outcome each, in order.
 
         A batch whose tactic k ran out of time lost every answer (none was
@@ -270,9 +350,14 @@ class ProverService:
         timeout, the others run again as a new job (the state is rebuilt
         elsewhere). Any other worker failure rejects them all, as for one."""
         proof = state.proof
-        job = CallJob(split=proof.split, timeout_s=timeout, deadline=deadline, client_id=client_id,
-                      stream_id=f"prover:{proof.proof_id}",
-                      call=TacticCall(proof, state.path, tuple(tactics), self.rebuilder, deadline))
+        job = CallJob(
+            split=proof.split,
+            timeout_s=timeout,
+            deadline=deadline,
+            client_id=client_id,
+            stream_id=f"prover:{proof.proof_id}",
+            call=TacticCall(proof, state.path, tuple(tactics), self.rebuilder, deadline),
+        )
         try:
             runs: list[TacticRun] = (await self._submit_uncancelled_once_running(job)).value
         except WorkerTimeout as exc:
@@ -280,8 +365,16 @@ class ProverService:
             if len(tactics) == 1 or at is None or at >= len(tactics):
                 return [self._failed(state, t, exc, request_id, arrived) for t in tactics]
             timed_out = self._failed(state, tactics[at], exc, request_id, arrived)
-            rest = await self._expand(state, tactics[:at] + tactics[at + 1:], timeout, deadline,
-                                      client_id, request_id, check_whole, arrived)
+            rest = await self._expand(
+                state,
+                tactics[:at] + tactics[at + 1 :],
+                timeout,
+                deadline,
+                client_id,
+                request_id,
+                check_whole,
+                arrived,
+            )
             return rest[:at] + [timed_out] + rest[at:]
         except (WorkerError, HeaderLoadError) as exc:
             return [self._failed(state, t, exc, request_id, arrived) for t in tactics]
@@ -302,22 +395,33 @@ class ProverService:
         return outs
 
     @staticmethod
-    def _failed(state: ProofState, tactic: str, exc: Exception, request_id: str,
-                arrived: float) -> TacticOutcome:
+    def _failed(
+        state: ProofState, tactic: str, exc: Exception, request_id: str, arrived: float
+    ) -> TacticOutcome:
         why = getattr(exc, "message", str(exc))
-        return TacticOutcome(parent_state_id=state.state_id, tactic=tactic,
-                             status=ProofStatus.REJECTED, request_id=request_id,
-                             elapsed_s=time.monotonic() - arrived,
-                             error=f"the expansion could not run: {why}")
+        return TacticOutcome(
+            parent_state_id=state.state_id,
+            tactic=tactic,
+            status=ProofStatus.REJECTED,
+            request_id=request_id,
+            elapsed_s=time.monotonic() - arrived,
+            error=f"the expansion could not run: {why}",
+        )
 
-    def _read(self, state: ProofState, tactic: str, run: TacticRun,
-              request_id: str) -> tuple[TacticOutcome, ProofState | None]:
+    def _read(
+        self, state: ProofState, tactic: str, run: TacticRun, request_id: str
+    ) -> tuple[TacticOutcome, ProofState | None]:
         """One tactic's answer as an outcome; with the new state when tactic mode
         closed every goal (the whole-proof check decides then)."""
         response = run.response
-        out = TacticOutcome(parent_state_id=state.state_id, tactic=tactic,
-                            status=ProofStatus.REJECTED, request_id=request_id,
-                            rebuilt=run.rebuilt, worker=run.worker)
+        out = TacticOutcome(
+            parent_state_id=state.state_id,
+            tactic=tactic,
+            status=ProofStatus.REJECTED,
+            request_id=request_id,
+            rebuilt=run.rebuilt,
+            worker=run.worker,
+        )
         out.messages = [message_from_repl(m) for m in response.messages]
         reading = read_tactic(response, tactic)
         out.repl_status = reading.repl_status
@@ -338,9 +442,17 @@ class ProverService:
         out.state_id, out.goals = child.state_id, goals
         for sorry in reading.opened:
             # Each sorry the tactic opened is a state of its own (its goal, where it is in the tactic).
-            out.opened.append(self.registry.add(proof, path + (SorryStep(sorry.index, len(reading.opened)),),
-                                                [sorry.goal] if sorry.goal else [], "Incomplete: open goals remain",
-                                                state.ttl_s, start=sorry.start, end=sorry.end))
+            out.opened.append(
+                self.registry.add(
+                    proof,
+                    path + (SorryStep(sorry.index, len(reading.opened)),),
+                    [sorry.goal] if sorry.goal else [],
+                    "Incomplete: open goals remain",
+                    state.ttl_s,
+                    start=sorry.start,
+                    end=sorry.end,
+                )
+            )
         if reading.kind is Reading.OPEN:
             out.status = ProofStatus.INCOMPLETE
             return out, None
@@ -362,13 +474,17 @@ class ProverService:
                 submitted.add_done_callback(_consume)
             raise
 
-    async def _check_whole(self, out: TacticOutcome, state: ProofState, deadline: float | None) -> None:
+    async def _check_whole(
+        self, out: TacticOutcome, state: ProofState, deadline: float | None
+    ) -> None:
         """Tactic mode closed the goal: verify the assembled proof as a normal snippet."""
         proof = state.proof
         start, end = proof.spans.get(state.path[0], (None, None))
         if start is None or end is None:
             out.status = ProofStatus.REFUTED
-            out.error = "the sorry of this proof state has no position; the proof cannot be assembled"
+            out.error = (
+                "the sorry of this proof state has no position; the proof cannot be assembled"
+            )
             return
         tactics = nest_tactics(state.tactics)
         if tactics is None:
@@ -379,8 +495,13 @@ class ProverService:
         # Pinned to the start statement (issue 25): a tactic that changes
         # the goal's meaning cannot make the whole proof COMPLETED.
         options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
-        request = self.verify.resolver.resolve(f"{state.state_id}:whole", out.proof_text, options,
-                                               deadline=deadline, client_id=proof.client_id)
+        request = self.verify.resolver.resolve(
+            f"{state.state_id}:whole",
+            out.proof_text,
+            options,
+            deadline=deadline,
+            client_id=proof.client_id,
+        )
         # On another idle worker than the one that found it, when there is one: that
         # worker holds the search's states, and its next expansions need it.
         result = await self.verify.run(dataclasses.replace(request, avoid_worker=out.worker))
@@ -391,8 +512,10 @@ class ProverService:
             # Never COMPLETED while a tactic's own sorry stays in the text (a search that
             # proposes `sorry` must not find a "proof"); each of them is a state of its own.
             out.status = ProofStatus.INCOMPLETE
-            out.error = (f"this goal is closed and the assembled proof checks up to {opened_left} sorr"
-                         f"{'y' if opened_left == 1 else 'ies'} a tactic on its path opened (states of their own)")
+            out.error = (
+                f"this goal is closed and the assembled proof checks up to {opened_left} sorr"
+                f"{'y' if opened_left == 1 else 'ies'} a tactic on its path opened (states of their own)"
+            )
         elif result.status is Status.VALID or (result.status is Status.SORRY and other_roots):
             out.status = ProofStatus.COMPLETED
         elif result.status in (Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY):
@@ -400,8 +523,10 @@ class ProverService:
             out.error = f"the whole-proof check could not run: {result.error}"
         else:
             out.status = ProofStatus.REFUTED
-            out.error = (f"tactic mode closed every goal, but the assembled proof is {result.status.name}"
-                         + (f": {result.error}" if result.error else ""))
+            out.error = (
+                f"tactic mode closed every goal, but the assembled proof is {result.status.name}"
+                + (f": {result.error}" if result.error else "")
+            )
 
     # -- ReleaseStates -----------------------------------------------------------
 
