@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from leanrpc.config import Config, ProverConfig, ReplConfig
 from leanrpc.services.prover import ProverLimits
-from leanrpc.worker.channel import FenceSettings
+from leanrpc.worker.fence import FenceSettings
 
 
 def test_prover_limits_are_the_prover_section():

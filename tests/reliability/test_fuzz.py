@@ -19,7 +19,7 @@ from leanrpc.errors import WorkerCrashed, WorkerTimeout
 from leanrpc.repl import Response
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-from leanrpc.worker.channel import FenceSettings
+from leanrpc.worker.fence import FenceSettings
 from leanrpc.worker.launcher import Launcher, LaunchSpec
 from leanrpc.worker.worker import Worker, WorkerState
 from reliability_support import start_app

@@ -13,7 +13,7 @@ import pytest
 from leanrpc import repl
 from leanrpc.config import LimitsConfig
 from leanrpc.errors import WorkerError, WorkerPoisoned
-from leanrpc.worker.channel import FenceSettings
+from leanrpc.worker.fence import FenceSettings
 from leanrpc.worker.launcher import Launcher, LaunchSpec
 from leanrpc.worker.worker import Worker
 

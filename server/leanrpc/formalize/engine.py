@@ -16,6 +16,8 @@
 A cancel sets a flag that the loop checks before and after every step, so a
 cancelled sequence stops within one token (plus the step in flight). New
 sequences join between steps: continuous batching without paged attention.
+The per-row decoding rules are formalize.decoding's, the batch cache's row
+operations formalize.kvbatch's.
 
 The model is any transformers causal LM that takes `cache=` (transformers 5) and
 `logits_to_keep`; a PeftModel is unwrapped to its (adapter-injected) base model.
@@ -36,7 +38,9 @@ from typing import Iterable, Sequence
 
 import torch
 
+from . import kvbatch
 from .adapters import UnknownAdapter, select_adapters
+from .decoding import find_stop, sample_rows, stop_prefix_len
 from .generation import (
     FINISH_CANCELLED,
     FINISH_EOS,
@@ -46,6 +50,7 @@ from .generation import (
     GenerationResult,
     SamplingParams,
 )
+from .prompts import render_chat  # noqa: F401 (re-exported)
 from .streams import EngineClosed, EngineStats, GenerationStream, PromptTooLong  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -293,7 +298,7 @@ class GenerationEngine:
         self.stats.prefill_tokens += n
         self.stats.prefill_s += time.perf_counter() - t0
         seq.pos = n
-        self._accept(seq, self._sample(logits, [seq])[0])
+        self._accept(seq, sample_rows(logits, [seq])[0])
         if seq.finish_reason is not None:
             self._complete(seq)
             return
@@ -304,13 +309,7 @@ class GenerationEngine:
         if self._cache is None:
             self._cache, self._mask, self._active = cache, mask, [seq]
             return
-        length = max(self._mask.shape[1], n)
-        for mine, new in zip(self._cache.layers, cache.layers):
-            mine.keys = torch.cat([_pad_left(mine.keys, length), _pad_left(new.keys, length)], 0)
-            mine.values = torch.cat(
-                [_pad_left(mine.values, length), _pad_left(new.values, length)], 0
-            )
-        self._mask = torch.cat([_pad_left_2d(self._mask, length), _pad_left_2d(mask, length)], 0)
+        self._mask = kvbatch.join_row(self._cache, self._mask, cache, mask)
         self._active.append(seq)
 
     def _step(self) -> None:
@@ -322,7 +321,7 @@ class GenerationEngine:
         mask = torch.cat([self._mask, torch.ones((b, 1), dtype=torch.bool, device=self.device)], 1)
         logits = self._forward(ids, mask, pos, self._cache, rows)
         self._mask = mask
-        tokens = self._sample(logits, rows)
+        tokens = sample_rows(logits, rows)
         self.stats.steps += 1
         self.stats.batch_rows_total += b
         self.stats.max_batch_seen = max(self.stats.max_batch_seen, b)
@@ -330,38 +329,6 @@ class GenerationEngine:
         for seq, tok in zip(rows, tokens):
             seq.pos += 1
             self._accept(seq, tok)
-
-    def _sample(self, logits: torch.Tensor, rows: list[_Seq]) -> list[int]:
-        greedy = logits.argmax(-1).tolist()
-        out = []
-        for i, seq in enumerate(rows):
-            p = seq.params
-            if p.repetition_penalty == 1.0 and p.temperature <= 0:
-                out.append(greedy[i])
-                continue
-            row = logits[i]
-            if p.repetition_penalty != 1.0 and seq.generated:
-                idx = torch.tensor(sorted(set(seq.generated[-512:])), device=row.device)
-                vals = row[idx]
-                row = row.clone()
-                row[idx] = torch.where(
-                    vals > 0, vals / p.repetition_penalty, vals * p.repetition_penalty
-                )
-            if p.temperature <= 0:
-                out.append(int(row.argmax()))
-                continue
-            row = row / p.temperature
-            if p.top_k > 0 and p.top_k < row.shape[-1]:
-                kth = torch.topk(row, p.top_k).values[-1]
-                row = row.masked_fill(row < kth, float("-inf"))
-            probs = torch.softmax(row, -1)
-            if 0 < p.top_p < 1:
-                sp, si = torch.sort(probs, descending=True)
-                keep = (sp.cumsum(-1) - sp) < p.top_p  # always keeps the top token
-                sp = sp * keep
-                probs = torch.zeros_like(probs).scatter_(0, si, sp)
-            out.append(int(torch.multinomial(probs, 1, generator=seq.generator)))
-        return out
 
     def _accept(self, seq: _Seq, token: int) -> None:
         """Appends a sampled token, streams its text, and decides whether the sequence ends."""
@@ -380,17 +347,12 @@ class GenerationEngine:
         if delta:
             before = len(seq.text)
             seq.text += delta
-            if seq.params.stop:
-                start = max(0, before - max(len(s) for s in seq.params.stop))
-                cut = min(
-                    (i for i in (seq.text.find(s, start) for s in seq.params.stop) if i >= 0),
-                    default=-1,
-                )
-                if cut >= 0:
-                    seq.text = seq.text[:cut]
-                    seq.finish_reason = FINISH_STOP
-                    return
-            hold = _stop_prefix_len(seq.text, seq.params.stop)
+            cut = find_stop(seq.text, before, seq.params.stop)
+            if cut >= 0:
+                seq.text = seq.text[:cut]
+                seq.finish_reason = FINISH_STOP
+                return
+            hold = stop_prefix_len(seq.text, seq.params.stop)
             if len(seq.text) - hold > seq.emitted:
                 seq.stream._post(seq.text[seq.emitted : len(seq.text) - hold])
                 seq.emitted = len(seq.text) - hold
@@ -427,13 +389,7 @@ class GenerationEngine:
             self._cache, self._mask, self._active = None, None, []
             return
         self._active = [self._active[i] for i in keep]
-        idx = torch.tensor(keep, device=self.device)
-        mask = self._mask[idx]
-        first = int(mask.any(0).nonzero()[0])  # leading columns that are padding in every row
-        self._mask = mask[:, first:]
-        for layer in self._cache.layers:
-            layer.keys = layer.keys[idx, :, first:]
-            layer.values = layer.values[idx, :, first:]
+        self._mask = kvbatch.keep_rows(self._cache, self._mask, keep)
 
     def _fail_all(self, exc: BaseException, also: Sequence[_Seq] = ()) -> None:
         # `also`: sequences being admitted when it failed (not yet in the batch).
@@ -470,43 +426,6 @@ class GenerationEngine:
                 error=seq.error,
             )
         )
-
-
-def render_chat(tokenizer, messages: Sequence[dict]) -> str:
-    """The prompt text for `messages` plus the assistant header (ChatML if the tokenizer has no template)."""
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            list(messages), add_generation_prompt=True, tokenize=False
-        )
-    parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
-    return "".join(parts) + "<|im_start|>assistant\n"
-
-
-def _pad_left(t: torch.Tensor, length: int) -> torch.Tensor:
-    # KV tensors are [batch, heads, seq, head_dim]; padding goes on the seq axis.
-    missing = length - t.shape[-2]
-    if missing <= 0:
-        return t
-    pad = t.new_zeros((*t.shape[:-2], missing, t.shape[-1]))
-    return torch.cat([pad, t], -2)
-
-
-def _pad_left_2d(mask: torch.Tensor, length: int) -> torch.Tensor:
-    missing = length - mask.shape[1]
-    if missing <= 0:
-        return mask
-    return torch.cat([mask.new_zeros((mask.shape[0], missing)), mask], 1)
-
-
-def _stop_prefix_len(text: str, stops: Sequence[str]) -> int:
-    """Length of the longest suffix of `text` that is a proper prefix of a stop string."""
-    best = 0
-    for s in stops:
-        for k in range(min(len(s) - 1, len(text)), best, -1):
-            if text.endswith(s[:k]):
-                best = k
-                break
-    return best
 
 
 def _free_cuda(device: torch.device) -> None:

@@ -89,3 +89,13 @@ def build_messages(
         )
         messages.append({"role": "user", "content": feedback})
     return messages
+
+
+def render_chat(tokenizer, messages: Sequence[dict]) -> str:
+    """The prompt text for `messages` plus the assistant header (ChatML if the tokenizer has no template)."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            list(messages), add_generation_prompt=True, tokenize=False
+        )
+    parts = [f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages]
+    return "".join(parts) + "<|im_start|>assistant\n"

@@ -2,14 +2,18 @@
 
 Owns: `process` (the child: launch, exit watch, stderr, graded stop, memory),
 `channel` (one proven exchange at a time: framing, fence, env counter,
-timeouts), `audit` (the /proc thief check the channel runs), `worker` (the
-state machine the pool drives with reserve()/release()), `launcher` (the
-launch seam; sandboxes implement it), `identity`.
+timeouts), `fence` (how much the channel checks), `ledger` (the REPL's id
+counters), `stdout` (the bytes, in the read callback), `audit` (the /proc
+thief check the channel runs) with `procfs` (its held /proc handles),
+`memory` (a tree's memory) and `memwatch` (the watch while commands run),
+`proctree` (the one /proc tree walk), `worker` (the state machine the pool
+drives with reserve()/release()), `launcher` (the launch seam; sandboxes
+implement it), `states`, `identity`.
 May import: leanrpc.repl, leanrpc.core, leanrpc.config, leanrpc.errors,
 leanrpc.results. Never the pool, services or edge.
 """
 
-from .channel import FenceSettings
+from .fence import FenceSettings
 from .launcher import Launcher, LaunchSpec, rlimits_from_config
 from .process import ShutdownRung
 from .worker import ExitCause, Worker, WorkerState

@@ -31,7 +31,8 @@ snapshots. Every thread's syscall is still read at every audit:
 auditing only the threads whose I/O counters moved would miss exactly the
 thief we look for, one parked in read() or poll() on our pipes, waiting for
 the next request; it has moved no byte yet.
-May import: the standard library and worker.proctree (the one /proc tree walk).
+May import: the standard library, worker.proctree (the one /proc tree walk) and
+worker.procfs (the held /proc handles and their readers).
 
 Why: a thread started by a snippet (`IO.asTask` in real Lean) can read the
 REPL's stdin and answer a request, fence included, before the main loop sees
@@ -48,7 +49,7 @@ import os
 import platform
 import time
 
-from . import proctree
+from . import procfs, proctree
 
 __all__ = ["PipeAudit", "ProcessGone", "audit_available"]
 
@@ -115,7 +116,7 @@ class PipeAudit:
         self._baseline: _Snapshot | None = None
         self._reader: tuple[int, int] | None = None
         self._reader_io: tuple[int, int] = (0, 0)  # main thread's (rchar, wchar) at the last audit
-        self._dirs = _ProcDirs()  # /proc directories of the tree, held open
+        self._dirs = procfs.ProcDirs()  # /proc directories of the tree, held open
         self.checks = 0  # audits run, and snapshots they took (a
         self.snapshots = 0  # snapshot more when the REPL had not settled)
 
@@ -218,7 +219,7 @@ class PipeAudit:
         the snapshot's own error handling decides."""
         pid, tid = self._reader
         try:
-            fields = _pread(self._dirs.get(pid).held(f"{tid}/syscall")).split()
+            fields = procfs.pread(self._dirs.get(pid).held(f"{tid}/syscall")).split()
         except OSError:
             return True
         return len(fields) >= 2 and fields[0].isdigit() and int(fields[0]) in self._syscalls["read"]
@@ -226,14 +227,14 @@ class PipeAudit:
     def _running(self) -> bool:
         """False once the REPL is gone or a zombie (exited, not yet reaped)."""
         try:
-            return _running_state(_pread(self._dirs.get(self._root).held("../stat")))
+            return procfs.running_state(procfs.pread(self._dirs.get(self._root).held("../stat")))
         except OSError:
             return False
 
     def _thread_io(self) -> tuple[int, int]:
         """(rchar, wchar) of the reader thread: bytes its read and write calls moved."""
         pid, tid = self._reader
-        return _io_counts(_pread(self._dirs.get(pid).held(f"{tid}/io")))
+        return procfs.io_counts(procfs.pread(self._dirs.get(pid).held(f"{tid}/io")))
 
     def _snapshot(self) -> _Snapshot:
         pipe_fds: dict[int, dict[int, int]] = {}
@@ -241,7 +242,7 @@ class PipeAudit:
         readers: list[tuple[int, int]] = []
         suspects: list[str] = []
         seen: list[int] = []
-        held: dict[int, tuple[_PidDir, list[int]]] = {}
+        held: dict[int, tuple[procfs.PidDir, list[int]]] = {}
 
         def children_of(pid: int) -> list[int]:  # walked with the threads: one pass
             pid_dir, tids = self._threads_of(pid)
@@ -270,7 +271,7 @@ class PipeAudit:
                 kind, fd = waits
                 inode = None
                 if kind == "read" and fd is not None:
-                    inode = fds[fd] if fd in fds else _fd_inode_at(pid_dir.fd, fd)
+                    inode = fds[fd] if fd in fds else procfs.fd_inode_at(pid_dir.fd, fd)
                 if kind == "read" and inode == self._stdin:
                     readers.append((pid, tid))
                     if tid != pid:
@@ -288,7 +289,7 @@ class PipeAudit:
         self._dirs.keep(seen)
         return _Snapshot(pipe_fds, threads, sorted(readers), suspects)
 
-    def _threads_of(self, pid: int) -> tuple["_PidDir", list[int]]:
+    def _threads_of(self, pid: int) -> tuple[procfs.PidDir, list[int]]:
         """The process's held directories and its thread ids. A held directory
         that fails (its process exited) is dropped and /proc/<pid> opened
         afresh once, so a new process that reused the pid is still seen."""
@@ -304,16 +305,16 @@ class PipeAudit:
                     raise
         raise AssertionError("unreachable")
 
-    def _thread_file(self, pid_dir: "_PidDir", tid: int, name: str) -> bytes:
+    def _thread_file(self, pid_dir: procfs.PidDir, tid: int, name: str) -> bytes:
         """/proc/<pid>/task/<tid>/<name>: held open for each process's main
         thread (read at every audit; a worker tree has few processes: the
         sandbox monitor and the REPL), opened afresh for the other threads (a
         Lean process runs many: holding theirs would cost fds)."""
         if tid == pid_dir.pid:
-            return _pread(pid_dir.held(f"{tid}/{name}"))
-        return _read_at(f"{tid}/{name}", pid_dir.task)
+            return procfs.pread(pid_dir.held(f"{tid}/{name}"))
+        return procfs.read_at(f"{tid}/{name}", pid_dir.task)
 
-    def _waits_on(self, pid_dir: "_PidDir", tid: int) -> tuple[str, int | None] | None:
+    def _waits_on(self, pid_dir: procfs.PidDir, tid: int) -> tuple[str, int | None] | None:
         try:
             fields = self._thread_file(pid_dir, tid, "syscall").split()
         except (FileNotFoundError, ProcessLookupError):
@@ -327,14 +328,14 @@ class PipeAudit:
             return "wait", None
         return None
 
-    def _pipe_fds(self, pid_dir: "_PidDir") -> dict[int, int]:
+    def _pipe_fds(self, pid_dir: procfs.PidDir) -> dict[int, int]:
         found = {}
         try:
             names = os.listdir(pid_dir.fd)
         except (FileNotFoundError, ProcessLookupError):
             return found
         for name in names:
-            inode = _fd_inode_at(pid_dir.fd, int(name))
+            inode = procfs.fd_inode_at(pid_dir.fd, int(name))
             if inode in self._ours:
                 found[int(name)] = inode
         return found
@@ -342,114 +343,3 @@ class PipeAudit:
     def close(self) -> None:
         """Closes the /proc directories held open (the REPL is gone)."""
         self._dirs.keep([])
-
-
-class _PidDir:
-    """/proc/<pid>/task and /proc/<pid>/fd, opened once per process and
-    reused by every audit (listdir rewinds a directory fd; reads go through
-    openat), and the files read at every audit (`held`, paths relative to
-    the task directory), re-read with pread. A directory or file fd stays
-    bound to its process: after the process exits its reads fail, so a
-    reused pid can never be read by mistake."""
-
-    __slots__ = ("pid", "task", "fd", "_files")
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        base = os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            self.task = os.open("task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=base)
-            try:
-                self.fd = os.open("fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=base)
-            except OSError:
-                os.close(self.task)
-                raise
-        finally:
-            os.close(base)
-        self._files: dict[str, int] = {}
-
-    def held(self, path: str) -> int:
-        """An fd on `path` (relative to /proc/<pid>/task), opened on first use."""
-        fd = self._files.get(path)
-        if fd is None:
-            fd = self._files[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.task)
-        return fd
-
-    def close(self) -> None:
-        for fd in self._files.values():
-            os.close(fd)
-        self._files.clear()
-        os.close(self.task)
-        os.close(self.fd)
-
-
-class _ProcDirs:
-    def __init__(self) -> None:
-        self._open: dict[int, _PidDir] = {}
-
-    def get(self, pid: int) -> _PidDir:
-        pid_dir = self._open.get(pid)
-        if pid_dir is None:
-            pid_dir = self._open[pid] = _PidDir(pid)
-        return pid_dir
-
-    def drop(self, pid: int) -> None:
-        pid_dir = self._open.pop(pid, None)
-        if pid_dir is not None:
-            pid_dir.close()
-
-    def keep(self, pids: list[int]) -> None:
-        for pid in [p for p in self._open if p not in pids]:
-            self._open.pop(pid).close()
-
-    def __del__(self) -> None:
-        self.keep([])
-
-
-def _read_at(path: str, dir_fd: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        return os.read(fd, 4096)
-    finally:
-        os.close(fd)
-
-
-def _fd_inode_at(fd_dir: int, fd: int) -> int | None:
-    try:
-        target = os.readlink(str(fd), dir_fd=fd_dir)
-    except OSError:
-        return None
-    if target.startswith("pipe:["):
-        return int(target[6:-1])
-    return None
-
-
-def _pread(fd: int) -> bytes:
-    return os.pread(fd, 4096, 0)
-
-
-def _running_state(stat: bytes) -> bool:
-    """False for the state of a zombie (exited, not yet reaped) or a dead task."""
-    try:
-        state = stat.rsplit(b")", 1)[1].split()[0]
-    except IndexError:
-        return False
-    return state not in (b"Z", b"X", b"x")
-
-
-def _io_counts(io: bytes) -> tuple[int, int]:
-    """(rchar, wchar) of a task's io file."""
-    rchar = io.index(b"rchar: ") + 7
-    wchar = io.index(b"wchar: ") + 7
-    return int(io[rchar : io.index(b"\n", rchar)]), int(io[wchar : io.index(b"\n", wchar)])
-
-
-def pid_fd_inode(pid: int, fd: int) -> int | None:
-    """The pipe inode behind `/proc/<pid>/fd/<fd>`, or None for anything else."""
-    try:
-        target = os.readlink(f"/proc/{pid}/fd/{fd}")
-    except OSError:
-        return None
-    if target.startswith("pipe:["):
-        return int(target[6:-1])
-    return None

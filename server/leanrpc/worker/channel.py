@@ -14,7 +14,7 @@ audit kills the process and fails the pending exchange with
 `WorkerPoisoned`, which the pool retries on a fresh worker.
 An answer is returned only after its fence answer and the audit confirmed it,
 so no result is ever delivered unconfirmed.
-May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.config (the fence keys),
+May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.worker.fence (how much it checks),
 leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters),
 leanrpc.worker.stdout (the bytes, in the callback that read them). Knows no worker states.
 
@@ -30,7 +30,6 @@ import logging
 from typing import Callable
 
 from .. import repl
-from ..config import ReplConfig
 from ..core.framing import FrameDecoder
 from ..errors import (
     FramingError,
@@ -42,41 +41,11 @@ from ..errors import (
 )
 from . import stdout
 from .audit import PipeAudit, ProcessGone, audit_available
+from .fence import FenceSettings
 from .ledger import Ledger, brief
 from .process import ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
-
-
-_REPL_SCHEMA = ReplConfig()  # the `[repl]` defaults: FenceSettings' own come from here (one source)
-
-
-@dataclasses.dataclass
-class FenceSettings:
-    """How much the channel checks: the config `[repl]` fence keys (ReplConfig
-    `fence`, `fence_audit`, `fence_thread_allowance`: names, defaults and
-    bounds are the schema's) plus the settle wait, which is no config key."""
-
-    fence: bool = _REPL_SCHEMA.fence != "off"  # follow each command by a nonce fence
-    audit: str = _REPL_SCHEMA.fence_audit  # "on": required; "auto": when /proc is readable; "off"
-    thread_allowance: int = (
-        _REPL_SCHEMA.fence_thread_allowance
-    )  # threads over the warm-up count (Lean's task pool)
-    # How long the main thread may take to get back to reading its input. On a
-    # loaded 2-core box a few seconds happen (seen: 2 s poisoned dozens of
-    # healthy workers); a thief is caught on the first snapshot regardless, so
-    # a long wait costs nothing but time on a REPL that is really stuck.
-    settle_s: float = 30.0
-
-    @classmethod
-    def from_config(cls, repl_config: ReplConfig | None) -> "FenceSettings":
-        if repl_config is None:
-            return cls()
-        return cls(
-            fence=repl_config.fence != "off",
-            audit=repl_config.fence_audit,
-            thread_allowance=repl_config.fence_thread_allowance,
-        )
 
 
 @dataclasses.dataclass

@@ -7,10 +7,10 @@
     SPAWNING / PROBING -> FAILED (could not boot) -> DEAD
 
 Owns: the one `_set_state` over the transition table (data, worker/states.py),
-the worker's Lean-level facts (import header, version), the handshake, the header load, the
-memory watch during a request, and the pool-facing verbs
+the worker's Lean-level facts (import header, version), the handshake, the header load,
+when the memory watch runs (worker/memwatch.py: during a request), and the pool-facing verbs
 `reserve()`, `begin_loading()`, `release()`, `drain()`, `kill()`, `stop()`.
-May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,states},
+May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,memwatch,states},
 leanrpc.config, leanrpc.errors. Not the pool.
 
 A Worker lives exactly as long as its process: after a kill or a crash it is
@@ -40,8 +40,10 @@ from ..errors import (
     WorkerError,
     WorkerOutOfMemory,
 )
-from .channel import Channel, FenceSettings
+from .channel import Channel
+from .fence import FenceSettings
 from .launcher import Launcher, LaunchSpec
+from .memwatch import MemoryWatch
 from .process import ReplProcess, ShutdownRung
 from .states import (
     _HELD,
@@ -81,6 +83,9 @@ class Worker:
         self._on_state_change = on_state_change
         self.state = S.SPAWNING
         self._process = ReplProcess(name, spec, launcher)
+        self._memory = MemoryWatch(
+            name, limits, self.tree_rss, self.stderr_tail, on_over=self._out_of_memory
+        )
         self._channel = Channel(
             name,
             self._process,
@@ -89,7 +94,7 @@ class Worker:
             if isinstance(fence, FenceSettings)
             else FenceSettings.from_config(fence),
             on_poison=self._on_poison,
-            over_memory=self._memory_verdict,
+            over_memory=self._memory.verdict,
         )
         self.started_at = time.monotonic()
         self.last_used = time.monotonic()
@@ -110,9 +115,6 @@ class Worker:
         self._drain_cause: ExitCause | None = None
         self._stopped = asyncio.Event()
         self._finisher: asyncio.Task | None = None
-        self._watching = False  # the memory watch runs (after the handshake)
-        self._memwatch: asyncio.TimerHandle | None = None  # its next look, while commands run
-        self._exchanging = False  # a command is in flight (the memory watch looks then)
 
     # -- state -----------------------------------------------------------------
 
@@ -255,7 +257,7 @@ class Worker:
         self.version_string = repl.version_from_probe(response)
         if self._process.memory is not None:
             self._process.memory.use_own_cgroup()
-        self._watching = self._limits.max_worker_rss_mb > 0
+        self._memory.start()
         self._set_state(S.READY)
 
     async def _fail_boot(self) -> None:
@@ -313,10 +315,7 @@ class Worker:
         """DEAD only after stdout EOF and the exit status (uvloop's order)."""
         await self._channel.eof.wait()
         await self._process.reap()
-        self._watching = False
-        if self._memwatch is not None:
-            self._memwatch.cancel()
-            self._memwatch = None
+        self._memory.stop()
         if self.exit_cause is None:
             # An allocation refused under the address-space rlimit ends the
             # process; its last words say so. Not retried: it would recur.
@@ -370,11 +369,7 @@ class Worker:
         if running:
             self._set_state(S.RUNNING)
         stderr_before = self._process.stderr_bytes
-        self._exchanging = True
-        if self._watching and self._memwatch is None:
-            self._memwatch = asyncio.get_running_loop().call_later(
-                self._limits.memory_poll_s, self._watch_memory
-            )
+        self._memory.exchanging(True)
         try:
             answer = await exchange()
         except asyncio.CancelledError:
@@ -384,7 +379,7 @@ class Worker:
             self.kill(cause_of(exc))
             raise
         finally:
-            self._exchanging = False
+            self._memory.exchanging(False)
         if running and self.state is S.RUNNING:
             self._set_state(S.RESERVED)
         if self._process.stderr_bytes > stderr_before:
@@ -393,38 +388,10 @@ class Worker:
             self.drain(ExitCause.STDERR)
         return answer
 
-    def _memory_verdict(self) -> WorkerOutOfMemory | None:
-        """WorkerOutOfMemory if the tree is over its limit now, else None."""
-        if self._limits.max_worker_rss_mb <= 0:
-            return None
-        rss = self.tree_rss()
-        if rss <= self._limits.max_worker_rss_mb * 2**20:
-            return None
-        return WorkerOutOfMemory(
-            f"worker {self.name} used {rss / 2**20:.0f} MB, over the "
-            f"{self._limits.max_worker_rss_mb} MB limit; killed",
-            stderr_tail=self.stderr_tail(),
-        )
-
-    def _watch_memory(self) -> None:
-        # One timer per worker (no task): armed when a command starts and none
-        # is pending, it looks every memory_poll_s while commands are in flight
-        # and stops when it finds none, so an idle worker costs no wakeup.
-        # Between commands the tree is measured at release (Pool.release) and
-        # when a command's time runs out, so a short-request workload (tactics)
-        # pays one cheap sample per request and no task churn. Boot probes are
-        # not watched (as before).
-        self._memwatch = None
-        if not self._exchanging or not self._watching:
-            return
-        over = self._memory_verdict()
-        if over is not None:
-            self.kill(ExitCause.OUT_OF_MEMORY)
-            self._channel.fail_pending(over)
-            return
-        self._memwatch = asyncio.get_running_loop().call_later(
-            self._limits.memory_poll_s, self._watch_memory
-        )
+    def _out_of_memory(self, over: WorkerOutOfMemory) -> None:
+        """The memory watch saw the tree over its limit while a command ran."""
+        self.kill(ExitCause.OUT_OF_MEMORY)
+        self._channel.fail_pending(over)
 
     # -- header ------------------------------------------------------------------
 

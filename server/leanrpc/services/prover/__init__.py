@@ -5,13 +5,15 @@ pickles (which REPLs pickle, each worker's scratch, pickle/unpickle
 exchanges), rebuild (a path on a worker: unpickle or replay, by cost), calls
 (the pool WorkerCalls: elaborate a proof, run a tactic, rebuild a state),
 moves (states moved off a worker before its recycle), assemble (bare
-statements, whole-proof text), service (the service on internal types). May
+statements, whole-proof text), outcomes (a tactic's answer as an outcome),
+whole (the whole-proof check), service (the service on internal types). May
 import: config, core, errors, results, repl, pool, worker (states only),
 services.verify. Never imports edge or `*_pb2`.
 """
 
+from .outcomes import ProofStatus, StartedProof, TacticOutcome
 from .registry import ProofState, StateRegistry
-from .service import ProofStatus, ProverLimits, ProverService, StartedProof, TacticOutcome
+from .service import ProverLimits, ProverService
 
 __all__ = [
     "ProofState",

@@ -1,11 +1,11 @@
 """The Prover service on internal types: start a proof, run tactics, release states.
 
-Owns: input checks (INVALID_ARGUMENT / NOT_FOUND reasons), turning a REPL
-tactic answer into a `TacticOutcome`, and the whole-proof check: when tactic
-mode closes the last goal, the proof text is assembled and verified as a
-normal snippet through the Verify service (with `check_axioms` when the proof
-asked for it); only a VALID verdict makes the expansion COMPLETED, anything
-else is REFUTED with the verdict. May import: config, core, errors, results,
+Owns: input checks (INVALID_ARGUMENT / NOT_FOUND reasons), the expansion as
+pool jobs (one batch of tactics per job, a timed-out tactic's neighbours run
+again), and the service's limits. A REPL answer becomes a `TacticOutcome` in
+services.prover.outcomes; when tactic mode closes the last goal,
+services.prover.whole checks the assembled proof as a normal snippet (only
+VALID makes the expansion COMPLETED). May import: config, core, errors, results,
 repl, pool, worker (states), services.ports (the Verifier it checks whole proofs
 with), services.resolve (its rules for code and timeouts), services.prover.*. Never
 imports edge or `*_pb2`.
@@ -18,8 +18,6 @@ another worker next time). Only bad input and admission problems raise.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import enum
 import time
 
 import msgspec
@@ -27,31 +25,21 @@ import msgspec
 from ...config import Config, ProverConfig
 from ...errors import HeaderLoadError, RequestError, WorkerError, WorkerTimeout
 from ...pool import CallJob, PoolPort
-from ...reference import pin_of
 from ...repl import message_from_repl
-from ...results import Message, Status, VerifierIdentity, VerifyResult
 from ...worker.worker import WorkerState
 from ..ports import Verifier
-from ..resolve import VerifyOptions, split_text
-from .answers import Reading, nest_tactics, proof_sorries, read_tactic
-from .assemble import assemble, prepare_code
+from ..resolve import split_text
+from . import whole
+from .answers import proof_sorries
+from .assemble import prepare_code
 from .calls import StartCall, TacticCall, TacticRun
 from .moves import StateMover
+from .outcomes import ProofStatus, StartedProof, TacticOutcome, failed, read_run
 from .pickles import Scratch, can_pickle
 from .rebuild import Rebuilder
-from .registry import ProofState, SorryStep, StateRegistry, proof_bytes
+from .registry import ProofState, StateRegistry, proof_bytes
 
 __all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
-
-
-class ProofStatus(enum.IntEnum):
-    """Mirrors leanrpc.v1.ProofStatus (same numbers)."""
-
-    COMPLETED = 1
-    INCOMPLETE = 2
-    ERROR = 3
-    REFUTED = 4
-    REJECTED = 5
 
 
 class ProverLimits(ProverConfig):
@@ -67,35 +55,6 @@ class ProverLimits(ProverConfig):
                 f"prover.default_ttl_s {section.default_ttl_s} is over prover.max_ttl_s {section.max_ttl_s}"
             )
         return cls(**msgspec.structs.asdict(section))
-
-
-@dataclasses.dataclass
-class StartedProof:
-    proof_id: str
-    states: list[ProofState]
-    messages: list[Message]
-    verifier: VerifierIdentity | None
-    elapsed_s: float
-
-
-@dataclasses.dataclass
-class TacticOutcome:
-    parent_state_id: str
-    tactic: str
-    status: ProofStatus
-    state_id: str = ""
-    goals: list[str] = dataclasses.field(default_factory=list)
-    messages: list[Message] = dataclasses.field(default_factory=list)
-    error: str = ""
-    repl_status: str = ""
-    elapsed_s: float = 0.0
-    proof_text: str = ""
-    verification: VerifyResult | None = None
-    rebuilt: bool = False
-    worker: str = ""
-    request_id: str = ""
-    # States for the sorries the tactic itself opened (`induction … | zero => sorry`).
-    opened: list[ProofState] = dataclasses.field(default_factory=list)
 
 
 class ProverService:
@@ -363,8 +322,8 @@ class ProverService:
         except WorkerTimeout as exc:
             at = exc.batch_index
             if len(tactics) == 1 or at is None or at >= len(tactics):
-                return [self._failed(state, t, exc, request_id, arrived) for t in tactics]
-            timed_out = self._failed(state, tactics[at], exc, request_id, arrived)
+                return [failed(state, t, exc, request_id, arrived) for t in tactics]
+            timed_out = failed(state, tactics[at], exc, request_id, arrived)
             rest = await self._expand(
                 state,
                 tactics[:at] + tactics[at + 1 :],
@@ -377,14 +336,14 @@ class ProverService:
             )
             return rest[:at] + [timed_out] + rest[at:]
         except (WorkerError, HeaderLoadError) as exc:
-            return [self._failed(state, t, exc, request_id, arrived) for t in tactics]
+            return [failed(state, t, exc, request_id, arrived) for t in tactics]
         outs, checks = [], []
         for tactic, run in zip(tactics, runs):
-            out, closed = self._read(state, tactic, run, request_id)
+            out, closed = read_run(self.registry, state, tactic, run, request_id)
             outs.append(out)
             if closed is not None:
                 if check_whole:
-                    checks.append(self._check_whole(out, closed, deadline))
+                    checks.append(whole.check_whole(self.verify, out, closed, deadline))
                 else:
                     out.status = ProofStatus.COMPLETED
         if checks:
@@ -393,70 +352,6 @@ class ProverService:
         for out in outs:
             out.elapsed_s = elapsed
         return outs
-
-    @staticmethod
-    def _failed(
-        state: ProofState, tactic: str, exc: Exception, request_id: str, arrived: float
-    ) -> TacticOutcome:
-        why = getattr(exc, "message", str(exc))
-        return TacticOutcome(
-            parent_state_id=state.state_id,
-            tactic=tactic,
-            status=ProofStatus.REJECTED,
-            request_id=request_id,
-            elapsed_s=time.monotonic() - arrived,
-            error=f"the expansion could not run: {why}",
-        )
-
-    def _read(
-        self, state: ProofState, tactic: str, run: TacticRun, request_id: str
-    ) -> tuple[TacticOutcome, ProofState | None]:
-        """One tactic's answer as an outcome; with the new state when tactic mode
-        closed every goal (the whole-proof check decides then)."""
-        response = run.response
-        out = TacticOutcome(
-            parent_state_id=state.state_id,
-            tactic=tactic,
-            status=ProofStatus.REJECTED,
-            request_id=request_id,
-            rebuilt=run.rebuilt,
-            worker=run.worker,
-        )
-        out.messages = [message_from_repl(m) for m in response.messages]
-        reading = read_tactic(response, tactic)
-        out.repl_status = reading.repl_status
-        if reading.kind is Reading.ERROR:
-            out.status = ProofStatus.ERROR
-            out.error = reading.error
-            return out, None
-        if reading.kind is Reading.REFUTED:
-            # The REPL's kernel refused the term (v4.19.0 on): no state to go on from.
-            out.status = ProofStatus.REFUTED
-            out.error = reading.error
-            out.goals = reading.goals
-            return out, None
-        proof = state.proof
-        goals = reading.goals
-        path = state.path + (tactic,)
-        child = self.registry.add(proof, path, goals, out.repl_status, state.ttl_s)
-        out.state_id, out.goals = child.state_id, goals
-        for sorry in reading.opened:
-            # Each sorry the tactic opened is a state of its own (its goal, where it is in the tactic).
-            out.opened.append(
-                self.registry.add(
-                    proof,
-                    path + (SorryStep(sorry.index, len(reading.opened)),),
-                    [sorry.goal] if sorry.goal else [],
-                    "Incomplete: open goals remain",
-                    state.ttl_s,
-                    start=sorry.start,
-                    end=sorry.end,
-                )
-            )
-        if reading.kind is Reading.OPEN:
-            out.status = ProofStatus.INCOMPLETE
-            return out, None
-        return out, child
 
     async def _submit_uncancelled_once_running(self, job: CallJob):
         """Submits `job`; a caller cancelled (a search that found its proof and
@@ -473,60 +368,6 @@ class ProverService:
             else:
                 submitted.add_done_callback(_consume)
             raise
-
-    async def _check_whole(
-        self, out: TacticOutcome, state: ProofState, deadline: float | None
-    ) -> None:
-        """Tactic mode closed the goal: verify the assembled proof as a normal snippet."""
-        proof = state.proof
-        start, end = proof.spans.get(state.path[0], (None, None))
-        if start is None or end is None:
-            out.status = ProofStatus.REFUTED
-            out.error = (
-                "the sorry of this proof state has no position; the proof cannot be assembled"
-            )
-            return
-        tactics = nest_tactics(state.tactics)
-        if tactics is None:
-            out.status = ProofStatus.REFUTED
-            out.error = "a sorry this state came from cannot be found in its tactic; the proof cannot be assembled"
-            return
-        out.proof_text = assemble(proof.code, start, end, tactics)
-        # Pinned to the start statement (issue 25): a tactic that changes
-        # the goal's meaning cannot make the whole proof COMPLETED.
-        options = VerifyOptions(check_axioms=proof.check_axioms, reference=pin_of(proof.code))
-        request = self.verify.resolver.resolve(
-            f"{state.state_id}:whole",
-            out.proof_text,
-            options,
-            deadline=deadline,
-            client_id=proof.client_id,
-        )
-        # On another idle worker than the one that found it, when there is one: that
-        # worker holds the search's states, and its next expansions need it.
-        result = await self.verify.run(dataclasses.replace(request, avoid_worker=out.worker))
-        out.verification = result
-        opened_left = state.other_sorries()  # sorries tactics on this path opened, off this path
-        other_roots = len(proof.spans) > 1 or proof.roots > 1
-        if result.status is Status.SORRY and opened_left:
-            # Never COMPLETED while a tactic's own sorry stays in the text (a search that
-            # proposes `sorry` must not find a "proof"); each of them is a state of its own.
-            out.status = ProofStatus.INCOMPLETE
-            out.error = (
-                f"this goal is closed and the assembled proof checks up to {opened_left} sorr"
-                f"{'y' if opened_left == 1 else 'ies'} a tactic on its path opened (states of their own)"
-            )
-        elif result.status is Status.VALID or (result.status is Status.SORRY and other_roots):
-            out.status = ProofStatus.COMPLETED
-        elif result.status in (Status.TIMEOUT, Status.CRASH, Status.OUT_OF_MEMORY):
-            out.status = ProofStatus.REJECTED
-            out.error = f"the whole-proof check could not run: {result.error}"
-        else:
-            out.status = ProofStatus.REFUTED
-            out.error = (
-                f"tactic mode closed every goal, but the assembled proof is {result.status.name}"
-                + (f": {result.error}" if result.error else "")
-            )
 
     # -- ReleaseStates -----------------------------------------------------------
 
