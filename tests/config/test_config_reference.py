@@ -108,3 +108,23 @@ def test_environment_values_are_toml_else_text_and_errors_name_the_variable():
         ConfigError, match=r"LEANRPC_POLL__WORKERS: unknown config section \[poll\]"
     ):
         configref.env_overrides({"LEANRPC_POLL__WORKERS": "3"})
+
+
+class _Laid:
+    short: int = 1  # said after
+    # said above
+    wrapped_key_with_a_long_name: float = (
+        10.0  # said inside ruff's parentheses, a comment long enough that the line is wrapped
+    )
+    plain: int = 2
+
+
+def test_key_comments_survive_the_formatters_layout():
+    from leanrpc.commands.configref import _comments
+
+    assert _comments(_Laid) == {
+        "short": "said after",
+        "wrapped_key_with_a_long_name": "said above said inside ruff's parentheses, a comment "
+        "long enough that the line is wrapped",
+        "plain": "",
+    }

@@ -187,7 +187,8 @@ def _comments(cls: type) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     above: list[str] = []
-    for line in lines[1:]:
+    rest = iter(lines[1:])
+    for line in rest:
         stripped = line.strip()
         if stripped.startswith("#"):
             above.append(stripped.lstrip("#").strip())
@@ -195,6 +196,14 @@ def _comments(cls: type) -> dict[str, str]:
         match = re.match(r" {4}(\w+)\s*:", line)
         if match:
             after = line.split("  # ", 1)[1].strip() if "  # " in line else ""
+            if not after and line.rstrip().endswith("("):
+                # ruff's layout of a long `key: T = value  # comment`: the value and its
+                # comment on their own line inside parentheses.
+                for inner in rest:
+                    if "  # " in inner:
+                        after = inner.split("  # ", 1)[1].strip()
+                    if inner.strip().startswith(")"):
+                        break
             out[match.group(1)] = " ".join([*above, after]).strip()
         above = []
     return out
