@@ -37,21 +37,24 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import psutil
-import tomli_w
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import search_tree  # noqa: E402
-from benchmarks.targets.common import free_port, stop_process, wait_port  # noqa: E402
+from benchmarks.targets.common import (  # noqa: E402
+    apply_settings,
+    serve_leanrpc,
+    stop_process,
+    wait_port,
+)
 from benchmarks.targets.leaninteract_search import run_leaninteract_search  # noqa: E402
 from leanrpc.client import AsyncClient  # noqa: E402
 
@@ -123,42 +126,15 @@ async def run_leanrpc(
 ) -> dict:
     """One leanrpc run: a fresh server, a warm-up search per worker, then every statement."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
-    config = tmp / "leanrpc.toml"
     table = {
         "repl": {"command": [sys.executable, "-m", "leanrpc.standin"]},
         "pool": {"workers": workers, "min_warm": workers, "default_timeout_s": timeout_s},
         "limits": {"max_system_memory_percent": 0},
     }
-    for setting in settings:
-        key, _, value = setting.partition("=")
-        section, _, name = key.partition(".")
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = value  # a bare string: repl.fence=off
-        table.setdefault(section, {})[name] = parsed
-    config.write_text(tomli_w.dumps(table))
-    env = dict(os.environ)
-    env.pop("LEANRPC_NO_EXTENSIONS", None)
-    port = free_port()
+    apply_settings(table, settings)
     # --profile-server: the server under cProfile (written when it exits on SIGTERM).
-    prefix = ["-m", "cProfile", "-o", f"{profile}.w{workers}.prof"] if profile else []
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            *prefix,
-            "-m",
-            "leanrpc.cli",
-            "serve",
-            "--config",
-            str(config),
-            "--port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp / "server.log", "wb"),
-    )
+    prefix = ("-m", "cProfile", "-o", f"{profile}.w{workers}.prof") if profile else ()
+    server, port = serve_leanrpc(table, tmp, prefix)
     client = None
     try:
         await wait_port(port, server, 60, "leanrpc server")

@@ -33,10 +33,9 @@ import time
 from pathlib import Path
 
 import psutil
-import tomli_w
 
 from . import workloads
-from .targets.common import free_port, stop_process, wait_port
+from .targets.common import apply_settings, serve_leanrpc, stop_process, wait_port
 
 
 def _cpu(process: psutil.Process) -> float:
@@ -130,7 +129,6 @@ def main(argv: list[str] | None = None) -> int:
         workloads.no_data(str(exc))
     codes = [items[k % len(items)].code for k in range(args.requests)]
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
-    config = tmp / "leanrpc.toml"
     standin = [
         sys.executable,
         "-m",
@@ -147,33 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.checks == "off":
         table["axioms"] = {"check": False}
         table["policy"] = {"default": "trusted"}
-    for setting in args.set:  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
-        key, _, value = setting.partition("=")
-        section, _, name = key.partition(".")
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = value  # a bare string
-        table.setdefault(section, {})[name] = parsed
-    config.write_text(tomli_w.dumps(table))
-    env = dict(os.environ)
-    env.pop("LEANRPC_NO_EXTENSIONS", None)
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "leanrpc.cli",
-            "serve",
-            "--config",
-            str(config),
-            "--port",
-            str(port),
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp / "server.log", "wb"),
-    )
+    apply_settings(table, args.set)  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
+    server, port = serve_leanrpc(table, tmp)
     spy = None
     rows = []
     try:
