@@ -129,21 +129,16 @@ class Loader:
         result, like the body's: an `open` of an unknown namespace makes the
         snippet INVALID, it does not make the header fail (issue 15 item 5).
         """
-        split = job.split
+        held = self._held_preamble(job, worker)
+        if held is not None:
+            return held[0], held[1], 0.0
         header_env = worker.header_env(job.import_key)
         if header_env is None:
             raise WorkerCrashed(f"worker {worker.name} has no env for the job's header")
-        if not split.preamble_key:
-            return header_env, [], 0.0
-        # A worker holds several headers: a preamble env belongs to one of them.
         key = _preamble_key(job)
-        slot = self._pool.slots.of(worker.name)
-        found = slot.preamble(key)
-        if found is not None:
-            return found[0], found[1], 0.0
         started = time.monotonic()
         response = await worker.request(
-            repl.command(split.preamble, header_env), self._pool.config.pool.header_timeout_s
+            repl.command(job.split.preamble, header_env), self._pool.config.pool.header_timeout_s
         )
         if response.env is None:
             # A REPL-level refusal (no env at all), not a Lean message.
@@ -151,7 +146,7 @@ class Loader:
                 f"the REPL refused the open/set_option lines: {response.message!r}"
             )
         messages = list(response.messages)
-        slot.put_preamble(key, response.env, messages)
+        self._pool.slots.of(worker.name).put_preamble(key, response.env, messages)
         return response.env, messages, time.monotonic() - started
 
     async def wait(self, job: Job, worker: Worker, load: asyncio.Future) -> None:
