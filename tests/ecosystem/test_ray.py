@@ -22,6 +22,7 @@ import ray  # in the test extra: a missing ray fails here rather than skipping
 
 from leanrpc.config import Config
 from leanrpc.edge.auth import AccessConfigError
+from raycluster import descendants, kill, reap_zombies, start_two_node_cluster, wait_gone
 
 pytestmark = pytest.mark.slow
 
@@ -40,26 +41,6 @@ CANDIDATE_HEADERS = _IMPORTS + [
     f"{a}\n{b}" for i, a in enumerate(_IMPORTS) for b in _IMPORTS[i + 1 :]
 ]
 EXPECTED_BY_KIND = {0: "VALID", 1: "SORRY", 2: "INVALID"}
-
-
-def _descendants() -> set[int]:
-    return {p.pid for p in psutil.Process().children(recursive=True)}
-
-
-def _wait_gone(pids: set[int], timeout_s: float = 60.0) -> set[int]:
-    """The pids still running after up to timeout_s (zombies count as gone)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        alive = set()
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.add(pid)
-            except psutil.NoSuchProcess:
-                pass
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.2)
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -83,22 +64,6 @@ def _child_subreaper() -> bool:
     return bool(flag.value)
 
 
-def _reap_zombies(pids: set[int]) -> None:
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-
-
-def _kill(pids: set[int]) -> None:
-    for pid in pids:
-        try:
-            psutil.Process(pid).kill()
-        except psutil.NoSuchProcess:
-            pass
-
-
 # Environment the cluster needs, restored afterwards. RAY_TMPDIR: everything
 # Ray writes (sessions, sockets, the ray_current_cluster file, the driver's
 # logs) goes under the fixture's folder instead of /tmp/ray. The laptop-mode
@@ -109,13 +74,11 @@ _RAY_ENV = ("RAY_TMPDIR", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    from ray.cluster_utils import Cluster
-
     tmp_ray_existed = os.path.exists("/tmp/ray")
     saved_env = {key: os.environ.get(key) for key in _RAY_ENV}
     # A short private temp dir (Ray's unix sockets live there) that goes away.
     temp_dir = tempfile.mkdtemp(prefix="lrray-")
-    before = _descendants()
+    before = descendants()
     # Ray writes RAY_TMPDIR/ray/ray_current_cluster without creating the folder.
     os.makedirs(os.path.join(temp_dir, "ray"))
     os.environ["RAY_TMPDIR"] = temp_dir
@@ -126,11 +89,7 @@ def ray_cluster():
     leftover: set[int] = set()
     survivors: set[int] = set()
     try:
-        node_args = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "temp_dir": temp_dir}
-        cluster = Cluster(
-            initialize_head=True, head_node_args={**node_args, "include_dashboard": False}
-        )
-        cluster.add_node(**node_args)
+        cluster = start_two_node_cluster(temp_dir)
         ray.init(address=cluster.address, log_to_driver=False)
         yield cluster
     finally:
@@ -145,12 +104,12 @@ def ray_cluster():
                 else:
                     os.environ[key] = value
             ray._private.ray_constants.ENABLE_RAY_CLUSTER = True
-            leftover = _descendants() - before
-            survivors = _wait_gone(leftover)
-            _kill(survivors)  # nothing outlives the fixture, even when it fails
-            _wait_gone(survivors, timeout_s=10)
+            leftover = descendants() - before
+            survivors = wait_gone(leftover)
+            kill(survivors)  # nothing outlives the fixture, even when it fails
+            wait_gone(survivors, timeout_s=10)
             _set_child_subreaper(False)
-            _reap_zombies(leftover)
+            reap_zombies(leftover)
             shutil.rmtree(temp_dir, ignore_errors=True)
     assert survivors == set(), "Ray or leanrpc processes outlived the cluster"
     assert not _child_subreaper()
@@ -243,12 +202,12 @@ def test_one_server_per_node_routes_by_header_and_shuts_down_cleanly(ray_cluster
     finally:
         verifier.close()
     assert verifier.deployment is None and deployment.servers == []
-    assert _wait_gone(worker_pids | server_pids) == set()
+    assert wait_gone(worker_pids | server_pids) == set()
 
 
 def _standin_pids() -> set[int]:
     pids = set()
-    for pid in _descendants():
+    for pid in descendants():
         try:
             if "leanrpc.standin" in " ".join(psutil.Process(pid).cmdline()):
                 pids.add(pid)
@@ -286,7 +245,7 @@ def test_partial_start_fails_and_leaves_no_server_or_repl_behind(ray_cluster):
             _config(), node_ids=[real, "ab" * 28], num_cpus=0.5, timeout_s=60
         )
     assert _wait_cpus_free() == 0
-    assert _wait_gone(_standin_pids()) == set()  # no REPL orphaned by a killed actor
+    assert wait_gone(_standin_pids()) == set()  # no REPL orphaned by a killed actor
 
 
 def test_routing_imports_without_ray():
