@@ -3,9 +3,10 @@
 Owns: whether a request checks axioms (`axioms_on`: the request's explicit
 choice, else `[axioms] check`), the plan of one body (`plan`: every
 proof-carrying declaration found by core.declarations, anonymous ones
-renamed) and the verdict of its `#print axioms` answers (`finish`: each
-answer matched to the name asked, exact allow-list `[axioms] allowed`; read by
-repl.check_axiom_answers). Verify and sessions both use this room, so
+renamed), the command asked after it (`after_command`: a name the
+reference query already asks about is not asked twice) and the verdict of its
+`#print axioms` answers (`finish`: each answer matched to the name asked,
+exact allow-list `[axioms] allowed`; read by repl.check_axiom_answers). Verify and sessions both use this room, so
 neither calls the other's internals. May import: config, core, repl,
 results. Never imports edge, pool or `*_pb2`.
 """
@@ -17,7 +18,7 @@ from ..config import Config
 from ..core.declarations import AxiomCheck, plan_axiom_check
 from ..results import Position, VerifyResult
 
-__all__ = ["AxiomCheck", "axioms_on", "finish", "plan"]
+__all__ = ["AxiomCheck", "after_command", "axioms_on", "finish", "plan"]
 
 
 def axioms_on(options, config: Config) -> bool:
@@ -31,17 +32,56 @@ def plan(body: str, first_line: int = 1, first_column: int = 0) -> AxiomCheck:
     return plan_axiom_check(body, first_line, first_column)
 
 
-def finish(result: VerifyResult, outcome, check: AxiomCheck, config: Config) -> None:
-    """Positions back in the user's text, then the verdict of the `#print axioms` answers."""
+def after_command(check: AxiomCheck, reference_names=()) -> str | None:
+    """The `#print axioms` command run right after the body, or None.
+
+    With a reference, the statement query (reference.query_command) asks
+    `#print axioms` of every reference name on the same env, right after this
+    command; a checked name that is one of them (same atoms) is not asked
+    twice, and `finish` takes its answer from that query's response."""
+    shared = _shared(check, reference_names)
+    names = [name for name in check.names if repl.name_atoms(name) not in shared]
+    return "\n".join(f"#print axioms {name}" for name in names) if names else None
+
+
+def finish(
+    result: VerifyResult, outcome, check: AxiomCheck, config: Config, reference_names=()
+) -> None:
+    """Positions back in the user's text, then the verdict of the `#print axioms` answers.
+
+    `reference_names`: the same as given to `after_command`. The answers for
+    the names it left out are the statement query's `#print axioms` answers
+    for those names, and only those: the query's other lines and errors are
+    the reference check's. A name answered nowhere is missing, so REJECTED."""
     _restore_positions(result, check)
-    if outcome is not None:
-        after = outcome.after_response
-        repl.check_axiom_answers(
-            result,
-            None if after is None else repl.as_response(after),
-            check.names,
-            frozenset(config.axioms.allowed),
-        )
+    if outcome is None:
+        return
+    after = outcome.after_response
+    after = None if after is None else repl.as_response(after)
+    shared = _shared(check, reference_names)
+    if shared:
+        query = outcome.reference_response
+        borrowed = [] if query is None else _answers_for(repl.as_response(query), shared)
+        if after is not None:
+            after = repl.Response(env=after.env, messages=[*after.messages, *borrowed])
+        elif query is not None:
+            after = repl.Response(messages=borrowed)
+    repl.check_axiom_answers(result, after, check.names, frozenset(config.axioms.allowed))
+
+
+def _shared(check: AxiomCheck, reference_names) -> set[tuple[str, ...]]:
+    asked = {repl.name_atoms(name) for name in reference_names}
+    return {repl.name_atoms(name) for name in check.names} & asked
+
+
+def _answers_for(response, shared: set[tuple[str, ...]]) -> list:
+    """The response's `#print axioms` answers about the shared names."""
+    out = []
+    for message in response.messages:
+        answer = repl.axiom_answer(message.data)
+        if answer is not None and repl.name_atoms(answer[0]) in shared:
+            out.append(message)
+    return out
 
 
 def _restore_positions(result: VerifyResult, check: AxiomCheck) -> None:

@@ -134,12 +134,14 @@ class VerifyService:
         split = request.split
         after_body = None
         axiom_check = None
+        reference = request.reference
+        # A name the statement query asks `#print axioms` about is not asked twice.
+        reference_names = () if reference is None else reference.names
         if request.check_axioms:
             # Every proof-carrying declaration, anonymous ones renamed (core/declarations.py).
             axiom_check = axioms.plan(split.body, split.body_start_line, split.body_start_column)
-            after_body = axiom_check.print_command
+            after_body = axioms.after_command(axiom_check, reference_names)
             split = dataclasses.replace(split, body=axiom_check.body)
-        reference = request.reference
         pinned = None
         cached = False
         if reference is not None:
@@ -170,7 +172,7 @@ class VerifyService:
         if reference is not None:  # first: its structured reason names the declaration
             self.references.apply(result, outcome, reference, pinned, cached, split.modules)
         if axiom_check is not None:
-            axioms.finish(result, outcome, axiom_check, self.config)
+            axioms.finish(result, outcome, axiom_check, self.config, reference_names)
         if reference is not None:
             if result.status is Status.VALID and self.judge.enabled:
                 await self._judge(result, request.options.reference, request.code, reference)
