@@ -1,8 +1,15 @@
-"""Fixtures for the hostile-REPL tests: no child process may outlive a test."""
+"""Fixtures for the hostile-REPL tests: no child process may outlive a test,
+and every async test runs on both event loops `leanrpc serve` may use
+(asyncio's and uvloop: [server] event_loop), so the fence and its audit are
+proven on each. The tests that start `leanrpc serve` as a process run it on
+its default, uvloop."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+import uvloop
 
 from testkit import descendants, wait_until
 
@@ -12,3 +19,8 @@ async def no_orphans():
     before = descendants()
     yield
     await wait_until(lambda: not (descendants() - before), 15.0, "child processes to exit")
+
+
+def pytest_asyncio_loop_factories(config, item):
+    """Each async test here runs once per loop (pytest-asyncio parametrizes by these)."""
+    return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}

@@ -1,7 +1,7 @@
 """The REPL's stdout goes to the channel in the pipe's read callback (issue 28:
 no call_soon hop, StreamReader or reader task per chunk); every byte once, in
-order, and the end once, and the process still finishes as asyncio's (wait()
-returns). A process without asyncio's transport is read by a task instead."""
+order, and the end once, and the process still finishes (wait() returns). A
+process without pipe transports is read by a task instead."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from types import SimpleNamespace
 
 from leanrpc.worker import stdout
+from leanrpc.worker.pipes import spawn_with_pipes
 
 _WRITER = "import sys\nfor k in range(200):\n    sys.stdout.write(f'{k:05d}\\n' * 50)\n    sys.stdout.flush()\n"
 
@@ -29,9 +30,7 @@ async def _collect(process) -> tuple[bytes, int, object]:
 
 
 async def test_a_child_s_stdout_arrives_whole_without_a_reader_task():
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _WRITER, stdout=asyncio.subprocess.PIPE
-    )
+    process = await spawn_with_pipes([sys.executable, "-c", _WRITER], cwd=None, env={})
     got, ends, task = await _collect(process)
     await process.wait()
     assert task is None  # straight from the pipe transport
@@ -40,7 +39,7 @@ async def test_a_child_s_stdout_arrives_whole_without_a_reader_task():
 
 async def test_without_the_protocol_a_task_reads_the_same():
     reader = asyncio.StreamReader()
-    fake = SimpleNamespace(stdout=reader)  # no _protocol: another launcher's process
+    fake = SimpleNamespace(stdout=reader)  # no pipe transports: another launcher's process
     for k in range(3):
         reader.feed_data(f"{k}\n".encode())
     reader.feed_eof()

@@ -4,18 +4,14 @@ Owns: the serve flags and how they override the config (found by
 commands.configref), and that no two doors share a port. May import: app, config,
 logsetup, commands.configref, commands.argtypes, commands.exits.
 
-The event loop is asyncio's default (`asyncio.run`), not uvloop (issue 28).
-Measured, not guessed: under uvloop the server starts but no worker boots.
-libuv gives a child AF_UNIX socketpairs for stdin/stdout/stderr, not pipes
-(`/proc/<pid>/fd/0` reads `socket:[...]`), and its transports expose no
-"pipe" object; the fence audit (worker/audit.py) names the REPL's channel by
-the inode a pipe's two ends share, and a socketpair's two ends have two
-inodes, so the warm-up audit finds no thread reading our input and poisons
-every worker. Using uvloop would need the launcher to make the pipes itself
-(`os.pipe()` handed to the child, our ends wrapped with connect_read_pipe /
-connect_write_pipe). Even then it could only speed up the REPL pipes, timers
-and callbacks: grpc.aio polls its completion queue on its own thread, and
-gRPC's native work is a third of the server's CPU in the profile.
+The event loop is uvloop where it is installed (`[server] event_loop`,
+default "auto"; issue 28), else asyncio's. Measured side by side
+(benchmarks/RESULTS.md): the same server answers with 12-15% less CPU per
+request on uvloop; gRPC's own work, on its completion-queue thread, is not
+the loop's and is the same on both. uvloop became possible once the
+launcher made the REPL's pipes itself (worker/pipes.py): libuv's own
+subprocess pipes are socketpairs, whose two ends have two inodes, and the
+fence audit names the REPL's channel by the inode a pipe's ends share.
 """
 
 from __future__ import annotations
@@ -139,5 +135,22 @@ def run(args) -> int:
 
     config = load_config(args)
     configure_logging(json_lines=config.server.log_json, level=config.server.log_level.upper())
-    asyncio.run(serve(config))
+    with asyncio.Runner(loop_factory=loop_factory(config.server.event_loop)) as runner:
+        runner.run(serve(config))
     return 0
+
+
+def loop_factory(choice: str):
+    """The event loop factory for `[server] event_loop`: None is asyncio's default."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise UserError(
+                'server.event_loop = "uvloop" but uvloop is not installed '
+                "(pip install uvloop, or set it to auto)"
+            ) from None
+        return None
+    return uvloop.new_event_loop

@@ -25,7 +25,6 @@ repl` runs the REPL as a child.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -39,6 +38,7 @@ import psutil
 
 from ..config import Config
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config, spawn_with_pipes
+from ..worker.pipes import PipedProcess
 from .cgroups import WorkerCgroups
 
 log = logging.getLogger("leanrpc.security")
@@ -167,7 +167,7 @@ class GuardedLauncher(Launcher):
         }
         return [sys.executable, "-I", "-S", ENTER_SCRIPT, json.dumps(plan)], {}
 
-    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+    async def launch(self, spec: LaunchSpec) -> PipedProcess:
         argv, extra = self.wrap(spec)
         # enter.py sets the rlimits in the REPL before its exec (no race with a fork).
         return await spawn_with_pipes(argv, cwd=spec.cwd, env=self.child_env(spec), **extra)
@@ -189,7 +189,7 @@ class _UidPool:
 
     def __init__(self, base: int, span: int) -> None:
         self._base, self._span = base, span
-        self._live: dict[int, asyncio.subprocess.Process | None] = {}
+        self._live: dict[int, PipedProcess | None] = {}
 
     def reserve(self) -> int:
         for uid, process in list(self._live.items()):
@@ -206,7 +206,7 @@ class _UidPool:
                 return uid
         raise SandboxUnavailable("no free sandbox uid")
 
-    def bind(self, uid: int, process: asyncio.subprocess.Process) -> None:
+    def bind(self, uid: int, process: PipedProcess) -> None:
         self._live[uid] = process
 
     def release(self, uid: int) -> None:
@@ -359,7 +359,7 @@ class UnshareLauncher(Launcher):
         uid = self._uids.reserve()
         return uid, uid
 
-    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+    async def launch(self, spec: LaunchSpec) -> PipedProcess:
         uid, gid = self._ids()
         try:
             # The helper gets the server's environment only to start Python;

@@ -7,19 +7,19 @@ threaded server (gRPC runs threads). The launchers the server uses live in
 leanrpc.security (they add the monitor that dies with the server, the guard
 and the sandbox) and implement the same interface. `kill_process_group` kills
 a worker's whole tree, daemons included. Owns process start and kill; may
-import config.
+import config, worker.pipes (the child's pipes) and worker.proctree.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import resource
 import signal
 
 from ..config import LimitsConfig
-from . import proctree
+from . import pipes, proctree
+from .pipes import PipedProcess
 
 
 @dataclasses.dataclass
@@ -67,7 +67,7 @@ class Launcher:
         env.update(spec.env)
         return env
 
-    async def launch(self, spec: LaunchSpec) -> asyncio.subprocess.Process:
+    async def launch(self, spec: LaunchSpec) -> PipedProcess:
         argv, extra = self.wrap(spec)
         process = await spawn_with_pipes(argv, cwd=spec.cwd, env=self.child_env(spec), **extra)
         for which, value in spec.rlimits:
@@ -82,20 +82,9 @@ class Launcher:
 
 async def spawn_with_pipes(
     argv: list[str], *, cwd: str | None, env: dict[str, str], **extra
-) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        # Own process group, so the whole tree (lake -> repl) is killed
-        # together.
-        start_new_session=True,
-        limit=2**20,
-        **extra,
-    )
+) -> PipedProcess:
+    """The child in its own process group, with our three pipes (worker/pipes.py)."""
+    return await pipes.spawn_with_pipes(argv, cwd=cwd, env=env, **extra)
 
 
 def descendants(pid: int) -> list[int]:

@@ -26,6 +26,7 @@ import psutil
 
 from .launcher import Launcher, LaunchSpec, kill_process_group
 from .memory import TreeMemory
+from .pipes import PipedProcess
 
 log = logging.getLogger("leanrpc.worker")
 
@@ -59,7 +60,7 @@ class ReplProcess:
         self.name = name
         self._spec = spec
         self._launcher = launcher
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: PipedProcess | None = None
         self.pid: int | None = None
         self._status: int | None = None  # read by waitid(WNOWAIT) at pidfd readability
         self.exited = asyncio.Event()  # set once the exit status is known
@@ -101,7 +102,8 @@ class ReplProcess:
 
         A grandchild left behind (a shelled-out tool, `lake env`) keeps stdout
         open, so EOF alone would leave the worker half-alive and the orphan
-        running. The status is read with WNOWAIT: asyncio still reaps.
+        running. The status is read with WNOWAIT: worker/pipes.py reaps the
+        child right after this wakeup's callbacks.
         """
         loop = asyncio.get_running_loop()
         pid = self.pid
@@ -116,7 +118,7 @@ class ReplProcess:
             try:
                 info = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT | os.WNOHANG)
             except (ChildProcessError, OSError):
-                info = None  # already reaped by asyncio: process.returncode has it
+                info = None  # already reaped (worker/pipes.py): process.returncode has it
             finally:
                 os.close(pidfd)
             if info is not None and self._status is None:
@@ -178,7 +180,7 @@ class ReplProcess:
         return rung
 
     async def reap(self, timeout: float = 5.0) -> None:
-        """Waits for asyncio to reap the child (no zombie left)."""
+        """Waits until the child is reaped (no zombie left)."""
         if self.process is None:
             return
         try:
@@ -204,15 +206,8 @@ class ReplProcess:
 
     def _read_pipe_inodes(self) -> tuple[int, int, int]:
         """Inodes of the stdin, stdout and stderr pipes (our ends share them),
-        read at launch, before any end can be closed."""
-        assert self.process is not None
-        inodes = []
-        transport = self.process._transport  # asyncio keeps the pipe transports there
-        for fd in (0, 1, 2):
-            pipe = transport.get_pipe_transport(fd)
-            pipe = pipe.get_extra_info("pipe") if pipe is not None else None
-            inodes.append(os.fstat(pipe.fileno()).st_ino if pipe is not None else -1)
-        return inodes[0], inodes[1], inodes[2]
+        read at launch, before any end can be closed (worker/pipes.py)."""
+        return tuple(getattr(self.process, "pipe_inodes", (-1, -1, -1)))
 
     def stderr_tail(self) -> str:
         return self._stderr_tail.decode("utf-8", "replace")

@@ -2,23 +2,25 @@
 
 Owns: `attach(process, on_data, on_close)`: the bytes the child writes to
 stdout go to `on_data(chunk)` from the pipe transport's read callback itself,
-and its end to `on_close()`, once. asyncio's subprocess machinery would hand
-each chunk on with a `call_soon` (base_subprocess `_call`) into a
-StreamReader for a reader task to wake up and copy out: two more loop
-callbacks and a copy per chunk (issue 28: one loop callback per frame
-batch). Here the stdout pipe transport gets a protocol of ours in front of
-asyncio's (`set_protocol`, public transport API): data is ours at once, the
-end is still passed on so the process transport finishes as before. Nothing
-is buffered (the channel's FrameDecoder keeps the partial frame, bounded by
-max_frame). A process without asyncio's transport (another launcher) is read
-the old way, by a task. May import: the standard library.
+and its end to `on_close()`, once. A StreamReader would have a reader task
+wake up and copy each chunk out: more loop callbacks and a copy per chunk
+(issue 28: one loop callback per frame batch). Here the stdout pipe
+transport (worker/pipes.py, `pipe_transport(1)`) gets a protocol of ours in
+front of its StreamReaderProtocol (`set_protocol`, public transport API):
+data is ours at once, the end is still passed on. Nothing is buffered (the
+channel's FrameDecoder keeps the partial frame, bounded by max_frame). A
+process without pipe transports (another launcher) is read the old way, by a
+task. May import: the standard library, worker.pipes (for its type only).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .pipes import PipedProcess
 
 log = logging.getLogger("leanrpc.worker")
 
@@ -46,9 +48,13 @@ class _Direct(asyncio.Protocol):
         if not self._closed:
             self._on_data(data)
 
-    def eof_received(self):
+    def eof_received(self) -> bool:
+        """The inner protocol sees the end too; the transport then closes
+        (False: uvloop, unlike asyncio, keeps a pipe open when asked)."""
         handler = getattr(self._inner, "eof_received", None)
-        return handler() if handler is not None else None
+        if handler is not None:
+            handler()
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._closed:
@@ -60,7 +66,7 @@ class _Direct(asyncio.Protocol):
 
 
 def attach(
-    process: asyncio.subprocess.Process,
+    process: PipedProcess,
     on_data: Callable[[bytes], None],
     on_close: Callable[[], None],
     name: str = "",
@@ -70,8 +76,8 @@ def attach(
     Returns None when the bytes come straight from the pipe transport, or the
     reader task of the fallback. Call it before anything is sent to the child."""
     stdout = process.stdout
-    transport = getattr(process, "_transport", None)  # asyncio.subprocess.Process keeps it there
-    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    pipe_transport = getattr(process, "pipe_transport", None)  # worker/pipes.PipedProcess
+    pipe = pipe_transport(1) if pipe_transport is not None else None
     if (
         pipe is not None
         and hasattr(pipe, "set_protocol")

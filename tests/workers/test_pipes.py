@@ -1,0 +1,114 @@
+"""worker/pipes.py: the REPL's three pipes, made by us, on both event loops.
+
+The fence audit needs real pipes (one inode for both ends) and the channel
+needs every end to be seen: these hold on asyncio's loop and on uvloop, the
+two `[server] event_loop` may pick (uvloop's own subprocess pipes are
+socketpairs, and it keeps a read transport half-open at EOF when asked).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import pytest
+import uvloop
+
+from leanrpc.commands.exits import UserError
+from leanrpc.commands.serve import loop_factory
+from leanrpc.worker.pipes import spawn_with_pipes
+
+LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+
+_ECHO = (
+    "import os, sys\n"
+    "data = sys.stdin.buffer.read()\n"
+    "sys.stdout.buffer.write(data[::-1]); sys.stdout.flush()\n"
+    "sys.stderr.write('err %d' % len(data)); sys.stderr.flush()\n"
+    "print(os.readlink('/proc/self/fd/0'), os.readlink('/proc/self/fd/1'),"
+    " os.readlink('/proc/self/fd/2'), file=open('/proc/self/fd/2', 'w'))\n"
+)
+
+
+def _run(loop: str, coro_fn):
+    with asyncio.Runner(loop_factory=LOOPS[loop]) as runner:
+        return runner.run(coro_fn())
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_the_child_gets_our_pipes_and_its_output_arrives_whole(loop):
+    async def go():
+        process = await spawn_with_pipes([sys.executable, "-c", _ECHO], cwd=None, env={})
+        payload = bytes(range(256)) * 2000  # more than a pipe buffer: drain must wait
+        out, err = await process.communicate(payload)
+        return process, out, err
+
+    process, out, err = _run(loop, go)
+    assert process.returncode == 0
+    assert out == payload_reversed()
+    text = err.decode()
+    assert text.startswith(f"err {256 * 2000}")
+    # The child's 0/1/2 are pipes whose inodes are our ends' (the audit's key).
+    named = text.split("\n", 1)[0][len(f"err {256 * 2000}") :].split()
+    assert named == [f"pipe:[{inode}]" for inode in process.pipe_inodes]
+
+
+def payload_reversed() -> bytes:
+    return (bytes(range(256)) * 2000)[::-1]
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_every_end_closes_when_the_child_exits(loop):
+    async def go():
+        process = await spawn_with_pipes(
+            [sys.executable, "-c", "import sys; sys.stdout.write('bye')"], cwd=None, env={}
+        )
+        lost = asyncio.Event()
+        original = process.pipe_transport(1).get_protocol()
+
+        class Watch(asyncio.Protocol):  # in front of the reader, as worker/stdout.py is
+            def data_received(self, data):
+                original.data_received(data)
+
+            def eof_received(self):
+                original.eof_received()
+                return False
+
+            def connection_lost(self, exc):
+                original.connection_lost(exc)
+                lost.set()
+
+        process.pipe_transport(1).set_protocol(Watch())
+        await asyncio.wait_for(lost.wait(), 30)  # uvloop: only if EOF closes the transport
+        await process.wait()
+        await asyncio.wait_for(process.stderr.read(), 30)
+        await asyncio.sleep(0.05)
+        return process
+
+    process = _run(loop, go)
+    assert process.pipe_transport(1).is_closing() and process.pipe_transport(2).is_closing()
+    process.close_pipes()
+    assert process.pipe_transport(0).is_closing()
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_a_child_that_cannot_start_leaves_no_fd_open(loop):
+    before = set(os.listdir("/proc/self/fd"))
+
+    async def go():
+        with pytest.raises(FileNotFoundError):
+            await spawn_with_pipes(["/nonexistent/repl"], cwd=None, env={})
+
+    _run(loop, go)
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_serve_picks_its_loop_from_the_config(monkeypatch):
+    assert loop_factory("asyncio") is None
+    assert loop_factory("auto") is uvloop.new_event_loop
+    assert loop_factory("uvloop") is uvloop.new_event_loop
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # not installed
+    assert loop_factory("auto") is None
+    with pytest.raises(UserError, match="uvloop is not installed"):
+        loop_factory("uvloop")
