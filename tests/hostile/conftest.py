@@ -1,8 +1,8 @@
 """Fixtures for the hostile-REPL tests: no child process may outlive a test,
 and every async test runs on both event loops `leanrpc serve` may use
 (asyncio's and uvloop: [server] event_loop), so the fence and its audit are
-proven on each. The tests that start `leanrpc serve` as a process run it on
-its default, uvloop."""
+proven on each (tests/workers/test_pipes.py also runs `leanrpc serve` on
+uvloop; the tests here that start it as a process use its default, asyncio's)."""
 
 from __future__ import annotations
 

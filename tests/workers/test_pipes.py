@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+from pathlib import Path
 
+import psutil
 import pytest
 import uvloop
 
+from leanrpc.client import Client
 from leanrpc.commands.exits import UserError
 from leanrpc.commands.serve import loop_factory
 from leanrpc.worker.pipes import spawn_with_pipes
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_support import Served  # noqa: E402
 
 LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 
@@ -106,9 +113,29 @@ def test_a_child_that_cannot_start_leaves_no_fd_open(loop):
 
 def test_serve_picks_its_loop_from_the_config(monkeypatch):
     assert loop_factory("asyncio") is None
-    assert loop_factory("auto") is uvloop.new_event_loop
     assert loop_factory("uvloop") is uvloop.new_event_loop
     monkeypatch.setitem(sys.modules, "uvloop", None)  # not installed
-    assert loop_factory("auto") is None
+    assert loop_factory("asyncio") is None
     with pytest.raises(UserError, match="uvloop is not installed"):
         loop_factory("uvloop")
+
+
+def test_serve_runs_on_uvloop_when_asked(tmp_path):
+    """`leanrpc serve` with event_loop = "uvloop": a worker boots (its audit passes), answers, and stops."""
+    config = tmp_path / "server.toml"
+    config.write_text('[server]\nevent_loop = "uvloop"\n[cache]\nenabled = false\n')
+    served = Served("--config", str(config))
+    try:
+        with Client(served.address, max_retries=0) as client:
+            [result] = client.verify(["import Mathlib\n\ntheorem t : 1 = 1 := rfl\n"])
+            assert result.status == "VALID", result.error
+            loops = {
+                m.path
+                for m in psutil.Process(served.process.pid).memory_maps()
+                if "uvloop" in m.path
+            }
+            assert loops, "the server did not load uvloop"
+        served.process.send_signal(signal.SIGTERM)
+        assert served.process.wait(timeout=60) == 0
+    finally:
+        served.kill()

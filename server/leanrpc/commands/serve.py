@@ -4,14 +4,17 @@ Owns: the serve flags and how they override the config (found by
 commands.configref), and that no two doors share a port. May import: app, config,
 logsetup, commands.configref, commands.argtypes, commands.exits.
 
-The event loop is uvloop where it is installed (`[server] event_loop`,
-default "auto"; issue 28), else asyncio's. Measured side by side
-(benchmarks/RESULTS.md): the same server answers with 12-15% less CPU per
-request on uvloop; gRPC's own work, on its completion-queue thread, is not
-the loop's and is the same on both. uvloop became possible once the
-launcher made the REPL's pipes itself (worker/pipes.py): libuv's own
-subprocess pipes are socketpairs, whose two ends have two inodes, and the
-fence audit names the REPL's channel by the inode a pipe's ends share.
+The event loop is asyncio's unless `[server] event_loop = "uvloop"` (issue 28
+asked to measure uvloop and say why it is or is not used). uvloop became
+possible once the launcher made the REPL's pipes itself (worker/pipes.py):
+libuv's own subprocess pipes are socketpairs, whose two ends have two inodes,
+and the fence audit names the REPL's channel by the inode a pipe's ends
+share. Measured side by side (benchmarks/RESULTS.md), it is not faster here:
+server CPU per request was the same within the machine's noise. gRPC's
+native work runs on its own completion-queue thread whatever the loop, and
+under libuv's millisecond timers the audit's sub-millisecond settle pauses
+become immediate re-polls (more /proc reads per exchange). So it stays an
+option, tested (tests/hostile runs on both loops), not the default.
 """
 
 from __future__ import annotations
@@ -142,15 +145,13 @@ def run(args) -> int:
 
 def loop_factory(choice: str):
     """The event loop factory for `[server] event_loop`: None is asyncio's default."""
-    if choice == "asyncio":
+    if choice != "uvloop":
         return None
     try:
         import uvloop
     except ImportError:
-        if choice == "uvloop":
-            raise UserError(
-                'server.event_loop = "uvloop" but uvloop is not installed '
-                "(pip install uvloop, or set it to auto)"
-            ) from None
-        return None
+        raise UserError(
+            'server.event_loop = "uvloop" but uvloop is not installed '
+            '(pip install uvloop, or set it to "asyncio")'
+        ) from None
     return uvloop.new_event_loop

@@ -202,9 +202,9 @@ class ServerConfig(_Section):
     log_json: bool = False
     # Threshold of the server log (--log-level); "debug" adds per-snippet detail.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    # `leanrpc serve`'s event loop: "auto" = uvloop where installed (a dependency
-    # on Linux and macOS), else asyncio's; "uvloop" refuses to start without it.
-    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
+    # `leanrpc serve`'s event loop: asyncio's, or uvloop (pip install uvloop; not
+    # faster here: benchmarks/RESULTS.md, issue 28). "uvloop" refuses to start without it.
+    event_loop: Literal["asyncio", "uvloop"] = "asyncio"
 
 
 class SandboxConfig(_Section):
