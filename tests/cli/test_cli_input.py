@@ -14,6 +14,22 @@ import pytest
 from cli_support import GOOD, LEANRPC, Served, clean_env, leanrpc
 
 
+@pytest.fixture
+def sigint_default():
+    """Children started in the test get SIGINT's default action, as from a terminal.
+
+    A process started in the background by a non-interactive shell (`.ci/run &`)
+    has SIGINT ignored, and an ignored signal stays ignored across fork and exec:
+    the client under test would then never see the Ctrl-C these tests send. A
+    Python handler here is reset to the default in every child at exec."""
+    before = signal.getsignal(signal.SIGINT)
+    if before is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if before is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.fixture(scope="module")
 def server():
     served = Served()
@@ -101,7 +117,7 @@ def test_folder_walk_reports_broken_symlink_and_empty_file_in_natural_order(serv
     ] == names
 
 
-def test_one_sigint_mid_batch_prints_what_arrived_then_exits_130(server, tmp_path):
+def test_one_sigint_mid_batch_prints_what_arrived_then_exits_130(server, tmp_path, sigint_default):
     total = 20
     for n in range(total):
         # Distinct text (no cache hits), each ~0.4 s of stand-in CPU on one worker.
@@ -133,7 +149,7 @@ def test_one_sigint_mid_batch_prints_what_arrived_then_exits_130(server, tmp_pat
     assert err.strip().splitlines()[-1] == f"interrupted: {len(printed)} of {total} answered"
 
 
-def test_python_client_raises_interrupted_with_partial(server, tmp_path):
+def test_python_client_raises_interrupted_with_partial(server, tmp_path, sigint_default):
     script = (
         "import os, signal, threading, time\n"
         "from leanrpc.client import Client, Interrupted\n"
