@@ -33,7 +33,14 @@ import dataclasses
 import re
 import secrets
 
-__all__ = ["AxiomCheck", "Declaration", "TYPE_KINDS", "declarations", "plan_axiom_check"]
+__all__ = [
+    "AxiomCheck",
+    "Declaration",
+    "TYPE_KINDS",
+    "declarations",
+    "plan_axiom_check",
+    "print_axioms_command",
+]
 
 PROOF_KINDS = ("theorem", "lemma", "def", "abbrev", "opaque", "instance", "example")
 
@@ -105,9 +112,7 @@ class AxiomCheck:
     @property
     def print_command(self) -> str | None:
         """The command run after the body, or None if there is nothing to check."""
-        if not self.names:
-            return None
-        return "\n".join(f"#print axioms {name}" for name in self.names)
+        return print_axioms_command(self.names)
 
     def original_position(self, line: int, column: int) -> tuple[int, int]:
         """Maps a position in the rewritten body back to the user's text."""
@@ -119,6 +124,11 @@ class AxiomCheck:
                 return line, edit_column - shift
             shift += inserted - removed
         return line, column - shift
+
+
+def print_axioms_command(names: list[str]) -> str | None:
+    """One `#print axioms NAME` line per name, as one command; None for no names."""
+    return "\n".join(f"#print axioms {name}" for name in names) if names else None
 
 
 def declarations(body: str, *, types: bool = False) -> list[Declaration]:

@@ -4,9 +4,10 @@ Owns: whether a request checks axioms (`axioms_on`: the request's explicit
 choice, else `[axioms] check`), the plan of one body (`plan`: every
 proof-carrying declaration found by core.declarations, anonymous ones
 renamed), the command asked after it (`after_command`: a name the
-reference query already asks about is not asked twice) and the verdict of its
-`#print axioms` answers (`finish`: each answer matched to the name asked,
-exact allow-list `[axioms] allowed`; read by repl.check_axiom_answers). Verify and sessions both use this room, so
+reference query already asks about is not asked twice) and the verdict of
+its `#print axioms` answers (`finish`: each answer matched to the name
+asked, exact allow-list `[axioms] allowed`; read by
+repl.check_axiom_answers). Verify and sessions both use this room, so
 neither calls the other's internals. May import: config, core, repl,
 results. Never imports edge, pool or `*_pb2`.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from .. import repl
 from ..config import Config
-from ..core.declarations import AxiomCheck, plan_axiom_check
+from ..core.declarations import AxiomCheck, plan_axiom_check, print_axioms_command
 from ..results import Position, VerifyResult
 
 __all__ = ["AxiomCheck", "after_command", "axioms_on", "finish", "plan"]
@@ -40,8 +41,7 @@ def after_command(check: AxiomCheck, reference_names=()) -> str | None:
     command; a checked name that is one of them (same atoms) is not asked
     twice, and `finish` takes its answer from that query's response."""
     shared = _shared(check, reference_names)
-    names = [name for name in check.names if repl.name_atoms(name) not in shared]
-    return "\n".join(f"#print axioms {name}" for name in names) if names else None
+    return print_axioms_command([n for n in check.names if repl.name_atoms(n) not in shared])
 
 
 def finish(
