@@ -100,6 +100,31 @@ def test_every_end_closes_when_the_child_exits(loop):
 
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_exit_hooks_run_on_the_zombie_then_it_is_reaped(loop):
+    async def go():
+        process = await spawn_with_pipes(
+            [sys.executable, "-c", "raise SystemExit(3)"], cwd=None, env={}
+        )
+        seen = []
+        # Still a zombie in the hook: its status can be read without reaping it.
+        process.add_exit_hook(
+            lambda: seen.append(
+                os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG).si_status
+            )
+        )
+        code = await asyncio.wait_for(process.wait(), 30)
+        late = []
+        process.add_exit_hook(lambda: late.append(process.returncode))  # after: at once
+        process.close_pipes()
+        return process, code, seen, late
+
+    process, code, seen, late = _run(loop, go)
+    assert seen == [3] and code == 3 and late == [3]
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left
+        os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG)
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
 def test_a_child_that_cannot_start_leaves_no_fd_open(loop):
     before = set(os.listdir("/proc/self/fd"))
 

@@ -7,7 +7,9 @@ API), and `PipedProcess`, the running child: the interface of
 asyncio.subprocess.Process that the server uses (pid, returncode, wait,
 signals, communicate, stdin/stdout/stderr streams), plus the pipe transports
 (`pipe_transport(fd)`) and the pipes' inodes (`pipe_inodes`). Its exit is
-seen on a pidfd (`loop.add_reader`), where the child is reaped.
+seen on a pidfd (`loop.add_reader`): the exit hooks (`add_exit_hook`) run
+on the zombie, whose pid and process group cannot be reused yet, and then
+the child is reaped.
 
 Why not the loop's own subprocesses: uvloop (libuv) gives a child AF_UNIX
 socketpairs, not pipes, and its process object has no pipe transports to
@@ -29,6 +31,7 @@ import asyncio.streams
 import os
 import signal
 import subprocess
+from typing import Callable
 
 __all__ = ["PipedProcess", "spawn_with_pipes"]
 
@@ -62,7 +65,17 @@ class PipedProcess:
         self._transports: dict[int, asyncio.BaseTransport] = {}
         self.pipe_inodes: tuple[int, int, int] = (-1, -1, -1)
         self._exited = asyncio.Event()
+        self._exit_hooks: list[Callable[[], None]] = []
         self._watch_exit()
+
+    def add_exit_hook(self, hook: Callable[[], None]) -> None:
+        """`hook()` runs once when the child has exited, before it is reaped
+        (its pid and process group id are still its own); at once if it is
+        already reaped."""
+        if self._exited.is_set():
+            hook()
+        else:
+            self._exit_hooks.append(hook)
 
     def _watch_exit(self) -> None:
         """Reaps the child when its pidfd says it exited (no thread, no SIGCHLD)."""
@@ -73,24 +86,32 @@ class PipedProcess:
             asyncio.ensure_future(self._poll_exit())
             return
 
-        def reap() -> None:
-            self._popen.poll()
-            self._exited.set()
-
         def on_exit() -> None:
             loop.remove_reader(pidfd)
             os.close(pidfd)
-            # Reaped after the other callbacks of this wakeup: a watcher of the
-            # same exit (worker/process.py) still finds the zombie, reads its
-            # status and kills its process group before the pid can be reused.
-            loop.call_soon(reap)
+            self._finish()
 
         loop.add_reader(pidfd, on_exit)
 
     async def _poll_exit(self) -> None:  # pragma: no cover - kernel < 5.3
-        while self._popen.poll() is None:
+        while True:
+            try:
+                if os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG):
+                    break  # exited, not reaped: the hooks still find the zombie
+            except ChildProcessError:
+                break  # reaped already
             await asyncio.sleep(0.05)
-        self._exited.set()
+        self._finish()
+
+    def _finish(self) -> None:
+        """The hooks on the zombie, then the reap; the reap happens whatever a hook raises."""
+        hooks, self._exit_hooks = self._exit_hooks, []
+        try:
+            for hook in hooks:
+                hook()
+        finally:
+            self._popen.poll()
+            self._exited.set()
 
     async def _connect(self, fds: tuple[int, int, int], limit: int) -> None:
         """Wraps our ends: `fds` are (stdin write end, stdout read end, stderr read end).

@@ -1,13 +1,13 @@
 """One REPL child process: launch, exit watch, stderr tail, graded stop, memory.
 
-Owns: starting the child through the `Launcher` seam, the pidfd exit watch
-(which reads the exit status the moment the child dies, before anyone reaps
-it, and kills the rest of its process group), the stderr tail, the graded
+Owns: starting the child through the `Launcher` seam, what its exit means
+(an exit hook kills the rest of its process group the moment the child dies,
+before it is reaped: worker/pipes.py watches the pidfd), the stderr tail, the graded
 stop (close stdin, SIGTERM, SIGKILL; `ShutdownRung` says how far it went),
 resident memory of the process tree, and the inodes of our three pipes (for
 the fence audit).
-May import: leanrpc.worker.launcher, leanrpc.worker.memory, leanrpc.errors, psutil, the standard
-library. Knows nothing of the REPL protocol or of worker states.
+May import: leanrpc.worker.launcher, leanrpc.worker.memory, leanrpc.worker.pipes,
+leanrpc.errors, psutil, the standard library. Knows nothing of the REPL protocol or of worker states.
 
 Issue 14 item 4: a crash is described only after the exit status is known
 (`exit_description` waits for it), so a worker killed by a signal is always
@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import os
 import signal
 
 import psutil
@@ -62,7 +61,6 @@ class ReplProcess:
         self._launcher = launcher
         self.process: PipedProcess | None = None
         self.pid: int | None = None
-        self._status: int | None = None  # read by waitid(WNOWAIT) at pidfd readability
         self.exited = asyncio.Event()  # set once the exit status is known
         self._stderr_tail = bytearray()
         self.stderr_bytes = 0
@@ -93,44 +91,20 @@ class ReplProcess:
     @property
     def returncode(self) -> int | None:
         """Exit status as asyncio reports it (negative: killed by that signal)."""
-        if self.process is not None and self.process.returncode is not None:
-            return self.process.returncode
-        return self._status
+        return self.process.returncode if self.process is not None else None
 
     def _watch_exit(self) -> None:
-        """On the child's exit: record its status and kill its process group.
+        """On the child's exit: kill its process group, then know its status.
 
         A grandchild left behind (a shelled-out tool, `lake env`) keeps stdout
         open, so EOF alone would leave the worker half-alive and the orphan
-        running. The status is read with WNOWAIT: worker/pipes.py reaps the
-        child right after this wakeup's callbacks.
+        running. The kill is an exit hook of the process (worker/pipes.py):
+        it runs on the zombie, before the reap, so the group id is still the
+        child's own.
         """
-        loop = asyncio.get_running_loop()
         pid = self.pid
-        try:
-            pidfd = os.pidfd_open(pid)
-        except (AttributeError, OSError):  # pragma: no cover - old kernel
-            asyncio.create_task(self._wait_reaped(), name=f"{self.name}-exit")
-            return
-
-        def on_exit() -> None:
-            loop.remove_reader(pidfd)
-            try:
-                info = os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT | os.WNOHANG)
-            except (ChildProcessError, OSError):
-                info = None  # already reaped (worker/pipes.py): process.returncode has it
-            finally:
-                os.close(pidfd)
-            if info is not None and self._status is None:
-                killed = info.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
-                self._status = -info.si_status if killed else info.si_status
-            kill_process_group(pid)
-            if self.returncode is not None:
-                self.exited.set()
-            else:  # pragma: no cover - status unreadable: wait for the reaper
-                asyncio.ensure_future(self._wait_reaped())
-
-        loop.add_reader(pidfd, on_exit)
+        self.process.add_exit_hook(lambda: kill_process_group(pid))
+        asyncio.create_task(self._wait_reaped(), name=f"{self.name}-exit")
 
     async def _wait_reaped(self) -> None:
         assert self.process is not None
