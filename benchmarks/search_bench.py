@@ -14,9 +14,11 @@ alternating within one run:
   Command with the assembled proof in the header env.
 
 Reports expansions/s, expansions/s per worker (per REPL process), the ratio of leanrpc's
-per-worker rate to LeanInteract's at the same process count, CPU seconds per expansion,
-and whether both targets searched the same trees (per statement: expansion count, found
-path and a digest of every expansion's path, status and goals). `--kill-every N` adds a
+per-worker rate to LeanInteract's at the same process count, CPU per expansion outside the
+REPLs (leanrpc's server and search driver, LeanInteract's runner process) and, apart,
+leanrpc's server's own share, and whether both targets searched the same trees (per
+statement: expansion count, found path and a digest of every expansion's path, status and
+goals). `--kill-every N` adds a
 leanrpc run with the largest W that kills a random REPL with SIGKILL after every N answered
 expansions (a count, so the run kills as often on a fast machine as on a slow one) and
 counts the expansions whose state was rebuilt (only while no REPL is booting, as the
@@ -253,6 +255,10 @@ def totals(run: dict) -> dict:
         "rebuilt": sum(s.get("rebuilt", 0) for s in searches),
         "rejected": sum(s.get("rejected", 0) for s in searches),
         "cpu_ms_per_expansion": 1000 * cpu / max(expansions, 1),
+        # Of that, leanrpc's server process alone (None for LeanInteract: no server).
+        "server_cpu_ms_per_expansion": (
+            1000 * run["server_cpu_s"] / max(expansions, 1) if "server_cpu_s" in run else None
+        ),
     }
 
 
@@ -315,9 +321,9 @@ async def main(argv: list[str] | None = None) -> dict:
     )
     print(
         "| target | workers (REPL processes) | expansions | seconds | expansions/s | per worker | found | "
-        "states rebuilt | CPU ms/expansion outside the REPLs | same trees |"
+        "states rebuilt | CPU ms/expansion outside the REPLs | of it, the server | same trees |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     runs: list[dict] = []
     common = dict(width=args.width, max_expansions=args.max_expansions)
     ours_only = dict(common, profile=args.profile_server, settings=tuple(args.set))
@@ -338,9 +344,11 @@ async def main(argv: list[str] | None = None) -> dict:
             if run.get("kills")
             else ""
         )
+        server = t["server_cpu_ms_per_expansion"]
         print(
             f"| {label} | {run['workers']} | {t['expansions']} | {run['elapsed']:.1f} | {t['per_s']:.0f} | "
-            f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | {same} |",
+            f"{t['per_worker_s']:.0f} | {t['found']} | {t['rebuilt']} | {t['cpu_ms_per_expansion']:.2f} | "
+            f"{'-' if server is None else f'{server:.2f}'} | {same} |",
             flush=True,
         )
 
@@ -359,7 +367,7 @@ async def main(argv: list[str] | None = None) -> dict:
                 ratio = ours["totals"]["per_worker_s"] / theirs["totals"]["per_worker_s"]
                 ours["ratio_per_worker"] = ratio
                 print(
-                    f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | |",
+                    f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | | |",
                     flush=True,
                 )
             runs.extend([ours] + ([theirs] if theirs else []))

@@ -38,12 +38,36 @@ from . import workloads
 from .targets.common import apply_settings, serve_leanrpc, stop_process, wait_port
 
 
-def _cpu(process: psutil.Process) -> float:
+def leanrpc_table(workers: int, checks: str, scale: float) -> dict:
+    """The config of the measured `leanrpc serve`: the stand-in at `scale`, `workers` warm
+    workers, no result cache, no system-memory guard; `checks` "off" turns the axiom check
+    off and the code policy to `trusted` (the rows compared with peers)."""
+    standin = [
+        sys.executable,
+        "-m",
+        "leanrpc.standin",
+        "--import-cost",
+        f"{workloads.import_cost(scale):.4f}",
+    ]
+    table = {
+        "repl": {"command": standin},
+        "pool": {"workers": workers, "min_warm": workers},
+        "cache": {"enabled": False},
+        "limits": {"max_system_memory_percent": 0},
+    }
+    if checks == "off":
+        table["axioms"] = {"check": False}
+        table["policy"] = {"default": "trusted"}
+    return table
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    """The process's own CPU (user + system), its children not counted."""
     t = process.cpu_times()
     return t.user + t.system
 
 
-async def _drive(port: int, codes: list[str], rpc: str, concurrency: int) -> int:
+async def drive(port: int, codes: list[str], rpc: str, concurrency: int) -> int:
     import grpc
 
     from leanrpc.v1 import verifier_pb2 as pb
@@ -129,22 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         workloads.no_data(str(exc))
     codes = [items[k % len(items)].code for k in range(args.requests)]
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
-    standin = [
-        sys.executable,
-        "-m",
-        "leanrpc.standin",
-        "--import-cost",
-        f"{workloads.import_cost(args.scale):.4f}",
-    ]
-    table = {
-        "repl": {"command": standin},
-        "pool": {"workers": args.workers, "min_warm": args.workers},
-        "cache": {"enabled": False},
-        "limits": {"max_system_memory_percent": 0},
-    }
-    if args.checks == "off":
-        table["axioms"] = {"check": False}
-        table["policy"] = {"default": "trusted"}
+    table = leanrpc_table(args.workers, args.checks, args.scale)
     apply_settings(table, args.set)  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
     server, port = serve_leanrpc(table, tmp)
     spy = None
@@ -153,13 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(wait_port(port, server, 60, "leanrpc serve"))
         process = psutil.Process(server.pid)
         asyncio.run(
-            _drive(port, codes[: 4 * args.concurrency], args.rpc, args.concurrency)
+            drive(port, codes[: 4 * args.concurrency], args.rpc, args.concurrency)
         )  # warm-up
         idle_ms_per_s = None
         if args.idle > 0:
-            cpu0 = _cpu(process)
+            cpu0 = cpu_seconds(process)
             time.sleep(args.idle)
-            idle_ms_per_s = 1000 * (_cpu(process) - cpu0) / args.idle
+            idle_ms_per_s = 1000 * (cpu_seconds(process) - cpu0) / args.idle
         if args.py_spy:
             spy = subprocess.Popen(
                 [
@@ -181,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(1.0)
         for n in range(args.rounds):
             load = os.getloadavg()[0]
-            cpu0, t0 = _cpu(process), time.perf_counter()
-            valid = asyncio.run(_drive(port, codes, args.rpc, args.concurrency))
-            cpu, wall = _cpu(process) - cpu0, time.perf_counter() - t0
+            cpu0, t0 = cpu_seconds(process), time.perf_counter()
+            valid = asyncio.run(drive(port, codes, args.rpc, args.concurrency))
+            cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - t0
             rows.append(
                 {
                     "round": n + 1,

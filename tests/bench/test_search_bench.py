@@ -101,7 +101,14 @@ def test_leanrpc_and_leaninteract_search_the_same_trees(lean_interact, capsys):
         assert ours["same_trees"] == 4 and ours["differ"] == []
         assert all(s["assembled_same"] for s in ours["searches"])
         assert ours["ratio_per_worker"] > 0
-    assert "| ratio leanrpc / LeanInteract per worker | 2 |" in capsys.readouterr().out
+        # The server's own share is shown apart, and is part of the CPU outside the REPLs.
+        t = ours["totals"]
+        assert 0 <= t["server_cpu_ms_per_expansion"] <= t["cpu_ms_per_expansion"]
+    for theirs in (runs[1], runs[3]):
+        assert theirs["totals"]["server_cpu_ms_per_expansion"] is None  # in-process: no server
+    printed = capsys.readouterr().out
+    assert "| ratio leanrpc / LeanInteract per worker | 2 |" in printed
+    assert "| of it, the server |" in printed
 
 
 def test_kill_run_rebuilds_states_and_every_search_ends():
