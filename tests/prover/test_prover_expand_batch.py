@@ -179,3 +179,89 @@ async def test_the_whole_proof_check_runs_on_another_idle_worker():
         assert done.status == pb.PROOF_STATUS_COMPLETED, done.error
         assert done.verification.reuse.worker and done.worker
         assert done.verification.reuse.worker != done.worker
+
+
+def _same(a: pb.TacticResult, b: pb.TacticResult) -> bool:
+    """The same verdict on the same tactic (new states get new ids)."""
+    return (
+        a.request_id,
+        a.index,
+        a.tactic,
+        a.parent_state_id,
+        a.status,
+        list(a.goals),
+        a.error,
+    ) == (
+        b.request_id,
+        b.index,
+        b.tactic,
+        b.parent_state_id,
+        b.status,
+        list(b.goals),
+        b.error,
+    )
+
+
+async def test_packed_results_are_one_message_with_the_same_answers():
+    async with running_server(1) as (app, client):
+        proof = await client.start_proof(AND_STATEMENT)
+        root = proof.states[0].state_id
+        tactics = ["constructor", "frobnicate", "", "intro h", "run_tac pure ()", "constructor"]
+        plain = await _expand(
+            app, [pb.ExpandRequest(request_id="r", state_id=root, tactics=tactics)]
+        )
+        before = _batches(app)
+        packed = await _expand(
+            app,
+            [pb.ExpandRequest(request_id="r", state_id=root, tactics=tactics, pack_results=True)],
+        )
+        assert _batches(app) == before + 1  # still one batch on the worker
+        [message] = packed  # one stream message for the six results
+        parts = [message, *message.more]
+        assert [p.index for p in parts] == list(range(len(tactics)))
+        assert all(len(p.more) == 0 for p in message.more)
+        by_index = {r.index: r for r in plain}
+        for part in parts:
+            assert _same(part, by_index[part.index]), (part, by_index[part.index])
+        assert parts[0].status == pb.PROOF_STATUS_INCOMPLETE and parts[0].state_id
+        assert parts[4].status == pb.PROOF_STATUS_REJECTED and "run_tac" in parts[4].error
+
+
+async def test_packed_rejections_are_one_message_per_request():
+    async with running_server(1, prover__max_tactics_per_expand=3) as (app, client):
+        proof = await client.start_proof(AND_STATEMENT)
+        root = proof.states[0].state_id
+        requests = [
+            pb.ExpandRequest(
+                request_id="both", state_id=root, tactic="simp", tactics=["simp", "intro h"]
+            ),
+            pb.ExpandRequest(request_id="many", state_id=root, tactics=["simp"] * 4),
+            pb.ExpandRequest(
+                request_id="gone", state_id="no-such-state", tactics=["simp", "intro h"]
+            ),
+        ]
+        for request in requests:
+            request.pack_results = True
+        results = await _expand(app, requests)
+        assert sorted(r.request_id for r in results) == ["both", "gone", "many"]
+        by_id = {r.request_id: [r, *r.more] for r in results}
+        assert [p.index for p in by_id["many"]] == [0, 1, 2, 3]
+        assert all("max_tactics_per_expand" in p.error for p in by_id["many"])
+        assert all("not both" in p.error for p in by_id["both"])
+        assert [p.error.split(":")[0] for p in by_id["gone"]] == ["NOT_FOUND", "NOT_FOUND"]
+        assert all(p.status == pb.PROOF_STATUS_REJECTED for parts in by_id.values() for p in parts)
+
+
+def test_a_packed_message_fits_the_size_bound_part_by_part():
+    from leanrpc.edge.prover import pack_results
+
+    big = ["goal " + "x" * 40_000] * 5
+    answers = [pb.TacticResult(request_id="r", index=k, tactic="simp", goals=big) for k in range(4)]
+    limit = 64 * 1024
+    head = pack_results(answers, limit)
+    assert head.ByteSize() <= limit
+    assert [p.index for p in (head, *head.more)] == [0, 1, 2, 3]
+    assert all("result cut to fit" in p.error for p in (head, *head.more))
+    small = [pb.TacticResult(request_id="r", index=k, tactic="simp", goals=["a"]) for k in range(3)]
+    untouched = pack_results(small, limit)
+    assert untouched.error == "" and list(untouched.more[1].goals) == ["a"]

@@ -211,7 +211,9 @@ class ProverCalls:
         `batch` (the default) and a list of pairs, consecutive pairs on one
         state go as one request carrying their `tactics` (up to
         `MAX_TACTICS_PER_REQUEST`): the server runs them pipelined on one
-        worker, one fence for all, and their results come together.
+        worker, one fence for all, and their results come together, in one
+        stream message (`pack_results`; one message each from a server that
+        predates it).
         """
         call = self._prover_stub.Expand(metadata=self._metadata)
         timeout = _duration_or_none(timeout_s)
@@ -252,6 +254,7 @@ class ProverCalls:
                             state_id=state_id,
                             tactics=tactics,
                             timeout=timeout,
+                            pack_results=True,
                         )
                     await call.write(request)
                     index += len(tactics)
@@ -263,11 +266,13 @@ class ProverCalls:
                 message = await call.read()
                 if message is grpc.aio.EOF:
                     break
-                result = tactic_result_from_pb(message)
-                first = groups.get(result.request_id)
-                if first is not None:  # one of a request's tactics: its pair's own index
-                    result.request_id = str(first + result.index)
-                yield result
+                # A packed answer (pack_results) carries the request's other results in `more`.
+                for part in (message, *message.more):
+                    result = tactic_result_from_pb(part)
+                    first = groups.get(result.request_id)
+                    if first is not None:  # one of a request's tactics: its pair's own index
+                        result.request_id = str(first + result.index)
+                    yield result
             await sender
         finally:
             sender.cancel()

@@ -169,7 +169,8 @@ def _code_name(exc: BaseException) -> str:
 
 def _rejected(request: pb.ExpandRequest, error: str):
     """The REJECTED answer to a request: one result, or one per tactic of a
-    request with `tactics` (each with its index)."""
+    request with `tactics` (each with its index; in one message with
+    `pack_results`)."""
     if not request.tactics:
         return pb.TacticResult(
             request_id=request.request_id,
@@ -178,26 +179,34 @@ def _rejected(request: pb.ExpandRequest, error: str):
             status=pb.PROOF_STATUS_REJECTED,
             error=error,
         )
-    return Many(
-        tuple(
-            pb.TacticResult(
-                request_id=request.request_id,
-                parent_state_id=request.state_id,
-                tactic=tactic,
-                status=pb.PROOF_STATUS_REJECTED,
-                error=error,
-                index=k,
-            )
-            for k, tactic in enumerate(request.tactics)
+    answers = [
+        pb.TacticResult(
+            request_id=request.request_id,
+            parent_state_id=request.state_id,
+            tactic=tactic,
+            status=pb.PROOF_STATUS_REJECTED,
+            error=error[:_MAX_REJECTION_CHARS],
+            index=k,
         )
-    )
+        for k, tactic in enumerate(request.tactics)
+    ]
+    if request.pack_results:
+        answers[0].more.extend(answers[1:])
+        return answers[0]
+    return Many(tuple(answers))
+
+
+# A packed rejection skips the size fit (to_wire): its error texts are bounded here.
+_MAX_REJECTION_CHARS = 4096
 
 
 class _ExpandDoor:
     """Expand's StreamDoor: a bad pair is a REJECTED result whose error starts
     with the status code name it would have had as a unary call; the stream
     goes on. A request with `tactics` is answered once per tactic (`Many`),
-    each result with its `index`; a bad tactic among them is REJECTED alone."""
+    each result with its `index`, or with `pack_results` in one message (the
+    first result carries the others in `more`); a bad tactic among them is
+    REJECTED alone."""
 
     def __init__(
         self, prover: ProverService, *, client: str, deadline: float | None, max_result_bytes: int
@@ -225,7 +234,10 @@ class _ExpandDoor:
                     deadline=self._deadline,
                     request_id=request.request_id,
                 )
-                return Many(tuple(self._one_of_many(request, k, out) for k, out in enumerate(outs)))
+                answers = [self._one_of_many(request, k, out) for k, out in enumerate(outs)]
+                if request.pack_results and answers:
+                    return pack_results(answers, self._max_result_bytes)
+                return Many(tuple(answers))
             return outcome_to_pb(
                 await self._prover.run_tactic(
                     request.state_id,
@@ -267,12 +279,24 @@ class _ExpandDoor:
         return _rejected(request, "INVALID_ARGUMENT: duplicate request_id in flight")
 
     def to_wire(self, result: pb.TacticResult) -> pb.TacticResult:
+        if len(result.more):
+            return result  # packed: each part was fitted to its share (pack_results)
         return fit_tactic_result(result, self._max_result_bytes)
 
 
 SHUTTING_DOWN_TEXT = (
     "server shutting down: the expansion was accepted but not finished; it is safe to resend it"
 )
+
+
+def pack_results(answers: list[pb.TacticResult], limit: int) -> pb.TacticResult:
+    """One message for a request's results (`pack_results`): the first carries
+    the others in `more`, each fitted first to its share of `limit` bytes."""
+    share = max(limit // len(answers) - 64, 1024)
+    fitted = [fit_tactic_result(answer, share) for answer in answers]
+    head = fitted[0]
+    head.more.extend(fitted[1:])
+    return head
 
 
 def fit_tactic_result(out: pb.TacticResult, limit: int) -> pb.TacticResult:
