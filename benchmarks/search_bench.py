@@ -7,8 +7,10 @@ in request order) over the first `--statements` miniF2F Test statements
 alternating within one run:
 
 * leanrpc: `leanrpc serve` (a separate process) with W stand-in workers for each W of
-  `--workers`; `--concurrency` searches at once, each one Expand stream per round; a found
-  proof is the Prover's whole-proof-verified COMPLETED.
+  `--workers`; `--concurrency` searches at once, each one Expand stream per round (a state's
+  tactics in one request, its results in one message: `pack_results`); a found proof is the
+  Prover's whole-proof-verified COMPLETED. `--unpacked` adds, for each W, a run whose client
+  asks one message per tactic, as before `pack_results`, so both show side by side.
 * LeanInteract 0.11.6 in-process (benchmarks/.peers-venv): P lanes, each a thread with its
   own REPL process (one REPL per running search), P = each W; the whole-proof check is a
   Command with the assembled proof in the header env.
@@ -82,6 +84,7 @@ async def _search(
     width: int,
     max_expansions: int,
     answered=None,
+    pack: bool = True,
 ) -> dict:
     proof = await client.start_proof(code)
     root = proof.states[0]
@@ -91,7 +94,7 @@ async def _search(
     try:
         while pairs := tree.next_round():
             steps: list[search_tree.Step | None] = [None] * len(pairs)
-            async for r in client.expand(pairs):
+            async for r in client.expand(pairs, pack=pack):
                 steps[int(r.request_id)] = search_tree.Step(
                     r.status, r.state_id, tuple(r.goals), r.proof_text, r.rebuilt, r.error
                 )
@@ -125,8 +128,10 @@ async def run_leanrpc(
     timeout_s: float = 60.0,
     profile: str = "",
     settings: tuple[str, ...] = (),
+    pack: bool = True,
 ) -> dict:
-    """One leanrpc run: a fresh server, a warm-up search per worker, then every statement."""
+    """One leanrpc run: a fresh server, a warm-up search per worker, then every statement
+    (`pack`: each request's results in one stream message, as the client does by default)."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
     table = {
         "repl": {"command": [sys.executable, "-m", "leanrpc.standin"]},
@@ -162,7 +167,7 @@ async def run_leanrpc(
             async with slots:
                 try:
                     return await _search(
-                        client, name, code, tactics, width, max_expansions, answered
+                        client, name, code, tactics, width, max_expansions, answered, pack
                     )
                 except Exception as exc:  # noqa: BLE001 - reported per statement
                     return {
@@ -296,6 +301,11 @@ async def main(argv: list[str] | None = None) -> dict:
         help="a leanrpc run that kills a REPL after every N answered expansions",
     )
     parser.add_argument("--no-leaninteract", action="store_true")
+    parser.add_argument(
+        "--unpacked",
+        action="store_true",
+        help="also a leanrpc run whose client asks one stream message per tactic (no pack_results)",
+    )
     parser.add_argument("--json", help="write every run's figures here")
     parser.add_argument(
         "--set",
@@ -355,6 +365,14 @@ async def main(argv: list[str] | None = None) -> dict:
     for _ in range(args.repeats):
         for workers in args.workers:
             ours = await run_leanrpc(items, workers, args.concurrency, tactics, **ours_only)
+            unpacked = None
+            if (
+                args.unpacked
+            ):  # the same server, one stream message per tactic (before pack_results)
+                unpacked = await run_leanrpc(
+                    items, workers, args.concurrency, tactics, pack=False, **ours_only
+                )
+                unpacked["target"] = "leanrpc, one message per tactic"
             theirs = None
             if not args.no_leaninteract:
                 theirs = run_leaninteract_search(
@@ -362,6 +380,8 @@ async def main(argv: list[str] | None = None) -> dict:
                 )
                 theirs.update(target="leaninteract", workers=workers)
             show(ours, theirs)
+            if unpacked is not None:
+                show(unpacked, ours)
             if theirs is not None:
                 show(theirs, None)
                 ratio = ours["totals"]["per_worker_s"] / theirs["totals"]["per_worker_s"]
@@ -370,7 +390,7 @@ async def main(argv: list[str] | None = None) -> dict:
                     f"| ratio leanrpc / LeanInteract per worker | {workers} | | | | **{ratio:.2f}x** | | | | | |",
                     flush=True,
                 )
-            runs.extend([ours] + ([theirs] if theirs else []))
+            runs.extend([ours] + ([unpacked] if unpacked else []) + ([theirs] if theirs else []))
     if args.kill_every > 0:
         killed = await run_leanrpc(
             items,

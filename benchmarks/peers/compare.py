@@ -10,7 +10,10 @@ leanrpc unary `Verify`, Kimina `POST /api/check` to Kimina's server and to leanr
 (target `kimina_rest`, the same bytes), LeanInteract `server.run`). Targets run one at
 a time (2 cores), alternating within each round and in reverse order on the next, so machine
 noise hits all of them; the reported figures are means over rounds, and the ratios are taken
-between those means.
+between those means. With `--rpc stream` a further row, "leanrpc (VerifyStream)", sends the
+same snippets one per message over one VerifyStream per lane (what leanrpc's own client's
+`verify` does for many snippets), checks off like the peers, with its own ratios; the unary
+row stays the one compared first.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def plot(results: dict[str, dict], out_dir: Path, workers: int) -> Path:
 
 
 CHECKED = "leanrpc (default checks)"
+STREAMED = "leanrpc (VerifyStream)"
 
 
 def main(args, base: RunConfig) -> int:
@@ -92,6 +96,10 @@ def main(args, base: RunConfig) -> int:
     configs[CHECKED] = dataclasses.replace(
         base, target="leanrpc", rpc="unary", mode="closed", checks="default"
     )
+    if base.rpc == "stream":
+        configs[STREAMED] = dataclasses.replace(
+            base, target="leanrpc", rpc="stream", mode="closed", checks="off"
+        )
     for cfg in configs.values():
         cfg.validate()
     results = asyncio.run(run_rounds(configs, args.rounds))
@@ -103,6 +111,10 @@ def main(args, base: RunConfig) -> int:
         "ratios": ratios(results),
         "no_successes": failed,
     }
+    if STREAMED in results:
+        report["ratios_stream"] = ratios(
+            {k: v for k, v in results.items() if k not in ("leanrpc", CHECKED)}, STREAMED
+        )
     if "kimina_rest" in results and "kimina" in results:
         # The drop-in claim: Kimina's API served by leanrpc against Kimina's own server.
         report["ratios_kimina_rest"] = ratios(
@@ -114,6 +126,10 @@ def main(args, base: RunConfig) -> int:
     for peer, r in report["ratios"].items():
         print(
             f"leanrpc vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x"
+        )
+    for peer, r in report.get("ratios_stream", {}).items():
+        print(
+            f"{STREAMED} vs {peer}: throughput {r['throughput_x']}x, p50 {r['p50_x']}x, p99 {r['p99_x']}x"
         )
     for peer, r in report.get("ratios_kimina_rest", {}).items():
         print(

@@ -286,9 +286,11 @@ def test_benchmark_rooms_import_without_cycles():
     assert checked >= 15
 
 
-def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path):
+@pytest.mark.parametrize("rpc", ["unary", "stream"])
+def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path, rpc):
     """The side-by-side harness end to end (the `compare` command, as run for RESULTS.md): a
-    contract change that breaks a target (Duration timings, a gateway 500) shows up as errors."""
+    contract change that breaks a target (Duration timings, a gateway 500) shows up as errors.
+    `--rpc stream` adds the VerifyStream row with its own ratios; the unary rows stay."""
     import subprocess
     import sys
     from pathlib import Path
@@ -313,6 +315,8 @@ def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path
             str(TINY),
             "--targets",
             "leanrpc,kimina_rest",
+            "--rpc",
+            rpc,
             "--quiet",
             "--json",
             str(out),
@@ -327,9 +331,20 @@ def test_tiny_compare_over_leanrpc_and_its_rest_gateway_has_zero_errors(tmp_path
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(out.read_text())
     # The peer-comparable row runs with leanrpc's checks off; a second row keeps them on.
-    assert set(report["results"]) == {"leanrpc", "kimina_rest", "leanrpc (default checks)"}
+    rows = {"leanrpc", "kimina_rest", "leanrpc (default checks)"}
+    assert set(report["results"]) == rows | (
+        {"leanrpc (VerifyStream)"} if rpc == "stream" else set()
+    )
     assert report["results"]["leanrpc"]["config"]["checks"] == "off"
+    assert report["results"]["leanrpc"]["config"]["rpc"] == "unary"
     assert report["results"]["leanrpc (default checks)"]["config"]["checks"] == "default"
+    if rpc == "stream":
+        streamed = report["results"]["leanrpc (VerifyStream)"]["config"]
+        assert (streamed["rpc"], streamed["checks"]) == ("stream", "off")
+        assert set(report["ratios_stream"]) == {"kimina_rest"}
+        assert all(v is not None for v in report["ratios_stream"]["kimina_rest"].values())
+    else:
+        assert "ratios_stream" not in report
     assert all(
         r["foreign_load_pct"] is not None
         for s in report["results"].values()

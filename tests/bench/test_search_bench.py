@@ -124,3 +124,18 @@ def test_kill_run_rebuilds_states_and_every_search_ends():
     assert killed["kills"] >= 1
     assert len(killed["searches"]) == 30 and not [s for s in killed["searches"] if s.get("error")]
     assert killed["totals"]["rebuilt"] >= 1
+
+
+def test_unpacked_run_searches_the_same_trees_as_the_packed_one(capsys):
+    # `--unpacked`: the client asks one stream message per tactic (no pack_results); the
+    # answers, so the trees, are the same, and the run is shown beside the packed one.
+    out = asyncio.run(
+        search_bench.main(
+            ["--statements", "3", "--workers", "1", "--no-leaninteract", "--unpacked"]
+        )
+    )
+    packed, unpacked = out["runs"]
+    assert (packed["target"], unpacked["target"]) == ("leanrpc", "leanrpc, one message per tactic")
+    assert unpacked["same_trees"] == 3 and unpacked["differ"] == []
+    assert unpacked["totals"]["expansions"] == packed["totals"]["expansions"] > 3 * 7
+    assert "| leanrpc, one message per tactic | 1 |" in capsys.readouterr().out

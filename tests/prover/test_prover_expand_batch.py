@@ -68,7 +68,8 @@ async def test_several_tactics_on_one_state_are_one_batch_with_a_result_each():
         assert left.status == "INCOMPLETE"
 
 
-async def test_the_client_sends_a_state_s_pairs_as_one_request_and_keeps_pair_ids():
+@pytest.mark.parametrize("pack", [True, False])
+async def test_the_client_sends_a_state_s_pairs_as_one_request_and_keeps_pair_ids(pack):
     async with running_server(1) as (app, client):
         proof = await client.start_proof(AND_STATEMENT)
         root = proof.states[0].state_id
@@ -81,7 +82,7 @@ async def test_the_client_sends_a_state_s_pairs_as_one_request_and_keeps_pair_id
             (split.state_id, "simp"),
             (root, "intro h"),
         ]
-        results = {r.request_id: r async for r in client.expand(pairs)}
+        results = {r.request_id: r async for r in client.expand(pairs, pack=pack)}
         assert sorted(results, key=int) == ["0", "1", "2", "3", "4"]
         assert _batches(app) == before + 2  # (0, 1) and (2, 3); 4 alone is no batch
         for k, (state, tactic) in enumerate(pairs):

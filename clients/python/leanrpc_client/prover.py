@@ -204,6 +204,7 @@ class ProverCalls:
         *,
         timeout_s: float = 0.0,
         batch: bool = True,
+        pack: bool = True,
     ) -> AsyncIterator[TacticResult]:
         """(state_id, tactic) pairs over one Expand stream; results as they finish.
 
@@ -212,8 +213,8 @@ class ProverCalls:
         state go as one request carrying their `tactics` (up to
         `MAX_TACTICS_PER_REQUEST`): the server runs them pipelined on one
         worker, one fence for all, and their results come together, in one
-        stream message (`pack_results`; one message each from a server that
-        predates it).
+        stream message with `pack` (`pack_results`; one message each without
+        it, or from a server that predates it).
         """
         call = self._prover_stub.Expand(metadata=self._metadata)
         timeout = _duration_or_none(timeout_s)
@@ -254,7 +255,7 @@ class ProverCalls:
                             state_id=state_id,
                             tactics=tactics,
                             timeout=timeout,
-                            pack_results=True,
+                            pack_results=pack,
                         )
                     await call.write(request)
                     index += len(tactics)
