@@ -1,5 +1,6 @@
 """benchmarks/server_cpu.py runs end to end on the stand-in: every snippet of
-the round answered VALID, a server CPU figure per request, unary and stream."""
+the round answered VALID, a server CPU figure per request, unary and stream
+(its size is the benchmark's business, not this test's)."""
 
 from __future__ import annotations
 
@@ -47,5 +48,7 @@ def test_server_cpu_measures_a_round(tmp_path, rpc):
     assert done.returncode == 0, done.stderr[-2000:]
     [row] = json.loads(out.read_text())["rounds"]
     assert row["requests"] == row["valid"] == 6 and row["rpc"] == rpc
-    assert row["server_cpu_ms_per_request"] > 0
+    # A figure, never missing; 6 requests may read 0: the kernel counts a process's CPU in
+    # clock ticks (10 ms), and a fast machine serves them within one (failed so on a CI run).
+    assert row["server_cpu_ms_per_request"] >= 0
     assert "server CPU ms/request" in done.stdout
