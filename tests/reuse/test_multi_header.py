@@ -5,6 +5,7 @@ real stand-in processes."""
 
 from __future__ import annotations
 
+from leanrpc.core.headers import split_header
 from leanrpc.pool import Pool
 from leanrpc.results import Status
 from leanrpc.services.verify import VerifyOptions, VerifyService
@@ -13,8 +14,12 @@ from reuse_support import make_config, standin_command
 HEADERS = ["import Mathlib", "import Mathlib.Tactic", "import Mathlib.Data.Nat.Basic"]
 
 
+def snippet_of(header: str, i: int = 0) -> str:
+    return f"{header}\n\ntheorem t{i} : {i} + 1 = {i + 1} := rfl\n"
+
+
 def snippet(i: int) -> str:
-    return f"{HEADERS[i % 3]}\n\ntheorem t{i} : {i} + 1 = {i + 1} := rfl\n"
+    return snippet_of(HEADERS[i % 3], i)
 
 
 async def run_alternating(config, n: int = 9):
@@ -43,6 +48,11 @@ async def test_one_worker_keeps_three_headers_in_one_process():
     assert pool.stats.header_imports == 2  # headers 2 and 3 imported next to the first
     assert pool.stats.header_loads == 3 and pool.stats.header_switches == 0
     assert "header_switch" not in pool.stats.restarts
+    # Each import was measured (routing weighs waiting for a holder against it): at
+    # least the 0.05 s of CPU the stand-in burns for it.
+    for header in HEADERS:
+        measured = pool.header_cost.seconds(split_header(snippet_of(header)).import_key)
+        assert measured is not None and measured >= 0.05, (header, measured)
 
 
 async def test_one_header_per_worker_when_configured_so():

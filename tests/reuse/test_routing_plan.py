@@ -64,8 +64,11 @@ class Routing:
     """Router.plan with what the pool keeps between plans (the rent book, the
     counters) and a prefix index; the dispatcher's bookkeeping without its processes."""
 
-    def __init__(self, size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> None:
+    def __init__(
+        self, size: int = 2, *, costs=(), incrementality: bool = True, import_s=None, **kw
+    ) -> None:
         self.router = Router(size=size, **kw)
+        self.import_s = dict(import_s or {})  # measured header imports (HeaderCostModel.view)
         self.index = PrefixIndex()
         self.cost = BodyCostModel()
         for seconds, chars in costs:
@@ -90,6 +93,7 @@ class Routing:
             self.incrementality,
             self.rent.table,
             self.rent.marks,
+            self.import_s,
         )
 
     def plan(self, queue, workers, now: float):
@@ -106,6 +110,66 @@ class Routing:
 
 def router(size: int = 2, *, costs=(), incrementality: bool = True, **kw) -> Routing:
     return Routing(size, costs=costs, incrementality=incrementality, **kw)
+
+
+# -- header rent: waiting for a busy holder of the header, or importing it ------------
+
+
+def _header_situation(**kw):
+    """`busy` holds Mathlib and runs; `idle` holds Aesop and may import one
+    more header; importing Mathlib was measured at 0.3 s."""
+    r = router(import_s={key(MATHLIB): 0.3}, **kw)
+    return r, view("idle", View.IDLE, AESOP), view("busy", View.BUSY, MATHLIB)
+
+
+def test_an_idle_worker_imports_a_busy_holders_header_once_the_wait_cost_one_import():
+    r, idle, busy = _header_situation()
+    waiting = job(MATHLIB)
+    plan = r.plan([waiting], [idle, busy], NOW)
+    assert decided(plan) == [] and plan.wake_at == pytest.approx(NOW + 0.3)
+    assert r.rent.marks[waiting].since == NOW and r.rent.marks[waiting].header
+    plan = r.plan([waiting], [idle, busy], NOW + 0.2)  # 0.2 s of idle time charged
+    assert decided(plan) == [] and plan.wake_at == pytest.approx(NOW + 0.3)
+    assert r.stats.header_wait_s == pytest.approx(0.2) and r.stats.prefix_wait_s == 0
+    # 0.31 s paid >= the 0.3 s import: the idle worker imports it (long before the 2 s bound)
+    assert decided(r.plan([waiting], [idle, busy], NOW + 0.31)) == [("import", "idle")]
+    assert r.stats.header_spreads == 1 and r.stats.header_wait_s == pytest.approx(0.31)
+    assert not any(r.rent.table.values())  # spent: the header's rent starts again from 0
+
+
+def test_header_rent_adds_up_over_the_jobs_that_waited():
+    r, idle, busy = _header_situation()
+    first, second = job(MATHLIB), job(MATHLIB, "theorem y : 2 = 2 := rfl\n")
+    assert decided(r.plan([first], [idle, busy], NOW)) == []
+    # 0.2 s later the holder is free and takes the first job: 0.2 s charged to the header
+    free = dataclasses.replace(busy, state=View.IDLE)
+    assert decided(r.plan([first], [idle, free], NOW + 0.2)) == [("assign", "busy")]
+    assert r.stats.header_wait_s == pytest.approx(0.2)
+    # the second job of the header waits again while the holder runs the first ...
+    plan = r.plan([second], [idle, busy], NOW + 0.3)
+    assert decided(plan) == [] and plan.wake_at == pytest.approx(NOW + 0.4)
+    # ... and 0.1 s more makes one import's worth: the idle worker imports it
+    assert decided(r.plan([second], [idle, busy], NOW + 0.4)) == [("import", "idle")]
+
+
+def test_without_a_measured_import_the_fixed_bound_decides():
+    r = router()
+    idle, busy = view("idle", View.IDLE, AESOP), view("busy", View.BUSY, MATHLIB)
+    waiting = job(MATHLIB)
+    assert decided(r.plan([waiting], [idle, busy], NOW)) == []
+    assert decided(r.plan([waiting], [idle, busy], NOW + 1.9)) == []
+    assert r.stats.header_wait_s == 0  # nothing charged: no import cost to weigh it against
+    assert decided(r.plan([waiting], [idle, busy], NOW + 2.0)) == [("import", "idle")]
+
+
+def test_header_rent_never_switches_a_worker_that_may_not_import():
+    r, _idle, busy = _header_situation()
+    full = view("idle", View.IDLE, AESOP, can_import=False)  # count or memory bound reached
+    waiting = job(MATHLIB)
+    for t in (0.0, 0.5, 1.0):
+        assert decided(r.plan([waiting], [full, busy], NOW + t)) == []
+    # a new process only at the fixed bound, as before
+    assert decided(r.plan([waiting], [full, busy], NOW + 2.0)) == [("switch", "idle")]
 
 
 def decided(plan) -> list[tuple]:

@@ -159,6 +159,8 @@ class PoolConfig(_Section):
     spare_profile_window_s: NonNegativeFloat = 300.0
     # A queued request that has waited this long takes any idle worker, even
     # if that means loading its header there (bounds header starvation).
+    # Sooner when the idle time spent waiting for the busy workers holding
+    # its header reaches one measured import of it (docs/REUSE.md).
     max_wait_for_warm_s: NonNegativeFloat = 2.0
     # Headers one worker may import in-process and keep (each REPL env stays
     # alive for the life of the process); past it, or near the memory limit,

@@ -185,6 +185,7 @@ class Dispatcher:
             pool.features.incremental_profiles,
             self.rent.table,
             self.rent.marks,
+            pool.header_cost.view,
         )
         self.apply(self.router.plan(snapshot))
 
@@ -195,6 +196,8 @@ class Dispatcher:
         stats.prefix_waits += counted.prefix_waits
         stats.prefix_wait_s += counted.prefix_wait_s
         stats.prefix_spreads += counted.prefix_spreads
+        stats.header_wait_s += counted.header_wait_s
+        stats.header_spreads += counted.header_spreads
         self.rent.apply(plan.rent)
         by_name = {w.name: w for w in pool.workers}
         for decision in plan.decisions:

@@ -93,6 +93,7 @@ class Loader:
             header_s = await worker.load_header(
                 job.split.imports, job.import_key, pool.config.pool.header_timeout_s
             )
+            pool.header_cost.observe(job.import_key, header_s)
             if worker.state is WorkerState.LOADING:
                 worker.reserve()
         else:

@@ -163,6 +163,8 @@ class Mark:
 
     since: float | None
     key: int
+    # The wait is for a busy holder of the job's import header (its rent key is the header's).
+    header: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -177,6 +179,8 @@ class Snapshot:
     # Seconds paid waiting per prefix (rent key), oldest first.
     rent: Mapping[int, float] = dataclasses.field(default_factory=dict)
     marks: Mapping[JobView, Mark] = dataclasses.field(default_factory=dict)
+    # Measured seconds of importing each header (import key), where known.
+    import_s: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def incremental_for(self, profile: str) -> bool:
         return (
@@ -238,6 +242,8 @@ class RoutingStats:
     prefix_waits: int = 0  # jobs that waited for a busy prefix holder while a worker was idle
     prefix_wait_s: float = 0.0
     prefix_spreads: int = 0  # jobs run on an idle worker although a busy one held more
+    header_wait_s: float = 0.0  # idle time jobs waited for a busy holder of their header
+    header_spreads: int = 0  # headers imported by an idle worker once that wait paid for it
 
 
 @dataclasses.dataclass

@@ -61,7 +61,7 @@ from ..results import VerifierIdentity
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .admission import Admission
-from .cost import BodyCostModel
+from .cost import BodyCostModel, HeaderCostModel
 from .dispatch import Dispatcher
 from .features import Features
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
@@ -95,6 +95,7 @@ class Pool:
         # Every REPL handle of each worker, dropped at its DEAD transition (pool/slot.py).
         self.slots = Slots(self.index)
         self.cost = BodyCostModel()
+        self.header_cost = HeaderCostModel()
         self.supervisor = Supervisor(self)
         self.runner = Runner(self, self.supervisor)
         self.dispatcher = Dispatcher(self)

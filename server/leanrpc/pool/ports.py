@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..worker.launcher import Launcher
     from ..worker.worker import ExitCause, Worker
     from .admission import Admission
-    from .cost import BodyCostModel
+    from .cost import BodyCostModel, HeaderCostModel
     from .features import Features
     from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
     from .prefix_index import PrefixIndex
@@ -46,6 +46,8 @@ class PoolCore(Protocol):
     stats: PoolStats
     features: Features
     closing: bool
+    # Measured header import times (routing weighs waiting against importing).
+    header_cost: HeaderCostModel
 
     def poke(self) -> None: ...
 

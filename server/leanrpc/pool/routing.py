@@ -1,8 +1,9 @@
 """Routing: which queued job runs where, as a pure function of a snapshot.
 
-Owns: `Router.plan(snapshot) -> Plan`, the rules below, and the "rent" jobs
-pay waiting for a busy prefix holder (ski rental). May import: pool.plan
-only. No processes, no clock reads, no asyncio, no state between plans: the
+Owns: `Router.plan(snapshot) -> Plan`, the rules below, and when a job
+waiting for a busy worker that holds a longer prefix or its header has paid
+enough "rent" (ski rental; the book's accounting is pool/rent.py). May
+import: pool.plan and pool.rent only. No processes, no clock reads, no asyncio, no state between plans: the
 pool takes a snapshot (pool/plan.py: job and worker views, the prefix facts,
 the cost figures, the rent book, now), asks for a plan, and carries it out,
 counters and rent included (pool/dispatch.py). A plan never changes its
@@ -26,10 +27,16 @@ jobs are the look-ahead window: at most LOOKAHEAD of the fair order):
      `avoid_worker` while another is idle (the Prover's whole-proof check);
   2. a fresh worker that holds no header yet, or a free slot to start one;
   3. only for the first job that does not wait: when no worker holds its
-     header, or it has waited max_wait_for_warm_s, an idle worker of the
-     job's profile that may hold one more header imports it in-process (the
-     cheapest import: fewest headers held, then least recently used). A REPL
-     process keeps the envs of every header it imported, so nothing is lost;
+     header, an idle worker of the job's profile that may hold one more
+     header imports it in-process (the cheapest import: fewest headers held,
+     then least recently used). A REPL process keeps the envs of every header
+     it imported, so nothing is lost. When a busy worker holds it, the idle
+     time spent waiting for that holder is the header's rent: once it adds
+     up to one import of that header as measured (Snapshot.import_s), the
+     idle worker imports it (ski rental: a rarely used header never pays
+     more than twice its import; a busy one stops leaving a worker idle
+     after one import's worth), and at the latest once the job has waited
+     max_wait_for_warm_s;
   4. only when no idle worker may import (count or memory bound reached, or
      another profile's), the least recently used idle worker is replaced
      (a header switch: a new process).
@@ -59,11 +66,10 @@ from .plan import (
     WorkerView,
     routes_by_prefix,
 )
+from .rent import RENT_ENTRIES, PlanRent, header_key
 
 __all__ = ["LOOKAHEAD", "RENT_ENTRIES", "Router"]
 
-# Prefixes whose accumulated waiting ("rent") is kept, most recent kept.
-RENT_ENTRIES = 1024
 # Looked up once: a plan tests every job in the window against them.
 _CALL, _BODY = JobKind.CALL, JobKind.BODY
 
@@ -106,11 +112,8 @@ class _Pass:
         self.plan = Plan()
         # The workers as this pass changes them (frozen views, replaced on change).
         self.views: dict[str, WorkerView] = {w.name: w for w in snapshot.workers}
-        # Rent this pass charged (key -> seconds), spent (a spread), or that
-        # the book's bound will push out once the charges are applied.
-        self.paid: dict[int, float] = {}
-        self.spent: set[int] = set()
-        self.evicted: set[int] = set()
+        # The rent book as this plan changes it (pool/rent.py).
+        self.book = PlanRent(snapshot, self.plan)
 
     def run(self) -> Plan:
         plan, now = self.plan, self.now
@@ -120,7 +123,7 @@ class _Pass:
                 plan.decisions.append(Expire(job))
             else:
                 pending.append(job)
-        self._accrue_rent(pending)
+        self.book.accrue(pending, now)
         started = 0
         views = self.views
         while pending:
@@ -159,7 +162,7 @@ class _Pass:
                 if head.reuse
                 else []
             )
-            if importers and self._may_switch(head):
+            if importers and self._may_import(head):
                 worker = min(importers, key=lambda w: (len(w.header_keys), w.last_used))
                 pending.remove(head)
                 views[worker.name] = worker.as_left(
@@ -217,10 +220,10 @@ class _Pass:
                 break
         if self.s.marks or self.plan.rent.marks:  # else no job is waiting: no walk
             for job in pending:
-                mark = self._mark(job)
+                mark = self.book.mark(job)
                 if mark is not None and mark.since is not None and not by_key.get(job.import_key):
                     # A later job took the idle worker: no idle time to charge.
-                    self.plan.rent.marks[job] = Mark(None, mark.key)
+                    self.plan.rent.marks[job] = Mark(None, mark.key, mark.header)
         return assigned
 
     def _assign_idle(
@@ -340,60 +343,20 @@ class _Pass:
         saved = self.cost.per_char * (held - best_idle)
         wait = remaining_s(holder, now) + waiting_on[holder.name]
         key = hash((job.scope, job.text[:held]))
-        rent = self._rent(key)
+        rent = self.book.rent(key)
         if wait + rent >= saved:
             if not ask_only:
-                self.spent.add(key)
-                self.plan.rent.spent.append(key)
+                self.book.spend(key)
                 self.plan.stats.prefix_spreads += 1
             return False
         if not ask_only:
             waiting_on[holder.name] += self.cost.seconds(len(job.text) - held)
-            if self._mark(job) is None:
+            if self.book.mark(job) is None:
                 self.plan.stats.prefix_waits += 1
             self.plan.rent.marks[job] = Mark(now, key)
             # Rent grows while it waits: look again before it could tip over.
             self.plan.wake(now + max(0.02, (saved - wait - rent) / 2))
         return True
-
-    # -- rent ------------------------------------------------------------------
-
-    def _mark(self, job: JobView) -> Mark | None:
-        changed = self.plan.rent.marks
-        return changed[job] if job in changed else self.s.marks.get(job)
-
-    def _rent(self, key: int) -> float:
-        """The rent paid for a prefix as the book will hold it once this plan applies."""
-        if key in self.spent or key in self.evicted:
-            return 0.0
-        return self.s.rent.get(key, 0.0) + self.paid.get(key, 0.0)
-
-    def _accrue_rent(self, pending: list[JobView]) -> None:
-        """Charges each job that waited with an idle worker passed over since
-        the last plan to its prefix's rent."""
-        marks = self.s.marks
-        if not marks:
-            return  # nobody waited for a holder (the common case): one check, no walk
-        change = self.plan.rent
-        for job in pending:
-            mark = marks.get(job)  # nothing changed it yet in this plan
-            if mark is None or mark.since is None:
-                continue
-            waited = max(0.0, self.now - mark.since)
-            change.marks[job] = Mark(None, mark.key)
-            self.plan.stats.prefix_wait_s += waited
-            change.paid.append((mark.key, waited))
-            self.paid[mark.key] = self.paid.get(mark.key, 0.0) + waited
-        # The book keeps the newest RENT_ENTRIES keys: charged keys move to the
-        # end, so the oldest untouched ones are what it drops.
-        excess = len(self.s.rent) + sum(1 for k in self.paid if k not in self.s.rent) - RENT_ENTRIES
-        if excess > 0:
-            for key in self.s.rent:
-                if excess <= 0:
-                    break
-                if key not in self.paid:
-                    self.evicted.add(key)
-                    excess -= 1
 
     # -- header switches -------------------------------------------------------
 
@@ -410,6 +373,29 @@ class _Pass:
         if not self._someone_will_hold(head.import_key):
             return True
         return self.now - head.enqueued_at >= self.r.max_wait_for_warm_s
+
+    def _may_import(self, head: JobView) -> bool:
+        """Whether an idle worker (that may hold one more header) imports the
+        head job's header now (rule 3): at once when no busy or loading worker
+        holds it; else once this header's rent (idle time spent waiting for its
+        holders) reaches one measured import of it, or the job has waited
+        max_wait_for_warm_s. While it waits, the idle time until the next plan
+        is charged to the header (a mark), and the plan wakes when the rent
+        would reach the import's cost."""
+        if self._may_switch(head):
+            return True
+        cost = self.s.import_s.get(head.import_key)
+        if cost is None:
+            return False  # never imported here: the fixed bound alone decides
+        key = header_key(head.import_key)
+        rent = self.book.rent(key)
+        if rent >= cost:
+            self.book.spend(key)
+            self.plan.stats.header_spreads += 1
+            return True
+        self.plan.rent.marks[head] = Mark(self.now, key, header=True)
+        self.plan.wake(self.now + max(0.001, cost - rent))
+        return False
 
     def _wake_for_oldest(self, pending: list[JobView]) -> None:
         # The oldest job decides: no queued job waits past max_wait_for_warm_s.

@@ -30,6 +30,8 @@ class PoolStats:
     prefix_waits: int = 0  # jobs that waited for a busy prefix holder while a worker was idle
     prefix_wait_s: float = 0.0  # seconds those jobs spent waiting so
     prefix_spreads: int = 0  # jobs run on an idle worker although a busy one held more
+    header_wait_s: float = 0.0  # idle time jobs waited for a busy holder of their header
+    header_spreads: int = 0  # headers imported by an idle worker once that wait paid for it
     session_replays: int = 0  # session commands replayed after a worker was lost
     spares_started: int = 0
     jobs_submitted: int = 0

@@ -386,8 +386,11 @@ class Supervisor:
                     return  # stopped meanwhile (close, memory): nothing to load
                 worker.begin_loading()
                 pool.stats.header_loads += 1
-                await worker.load_header(
-                    split.imports, import_key, self.config.pool.header_timeout_s
+                pool.header_cost.observe(
+                    import_key,
+                    await worker.load_header(
+                        split.imports, import_key, self.config.pool.header_timeout_s
+                    ),
                 )
                 worker.release()
             except (WorkerError, HeaderLoadError) as exc:
