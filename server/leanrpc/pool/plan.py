@@ -157,9 +157,10 @@ class CostView:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Mark:
-    """A job's waiting for a busy prefix holder: since when an idle worker
-    was passed over for it (None: not now), and its prefix's rent key. The
-    key stays once set: a job counts as a prefix wait once."""
+    """A job's waiting for a busy worker that holds more of its work (a longer
+    prefix, or its header): since when an idle worker was passed over for it
+    (None: not now), and the rent key it pays into (pool/rent.py). The key
+    stays once set: a job counts as a prefix wait once."""
 
     since: float | None
     key: int
