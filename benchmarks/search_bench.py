@@ -20,13 +20,12 @@ per-worker rate to LeanInteract's at the same process count, CPU per expansion o
 REPLs (leanrpc's server and search driver, LeanInteract's runner process) and, apart,
 leanrpc's server's own share, and whether both targets searched the same trees (per
 statement: expansion count, found path and a digest of every expansion's path, status and
-goals). `--kill-every N` adds a
-leanrpc run with the largest W that kills a random REPL with SIGKILL after every N answered
-expansions (a count, so the run kills as often on a fast machine as on a slow one) and
-counts the expansions whose state was rebuilt (only while no REPL is booting, as the
-server's GetServerInfo says: killing them mid-boot trips the boot circuit breaker instead,
-another test). With no statements (none found under $LEANRPC_SHARED, or `--statements 0`)
-it stops with one line and exit status 1.
+goals). `--kill-every N` adds a leanrpc run with the largest W that kills a random REPL with
+SIGKILL after every N answered expansions (a count, so the run kills as often on a fast
+machine as on a slow one) and counts the expansions whose state was rebuilt (only while no
+REPL is booting, as the server's GetServerInfo says: killing them mid-boot trips the boot
+circuit breaker instead, another test). With no statements (none found under
+$LEANRPC_SHARED, or `--statements 0`) it stops with one line and exit status 1.
 
     python benchmarks/search_bench.py --statements 100 --workers 1 2 4 --concurrency 8
     python benchmarks/search_bench.py --statements 100 --workers 4 --kill-every 50 --no-leaninteract

@@ -254,15 +254,20 @@ async def test_packed_rejections_are_one_message_per_request():
 
 
 def test_a_packed_message_fits_the_size_bound_part_by_part():
-    from leanrpc.edge.prover import pack_results
+    from leanrpc.edge.prover import fit_packed
+
+    def packed(answers):
+        head = answers[0]
+        head.more.extend(answers[1:])
+        return head
 
     big = ["goal " + "x" * 40_000] * 5
     answers = [pb.TacticResult(request_id="r", index=k, tactic="simp", goals=big) for k in range(4)]
     limit = 64 * 1024
-    head = pack_results(answers, limit)
+    head = fit_packed(packed(answers), limit)
     assert head.ByteSize() <= limit
     assert [p.index for p in (head, *head.more)] == [0, 1, 2, 3]
     assert all("result cut to fit" in p.error for p in (head, *head.more))
     small = [pb.TacticResult(request_id="r", index=k, tactic="simp", goals=["a"]) for k in range(3)]
-    untouched = pack_results(small, limit)
+    untouched = fit_packed(packed(small), limit)
     assert untouched.error == "" and list(untouched.more[1].goals) == ["a"]

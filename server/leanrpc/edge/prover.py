@@ -185,19 +185,12 @@ def _rejected(request: pb.ExpandRequest, error: str):
             parent_state_id=request.state_id,
             tactic=tactic,
             status=pb.PROOF_STATUS_REJECTED,
-            error=error[:_MAX_REJECTION_CHARS],
+            error=error,
             index=k,
         )
         for k, tactic in enumerate(request.tactics)
     ]
-    if request.pack_results:
-        answers[0].more.extend(answers[1:])
-        return answers[0]
-    return Many(tuple(answers))
-
-
-# A packed rejection skips the size fit (to_wire): its error texts are bounded here.
-_MAX_REJECTION_CHARS = 4096
+    return _pack(answers) if request.pack_results else Many(tuple(answers))
 
 
 class _ExpandDoor:
@@ -236,7 +229,7 @@ class _ExpandDoor:
                 )
                 answers = [self._one_of_many(request, k, out) for k, out in enumerate(outs)]
                 if request.pack_results and answers:
-                    return pack_results(answers, self._max_result_bytes)
+                    return _pack(answers)
                 return Many(tuple(answers))
             return outcome_to_pb(
                 await self._prover.run_tactic(
@@ -280,7 +273,7 @@ class _ExpandDoor:
 
     def to_wire(self, result: pb.TacticResult) -> pb.TacticResult:
         if len(result.more):
-            return result  # packed: each part was fitted to its share (pack_results)
+            return fit_packed(result, self._max_result_bytes)
         return fit_tactic_result(result, self._max_result_bytes)
 
 
@@ -289,13 +282,27 @@ SHUTTING_DOWN_TEXT = (
 )
 
 
-def pack_results(answers: list[pb.TacticResult], limit: int) -> pb.TacticResult:
-    """One message for a request's results (`pack_results`): the first carries
-    the others in `more`, each fitted first to its share of `limit` bytes."""
-    share = max(limit // len(answers) - 64, 1024)
-    fitted = [fit_tactic_result(answer, share) for answer in answers]
-    head = fitted[0]
-    head.more.extend(fitted[1:])
+def _pack(answers: list[pb.TacticResult]) -> pb.TacticResult:
+    """One message for a request's results (`pack_results`): the first carries the others in `more`."""
+    head = answers[0]
+    head.more.extend(answers[1:])
+    return head
+
+
+def fit_packed(head: pb.TacticResult, limit: int) -> pb.TacticResult:
+    """Bounds a packed message to `limit` bytes, in place: when it is over,
+    each of its results is fitted (fit_tactic_result) to its share."""
+    if head.ByteSize() <= limit:
+        return head
+    rest = []
+    for part in head.more:
+        copy = pb.TacticResult()
+        copy.CopyFrom(part)
+        rest.append(copy)
+    head.ClearField("more")
+    share = max(limit // (1 + len(rest)) - 64, 1024)
+    fit_tactic_result(head, share)
+    head.more.extend(fit_tactic_result(part, share) for part in rest)
     return head
 
 

@@ -3,12 +3,12 @@
 Owns: `Router.plan(snapshot) -> Plan`, the rules below, and when a job
 waiting for a busy worker that holds a longer prefix or its header has paid
 enough "rent" (ski rental; the book's accounting is pool/rent.py). May
-import: pool.plan and pool.rent only. No processes, no clock reads, no asyncio, no state between plans: the
-pool takes a snapshot (pool/plan.py: job and worker views, the prefix facts,
-the cost figures, the rent book, now), asks for a plan, and carries it out,
-counters and rent included (pool/dispatch.py). A plan never changes its
-inputs. Tests read like a table of situations and decisions
-(tests/reuse/test_routing_plan.py).
+import: pool.plan and pool.rent only. No processes, no clock reads, no
+asyncio, no state between plans: the pool takes a snapshot (pool/plan.py:
+job and worker views, the prefix facts, the cost figures, the rent book,
+now), asks for a plan, and carries it out, counters and rent included
+(pool/dispatch.py). A plan never changes its inputs. Tests read like a table
+of situations and decisions (tests/reuse/test_routing_plan.py).
 
 Rules, in order, for the idle workers and the queued jobs (the snapshot's
 jobs are the look-ahead window: at most LOOKAHEAD of the fair order):
