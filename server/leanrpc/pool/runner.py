@@ -11,9 +11,14 @@ RunnerPort) gives back, requeues and fails jobs; this room never routes.
 One job's path:
 
     launch -> _run: Loader.start (own task: boot? header? preamble) -> Prepared
-                    _RUN[kind](job, worker, prepared) -> its outcome -> job.future
+                    _RUN[kind](job, worker, prepared) -> its outcome
+                    the worker back to the pool (release), THEN outcome -> job.future
                failure: ON_FAILURE[exception kind] -> kill the worker? retry / fail the job
                always:  the worker goes back to the pool (release), or to its load
+
+On success the worker is given back before the job is answered: the plan that
+hands it its next job then runs ahead of this answer's conversion and sending
+(both wait in the loop's queue), which is REPL time otherwise spent idle.
 
 The load is a task of its own (pool/loader.py): a job cancelled or past its
 deadline during it is answered at once and the load goes on. Only a cancel
@@ -113,7 +118,6 @@ class Runner:
     # -- one attempt -------------------------------------------------------------
 
     async def _run(self, job: Job, worker: Worker) -> None:
-        pool = self._pool
         assert job.future is not None
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
@@ -121,16 +125,22 @@ class Runner:
         # True until the load's outcome is read here; a cancel or deadline
         # before then leaves the worker to the load (Loader.adopt).
         loading = True
+        given_back = False
         try:
             await self.loader.wait(job, worker, load)
             loading = False
             if load.cancelled():
                 raise NotServingError("server is shutting down")
             outcome = await _RUN[type(job)](self, job, worker, load.result(), queue_s)
+            # The worker goes back before the answer: the dispatcher's next
+            # job for it is then scheduled ahead of this answer's conversion
+            # and sending, so the REPL waits less between commands.
+            given_back = True
+            self._give_back(job, worker, loading)
             if not job.future.done():
                 job.future.set_result(outcome)
         except asyncio.CancelledError:
-            if not loading and worker.alive:
+            if not loading and not given_back and worker.alive:
                 worker.kill(ExitCause.CANCELLED)
             if not job.future.done():
                 job.future.cancel()
@@ -138,16 +148,23 @@ class Runner:
         except Exception as exc:
             self._on_failure(job, worker, exc)
         finally:
-            if job.inflight_key is not None:
-                pool.index.unreserve(job.inflight_key)
-                job.inflight_key = None
-            if loading:
-                self.loader.adopt(worker, load)
-            else:
-                if job.retire_worker and worker.alive:
-                    worker.drain(ExitCause.TRUSTED_CODE)  # never serves another job
-                pool.release(worker)
-            pool.poke()
+            if not given_back:
+                self._give_back(job, worker, loading)
+
+    def _give_back(self, job: Job, worker: Worker, loading: bool) -> None:
+        """The end of an attempt, whatever its outcome: the in-flight prefix
+        dropped, the worker back to the pool (or to its load), a new plan."""
+        pool = self._pool
+        if job.inflight_key is not None:
+            pool.index.unreserve(job.inflight_key)
+            job.inflight_key = None
+        if loading:
+            self.loader.adopt(worker, job.load)
+        else:
+            if job.retire_worker and worker.alive:
+                worker.drain(ExitCause.TRUSTED_CODE)  # never serves another job
+            pool.release(worker)
+        pool.poke()
 
     def _on_failure(self, job: Job, worker: Worker, exc: Exception) -> None:
         """ON_FAILURE applied: the worker killed or left to be given back, the job retried or failed."""

@@ -77,6 +77,15 @@ _SYSCALLS = {
 }
 _MACHINE = platform.machine()
 
+# The settle wait's first pauses (see `PipeAudit._settled`): a few short
+# blocking sleeps before the event loop's timers, whose epoll timeout rounds
+# any pause up to a whole millisecond. Measured (issue 28, 2 cores): the REPL
+# that just answered was not yet back in its read at 63% of the audits,
+# because the server's wakeup had taken its core; a loop timer then kept it
+# idle 1.37 ms on average (0.86 ms per exchange), one 50 us sleep 0.1 ms.
+_NUDGES = 4
+_NUDGE_S = 50e-6
+
 
 def audit_available(pid: int) -> bool:
     """Whether this kernel and our privileges let us read `pid`'s threads."""
@@ -175,12 +184,16 @@ class PipeAudit:
     async def _settled(self) -> tuple[_Snapshot, str | None]:
         """Snapshots until the main thread is back at reading its input (it
         may still be writing the fence's answer); suspects fail then.
-        Waits without blocking the event loop. After the baseline, one read
-        of the reader thread's syscall (a file held open) says when it is
-        back in a read before the whole tree is looked at: a REPL still
-        writing costs that read per wait, not a snapshot (issue 28)."""
+        Waits without blocking the event loop, but for its first
+        `_NUDGES` pauses of `_NUDGE_S` (0.2 ms at most): a sleep that lets
+        the REPL take back the core it is waiting for, where a loop timer
+        would keep the REPL idle a whole millisecond. After the baseline,
+        one read of the reader thread's syscall (a file held open) says when
+        it is back in a read before the whole tree is looked at: a REPL
+        still writing costs that read per wait, not a snapshot (issue 28)."""
         deadline = None
         pause = 0.0002
+        nudges = 0
         snapshot = _Snapshot({}, 0, [], [])
         while True:
             if self._reader is None or self._reader_reads():
@@ -210,6 +223,12 @@ class PipeAudit:
                     snapshot,
                     f"no thread went back to reading the REPL's input within {self._settle_s} s",
                 )
+            if nudges < _NUDGES:
+                # Usually the REPL is one step from its read, but waiting for
+                # the core we woke up on: hand the core over for a moment.
+                nudges += 1
+                time.sleep(_NUDGE_S)
+                continue
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)
 
