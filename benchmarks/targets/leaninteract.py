@@ -89,9 +89,13 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
         records = [
             Record(**json.loads(line)) for line in (tmp / "records.jsonl").read_text().splitlines()
         ]
-        # Runner CPU is self-reported (the process is gone by now); REPL CPU is the last
-        # psutil sample of its children, taken at most 0.5 s before they were killed.
-        repl_cpu = sum(watch.children_cpu_by_pid.values()) - repl_cpu0
+        # Runner CPU is self-reported (the process is gone by now), and so is its REPLs' CPU
+        # over the measured phase (read by the runner itself right before and after it). The
+        # last psutil sample of its children (taken up to 0.5 s before the runner killed
+        # them) stays beside it as a check, and stands in where a runner reports none.
+        sampled = sum(watch.children_cpu_by_pid.values()) - repl_cpu0
+        reported = float(meta["server"].get("repl_cpu_s") or 0.0)
+        repl_cpu = reported if reported > 0 else sampled
         ours = meta["server"]["cpu_s"] + repl_cpu + time.process_time() - client0
         server = {
             "foreign_load_pct": foreign_load_pct(
@@ -101,7 +105,8 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
             "cpu_s": meta["server"]["cpu_s"],
             "cpu_percent": meta["server"]["cpu_percent"],
             "rss_mb_max": round(watch.rss_max / 2**20, 1),
-            "repl_cpu_s": round(sum(watch.children_cpu_by_pid.values()) - repl_cpu0, 3),
+            "repl_cpu_s": round(repl_cpu, 3),
+            "repl_cpu_s_sampled": round(sampled, 3),
             "repl_rss_mb_max": round(watch.repl_rss_max / 2**20, 1),
         }
         info = {"verifier": "stand-in", "lean_interact": meta.get("version", "")}
