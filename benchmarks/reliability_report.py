@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # testkit, which reliability_support imports
 sys.path.insert(0, str(ROOT / "tests" / "reliability"))
 
 import grpc  # noqa: E402
@@ -51,6 +52,15 @@ def _counts(counter) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items()) if v) or "-"
 
 
+def _quiet(app) -> bool:
+    """Nothing queued and every submitted job finished (the pool's published metrics)."""
+    metrics = app.pool.metrics(memory=False)
+    return (
+        metrics.snapshot.queue_depth == 0
+        and metrics.stats.jobs_submitted == metrics.stats.jobs_finished
+    )
+
+
 async def _next_call_ok(port: int) -> str:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         health = await health_pb2_grpc.HealthStub(channel).Check(
@@ -79,7 +89,7 @@ async def sustained(total: int) -> list[tuple[str, str]]:
     gc.collect()
     rss["end"] = rss_mb()
     fds_loaded = open_fds()
-    restarts = app.pool.stats.restarts
+    restarts = app.pool.metrics(memory=False).stats.restarts
     await app.stop(2.0)
     await wait_no_descendants()
     return [
@@ -112,7 +122,7 @@ async def faults(total: int) -> list[tuple[str, str]]:
     )
     await killer.stop()
     after = await _next_call_ok(app.port)
-    restarts = app.pool.stats.restarts
+    restarts = app.pool.metrics(memory=False).stats.restarts
     await app.stop(2.0)
     await wait_no_descendants()
     rows = [
@@ -173,15 +183,12 @@ async def cancel_storm(streams: int = 50, per_stream: int = 100) -> list[tuple[s
         await asyncio.gather(*(storm(k) for k in range(streams)))
     seconds = time.monotonic() - started
     await wait_for(
-        lambda: (
-            app.pool.queue_depth == 0
-            and app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished
-        ),
+        lambda: _quiet(app),
         20,
         "quiet",
     )
     after = await _next_call_ok(app.port)
-    restarts = app.pool.stats.restarts
+    restarts = app.pool.metrics(memory=False).stats.restarts
     await app.stop(2.0)
     await wait_no_descendants()
     return [
@@ -214,9 +221,7 @@ async def deadlines(count: int = 300) -> list[tuple[str, str]]:
             codes[name] = codes.get(name, 0) + 1
 
         await asyncio.gather(*(one() for _ in range(count)))
-    await wait_for(
-        lambda: app.pool.stats.jobs_submitted == app.pool.stats.jobs_finished, 20, "quiet"
-    )
+    await wait_for(lambda: _quiet(app), 20, "quiet")
     after = await _next_call_ok(app.port)
     await app.stop(2.0)
     await wait_no_descendants()
@@ -246,7 +251,7 @@ async def shutdown() -> list[tuple[str, str]]:
         return out, (await call.code()).name
 
     drains = [asyncio.ensure_future(drain(c)) for c in calls]
-    await wait_for(lambda: app.pool.stats.jobs_finished >= 2, 60, "load")
+    await wait_for(lambda: app.pool.metrics(memory=False).stats.jobs_finished >= 2, 60, "load")
     started = time.monotonic()
     stopping = asyncio.ensure_future(app.stop(grace=60.0))
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as fresh:

@@ -43,7 +43,6 @@ from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from leanrpc.core.headers import split_header
-from leanrpc.worker.worker import WorkerState
 
 MODES = ("off", "no-trie", "trie")
 HEADER = "import Mathlib\nopen Nat\n\n"
@@ -119,12 +118,16 @@ def make_config(mode: str, args) -> Config:
 
 
 async def _warm_up(app, client, n: int) -> None:
-    """Loads the header on all n workers before timing (steady state)."""
+    """Loads the header on all n workers before timing (steady state): until n workers
+    have answered with the header already warm (what the answers themselves say)."""
+    warm: set[str] = set()
     for attempt in range(20):
-        warm = sum(1 for w in app.pool.workers if w.state is WorkerState.IDLE and w.import_key)
-        if warm >= n:
+        results = await client.verify_batch(
+            [HEADER + f"example : {attempt} = {attempt} := rfl"] * (2 * n)
+        )
+        warm |= {r.worker for r in results if r.warm_header and r.worker}
+        if len(warm) >= n:
             return
-        await client.verify_batch([HEADER + f"example : {attempt} = {attempt} := rfl"] * (2 * n))
     raise RuntimeError("workers did not load the header")
 
 
@@ -143,7 +146,7 @@ async def run_mode(mode: str, items: list[tuple[str, str]], args) -> dict:
         started = time.monotonic()
         results = await asyncio.gather(*(one(sid, code) for sid, code in items))
         wall = time.monotonic() - started
-        stats = app.pool.stats
+        stats = app.pool.metrics(memory=False).stats
     finally:
         await client.close()
         await app.stop(5.0)
