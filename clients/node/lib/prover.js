@@ -1,6 +1,6 @@
 'use strict';
 // Prover calls for the Node client (docs/PROVER.md): startProof, runTactic,
-// releaseStates. Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
+// expand (several tactics on one state over the Expand stream), releaseStates. Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
 // A result is a proof only when status is PROOF_STATUS_COMPLETED: the
 // assembled whole proof (proof_text) verified VALID (verification).
 // Times are seconds here (timeoutS, ttlS; `elapsed_s` on answers) and
@@ -43,6 +43,9 @@ class ProverClient {
     const v1 = loadProver();
     this._stub = new v1.Prover(address, credentials || grpc.credentials.createInsecure());
     this._token = token;
+    this._expand = null; // the Expand stream, opened by the first expand()
+    this._pending = new Map(); // request_id -> {count, results, resolve, reject}
+    this._nextRequest = 0;
   }
 
   _unary(method, request, timeoutS) {
@@ -68,11 +71,71 @@ class ProverClient {
     return this._unary('RunTactic', request, deadlineS).then(withSeconds);
   }
 
+  // Several tactics on one state, as ONE Expand request on the client's Expand
+  // stream (opened at the first call, shared by concurrent calls): the server
+  // runs them pipelined on one worker, one fence for all, and sends all the
+  // results in one message (pack_results). Resolves to one TacticResult per
+  // tactic, in the tactics' order (each with `index` and `elapsed_s`). A bad
+  // tactic is a REJECTED result, not an error; the promise rejects only when
+  // the stream fails, and then every pending call rejects with that error.
+  expand(stateId, tactics, { timeoutS = 0 } = {}) {
+    if (!Array.isArray(tactics) || tactics.length === 0) {
+      return Promise.reject(new TypeError('expand: tactics must be a non-empty array'));
+    }
+    const stream = this._expandStream();
+    const requestId = String(this._nextRequest++);
+    const request = { request_id: requestId, state_id: stateId, ...durations({ timeout: timeoutS }) };
+    if (tactics.length === 1) request.tactic = tactics[0];
+    else Object.assign(request, { tactics, pack_results: true });
+    return new Promise((resolve, reject) => {
+      this._pending.set(requestId, { count: tactics.length, results: [], resolve, reject });
+      stream.write(request);
+    });
+  }
+
+  _expandStream() {
+    if (this._expand) return this._expand;
+    const metadata = new grpc.Metadata();
+    if (this._token) metadata.set('authorization', `Bearer ${this._token}`);
+    const stream = this._stub.Expand(metadata);
+    stream.on('data', (message) => {
+      // Packed: the first result carries the others in `more`; a server that
+      // predates packing sends one message per tactic.
+      for (const one of [message, ...(message.more || [])]) {
+        const pending = this._pending.get(one.request_id);
+        if (!pending) continue;
+        const { more, ...result } = one;
+        pending.results.push(withSeconds(result));
+        if (pending.results.length === pending.count) {
+          this._pending.delete(one.request_id);
+          pending.results.sort((a, b) => a.index - b.index);
+          pending.resolve(pending.results);
+        }
+      }
+    });
+    const fail = (error) => {
+      if (this._expand === stream) this._expand = null;
+      const pending = [...this._pending.values()];
+      this._pending.clear();
+      const reason = error || new Error('the Expand stream ended with requests unanswered');
+      for (const p of pending) p.reject(reason);
+    };
+    stream.on('error', fail);
+    stream.on('end', () => fail(null));
+    this._expand = stream;
+    return stream;
+  }
+
   releaseStates({ stateIds = [], proofIds = [] } = {}) {
     return this._unary('ReleaseStates', { state_ids: stateIds, proof_ids: proofIds }, 30);
   }
 
   close() {
+    if (this._expand) {
+      const stream = this._expand;
+      this._expand = null;
+      stream.end();
+    }
     this._stub.close();
   }
 }
