@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -68,6 +69,21 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.0
         if time.monotonic() > end:
             raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+async def node_json(cwd: Path, *args: str, timeout: float):
+    """Runs `node *args` in `cwd` (the Node client's folder) and returns the JSON of the
+    last line it printed; fails with node's stderr when it exits non-zero."""
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        *args,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout)
+    assert proc.returncode == 0, stderr.decode()
+    return json.loads(stdout.decode().strip().splitlines()[-1])
 
 
 async def stop_server(app, client) -> None:

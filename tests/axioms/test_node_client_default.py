@@ -4,11 +4,9 @@ so Node callers got VALID for a proof by `axiom cheat : False`)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import pytest
 
+from testkit import node_json
 from verify_support import running_server
 
 pytestmark = pytest.mark.timeout(240)
@@ -30,19 +28,9 @@ const { LeanrpcClient } = require('.');
 
 async def test_the_node_client_leaves_the_axiom_check_to_the_server(node_client):
     async with running_server() as (_app, _client):
-        proc = await asyncio.create_subprocess_exec(
-            "node",
-            "-e",
-            SCRIPT,
-            f"127.0.0.1:{_app.port}",
-            CHEAT,
-            cwd=node_client,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        statuses = await node_json(
+            node_client, "-e", SCRIPT, f"127.0.0.1:{_app.port}", CHEAT, timeout=120
         )
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
-        assert proc.returncode == 0, stderr.decode()
-        statuses = json.loads(stdout.decode().strip().splitlines()[-1])
         # Default (unset): the server's default, on. Explicitly off: the control.
         assert statuses == ["REJECTED", "REJECTED", "VALID"]
 
@@ -65,21 +53,16 @@ async def test_the_node_client_pins_a_snippet_to_its_reference(node_client):
     good = "import Mathlib\n\ntheorem t : 2 + 2 = 4 := by\n  norm_num\n"
     changed = "import Mathlib\n\ntheorem t : 2 + 2 = 5 := by\n  norm_num\n"
     async with running_server() as (app, _client):
-        proc = await asyncio.create_subprocess_exec(
-            "node",
+        assert await node_json(
+            node_client,
             "-e",
             PIN_SCRIPT,
             f"127.0.0.1:{app.port}",
             reference,
             good,
             changed,
-            cwd=node_client,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
-        assert proc.returncode == 0, stderr.decode()
-        assert json.loads(stdout.decode().strip().splitlines()[-1]) == [
+            timeout=120,
+        ) == [
             ["VALID", ""],
             ["INVALID", "STATEMENT_MISMATCH"],
         ]

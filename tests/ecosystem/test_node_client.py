@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 
@@ -10,22 +9,15 @@ import grpc
 
 from eco_support import start_app
 from leanrpc.client import HEADER_HASH_KEY, AsyncClient, header_hash
+from testkit import node_json
 
 
 async def test_node_client_verifies_100_snippets(node_client):
     app = await start_app(workers=2)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "node",
-            "test/verify100.js",
-            f"127.0.0.1:{app.port}",
-            cwd=node_client,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        summary = await node_json(
+            node_client, "test/verify100.js", f"127.0.0.1:{app.port}", timeout=240
         )
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), 240)
-        assert proc.returncode == 0, stderr.decode()
-        summary = json.loads(stdout.decode().strip().splitlines()[-1])
         assert summary["streamed"] + summary["batched"] == 100
         assert summary["statuses"] == {"VALID": 34, "SORRY": 33, "INVALID": 33}
         assert summary["empty_batch"] == "INVALID_ARGUMENT"

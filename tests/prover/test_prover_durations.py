@@ -5,12 +5,6 @@ their float seconds both ways."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import shutil
-import subprocess
-from pathlib import Path
-
 import grpc
 import pytest
 from google.protobuf import duration_pb2
@@ -19,8 +13,7 @@ from leanrpc.client import ClientError
 from leanrpc.v1 import prover_pb2 as ppb
 from leanrpc.v1 import prover_pb2_grpc
 from prover_support import AND_STATEMENT, running_server
-
-NODE_DIR = Path(__file__).resolve().parents[2] / "clients" / "node"
+from testkit import node_json
 
 
 def _fields(info: pytest.ExceptionInfo) -> list[str]:
@@ -141,38 +134,16 @@ const { ProverClient } = require('./lib/prover');
 """
 
 
-@pytest.fixture(scope="module")
-def node_client() -> Path:
-    assert shutil.which("node") and shutil.which("npm"), (
-        "node and npm are needed for the Node client test"
-    )
-    if not (NODE_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, timeout=600
-        )
-    subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
+async def test_the_node_client_sends_and_reads_durations(node_client):
+    # The contract copy the client loads (tests/conftest.py's fixture makes it) is the Duration one.
     assert (
         "google.protobuf.Duration timeout"
-        in (NODE_DIR / "proto" / "leanrpc" / "v1" / "prover.proto").read_text()
+        in (node_client / "proto" / "leanrpc" / "v1" / "prover.proto").read_text()
     )
-    return NODE_DIR
-
-
-async def test_the_node_client_sends_and_reads_durations(node_client):
     async with running_server(1) as (app, _client):
-        proc = await asyncio.create_subprocess_exec(
-            "node",
-            "-e",
-            NODE_SCRIPT,
-            f"127.0.0.1:{app.port}",
-            AND_STATEMENT,
-            cwd=node_client,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        out = await node_json(
+            node_client, "-e", NODE_SCRIPT, f"127.0.0.1:{app.port}", AND_STATEMENT, timeout=120
         )
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
-        assert proc.returncode == 0, stderr.decode()
-        out = json.loads(stdout.decode().strip().splitlines()[-1])
         assert 0 < out["start_elapsed_s"] < 30
         status, goals, elapsed_s = out["step"]
         assert (status, goals) == ("PROOF_STATUS_INCOMPLETE", 2) and 0 < elapsed_s < 30

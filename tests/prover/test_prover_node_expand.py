@@ -5,12 +5,10 @@ on loopback with stand-in workers, the Node client as a user runs it."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import pytest
 
 from prover_support import AND_STATEMENT, running_server
+from testkit import node_json
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -44,19 +42,9 @@ def _batches(app) -> int:
 async def test_node_expand_sends_one_packed_request_per_call_and_orders_the_results(node_client):
     async with running_server(1) as (app, _client):
         before = _batches(app)
-        proc = await asyncio.create_subprocess_exec(
-            "node",
-            "-e",
-            SCRIPT,
-            f"127.0.0.1:{app.port}",
-            AND_STATEMENT,
-            cwd=node_client,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        out = await node_json(
+            node_client, "-e", SCRIPT, f"127.0.0.1:{app.port}", AND_STATEMENT, timeout=150
         )
-        stdout, stderr = await asyncio.wait_for(proc.communicate(), 150)
-        assert proc.returncode == 0, stderr.decode()
-        out = json.loads(stdout.decode().strip().splitlines()[-1])
         batch = out["batch"]
         assert [row[:2] for row in batch] == [
             [0, "constructor"],
