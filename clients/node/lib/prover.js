@@ -1,6 +1,7 @@
 'use strict';
 // Prover calls for the Node client (docs/PROVER.md): startProof, runTactic,
-// expand (several tactics on one state over the Expand stream), releaseStates. Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
+// expand (several tactics on one state over the Expand stream), releaseStates.
+// Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
 // A result is a proof only when status is PROOF_STATUS_COMPLETED: the
 // assembled whole proof (proof_text) verified VALID (verification).
 // Times are seconds here (timeoutS, ttlS; `elapsed_s` on answers) and
