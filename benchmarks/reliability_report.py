@@ -52,6 +52,11 @@ def _counts(counter) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(counter.items()) if v) or "-"
 
 
+def _stats(app):
+    """The pool's counters, as it publishes them (Pool.metrics)."""
+    return app.pool.metrics(memory=False).stats
+
+
 def _quiet(app) -> bool:
     """Nothing queued and every submitted job finished (the pool's published metrics)."""
     metrics = app.pool.metrics(memory=False)
@@ -89,7 +94,7 @@ async def sustained(total: int) -> list[tuple[str, str]]:
     gc.collect()
     rss["end"] = rss_mb()
     fds_loaded = open_fds()
-    restarts = app.pool.metrics(memory=False).stats.restarts
+    restarts = _stats(app).restarts
     await app.stop(2.0)
     await wait_no_descendants()
     return [
@@ -122,7 +127,7 @@ async def faults(total: int) -> list[tuple[str, str]]:
     )
     await killer.stop()
     after = await _next_call_ok(app.port)
-    restarts = app.pool.metrics(memory=False).stats.restarts
+    restarts = _stats(app).restarts
     await app.stop(2.0)
     await wait_no_descendants()
     rows = [
@@ -188,7 +193,7 @@ async def cancel_storm(streams: int = 50, per_stream: int = 100) -> list[tuple[s
         "quiet",
     )
     after = await _next_call_ok(app.port)
-    restarts = app.pool.metrics(memory=False).stats.restarts
+    restarts = _stats(app).restarts
     await app.stop(2.0)
     await wait_no_descendants()
     return [
@@ -251,7 +256,7 @@ async def shutdown() -> list[tuple[str, str]]:
         return out, (await call.code()).name
 
     drains = [asyncio.ensure_future(drain(c)) for c in calls]
-    await wait_for(lambda: app.pool.metrics(memory=False).stats.jobs_finished >= 2, 60, "load")
+    await wait_for(lambda: _stats(app).jobs_finished >= 2, 60, "load")
     started = time.monotonic()
     stopping = asyncio.ensure_future(app.stop(grace=60.0))
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as fresh:

@@ -365,9 +365,8 @@ async def main(argv: list[str] | None = None) -> dict:
         for workers in args.workers:
             ours = await run_leanrpc(items, workers, args.concurrency, tactics, **ours_only)
             unpacked = None
-            if (
-                args.unpacked
-            ):  # the same server, one stream message per tactic (before pack_results)
+            if args.unpacked:
+                # The same server, one stream message per tactic (before pack_results).
                 unpacked = await run_leanrpc(
                     items, workers, args.concurrency, tactics, pack=False, **ours_only
                 )

@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-import psutil  # noqa: E402  (a dependency of LeanInteract itself)
 from lean_interact import AutoLeanServer, Command, LeanREPLConfig  # noqa: E402
 from lean_interact.interface import LeanError  # noqa: E402
 
 from benchmarks import workloads  # noqa: E402  (stdlib-only module of this repository)
+from benchmarks.measure import ResourceWatch  # noqa: E402  (stdlib and psutil, which LeanInteract needs too)
 
 
 def fake_repl_checkout(work: Path, shim: Path) -> Path:
@@ -104,25 +104,6 @@ class FairPool:
         with self._lock:
             free, self._free = self._free, []
         return free
-
-
-_REPL_CPU: dict[int, float] = {}  # pid -> its CPU seconds at the last reading
-
-
-def repl_cpu() -> float:
-    """CPU seconds of every REPL this runner started (its descendants), exited ones at
-    their last reading: read from /proc, so it is exact for the live ones."""
-    try:
-        children = psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return sum(_REPL_CPU.values())
-    for child in children:
-        try:
-            times = child.cpu_times()
-        except psutil.Error:
-            continue
-        _REPL_CPU[child.pid] = times.user + times.system
-    return sum(_REPL_CPU.values())
 
 
 def main() -> int:
@@ -225,10 +206,10 @@ def main() -> int:
         run_phase("warm-", args.warmup, 0.0, keep=False)
     print("READY", flush=True)
     cpu0 = time.process_time()
-    repl0 = repl_cpu()
+    watch = ResourceWatch(os.getpid())  # reads the REPLs' CPU now, as its start
     elapsed = run_phase("r", args.requests, args.duration, keep=True)
     cpu = time.process_time() - cpu0
-    repl = repl_cpu() - repl0
+    repl = watch.children_cpu() - watch.repl_cpu0
     if not args.quiet:
         print(file=sys.stderr)
     with open(args.out, "w") as f:

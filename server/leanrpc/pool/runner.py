@@ -136,7 +136,7 @@ class Runner:
             # job for it is then scheduled ahead of this answer's conversion
             # and sending, so the REPL waits less between commands.
             given_back = True
-            self._give_back(job, worker, loading)
+            self._give_back(job, worker, None)
             if not job.future.done():
                 job.future.set_result(outcome)
         except asyncio.CancelledError:
@@ -149,17 +149,18 @@ class Runner:
             self._on_failure(job, worker, exc)
         finally:
             if not given_back:
-                self._give_back(job, worker, loading)
+                self._give_back(job, worker, load if loading else None)
 
-    def _give_back(self, job: Job, worker: Worker, loading: bool) -> None:
+    def _give_back(self, job: Job, worker: Worker, loading: asyncio.Future | None) -> None:
         """The end of an attempt, whatever its outcome: the in-flight prefix
-        dropped, the worker back to the pool (or to its load), a new plan."""
+        dropped, the worker back to the pool (or to `loading`, the load it is
+        still in), a new plan."""
         pool = self._pool
         if job.inflight_key is not None:
             pool.index.unreserve(job.inflight_key)
             job.inflight_key = None
-        if loading:
-            self.loader.adopt(worker, job.load)
+        if loading is not None:
+            self.loader.adopt(worker, loading)
         else:
             if job.retire_worker and worker.alive:
                 worker.drain(ExitCause.TRUSTED_CODE)  # never serves another job

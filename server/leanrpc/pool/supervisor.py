@@ -386,12 +386,10 @@ class Supervisor:
                     return  # stopped meanwhile (close, memory): nothing to load
                 worker.begin_loading()
                 pool.stats.header_loads += 1
-                pool.header_cost.observe(
-                    import_key,
-                    await worker.load_header(
-                        split.imports, import_key, self.config.pool.header_timeout_s
-                    ),
+                header_s = await worker.load_header(
+                    split.imports, import_key, self.config.pool.header_timeout_s
                 )
+                pool.header_cost.observe(import_key, header_s)
                 worker.release()
             except (WorkerError, HeaderLoadError) as exc:
                 log.warning("pre-loading header on %s failed: %s", worker.name, exc)
