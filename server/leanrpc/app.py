@@ -37,6 +37,7 @@ from .edge.verifier import VerifierServicer, add_verifier_to_server
 from .errors import ModelNotConfigured
 from .pool import Pool, PoolOwner
 from .security.sandbox import make_sandbox_launcher
+from .services.access import ProfileAccess
 from .services.extract import ExtractService
 from .services.ports import Verifier
 from .services.prover import ProverService
@@ -103,6 +104,7 @@ class App:
 async def create_server(config: Config, *, launcher: Launcher | None = None) -> App:
     # Unsafe access settings refuse to start before any worker is spawned.
     access_interceptors = build_access_interceptors(config.server)  # AccessConfigError
+    ProfileAccess(config)  # ConfigError: a trusted profile open to every caller
     _check_address_free(config.server.host, config.server.port)
     _check_address_free(config.server.host, config.server.metrics_port, "--metrics-port")
     if config.gateway.http_port:

@@ -4,6 +4,8 @@
      +-- RequestError            bad input                     -> INVALID_ARGUMENT
      |    +-- NotFoundError       unknown session or state      -> NOT_FOUND
      +-- AuthError               missing/bad credentials       -> UNAUTHENTICATED
+     +-- PermissionDenied        a caller names what is not    -> PERMISSION_DENIED
+     |                           open to it (a REPL profile)
      +-- OverloadedError         queue or a limit full         -> RESOURCE_EXHAUSTED
      +-- HeaderLoadError         imports did not load          (a REJECTED result;
      |                                                           INVALID_ARGUMENT
@@ -32,7 +34,7 @@ above apply where an error ends a whole call.
 The mapping to gRPC codes lives in one table, leanrpc.edge.errors.
 
 Only bad input is a RequestError: `except RequestError` never catches a
-full queue, a missing credential, a header that did not load or a config
+full queue, a missing credential, a refused access, a header that did not load or a config
 error, each of which needs its own answer (a retry hint, UNAUTHENTICATED,
 a REJECTED result, a start-up line).
 """
@@ -77,6 +79,12 @@ class OverloadedError(LeanServiceError):
 
 class AuthError(LeanServiceError):
     """Missing or invalid credentials."""
+
+
+class PermissionDenied(LeanServiceError):
+    """The caller is known but may not use what it named (a REPL profile whose
+    `clients` leave it out). Not a RequestError: the input is well-formed, and
+    `except RequestError` must not turn a refusal of access into bad input."""
 
 
 class NotFoundError(RequestError):

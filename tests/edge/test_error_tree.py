@@ -15,6 +15,7 @@ from leanrpc.edge.errors import rich_status, status_for
 NOT_BAD_INPUT = [
     errors.OverloadedError("queue full", retry_after_s=2.0),
     errors.AuthError("no token"),
+    errors.PermissionDenied("profile 'internal' is not open to this caller"),
     errors.HeaderLoadError("unknown module Foo"),
     errors.ConfigError("config key pool.workers must be >= 1"),
     AccessConfigError("refusing to serve 0.0.0.0 without authentication"),
@@ -42,6 +43,7 @@ def test_only_bad_input_is_a_request_error(exc):
         (errors.NotFoundError("no session s"), grpc.StatusCode.NOT_FOUND),
         (errors.OverloadedError("queue full"), grpc.StatusCode.RESOURCE_EXHAUSTED),
         (errors.AuthError("no token"), grpc.StatusCode.UNAUTHENTICATED),
+        (errors.PermissionDenied("not yours"), grpc.StatusCode.PERMISSION_DENIED),
         (errors.HeaderLoadError("unknown module"), grpc.StatusCode.INVALID_ARGUMENT),
         (errors.ConfigError("bad key"), grpc.StatusCode.FAILED_PRECONDITION),
         (errors.WorkerTimeout("late"), grpc.StatusCode.DEADLINE_EXCEEDED),

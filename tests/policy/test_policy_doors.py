@@ -53,6 +53,15 @@ async def _start(tmp_path, *repl_args, **overrides):
     return app, AsyncClient(f"127.0.0.1:{app.port}", max_retries=0), log, f"http://127.0.0.1:{port}"
 
 
+def _team_only():
+    """A REPL profile only a client with the token "team" may name."""
+    import hashlib
+
+    from leanrpc.config import ReplProfile
+
+    return ReplProfile(clients=["token:" + hashlib.sha256(b"team").hexdigest()[:16]])
+
+
 def _fired(log: Path) -> list[str]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
@@ -145,11 +154,16 @@ async def test_trusted_runs_the_callers_code_and_says_so(tmp_path):
 
 
 async def test_a_trusted_client_is_named_in_config_not_in_the_request(tmp_path):
-    app, client, log, _url = await _start(tmp_path, policy__trusted_profiles=["nope"])
+    app, client, log, _url = await _start(
+        tmp_path, policy__trusted_profiles=["nope"], repl__profiles={"nope": _team_only()}
+    )
     try:
-        # Nothing in a request can ask for `trusted`: the same call stays `proof`.
+        # Nothing in a request can ask for `trusted`: the same call stays `proof`, and
+        # naming the trusted profile is refused (tests/policy/test_profile_access.py).
         result = (await client.verify_batch([HEADER + ATTACKS[1]], check_axioms=False))[0]
         assert result.status == "REJECTED" and result.checks.policy == "proof"
+        with pytest.raises(ClientError, match="PERMISSION_DENIED"):
+            await client.verify_batch([HEADER + ATTACKS[1]], check_axioms=False, profile="nope")
         assert app.service.policy.of("nope") == "trusted" and app.service.policy.of("") == "proof"
         assert _fired(log) == []
     finally:

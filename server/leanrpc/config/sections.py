@@ -90,7 +90,13 @@ class ReplConfig(_Section):
             known = ", ".join(repr(n) for n in sorted(self.profiles)) or "none"
             raise ConfigError(f"unknown REPL profile {name!r} (configured: {known})")
         merged = {k: v for k, v in msgspec.structs.asdict(self).items() if k != "profiles"}
-        merged.update({k: v for k, v in msgspec.structs.asdict(found).items() if v is not None})
+        merged.update(
+            {
+                k: v
+                for k, v in msgspec.structs.asdict(found).items()
+                if v is not None and k != "clients"  # who may name it, not how it runs
+            }
+        )
         return msgspec.convert(merged, ReplConfig)
 
     @property
@@ -110,6 +116,11 @@ class ReplProfile(_Section):
     project_revision: str | None = None
     incrementality: OnOffAuto | None = None
     elab_async: OnOffAuto | bool | None = None
+    # Who may name this profile in a request: caller identities as the request log
+    # writes them ("token:3f2a…", "cert:team-a", "peer:ipv4:10.0.0.7"); others get
+    # PERMISSION_DENIED. None (left out) = every caller. A profile in `[policy]
+    # trusted_profiles` must list them (services/access.py).
+    clients: list[str] | None = None
 
 
 class LimitsConfig(_Section):
@@ -344,7 +355,8 @@ class PolicyConfig(_Section):
     default: Literal["proof", "trusted"] = "proof"
     # Client identities (as the request log names them, e.g. "token:3f2a…") under `trusted`.
     trusted_clients: list[str] = msgspec.field(default_factory=list)
-    # REPL profiles ("" = the default [repl]) whose snippets all run under `trusted`.
+    # REPL profiles ("" = the default [repl]) whose snippets all run under `trusted`; a
+    # named one must list its `clients` ([repl.<name>] clients), or the server refuses to start.
     trusted_profiles: list[str] = msgspec.field(default_factory=list)
 
 

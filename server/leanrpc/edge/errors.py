@@ -29,6 +29,7 @@ ERROR_DOMAIN = "leanrpc.dev"
 # (error type, gRPC code, ErrorInfo.reason)
 STATUS_FOR_ERROR: list[tuple[type[BaseException], grpc.StatusCode, str]] = [
     (errors.AuthError, grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED"),
+    (errors.PermissionDenied, grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED"),
     (errors.OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED"),
     (errors.NotFoundError, grpc.StatusCode.NOT_FOUND, "NOT_FOUND"),
     (errors.RequestError, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_REQUEST"),

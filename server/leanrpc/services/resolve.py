@@ -6,7 +6,8 @@ check) builds with `Resolver.resolve` before anything runs, and the rules it
 applies while building it, each in this one place:
 
 * input validation (empty code, size, NUL, timeout range, infotree mode,
-  a known profile, a parseable reference, the session's owner and profile);
+  a known profile the caller may name, a parseable reference, the session's
+  owner and profile);
 * the header split (`split_header` runs here and nowhere else for a request);
 * the timeout (0 = `[pool] default_timeout_s`, resolved only here) and the
   absolute deadline of the call;
@@ -18,8 +19,8 @@ applies while building it, each in this one place:
 
 Below the doors nothing re-validates, re-splits or re-resolves: services,
 the cache and the pool read these fields. May import: config, core, errors,
-reference, results, services.policy, services.axioms, services.reference
-(its parser). Never imports pool internals, cache, edge or `*_pb2`.
+reference, results, services.policy, services.access, services.axioms,
+services.reference (its parser). Never imports pool internals, cache, edge or `*_pb2`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..errors import ConfigError, RequestError
 from ..reference import Reference
 from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
 from . import axioms
+from .access import ProfileAccess
 from .policy import PROOF, CodePolicy
 
 __all__ = [
@@ -140,6 +142,7 @@ class Resolver:
     policy: CodePolicy
     check_profile: Callable[[str], None]  # ConfigError for a profile the pool has no REPL for
     parse_reference: Callable[[str], Reference]  # RequestError for a reference that pins nothing
+    access: ProfileAccess  # PermissionDenied for a profile not open to the caller
     sessions: SessionLookup | None = None
     keys: KeyPort | None = None
 
@@ -208,6 +211,7 @@ class Resolver:
                 self.check_profile(options.profile)
             except ConfigError as exc:  # unknown: bad input (INVALID_ARGUMENT) naming the field
                 raise RequestError(exc.message, field="options.profile") from exc
+            self.access.check(options.profile, client_id)
         reference = None
         if options.reference:
             if options.session:

@@ -9,7 +9,7 @@ result cache may ask of the pool (`admission()`, `info()`, `identity_of()`, `wor
 OUT_OF_MEMORY, a header that does not load -> REJECTED). Only admission
 problems (bad input, queue full, not serving) are raised, for the edge to
 map to gRPC status codes. May import: config, errors, results, repl, pool, services.resolve,
-services.outcomes, services.axioms, services.sessions, services.reference (statements pinned
+services.outcomes, services.axioms, services.access, services.sessions, services.reference (statements pinned
 to a reference), services.judge (the external judge on a pinned VALID).
 Never imports edge or `*_pb2`.
 """
@@ -23,6 +23,7 @@ from ..pool import BodyJob, PoolPort, PoolSnapshot
 from ..reference import query_command
 from ..results import JudgeLevel, Status, VerifierIdentity, VerifyResult
 from . import axioms
+from .access import ProfileAccess
 from .judge import JudgeService
 from .outcomes import run_job
 from .policy import CodePolicy
@@ -39,6 +40,7 @@ class VerifyService:
     def __init__(self, pool: PoolPort, config: Config) -> None:
         self.pool = pool
         self.config = config
+        self.access = ProfileAccess(config)  # ConfigError first: a trusted profile open to all
         self.policy = CodePolicy(config, frozenset(config.axioms.allowed))
         self.sessions = SessionService(pool, config, self.policy)
         self.references = ReferenceService(pool, config)
@@ -49,6 +51,7 @@ class VerifyService:
             self.policy,
             lambda profile: self.pool.check_profile(profile),
             self.references.parse,
+            self.access,
             self.sessions,
         )
 
