@@ -347,8 +347,13 @@ class Pool:
             job.future.set_exception(exc)
 
     def requeue(self, job: Job) -> None:
+        """Back to the front of the queue for another attempt; during shutdown the
+        queue was already answered (close), so the job is answered here instead."""
         job.task = None
         job.load = None
+        if self.closing:
+            self.fail(job, NotServingError("server is shutting down"))
+            return
         self.admission.push_front(job)
 
     def fail_queued_not_serving(self, message: str) -> None:

@@ -309,6 +309,11 @@ class Supervisor:
             probe_fork = pool.features.probe_pending(worker.profile)
             await worker.start(timeout=self.config.pool.header_timeout_s, probe_fork=probe_fork)
         except WorkerBootError as exc:
+            if pool.closing:
+                # Stopped for the shutdown while it booted: no failure of the REPL's,
+                # so no warning and nothing for the breaker.
+                log.debug("worker %s: boot stopped by the shutdown: %s", worker.name, exc)
+                raise
             log.warning(
                 "worker %s boot failed: %s",
                 worker.name,
@@ -436,11 +441,14 @@ def log_worker_exit(worker: Worker) -> None:
         if cause in (ExitCause.CRASH, ExitCause.OUT_OF_MEMORY)
         else ""
     )
+    # A poisoned worker's one line carries the channel's reason (the channel logs it at debug).
+    why = worker.poisoned_why if cause in (ExitCause.GARBAGE, ExitCause.POISONED) else ""
     log.log(
         logging.getLevelName(level.upper()),
-        "worker %s %s%s%s",
+        "worker %s %s%s%s%s",
         worker.name,
         words,
+        f": {why}" if why else "",
         status,
         f": {last}" if last else "",
         extra={"worker": worker.name, "event": cause.value},

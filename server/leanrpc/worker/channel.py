@@ -67,7 +67,7 @@ class Channel:
         *,
         max_frame: int,
         settings: FenceSettings,
-        on_poison: Callable[[str, bool], None],
+        on_poison: Callable[[str, str], None],  # (why, ExitCause value)
         over_memory: Callable[[], WorkerError | None] = lambda: None,
     ) -> None:
         self.name = name
@@ -341,16 +341,20 @@ class Channel:
 
     # -- poison ----------------------------------------------------------------
 
-    def poison(self, why: str, *, garbage: bool = False) -> None:
+    def poison(self, why: str, *, cause: str = "poisoned") -> None:
         """Never trust this process again: kill it; fail what is pending.
 
-        `garbage`: the REPL printed something that is no answer at all
-        (unparseable or unsolicited output), counted apart from fence failures.
+        `cause` (an ExitCause value, for the worker's restart count): "garbage"
+        when the REPL printed something that is no answer at all (unparseable or
+        unsolicited output), counted apart from fence failures ("poisoned");
+        "cancelled" for the late answer to a command its caller cancelled (the
+        worker is being killed for the cancellation, not for its output). The
+        worker's exit line says why (pool/supervisor.py), so this logs at debug.
         """
         if self.poisoned is None:
             self.poisoned = why
-            log.warning("worker %s poisoned: %s", self.name, why)
-        self._on_poison(why, garbage)
+            log.debug("worker %s poisoned: %s", self.name, why)
+        self._on_poison(why, cause)
         self._process.kill()
         self.fail_pending(
             WorkerPoisoned(
@@ -369,18 +373,26 @@ class Channel:
             for frame in self._decoder.feed(chunk):
                 self._on_frame(repl.decode(frame))
         except FramingError as exc:
-            self.poison(f"unparseable output: {exc}", garbage=True)
+            self.poison(f"unparseable output: {exc}", cause="garbage")
         except Exception as exc:  # pragma: no cover - defensive
             log.exception("worker %s: stdout reader failed", self.name)
-            self.poison(f"reader failed: {exc}", garbage=True)
+            self.poison(f"reader failed: {exc}", cause="garbage")
 
     def _on_stdout_closed(self) -> None:
         self._closed = asyncio.ensure_future(self._on_eof())
 
     def _on_frame(self, response: repl.Response) -> None:
         pending = self._pending
+        if pending is not None and pending.future.cancelled():
+            # The answer to a command its caller cancelled, arriving before the
+            # cancellation reached the exchange: the worker is being killed for
+            # that (Worker._guarded); believed no more than garbage, counted apart.
+            self.poison(
+                f"an answer after its command was cancelled: {brief(response)}", cause="cancelled"
+            )
+            return
         if pending is None or pending.future.done():
-            self.poison(f"unsolicited output: {brief(response)}", garbage=True)
+            self.poison(f"unsolicited output: {brief(response)}", cause="garbage")
             return
         frames = pending.frames
         if pending.nonce is None:

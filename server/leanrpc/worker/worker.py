@@ -176,6 +176,11 @@ class Worker:
     def audited(self) -> bool:
         return self._channel.audited
 
+    @property
+    def poisoned_why(self) -> str:
+        """Why the channel stopped believing this REPL ("" if it did not): its exit line says it."""
+        return self._channel.poisoned or ""
+
     def stderr_tail(self) -> str:
         return self._process.stderr_tail()
 
@@ -305,9 +310,9 @@ class Worker:
             self._process.kill()
             await self._process.reap()
 
-    def _on_poison(self, why: str, garbage: bool) -> None:
+    def _on_poison(self, why: str, cause: str) -> None:
         if self.exit_cause is None:
-            self.exit_cause = ExitCause.GARBAGE if garbage else ExitCause.POISONED
+            self.exit_cause = ExitCause(cause)
         if self.state in _LIVE:
             self._set_state(S.STOPPING)
 
