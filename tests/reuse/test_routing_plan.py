@@ -518,3 +518,34 @@ def test_a_job_avoiding_a_worker_takes_another_idle_one_but_not_none():
     assert decided(r.plan([job(avoid_worker="w2")], both, NOW)) == [("assign", "w1")]
     alone = [view("w1", View.BUSY), view("w2", View.IDLE, last_used=9)]
     assert decided(r.plan([job(avoid_worker="w2")], alone, NOW)) == [("assign", "w2")]
+
+
+class _TimedStateCall(_StateCall):
+    """A `_StateCall` with a measured price (the Prover's `char_s`: its command and
+    tactics as timed, per character of its text)."""
+
+    def __init__(self, name: str, held: tuple[str, ...], char_s: float) -> None:
+        super().__init__(name, held)
+        self.char_s = char_s
+
+
+def test_a_state_waits_for_its_busy_holder_when_its_rebuild_costs_more_than_the_wait():
+    # A search-only server: no body was ever measured, so the body cost model knows
+    # nothing; the call's own measured price decides. a's state (26 characters of
+    # work, 2 ms each: a 52 ms rebuild) is on the busy w1; w2 is idle.
+    r = router()
+    assert not r.cost.known
+    a = job(call=_TimedStateCall("a", ("w1",), char_s=0.002), client_id="a")
+    w2 = view("w2", View.IDLE)
+    soon = view("w1", View.BUSY, busy_since=NOW, expected_busy_s=0.02)
+    plan = r.plan([a], [soon, w2], NOW)
+    assert plan.decisions == [] and r.stats.prefix_waits == 1  # 20 ms of wait < 52 ms of rebuild
+    assert plan.wake_at is not None and plan.wake_at > NOW
+    late = view("w1", View.BUSY, busy_since=NOW, expected_busy_s=0.2)
+    [decision] = Routing().plan([a], [late, w2], NOW).decisions
+    assert (decision.worker, decision.job) == ("w2", a)  # 200 ms of wait > the rebuild
+    # Its expected time on w2 is its whole text at its own price (w1's wait estimates use it).
+    assert abs(decision.expected_s - 0.002 * len(a.text)) < 1e-12
+    # The control: without a price (the call before it was timed) it never waits.
+    unpriced = _call_job("a", ("w1",))
+    assert [d.job for d in router().plan([unpriced], [soon, w2], NOW).decisions] == [unpriced]

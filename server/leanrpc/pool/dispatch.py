@@ -210,8 +210,8 @@ class Dispatcher:
             if isinstance(decision, (Assign, Import)):
                 worker = by_name[decision.worker]
                 worker.reserve()  # so the next plan does not hand it out
-                if isinstance(decision, Assign) and pool.cost.known:
-                    worker.expected_busy_s = decision.expected_s
+                if isinstance(decision, Assign):
+                    worker.expected_busy_s = decision.expected_s  # 0: nothing priced it
             else:
                 if isinstance(decision, Switch):
                     stats.header_switches += 1

@@ -57,14 +57,16 @@ class WorkerCall(Protocol[T_co]):
     returned is the outcome's `value`. Routing treats it like a session job:
     `held_chars(worker_name)` is how much of `text` (the work to rebuild from
     nothing) that worker already holds, so the job goes to the holder unless
-    the holder is busy and the measured per-character cost of rebuilding the
-    rest elsewhere is less than the expected wait (the prefix-routing cost
-    model, ski rental included). A `WorkerCrashed` raised by `run` retries
+    the holder is busy and the measured cost of rebuilding the rest elsewhere
+    (the call's own `char_s` when it has one, else the prefix-routing cost
+    model) is less than the expected wait, ski rental included. A `WorkerCrashed` raised by `run` retries
     the job like a crashed body.
     """
 
     scope: str  # what the work is about, the same on every worker
     text: str  # the work to redo on a worker that holds none of it
+    # Optional `char_s`: seconds per character of `text` as measured for this kind of
+    # work (None or absent: the body cost model prices it), read once at submit.
 
     def held_chars(self, worker_name: str) -> int: ...
 
@@ -132,8 +134,13 @@ class Job:
             self.enqueued_at,
             self.deadline,
             self.avoid_worker,
+            self.char_s(),
         )
         return self.view
+
+    def char_s(self) -> float | None:
+        """Seconds per character of `text` for routing; None: the body cost model's."""
+        return None
 
 
 @dataclasses.dataclass(eq=False, kw_only=True)
@@ -180,6 +187,9 @@ class CallJob(Job, Generic[T]):
         super().__post_init__()
         self.text = self.call.text
         self.scope = f"{self.scope}\x01call:{self.call.scope}"
+
+    def char_s(self) -> float | None:
+        return getattr(self.call, "char_s", None)
 
 
 def profile_key(profile: str, import_key: str) -> str:

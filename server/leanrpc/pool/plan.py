@@ -83,6 +83,10 @@ class JobView:
     deadline: float | None = None
     # Another idle worker is preferred to this one (the Prover's whole-proof check).
     avoid_worker: str = ""
+    # Seconds per character of `text` as the job's own kind of work measured them (a
+    # WorkerCall's `char_s`: the Prover's tactics and rebuilds, whose time is not the
+    # bodies' per-character cost); None: the body cost model (`CostView`) prices it.
+    char_s: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)

@@ -185,10 +185,21 @@ class _Pass:
 
     # -- assignments -----------------------------------------------------------
 
+    def _known(self, job: JobView) -> bool:
+        """Whether the job's work has a price (its own, or the body cost model's)."""
+        return job.char_s is not None or self.cost.known
+
+    def _seconds(self, job: JobView, chars: int) -> float:
+        """Expected seconds of `chars` of the job's work: at the job's own measured
+        rate (a WorkerCall's tactics and rebuilds), else the body cost model."""
+        if job.char_s is not None:
+            return job.char_s * max(0, chars)
+        return self.cost.seconds(chars)
+
     def _assign(self, job: JobView, worker: WorkerView) -> None:
         expected = 0.0
-        if self.cost.known:
-            expected = self.cost.seconds(len(job.text) - self.facts.held(job, worker.name))
+        if self._known(job):
+            expected = self._seconds(job, len(job.text) - self.facts.held(job, worker.name))
         self.views[worker.name] = worker.as_left(View.BUSY, self.now, expected, worker.loading_key)
         self.plan.decisions.append(Assign(job, worker.name, expected))
 
@@ -324,7 +335,8 @@ class _Pass:
         work than the best idle choice.
 
         It waits when the saved elaboration (extra characters at the fitted
-        per-character cost, without the per-request overhead) beats the
+        per-character cost, without the per-request overhead; a WorkerCall's
+        own measured rate when it has one) beats the
         expected wait: the holder's remaining time, the jobs already waiting
         for it, plus the "rent" earlier jobs paid waiting for this prefix while
         a worker idled. Once that rent reaches the cost of elaborating the
@@ -332,7 +344,7 @@ class _Pass:
         second holder (ski rental), so a hot prefix cannot keep one worker
         busy and the other idle. With `ask_only` it only asks; it records nothing.
         """
-        if not self._routes_by_prefix(job) or not self.cost.known:
+        if not self._routes_by_prefix(job) or not self._known(job):
             return False
         now = self.now
         if now - job.enqueued_at >= self.r.max_wait_for_warm_s:
@@ -340,7 +352,8 @@ class _Pass:
         holder, held = self._holder(job)
         if holder is None or held <= best_idle:
             return False
-        saved = self.cost.per_char * (held - best_idle)
+        per_char = job.char_s if job.char_s is not None else self.cost.per_char
+        saved = per_char * (held - best_idle)
         wait = remaining_s(holder, now) + waiting_on[holder.name]
         key = hash((job.scope, job.text[:held]))
         rent = self.book.rent(key)
@@ -350,7 +363,7 @@ class _Pass:
                 self.plan.stats.prefix_spreads += 1
             return False
         if not ask_only:
-            waiting_on[holder.name] += self.cost.seconds(len(job.text) - held)
+            waiting_on[holder.name] += self._seconds(job, len(job.text) - held)
             if self.book.mark(job) is None:
                 self.plan.stats.prefix_waits += 1
             self.plan.rent.marks[job] = Mark(now, key)

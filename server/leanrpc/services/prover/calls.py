@@ -4,7 +4,9 @@ Owns: the three `pool.WorkerCall`s: `StartCall` (the proof's command; its
 sorries become root states), `TacticCall` (tactics on one state, the state
 rebuilt first if the worker lacks it; several are pipelined as one batch, one
 fence) and `RealizeCall` (only the rebuild: states moved off a worker before
-it is recycled, where the REPL cannot pickle). Rebuilding is `rebuild.realize`. Each `run` gets a
+it is recycled, where the REPL cannot pickle). Rebuilding is `rebuild.realize`. The calls
+time what they run (a proof's command, a batch of tactics) and carry routing's price of
+their work (`char_s`, from `rebuild.Rebuilder.char_s`). Each `run` gets a
 `pool.slot.WorkerHandle` (requests, the slot's realizations, a taint mark),
 never the Worker: a call cannot kill a worker or change its state. May
 import: errors, repl, services.prover.{answers, registry, rebuild}.
@@ -34,7 +36,9 @@ class StartCall:
         return 0
 
     async def run(self, worker, base_env: int, timeout: float) -> repl.Response:
+        started = time.monotonic()
         response = await worker.request(repl.command(self.proof.command, base_env), timeout)
+        self.proof.command_s = time.monotonic() - started  # what a rebuild redoes first
         if response.env is not None:
             self.proof.roots = len(proof_sorries(response))
             record_roots(self.proof, worker.built(self.proof), response)
@@ -61,6 +65,7 @@ class RealizeCall:
         self.rebuilder = rebuilder
         self.scope = f"proof:{proof.proof_id}"
         self.text = proof.command + _tactics_text(path)
+        self.char_s = rebuilder.char_s(proof, path, 0, len(self.text))  # routing's price
 
     def held_chars(self, worker_name: str) -> int:
         return self.proof.held_chars(worker_name, self.path)
@@ -97,6 +102,8 @@ class TacticCall:
         self.scope = f"proof:{proof.proof_id}"
         # The work to redo on a worker holding none of it: the command, the path, the tactics.
         self.text = proof.command + _tactics_text(path) + "\n".join(self.tactics)
+        # Routing's price per character: measured command and tactic times (None before).
+        self.char_s = rebuilder.char_s(proof, path, len(self.tactics), len(self.text))
 
     def held_chars(self, worker_name: str) -> int:
         return self.proof.held_chars(worker_name, self.path)
@@ -106,11 +113,13 @@ class TacticCall:
             self.proof, worker, base_env, self.path, timeout, self.rebuilder
         )
         requests = [repl.tactic(tactic, state) for tactic in self.tactics]
+        started = time.monotonic()
         if len(requests) == 1:
             responses = [await worker.request(requests[0], timeout)]
         else:
             total = None if self.deadline is None else max(0.001, self.deadline - time.monotonic())
             responses = await worker.request_batch(requests, timeout, total)
+        self.rebuilder.observe_tactics(time.monotonic() - started, len(requests))
         built = worker.built(self.proof)
         for tactic, response in zip(self.tactics, responses):
             if response.proof_state is not None:

@@ -42,6 +42,8 @@ __all__ = ["Rebuilder", "proof_links", "realize", "record_opened", "record_roots
 # Seconds per request and per character when the pool has measured nothing yet.
 _NOMINAL_REQUEST_S = 1e-3
 _NOMINAL_CHAR_S = 1e-5
+# Weight of the newest batch in the tactic time (as the body cost model's).
+_TACTIC_WEIGHT = 0.1
 
 
 class Rebuilder:
@@ -52,6 +54,9 @@ class Rebuilder:
         self.scratch = scratch
         self.cost = cost  # pool.cost (BodyCostModel) or None
         self.pickling = pickling  # worker -> bool: its REPL pickles proof states
+        # Seconds one tactic request takes on a held state (weighted over batches):
+        # with each proof's measured command, routing's price of a rebuild (char_s).
+        self.tactic_s: float | None = None
 
     @property
     def stats(self) -> RegistryStats:
@@ -61,6 +66,24 @@ class Rebuilder:
         if self.cost is not None and self.cost.known:
             return self.cost.seconds(chars)
         return _NOMINAL_REQUEST_S + _NOMINAL_CHAR_S * chars
+
+    def observe_tactics(self, seconds: float, count: int) -> None:
+        """A batch of `count` tactics on a held state took `seconds` (TacticCall)."""
+        if count <= 0:
+            return
+        each = seconds / count
+        old = self.tactic_s
+        self.tactic_s = each if old is None else old + _TACTIC_WEIGHT * (each - old)
+
+    def char_s(self, proof: Proof, path: Path, tactics: int, chars: int) -> float | None:
+        """Routing's price of a call on `path` that runs `tactics` tactics: seconds per
+        character of its `chars` of text (the command, the path, the tactics), from the
+        measured command and tactic times; None before both were measured (routing
+        then prices it like a body)."""
+        if self.tactic_s is None or proof.command_s is None or chars <= 0:
+            return None
+        steps = sum(1 for step in path[1:] if not isinstance(step, SorryStep)) + tactics
+        return (proof.command_s + steps * self.tactic_s) / chars
 
     def replay_seconds(self, proof: Proof, path: Path, held: int) -> float:
         """Expected time to replay `path` from its prefix of length `held`."""

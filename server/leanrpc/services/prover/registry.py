@@ -88,6 +88,7 @@ class Proof:
         self.client_id = client_id
         self.check_axioms = check_axioms
         self.roots = roots  # number of sorries the command handed out
+        self.command_s: float | None = None  # the command's elaboration as measured (StartCall)
         self.code = ""  # the user's code as elaborated (bare statements closed), for assembly
         self.held_bytes = 0  # counted against the client (proof_bytes)
         # root sorry index -> ((line, column), (line, column)) of the sorry in `code`
