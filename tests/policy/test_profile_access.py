@@ -70,6 +70,10 @@ def test_a_client_that_is_not_an_identity_is_a_start_up_error(client):
     config = _config(team=ReplProfile(clients=[client]))
     with pytest.raises(ConfigError, match=r"repl\.team\.clients: .* is not a caller identity"):
         ProfileAccess(config)
+    config = _config()
+    config.policy.trusted_clients = [_identity("team"), client]  # the same rule
+    with pytest.raises(ConfigError, match=r"policy\.trusted_clients: .* is not a caller identity"):
+        ProfileAccess(config)
 
 
 def test_check_lets_the_listed_callers_in_and_nobody_else():

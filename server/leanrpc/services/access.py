@@ -12,9 +12,9 @@ does not start):
   the code policy never allows (docs/SECURITY.md, "Code policy"). The
   default profile "" in `trusted_profiles` is the operator's plain choice,
   the same as `[policy] default = "trusted"` for callers that name no profile;
-* each listed client is an identity as edge/identity.py writes them
-  (`token:`, `cert:` or `peer:` and a name), so a typo is a start-up error,
-  not a silent refusal of the team it meant.
+* each listed client, and each of `[policy] trusted_clients`, is an identity
+  as edge/identity.py writes them (`token:`, `cert:` or `peer:` and a name),
+  so a typo is a start-up error, not a silent refusal of the team it meant.
 
 Resolution (services/resolve.py) calls `check` once per request, after the
 profile is known to exist. May import: leanrpc.config, leanrpc.errors.
@@ -35,17 +35,11 @@ class ProfileAccess:
     def __init__(self, config: Config) -> None:
         profiles = config.repl.profiles
         self._clients: dict[str, frozenset[str]] = {}
+        _check_identities("policy.trusted_clients", config.policy.trusted_clients)
         for name, profile in profiles.items():
             if profile.clients is None:
                 continue
-            for client in profile.clients:
-                kind = next((k for k in IDENTITY_KINDS if client.startswith(k)), None)
-                if kind is None or len(client) == len(kind):
-                    raise ConfigError(
-                        f"repl.{name}.clients: {client!r} is not a caller identity "
-                        f"(one of {', '.join(k + '…' for k in IDENTITY_KINDS)}, as the "
-                        "request log names callers)"
-                    )
+            _check_identities(f"repl.{name}.clients", profile.clients)
             self._clients[name] = frozenset(profile.clients)
         for name in config.policy.trusted_profiles:
             if not name:
@@ -73,3 +67,14 @@ class ProfileAccess:
             f"REPL profile {profile!r} is not open to this caller ({client_id or 'anonymous'}); "
             "its `clients` in the server's config name who may use it"
         )
+
+
+def _check_identities(key: str, clients: list[str]) -> None:
+    for client in clients:
+        kind = next((k for k in IDENTITY_KINDS if client.startswith(k)), None)
+        if kind is None or len(client) == len(kind):
+            raise ConfigError(
+                f"{key}: {client!r} is not a caller identity "
+                f"(one of {', '.join(k + '…' for k in IDENTITY_KINDS)}, as the "
+                "request log names callers)"
+            )
