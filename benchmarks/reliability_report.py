@@ -257,8 +257,18 @@ async def shutdown() -> list[tuple[str, str]]:
 
     drains = [asyncio.ensure_future(drain(c)) for c in calls]
     await wait_for(lambda: _stats(app).jobs_finished >= 2, 60, "load")
+    # As a balancer does (and tests/reliability/test_graceful_shutdown.py): the new call
+    # comes once health says NOT_SERVING. A call racing the stop's first step may get
+    # CANCELLED from gRPC itself instead (grpc/grpc#41785: calls accepted but not yet
+    # handed to a handler are cancelled at shutdown), which this row would then show.
+    watch = health_pb2_grpc.HealthStub(channel).Watch(
+        health_pb2.HealthCheckRequest(service="leanrpc.v1.Verifier")
+    )
+    await watch.read()  # SERVING
     started = time.monotonic()
     stopping = asyncio.ensure_future(app.stop(grace=60.0))
+    await watch.read()  # NOT_SERVING
+    watch.cancel()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as fresh:
         try:
             await pb_grpc.VerifierStub(fresh).Verify(
