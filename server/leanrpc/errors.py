@@ -34,9 +34,9 @@ above apply where an error ends a whole call.
 The mapping to gRPC codes lives in one table, leanrpc.edge.errors.
 
 Only bad input is a RequestError: `except RequestError` never catches a
-full queue, a missing credential, a refused access, a header that did not load or a config
-error, each of which needs its own answer (a retry hint, UNAUTHENTICATED,
-a REJECTED result, a start-up line).
+full queue, a missing credential, a refused access, a header that did not
+load or a config error, each of which needs its own answer (a retry hint,
+UNAUTHENTICATED, PERMISSION_DENIED, a REJECTED result, a start-up line).
 """
 
 from __future__ import annotations

@@ -59,8 +59,8 @@ class WorkerCall(Protocol[T_co]):
     nothing) that worker already holds, so the job goes to the holder unless
     the holder is busy and the measured cost of rebuilding the rest elsewhere
     (the call's own `char_s` when it has one, else the prefix-routing cost
-    model) is less than the expected wait, ski rental included. A `WorkerCrashed` raised by `run` retries
-    the job like a crashed body.
+    model) is less than the expected wait, ski rental included. A
+    `WorkerCrashed` raised by `run` retries the job like a crashed body.
     """
 
     scope: str  # what the work is about, the same on every worker

@@ -4,12 +4,13 @@ Owns: the three `pool.WorkerCall`s: `StartCall` (the proof's command; its
 sorries become root states), `TacticCall` (tactics on one state, the state
 rebuilt first if the worker lacks it; several are pipelined as one batch, one
 fence) and `RealizeCall` (only the rebuild: states moved off a worker before
-it is recycled, where the REPL cannot pickle). Rebuilding is `rebuild.realize`. The calls
-time what they run (a proof's command, a batch of tactics) and carry routing's price of
-their work (`char_s`, from `rebuild.Rebuilder.char_s`). Each `run` gets a
-`pool.slot.WorkerHandle` (requests, the slot's realizations, a taint mark),
-never the Worker: a call cannot kill a worker or change its state. May
-import: errors, repl, services.prover.{answers, registry, rebuild}.
+it is recycled, where the REPL cannot pickle). Rebuilding is
+`rebuild.realize`. The calls time what they run (a proof's command, a batch
+of tactics) and carry routing's price of their work (`char_s`, from
+`rebuild.Rebuilder.char_s`). Each `run` gets a `pool.slot.WorkerHandle`
+(requests, the slot's realizations, a taint mark), never the Worker: a call
+cannot kill a worker or change its state. May import: errors, repl,
+services.prover.{answers, registry, rebuild}.
 """
 
 from __future__ import annotations
