@@ -15,27 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 
 from leanrpc import repl
-from leanrpc.config import LimitsConfig
-from leanrpc.worker import ExitCause, Launcher, LaunchSpec, Worker, WorkerState
+from leanrpc.worker import ExitCause, WorkerState
+from workers_support import booted_worker
 
-STANDIN = [sys.executable, "-m", "leanrpc.standin"]
 QUICK = "--@standin: burn=0.05\ntheorem t : True := trivial"
-
-
-async def _booted(name: str) -> Worker:
-    worker = Worker(name, LaunchSpec(argv=STANDIN), Launcher(), LimitsConfig())
-    await worker.start(60.0)
-    worker.reserve()
-    return worker
 
 
 async def test_the_answer_to_a_cancelled_command_is_counted_as_the_cancellation(caplog):
     caplog.set_level(logging.DEBUG, logger="leanrpc.worker")
-    worker = await _booted("c1")
+    worker = await booted_worker("c1")
     try:
         request = asyncio.ensure_future(worker.request(repl.command(QUICK), 30.0))
         while worker.state is not WorkerState.RUNNING:

@@ -7,28 +7,19 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 
 import pytest
 
 from leanrpc import repl
-from leanrpc.config import LimitsConfig
 from leanrpc.errors import WorkerCrashed
-from leanrpc.worker import ExitCause, Launcher, LaunchSpec, Worker, WorkerState
+from leanrpc.worker import ExitCause, Worker, WorkerState
+from workers_support import booted_worker
 
-STANDIN = [sys.executable, "-m", "leanrpc.standin"]
 HANG = "--@standin: hang\ntheorem t : True := trivial"
 
 
-async def _booted(name: str) -> Worker:
-    worker = Worker(name, LaunchSpec(argv=STANDIN), Launcher(), LimitsConfig())
-    await worker.start(60.0)
-    worker.reserve()
-    return worker
-
-
 async def _kill_mid_request(index: int) -> str:
-    worker = await _booted(f"k{index}")
+    worker = await booted_worker(f"k{index}")
     request = asyncio.ensure_future(worker.request(repl.command(HANG), 60.0))
     # Vary the moment: right after sending, or once the REPL is surely inside.
     await asyncio.sleep(0 if index % 3 == 0 else 0.001 * (index % 7))
@@ -56,7 +47,7 @@ async def test_kill_9_mid_request_always_names_sigkill():
 @pytest.mark.parametrize("wait_for_eof", [False, True])
 async def test_kill_9_of_an_idle_worker_is_named_at_the_next_request(wait_for_eof):
     for index in range(10):
-        worker = await _booted(f"i{index}")
+        worker = await booted_worker(f"i{index}")
         os.kill(worker.pid, signal.SIGKILL)
         if wait_for_eof:
             await asyncio.wait_for(_dead(worker), 10)

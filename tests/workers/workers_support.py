@@ -6,13 +6,22 @@ import sys
 
 import psutil
 
-from leanrpc.config import Config
+from leanrpc.config import Config, LimitsConfig
 from leanrpc.pool.pool import Pool
 from leanrpc.services.verify import VerifyOptions, VerifyService
+from leanrpc.worker import Launcher, LaunchSpec, Worker
 from testkit import descendants, loopback_config, wait_until  # noqa: F401  (re-exported to the tests)
 
 HEADER = "import Mathlib\n\n"
 STANDIN = [sys.executable, "-m", "leanrpc.standin"]
+
+
+async def booted_worker(name: str) -> Worker:
+    """A lone stand-in Worker (no pool), booted and reserved: ready for `request`."""
+    worker = Worker(name, LaunchSpec(argv=STANDIN), Launcher(), LimitsConfig())
+    await worker.start(60.0)
+    worker.reserve()
+    return worker
 
 
 def make_config(workers: int = 1, **overrides) -> Config:
