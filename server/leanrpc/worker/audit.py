@@ -153,7 +153,16 @@ class PipeAudit:
     async def check(self, sent: int = 0, received: int = 0) -> str | None:
         """None when the tree looks as at warm-up and the main thread moved
         at least `sent` bytes in and `received` bytes out since the last
-        audit; else what changed. Raises ProcessGone."""
+        audit; else what changed. Raises ProcessGone, also when the REPL died
+        while it was looked at (a kill -9 mid-audit fails a look first): the
+        answer is withheld either way, and a death is counted as a crash, not
+        as a forgery."""
+        problem = await self._check(sent, received)
+        if problem is not None and not self._running():
+            raise ProcessGone(self._root)
+        return problem
+
+    async def _check(self, sent: int, received: int) -> str | None:
         if self._baseline is None:
             return await self.record_baseline()
         self.checks += 1
