@@ -13,7 +13,7 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
                        health's NOT_SERVING reason meanwhile (the first cause)
 
 May import: config, errors, results, worker (the Worker and its launcher),
-pool.prefix_index, pool.job (profile_key). It never routes jobs: the pool asks it to boot, preload
+pool.prefix_index, pool.job (profile_key), pool.exitlog (the line a worker's exit gets). It never routes jobs: the pool asks it to boot, preload
 and retire, and it pokes the pool's dispatch when a slot frees up.
 """
 
@@ -30,8 +30,8 @@ from ..config import Config
 from ..core.headers import split_header
 from ..errors import HeaderLoadError, WorkerBootError, WorkerError
 from ..worker.identity import identity_from_probe
-from ..worker.process import describe_status
-from ..worker.worker import ExitCause, Worker, WorkerState, last_stderr_line
+from ..worker.worker import ExitCause, Worker, WorkerState
+from .exitlog import log_worker_exit
 from .job import profile_key
 from .ports import SupervisorPort
 
@@ -411,45 +411,3 @@ class Supervisor:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*list(self._background), return_exceptions=True)
-
-
-# One log line per worker exit, in words a person reads (docs: issue 29).
-_EXIT_WORDS = {
-    ExitCause.TIMEOUT: ("warning", "killed after a timeout"),
-    ExitCause.CRASH: ("warning", "crashed"),
-    ExitCause.OUT_OF_MEMORY: ("warning", "ran out of memory"),
-    ExitCause.GARBAGE: ("warning", "poisoned (wrote garbage on stdout)"),
-    ExitCause.POISONED: ("warning", "poisoned"),
-    ExitCause.CANCELLED: ("info", "killed: its request was cancelled"),
-    ExitCause.MAX_REQUESTS: ("info", "recycled after max_requests"),
-    ExitCause.SYSTEM_MEMORY: ("warning", "recycled: memory"),
-    ExitCause.HEADER_SWITCH: ("info", "recycled for another header"),
-    ExitCause.HEADER_FAILED: ("warning", "stopped: its header failed to load"),
-    ExitCause.STDERR: ("warning", "stopped: too much stderr"),
-    ExitCause.BOOT_FAILURE: ("debug", "gone after a failed boot"),  # the boot line said why
-    ExitCause.SHUTDOWN: ("debug", "stopped for shutdown"),
-    ExitCause.TRUSTED_CODE: ("info", "retired: it ran a trusted client's code"),
-}
-
-
-def log_worker_exit(worker: Worker) -> None:
-    cause = worker.exit_cause or ExitCause.CRASH
-    level, words = _EXIT_WORDS.get(cause, ("warning", cause.value))
-    status = describe_status(worker.returncode)
-    last = (
-        last_stderr_line(worker.stderr_tail())
-        if cause in (ExitCause.CRASH, ExitCause.OUT_OF_MEMORY)
-        else ""
-    )
-    # A poisoned worker's one line carries the channel's reason (the channel logs it at debug).
-    why = worker.poisoned_why if cause in (ExitCause.GARBAGE, ExitCause.POISONED) else ""
-    log.log(
-        logging.getLevelName(level.upper()),
-        "worker %s %s%s%s%s",
-        worker.name,
-        words,
-        f": {why}" if why else "",
-        status,
-        f": {last}" if last else "",
-        extra={"worker": worker.name, "event": cause.value},
-    )

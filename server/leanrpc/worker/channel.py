@@ -4,8 +4,9 @@
                       <--frame: the answer, frame: fence answer--  REPL stdout
                       then: env counter check, /proc audit (PipeAudit)
 
-Owns: the stdout reader and its `FrameDecoder`, the single pending exchange,
-the fence (issue 15 item 1), the audit call, timeouts, and poisoning: any
+Owns: the stdout reader and its `FrameDecoder`, the single pending exchange
+(which frame is which is worker/pending.py's rule), the fence (issue 15 item
+1), the audit call, timeouts, and poisoning: any
 unsolicited byte (while idle, or a second frame inside one exchange), a
 missing or wrong fence answer, an env id the REPL should not have allocated,
 a proof state it did not allocate (the id counters are worker/ledger.py's:
@@ -16,7 +17,8 @@ An answer is returned only after its fence answer and the audit confirmed it,
 so no result is ever delivered unconfirmed.
 May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.worker.fence (how much it checks),
 leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters),
-leanrpc.worker.stdout (the bytes, in the callback that read them). Knows no worker states.
+leanrpc.worker.stdout (the bytes, in the callback that read them), leanrpc.worker.pending
+(the pending exchange and which frame is which). Knows no worker states.
 
 With `fence = "off"` (fully trusted input) the channel still takes exactly
 one frame per command and poisons on unsolicited output, as before the fence.
@@ -25,7 +27,6 @@ one frame per command and poisons on unsolicited output, as before the fence.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from typing import Callable
 
@@ -39,22 +40,14 @@ from ..errors import (
     WorkerPoisoned,
     WorkerTimeout,
 )
+from . import pending as pending_frames
 from . import stdout
 from .audit import PipeAudit, ProcessGone, audit_available
 from .fence import FenceSettings
-from .ledger import Ledger, brief
+from .ledger import Ledger
 from .process import ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
-
-
-@dataclasses.dataclass
-class _Exchange:
-    future: asyncio.Future
-    nonce: str | None
-    frames: list = dataclasses.field(default_factory=list)
-    expected: int = 1  # frames owed before the fence (a batch: one per command)
-    progress_at: float = 0.0  # loop time of the last frame (a batch's timer restarts per frame)
 
 
 class Channel:
@@ -79,7 +72,7 @@ class Channel:
         self._decoder = FrameDecoder(max_frame=max_frame)
         self.settings = settings
         self._on_poison = on_poison
-        self._pending: _Exchange | None = None
+        self._pending: pending_frames.Exchange | None = None
         self._reader: asyncio.Task | None = None  # the stdout reader task, where one is needed
         self._closed: asyncio.Future | None = None  # the end of stdout, handled (_on_eof)
         self.poisoned: str | None = None  # why, once poisoned
@@ -151,12 +144,12 @@ class Channel:
             nonce = repl.new_nonce()
             data += repl.encode(repl.fence_request(nonce))
         loop = asyncio.get_running_loop()
-        pending = self._pending = _Exchange(loop.create_future(), nonce)
+        pending = self._pending = pending_frames.Exchange(loop.create_future(), nonce)
         received_before = self.stdout_bytes
         # One timer on the pending future instead of wait_for (a task per
         # exchange): the pipe takes the command whole in the usual case, so
         # there is nothing to drain; a full pipe falls back to wait_for.
-        timer = loop.call_later(timeout, _expire, pending.future)
+        timer = loop.call_later(timeout, pending_frames.expire, pending.future)
         started = loop.time()
         try:
             stdin = self._process.process.stdin
@@ -223,7 +216,7 @@ class Channel:
             data += repl.encode(repl.fence_request(nonce))
         loop = asyncio.get_running_loop()
         started = loop.time()
-        pending = self._pending = _Exchange(
+        pending = self._pending = pending_frames.Exchange(
             loop.create_future(), nonce, expected=len(requests), progress_at=started
         )
         end = None if total is None else started + total
@@ -382,40 +375,9 @@ class Channel:
         self._closed = asyncio.ensure_future(self._on_eof())
 
     def _on_frame(self, response: repl.Response) -> None:
-        pending = self._pending
-        if pending is not None and pending.future.cancelled():
-            # The answer to a command its caller cancelled, arriving before the
-            # cancellation reached the exchange: the worker is being killed for
-            # that (Worker._guarded); believed no more than garbage, counted apart.
-            self.poison(
-                f"an answer after its command was cancelled: {brief(response)}", cause="cancelled"
-            )
-            return
-        if pending is None or pending.future.done():
-            self.poison(f"unsolicited output: {brief(response)}", cause="garbage")
-            return
-        frames = pending.frames
-        if pending.nonce is None:
-            frames.append(response)
-            if len(frames) == pending.expected:
-                pending.future.set_result(frames[0] if pending.expected == 1 else frames)
-            else:
-                pending.progress_at = asyncio.get_running_loop().time()
-            return
-        if repl.is_fence_answer(response, pending.nonce):
-            if len(frames) != pending.expected:
-                self.poison(f"{len(frames)} frames before the fence answer, not {pending.expected}")
-                return
-            pending.future.set_result(frames[0] if pending.expected == 1 else frames)
-            return
-        if len(frames) >= pending.expected or repl.mentions_fence(response):
-            self.poison(
-                f"a frame more than the commands sent, or a foreign fence: {brief(response)}"
-            )
-            return
-        frames.append(response)
-        if pending.expected > 1:
-            pending.progress_at = asyncio.get_running_loop().time()
+        verdict = pending_frames.take(self._pending, response, _loop_time)
+        if verdict is not None:
+            self.poison(verdict[0], cause=verdict[1])
 
     async def _on_eof(self) -> None:
         # Finish only after both stdout EOF and the exit status (uvloop's
@@ -447,6 +409,5 @@ class Channel:
             await asyncio.shield(self._closed)
 
 
-def _expire(future: asyncio.Future) -> None:
-    if not future.done():
-        future.set_exception(asyncio.TimeoutError())
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()
