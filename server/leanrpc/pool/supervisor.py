@@ -13,8 +13,9 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
                        health's NOT_SERVING reason meanwhile (the first cause)
 
 May import: config, errors, results, worker (the Worker and its launcher),
-pool.prefix_index, pool.job (profile_key), pool.exitlog (the line a worker's exit gets). It never routes jobs: the pool asks it to boot, preload
-and retire, and it pokes the pool's dispatch when a slot frees up.
+pool.prefix_index, pool.job (profile_key), pool.exitlog (the line a worker's
+exit gets). It never routes jobs: the pool asks it to boot, preload and
+retire, and it pokes the pool's dispatch when a slot frees up.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ class TacticCall:
         if len(requests) == 1:
             responses = [await worker.request(requests[0], timeout)]
         else:
-            total = None if self.deadline is None else max(0.001, self.deadline - time.monotonic())
+            total = None if self.deadline is None else max(0.001, self.deadline - started)
             responses = await worker.request_batch(requests, timeout, total)
         self.rebuilder.observe_tactics(time.monotonic() - started, len(requests))
         built = worker.built(self.proof)
