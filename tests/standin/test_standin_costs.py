@@ -101,3 +101,42 @@ def test_replay_time_scale(standin):
     used, r = _cost(p, {"cmd": "\n\n\n" + text.split("\n", 3)[3], "env": env})
     assert len(r["messages"]) == 4
     assert used >= 2 * recorded * 0.9
+
+
+def test_a_request_costs_its_charge_in_all_its_own_work_included(standin):
+    """A command's simulated cost is all of its CPU (a real REPL's time for a
+    command includes its parsing): the stand-in's own lexer and elaborator
+    come out of the charge instead of on top of it (issue 28: the benchmarks'
+    ideal throughput was otherwise out of every target's reach)."""
+    p = standin()
+    _cost(p, {"cmd": "def warm := 1"})
+    lines = 300
+    while True:  # a body whose own work the CPU clock (10 ms ticks) can see
+        body = _body(lines)
+        own, r = _cost(p, {"cmd": body})
+        assert r["env"] >= 1
+        if own >= 0.08 or lines >= 40_000:
+            break
+        lines *= 2
+    assert own >= 0.08, f"the stand-in's own work too small to measure ({own:.3f} s)"
+    charge = own * 3
+    used, _ = _cost(p, {"cmd": body + f"\n--@standin: burn={charge:.3f}"})
+    assert charge * 0.95 <= used < charge + own / 2, (own, charge, used)
+
+
+def test_the_ledger_pays_the_rest_of_the_charge_in_process():
+    import time
+
+    from leanrpc.standin import faults
+
+    start = time.process_time()
+    faults.begin()
+    faults.burn(0.06)
+    faults._spin_until(time.process_time() + 0.04)  # the request's own work
+    faults.settle()
+    used = time.process_time() - start
+    assert 0.06 <= used < 0.08, used  # not 0.10: the own work came out of the charge
+    start = time.process_time()
+    faults.burn(0.03)  # outside a request: burnt at once
+    assert time.process_time() - start >= 0.03
+    faults.settle()  # nothing open: nothing to pay

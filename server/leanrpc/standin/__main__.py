@@ -12,6 +12,7 @@ import os
 import sys
 
 from .. import __version__
+from . import faults
 from .repl import Options, Repl
 from .wire import Fatal, read_request
 
@@ -182,6 +183,7 @@ def serve(opts: Options, stdin=None, stdout=None, stderr=None) -> int:
         if not raw:
             stdout.flush()
             return 0
+        faults.begin()
         try:
             resp = repl.handle(raw.decode("utf-8", "replace"))
         except Fatal as e:
@@ -190,8 +192,10 @@ def serve(opts: Options, stdin=None, stdout=None, stderr=None) -> int:
             stderr.flush()
             return 1
         if resp is None:
+            faults.settle()
             continue
         data = (render(resp) + "\n\n").encode("utf-8", "surrogatepass")
+        faults.settle()
         if repl.partial:
             write(data[: max(1, len(data) // 2)])
             stdout.flush()
