@@ -6,7 +6,7 @@ import io
 import json
 import logging
 
-from leanrpc.logsetup import JsonFormatter, configure_logging
+from leanrpc.logsetup import JsonFormatter, configure_logging, skip_unread_record_fields
 
 
 def test_json_lines_carry_level_logger_message_and_extras():
@@ -35,6 +35,7 @@ def test_json_lines_carry_level_logger_message_and_extras():
 def test_configure_logging_switches_formatter():
     root = logging.getLogger()
     saved = root.handlers[:], root.level
+    flags = skip_unread_record_fields()
     try:
         configure_logging(json_lines=True)
         assert isinstance(root.handlers[0].formatter, JsonFormatter)
@@ -43,3 +44,32 @@ def test_configure_logging_switches_formatter():
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+        for name, value in flags.items():
+            setattr(logging, name, value)
+
+
+def test_unread_record_fields_are_not_computed_and_lines_keep_their_fields():
+    flags = skip_unread_record_fields()
+    try:
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(JsonFormatter())
+        records = []
+        log = logging.getLogger("leanrpc.test.unread")
+        log.addHandler(handler)
+        log.addFilter(lambda record: records.append(record) or True)
+        log.propagate = False
+        try:
+            log.warning("worker %s restarted", "w1", extra={"cause": "timeout"})
+        finally:
+            log.removeHandler(handler)
+            log.filters.clear()
+        line = json.loads(stream.getvalue())
+        assert line["msg"] == "worker w1 restarted" and line["cause"] == "timeout"
+        assert line["level"] == "warning" and line["logger"] == "leanrpc.test.unread"
+        (record,) = records
+        assert record.process is None and record.thread is None  # not looked up
+        assert record.pathname == "(unknown file)" and record.lineno == 0  # no stack walk
+    finally:
+        for name, value in flags.items():
+            setattr(logging, name, value)
