@@ -147,6 +147,15 @@ def main(argv: list[str] | None = None) -> int:
         help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)",
     )
     args = parser.parse_args(argv)
+    for name in ("requests", "workers", "concurrency", "rounds"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    py_spy = None
+    if args.py_spy:
+        beside = Path(sys.executable).with_name("py-spy")  # the venv's, when not activated
+        py_spy = shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+        if py_spy is None:
+            parser.error("--py-spy needs py-spy on PATH or in this venv (pip install py-spy)")
     try:
         items = workloads.load(args.workload, scale=args.scale)  # none: stops with one line
     except workloads.SharedNotFound as exc:
@@ -172,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.py_spy:
             spy = subprocess.Popen(
                 [
-                    "py-spy",
+                    py_spy,
                     "record",
                     "--native",
                     "--rate",

@@ -107,3 +107,16 @@ def test_the_peers_scripts_stop_with_one_line_on_empty_input(tmp_path):
 
 def test_require_data_passes_data_through():
     assert workloads.require_data([1], "things") == [1]
+
+
+def test_server_cpu_refuses_a_count_below_one_with_one_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.server_cpu", "--requests", "0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1].endswith("--requests must be at least 1")
+    assert "Traceback" not in done.stderr
