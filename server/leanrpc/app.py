@@ -104,7 +104,7 @@ class App:
 async def create_server(config: Config, *, launcher: Launcher | None = None) -> App:
     # Unsafe access settings refuse to start before any worker is spawned.
     access_interceptors = build_access_interceptors(config.server)  # AccessConfigError
-    ProfileAccess(config)  # ConfigError: a trusted profile open to every caller
+    access = ProfileAccess(config)  # ConfigError: a trusted profile open to every caller
     _check_address_free(config.server.host, config.server.port)
     _check_address_free(config.server.host, config.server.metrics_port, "--metrics-port")
     if config.gateway.http_port:
@@ -123,16 +123,20 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
     pool = Pool(config, launcher)
     await pool.start()
     try:
-        return await _serve_pool(config, pool, launcher, access_interceptors)
+        return await _serve_pool(config, pool, launcher, access_interceptors, access)
     except BaseException:
         await pool.close(0)  # a failed start leaves no worker behind
         raise
 
 
 async def _serve_pool(
-    config: Config, pool: PoolOwner, launcher: Launcher, access_interceptors: list
+    config: Config,
+    pool: PoolOwner,
+    launcher: Launcher,
+    access_interceptors: list,
+    access: ProfileAccess,
 ) -> App:
-    service = VerifyService(pool, config)
+    service = VerifyService(pool, config, access)
     # Prover, Extract, Gateway and Formalize get it as a `Verifier` (services.ports).
     verify: Verifier = CachedVerifier.from_config(service, config, sandbox=launcher.describe())
     extract = ExtractService(verify)

@@ -37,10 +37,12 @@ __all__ = ["INFOTREE_MODES", "Resolved", "VerifyOptions", "VerifyService"]
 class VerifyService:
     """Verify on internal types; also what the edge may ask of the pool."""
 
-    def __init__(self, pool: PoolPort, config: Config) -> None:
+    def __init__(self, pool: PoolPort, config: Config, access: ProfileAccess | None = None) -> None:
         self.pool = pool
         self.config = config
-        self.access = ProfileAccess(config)  # ConfigError first: a trusted profile open to all
+        # ConfigError first: a trusted profile open to all (the app checks it
+        # before any worker starts and hands its checked rules in).
+        self.access = access if access is not None else ProfileAccess(config)
         self.policy = CodePolicy(config, frozenset(config.axioms.allowed))
         self.sessions = SessionService(pool, config, self.policy)
         self.references = ReferenceService(pool, config)
