@@ -109,9 +109,10 @@ def test_require_data_passes_data_through():
     assert workloads.require_data([1], "things") == [1]
 
 
-def test_server_cpu_refuses_a_count_below_one_with_one_line():
+@pytest.mark.parametrize("module", ["benchmarks.server_cpu", "benchmarks.standin_overhead"])
+def test_a_count_below_one_is_one_usage_line(module):
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.server_cpu", "--requests", "0"],
+        [sys.executable, "-m", module, "--requests", "0"],
         cwd=REPO,
         capture_output=True,
         text=True,
