@@ -19,4 +19,3 @@ def test_the_charges_are_burnt_and_counted_once():
     assert result["requests"] == 4 and result["charged_s"] == 0.2
     # the CPU clock counts 10 ms ticks: the charges are burnt, not skipped or paid twice
     assert 0.18 <= result["standin_cpu_s"] < 0.2 + 4 * 0.03, result
-
