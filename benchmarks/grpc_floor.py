@@ -41,7 +41,7 @@ from pathlib import Path
 import psutil
 
 from . import workloads
-from .server_cpu import cpu_seconds, drive, leanrpc_table
+from .server_cpu import cpu_seconds, drive, measured_table
 from .targets.common import free_port, serve_leanrpc, stop_process, wait_port
 
 # (target, server, rpc): the rows, in the order each round runs them.
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in ("aio", "sync"):
             servers[mode] = _start_bare(mode, args.delay)
         if not args.no_leanrpc:
-            servers["leanrpc"] = serve_leanrpc(leanrpc_table(args.workers, "off", args.scale), tmp)
+            servers["leanrpc"] = serve_leanrpc(measured_table(args.workers, "off", args.scale), tmp)
         for name, (process, port) in servers.items():
             asyncio.run(wait_port(port, process, 60, name))
         for _target, server, rpc in rows_wanted:  # warm-up: channels, workers, caches

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from . import workloads
 from .config import RunConfig
-from .targets.common import free_port
+from .targets.common import leanrpc_table, serve_leanrpc
 from .targets.common import stop_process as _stop_process
 from .targets.common import wait_port as _wait_port
 from .targets.http import HttpConnection
@@ -88,39 +88,15 @@ class Server:
 
     def __init__(self, tmp: Path, *, workers: int, cache: bool, scale: float) -> None:
         self.tmp, self.workers, self.cache, self.scale = tmp, workers, cache, scale
-        self.port = free_port()
+        self.port = 0  # chosen by serve_leanrpc at start
         self.process: subprocess.Popen | None = None
 
     async def start(self) -> None:
-        command = [
-            sys.executable,
-            "-m",
-            "leanrpc.standin",
-            "--import-cost",
-            f"{workloads.import_cost(self.scale):.4f}",
-            "--reimport-cost",
-            f"{workloads.import_cost(self.scale) / 4:.4f}",
-        ]
-        config = self.tmp / f"grpo-{'cache' if self.cache else 'nocache'}.toml"
-        config.write_text(
-            "[repl]\ncommand = " + json.dumps(command) + "\n"
-            f"[pool]\nworkers = {self.workers}\nmin_warm = {self.workers}\ndefault_timeout_s = 120\n"
-            f"[cache]\nenabled = {'true' if self.cache else 'false'}\nmemory_mb = 256\n"
-        )
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "leanrpc.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--port",
-                str(self.port),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.tmp / f"{config.stem}.log", "wb"),
-        )
+        table = leanrpc_table(self.workers, self.scale)
+        table["pool"]["default_timeout_s"] = 120
+        table["cache"] = {"enabled": self.cache, "memory_mb": 256}
+        name = f"grpo-{'cache' if self.cache else 'nocache'}"
+        self.process, self.port = serve_leanrpc(table, self.tmp, name=name)
         await _wait_port(self.port, self.process, 60, "leanrpc server")
 
     def stop(self) -> None:

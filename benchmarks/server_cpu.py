@@ -35,29 +35,15 @@ from pathlib import Path
 import psutil
 
 from . import workloads
-from .targets.common import apply_settings, serve_leanrpc, stop_process, wait_port
+from .targets.common import apply_settings, leanrpc_table, serve_leanrpc, stop_process, wait_port
 
 
-def leanrpc_table(workers: int, checks: str, scale: float) -> dict:
-    """The config of the measured `leanrpc serve`: the stand-in at `scale`, `workers` warm
-    workers, no result cache, no system-memory guard; `checks` "off" turns the axiom check
-    off and the code policy to `trusted` (the rows compared with peers)."""
-    standin = [
-        sys.executable,
-        "-m",
-        "leanrpc.standin",
-        "--import-cost",
-        f"{workloads.import_cost(scale):.4f}",
-    ]
-    table = {
-        "repl": {"command": standin},
-        "pool": {"workers": workers, "min_warm": workers},
-        "cache": {"enabled": False},
-        "limits": {"max_system_memory_percent": 0},
-    }
-    if checks == "off":
-        table["axioms"] = {"check": False}
-        table["policy"] = {"default": "trusted"}
+def measured_table(workers: int, checks: str, scale: float) -> dict:
+    """The measured `leanrpc serve` (targets.common.leanrpc_table: the stand-in at `scale`,
+    `workers` warm workers, no result cache, `checks` "off" as in the rows compared with
+    peers), without the system-memory guard."""
+    table = leanrpc_table(workers, scale, checks)
+    table["limits"] = {"max_system_memory_percent": 0}
     return table
 
 
@@ -162,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         workloads.no_data(str(exc))
     codes = [items[k % len(items)].code for k in range(args.requests)]
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
-    table = leanrpc_table(args.workers, args.checks, args.scale)
+    table = measured_table(args.workers, args.checks, args.scale)
     apply_settings(table, args.set)  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
     server, port = serve_leanrpc(table, tmp)
     spy = None

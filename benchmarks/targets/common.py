@@ -1,5 +1,6 @@
 """What every server target shares: ports, the stand-in's cost flags, process start and stop,
-and a leanrpc server of a config table of one's own (`serve_leanrpc`, with `--set` overrides).
+the measured leanrpc server's config table (`leanrpc_table`) and `leanrpc serve` of a table of
+one's own (`serve_leanrpc`, with `--set` overrides): every benchmark starts its leanrpc here.
 
 May import: benchmarks.config, benchmarks.workloads, tomli_w (in `serve_leanrpc` only:
 the peers' venv lacks it).
@@ -27,12 +28,33 @@ def free_port() -> int:
 
 
 def standin_args(cfg: RunConfig) -> list[str]:
+    return standin_cost_args(cfg.scale)
+
+
+def standin_cost_args(scale: float) -> list[str]:
+    """The stand-in's header costs at `scale`: a first import, and a quarter for a later one."""
     return [
         "--import-cost",
-        f"{workloads.import_cost(cfg.scale):.4f}",
+        f"{workloads.import_cost(scale):.4f}",
         "--reimport-cost",
-        f"{workloads.import_cost(cfg.scale) / 4:.4f}",
+        f"{workloads.import_cost(scale) / 4:.4f}",
     ]
+
+
+def leanrpc_table(workers: int, scale: float, checks: str = "default") -> dict:
+    """The config of a measured `leanrpc serve`: the stand-in at `scale`, `workers` warm
+    workers, no result cache (peers have none, and rounds repeat items); `checks` "off" turns
+    the axiom check off and the code policy to `trusted` (the rows compared with peers, which
+    check no axioms and screen no code). Callers add their own keys to the table."""
+    table = {
+        "repl": {"command": [sys.executable, "-m", "leanrpc.standin", *standin_cost_args(scale)]},
+        "pool": {"workers": workers, "min_warm": workers},
+        "cache": {"enabled": False},
+    }
+    if checks == "off":
+        table["axioms"] = {"check": False}
+        table["policy"] = {"default": "trusted"}
+    return table
 
 
 async def wait_port(port: int, process: subprocess.Popen, timeout: float, what: str) -> None:
@@ -74,18 +96,27 @@ def apply_settings(table: dict, settings) -> dict:
 
 
 def serve_leanrpc(
-    table: dict, folder: Path, python_args: tuple[str, ...] = ()
+    table: dict,
+    folder: Path,
+    python_args: tuple[str, ...] = (),
+    *,
+    serve_args: tuple[str, ...] = (),
+    pure_python: bool = False,
+    name: str = "leanrpc",
 ) -> tuple[subprocess.Popen, int]:
     """`leanrpc serve` on a free loopback port with `table` as its config (written to
-    `folder/leanrpc.toml`, the log to `folder/server.log`), compiled core on; (process, port)."""
+    `folder/<name>.toml`, the log to `folder/server.log`, or `<name>.log` for another name),
+    compiled core on unless `pure_python`; (process, port)."""
     import tomli_w  # the benchmarks' own dependency (the test extra), not the peers' venv
 
-    config = folder / "leanrpc.toml"
+    config = folder / f"{name}.toml"
     config.write_text(tomli_w.dumps(table))
     env = dict(os.environ)
     env.pop("LEANRPC_NO_EXTENSIONS", None)
+    if pure_python:
+        env["LEANRPC_NO_EXTENSIONS"] = "1"
     port = free_port()
-    with open(folder / "server.log", "wb") as log:
+    with open(folder / ("server.log" if name == "leanrpc" else f"{name}.log"), "wb") as log:
         server = subprocess.Popen(
             [
                 sys.executable,
@@ -97,6 +128,7 @@ def serve_leanrpc(
                 str(config),
                 "--port",
                 str(port),
+                *serve_args,
             ],
             env=env,
             stdout=subprocess.DEVNULL,

@@ -6,17 +6,14 @@ May import: benchmarks.config, benchmarks.measure, benchmarks.targets.common.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from .. import workloads
 from ..config import Record, RunConfig
 from ..measure import distribution_ms
-from .common import free_port, standin_args, stop_process, wait_port
+from .common import leanrpc_table, serve_leanrpc, stop_process, wait_port
 
 
 def _seconds(duration) -> float:
@@ -31,7 +28,7 @@ class LeanrpcTarget:
     def __init__(self, cfg: RunConfig, tmp: Path) -> None:
         self.cfg = cfg
         self.tmp = tmp
-        self.port = free_port()
+        self.port = 0  # chosen by serve_leanrpc at start
         self.process: subprocess.Popen | None = None
         self._stream = None
         self._pending: dict[str, asyncio.Future] = {}
@@ -46,41 +43,10 @@ class LeanrpcTarget:
         from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 
         self.pb = pb
-        command = [sys.executable, "-m", "leanrpc.standin", *standin_args(self.cfg)]
-        config = self.tmp / "leanrpc.toml"
-        config.write_text(
-            "[repl]\ncommand = " + json.dumps(command) + "\n"
-            f"[pool]\nworkers = {self.cfg.workers}\nmin_warm = {self.cfg.workers}\n"
-            f"default_timeout_s = {self.cfg.timeout_s}\n"
-            # The result cache is on by default; comparisons with peers (which have none)
-            # and repeated rounds of the same items must elaborate every request.
-            "[cache]\nenabled = false\n"
-            # Peers check no axioms and screen no code: rows compared with them do the same work.
-            + (
-                '[axioms]\ncheck = false\n[policy]\ndefault = "trusted"\n'
-                if self.cfg.checks == "off"
-                else ""
-            )
-        )
-        env = dict(os.environ)
-        env.pop("LEANRPC_NO_EXTENSIONS", None)
-        if self.cfg.pure_python:
-            env["LEANRPC_NO_EXTENSIONS"] = "1"
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "leanrpc.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--port",
-                str(self.port),
-                *self.extra_serve_args,
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=open(self.tmp / "server.log", "wb"),
+        table = leanrpc_table(self.cfg.workers, self.cfg.scale, self.cfg.checks)
+        table["pool"]["default_timeout_s"] = self.cfg.timeout_s
+        self.process, self.port = serve_leanrpc(
+            table, self.tmp, serve_args=self.extra_serve_args, pure_python=self.cfg.pure_python
         )
         await wait_port(self.port, self.process, 60, "leanrpc server")
         self.channel = grpc.aio.insecure_channel(
