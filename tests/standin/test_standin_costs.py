@@ -121,22 +121,26 @@ def test_a_request_costs_its_charge_in_all_its_own_work_included(standin):
     assert own >= 0.08, f"the stand-in's own work too small to measure ({own:.3f} s)"
     charge = own * 3
     used, _ = _cost(p, {"cmd": body + f"\n--@standin: burn={charge:.3f}"})
-    assert charge * 0.95 <= used < charge + own / 2, (own, charge, used)
+    # two readings of a 10 ms tick clock: up to 0.02 s off either way
+    assert charge - 0.02 <= used < charge + own / 2, (own, charge, used)
 
 
-def test_the_ledger_pays_the_rest_of_the_charge_in_process():
+def test_the_ledger_pays_the_rest_of_the_charge_in_process(monkeypatch):
     import time
 
     from leanrpc.standin import faults
 
-    start = time.process_time()
+    # this thread's CPU: other threads of the test process must not count
+    clock = time.thread_time
+    monkeypatch.setattr(faults, "_cpu_clock", clock)
+    start = clock()
     faults.begin()
     faults.burn(0.06)
-    faults._spin_until(time.process_time() + 0.04)  # the request's own work
+    faults._spin_until(clock() + 0.04)  # the request's own work
     faults.settle()
-    used = time.process_time() - start
+    used = clock() - start
     assert 0.06 <= used < 0.08, used  # not 0.10: the own work came out of the charge
-    start = time.process_time()
+    start = clock()
     faults.burn(0.03)  # outside a request: burnt at once
-    assert time.process_time() - start >= 0.03
+    assert clock() - start >= 0.03
     faults.settle()  # nothing open: nothing to pay
