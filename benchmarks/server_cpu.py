@@ -7,7 +7,8 @@
 One `leanrpc serve` subprocess on the stand-in REPL (result cache off, `--workers` workers),
 a warm-up, then the server process's CPU (user + system, its REPLs not counted) is read
 before and after `--requests` miniF2F snippets sent with `--concurrency` in flight, as unary
-`Verify` calls or over one `VerifyStream`. The idle rate (server CPU per second with nothing
+`Verify` calls of one snippet, `Verify` calls of `--batch` snippets (`--rpc batch`: a GRPO
+group sent at once), or over one `VerifyStream`. The idle rate (server CPU per second with nothing
 to do, over `--idle` seconds) is printed apart, so a reader can tell the per-request cost from
 timers. `--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
 the figure is the one `benchmarks.load compare` reports; a smaller scale runs faster, with
@@ -53,7 +54,10 @@ def cpu_seconds(process: psutil.Process) -> float:
     return t.user + t.system
 
 
-async def drive(port: int, codes: list[str], rpc: str, concurrency: int) -> int:
+async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: int = 8) -> int:
+    """Sends `codes` over `concurrency` lanes: one unary Verify per snippet ("unary"), Verify
+    calls of `batch` snippets ("batch"), or one VerifyStream with as many in flight ("stream");
+    returns how many were VALID."""
     import grpc
 
     from leanrpc.v1 import verifier_pb2 as pb
@@ -85,17 +89,20 @@ async def drive(port: int, codes: list[str], rpc: str, concurrency: int) -> int:
         else:
             queue = list(enumerate(codes))[::-1]
 
+            size = batch if rpc == "batch" else 1
+
             async def lane() -> None:
                 nonlocal valid
                 while queue:
-                    n, code = queue.pop()
+                    taken = [queue.pop() for _ in range(min(size, len(queue)))]
                     response = await stub.Verify(
                         pb.VerifyRequest(
-                            snippets=[pb.Snippet(id=str(n), code=code)], options=options
+                            snippets=[pb.Snippet(id=str(n), code=code) for n, code in taken],
+                            options=options,
                         ),
                         timeout=120,
                     )
-                    valid += response.results[0].status == pb.STATUS_VALID
+                    valid += sum(r.status == pb.STATUS_VALID for r in response.results)
 
             await asyncio.gather(*(lane() for _ in range(concurrency)))
     finally:
@@ -108,7 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--rpc", choices=("unary", "stream"), default="unary")
+    parser.add_argument(
+        "--rpc",
+        choices=("unary", "stream", "batch"),
+        default="unary",
+        help="batch: Verify calls of --batch snippets each (a GRPO group at once)",
+    )
+    parser.add_argument("--batch", type=int, default=8, help="snippets per call with --rpc batch")
     parser.add_argument(
         "--checks",
         choices=("off", "default"),
@@ -133,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a server setting, e.g. repl.fence_audit=off (JSON values: numbers, true/false)",
     )
     args = parser.parse_args(argv)
-    for name in ("requests", "workers", "concurrency", "rounds"):
+    for name in ("requests", "workers", "concurrency", "rounds", "batch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     py_spy = None
@@ -157,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(wait_port(port, server, 60, "leanrpc serve"))
         process = psutil.Process(server.pid)
         asyncio.run(
-            drive(port, codes[: 4 * args.concurrency], args.rpc, args.concurrency)
+            drive(port, codes[: 4 * args.concurrency], args.rpc, args.concurrency, args.batch)
         )  # warm-up
         idle_ms_per_s = None
         if args.idle > 0:
@@ -186,12 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.rounds):
             load = os.getloadavg()[0]
             cpu0, t0 = cpu_seconds(process), time.perf_counter()
-            valid = asyncio.run(drive(port, codes, args.rpc, args.concurrency))
+            valid = asyncio.run(drive(port, codes, args.rpc, args.concurrency, args.batch))
             cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - t0
             rows.append(
                 {
                     "round": n + 1,
                     "rpc": args.rpc,
+                    "batch": args.batch if args.rpc == "batch" else 1,
                     "checks": args.checks,
                     "requests": len(codes),
                     "valid": valid,
@@ -211,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         stop_process(server)
         shutil.rmtree(tmp, ignore_errors=True)
     print(
-        f"# server_cpu: {args.workload}, {args.requests} requests per round, {args.rpc}, "
+        f"# server_cpu: {args.workload}, {args.requests} requests per round, {args.rpc}"
+        + (f" of {args.batch}" if args.rpc == "batch" else "")
+        + ", "
         f"checks {args.checks}, "
         f"{args.workers} workers, {args.concurrency} in flight, scale {args.scale:g}; "
         + (

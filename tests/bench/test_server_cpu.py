@@ -14,7 +14,7 @@ import pytest
 from benchmarks.config import REPO
 
 
-@pytest.mark.parametrize("rpc", ["unary", "stream"])
+@pytest.mark.parametrize("rpc", ["unary", "stream", "batch"])
 def test_server_cpu_measures_a_round(tmp_path, rpc):
     out = tmp_path / "cpu.json"
     done = subprocess.run(
