@@ -13,7 +13,8 @@ prints the stand-in's CPU, the charges, and the CPU per request over the
 charges (about 0.1 ms: the answer's write; 3.7 ms before 2026-12-04, when the
 stand-in's own lexer and elaborator came on top of the charge).
 
-May import: benchmarks.workloads, psutil and the standard library.
+May import: benchmarks.workloads, benchmarks.targets.common (the stand-in's cost flags),
+benchmarks.server_cpu (`cpu_seconds`), psutil and the standard library.
 """
 
 from __future__ import annotations
@@ -27,26 +28,14 @@ import time
 import psutil
 
 from . import workloads
-
-
-def _cpu(process: psutil.Process) -> float:
-    t = process.cpu_times()
-    return t.user + t.system
+from .server_cpu import cpu_seconds
+from .targets.common import standin_cost_args
 
 
 def measure(items: list[workloads.Item], scale: float) -> dict:
     """Drives one stand-in over `items`; returns its CPU, the charges and the overhead."""
-    import_cost = workloads.import_cost(scale)
     child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "leanrpc.standin",
-            "--import-cost",
-            f"{import_cost:.4f}",
-            "--reimport-cost",
-            f"{import_cost / 4:.4f}",
-        ],
+        [sys.executable, "-m", "leanrpc.standin", *standin_cost_args(scale)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -74,12 +63,12 @@ def measure(items: list[workloads.Item], scale: float) -> dict:
                 envs[header] = ask({"cmd": header})["env"]
             bodies.append((body, envs.get(header) if header else None, item.burn_s))
         process = psutil.Process(child.pid)
-        cpu0, wall0 = _cpu(process), time.perf_counter()
+        cpu0, wall0 = cpu_seconds(process), time.perf_counter()
         charged = 0.0
         for body, env, burn_s in bodies:
             ask({"cmd": body} if env is None else {"cmd": body, "env": env})
             charged += burn_s
-        cpu, wall = _cpu(process) - cpu0, time.perf_counter() - wall0
+        cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - wall0
     finally:
         child.stdin.close()
         child.wait(timeout=30)

@@ -18,17 +18,12 @@ import time
 from pathlib import Path
 
 from .. import workloads
-from ..config import RunConfig
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def standin_args(cfg: RunConfig) -> list[str]:
-    return standin_cost_args(cfg.scale)
 
 
 def standin_cost_args(scale: float) -> list[str]:

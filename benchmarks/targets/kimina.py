@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import workloads
 from ..config import PEERS_VENV, REPO, SHIM_DIR, Record, RunConfig
-from .common import free_port, standin_args, stop_process, wait_port
+from .common import free_port, standin_cost_args, stop_process, wait_port
 from .http import KiminaCheck
 
 
@@ -51,7 +51,7 @@ class KiminaTarget:
                 "PATH": f"{SHIM_DIR}:{env.get('PATH', '')}",  # `lake env X` -> exec X
                 "PYTHONPATH": str(REPO / "benchmarks" / "peers" / "prisma_stub"),
                 "LEANRPC_PYTHON": sys.executable,
-                "LEANRPC_STANDIN_ARGS": " ".join(standin_args(self.cfg)),
+                "LEANRPC_STANDIN_ARGS": " ".join(standin_cost_args(self.cfg.scale)),
                 "LEAN_SERVER_REPL_PATH": str(SHIM_DIR / "standin-repl"),
                 "LEAN_SERVER_PROJECT_DIR": str(project),
                 "LEAN_SERVER_SKIP_VALIDATION": "1",

@@ -19,7 +19,7 @@ from .. import workloads
 from ..config import PEERS_VENV, REPO, SHIM_DIR, Record, RunConfig
 from ..measure import ResourceWatch, foreign_load_pct, machine_busy_s
 from ..report import summarize
-from .common import standin_args
+from .common import standin_cost_args
 
 
 def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict:
@@ -40,7 +40,10 @@ def run_leaninteract(cfg: RunConfig, items: list[workloads.Item] | None) -> dict
         env = dict(os.environ)
         env.pop("LEANRPC_NO_EXTENSIONS", None)
         env.update(
-            {"LEANRPC_PYTHON": sys.executable, "LEANRPC_STANDIN_ARGS": " ".join(standin_args(cfg))}
+            {
+                "LEANRPC_PYTHON": sys.executable,
+                "LEANRPC_STANDIN_ARGS": " ".join(standin_cost_args(cfg.scale)),
+            }
         )
         warmup = cfg.warmup if cfg.warmup >= 0 else 2 * cfg.workers
         command = [
