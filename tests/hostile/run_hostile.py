@@ -35,6 +35,7 @@ async def main(
         )
         restarts = {k: v for k, v in service.pool.stats.restarts.items() if v}
         retries = service.pool.stats.retries
+        fresh = service.pool.stats.fresh_retries
     finally:
         await service.pool.close(2.0)
     print(
@@ -44,7 +45,10 @@ async def main(
     print(f"wrong verdicts: {len(tally.wrong)}  forging snippets VALID: {len(tally.forger_valid)}")
     print(f"honest statuses: {dict(tally.statuses)}")
     print(f"forging statuses: {dict(tally.forger_statuses)}")
-    print(f"worker restarts by cause: {restarts}; pool retries: {retries}")
+    print(
+        f"worker restarts by cause: {restarts}; pool retries: {retries} "
+        f"({fresh} uncharged, on a fresh process)"
+    )
     for item in tally.wrong[:10]:
         print("WRONG", item)
     return 1 if tally.wrong or tally.forger_valid else 0

@@ -37,6 +37,30 @@ async def test_each_forgery_is_caught_and_later_answers_stay_true(directive):
         await pool.close(2.0)
 
 
+async def test_the_next_job_does_not_pay_for_a_forger():
+    """Crash retries off: the honest job after a forger fails on the forger's
+    process (its leftover thread forges a frame into the next exchange). That
+    failure is not charged to it: it goes again on a process nothing ran on
+    and gets its own verdict. A forger that spoils its own exchange is charged
+    even so: once more on a fresh process, then answered."""
+    service = await start_service(workers=1, pool__max_retries=0)
+    pool = service.pool
+    try:
+        good, _ = honest(1, True)
+        assert (await verify(service, "a", good)).status is Status.VALID
+        forger = await verify(service, "f", forging(0, "forge-next"))
+        assert forger.status is Status.INVALID  # caught only in the next exchange
+        after, _ = honest(2, True)
+        result = await verify(service, "b", after)
+        assert result.status is Status.VALID, (result.status, result.error)
+        assert result.reuse.attempts == 2 and pool.stats.fresh_retries == 1
+        self_forger = await verify(service, "s", forging(1, "forge-self"))
+        assert self_forger.status is Status.CRASH, self_forger
+        assert self_forger.reuse.attempts == 2 and pool.stats.fresh_retries == 2
+    finally:
+        await pool.close(2.0)
+
+
 async def test_fence_off_is_what_lets_a_forger_through():
     """The control: with fence = "off" the same shifted forgery gives another
     snippet a wrong verdict, so the fenced tests above can fail."""

@@ -170,32 +170,48 @@ async def test_disconnects_mid_stream_release_every_job(app):
     assert app.pool.stats.restarts["timeout"] == 0
 
 
+# What grpc's aio client reports when its own write is in flight as the call
+# ends (here: at its own deadline): the write fails in the core and the client
+# overwrites the call's status with a local INTERNAL. It never left the client.
+LOCAL_WRITE_RACE = "Internal error from Core"
+
+
 async def test_one_millisecond_deadlines(app):
     async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
         stub = pb_grpc.VerifierStub(channel)
         code, _ = snippet("ok", 0)
         request = pb.VerifyRequest(snippets=[pb.Snippet(id="d", code=code)])
 
-        async def unary() -> grpc.StatusCode:
+        async def unary() -> str:
             try:
                 await stub.Verify(request, timeout=0.001)
-                return grpc.StatusCode.OK
+                return "OK"
             except grpc.aio.AioRpcError as exc:
-                return exc.code()
+                return exc.code().name
 
-        async def stream() -> grpc.StatusCode:
+        async def stream() -> str:
             call = stub.VerifyStream(timeout=0.001)
             try:
                 await call.write(pb.VerifyStreamRequest(snippet=pb.Snippet(id="d", code=code)))
+            except grpc.aio.AioRpcError as exc:
+                local = exc.code() is grpc.StatusCode.INTERNAL and exc.details() == LOCAL_WRITE_RACE
+                return "local write race" if local else exc.code().name
+            try:
                 await call.done_writing()
                 async for _ in call:
                     pass
             except grpc.aio.AioRpcError:
                 pass
-            return await call.code()
+            return (await call.code()).name
 
         codes = await asyncio.gather(
             *([unary() for _ in range(200)] + [stream() for _ in range(100)])
         )
-    assert set(codes) == {grpc.StatusCode.DEADLINE_EXCEEDED}
+    unary_codes, stream_codes = codes[:200], codes[200:]
+    assert set(unary_codes) == {"DEADLINE_EXCEEDED"}
+    # A stream call ends DEADLINE_EXCEEDED, or its one message never got out
+    # of the client (the write in flight at the deadline: a few in a hundred
+    # under load, in CI once).
+    assert set(stream_codes) <= {"DEADLINE_EXCEEDED", "local write race"}, stream_codes
+    assert "DEADLINE_EXCEEDED" in stream_codes
     await _assert_healthy_and_serving(app)

@@ -1,6 +1,7 @@
 """The runner's ON_FAILURE table as a table of situations (issue 27 item 4):
-an attempt's exception, the job's attempts, the breaker -> whether the worker
-is killed (and why), and whether the job is retried or answered. No processes."""
+an attempt's exception, the job's attempts, the breaker, whether the process
+had run another job first -> whether the worker is killed (and why), and
+whether the job is retried (on a fresh process or not) or answered. No processes."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ class _Pool:
     def fail(self, job, exc) -> None:
         self.answered.append(("fail", type(exc)))
 
-    def requeue(self, job) -> None:
-        self.answered.append(("retry", None))
+    def requeue(self, job, *, fresh_process: bool = False) -> None:
+        self.answered.append(("retry fresh" if fresh_process else "retry", None))
 
 
 class _Worker:
@@ -49,12 +50,19 @@ class _Worker:
         self.alive = False
 
 
-def _decide(exc, attempts: int = 1, *, breaker: bool = True, closing: bool = False):
+def _job(attempts: int, uncharged: int = 0, fresh_process: bool = False):
+    return types.SimpleNamespace(
+        attempts=attempts, uncharged=uncharged, fresh_process=fresh_process
+    )
+
+
+def _decide(exc, attempts: int = 1, *, breaker: bool = True, closing: bool = False, job=None,
+            shared: bool = False):  # fmt: skip
     pool = _Pool(closing)
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: breaker))
     runner = Runner(pool, supervisor)
     worker = _Worker()
-    runner._on_failure(types.SimpleNamespace(attempts=attempts), worker, exc)
+    runner._on_failure(job or _job(attempts), worker, exc, shared)
     return worker.killed, pool.answered, pool.stats.retries
 
 
@@ -95,7 +103,40 @@ def test_a_dead_worker_is_not_killed_again():
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: True))
     worker = _Worker()
     worker.alive = False
-    Runner(pool, supervisor)._on_failure(
-        types.SimpleNamespace(attempts=1), worker, WorkerCrashed("x")
-    )
+    Runner(pool, supervisor)._on_failure(_job(1), worker, WorkerCrashed("x"), False)
     assert worker.killed == [] and pool.answered == [("retry", None)]
+
+
+# Who is charged (issue 15's forgers, CI of 2026-12-05): a process that ran
+# another job's attempt first may carry what that code left behind.
+# (situation, exception, job, shared process, answer, retries counted, fresh retries)
+SHARED = [
+    ("a crash on a process another job ran on: retried on a fresh one, uncharged",
+     WorkerPoisoned("x"), _job(1), True, "retry fresh", 1, 1),
+    ("past max_retries, still one uncharged retry on a fresh process",
+     WorkerCrashed("x"), _job(2), True, "retry fresh", 1, 1),
+    ("the same crash on a process nothing else ran on: charged as before",
+     WorkerPoisoned("x"), _job(2), False, "fail", 0, 0),
+    ("only one uncharged retry: after it, every failure is the job's",
+     WorkerCrashed("x"), _job(2, uncharged=1, fresh_process=True), True, "retry", 1, 0),
+    ("charged attempts decide: two attempts, one uncharged, is one charged",
+     WorkerCrashed("x"), _job(2, uncharged=1, fresh_process=True), False, "retry", 1, 0),
+    ("three attempts, one uncharged: past max_retries, answered",
+     WorkerCrashed("x"), _job(3, uncharged=1, fresh_process=True), False, "fail", 0, 0),
+    ("a timeout on a shared process is still the job's: answered",
+     WorkerTimeout("t"), _job(1), True, "fail", 0, 0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("situation,exc,job,shared,answer,retries,fresh", SHARED,
+                         ids=[row[0] for row in SHARED])  # fmt: skip
+def test_who_is_charged(situation, exc, job, shared, answer, retries, fresh):
+    pool = _Pool()
+    supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: True))
+    Runner(pool, supervisor)._on_failure(job, _Worker(), exc, shared)
+    assert [a for a, _ in pool.answered] == [answer]
+    assert (pool.stats.retries, pool.stats.fresh_retries) == (retries, fresh)
+
+
+def test_closing_pool_does_not_retry_even_uncharged():
+    assert _decide(WorkerCrashed("x"), closing=True, shared=True)[1] == [("fail", WorkerCrashed)]

@@ -153,7 +153,9 @@ class PoolConfig(_Section):
     default_timeout_s: PositiveFloat = 60.0
     max_timeout_s: PositiveFloat = 3600.0
     header_timeout_s: PositiveFloat = 600.0
-    # Retries of a request whose worker crashed or printed garbage.
+    # Retries of a request whose worker crashed or printed garbage. A crash on a
+    # process that had run another request first is not counted: that request
+    # goes once more, on a process nothing ran on.
     max_retries: NonNegativeInt = 1
     # Circuit breaker: this many consecutive boot failures open it.
     boot_failure_limit: PositiveInt = 3

@@ -300,6 +300,11 @@ class PoolCollector:
             ("leanrpc_jobs_submitted", "Jobs admitted to the pool", stats.jobs_submitted),
             ("leanrpc_jobs_finished", "Jobs answered by the pool", stats.jobs_finished),
             ("leanrpc_job_retries", "Jobs retried after a worker crash", stats.retries),
+            (
+                "leanrpc_job_fresh_retries",
+                "Of those, retries not charged to the job, on a process nothing ran on",
+                stats.fresh_retries,
+            ),
             ("leanrpc_boot_failures", "Worker boot failures", stats.boot_failures),
         ):
             yield CounterMetricFamily(name, help_text, value=value)

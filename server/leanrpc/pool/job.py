@@ -100,6 +100,11 @@ class Job:
     # same file twice at once. Dropped if the request fails.
     inflight_key: str | None = None
     attempts: int = 0
+    # Failed attempts not charged to the job: they ran on a process that had
+    # run other jobs first, whose leftovers may be what failed (runner.py).
+    # After one, every attempt runs on a process nothing ran on yet.
+    uncharged: int = 0
+    fresh_process: bool = False
     future: asyncio.Future | None = None
     task: asyncio.Task | None = None
     # Boot + header + preamble of the current attempt, run as its own task so
@@ -130,7 +135,7 @@ class Job:
             self.scope,
             self.text,
             self.profile,
-            self.reuse,
+            self.reuse and not self.fresh_process,  # routing: a process nothing ran on
             self.enqueued_at,
             self.deadline,
             self.avoid_worker,

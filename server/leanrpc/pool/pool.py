@@ -43,7 +43,9 @@ A body always runs on the env of its own header and preamble, never on the
 env left by another request. A worker that timed out, crashed, printed
 garbage, passed its memory limit or was cancelled mid-request is killed and
 replaced (re-warmed with its header); the job is retried up to `max_retries`
-times on crashes only. Every submitted job gets exactly one outcome.
+times on crashes only, and once more, uncharged, when the crash came on a
+process that had run another job first (pool/runner.py). Every submitted job
+gets exactly one outcome.
 """
 
 from __future__ import annotations
@@ -346,14 +348,20 @@ class Pool:
         if job.future is not None and not job.future.done():
             job.future.set_exception(exc)
 
-    def requeue(self, job: Job) -> None:
-        """Back to the front of the queue for another attempt; during shutdown the
-        queue was already answered (close), so the job is answered here instead."""
+    def requeue(self, job: Job, *, fresh_process: bool = False) -> None:
+        """Back to the front of the queue for another attempt (with
+        `fresh_process`, on a process nothing ran on: routing sees the job as
+        reuse=false); during shutdown the queue was already answered (close),
+        so the job is answered here instead."""
         job.task = None
         job.load = None
         if self.closing:
             self.fail(job, NotServingError("server is shutting down"))
             return
+        if fresh_process and not job.fresh_process:
+            self.dispatcher.rent.forget(job.view)
+            job.fresh_process = True
+            job.make_view()
         self.admission.push_front(job)
 
     def fail_queued_not_serving(self, message: str) -> None:

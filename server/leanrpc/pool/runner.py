@@ -121,6 +121,9 @@ class Runner:
         assert job.future is not None
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
+        slot = self._pool.slots.of(worker.name)
+        shared = slot.attempts > 0  # another job's code may have run here first
+        slot.attempts += 1
         load = self.loader.start(job, worker)
         # True until the load's outcome is read here; a cancel or deadline
         # before then leaves the worker to the load (Loader.adopt).
@@ -146,7 +149,7 @@ class Runner:
                 job.future.cancel()
             raise
         except Exception as exc:
-            self._on_failure(job, worker, exc)
+            self._on_failure(job, worker, exc, shared)
         finally:
             if not given_back:
                 self._give_back(job, worker, load if loading else None)
@@ -167,8 +170,14 @@ class Runner:
             pool.release(worker)
         pool.poke()
 
-    def _on_failure(self, job: Job, worker: Worker, exc: Exception) -> None:
-        """ON_FAILURE applied: the worker killed or left to be given back, the job retried or failed."""
+    def _on_failure(self, job: Job, worker: Worker, exc: Exception, shared: bool) -> None:
+        """ON_FAILURE applied: the worker killed or left to be given back, the
+        job retried or failed. A RETRY failure on a `shared` process (one that
+        had run another job's attempt first) is not charged to the job: what
+        another job's code left behind (a thread that forges the next frame, a
+        stolen stdin) fails whoever comes next. The job goes again, once, on a
+        process nothing ran on, where a failure is its own: an honest job never
+        pays for a forger, and a job that fails every process still ends."""
         pool = self._pool
         kind, kill, then = next(row for row in ON_FAILURE if isinstance(exc, row[0]))
         if kind is Exception:
@@ -176,7 +185,12 @@ class Runner:
         if kill is not None and worker.alive:
             worker.kill(kill)
         retries = pool.config.pool.max_retries
-        if then is Then.RETRY and job.attempts <= retries and not pool.closing:
+        if then is Then.RETRY and shared and not job.fresh_process and not pool.closing:
+            job.uncharged += 1
+            pool.stats.retries += 1
+            pool.stats.fresh_retries += 1
+            pool.requeue(job, fresh_process=True)
+        elif then is Then.RETRY and job.attempts - job.uncharged <= retries and not pool.closing:
             pool.stats.retries += 1
             pool.requeue(job)
         elif then is Then.RETRY_BOOT and not self._supervisor.breaker.allow():

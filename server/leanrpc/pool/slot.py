@@ -46,6 +46,9 @@ class Slot:
         self.headers: dict[str, int] = {}
         # "<import key>\0<preamble key>" -> (env, Lean's messages for the preamble)
         self._preambles: collections.OrderedDict[str, tuple[int, list]] = collections.OrderedDict()
+        # Attempts launched here, any job's: a process that ran another job's
+        # code may carry what it left behind (pool/runner.py, who is charged).
+        self.attempts = 0
         # id(chain) -> chain, for every chain with a realization built here.
         self._chains: weakref.WeakValueDictionary[int, object] = weakref.WeakValueDictionary()
 

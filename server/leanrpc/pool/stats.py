@@ -37,6 +37,9 @@ class PoolStats:
     jobs_submitted: int = 0
     jobs_finished: int = 0
     retries: int = 0
+    # Of those, retries not charged to the job: it failed on a process that had
+    # run another job first, and went again on one nothing ran on (pool/runner.py).
+    fresh_retries: int = 0
     boot_failures: int = 0
     restarts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
