@@ -334,6 +334,37 @@ TABLE = [
         [job()],
         [],
     ),
+    # A fresh retry (pool/runner.py: it failed on a process another job ran on).
+    (
+        "a fresh retry takes the warm worker no job ran on, not the more recent used one",
+        [view("w1", View.IDLE, last_used=1.0), view("w2", View.IDLE, served=True, last_used=9.0)],
+        [job(fresh_process=True)],
+        [("assign", "w1")],
+    ),
+    (
+        "a fresh retry never takes a worker a job ran on: it switches one",
+        [view("w1", View.IDLE, served=True), view("w2", View.BUSY, served=True)],
+        [job(fresh_process=True)],
+        [("switch", "w1")],
+    ),
+    (
+        "a fresh retry waits for the pool's replacement warming up rather than switch",
+        [view("w1", View.IDLE, served=True), view("w2", View.WARMING, served=False)],
+        [job(fresh_process=True)],
+        [],
+    ),
+    (
+        "a worker spawning for another job is no replacement to wait for",
+        [view("w1", View.IDLE, served=True), view("w2", View.SPAWNING, header=None, served=True)],
+        [job(fresh_process=True)],
+        [("switch", "w1")],
+    ),
+    (
+        "reuse=false (the proto's promise) takes no warm worker, even one no job ran on",
+        [view("w1", View.IDLE), view("w2", View.BUSY, served=True)],
+        [job(reuse=False)],
+        [("switch", "w1")],
+    ),
 ]
 
 

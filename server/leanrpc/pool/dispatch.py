@@ -222,6 +222,7 @@ class Dispatcher:
             self._wake_at(plan.wake_at)
 
     def views(self) -> list[WorkerView]:
+        slots = self._pool.slots
         return [
             WorkerView(
                 w.name,
@@ -234,7 +235,7 @@ class Dispatcher:
                 frozenset(w.headers),
                 w.profile,
                 self._may_import(w),
-                w.requests_served > 0,
+                slots.of(w.name).attempts > 0,
             )
             for w in self._pool.workers
         ]

@@ -140,6 +140,7 @@ class Job:
             self.deadline,
             self.avoid_worker,
             self.char_s(),
+            self.fresh_process,
         )
         return self.view
 

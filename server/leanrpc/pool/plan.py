@@ -87,6 +87,10 @@ class JobView:
     # WorkerCall's `char_s`: the Prover's tactics and rebuilds, whose time is not the
     # bodies' per-character cost); None: the body cost model (`CostView`) prices it.
     char_s: float | None = None
+    # A retry after a failure on a process another job had run on (pool/runner.py):
+    # `reuse` is False, and a worker that holds the job's header but has run no
+    # job (the pool's replacement, warmed by the pool) will do as well as a new one.
+    fresh_retry: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -103,7 +107,7 @@ class WorkerView:
     profile: str = ""
     # May import one more header in-process (under its count and memory bounds).
     can_import: bool = True
-    # Has run a job (a reuse=false job never goes to it).
+    # Has had a job's attempt (a reuse=false job never goes to it).
     served: bool = False
 
     def holds(self, key: str) -> bool:

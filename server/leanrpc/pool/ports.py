@@ -96,6 +96,7 @@ class DispatchPort(PoolCore, Protocol):
     cost: BodyCostModel
     index: PrefixIndex
     runner: Launches
+    slots: Slots  # read only: which workers have had a job's attempt
 
     @property
     def workers(self) -> list[Worker]: ...

@@ -150,6 +150,8 @@ class _Pass:
                 pending.remove(head)
                 self._assign(head, fresh[0])
                 continue
+            if head.fresh_retry and self._clean_worker_coming(head):
+                break  # the pool's replacement: no job has run on it
             if free_slots > 0:
                 if head.reuse and starting and self._someone_will_hold(head.import_key):
                     break
@@ -220,7 +222,10 @@ class _Pass:
             return assigned
         for job in list(pending):
             candidates = by_key.get(job.import_key)
-            if not candidates or not job.reuse:
+            if candidates and not job.reuse:
+                # reuse=false never takes a warm worker; a fresh retry takes one no job ran on
+                candidates = [w for w in candidates if job.fresh_retry and not w.served]
+            if not candidates:
                 continue
             worker = self._best_for_prefix(candidates, job, waiting_on)
             if worker is None:
@@ -377,6 +382,14 @@ class _Pass:
         return any(
             (w.holds(import_key) or w.loading_key == import_key)
             and w.state in (View.BUSY, View.WARMING)
+            for w in self.views.values()
+        )
+
+    def _clean_worker_coming(self, head: JobView) -> bool:
+        """A worker of the job's profile that no job has run on is booting or
+        loading a header (a fresh retry waits for it rather than switch one)."""
+        return any(
+            not w.served and w.state in (View.SPAWNING, View.WARMING) and w.profile == head.profile
             for w in self.views.values()
         )
 

@@ -92,7 +92,11 @@ class Runner:
         pool = self._pool
         if not isinstance(job, CallJob) and pool.routes_by_prefix(job):
             job.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
-        job.task = asyncio.create_task(self._run(job, worker), name=f"job-{worker.name}")
+        # Counted here, not in the task: the next plan must see the worker as used.
+        slot = pool.slots.of(worker.name)
+        shared = slot.attempts > 0  # another job's code may have run here first
+        slot.attempts += 1
+        job.task = asyncio.create_task(self._run(job, worker, shared), name=f"job-{worker.name}")
         job.task.add_done_callback(
             lambda task, worker=worker, job=job: self._on_task_done(task, worker, job)
         )
@@ -117,13 +121,10 @@ class Runner:
 
     # -- one attempt -------------------------------------------------------------
 
-    async def _run(self, job: Job, worker: Worker) -> None:
+    async def _run(self, job: Job, worker: Worker, shared: bool) -> None:
         assert job.future is not None
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
-        slot = self._pool.slots.of(worker.name)
-        shared = slot.attempts > 0  # another job's code may have run here first
-        slot.attempts += 1
         load = self.loader.start(job, worker)
         # True until the load's outcome is read here; a cancel or deadline
         # before then leaves the worker to the load (Loader.adopt).
