@@ -19,6 +19,25 @@ from ._types import ClientError, Result
 
 RETRYABLE_CODES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
 
+# What grpc's aio client reports when a write of its own is in flight as the
+# call ends (the server finished the stream first: a graceful stop, the call's
+# deadline): the write fails in grpc's core, and the call's status, the
+# server's included, is replaced by this local INTERNAL. Nothing left the client.
+LOCAL_WRITE_RACE = "Internal error from Core"
+WRITE_RACE_TEXT = (
+    "the stream ended while the client was still sending (grpc reports a local "
+    f"INTERNAL {LOCAL_WRITE_RACE!r}); snippets without an answer never ran here"
+)
+
+
+def stream_code(exc: grpc.aio.AioRpcError) -> grpc.StatusCode:
+    """A broken stream's code for the retry logic: grpc's local write race is
+    UNAVAILABLE (the stream broke under the client; what it did not answer can
+    be re-sent), any other code is the call's own."""
+    if exc.code() is grpc.StatusCode.INTERNAL and exc.details() == LOCAL_WRITE_RACE:
+        return grpc.StatusCode.UNAVAILABLE
+    return exc.code()
+
 
 def resend_hint_s(result: Result) -> float | None:
     """Seconds to wait before re-sending this snippet, or None if the result is final.
@@ -56,6 +75,8 @@ def rich_details(exc: grpc.aio.AioRpcError | grpc.RpcError) -> dict:
 
 
 def client_error(exc: grpc.aio.AioRpcError, partial: list | None = None) -> ClientError:
+    if stream_code(exc) is not exc.code():
+        return ClientError(stream_code(exc), WRITE_RACE_TEXT, partial)
     return ClientError(exc.code(), exc.details() or "", partial, **rich_details(exc))
 
 

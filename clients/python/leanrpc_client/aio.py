@@ -22,7 +22,7 @@ from ._convert import (
     session_result_from_pb,
 )
 from ._proto import pb, pb_grpc
-from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s
+from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s, stream_code
 from ._types import Result, SessionResult
 from .prover import ProverCalls
 
@@ -168,7 +168,8 @@ class AsyncClient(ProverCalls):
         `cache=False` bypasses the server's result cache (None: its default).
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
-        whose stream broke with UNAVAILABLE, and those the server answered
+        whose stream broke with UNAVAILABLE (or ended under a write in flight,
+        which grpc reports as a local INTERNAL), and those the server answered
         REJECTED with a `retry_after` (queue full, shutting down: they never
         ran), are re-sent with backoff, the hint as its floor; after
         max_retries those REJECTED results are returned as they are. A failure after
@@ -192,7 +193,7 @@ class AsyncClient(ProverCalls):
                     await self._stream_once(todo, options, window, results, bar, resend, pinned)
                 except grpc.aio.AioRpcError as exc:
                     attempt += 1
-                    if exc.code() not in RETRYABLE_CODES or attempt > self._max_retries:
+                    if stream_code(exc) not in RETRYABLE_CODES or attempt > self._max_retries:
                         partial = _in_order(keys, items, results)
                         raise client_error(exc, partial) from exc
                     await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
