@@ -219,7 +219,9 @@ class LeanrpcClient {
         if (settled) return;
         settled = true;
         if (pending.size) {
-          reject(new LeanrpcError(grpc.status.INTERNAL, `stream ended without ${pending.size} results`));
+          // The server answers every snippet it read: these it never read (it
+          // stopped reading to shut down). A broken stream: re-sent after backoff.
+          reject(new LeanrpcError(grpc.status.UNAVAILABLE, `stream ended with ${pending.size} snippets unread`));
         } else resolve();
       });
       call.write({ options });

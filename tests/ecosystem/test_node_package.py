@@ -256,6 +256,27 @@ async def test_a_stream_that_fails_keeps_the_results_received(installed):
     ]
 
 
+async def test_a_stream_cut_by_a_graceful_stop_finishes_on_the_restarted_server(installed):
+    """A rolling deploy under a 3,000-snippet stream: the graceful stop answers
+    what it read and ends the stream OK with the rest unread; the client sends
+    the rest to the new server on the same port. Each snippet answered once."""
+    config = loopback_config(workers=2)
+    config.server.port = free_port()
+    app = await create_server(config)
+    try:
+        async with NodeCheck(installed, "restart", f"127.0.0.1:{config.server.port}", "30") as node:
+            assert (await node.next_event(120)) == {"progress": 100}
+            await app.stop(0.5)  # what SIGTERM runs
+            app = await create_server(config)
+            outcome = await node.outcome(240)
+    finally:
+        await app.stop(2.0)
+    assert outcome["ok"], outcome
+    assert (outcome["count"], outcome["answered"], outcome["inOrder"]) == (3000, 3000, True)
+    assert outcome["statuses"] == ["VALID"]
+    assert node.retries, "the stop came while the stream was open"
+
+
 def test_resend_rule_matches_the_python_client(installed):
     from types import SimpleNamespace
 

@@ -18,6 +18,8 @@ import pytest
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, ClientError
 from leanrpc.client._retry import LOCAL_WRITE_RACE, client_error, stream_code
+from leanrpc.v1 import verifier_pb2 as pb
+from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from verify_support import free_port, small_config, stop_app
 
 pytestmark = pytest.mark.timeout(240)
@@ -73,3 +75,51 @@ def test_only_grpcs_local_write_race_reads_as_a_broken_stream():
     server_bug = _rpc_error(grpc.StatusCode.INTERNAL, "INTERNAL: something broke")
     assert stream_code(server_bug) is grpc.StatusCode.INTERNAL
     assert client_error(server_bug).code is grpc.StatusCode.INTERNAL
+
+
+class _StopsReading(pb_grpc.VerifierServicer):
+    """A VerifyStream that, on its first call, answers the first two snippets
+    and ends OK with the rest unread (what a shutting-down server does at its
+    deadline), once the client's next writes have gone out; later calls
+    answer everything."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.answered: list[str] = []
+
+    async def VerifyStream(self, request_iterator, context):
+        self.calls += 1
+        first = self.calls == 1
+        read = 0
+        async for message in request_iterator:
+            if message.WhichOneof("kind") != "snippet":
+                continue
+            self.answered.append(message.snippet.id)
+            yield pb.VerifyStreamResponse(
+                result=pb.Result(id=message.snippet.id, status=pb.STATUS_VALID)
+            )
+            read += 1
+            if first and read == 2:
+                # The client's next writes land in the transport, unread.
+                await asyncio.sleep(0.3)
+                return
+
+
+async def test_an_ok_end_short_of_answers_resends_the_unread_and_never_hangs():
+    """Window 2: after the two answers the client's sender waits for a slot
+    no answer will free. It is cancelled, the stream counts as broken
+    (UNAVAILABLE: the server answers all it read), and the rest goes again."""
+    servicer = _StopsReading()
+    server = grpc.aio.server()
+    pb_grpc.add_VerifierServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        items = [(f"s{i}", f"theorem s{i} : True := trivial\n") for i in range(10)]
+        async with AsyncClient(f"127.0.0.1:{port}", max_retries=3, backoff_s=0.01) as client:
+            results = await asyncio.wait_for(client.verify(items, window=2), 30)
+    finally:
+        await server.stop(0)
+    assert [(r.id, r.status) for r in results] == [(sid, "VALID") for sid, _code in items]
+    assert servicer.calls == 2
+    assert sorted(servicer.answered) == sorted(f"{i}:s{i}" for i in range(10))  # each once

@@ -7,6 +7,8 @@
 //   late      one Verify while no server listens yet (prints each retry)
 //   overload  a slow snippet then 6 more, window 16 (the server has a tiny queue)
 //   partial   two quick snippets then one that hangs (the test stops the server)
+//   restart   3,000 snippets; prints {"progress": 100} at the 100th answer (the
+//             test then stops the server and starts a new one on the same port)
 // Prints one JSON line per event ({"retry": ...}, {"result": ...}) and a last
 // JSON line with the outcome.
 
@@ -82,6 +84,18 @@ const MODES = {
     const hang = { id: 'hang', code: 'import Mathlib\n\ntheorem h : True := trivial\n--@standin: hang\n' };
     const results = await client.verify([ok(0), ok(1), hang], { window: 1, onResult: (r) => print({ result: brief(r) }) });
     return { results: results.map(brief) };
+  },
+  restart: async (client) => {
+    const items = Array.from({ length: 3000 }, (_, i) => ({
+      id: `r${i}`, code: `import Mathlib\n\n--@standin: burn=0.005\ntheorem r${i} : True := trivial\n`,
+    }));
+    let answered = 0;
+    const onResult = () => { if (++answered === 100) print({ progress: answered }); };
+    const results = await client.verify(items, { onResult });
+    return {
+      count: results.length, answered, statuses: [...new Set(results.map((r) => r.status))],
+      inOrder: results.every((r, i) => r.id === `r${i}`),
+    };
   },
 };
 

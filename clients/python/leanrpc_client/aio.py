@@ -196,7 +196,8 @@ class AsyncClient(ProverCalls):
                     if stream_code(exc) not in RETRYABLE_CODES or attempt > self._max_retries:
                         partial = _in_order(keys, items, results)
                         raise client_error(exc, partial) from exc
-                    await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
+                    hint = max((h for _r, h in resend.values()), default=0.0)
+                    await asyncio.sleep(backoff_s(self._backoff_s, attempt, hint, exc=exc))
                     continue
                 if resend:
                     attempt += 1
@@ -250,18 +251,30 @@ class AsyncClient(ProverCalls):
                 results[result.id] = result
                 if bar is not None:
                     bar.update(1)
-            await sender
+            if received < expected:
+                # The call ended first: the sender may wait for a slot no answer
+                # will free, or its write in flight failed with the call.
+                sender.cancel()
+                await asyncio.wait([sender])
+                if not sender.cancelled():
+                    sender.exception()  # read, so asyncio does not report it
+            else:
+                await sender
             # Always read the call's end: leaving before it cancels the call,
             # so the server would log a stream that delivered all as CANCELLED.
             code = await call.code()
             if received < expected:
-                if code is not grpc.StatusCode.OK:
-                    raise grpc.aio.AioRpcError(
-                        code,
-                        await call.initial_metadata(),
-                        await call.trailing_metadata(),
-                        details=await call.details(),
-                    )
+                # An OK end short of answers: the server answers every snippet
+                # it read, so it stopped reading (shutting down). A broken stream.
+                unread = code is grpc.StatusCode.OK
+                raise grpc.aio.AioRpcError(
+                    grpc.StatusCode.UNAVAILABLE if unread else code,
+                    await call.initial_metadata(),
+                    await call.trailing_metadata(),
+                    details=f"stream ended with {expected - received} snippets unread"
+                    if unread
+                    else await call.details(),
+                )
         finally:
             sender.cancel()
 
