@@ -11,7 +11,7 @@
         found = await best_first_search(client, "theorem ...", lambda goals: ["simp", "omega"])
 
 `ProverCalls` is mixed into `AsyncClient` (aio), `SyncProverCalls` into
-`Client` (sync). May import: _proto, _convert, grpc.
+`Client` (sync). May import: _proto, _convert, _retry, grpc.
 Times are float seconds here (`timeout_s`, `ttl_s`, `elapsed_s`) and
 google.protobuf.Duration on the wire; this module converts both ways
 (0 means unset: the server default).
@@ -32,6 +32,7 @@ import grpc
 
 from ._convert import duration, seconds
 from ._proto import ppb, ppb_grpc
+from ._retry import WRITE_RACE_TEXT, stream_code
 
 __all__ = [
     "ProofStart",
@@ -219,8 +220,10 @@ class ProverCalls:
         call = self._prover_stub.Expand(metadata=self._metadata)
         timeout = _duration_or_none(timeout_s)
         groups: dict[str, int] = {}  # request_id -> index of its first pair
+        all_sent = False  # set before the half-close: an end after it is the normal one
 
         async def send() -> None:
+            nonlocal all_sent
             index = 0
             if hasattr(pairs, "__aiter__"):
                 async for state_id, tactic in pairs:
@@ -259,6 +262,7 @@ class ProverCalls:
                         )
                     await call.write(request)
                     index += len(tactics)
+            all_sent = True
             await call.done_writing()
 
         sender = asyncio.ensure_future(send())
@@ -274,7 +278,22 @@ class ProverCalls:
                     if first is not None:  # one of a request's tactics: its pair's own index
                         result.request_id = str(first + result.index)
                     yield result
-            await sender
+            if not all_sent:
+                # The server ended the call (shutting down) with pairs left to send;
+                # the sender may wait on `pairs`, which may wait on these results.
+                sender.cancel()
+                await asyncio.wait([sender])
+                if not sender.cancelled():
+                    sender.exception()  # read, so asyncio does not report it
+                raise _unavailable(
+                    call, "the server ended the Expand stream before every pair was sent"
+                )
+            try:
+                await sender
+            except grpc.aio.AioRpcError as exc:
+                if stream_code(exc) is exc.code():
+                    raise
+                raise _unavailable(call, WRITE_RACE_TEXT) from exc
         finally:
             sender.cancel()
 
@@ -283,6 +302,16 @@ class ProverCalls:
     ) -> int:
         request = ppb.ReleaseStatesRequest(state_ids=list(state_ids), proof_ids=list(proof_ids))
         return (await self._call(self._prover_stub.ReleaseStates, request, 30.0)).released
+
+
+def _unavailable(call, details: str) -> grpc.aio.AioRpcError:
+    """An Expand stream that broke under the client: the pairs without a result never ran."""
+    return grpc.aio.AioRpcError(
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.aio.Metadata(),
+        grpc.aio.Metadata(),
+        details=f"{details}; the pairs without a result never ran",
+    )
 
 
 class SyncProverCalls:
