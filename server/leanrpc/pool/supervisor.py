@@ -4,7 +4,8 @@ Owns: `CircuitBreaker` (when boot failures stop the pool) and `Supervisor`,
 one loop of idempotent steps run on every wake-up (a worker died) and at
 least every `_PERIOD_S` (memory is sampled, not signalled):
 
-    reap_dead()        forget dead workers, re-warm a lost header
+    reap_dead()        forget dead workers, re-warm a lost header (once the
+                       queue is empty: while jobs wait, dispatch starts workers)
     recycle_marked()   system memory: retire the largest idle worker
     keep_spares()      keep `warm_spares` idle workers of the most used headers,
                        per REPL profile by recent demand (the default first)
@@ -106,6 +107,8 @@ class Supervisor:
         self.preloading: set[str] = set()
         self._wake = asyncio.Event()
         self._dead: list[Worker] = []
+        # Headers of lost workers not re-warmed yet because jobs were waiting.
+        self._rewarm_later: collections.deque = collections.deque(maxlen=self.config.pool.workers)
         self._background: set[asyncio.Task] = set()
         self.booted_once = False
         self._retrying = False
@@ -124,6 +127,7 @@ class Supervisor:
                 return
             try:
                 self.reap_dead()
+                self.rewarm_deferred()
                 self.recycle_marked()
                 self.keep_spares()
                 self.retry_boot()
@@ -368,12 +372,26 @@ class Supervisor:
         """Replaces a lost worker with one that already loaded its header.
 
         So a timeout kill never makes the next caller pay a cold import.
+        While jobs wait, dispatch starts workers on demand; the re-warm waits
+        for an empty queue (`rewarm_deferred`), else a job that found another
+        warm worker left the pool a worker short for good.
         """
         known = self.imports_text.get(import_key)
-        # When jobs are waiting, dispatch starts workers on demand instead.
-        if known is None or len(self._pool.admission):
+        if known is None:
+            return
+        if len(self._pool.admission):
+            self._rewarm_later.append(import_key)
             return
         self.preload_header(*known)
+
+    def rewarm_deferred(self) -> None:
+        """The re-warms put off while jobs waited, into the slots still free."""
+        pool = self._pool
+        while self._rewarm_later and not len(pool.admission) and not pool.closing:
+            if pool.free_slots() <= 0:
+                self._rewarm_later.clear()  # dispatch filled the slots meanwhile
+                return
+            self.preload_header(*self.imports_text[self._rewarm_later.popleft()])
 
     def preload_header(self, imports: str, profile: str = "") -> None:
         pool = self._pool
