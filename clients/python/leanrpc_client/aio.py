@@ -255,11 +255,11 @@ class AsyncClient(ProverCalls):
                 # The call ended first: the sender may wait for a slot no answer
                 # will free, or its write in flight failed with the call.
                 sender.cancel()
-                await asyncio.wait([sender])
-                if not sender.cancelled():
-                    sender.exception()  # read, so asyncio does not report it
-            else:
-                await sender
+            # Every answer in: all was written, and a half-close that raced the
+            # server's end (a graceful stop) changes nothing. Else the end decides.
+            await asyncio.wait([sender])
+            if not sender.cancelled():
+                sender.exception()  # read, so asyncio does not report it
             # Always read the call's end: leaving before it cancels the call,
             # so the server would log a stream that delivered all as CANCELLED.
             code = await call.code()
