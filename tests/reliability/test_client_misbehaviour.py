@@ -14,6 +14,7 @@ import pytest
 from google.protobuf import duration_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from leanrpc.client._retry import LOCAL_WRITE_RACE
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from reliability_support import (
@@ -168,12 +169,6 @@ async def test_disconnects_mid_stream_release_every_job(app):
     await _assert_healthy_and_serving(app)
     assert app.pool.stats.restarts["cancelled"] >= 1
     assert app.pool.stats.restarts["timeout"] == 0
-
-
-# What grpc's aio client reports when its own write is in flight as the call
-# ends (here: at its own deadline): the write fails in the core and the client
-# overwrites the call's status with a local INTERNAL. It never left the client.
-LOCAL_WRITE_RACE = "Internal error from Core"
 
 
 async def test_one_millisecond_deadlines(app):

@@ -20,20 +20,12 @@ from leanrpc.client import AsyncClient, ClientError
 from leanrpc.client._retry import LOCAL_WRITE_RACE, client_error, stream_code
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+from testkit import wait_until
 from verify_support import free_port, small_config, stop_app
 
 pytestmark = pytest.mark.timeout(240)
 
 SLOW = "import Mathlib\n\n--@standin: burn=0.005\ntheorem s{i} : True := trivial\n"
-
-
-async def _wait_for(predicate, timeout: float, what: str) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def test_a_stream_cut_by_a_graceful_stop_finishes_on_the_restarted_server():
@@ -49,7 +41,7 @@ async def test_a_stream_cut_by_a_graceful_stop_finishes_on_the_restarted_server(
             pending = asyncio.ensure_future(
                 client.verify(items, on_result=lambda index, _r: seen.append(index))
             )
-            await _wait_for(lambda: len(seen) >= 100, 60.0, "the first answers")
+            await wait_until(lambda: len(seen) >= 100, 60.0, "the first answers")
             await app.stop(0.5)  # what SIGTERM runs
             assert not pending.done() and len(seen) < len(items)
             app = await create_server(config)  # the same port: the deploy's new server

@@ -2,7 +2,7 @@
 
 Owns: the channel, unary calls with retry, and `verify` over VerifyStream
 (bounded window, input order kept, re-sends of refused snippets). May
-import: _proto, _types, _convert, _retry, prover; tqdm when a progress bar is asked.
+import: _proto, _types, _convert, _retry, _streams, prover; tqdm when a progress bar is asked.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ._convert import (
 )
 from ._proto import pb, pb_grpc
 from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s, stream_code
+from ._streams import broken, settle
 from ._types import Result, SessionResult
 from .prover import ProverCalls
 
@@ -251,29 +252,22 @@ class AsyncClient(ProverCalls):
                 results[result.id] = result
                 if bar is not None:
                     bar.update(1)
-            if received < expected:
-                # The call ended first: the sender may wait for a slot no answer
-                # will free, or its write in flight failed with the call.
-                sender.cancel()
-            # Every answer in: all was written, and a half-close that raced the
-            # server's end (a graceful stop) changes nothing. Else the end decides.
-            await asyncio.wait([sender])
-            if not sender.cancelled():
-                sender.exception()  # read, so asyncio does not report it
+            # Short of answers the call ended first: the sender may wait for a
+            # slot no answer will free. Every answer in: all was written, and a
+            # half-close that raced the server's end changes nothing.
+            await settle(sender, cancel=received < expected)
             # Always read the call's end: leaving before it cancels the call,
             # so the server would log a stream that delivered all as CANCELLED.
             code = await call.code()
+            if received < expected and code is grpc.StatusCode.OK:
+                # The server answers every snippet it read: it stopped reading (shutting down).
+                raise broken(f"stream ended with {expected - received} snippets unread")
             if received < expected:
-                # An OK end short of answers: the server answers every snippet
-                # it read, so it stopped reading (shutting down). A broken stream.
-                unread = code is grpc.StatusCode.OK
                 raise grpc.aio.AioRpcError(
-                    grpc.StatusCode.UNAVAILABLE if unread else code,
+                    code,
                     await call.initial_metadata(),
                     await call.trailing_metadata(),
-                    details=f"stream ended with {expected - received} snippets unread"
-                    if unread
-                    else await call.details(),
+                    details=await call.details(),
                 )
         finally:
             sender.cancel()

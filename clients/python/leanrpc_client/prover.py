@@ -11,7 +11,7 @@
         found = await best_first_search(client, "theorem ...", lambda goals: ["simp", "omega"])
 
 `ProverCalls` is mixed into `AsyncClient` (aio), `SyncProverCalls` into
-`Client` (sync). May import: _proto, _convert, _retry, grpc.
+`Client` (sync). May import: _proto, _convert, _retry, _streams, grpc.
 Times are float seconds here (`timeout_s`, `ttl_s`, `elapsed_s`) and
 google.protobuf.Duration on the wire; this module converts both ways
 (0 means unset: the server default).
@@ -33,6 +33,7 @@ import grpc
 from ._convert import duration, seconds
 from ._proto import ppb, ppb_grpc
 from ._retry import WRITE_RACE_TEXT, stream_code
+from ._streams import broken, settle
 
 __all__ = [
     "ProofStart",
@@ -123,6 +124,9 @@ def _state_from_pb(s) -> ProofState:
         (s.end.line, s.end.column) if s.HasField("end") else None,
     )
 
+
+# What an Expand stream that broke under the client says of the rest.
+NEVER_RAN = "the pairs without a result never ran"
 
 # Tactics the client puts in one Expand request (the server's default `[prover]
 # max_tactics_per_expand`; a server configured lower answers REJECTED).
@@ -281,19 +285,16 @@ class ProverCalls:
             if not all_sent:
                 # The server ended the call (shutting down) with pairs left to send;
                 # the sender may wait on `pairs`, which may wait on these results.
-                sender.cancel()
-                await asyncio.wait([sender])
-                if not sender.cancelled():
-                    sender.exception()  # read, so asyncio does not report it
-                raise _unavailable(
-                    call, "the server ended the Expand stream before every pair was sent"
+                await settle(sender, cancel=True)
+                raise broken(
+                    f"the server ended the Expand stream before every pair was sent; {NEVER_RAN}"
                 )
             try:
                 await sender
             except grpc.aio.AioRpcError as exc:
                 if stream_code(exc) is exc.code():
                     raise
-                raise _unavailable(call, WRITE_RACE_TEXT) from exc
+                raise broken(f"{WRITE_RACE_TEXT}; {NEVER_RAN}") from exc
         finally:
             sender.cancel()
 
@@ -302,16 +303,6 @@ class ProverCalls:
     ) -> int:
         request = ppb.ReleaseStatesRequest(state_ids=list(state_ids), proof_ids=list(proof_ids))
         return (await self._call(self._prover_stub.ReleaseStates, request, 30.0)).released
-
-
-def _unavailable(call, details: str) -> grpc.aio.AioRpcError:
-    """An Expand stream that broke under the client: the pairs without a result never ran."""
-    return grpc.aio.AioRpcError(
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.aio.Metadata(),
-        grpc.aio.Metadata(),
-        details=f"{details}; the pairs without a result never ran",
-    )
 
 
 class SyncProverCalls:
