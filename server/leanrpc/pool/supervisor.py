@@ -391,7 +391,7 @@ class Supervisor:
             if pool.free_slots() <= 0:
                 self._rewarm_later.clear()  # dispatch filled the slots meanwhile
                 return
-            self.preload_header(*self.imports_text[self._rewarm_later.popleft()])
+            self.rewarm(self._rewarm_later.popleft())  # the queue is empty: it preloads
 
     def preload_header(self, imports: str, profile: str = "") -> None:
         pool = self._pool
