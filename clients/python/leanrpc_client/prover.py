@@ -271,27 +271,28 @@ class ProverCalls:
 
         sender = asyncio.ensure_future(send())
         try:
-            while True:
-                message = await call.read()
-                if message is grpc.aio.EOF:
-                    break
-                # A packed answer (pack_results) carries the request's other results in `more`.
-                for part in (message, *message.more):
-                    result = tactic_result_from_pb(part)
-                    first = groups.get(result.request_id)
-                    if first is not None:  # one of a request's tactics: its pair's own index
-                        result.request_id = str(first + result.index)
-                    yield result
-            if not all_sent:
-                # The server ended the call (shutting down) with pairs left to send;
-                # the sender may wait on `pairs`, which may wait on these results.
-                await settle(sender, cancel=True)
-                raise broken(
-                    f"the server ended the Expand stream before every pair was sent; {NEVER_RAN}"
-                )
             try:
+                while True:
+                    message = await call.read()
+                    if message is grpc.aio.EOF:
+                        break
+                    # A packed answer (pack_results) carries the request's other results in `more`.
+                    for part in (message, *message.more):
+                        result = tactic_result_from_pb(part)
+                        first = groups.get(result.request_id)
+                        if first is not None:  # one of a request's tactics: its pair's own index
+                            result.request_id = str(first + result.index)
+                        yield result
+                if not all_sent:
+                    # The server ended the call (shutting down) with pairs left to send;
+                    # the sender may wait on `pairs`, which may wait on these results.
+                    await settle(sender, cancel=True)
+                    raise broken(
+                        f"the server ended the Expand stream before every pair was sent; {NEVER_RAN}"
+                    )
                 await sender
             except grpc.aio.AioRpcError as exc:
+                # grpc's local write race surfaces on the sender or on a read alike.
                 if stream_code(exc) is exc.code():
                     raise
                 raise broken(f"{WRITE_RACE_TEXT}; {NEVER_RAN}") from exc
