@@ -266,19 +266,43 @@ async def run_eval(args) -> dict:
                     f"{req.id}: {outcome.status.name} after {outcome.iterations}", file=sys.stderr
                 )
 
+    from leanrpc.formalize.gpumon import GpuMonitor
+
+    monitor = GpuMonitor().start()
     t0 = time.perf_counter()
     await asyncio.gather(*(one(p, s) for p in problems for s in range(samples)))
     wall = time.perf_counter() - t0
+    gpu = monitor.stop()
 
-    summary = summarize(records, references, samples=samples)
     gen_tokens = sum(r.outcome.generated_tokens for r in records)
+    goal_matches = None
+    if args.verify == "repl":
+        # goal_exact_match is asked of the real REPL (the stand-in does not elaborate)
+        from leanrpc.formalize.goalmatch import compare_goals
+
+        headers = {p["name"]: p["header"] for p in problems}
+        goal_matches = {}
+        for r in records:
+            if r.sample == 0 and r.solved:
+                goal_matches[r.problem] = await compare_goals(
+                    r.outcome.lean_statement, references[r.problem], headers[r.problem], verify
+                )
+    summary = summarize(
+        records,
+        references,
+        samples=samples,
+        max_iterations=args.max_iterations,
+        goal_matches=goal_matches,
+        generated_tokens=gen_tokens,
+        wall_s=wall,
+        gpu=gpu,
+    )
     engine = service.info().get("engine", {})
     peak = {"cpu_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     if args.generator == "model" and torch is not None and torch.cuda.is_available():
         peak["cuda_max_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
     summary.update(
         {
-            "tokens_per_s": round(gen_tokens / wall, 2) if wall else None,
             "decode_tokens_per_s": engine.get("decode_tokens_per_s"),
             "mean_batch": engine.get("mean_batch"),
             "generated_tokens": gen_tokens,
@@ -336,7 +360,7 @@ def parse_args(argv=None):
     p.add_argument("--verify-workers", type=int, default=2, help="REPL workers in the verify pool")
     p.add_argument("--verify-timeout", type=float, default=120.0)
     p.add_argument("--max-iterations", type=int, default=5)
-    p.add_argument("--samples", type=int, default=1, help="runs per problem (pass@N)")
+    p.add_argument("--samples", type=int, default=1, help="runs per problem (any_sample@S)")
     p.add_argument("--temperature", type=float)
     p.add_argument("--top-p", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
