@@ -213,6 +213,14 @@ class TestRetrieval:
         assert len(full_names) > 170_000
         assert "Nat.Prime.two_le" in full_names.did_you_mean("Nat.prme_two_le")
         assert full_names.did_you_mean("Real.sqrt_nonneg_foo")[0] == "Real.sqrt_nonneg"
+        # one-letter typos in short names (System A's character-level source, rapidfuzz)
+        for typo, name in (
+            ("Real.logg", "Real.log"),
+            ("Nat.Prme", "Nat.Prime"),
+            ("Real.sqrrt", "Real.sqrt"),
+            ("Finset.rnge", "Finset.range"),
+        ):
+            assert full_names.did_you_mean(typo)[0] == name, typo
         names = [
             n
             for n, _, _ in full_names.search(
