@@ -24,6 +24,17 @@ An infrastructure failure in the compile gate (CRASH after the pool's retries, a
 CANCELLED or refused-unrun snippet, the verify call raising) is no score at all:
 `reward` is None and `infra_error` says why, never a silent 0. A TIMEOUT or
 OUT_OF_MEMORY statement is a failed compile by default (`timeout_is_failure`).
+
+From TRL (GRPOTrainer), through the client's adapter, one RPC per step:
+
+    from leanrpc.rewards import LeanReward
+    reward = LeanReward(server="host:50051", kind="formalization",
+                        reference_column="formal_statement",  # the dataset's reference
+                        weights={"well_formed": 0.1, "compiles": 0.2, "faithfulness": 0.7})
+    GRPOTrainer(model=…, reward_funcs=[reward], train_dataset=…)  # None = infra failure
+
+`AsyncLeanReward` is the async twin; `FormalizationReward(server=…).score(…)` returns
+the per-gate details (`Detail.extra`) for a recipe that logs them itself.
 """
 
 from __future__ import annotations
