@@ -14,15 +14,12 @@ import asyncio
 import math
 
 import pytest
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
 
-pytest.importorskip("trl", reason="the test extra installs trl")  # noqa: the extra pins it
-
-from datasets import Dataset  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
-
-from leanrpc.formalize.tiny import build_tiny_checkpoint  # noqa: E402
-from leanrpc.rewards import AsyncLeanReward, LeanReward  # noqa: E402
+from leanrpc.formalize.tiny import build_tiny_checkpoint
+from leanrpc.rewards import AsyncLeanReward, LeanReward
 
 HEADER = "import Mathlib\n"
 STATEMENT = "theorem add_comm' (a b : ℕ) : a + b = b + a := by\n"
