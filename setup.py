@@ -119,6 +119,8 @@ PACKAGES = [
     "leanrpc.reference",
     "leanrpc.policy",
     "leanrpc.client",
+    "leanrpc.client.rewards",
+    "leanrpc.rewards",
 ]
 
 setup(

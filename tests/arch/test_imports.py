@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
         "logsetup",
     },  # leanrpc itself (__version__), plain data, stubs, log format
     {"core", "client"},  # framing, trie, header split; the Python client (v1 stubs only)
+    {"rewards"},  # the client's reward adapters under leanrpc.rewards (re-exports only)
     {
         "repl",
         "extract",

@@ -286,6 +286,32 @@ class AsyncClient(ProverCalls):
             found.ParseFromString(lz4.frame.decompress(response.compressed))
         return result_from_pb(response.result), declarations_from_pb(found.declarations)
 
+    async def score_formalization(
+        self,
+        candidates: Sequence[dict],
+        *,
+        weights: dict | None = None,
+        triviality: bool | None = None,
+        timeout_is_failure: bool | None = None,
+        timeout_s: float = 0.0,
+        profile: str = "",
+        deadline_s: float | None = None,
+    ) -> pb.ScoreFormalizationResponse:
+        """The composite gated reward of autoformalization (docs/REWARDS.md): one
+        score per {"completion", "reference", "header"?, "id"?} dict, in order.
+        `weights` maps well_formed / compiles / faithfulness to credits (unset: the
+        server's defaults, echoed in the response)."""
+        request = pb.ScoreFormalizationRequest(
+            candidates=[pb.FormalizationCandidate(**c) for c in candidates],
+            weights=pb.FormalizationWeights(**(weights or {})),
+            options=_options(timeout_s, None, True, None, profile=profile),
+        )
+        if triviality is not None:
+            request.triviality = triviality
+        if timeout_is_failure is not None:
+            request.timeout_is_failure = timeout_is_failure
+        return await self._call(self._stub.ScoreFormalization, request, deadline_s)
+
     async def server_info(self) -> pb.GetServerInfoResponse:
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
 

@@ -113,6 +113,9 @@ class Client(SyncProverCalls):
     def extract(self, code: str, **kwargs):
         return self._run(self._async.extract(code, **kwargs))
 
+    def score_formalization(self, candidates, **kwargs):
+        return self._run(self._async.score_formalization(candidates, **kwargs))
+
     def server_info(self):
         return self._run(self._async.server_info())
 

@@ -17,7 +17,7 @@ from ..services.ports import Verifier
 from ..services.resolve import deadline_in
 from ..v1 import verifier_pb2 as pb
 from ..v1 import verifier_pb2_grpc as pb_grpc
-from . import convert
+from . import convert, rewards
 from .errors import duration_of, maps_errors
 from .identity import CallerIdentity
 from .interceptors.lenient import LenientRegistrar
@@ -160,6 +160,17 @@ class VerifierServicer(pb_grpc.VerifierServicer):
         )
         async for response in call.responses(request_iterator):
             yield response
+
+    @maps_errors
+    async def ScoreFormalization(self, request: pb.ScoreFormalizationRequest, context):
+        """The composite gated reward (edge/rewards.py; formalize/reward.py scores)."""
+        return await rewards.score_formalization(
+            self._verify,
+            request,
+            client_id=self._client_identity(context),
+            stream_id=f"reward-{next(self._stream_numbers)}",
+            deadline=_deadline(context),
+        )
 
     def begin_shutdown(self, grace: float) -> None:
         """Called by App.stop before the gRPC server stops (edge/stream.py)."""
