@@ -36,8 +36,8 @@ from leanrpc.formalize import retrieval  # noqa: E402
 from leanrpc.formalize.config import DEFAULT_MATHLIB_NAMES, FormalizeConfig  # noqa: E402
 from leanrpc.formalize.metrics import RunRecord, summarize  # noqa: E402
 from leanrpc.formalize.train.data import as_sorry  # noqa: E402
-from leanrpc.formalize.wellformed import canonical_form  # noqa: E402
 from leanrpc.formalize.types import Candidate, FormalizeRequest, Outcome  # noqa: E402
+from leanrpc.formalize.wellformed import canonical_form  # noqa: E402
 from leanrpc.results import Message, Position, Severity, Status, VerifyResult  # noqa: E402
 
 _DOTTED = re.compile(r"(?<![\w.])([A-Z][A-Za-z]*\.[A-Za-z_][\w']*)")

@@ -15,7 +15,8 @@ thread, safe from several threads and inside a running loop.
 
 Rooms: _types (results, ClientError), _convert (protobuf <-> types, header
 hash), _retry (what is retried and when), prover (proof-state calls and a
-best-first search helper, docs/PROVER.md), aio (AsyncClient), sync (Client).
+best-first search helper, docs/PROVER.md), formalizer (formalize(): the
+repair loop's events and result, docs/FORMALIZE.md), aio (AsyncClient), sync (Client).
 """
 
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
@@ -31,11 +32,15 @@ from ._types import (
     TacticStep,
 )
 from .aio import AsyncClient
+from .formalizer import CandidateEvent, FormalizeResult, TokenEvent
 from .prover import ProofStart, ProofState, SearchResult, TacticResult, best_first_search
 from .sync import Client
 
 __all__ = [
     "AsyncClient",
+    "CandidateEvent",
+    "FormalizeResult",
+    "TokenEvent",
     "Checks",
     "Client",
     "ClientError",

@@ -2,7 +2,7 @@
 
 Owns: the channel, unary calls with retry, and `verify` over VerifyStream
 (bounded window, input order kept, re-sends of refused snippets). May
-import: _proto, _types, _convert, _retry, _streams, prover; tqdm when a progress bar is asked.
+import: _proto, _types, _convert, _retry, _streams, prover, formalizer; tqdm when a progress bar is asked.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ._proto import pb, pb_grpc
 from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s, stream_code
 from ._streams import broken, settle
 from ._types import Result, SessionResult
+from .formalizer import FormalizerCalls
 from .prover import ProverCalls
 
 
@@ -65,7 +66,7 @@ class _Notifying(dict):
         self._on_result(n, result)
 
 
-class AsyncClient(ProverCalls):
+class AsyncClient(ProverCalls, FormalizerCalls):
     """asyncio client. Use as `async with AsyncClient(addr) as c:`."""
 
     def __init__(

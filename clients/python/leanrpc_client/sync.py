@@ -15,10 +15,11 @@ from typing import Any, Coroutine, Iterable, Sequence
 
 from ._types import Interrupted, Result, SessionResult
 from .aio import AsyncClient
+from .formalizer import SyncFormalizerCalls
 from .prover import SyncProverCalls
 
 
-class Client(SyncProverCalls):
+class Client(SyncProverCalls, SyncFormalizerCalls):
     """Blocking client; same methods as AsyncClient. Thread-safe; close() once done."""
 
     def __init__(self, address: str = "127.0.0.1:50051", **kwargs) -> None:

@@ -56,7 +56,12 @@ def leanrpc_reward(settings: GRPOSettings) -> Callable[..., list[float | None]]:
     """The client's TRL adapter for the composite gated formalization reward."""
     from ...client.rewards import LeanReward
 
-    kwargs: dict[str, Any] = {"server": settings.server, "kind": "formalization"}
+    kwargs: dict[str, Any] = {
+        "server": settings.server,
+        "kind": "formalization",
+        "reference_column": "reference",
+        "header_column": "header",
+    }
     if settings.token:
         kwargs["token"] = settings.token
     return LeanReward(**kwargs)
