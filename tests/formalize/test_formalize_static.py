@@ -260,3 +260,33 @@ class TestPrompts:
         assert "did you mean `Nat.Prime`?" in msgs[3]["content"]
         assert "No similar Mathlib name was found for: `Zzz.q`" in msgs[3]["content"]
         assert "boom" in msgs[3]["content"]
+
+
+def test_dense_stage_embeds_once_caches_and_reranks(tmp_path):
+    """System B's dense stage with the default embedder (WordLlama, weights from its wheel)."""
+    from formalize_support import SMALL_NAMES
+    from leanrpc.formalize.dense import WordLlamaEmbedder, make_embedder
+    from leanrpc.formalize.retrieval import MathlibNames
+
+    assert make_embedder("none") is None
+    with pytest.raises(ValueError):
+        make_embedder("bert")
+    names = MathlibNames(SMALL_NAMES)
+    embedder = WordLlamaEmbedder()
+    names.enable_dense(embedder, tmp_path, dense_n=5)
+    assert not names.dense.from_cache and names.dense.cache_path.is_file()
+    vectors = names.dense.matrix
+    assert vectors.shape == (len(SMALL_NAMES), 256)
+    again = MathlibNames(SMALL_NAMES)
+    again.enable_dense(embedder, tmp_path, dense_n=5)
+    assert again.dense.from_cache  # embedded once, then read from disk
+    text = "Show that every prime number p is at least 2"
+    idx, cos = names.dense.top(text, 5)
+    assert len(idx) == 5 and list(cos) == sorted(cos, reverse=True)
+    got = names.search(text, 3)
+    dense_top = {names.names[i] for i in idx}
+    assert got and {n for n, _, _ in got} <= dense_top  # the rerank picks among the dense top-n
+    assert [n for n, _, _ in names.search(text, 3, dense=False)][0] in (
+        "Nat.Prime",
+        "Nat.Prime.two_le",
+    )

@@ -81,6 +81,15 @@ class FormalizeConfig:
     mathlib_names_path: str | None = DEFAULT_MATHLIB_NAMES
     retrieval_top_k: int = 8
     retrieval_default: bool = False
+    # System B's dense stage (dense.py): "wordllama" (weights ship in its wheel),
+    # "sentence-transformers:<local path>", or "none" (BM25 alone). The top
+    # retrieval_dense_n declarations by embedding are reranked by BM25 to top_k.
+    # The embedded declarations are cached in retrieval_cache_dir (None = ~/.cache/leanrpc/retrieval).
+    # Default "none": with WordLlama the dense stage found fewer of the gold statements'
+    # Mathlib names than BM25 alone (benchmarks/RESULTS.md, "System B").
+    retrieval_embedder: str = "none"
+    retrieval_dense_n: int = 100
+    retrieval_cache_dir: str | None = None
     did_you_mean_k: int = 5
 
     # Candidates sampled per repair round in one batch (request `candidates`, bounded).
@@ -126,6 +135,15 @@ class FormalizeConfig:
             raise ValueError("formalize.job_budget_s and stream_budget_s must be >= 0")
         if self.retrieval_top_k < 0 or self.did_you_mean_k < 0:
             raise ValueError("formalize.retrieval_top_k and did_you_mean_k must be >= 0")
+        if self.retrieval_embedder not in ("wordllama", "none") and not (
+            self.retrieval_embedder.startswith("sentence-transformers:")
+        ):
+            raise ValueError(
+                "formalize.retrieval_embedder must be wordllama, none or "
+                f"sentence-transformers:<path>, not {self.retrieval_embedder!r}"
+            )
+        if self.retrieval_dense_n < 1:
+            raise ValueError("formalize.retrieval_dense_n must be >= 1")
 
     def names_available(self) -> bool:
         return bool(self.mathlib_names_path) and os.path.isfile(self.mathlib_names_path)

@@ -72,6 +72,7 @@ class Formalizer:
         self.verify = verify
         self.config = config
         self._names = names
+        self._dense_tried = False
         self._names_failed = False
         self._names_lock = asyncio.Lock()
 
@@ -161,10 +162,34 @@ class Formalizer:
                         self._names_failed = True
         return self._names
 
+    async def _dense(self, names: MathlibNames) -> None:
+        """Turns System B's dense stage on once (embedding or reading the cache, in a thread)."""
+        if self._dense_tried or self.config.retrieval_embedder == "none":
+            return
+        async with self._names_lock:
+            if self._dense_tried:
+                return
+            self._dense_tried = True
+            if names.dense is not None:
+                return
+            from .dense import make_embedder
+
+            try:
+                embedder = await asyncio.to_thread(make_embedder, self.config.retrieval_embedder)
+                await asyncio.to_thread(
+                    names.enable_dense,
+                    embedder,
+                    self.config.retrieval_cache_dir,
+                    dense_n=self.config.retrieval_dense_n,
+                )
+            except Exception:  # no wordllama, a bad model path: BM25 alone rather than fail
+                log.exception("System B's dense stage is off (BM25 alone)")
+
     async def retrieve(self, informal: str) -> list[tuple[str, str, str]]:
         names = await self.names()
         if names is None or self.config.retrieval_top_k <= 0:
             return []
+        await self._dense(names)
         try:
             return await asyncio.to_thread(names.search, informal, self.config.retrieval_top_k)
         except Exception:  # e.g. numpy missing: formalize without System B rather than fail the job

@@ -66,13 +66,22 @@ def trainable_model(
     quantize: bool = True,
 ):
     """(peft_model, device): the NF4 base frozen, the adapter trainable, grouped dispatch off."""
-    from peft import get_peft_model, prepare_model_for_kbit_training
-
-    from ..loading import ModelLoadError, expert_adapter_modules, load_base_model
+    from ..loading import load_base_model
 
     base, dev = load_base_model(
         model_dir, device=device, quantize=quantize, compute_dtype=compute_dtype
     )
+    return with_adapter(
+        base, spec, gradient_checkpointing=gradient_checkpointing, quantize=quantize
+    ), dev
+
+
+def with_adapter(base, spec: AdapterSpec, *, gradient_checkpointing: bool, quantize: bool = True):
+    """The unfused (mark_unfused) base frozen for k-bit training, with `spec`'s adapter named "default"."""
+    from peft import get_peft_model, prepare_model_for_kbit_training
+
+    from ..loading import ModelLoadError, expert_adapter_modules
+
     if quantize:
         base = prepare_model_for_kbit_training(
             base, use_gradient_checkpointing=gradient_checkpointing
@@ -83,4 +92,4 @@ def trainable_model(
     if not expert_adapter_modules(model, "default"):
         raise ModelLoadError("no expert projection got an adapter (is the model unfused?)")
     model.train()
-    return model, dev
+    return model
