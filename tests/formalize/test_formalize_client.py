@@ -24,6 +24,9 @@ from leanrpc.client import (
 from testkit import loopback_config
 
 
+pytestmark = pytest.mark.model
+
+
 @pytest.fixture
 async def address(tiny_dir):
     config = loopback_config(workers=1)

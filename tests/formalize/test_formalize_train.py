@@ -34,6 +34,8 @@ from leanrpc.formalize.train.recipe import RunSettings
 from leanrpc.formalize.train.sft import SFTSettings, build_sft_trainer
 from testkit import loopback_config, shared_path
 
+pytestmark = pytest.mark.model
+
 MINIF2F = shared_path("datasets", "minif2f-proofnet-putnam-goedel-prover", "minif2f.jsonl")
 
 
