@@ -23,7 +23,6 @@ from leanrpc.client import (
 )
 from testkit import loopback_config
 
-
 pytestmark = pytest.mark.model
 
 
