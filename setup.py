@@ -110,6 +110,7 @@ PACKAGES = [
     "leanrpc.standin",
     "leanrpc.extract",
     "leanrpc.formalize",
+    "leanrpc.formalize.train",
     "leanrpc.security",
     "leanrpc.repl",
     "leanrpc.commands",

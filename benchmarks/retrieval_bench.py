@@ -9,7 +9,8 @@ problems with at least one gold identifier. Modes, side by side in one run:
   none         no retrieval (nothing in the prompt): 0 by construction
   bm25         BM25 alone over all declarations (MathlibNames.search, dense off)
   dense        the dense stage alone (embedding cosine top-k), for reference
-  dense+bm25   dense top 100, BM25 rerank to k (the design; the server's path)
+  dense+bm25   dense top 100, BM25 rerank to k (the design; the server's path when
+               formalize.retrieval_embedder is set)
 
     python benchmarks/retrieval_bench.py [--k 8] [--embedder wordllama] [--limit N]
 """
