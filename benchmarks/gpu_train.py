@@ -63,7 +63,8 @@ def _stage(name, fn, out):
 
     from leanrpc.formalize.gpumon import GpuMonitor
 
-    torch.cuda.reset_peak_memory_stats()
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
     mon = GpuMonitor().start()
     t = time.perf_counter()
     extra = fn() or {}
@@ -85,6 +86,9 @@ def main(argv=None) -> int:
     p.add_argument("--problems", type=int, default=4)
     p.add_argument("--dora", action="store_true")
     p.add_argument("--out")
+    p.add_argument(
+        "--smoke", action="store_true", help="CPU, tiny widths: checks the script, measures nothing"
+    )
     args = p.parse_args(argv)
 
     import dataclasses
@@ -99,18 +103,37 @@ def main(argv=None) -> int:
     from leanrpc.formalize.train.recipe import RunSettings
     from leanrpc.formalize.train.sft import SFTSettings, build_sft_trainer
 
-    if not torch.cuda.is_available():
-        raise SystemExit("gpu_train.py needs CUDA")
-    dev = torch.device("cuda:0")
-    out: dict = {"device": torch.cuda.get_device_name(0), "args": vars(args)}
+    overrides: dict = {"num_hidden_layers": args.layers}
+    if args.smoke:
+        dev = torch.device("cpu")
+        overrides.update(
+            hidden_size=128,
+            intermediate_size=256,
+            moe_intermediate_size=64,
+            num_experts=8,
+            num_experts_per_tok=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=32,
+        )
+    elif not torch.cuda.is_available():
+        raise SystemExit("gpu_train.py needs CUDA (or --smoke)")
+    else:
+        dev = torch.device("cuda:0")
+    name = torch.cuda.get_device_name(0) if dev.type == "cuda" else "cpu (smoke)"
+    out: dict = {"device": name, "args": vars(args)}
     spec = PUBLISHED_DORA if args.dora else PUBLISHED_LORA
     t = time.perf_counter()
-    base = build_random_nf4(qwen3_coder_30b_a3b_config(num_hidden_layers=args.layers), device=dev)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    base, n_quantized = build_random_nf4(
+        qwen3_coder_30b_a3b_config(**overrides), device=dev, compute_dtype=dtype
+    )
     tokenizer = build_qwen_tokenizer()
     model = with_adapter(base, spec, gradient_checkpointing=True)
     out["build"] = {
         "s": round(time.perf_counter() - t, 1),
-        "allocated_bytes": int(torch.cuda.memory_allocated()),
+        "allocated_bytes": int(torch.cuda.memory_allocated()) if dev.type == "cuda" else None,
+        "nf4_linears": n_quantized,
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
     }
     minif2f = ROOT.parent / "shared" / "datasets" / "minif2f-proofnet-putnam-goedel-prover"
@@ -124,7 +147,7 @@ def main(argv=None) -> int:
         grad_accum=1,
         max_steps=args.steps,
         learning_rate=1e-4,
-        device="cuda",
+        device=dev.type,
         save_adapter=False,
     )
 
@@ -199,7 +222,7 @@ async def _evaluate(model, tokenizer, dev, n: int) -> dict:
     async def verify(code: str):
         return await verify_service.verify("gpu-train-eval", code, VerifyOptions())
 
-    engine = GenerationEngine(model, tokenizer, device=dev, max_batch=8, adapter_names=["default"])
+    engine = GenerationEngine(model, tokenizer, device=dev, max_batch=8)
     config = FormalizeConfig(mathlib_names_path=None, triviality_check=False, max_new_tokens=128)
     service = FormalizeService(engine, verify, config)
     records = []
