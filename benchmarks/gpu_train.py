@@ -19,6 +19,8 @@ Each stage reports wall time, tokens/s, and NVML peak VRAM and utilisation
 (formalize/gpumon.py). Prints one JSON object; `--out` writes it too.
 
     python benchmarks/gpu_train.py --layers 4 --steps 2 --out $OUT/gpu_train.json
+    python benchmarks/gpu_train.py --smoke --layers 2 --steps 1 --micro-batch 1 --group 2 \
+        --completion-tokens 4 --problems 1     # CPU, tiny widths: the script runs end to end
 
 Budget: about 4-6 minutes on one H100 (model build ~1 min at 4 layers).
 """
@@ -136,7 +138,13 @@ def main(argv=None) -> int:
         "nf4_linears": n_quantized,
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
     }
-    minif2f = ROOT.parent / "shared" / "datasets" / "minif2f-proofnet-putnam-goedel-prover"
+    from formalize_eval import DATASETS
+
+    minif2f = next(
+        d / "minif2f-proofnet-putnam-goedel-prover"
+        for d in (DATASETS, ROOT / "shared" / "datasets", ROOT.parent / "shared" / "datasets")
+        if (d / "minif2f-proofnet-putnam-goedel-prover").is_dir()
+    )
     pairs = load_pairs([str(minif2f / "minif2f.jsonl")], limit=64).pairs
     tmp = pathlib.Path("/tmp/gpu_train")
     run = RunSettings(
