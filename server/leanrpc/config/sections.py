@@ -278,6 +278,25 @@ class GatewayConfig(_Section):
     )
 
 
+class McpConfig(_Section):
+    """`[mcp]`: the agents' door, MCP over streamable HTTP (leanrpc.agents, docs/AGENTS.md)."""
+
+    port: Port = 0  # 0 = off; `serve --mcp-port N` turns it on
+    host: str = ""  # "" = server.host (same auth rules apply: tokens off loopback)
+    path: str = "/mcp"  # the protocol's usual endpoint
+    # Characters of one tool result's JSON; longer messages and goals are cut, with a note.
+    max_output_chars: Annotated[int, msgspec.Meta(ge=1024, le=10_000_000)] = 20_000
+    # Characters of one message text or goal before it is cut (within the result's budget).
+    max_field_chars: Annotated[int, msgspec.Meta(ge=64, le=10_000_000)] = 4_000
+    # Tactics one lean_multi_attempt may carry (each runs as its own pool job).
+    max_attempts: Annotated[int, msgspec.Meta(ge=1, le=256)] = 16
+    # Most declarations one lean_search returns.
+    max_search_k: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+    # MCP sessions held at once (all agents), and how long an idle one is kept.
+    max_sessions: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 1_000
+    session_idle_timeout_s: PositiveFloat = 1_800.0
+
+
 def _formalize_section() -> type:
     """`[formalize]`: one key per FormalizeConfig field (meanings there).
 
