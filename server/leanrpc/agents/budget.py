@@ -5,7 +5,8 @@ character it reads (its context window), and a REPL can answer with
 megabytes of messages or goals. First every string longer than
 `max_field_chars` is cut (its head kept, with how much was cut at its end);
 then, while the result's JSON is still over `max_chars`, the longest list is
-shortened from its end. The verdict fields (status, checks, state ids) are
+shortened from its end (never the lists with one entry per state or per
+attempt: their entries' texts are cut shorter instead). The verdict fields (status, checks, state ids) are
 short and never cut. When anything was cut the result gets `truncated`:
 how many characters and items were cut, and that the verdict is whole.
 Pure: plain dicts in and out. May import: the standard library only.
@@ -21,6 +22,9 @@ __all__ = ["fit"]
 # Keys whose values are never cut: the verdict and the handles an agent acts on.
 _NOTE_ROOM = 400
 _KEEP = frozenset({"status", "checks", "state_id", "proof_id", "code", "reason", "retry", "error"})
+# Lists with one entry per handle or per request item: their entries are shortened, never dropped.
+_WHOLE = frozenset({"states", "attempts", "opened"})
+_SHORTEST_FIELD = 32
 
 
 def _size(value: Any) -> int:
@@ -49,14 +53,14 @@ def _cut_strings(value: Any, limit: int, tally: dict) -> Any:
     return value
 
 
-def _lists(value: Any, found: list) -> list:
-    """Every non-empty list inside `value` (the lists themselves, to shorten in place)."""
+def _lists(value: Any, found: list, whole: bool = False) -> list:
+    """Every non-empty list inside `value` whose items may go (to shorten in place)."""
     if isinstance(value, dict):
         for k, v in value.items():
             if k not in _KEEP:
-                _lists(v, found)
+                _lists(v, found, k in _WHOLE)
     elif isinstance(value, list):
-        if value:
+        if value and not whole:
             found.append(value)
         for v in value:
             _lists(v, found)
@@ -80,6 +84,11 @@ def fit(result: dict[str, Any], max_chars: int, max_field_chars: int) -> dict[st
             tally["items"] += 1
         tally["chars"] += freed
         size = _size(out)
+    field = max_field_chars
+    while size > target and field > _SHORTEST_FIELD:  # only whole lists left: shorter texts
+        field //= 2
+        out = _cut_strings(out, field, tally)
+        size = _size(out)
     if tally["chars"]:
         out["truncated"] = {
             "chars_cut": tally["chars"],
@@ -89,7 +98,7 @@ def fit(result: dict[str, Any], max_chars: int, max_field_chars: int) -> dict[st
                 f"output budget: {tally['chars']} characters cut "
                 f"({tally['fields']} texts shortened, {tally['items']} list items dropped) "
                 f"to fit {max_chars} characters ([mcp] max_output_chars, max_field_chars); "
-                "the status, checks and state ids are whole"
+                "the status, checks, state ids and one entry per state or attempt are whole"
             ),
         }
     return out

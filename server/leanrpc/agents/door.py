@@ -72,9 +72,9 @@ RELEASES = types.ToolAnnotations(
 )
 
 Code = Annotated[str, Field(description="Lean 4 source text (imports first, as in a file)")]
-Timeout = Annotated[
-    float, Field(ge=0, description="seconds the REPL may take; 0 = the server's default")
-]
+# Ranges are checked by the services (a structured INVALID_ARGUMENT naming the field),
+# not by the schema, whose refusals the SDK answers as plain text.
+Timeout = Annotated[float, Field(description="seconds the REPL may take; 0 = the server's default")]
 StateId = Annotated[str, Field(description="a state id from lean_proof_state or lean_tactic")]
 
 
@@ -187,7 +187,9 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
     async def lean_search(
         query: Annotated[str, Field(description="a declaration name, or words about it")],
         ctx: Context,
-        k: Annotated[int, Field(ge=1, description="how many declarations")] = 10,
+        k: Annotated[
+            int, Field(description="how many declarations (1 to [mcp] max_search_k)")
+        ] = 10,
     ) -> dict[str, Any]:
         """Mathlib declarations for a name (close names) or for words (BM25 over names and
         modules), from the server's local index: no rate limit."""

@@ -1,0 +1,77 @@
+"""Every tool over streamable HTTP with the official `mcp` client, against a real
+server on the stand-in; bearer tokens, retry hints and the output budget."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx2
+import pytest
+
+from agents_support import AND_CODE, call, exercise_every_tool, http_agent, ok
+
+
+async def test_every_tool_over_streamable_http(served):
+    door = await served()
+    async with http_agent(door.url) as agent:
+        await exercise_every_tool(agent)
+
+
+async def test_a_token_is_required_when_the_server_has_tokens(served):
+    door = await served(tokens=["tok-a"])
+    async with httpx2.AsyncClient() as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            answer = await http.post(door.url, json={}, headers=headers)
+            assert answer.status_code == 401 and "Bearer" in answer.headers["www-authenticate"]
+    async with http_agent(door.url, "tok-a") as agent:
+        status = await ok(agent, "lean_status")
+    assert status["you"]["identity"].startswith("token:")
+
+
+async def test_errors_say_whether_and_when_to_retry(served):
+    door = await served(server__max_concurrent_per_client=1)
+    async with http_agent(door.url) as agent:
+        is_error, bad = await call(agent, "lean_check", code="   ")
+        assert is_error and bad["error"]["code"] == "INVALID_ARGUMENT"
+        assert bad["error"]["retry"]["retryable"] is False
+        started = await ok(agent, "lean_proof_state", code_with_sorry=AND_CODE)
+        state = started["states"][0]["state_id"]
+        slow = [f"skip\n--@standin: burn=0.4\nexact ⟨hp, hq⟩ -- {k}" for k in range(2)]
+        busy = asyncio.ensure_future(
+            call(agent, "lean_multi_attempt", state_id=state, tactics=slow)
+        )
+        await asyncio.sleep(0)
+        while door.door.tools.limiter.in_flight.get("peer:ipv4:127.0.0.1", 0) == 0:
+            await asyncio.sleep(0.01)
+        is_error, full = await call(agent, "lean_check", code="theorem t : True := trivial")
+        assert is_error and full["error"]["reason"] == "OVERLOADED"
+        assert full["error"]["retry"]["retryable"] is True
+        assert full["error"]["retry"]["retry_after_s"] > 0
+        assert "server.max_concurrent_per_client" in full["error"]["message"]
+        is_error, done = await busy
+        assert not is_error and len(done["attempts"]) == 2
+
+
+async def test_long_output_is_cut_with_a_note(served):
+    door = await served(mcp__max_output_chars=2000, mcp__max_field_chars=64)
+    names = " ".join(f"h{k}_{'x' * 40}" for k in range(40))
+    code = f"theorem long_t (p : Prop) ({names} : p) : p := by sorry"
+    async with http_agent(door.url) as agent:
+        started = await ok(agent, "lean_proof_state", code_with_sorry=code)
+    goal = started["states"][0]["goals"][0]
+    assert len(goal) < 120 and "characters cut]" in goal
+    note = started["truncated"]
+    assert note["chars_cut"] > 1000 and "max_output_chars" in note["note"]
+    assert started["states"][0]["state_id"].startswith("s-")  # the handle is whole
+
+
+@pytest.mark.parametrize("k", [0, 51])
+async def test_search_k_is_bounded(served, k):
+    door = await served(workers=1)
+    async with http_agent(door.url) as agent:
+        is_error, refused = await call(agent, "lean_search", query="prime", k=k)
+    assert is_error and refused["error"]["field"] == "k"
+    assert (
+        refused["error"]["code"] == "INVALID_ARGUMENT"
+        and "max_search_k" in refused["error"]["message"]
+    )
