@@ -254,7 +254,12 @@ async def _serve_pool(
 
 async def start_agents_door(app: App, *, port: int | None = None):
     """The MCP door (leanrpc.agents) on the app's services; `port` overrides [mcp] port."""
-    from .agents import AgentTools, start_mcp
+    try:
+        from .agents import AgentTools, start_mcp
+    except ImportError as exc:  # the mcp extra is not installed
+        raise StartupError(
+            f"the MCP door needs the mcp extra (pip install 'leanrpc[mcp]'): {exc}"
+        ) from exc
 
     tools = AgentTools(app.verify, app.prover, app.extract, app.config)
     return await start_mcp(tools, app.config, port=port)

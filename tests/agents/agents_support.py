@@ -98,7 +98,7 @@ async def exercise_every_tool(client) -> None:
 
     extracted = await ok(client, "lean_extract", code=STEPS_CODE)
     (declaration,) = extracted["declarations"]
-    assert [s["tactic"] for s in declaration["steps"]] == ["constructor", "exact hp", "exact hq"]
+    assert [s["text"] for s in declaration["steps"]] == ["constructor", "exact hp", "exact hq"]
     assert declaration["steps"][0]["goals_after"] and not declaration["steps"][-1]["goals_after"]
 
     named = await ok(client, "lean_search", query="Nat.add_comm", k=3)

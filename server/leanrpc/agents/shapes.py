@@ -135,7 +135,7 @@ def state_of(state) -> dict:
 def tactic_of(out: TacticOutcome, allowed_axioms: frozenset[str]) -> dict[str, Any]:
     """One tactic's outcome: status, the new state and its goals, states it opened."""
     shaped: dict[str, Any] = {
-        "tactic": out.tactic,
+        "tried": out.tactic,  # (not "tactic": that key is a REPL request's, repl/protocol.py)
         "status": out.status.name,
         "state_id": out.state_id,
         "goals": list(out.goals),

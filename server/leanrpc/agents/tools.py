@@ -155,7 +155,7 @@ class AgentTools:
                     state_id, tactic, timeout_s=timeout_s, client_id=client
                 )
             except LeanServiceError as exc:
-                return {"tactic": tactic, "status": "REJECTED", **shapes.error_of(exc)}
+                return {"tried": tactic, "status": "REJECTED", **shapes.error_of(exc)}
             return shapes.tactic_of(out, self._allowed)
 
         attempts = await asyncio.gather(*(one(t) for t in tactics))
@@ -185,7 +185,7 @@ class AgentTools:
                 "end": shapes.position_of(d.end),
                 "steps": [
                     {
-                        "tactic": s.text,
+                        "text": s.text,
                         "start": shapes.position_of(s.start),
                         "end": shapes.position_of(s.end),
                         "goals_before": list(s.goals_before),

@@ -89,7 +89,10 @@ def run(args) -> int:
 
 
 async def _main(address: str, token: str | None, config) -> None:
-    from ..agents.relay import relay_stdio
+    try:
+        from ..agents.relay import relay_stdio
+    except ImportError as exc:  # the mcp extra is not installed
+        raise UserError(f"leanrpc mcp needs the mcp extra (pip install 'leanrpc[mcp]'): {exc}")
 
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()

@@ -292,9 +292,14 @@ class McpConfig(_Section):
     max_attempts: Annotated[int, msgspec.Meta(ge=1, le=256)] = 16
     # Most declarations one lean_search returns.
     max_search_k: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
-    # MCP sessions held at once (all agents), and how long an idle one is kept.
+    # MCP sessions held at once (all agents); past it a new session is refused.
     max_sessions: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 1_000
+    # How long an MCP session nobody uses is kept (its proof states live on, by their TTL).
     session_idle_timeout_s: PositiveFloat = 1_800.0
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/") or any(c in self.path for c in " ?#"):
+            raise ValueError(f'[mcp] path must be a URL path such as "/mcp", not {self.path!r}')
 
 
 def _formalize_section() -> type:
