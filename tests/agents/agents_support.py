@@ -25,11 +25,13 @@ ALL_TOOLS = READ_ONLY | {"lean_proof_state", "lean_tactic", "lean_multi_attempt"
 
 
 @contextlib.asynccontextmanager
-async def http_agent(url: str, token: str | None = None):
-    """One agent on the streamable HTTP door, with its bearer token."""
+async def http_agent(url: str, token: str | None = None, mode: str = "auto"):
+    """One agent on the streamable HTTP door, with its bearer token; `mode` "legacy" speaks
+    the initialize handshake with a session id, as hosts on mcp 1.x do."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+    transport = streamable_http_client(url, http_client=http)
+    async with http, Client(transport, mode=mode) as client:
         yield client
 
 

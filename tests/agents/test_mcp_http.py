@@ -11,10 +11,13 @@ import pytest
 from agents_support import AND_CODE, call, exercise_every_tool, http_agent, ok
 
 
-async def test_every_tool_over_streamable_http(served):
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_every_tool_over_streamable_http(served, mode):
     door = await served()
-    async with http_agent(door.url) as agent:
+    async with http_agent(door.url, mode=mode) as agent:
         await exercise_every_tool(agent)
+        if mode == "legacy":
+            assert agent.session.protocol_version < "2026"  # the initialize handshake
 
 
 async def test_a_token_is_required_when_the_server_has_tokens(served):

@@ -69,3 +69,65 @@ async def test_a_is_answered_while_b_floods_multi_attempt(served):
     for is_error, answer in floods:
         assert not is_error and len(answer["attempts"]) == 8
         assert all(at["status"] == "INCOMPLETE" for at in answer["attempts"]), answer
+
+
+async def test_a_session_id_is_no_identity(served):
+    """Legacy MCP sessions have ids; B sending on A's session is still B (identity per request)."""
+    import httpx2
+
+    door = await served(tokens=["tok-a", "tok-b"])
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    async def rpc(http, token, session, method, params, id_=1):
+        headers = {**accept, "Authorization": f"Bearer {token}"}
+        if session:
+            headers |= {"mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        body = {"jsonrpc": "2.0", "method": method, "params": params}
+        if id_ is not None:
+            body["id"] = id_
+        return await http.post(door.url, json=body, headers=headers)
+
+    async with httpx2.AsyncClient(timeout=60) as http:
+        hello = await rpc(
+            http,
+            "tok-a",
+            None,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "a", "version": "1"},
+            },
+        )
+        session = hello.headers["mcp-session-id"]
+        await rpc(http, "tok-a", session, "notifications/initialized", {}, id_=None)
+        started = await rpc(
+            http,
+            "tok-a",
+            session,
+            "tools/call",
+            {"name": "lean_proof_state", "arguments": {"code_with_sorry": AND_CODE}},
+            id_=2,
+        )
+        state = started.json()["result"]["structuredContent"]["states"][0]["state_id"]
+        stolen = await rpc(
+            http,
+            "tok-b",
+            session,
+            "tools/call",
+            {"name": "lean_release", "arguments": {"state_ids": [state]}},
+            id_=3,
+        )
+        assert stolen.json()["result"]["structuredContent"] == {
+            "released": 0,
+            "not_found": [state],
+        }
+        mine = await rpc(
+            http,
+            "tok-a",
+            session,
+            "tools/call",
+            {"name": "lean_release", "arguments": {"state_ids": [state]}},
+            id_=4,
+        )
+        assert mine.json()["result"]["structuredContent"]["released"] == 1
