@@ -11,8 +11,10 @@ within each round (MCP, then gRPC, for each pair) so both see the same machine. 
 kind's clients connect and make one call each before its clock starts. Pairs:
 lean_check / unary Verify of one snippet (distinct snippets: the cache is off anyway),
 lean_tactic / RunTactic on one state; lean_status alone (no REPL: the door's floor).
-Memory: the server's RSS (own, not its REPLs) with no agent, with 20 MCP sessions
-connected and idle, and after each of the 20 made a check and opened a proof state; then
+Memory: the server's RSS (own, not its REPLs) with no agent, with 20 agents connected
+and idle, and after each of the 20 made a check and opened a proof state: first agents on
+the current protocol (the SDK client's "auto": per-request, no server session), then on the
+legacy initialize handshake (a server session each, as hosts on mcp 1.x); then
 the RSS of one `leanrpc mcp --address` stdio relay (what an agent host pays per agent
 process when it starts one per agent; the REPLs stay shared in the server).
 May import: benchmarks.targets.common, leanrpc.client, mcp, httpx2, psutil.
@@ -44,9 +46,10 @@ def cpu_seconds(process: psutil.Process) -> float:
 
 
 @contextlib.asynccontextmanager
-async def agent(url: str):
+async def agent(url: str, mode: str = "auto"):
     http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0))
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+    transport = streamable_http_client(url, http_client=http)
+    async with http, Client(transport, mode=mode) as client:
         yield client
 
 
@@ -133,21 +136,21 @@ async def cpu_rows(url: str, port: int, server, calls: int, concurrency: int, ro
     return rows
 
 
-async def memory_rows(url: str, server: psutil.Process, agents: int) -> dict:
+async def memory_rows(url: str, server: psutil.Process, agents: int, mode: str) -> dict:
     rss = lambda: server.memory_info().rss / 2**20  # noqa: E731
     await asyncio.sleep(1.0)
-    out = {"no agent": rss()}
+    out = {f"no agent ({mode})": rss()}
     async with contextlib.AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(agent(url)) for _ in range(agents)]
+        clients = [await stack.enter_async_context(agent(url, mode)) for _ in range(agents)]
         await asyncio.gather(*(c.list_tools() for c in clients))
-        out[f"{agents} agents connected, idle"] = rss()
+        out[f"{agents} agents connected, idle ({mode})"] = rss()
 
         async def work(c, k):
             await c.call_tool("lean_check", {"code": f"theorem m{k} : True := trivial"})
             await c.call_tool("lean_proof_state", {"code_with_sorry": AND_CODE})
 
         await asyncio.gather(*(work(c, k) for k, c in enumerate(clients)))
-        out[f"{agents} agents after a check and a proof state each"] = rss()
+        out[f"{agents} agents after a check and a proof state each ({mode})"] = rss()
     return out
 
 
@@ -179,9 +182,12 @@ async def main(args) -> None:
             url = f"http://127.0.0.1:{mcp_port}/mcp"
             server = psutil.Process(process.pid)
             print(f"warm-up ({args.calls // 4} calls)...", flush=True)
-            await cpu_rows(url, port, server, max(args.calls // 4, 8), args.concurrency, 1)
-            rows = await cpu_rows(url, port, server, args.calls, args.concurrency, args.rounds)
-            memory = await memory_rows(url, server, args.agents)
+            rows = {}
+            if not args.memory_only:
+                await cpu_rows(url, port, server, max(args.calls // 4, 8), args.concurrency, 1)
+                rows = await cpu_rows(url, port, server, args.calls, args.concurrency, args.rounds)
+            memory = await memory_rows(url, server, args.agents, "auto")
+            memory |= await memory_rows(url, server, args.agents, "legacy")
             relay = await relay_rss(url)
         finally:
             stop_process(process)
@@ -207,6 +213,7 @@ def cli() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--agents", type=int, default=20)
+    parser.add_argument("--memory-only", action="store_true", help="skip the CPU rows")
     parser.add_argument("--scale", type=float, default=0.05, help="the stand-in's cost scale")
     asyncio.run(main(parser.parse_args()))
 
