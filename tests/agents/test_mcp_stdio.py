@@ -49,11 +49,15 @@ async def test_a_relay_without_the_token_gets_no_tools(served, tmp_path):
 
 
 async def test_every_tool_over_stdio_on_a_local_server_stopped_on_exit(tmp_path):
-    seen: set[int] = set()
+    seen: dict[int, list[str]] = {}  # pid -> its command line, read while it lived
 
     async def watch():
         while True:
-            seen.update(descendants())
+            for pid in descendants() - seen.keys():
+                try:
+                    seen[pid] = psutil.Process(pid).cmdline()
+                except psutil.NoSuchProcess:
+                    pass
             await asyncio.sleep(0.2)
 
     watcher = asyncio.ensure_future(watch())
@@ -64,13 +68,7 @@ async def test_every_tool_over_stdio_on_a_local_server_stopped_on_exit(tmp_path)
             assert status["workers"] == 2 and status["you"]["identity"] == "peer:ipv4:127.0.0.1"
     finally:
         watcher.cancel()
-    repls = []
-    for pid in seen:
-        try:
-            if any("leanrpc.standin" in part for part in psutil.Process(pid).cmdline()):
-                repls.append(pid)
-        except psutil.NoSuchProcess:
-            pass
+    repls = [pid for pid, cmdline in seen.items() if any("leanrpc.standin" in p for p in cmdline)]
     assert len(repls) >= 2  # the watcher saw the local server's REPL workers
     # Whatever REPLs the local server ran are gone once the agent host closed it.
     deadline = asyncio.get_running_loop().time() + 15
