@@ -78,3 +78,22 @@ async def test_search_k_is_bounded(served, k):
         refused["error"]["code"] == "INVALID_ARGUMENT"
         and "max_search_k" in refused["error"]["message"]
     )
+
+
+async def test_allowed_axioms_only_narrow_the_servers_list(served):
+    door = await served(workers=1)
+    statement = "theorem comm_t (a b : Nat) : a + b = b + a := sorry"
+    proof = "theorem comm_t (a b : Nat) : a + b = b + a := by\n  omega"
+    async with http_agent(door.url) as agent:
+        full = await ok(agent, "lean_verify_proof", statement=statement, proof=proof)
+        narrow = await ok(
+            agent, "lean_verify_proof", statement=statement, proof=proof, allowed_axioms=["propext"]
+        )
+        is_error, wider = await call(
+            agent, "lean_verify_proof", statement=statement, proof=proof, allowed_axioms=["sorryAx"]
+        )
+    assert full["proved"] is True and "Classical.choice" in full["axioms"]
+    assert narrow["proved"] is False and narrow["checks"]["axioms"] == "FAILED"
+    assert narrow["allowed_axioms"] == ["propext"]
+    assert is_error and wider["error"]["field"] == "allowed_axioms"
+    assert "sorryAx" in wider["error"]["message"]
