@@ -97,3 +97,20 @@ async def test_allowed_axioms_only_narrow_the_servers_list(served):
     assert narrow["allowed_axioms"] == ["propext"]
     assert is_error and wider["error"]["field"] == "allowed_axioms"
     assert "sorryAx" in wider["error"]["message"]
+
+
+async def test_tool_calls_count_in_the_metrics_with_door_mcp(served):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    door = await served(workers=1, server__metrics_port=port)
+    async with http_agent(door.url) as agent:
+        await ok(agent, "lean_check", code="theorem m1 : True := trivial")
+        await call(agent, "lean_tactic", state_id="s-none", tactic="simp")
+    async with httpx2.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    assert 'leanrpc_rpcs_total{code="OK",door="mcp",method="lean_check"} 1.0' in text
+    assert 'leanrpc_rpcs_total{code="NOT_FOUND",door="mcp",method="lean_tactic"} 1.0' in text
+    assert 'leanrpc_snippets_total{door="mcp",status="VALID"} 1.0' in text

@@ -19,6 +19,10 @@ nothing. A plain-HTTP door off loopback without tokens refuses to start.
 The ASGI app `build_app` returns is what uvicorn serves: a wrapper may be put
 around it there (a byte budget for requests in flight, as on the other doors).
 
+Each call is one request-log line and counts in the Prometheus families of
+every door with door="mcp" (edge/metrics.py's `observe_tool`, when the server
+has a metrics port).
+
 May import: config, errors, edge.auth, edge.identity, agents.budget,
 agents.shapes, agents.tools, and the mcp SDK, uvicorn.
 """
@@ -31,6 +35,7 @@ import dataclasses
 import json
 import logging
 import socket
+import time
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -49,6 +54,7 @@ from .tools import AgentTools
 __all__ = ["McpDoor", "build_app", "build_mcp", "start_mcp"]
 
 log = logging.getLogger("leanrpc.agents")
+requests_log = logging.getLogger("leanrpc.requests")  # one line per call, as the other doors
 
 CLIENT_KEY = "leanrpc.client"  # the ASGI scope key `_Access` sets
 
@@ -92,41 +98,65 @@ def _text(payload: dict) -> list[types.TextContent]:
 
 
 class _Answers:
-    """Runs one tool call for its caller and shapes what comes back (budget, errors)."""
+    """Runs one tool call for its caller and shapes what comes back (budget, errors);
+    one request-log line and the door="mcp" metrics per call."""
 
-    def __init__(self, tools: AgentTools, config: Config) -> None:
+    def __init__(self, tools: AgentTools, config: Config, metrics=None) -> None:
         self.tools = tools
         self._max = config.mcp.max_output_chars
         self._field = config.mcp.max_field_chars
+        self._metrics = metrics
 
-    async def __call__(self, ctx: Context, work) -> types.CallToolResult:
+    async def __call__(self, ctx: Context, tool: str, work) -> types.CallToolResult:
+        started = time.perf_counter()
+        client = "unknown"
         try:
             client = _client(ctx)
             with self.tools.call(client):
                 payload = work(client)
                 if asyncio.iscoroutine(payload):
                     payload = await payload
-        except LeanServiceError as exc:
-            error = shapes.error_of(exc)
-            return types.CallToolResult(
-                content=_text(error), structured_content=error, is_error=True
-            )
         except Exception as exc:  # noqa: BLE001 - still an answer, never a traceback
-            log.exception("MCP tool call failed")
-            error = shapes.error_of(InternalError(f"{type(exc).__name__}: {exc}"))
+            if not isinstance(exc, LeanServiceError):
+                log.exception("MCP tool call failed")
+                exc = InternalError(f"{type(exc).__name__}: {exc}")
+            error = shapes.error_of(exc)
+            self._observe(tool, client, error["error"]["code"], "", started)
             return types.CallToolResult(
                 content=_text(error), structured_content=error, is_error=True
             )
         fitted = budget.fit(payload, self._max, self._field)
+        self._observe(tool, client, "OK", str(fitted.get("status", "")), started)
         return types.CallToolResult(content=_text(fitted), structured_content=fitted)
 
+    def _observe(self, tool: str, client: str, code: str, status: str, started: float) -> None:
+        seconds = time.perf_counter() - started
+        if self._metrics is not None:
+            self._metrics.observe_tool(tool, code, seconds, status)
+        if requests_log.isEnabledFor(logging.INFO):
+            ms = seconds * 1000
+            requests_log.info(
+                "MCP %s from %s: %s in %.0f ms",
+                tool,
+                client,
+                status or code,
+                ms,
+                extra={
+                    "rpc": tool,
+                    "door": "mcp",
+                    "client": client,
+                    "code": code,
+                    "ms": round(ms, 1),
+                },
+            )
 
-def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
+
+def build_mcp(tools: AgentTools, config: Config, metrics=None) -> MCPServer:
     """The MCPServer with the ten tools (names and parameters: issue 40, docs/AGENTS.md)."""
     server = MCPServer(
         name="leanrpc", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    answer = _Answers(tools, config)
+    answer = _Answers(tools, config, metrics)
 
     async def lean_check(
         code: Code, ctx: Context, profile: str = "", timeout_s: Timeout = 0.0
@@ -134,7 +164,7 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
         """Elaborate Lean code and report: status, checks and levels, axioms, messages with
         positions, sorries with their goals. The code policy refuses code that runs while
         Lean elaborates (#eval, run_tac, …) as on every other door."""
-        return await answer(ctx, lambda c: tools.check(c, code, profile, timeout_s))
+        return await answer(ctx, "lean_check", lambda c: tools.check(c, code, profile, timeout_s))
 
     async def lean_verify_proof(
         statement: Annotated[str, Field(description="the theorem statement, proved by `sorry`")],
@@ -146,7 +176,11 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
     ) -> dict[str, Any]:
         """Check a proof pinned to its statement: `proved` is true only when the proof
         elaborates, proves exactly this statement, and uses only allowed axioms."""
-        return await answer(ctx, lambda c: tools.verify_proof(c, statement, proof, allowed_axioms))
+        return await answer(
+            ctx,
+            "lean_verify_proof",
+            lambda c: tools.verify_proof(c, statement, proof, allowed_axioms),
+        )
 
     async def lean_proof_state(
         code_with_sorry: Annotated[str, Field(description="code whose proofs have `sorry` holes")],
@@ -154,14 +188,18 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
         timeout_s: Timeout = 0.0,
     ) -> dict[str, Any]:
         """Elaborate code with `sorry` and return one proof state (id and goals) per hole."""
-        return await answer(ctx, lambda c: tools.proof_state(c, code_with_sorry, timeout_s))
+        return await answer(
+            ctx, "lean_proof_state", lambda c: tools.proof_state(c, code_with_sorry, timeout_s)
+        )
 
     async def lean_tactic(
         state_id: StateId, tactic: str, ctx: Context, timeout_s: Timeout = 0.0
     ) -> dict[str, Any]:
         """Run one tactic on a proof state: the new state id and its goals; COMPLETED when the
         whole proof then checks as a normal snippet."""
-        return await answer(ctx, lambda c: tools.tactic(c, state_id, tactic, timeout_s))
+        return await answer(
+            ctx, "lean_tactic", lambda c: tools.tactic(c, state_id, tactic, timeout_s)
+        )
 
     async def lean_multi_attempt(
         state_id: StateId,
@@ -170,7 +208,11 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
         timeout_s: Timeout = 0.0,
     ) -> dict[str, Any]:
         """Try several tactics on one state, in parallel across the pool: one result each."""
-        return await answer(ctx, lambda c: tools.multi_attempt(c, state_id, tactics, timeout_s))
+        return await answer(
+            ctx,
+            "lean_multi_attempt",
+            lambda c: tools.multi_attempt(c, state_id, tactics, timeout_s),
+        )
 
     async def lean_release(
         state_ids: Annotated[list[str], Field(description="state ids to free")],
@@ -178,11 +220,11 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
         proof_ids: Annotated[list[str], Field(description="proof ids: all their states")] = [],  # noqa: B006
     ) -> dict[str, Any]:
         """Free proof states (and whole proofs) you hold; unknown ids come back as not_found."""
-        return await answer(ctx, lambda c: tools.release(c, state_ids, proof_ids))
+        return await answer(ctx, "lean_release", lambda c: tools.release(c, state_ids, proof_ids))
 
     async def lean_extract(code: Code, ctx: Context, timeout_s: Timeout = 0.0) -> dict[str, Any]:
         """Elaborate code and cut its tactic proofs into steps with the goals before and after."""
-        return await answer(ctx, lambda c: tools.extract(c, code, timeout_s))
+        return await answer(ctx, "lean_extract", lambda c: tools.extract(c, code, timeout_s))
 
     async def lean_search(
         query: Annotated[str, Field(description="a declaration name, or words about it")],
@@ -193,15 +235,15 @@ def build_mcp(tools: AgentTools, config: Config) -> MCPServer:
     ) -> dict[str, Any]:
         """Mathlib declarations for a name (close names) or for words (BM25 over names and
         modules), from the server's local index: no rate limit."""
-        return await answer(ctx, lambda c: tools.search(c, query, k))
+        return await answer(ctx, "lean_search", lambda c: tools.search(c, query, k))
 
     async def lean_environments(ctx: Context) -> dict[str, Any]:
         """The REPL profiles you may use, with Lean version, REPL and project revisions."""
-        return await answer(ctx, tools.environments)
+        return await answer(ctx, "lean_environments", tools.environments)
 
     async def lean_status(ctx: Context) -> dict[str, Any]:
         """Workers, the queue, and your own usage against your limits."""
-        return await answer(ctx, tools.status)
+        return await answer(ctx, "lean_status", tools.status)
 
     for fn, hints in (
         (lean_check, READ_ONLY),
@@ -264,10 +306,10 @@ async def _refuse(send, why: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app(tools: AgentTools, config: Config, host: str):
+def build_app(tools: AgentTools, config: Config, host: str, metrics=None):
     """The ASGI app of the door: access and identity around the SDK's streamable HTTP app."""
     section = config.mcp
-    sdk_app = build_mcp(tools, config).streamable_http_app(
+    sdk_app = build_mcp(tools, config, metrics).streamable_http_app(
         streamable_http_path=section.path,
         json_response=True,
         max_request_body_size=config.server.max_message_mb * 2**20,
@@ -339,13 +381,18 @@ def check_access(config: Config, host: str) -> None:
 
 
 async def start_mcp(
-    tools: AgentTools, config: Config, *, host: str | None = None, port: int | None = None
+    tools: AgentTools,
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    metrics=None,
 ) -> McpDoor:
     """Serve MCP over streamable HTTP on `host:port` (default: [mcp] host/port, server.host)."""
     host = host or config.mcp.host or config.server.host
     port = config.mcp.port if port is None else port
     check_access(config, host)
-    app = build_app(tools, config, host)
+    app = build_app(tools, config, host, metrics)  # a byte budget would wrap `app` here
     server = _Server(
         uvicorn.Config(
             app,
