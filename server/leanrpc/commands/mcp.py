@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 
@@ -84,6 +85,8 @@ def run(args) -> int:
     else:
         level = "WARNING"
     configure_logging(json_lines=False, level=level)  # on stderr: stdout is the agent's
+    for chatty in ("httpx2", "mcp"):  # a line per HTTP request of the relay: not the server's log
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     asyncio.run(_main(address, token, config))
     return 0
 
