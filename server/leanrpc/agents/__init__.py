@@ -8,7 +8,8 @@ relay `leanrpc mcp` runs for an agent host that starts a process.
 
 Rooms: `tools` (each tool on the services, for one caller), `shapes` (results
 and errors as structured dicts), `budget` (the output budget of one result),
-`door` (the SDK's MCPServer, access and identity, uvicorn lifecycle), `relay`
+`catalog` (the SDK's MCPServer: the tools' schemas, annotations, answers),
+`door` (access and identity, the ASGI app, uvicorn lifecycle), `relay`
 (stdio to a server's HTTP door). A view, never a second verifier: every
 snippet goes through the doors' one resolver and `Verifier.run`, every proof
 state through the Prover's registry.
