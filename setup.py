@@ -107,6 +107,7 @@ PACKAGES = [
     "leanrpc.edge",
     "leanrpc.edge.interceptors",
     "leanrpc.gateway",
+    "leanrpc.agents",
     "leanrpc.standin",
     "leanrpc.extract",
     "leanrpc.formalize",

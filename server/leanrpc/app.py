@@ -75,6 +75,8 @@ class App:
     verifier: object | None = None  # the VerifierServicer, told first on stop
     service: VerifyService | None = None  # the service itself, for tests and diagnostics
     prover_door: object | None = None  # the ProverServicer, told with it (its Expand streams)
+    extract: ExtractService | None = None
+    mcp: object | None = None  # leanrpc.agents.McpDoor when mcp.port is set
     _health_task: asyncio.Task | None = None
 
     async def stop(self, grace: float | None = None) -> None:
@@ -90,6 +92,8 @@ class App:
             self._health_task.cancel()
         if self.gateway is not None:
             await self.gateway.stop(grace)
+        if self.mcp is not None:
+            await self.mcp.stop(grace)
         await self.server.stop(grace)
         if self.prover is not None:
             await self.prover.close()  # eager state moves still queued; unsandboxed scratch folders
@@ -111,6 +115,8 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
         _check_address_free(
             config.gateway.host or config.server.host, config.gateway.http_port, "--http-port"
         )
+    if config.mcp.port:
+        _check_address_free(config.mcp.host or config.server.host, config.mcp.port, "--mcp-port")
     config.limits.max_worker_rss_mb = effective_memory_limit_mb(
         config.limits.max_worker_rss_mb, config.pool.workers
     )
@@ -215,6 +221,7 @@ async def _serve_pool(
         verifier=verifier,
         prover=prover,
         prover_door=prover_servicer,
+        extract=extract,
     )
     if config.server.metrics_port:
         from .edge.metrics import start_metrics
@@ -228,6 +235,12 @@ async def _serve_pool(
         except BaseException:
             await app.stop(0)
             raise
+    if config.mcp.port:
+        try:
+            app.mcp = await start_agents_door(app)
+        except BaseException:
+            await app.stop(0)
+            raise
     await _update_health(app)
     app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
     log.info(
@@ -237,6 +250,19 @@ async def _serve_pool(
         pool.identity.description if pool.identity else "no worker yet",
     )
     return app
+
+
+async def start_agents_door(app: App, *, port: int | None = None):
+    """The MCP door (leanrpc.agents) on the app's services; `port` overrides [mcp] port."""
+    try:
+        from .agents import AgentTools, start_mcp
+    except ImportError as exc:  # the mcp extra is not installed
+        raise StartupError(
+            f"the MCP door needs the mcp extra (pip install 'leanrpc[mcp]'): {exc}"
+        ) from exc
+
+    tools = AgentTools(app.verify, app.prover, app.extract, app.config)
+    return await start_mcp(tools, app.config, port=port, metrics=app.metrics)
 
 
 def _check_address_free(host: str, port: int, flag: str = "--port") -> None:
@@ -353,6 +379,8 @@ async def serve(config: Config) -> None:
     if app.gateway is not None:
         url = f"http://{app.gateway.host}:{app.gateway.port}"
         _say(config, "gateway", f"Kimina REST gateway on {url}", url=url)
+    if app.mcp is not None:
+        _say(config, "mcp", f"MCP door on {app.mcp.url}", url=app.mcp.url)
     await stop.wait()
     log.info("shutting down (grace %.1f s)", config.pool.shutdown_grace_s)
     await app.stop()

@@ -45,7 +45,7 @@ LAYERS: list[set[str]] = [
     {"services"},
     {"cache"},  # wraps the verify service
     {"edge"},  # gRPC servicers, interceptors, metrics exporter
-    {"gateway"},  # the REST gateway: services plus edge.auth's checks
+    {"gateway", "agents"},  # the REST gateway, the MCP door: services plus edge.auth's checks
     {"app"},  # the composition root
     {"commands", "ray"},  # entry points built on app
     {"cli", "__main__"},  # thin shims over commands

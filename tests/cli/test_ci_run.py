@@ -37,9 +37,11 @@ def test_ci_runs_the_readme_test_command_exactly():
         [str(CI_RUN), "--print-command"], capture_output=True, text=True, timeout=30, check=True
     )
     assert printed.stdout.strip() == readme_command
+    extras = re.search(r"\.\[([\w,-]+)\]", readme_command)
     assert (
         "pip install" in readme_command
-        and "[model,test]" in readme_command
+        and extras is not None
+        and {"model", "test", "mcp"} <= set(extras[1].split(","))  # mcp: tests/agents
         and "pytest" in readme_command
     )
 

@@ -2,10 +2,10 @@
 
 Owns: argument parsing, exit codes, and turning every error a user can fix
 into one line (no traceback unless `--debug`). Each command module
-(serve, verify, setup, doctor, config) adds its subparser and a `run(args) -> int`;
+(serve, verify, setup, doctor, config, mcp) adds its subparser and a `run(args) -> int`;
 `setup` is split into setup_options, setup_plan, setup_config and setup_run, and
 `argtypes` checks every flag value while parsing (a usage error, exit status 2).
-May import: app (serve), config, the client (verify), and the layers the
+May import: app (serve, mcp), agents (mcp's stdio relay), config, the client (verify), and the layers the
 doctor and setup commands drive.
 """
 
@@ -16,10 +16,10 @@ import sys
 import traceback
 
 from .. import __version__
-from . import doctor, serve, setup, showconfig, verify
+from . import doctor, mcp, serve, setup, showconfig, verify
 from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_USAGE, UserError, user_errors
 
-COMMANDS = (serve, verify, setup, doctor, showconfig)
+COMMANDS = (serve, verify, setup, doctor, showconfig, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -64,6 +64,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)",
     )
     parser.add_argument(
+        "--mcp-port",
+        type=int,
+        metavar="PORT",
+        help="serve MCP for agents (streamable HTTP at [mcp] path, /mcp) on this TCP port (default: 0 = off)",
+    )
+    parser.add_argument(
         "--log-json",
         action="store_true",
         help="one JSON object per log line, and JSON status lines on stdout (default: plain lines)",
@@ -92,6 +98,8 @@ def load_config(args) -> Config:
         config.server.metrics_port = args.metrics_port
     if args.http_port is not None:
         config.gateway.http_port = args.http_port
+    if args.mcp_port is not None:
+        config.mcp.port = args.mcp_port
     if args.log_json:
         config.server.log_json = True
     if args.log_level:
@@ -106,6 +114,7 @@ _DOORS = (
     ("server.port", "--port"),
     ("server.metrics_port", "--metrics-port"),
     ("gateway.http_port", "--http-port"),
+    ("mcp.port", "--mcp-port"),
 )
 
 
@@ -116,6 +125,7 @@ def _check_doors_apart(config: Config) -> None:
         "server.port": (config.server.host, config.server.port),
         "server.metrics_port": (config.server.host, config.server.metrics_port),
         "gateway.http_port": (gateway_host, config.gateway.http_port),
+        "mcp.port": (config.mcp.host or config.server.host, config.mcp.port),
     }
     seen: dict[tuple[str, int], tuple[str, str]] = {}
     for key, flag in _DOORS:

@@ -278,6 +278,30 @@ class GatewayConfig(_Section):
     )
 
 
+class McpConfig(_Section):
+    """`[mcp]`: the agents' door, MCP over streamable HTTP (leanrpc.agents, docs/AGENTS.md)."""
+
+    port: Port = 0  # 0 = off; `serve --mcp-port N` turns it on
+    host: str = ""  # "" = server.host (same auth rules apply: tokens off loopback)
+    path: str = "/mcp"  # the protocol's usual endpoint
+    # Characters of one tool result's JSON; longer messages and goals are cut, with a note.
+    max_output_chars: Annotated[int, msgspec.Meta(ge=1024, le=10_000_000)] = 20_000
+    # Characters of one message text or goal before it is cut (within the result's budget).
+    max_field_chars: Annotated[int, msgspec.Meta(ge=64, le=10_000_000)] = 4_000
+    # Tactics one lean_multi_attempt may carry (each runs as its own pool job).
+    max_attempts: Annotated[int, msgspec.Meta(ge=1, le=256)] = 16
+    # Most declarations one lean_search returns.
+    max_search_k: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+    # MCP sessions held at once (all agents); past it a new session is refused.
+    max_sessions: Annotated[int, msgspec.Meta(ge=1, le=100_000)] = 1_000
+    # How long an MCP session nobody uses is kept (its proof states live on, by their TTL).
+    session_idle_timeout_s: PositiveFloat = 1_800.0
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith("/") or any(c in self.path for c in " ?#"):
+            raise ValueError(f'[mcp] path must be a URL path such as "/mcp", not {self.path!r}')
+
+
 def _formalize_section() -> type:
     """`[formalize]`: one key per FormalizeConfig field (meanings there).
 

@@ -56,6 +56,11 @@ def status_for(exc: BaseException) -> grpc.StatusCode:
     return _lookup(exc)[0]
 
 
+def reason_for(exc: BaseException) -> str:
+    """The ErrorInfo reason of `exc` (e.g. "OVERLOADED"), for doors that are not gRPC."""
+    return _lookup(exc)[1]
+
+
 def duration_of(seconds: float) -> duration_pb2.Duration:
     out = duration_pb2.Duration()
     out.FromNanoseconds(round(seconds * 1e9))

@@ -17,9 +17,10 @@ thread, while a scrape must take the pool's snapshot on the loop, the thread
 that mutates the pool; the text is then rendered in a thread, so a large scrape
 never stalls health checks or RPCs.
 
-Every door counts under the same names: `door="grpc"` or `door="rest"` (the
+Every door counts under the same names: `door="grpc"`, `door="rest"` (the
 Kimina gateway, whose `method` label is its route and `code` the HTTP
-status). Labels are bounded: a method the server does not serve is `unknown` (random
+status) or `door="mcp"` (the agents' door: `method` is the tool, `code` OK or
+the error's status code name). Labels are bounded: a method the server does not serve is `unknown` (random
 method names cannot grow the series). Besides the `leanrpc_*` families, the
 stock gRPC names (`grpc_server_started_total`, `grpc_server_handled_total`,
 `grpc_server_handling_seconds`, as go-grpc-prometheus and py-grpc-prometheus
@@ -188,6 +189,14 @@ class Metrics:
         for times in phases:
             for phase, value in zip(_PHASES, times):
                 self.phase_seconds.labels(phase, "rest").observe(max(0.0, value))
+
+    def observe_tool(self, tool: str, code: str, seconds: float, status: str = "") -> None:
+        """One finished MCP tool call (the agents' door, leanrpc.agents): door="mcp";
+        `code` is "OK" or the error's status code name, `status` a verdict's result status."""
+        self.rpcs.labels(tool, code, "mcp").inc()
+        self.rpc_seconds.labels(tool, "mcp").observe(seconds)
+        if status:
+            self.snippets.labels(status, "mcp").inc()
 
     def _on_worker_state(self, worker, old, new) -> None:
         self.transitions.labels(new.value).inc()
