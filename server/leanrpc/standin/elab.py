@@ -204,10 +204,18 @@ def _cmd_print(ctx: _Context, cmd: Command) -> list:
         info = ctx.find(name)
         if info is None:
             ctx.error(cmd.toks[2], f"Unknown constant `{name}`")
-        elif info[1]:
-            ctx.error(cmd.toks[0], f"'{name}' depends on axioms: [{', '.join(info[1])}]", "info")
         else:
-            ctx.error(cmd.toks[0], f"'{name}' does not depend on any axioms", "info")
+            # Lean names the constant it resolved, a private one with its prefix
+            # (`mkPrivateName`: `_private.<main module>.0 ++ n`; the REPL's main
+            # module is anonymous).
+            if len(info) > 5 and "private" in info[5]:
+                name = "_private.0." + name
+            if info[1]:
+                ctx.error(
+                    cmd.toks[0], f"'{name}' depends on axioms: [{', '.join(info[1])}]", "info"
+                )
+            else:
+                ctx.error(cmd.toks[0], f"'{name}' does not depend on any axioms", "info")
         return []
     target = query_target(cmd, "#print")
     if target is not None:
