@@ -382,6 +382,8 @@ class JudgeConfig(_Section):
 class SessionsConfig(_Section):
     """`[sessions]`: what one client may hold in sessions (docs/REUSE.md); `pool.max_sessions` is the total."""
 
+    # Sessions one client may hold; clamped at start-up to half of pool.max_sessions
+    # (at least 1, logged), so one client never holds every session.
     max_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 32
     # MB of session code (opening code and recorded commands) kept for one client.
     max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 64
