@@ -64,7 +64,7 @@ class Then(enum.Enum):
 # back to the pool (release, or its load when the job left during one).
 # Only the pool kills: a worker in doubt never serves again.
 ON_FAILURE: tuple[tuple[type[BaseException], ExitCause | None, Then], ...] = (
-    # It answered a canary wrong: it lies (pool/canary.py); never the job's fault.
+    # It answered a canary wrong: it lies (pool/canary.py); the job goes again elsewhere.
     (CanaryFailed, ExitCause.POISONED, Then.RETRY),
     # The process holds a broken env: replace it; the header is the user's problem.
     (HeaderLoadError, ExitCause.HEADER_FAILED, Then.FAIL),
