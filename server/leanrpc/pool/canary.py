@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+import time
 import weakref
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
@@ -98,6 +99,7 @@ class CanaryStats:
     passed: int = 0
     failed: int = 0  # wrong answers: each poisoned its worker
     lost: int = 0  # no answer (timeout, crash): the worker is replaced, nothing judged
+    seconds: float = 0.0  # REPL wall time spent on canaries (their cost)
     by_reason: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
@@ -178,6 +180,7 @@ class CanaryGuard:
         probe = self.source.make()
         self.stats.sent += 1
         self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
+        started = time.monotonic()
         try:
             response = await worker.request(repl.command(probe.text, env), self.config.timeout_s)
         except WorkerCrashed:
@@ -186,6 +189,7 @@ class CanaryGuard:
         except WorkerError as exc:  # out of time or memory: replace it, retry the job
             self.stats.lost += 1
             raise WorkerCrashed(f"worker {worker.name} gave no answer to a canary: {exc}") from exc
+        self.stats.seconds += time.monotonic() - started
         if holds(response, probe):
             self.stats.passed += 1
             return
