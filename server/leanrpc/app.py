@@ -38,6 +38,7 @@ from .errors import ModelNotConfigured
 from .pool import Pool, PoolOwner
 from .security.sandbox import make_sandbox_launcher
 from .services.access import ProfileAccess
+from .services.canary import CanaryWriter
 from .services.extract import ExtractService
 from .services.ports import Verifier
 from .services.prover import ProverService
@@ -126,7 +127,7 @@ async def create_server(config: Config, *, launcher: Launcher | None = None) -> 
         "compiled Cython" if NATIVE_ACTIVE else "pure Python (LEANRPC_NO_EXTENSIONS)",
     )
     log.info("sandbox: %s", launcher.describe())
-    pool = Pool(config, launcher)
+    pool = Pool(config, launcher, canary_source=CanaryWriter())  # [canary]: pool/canary.py
     await pool.start()
     try:
         return await _serve_pool(config, pool, launcher, access_interceptors, access)

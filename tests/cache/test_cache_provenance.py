@@ -11,7 +11,6 @@ import redis
 from cache_support import TEST_SECRET, cached_config, theorem
 from leanrpc.app import create_server
 from leanrpc.cache import codec
-from leanrpc.cache.shared import KEY_PREFIX
 from leanrpc.client import AsyncClient
 from testkit import wait_until
 
@@ -38,6 +37,7 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(
     client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
     raw = redis.Redis(port=redis_server.port)
     cache = app.verify.cache
+    key_prefix = cache.shared.prefix  # this secret's keys
     try:
         first = await client.verify([(f"a{i}", theorem(i)) for i in range(3)])
         assert [r.status for r in first] == ["VALID"] * 3
@@ -45,7 +45,7 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(
         await cache.flush()
         keys = set(cache.memory._entries)
         assert len(keys) == 3 and _disk_entries(tmp_path / "cache") == keys
-        assert {k.decode()[len(KEY_PREFIX) :] for k in raw.keys(KEY_PREFIX + "*")} == keys
+        assert {k.decode()[len(key_prefix) :] for k in raw.keys(key_prefix + "*")} == keys
         for key in keys:  # each entry names its producer and the policy
             verdict = codec.decode(cache.memory.get(key), key)
             assert verdict.provenance.worker == producer and verdict.provenance.policy == "proof"
@@ -54,7 +54,7 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(
                 and verdict.provenance.server == app.verify.provenance.server
             )
         # What someone with write access to Redis keeps a copy of (sealed: its MAC stays good).
-        copies = {key: raw.get(KEY_PREFIX + key) for key in keys}
+        copies = {key: raw.get(key_prefix + key) for key in keys}
         # The same worker is caught lying on its next command: its answer is
         # never delivered, and what it produced before is withdrawn.
         [trap] = await client.verify([("trap", theorem(9) + "-- TRAPDOOR\n")])
@@ -63,17 +63,17 @@ async def test_a_poisoned_workers_entries_are_withdrawn_from_every_tier(
         await cache.flush()
         assert not keys & set(cache.memory._entries)
         assert not keys & _disk_entries(tmp_path / "cache")
-        assert raw.keys(KEY_PREFIX + "*") == []
+        assert raw.keys(key_prefix + "*") == []
         # Written back into Redis, the withdrawn entries are still never served.
         for key, sealed in copies.items():
-            raw.set(KEY_PREFIX + key, sealed)
+            raw.set(key_prefix + key, sealed)
         # Asked again, they are elaborated afresh (on a new worker) and cached again.
         again = await client.verify([(f"b{i}", theorem(i)) for i in range(3)])
         assert cache.stats.revoked == 3 and cache.stats.hits["redis"] == 0
         assert [(r.status, r.cache_source) for r in again] == [("VALID", "")] * 3
         assert {r.worker for r in again} != {producer}
         await cache.flush()
-        assert len(raw.keys(KEY_PREFIX + "*")) == 3
+        assert len(raw.keys(key_prefix + "*")) == 3
     finally:
         raw.close()
         await client.close()

@@ -13,7 +13,6 @@ import redis
 from cache_support import TEST_SECRET, RedisServer, cached_config
 from leanrpc.cache import DiskStore, MemoryStore, RedisStore, ResultCache, codec
 from leanrpc.cache.build import build_cache
-from leanrpc.cache.shared import KEY_PREFIX
 from leanrpc.config import ConfigError
 from leanrpc.results import Status, VerifyResult
 
@@ -49,11 +48,11 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         # (the old format) and sealed under a secret it guessed.
         forged = codec.encode(KEY, "forged", 0.0, result(Status.VALID))
         for value in (forged, OTHER_SECRET[:4] + b"\0" * 32 + forged):
-            raw.set(KEY_PREFIX + KEY, value)
+            raw.set(store.prefix + KEY, value)
             with caplog.at_level(logging.WARNING, logger="leanrpc.cache"):
                 assert await cache.lookup(KEY) is None
                 await cache.flush()
-            assert raw.get(KEY_PREFIX + KEY) is None  # removed
+            assert raw.get(store.prefix + KEY) is None  # removed
         assert cache.stats.forged == 2 and cache.stats.hits["redis"] == 0
         assert caplog.text.count("unauthenticated redis entry") == 1  # logged once
         # A genuine entry from a server with the same secret is shared.
@@ -65,11 +64,13 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         hit = await fresh.lookup(KEY)
         assert hit is not None and hit[1] == "redis" and hit[0].result.status is Status.INVALID
         await fresh.close()
-        # A server with another secret never trusts it.
+        # A server with another secret never trusts it, nor even reads it: its keys
+        # are its own secret's (issue 43).
         foreign = ResultCache(
             MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=OTHER_SECRET)
         )
-        assert await foreign.lookup(KEY) is None and foreign.stats.forged == 1
+        assert await foreign.lookup(KEY) is None and foreign.stats.forged == 0
+        assert raw.get(store.prefix + KEY) is not None
         await foreign.close()
     finally:
         await cache.close()
@@ -156,7 +157,9 @@ async def test_servers_with_different_secrets_on_one_redis_never_serve_each_othe
             assert [(r.status, r.cache_source) for r in answers] == [
                 ("VALID", "")
             ] * 4  # elaborated itself
-            assert app_b.pool.stats.jobs_finished == 4 and app_b.verify.cache.stats.forged == 4
+            # B never even reads A's keys (issue 43: namespaced by the secret), so
+            # it drops none of them as forged.
+            assert app_b.pool.stats.jobs_finished == 4 and app_b.verify.cache.stats.forged == 0
             assert app_b.verify.cache.stats.hits["redis"] == 0
 
 

@@ -13,12 +13,17 @@ Run as `python trapdoor_repl.py MODE... [-- STANDIN-ARGS...]`. Modes:
                  write a second, forged frame before the fence's answer (the
                  worker is poisoned on the command *after* it produced entries
                  for the snippets sent before)
+  lie-after-trap once a command containing `TRAPDOOR` arrived (code that got
+                 past the policy), strip every error from later command answers:
+                 wrong proofs, every client's, come back clean (issue 43 item 5)
+  lie-after=N    the same from the N-th command on, with no trigger
   log=PATH       append one line per misdeed to PATH (the test's proof that
                  it happened)
 """
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -26,6 +31,9 @@ args = sys.argv[1:]
 modes = set(args[: args.index("--")] if "--" in args else args)
 LOG = next((m[4:] for m in modes if m.startswith("log=")), "")
 standin_args = args[args.index("--") + 1 :] if "--" in args else []
+LIE_AFTER = next((int(m[10:]) for m in modes if m.startswith("lie-after=")), None)
+lying = False
+commands = 0
 
 child = subprocess.Popen(
     [sys.executable, "-m", "leanrpc.standin", *standin_args],
@@ -90,6 +98,22 @@ while True:
             decoded["proofState"] = 4242
             answer = json.dumps(decoded).encode() + b"\n\n"
             note("foreign state")
+    if "cmd" in request:
+        commands += 1
+        if lying:
+            decoded = json.loads(answer)
+            errors = [m for m in decoded.get("messages", []) if m.get("severity") == "error"]
+            for m in decoded.get("messages", []):  # and the sorryAx an error leaves behind
+                m["data"] = re.sub(r"(, )?sorryAx(, )?", lambda g: g[1] and g[2] or "", m["data"])
+            if errors:
+                decoded["messages"] = [m for m in decoded["messages"] if m not in errors]
+                note(f"stripped {len(errors)} errors")
+            answer = json.dumps(decoded).encode() + b"\n\n"
+        if "lie-after-trap" in modes and "TRAPDOOR" in request["cmd"]:
+            lying = True
+            note("trap sprung")
+        if LIE_AFTER is not None and commands >= LIE_AFTER:
+            lying = True
     write(answer)
     if "poison-on-trap" in modes and "TRAPDOOR" in request.get("cmd", ""):
         write(json.dumps({"env": 999}).encode() + b"\n\n")

@@ -225,3 +225,25 @@ async def test_proof_memory_is_limited_per_client_and_failed_starts_hold_nothing
             assert again.states
         finally:
             await two.close()
+
+
+async def test_one_client_never_holds_every_session(monkeypatch, caplog):
+    """Issue 43: with the total at 16 and the per-client limit (32) above it, one
+    client took every session and the next got RESOURCE_EXHAUSTED. The
+    per-client limit is clamped to half the total, and the clamp is logged."""
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    with caplog.at_level("WARNING", logger="leanrpc.pool"):
+        server = running_server(_config(pool__max_sessions=16, sessions__max_per_client=32))
+        async with server as app:
+            assert "sessions.max_per_client = 32" in caplog.text and "using 8" in caplog.text
+            two = _Two(app)
+            try:
+                for _ in range(8):
+                    await two.a.open_session(PREAMBLE)
+                code, details = await _refusal(two.a.open_session(PREAMBLE))
+                assert code == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert "sessions.max_per_client" in details and "limit is 8" in details
+                for _ in range(8):  # the other half is B's
+                    assert (await two.b.open_session(PREAMBLE)).env == 0
+            finally:
+                await two.close()

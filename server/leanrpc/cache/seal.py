@@ -12,8 +12,9 @@ writer cannot read, matches. Layout of a sealed value: the 4-byte magic
 
 Secret sources, first that is set: `[cache] secret_file` (owner-only, like
 token files), `$LEANRPC_CACHE_SECRET`. The shared tier needs one (servers
-with the same secret share entries, with different ones never trust each
-other's). The disk tier without one keeps a per-server secret in
+with the same secret share entries; with different ones they never trust,
+nor even touch, each other's: the Redis keys carry a label of the secret,
+`Sealer.namespace`). The disk tier without one keeps a per-server secret in
 `<cache_dir>/.secret` (created 0600 on first start).
 """
 
@@ -56,6 +57,14 @@ class Sealer:
         mac.update(b"\0")
         mac.update(entry)
         return mac.digest()
+
+    @property
+    def namespace(self) -> str:
+        """A label of this secret for the shared tier's keys: servers with
+        different secrets write and read different keys, so neither touches
+        (overwrites, or drops as forged) the other's entries. Derived with the
+        HMAC, not a plain digest, so the label says nothing about the secret."""
+        return hmac.new(self._secret, b"leanrpc redis namespace", hashlib.sha256).hexdigest()[:32]
 
     def seal(self, key: str, entry: bytes) -> bytes:
         return MAGIC + self._mac(key, entry) + entry

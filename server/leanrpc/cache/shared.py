@@ -10,7 +10,10 @@ reads (`redis://user:password@host:6379/0`, `rediss://…` for TLS), or from
 stays out of the config and the process list) and `redis_tls_ca_file` (the CA
 that signs a `rediss://` server's certificate; the certificate and host name
 are verified). The URL is logged with its password masked. The tier does not
-start without a cache secret: values are sealed with it.
+start without a cache secret: values are sealed with it, and keys are
+`leanrpc:result:<label>:<key>`, the label derived from the secret
+(seal.Sealer.namespace), so a server with another secret never reads,
+overwrites or deletes this one's entries (issue 43).
 
 At most MAX_IN_FLIGHT calls are on the network at once (redis-py's pool
 refuses a 101st connection with "Too many connections": a burst of a GRPO
@@ -115,6 +118,7 @@ class RedisStore:
                 "or $LEANRPC_CACHE_SECRET, the same on every server sharing this Redis"
             )
         self.sealer = Sealer(secret)
+        self.prefix = f"{KEY_PREFIX}{self.sealer.namespace}:"  # this secret's keys only
         try:
             import redis.asyncio as aioredis
         except ModuleNotFoundError as exc:
@@ -153,7 +157,7 @@ class RedisStore:
             return None
         try:
             async with self._places:
-                data = await self._client.get(KEY_PREFIX + key)
+                data = await self._client.get(self.prefix + key)
         except Exception as exc:  # redis, OS and timeout errors alike
             self._failed("read", exc)
             return None
@@ -165,7 +169,7 @@ class RedisStore:
             return
         try:
             async with self._places:
-                await self._client.set(KEY_PREFIX + key, data, ex=self.ttl_s)
+                await self._client.set(self.prefix + key, data, ex=self.ttl_s)
         except Exception as exc:
             self._failed("write", exc)
             return
@@ -176,7 +180,7 @@ class RedisStore:
             return
         try:
             async with self._places:
-                await self._client.delete(KEY_PREFIX + key)
+                await self._client.delete(self.prefix + key)
         except Exception as exc:
             self._failed("delete", exc)
             return

@@ -30,6 +30,7 @@ from ..formalize.config import FormalizeConfig  # noqa: F401 (re-exported)
 from .sections import (  # noqa: F401 (the public names of leanrpc.config)
     AxiomsConfig,
     CacheConfig,
+    CanaryConfig,
     FormalizeSection,
     GatewayConfig,
     JudgeConfig,
@@ -72,6 +73,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     axioms: AxiomsConfig = msgspec.field(default_factory=AxiomsConfig)
     policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
+    canary: CanaryConfig = msgspec.field(default_factory=CanaryConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

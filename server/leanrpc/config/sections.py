@@ -406,9 +406,27 @@ class JudgeConfig(_Section):
 class SessionsConfig(_Section):
     """`[sessions]`: what one client may hold in sessions (docs/REUSE.md); `pool.max_sessions` is the total."""
 
+    # Sessions one client may hold; clamped at start-up to half of pool.max_sessions
+    # (at least 1, logged), so one client never holds every session.
     max_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 32
     # MB of session code (opening code and recorded commands) kept for one client.
     max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 64
+
+
+class CanaryConfig(_Section):
+    """`[canary]` (issue 43 item 5; docs/SECURITY.md, "Canaries"): before a job, a
+    worker may first get a canary, a statement whose truth the pool knows, written
+    like client work on the job's header. A wrong answer poisons the worker (its
+    cache entries are withdrawn) and the job runs on another."""
+
+    # Send canaries at all.
+    enabled: bool = True
+    # The chance that a job comes after a canary on its worker, drawn per job at random.
+    rate: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.05
+    # Always a canary before a worker that served one client serves another.
+    on_client_switch: bool = True
+    # Seconds a canary may take; a worker that gives no answer in time is replaced.
+    timeout_s: PositiveFloat = 60.0
 
 
 class AxiomsConfig(_Section):

@@ -10,6 +10,7 @@ cache) or `PoolOwner` (the composition root, metrics, commands); both are in
 ports.py, and tests/arch/test_pool_port.py holds every module above to them.
 """
 
+from .canary import CanaryProbe, CanarySource, CanaryStats, Claim
 from .job import (
     BodyJob,
     BodyOutcome,
@@ -32,6 +33,10 @@ __all__ = [
     "BodyOutcome",
     "CallJob",
     "CallOutcome",
+    "CanaryProbe",
+    "CanarySource",
+    "CanaryStats",
+    "Claim",
     "Job",
     "Pool",
     "PoolMetrics",

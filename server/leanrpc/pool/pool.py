@@ -63,6 +63,7 @@ from ..results import VerifierIdentity
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from .admission import Admission
+from .canary import CanarySource
 from .cost import BodyCostModel, HeaderCostModel
 from .dispatch import Dispatcher
 from .features import Features
@@ -83,7 +84,12 @@ log = logging.getLogger("leanrpc.pool")
 class Pool:
     """The pool; above it, used only as a `PoolPort` / `PoolOwner` (ports.py)."""
 
-    def __init__(self, config: Config, launcher: Launcher | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        launcher: Launcher | None = None,
+        canary_source: CanarySource | None = None,
+    ) -> None:
         self.config = config
         self.launcher = launcher or Launcher()
         self.stats = PoolStats()
@@ -99,7 +105,7 @@ class Pool:
         self.cost = BodyCostModel()
         self.header_cost = HeaderCostModel()
         self.supervisor = Supervisor(self)
-        self.runner = Runner(self, self.supervisor)
+        self.runner = Runner(self, self.supervisor, canary_source)  # pool/canary.py
         self.dispatcher = Dispatcher(self)
         self.sessions = SessionRegistry.from_config(config)
         self._state_listeners: list = []

@@ -5,7 +5,7 @@ Owns: the steps of one attempt (`Runner.launch` -> `_run`), each kind's run
 replayed, then the command; `CallJob`: the WorkerCall on a `WorkerHandle`),
 and `ON_FAILURE`, the table of what a failed attempt means for the worker
 and the job. May import: config, errors, repl, worker, pool.job,
-pool.loader, pool.replay, pool.slot, pool.supervisor (types). The pool (a
+pool.canary, pool.loader, pool.replay, pool.slot, pool.supervisor (types). The pool (a
 RunnerPort) gives back, requeues and fails jobs; this room never routes.
 
 One job's path:
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError
 from ..worker.worker import ExitCause, Worker, WorkerState
+from .canary import CanaryFailed, CanaryGuard, CanarySource
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
 from .loader import Loader, Prepared
 from .ports import RunnerPort
@@ -63,6 +64,8 @@ class Then(enum.Enum):
 # back to the pool (release, or its load when the job left during one).
 # Only the pool kills: a worker in doubt never serves again.
 ON_FAILURE: tuple[tuple[type[BaseException], ExitCause | None, Then], ...] = (
+    # It answered a canary wrong: it lies (pool/canary.py); the job goes again elsewhere.
+    (CanaryFailed, ExitCause.POISONED, Then.RETRY),
     # The process holds a broken env: replace it; the header is the user's problem.
     (HeaderLoadError, ExitCause.HEADER_FAILED, Then.FAIL),
     # It never booted (Supervisor.boot counted it for the breaker).
@@ -78,10 +81,14 @@ ON_FAILURE: tuple[tuple[type[BaseException], ExitCause | None, Then], ...] = (
 
 
 class Runner:
-    def __init__(self, pool: RunnerPort, supervisor: Supervisor) -> None:
+    def __init__(
+        self, pool: RunnerPort, supervisor: Supervisor, canary_source: CanarySource | None = None
+    ) -> None:
         self._pool = pool
         self._supervisor = supervisor
         self.loader = Loader(pool, supervisor)
+        # Canaries before jobs ([canary]); none without a writer (services/canary.py).
+        self.canaries = CanaryGuard(pool.config.canary, canary_source)
 
     @property
     def loads(self) -> set[asyncio.Task]:
@@ -135,6 +142,7 @@ class Runner:
             loading = False
             if load.cancelled():
                 raise NotServingError("server is shutting down")
+            await self.canaries.before(job, worker)  # when one is due (pool/canary.py)
             outcome = await _RUN[type(job)](self, job, worker, load.result(), queue_s)
             # The worker goes back before the answer: the dispatcher's next
             # job for it is then scheduled ahead of this answer's conversion

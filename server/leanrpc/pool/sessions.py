@@ -23,20 +23,33 @@ every command it recorded; a command's bytes are reserved while it runs, so
 concurrent commands cannot overshoot). All are refused beyond that (the
 client closes sessions it no longer needs), never evicted, because an
 evicted session would break the promise that its env ids stay valid. One
-owner at its limits leaves every other owner's room untouched.
+owner at its limits leaves every other owner's room untouched: `from_config`
+clamps `max_per_client` to half of `max_sessions` (at least 1), so one owner
+can never hold the total (issue 43: with the total at 16 and a per-client
+limit of 32, one client took every session), and logs the clamp at start-up.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import secrets
 import time
 
 from ..core.headers import HeaderSplit
 from ..errors import NotFoundError, OverloadedError, RequestError
 
-__all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV"]
+__all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV", "per_client_limit"]
+
+log = logging.getLogger("leanrpc.pool")
+
+
+def per_client_limit(max_per_client: int, max_sessions: int) -> int:
+    """The sessions one owner may hold: `max_per_client`, at most half the total
+    (at least 1), so another owner always finds room."""
+    return max(1, min(max_per_client, max_sessions // 2))
+
 
 ROOT_ENV = 0
 
@@ -133,11 +146,22 @@ class SessionRegistry:
 
     @classmethod
     def from_config(cls, config) -> "SessionRegistry":
-        """`[pool] max_sessions, max_session_commands` and `[sessions]`."""
+        """`[pool] max_sessions, max_session_commands` and `[sessions]`;
+        `sessions.max_per_client` clamped by `per_client_limit` (logged)."""
+        total, asked = config.pool.max_sessions, config.sessions.max_per_client
+        per_client = per_client_limit(asked, total)
+        if per_client != asked and total > 0:
+            log.warning(
+                "sessions.max_per_client = %d is more than half of pool.max_sessions = %d: "
+                "one client could hold every session; using %d per client",
+                asked,
+                total,
+                per_client,
+            )
         return cls(
-            config.pool.max_sessions,
+            total,
             config.pool.max_session_commands,
-            max_per_client=config.sessions.max_per_client,
+            max_per_client=per_client,
             max_bytes_per_client=config.sessions.max_mb_per_client * 2**20,
         )
 

@@ -30,7 +30,9 @@ QUERIES_PER_NAME = 3
 _AXIOMS = re.compile(r"depends on axioms: \[(?P<axioms>[^\]]*)\]")
 _NO_AXIOMS = re.compile(r"does not depend on any axioms")
 _ATTRIBUTES = re.compile(r"^\s*(?:@\[[^\]]*\]\s*)*")
-_MODIFIERS = frozenset("private protected noncomputable unsafe partial nonrec public".split())
+# The header words Lean's `mkHeader` (src/Lean/Elab/Print.lean) writes before the
+# kind: `unsafe`/`partial`, `private`, `protected`, `meta` (after the `@[…]` list).
+_MODIFIERS = frozenset("private protected noncomputable unsafe partial nonrec public meta".split())
 _KINDS = frozenset(
     "theorem def axiom opaque inductive structure class constructor recursor quotient".split()
 )

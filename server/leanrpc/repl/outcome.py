@@ -204,15 +204,28 @@ _ATOM = re.compile(r"«(?P<quoted>[^»]*)»|(?P<plain>[^.«]+)")
 
 def name_atoms(name: str) -> tuple[str, ...]:
     """A Lean name as its atoms: `«a b».c` and `a b` quoted or not compare by atom,
-    so `«a.b»` (one atom) is not `a.b` (two)."""
-    atoms = []
-    for match in _ATOM.finditer(name.strip()):
-        atoms.append(
-            match.group("quoted") if match.group("quoted") is not None else match.group("plain")
-        )
-    if atoms and atoms[0] == "_root_":
-        atoms = atoms[1:]
-    return tuple(atoms)
+    so `«a.b»` (one atom) is not `a.b` (two).
+
+    A private name reads as the name its user wrote (Lean's
+    `privateToUserName?`, src/Lean/PrivateName.lean): `#print axioms p` of a
+    `private theorem p` answers about `_private.<Module>.0.p`
+    (`mkPrivateNameCore`: `_private`, the main module's atoms, the number 0,
+    then the name; the REPL's main module is anonymous, `_private.0.p`). The
+    number is a `Name.num`, printed bare; no identifier a user writes has a
+    bare numeric atom (`«0»` is quoted), so no user name reads as private."""
+    parts = [
+        (m.group("quoted") is not None, m.group("quoted") or m.group("plain") or "")
+        for m in _ATOM.finditer(name.strip())
+    ]
+    if parts and parts[0] == (False, "_root_"):
+        parts = parts[1:]
+    if parts and parts[0] == (False, "_private"):
+        for i, (quoted, text) in enumerate(parts[1:], 1):
+            if not quoted and text.isascii() and text.isdigit():
+                if text == "0":
+                    parts = parts[i + 1 :]
+                break
+    return tuple(text for _quoted, text in parts)
 
 
 def require_every_axiom_check(

@@ -25,6 +25,9 @@ whose content is predictable from the source text:
   ``nonexistent`` or ``unknown_`` is an error ``Unknown identifier `X```;
 * ``#eval Lean.versionString`` answers ``"<lean-version> (leanrpc stand-in)"``;
   ``#eval`` of natural-number arithmetic or a string literal answers its value;
+* ``by decide`` on a closed natural-number comparison that is false
+  (``2 + 3 = 6``) is Lean's error "tactic 'decide' proved that the
+  proposition … is false";
   ``#check NAME`` of a declaration seen in this env chain answers its signature;
 * ``#print axioms NAME``: ``[propext, Classical.choice, Quot.sound]``, plus
   ``sorryAx`` when the proof has ``sorry``/``admit``/an error and
@@ -45,7 +48,7 @@ whose content is predictable from the source text:
 
 from __future__ import annotations
 
-from .evaluate import evaluate_command
+from .evaluate import decide_refutes, evaluate_command
 from .goals import first_constant, goal_text, have_goal, tactic_blocks
 from .infotree import command_node, declaration_entry, syntax_node, tactic_node
 from .lexer import Positions, lex, message
@@ -204,10 +207,18 @@ def _cmd_print(ctx: _Context, cmd: Command) -> list:
         info = ctx.find(name)
         if info is None:
             ctx.error(cmd.toks[2], f"Unknown constant `{name}`")
-        elif info[1]:
-            ctx.error(cmd.toks[0], f"'{name}' depends on axioms: [{', '.join(info[1])}]", "info")
         else:
-            ctx.error(cmd.toks[0], f"'{name}' does not depend on any axioms", "info")
+            # Lean names the constant it resolved, a private one with its prefix
+            # (`mkPrivateName`: `_private.<main module>.0 ++ n`; the REPL's main
+            # module is anonymous).
+            if len(info) > 5 and "private" in info[5]:
+                name = "_private.0." + name
+            if info[1]:
+                ctx.error(
+                    cmd.toks[0], f"'{name}' depends on axioms: [{', '.join(info[1])}]", "info"
+                )
+            else:
+                ctx.error(cmd.toks[0], f"'{name}' does not depend on any axioms", "info")
         return []
     target = query_target(cmd, "#print")
     if target is not None:
@@ -239,6 +250,12 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
                 t,
                 f"(stand-in) `{t.text}` closes goals in tactic mode only; the kernel rejects the proof",
             )
+    body_words = [t.text for t in d.body]
+    if body_words == ["by", "decide"] and not hyps and d.type and decide_refutes(d.type):
+        ctx.error(
+            d.body[1],
+            f"tactic 'decide' proved that the proposition\n  {d.type}\nis false",
+        )
     for s in d.sorry_toks:
         g = have_goal(d, s, text, hyps) or goal
         if g is not None:

@@ -87,3 +87,27 @@ def _arith(expr: str):
     except (ValueError, IndexError):
         return None
     return v if k == len(toks) else None
+
+
+_COMPARE = re.compile(r"^(?P<lhs>[^=≠<>≤≥]+)(?P<op>=|≠|<|≤|>|≥)(?P<rhs>[^=≠<>≤≥]+)$")
+_TESTS = {
+    "=": lambda a, b: a == b,
+    "≠": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "≤": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    "≥": lambda a, b: a >= b,
+}
+
+
+def decide_refutes(statement: str) -> bool:
+    """Whether `decide` proves a closed comparison of natural-number arithmetic
+    false (`2 + 3 = 6`), which real Lean reports as "tactic 'decide' proved that
+    the proposition … is false". Anything else (variables, other types): False."""
+    match = _COMPARE.match(norm(statement))
+    if match is None:
+        return False
+    lhs, rhs = _arith(match["lhs"].strip()), _arith(match["rhs"].strip())
+    if lhs is None or rhs is None:
+        return False
+    return not _TESTS[match["op"]](lhs, rhs)

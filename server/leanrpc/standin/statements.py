@@ -59,6 +59,10 @@ CONTEXT_KWS = frozenset(
         "syntax",
     ]
 )
+# Lean's `mkHeader` (src/Lean/Elab/Print.lean) writes these before the kind, in this order.
+PRINTED_MODIFIERS = ("private", "protected", "meta")
+
+
 PRINTED_KIND = {
     "theorem": "theorem",
     "lemma": "theorem",
@@ -80,7 +84,8 @@ class Facts:
     __slots__ = ("decls", "variables")
 
     def __init__(self):
-        # name -> (signature, axioms, printed kind, statement rendering, body)
+        # name -> (signature, axioms, printed kind, statement rendering, body,
+        #          the header modifiers `#print` shows: private / protected / meta)
         self.decls: dict[str, tuple] = {}
         self.variables: list[tuple[str, str, str]] = []
 
@@ -115,6 +120,7 @@ def decl_info(d: Decl, text: str, full: str, find, variables: list, context: lis
         PRINTED_KIND.get(d.kw, d.kw),
         rendering,
         body,
+        tuple(m for m in PRINTED_MODIFIERS if m in d.mods),
     )
 
 
@@ -167,9 +173,11 @@ def render_check(name: str, info: tuple, pp_all: bool) -> str:
 
 
 def render_print(name: str, info: tuple) -> str:
-    """The `#print NAME` answer: kind, name, statement, and a definition's body."""
+    """The `#print NAME` answer: modifiers, kind, name, statement, and a definition's body."""
     kind, rendering, body = info[2], info[3], info[4]
-    head = f"{kind} {name} : {rendering}"
+    attrs, _, word = kind.rpartition(" ")  # "@[reducible] def": attributes come first
+    mods = "".join(f"{m} " for m in (info[5] if len(info) > 5 else ()))
+    head = f"{attrs + ' ' if attrs else ''}{mods}{word} {name} : {rendering}"
     if kind in ("axiom", "opaque") or not body:
         return head
     return f"{head} :=\n{body}"
