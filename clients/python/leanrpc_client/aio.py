@@ -17,6 +17,7 @@ from ._convert import (
     _as_pinned,
     _header_metadata,
     _options,
+    keywords_checked,
     declarations_from_pb,
     result_from_pb,
     session_result_from_pb,
@@ -28,6 +29,11 @@ from ._types import Result, SessionResult
 from .prover import ProverCalls
 
 
+# With progress=None, a bar appears once a batch has taken this long on a
+# terminal: the time, not the count, says whether a user is left waiting.
+PROGRESS_AFTER_S = 2.0
+
+
 def _progress_bar(total: int):
     """A tqdm bar on stderr, or None when tqdm is not installed."""
     try:
@@ -35,6 +41,38 @@ def _progress_bar(total: int):
     except ImportError:
         return None
     return tqdm(total=total, unit="snippet", desc="verify")
+
+
+class _Progress:
+    """The bar of one `verify`: shown at once (progress=True), or after
+    PROGRESS_AFTER_S on a terminal (progress=None), counting what came before."""
+
+    def __init__(self, total: int, progress: bool | None) -> None:
+        self._total = total
+        self._done = 0
+        self._bar = None
+        self._timer = None
+        if progress:
+            self._start()
+        elif progress is None and sys.stderr.isatty():
+            self._timer = asyncio.get_running_loop().call_later(PROGRESS_AFTER_S, self._start)
+
+    def _start(self) -> None:
+        if self._bar is None and self._done < self._total:
+            self._bar = _progress_bar(self._total)
+            if self._bar is not None and self._done:
+                self._bar.update(self._done)
+
+    def update(self, n: int) -> None:
+        self._done += n
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _in_order(
@@ -113,6 +151,7 @@ class AsyncClient(ProverCalls):
                     raise client_error(exc) from exc
                 await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
 
+    @keywords_checked
     async def verify_batch(
         self,
         snippets: Sequence,
@@ -133,7 +172,7 @@ class AsyncClient(ProverCalls):
         `cache=False` bypasses the server's result cache (None: its default).
         `references` pins each snippet to a statement (one per snippet, ""
         for none; a dict snippet may carry its own "reference")."""
-        items, refs = _as_pinned(snippets, references)
+        items, refs = _as_pinned(snippets, references, "verify_batch")
         request = pb.VerifyRequest(
             snippets=[pb.Snippet(id=i, code=c, reference=r) for (i, c), r in zip(items, refs)],
             options=_options(timeout_s, infotree, reuse, check_axioms, session, profile, cache),
@@ -143,6 +182,7 @@ class AsyncClient(ProverCalls):
         )
         return [result_from_pb(r) for r in response.results]
 
+    @keywords_checked
     async def verify(
         self,
         snippets: Iterable,
@@ -180,8 +220,7 @@ class AsyncClient(ProverCalls):
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
         pinned = {key: ref for key, ref in zip(keys, refs) if ref}
         results: dict[str, Result] = {}
-        show = progress if progress is not None else (len(items) >= 200 and sys.stderr.isatty())
-        bar = _progress_bar(len(items)) if show else None
+        bar = _Progress(len(items), progress)
         options = _options(timeout_s, infotree, reuse, check_axioms, session, profile, cache)
         attempt = 0
         if on_result is not None:
@@ -206,14 +245,12 @@ class AsyncClient(ProverCalls):
                         # Out of retries: the REJECTED results are the answers.
                         for key, (result, _hint) in resend.items():
                             results[key] = result
-                            if bar is not None:
-                                bar.update(1)
+                            bar.update(1)
                     else:
                         hint = max(h for _r, h in resend.values())
                         await asyncio.sleep(backoff_s(self._backoff_s, attempt, hint))
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
         return _in_order(keys, items, results)
 
     async def _stream_once(self, todo, options, window, results, bar, resend, pinned=None) -> None:
@@ -272,6 +309,7 @@ class AsyncClient(ProverCalls):
         finally:
             sender.cancel()
 
+    @keywords_checked
     async def extract(self, code: str, *, timeout_s: float = 0.0, lz4: bool = False):
         """Returns (Result, [Declaration])."""
         request = pb.ExtractRequest(
@@ -289,6 +327,7 @@ class AsyncClient(ProverCalls):
     async def server_info(self) -> pb.GetServerInfoResponse:
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
 
+    @keywords_checked
     async def open_session(
         self,
         code: str,
@@ -310,6 +349,7 @@ class AsyncClient(ProverCalls):
         )
         return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
 
+    @keywords_checked
     async def run_in_session(
         self,
         session: str,
