@@ -29,7 +29,9 @@ def client():
 
 @pytest.mark.parametrize("method", ["verify", "verify_batch"])
 def test_a_bare_str_is_a_type_error_not_one_snippet_per_character(client, method):
-    with pytest.raises(TypeError, match=rf"{method}\(\) takes a list of snippets.*{method}\(\[code\]\)"):
+    with pytest.raises(
+        TypeError, match=rf"{method}\(\) takes a list of snippets.*{method}\(\[code\]\)"
+    ):
         getattr(client, method)(GOOD)
     with pytest.raises(TypeError, match="not one bytes"):
         getattr(client, method)(GOOD.encode())
@@ -151,5 +153,8 @@ def test_the_node_client_refuses_the_same_slips(client, node_client):
     assert out["str"].startswith("TypeError: verify() takes an array of snippets, not one string")
     assert out["strBatch"].startswith("TypeError: verifyBatch() takes an array of snippets")
     assert out["proof"].startswith('TypeError: snippet 0 has no string "code" (its "proof"')
-    assert out["timeout"] == 'TypeError: verifyBatch() got an unknown option "timeout"; did you mean timeoutS?'
+    assert (
+        out["timeout"]
+        == 'TypeError: verifyBatch() got an unknown option "timeout"; did you mean timeoutS?'
+    )
     assert out["ok"] == "VALID"

@@ -97,9 +97,7 @@ def config_file(config) -> str | None:
     if config is None or isinstance(config, (str, os.PathLike)):
         return None if config is None else str(Path(config))
     if not isinstance(config, dict):
-        raise TypeError(
-            f"config must be a path or a dict of sections, not {type(config).__name__}"
-        )
+        raise TypeError(f"config must be a path or a dict of sections, not {type(config).__name__}")
     lines = []
     for section, keys in config.items():
         if not isinstance(keys, dict):

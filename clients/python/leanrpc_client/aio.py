@@ -17,8 +17,8 @@ from ._convert import (
     _as_pinned,
     _header_metadata,
     _options,
-    keywords_checked,
     declarations_from_pb,
+    keywords_checked,
     result_from_pb,
     session_result_from_pb,
 )
@@ -27,7 +27,6 @@ from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s, str
 from ._streams import broken, settle
 from ._types import Result, SessionResult
 from .prover import ProverCalls
-
 
 # With progress=None, a bar appears once a batch has taken this long on a
 # terminal: the time, not the count, says whether a user is left waiting.
