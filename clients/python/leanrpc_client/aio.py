@@ -23,7 +23,15 @@ from ._convert import (
     session_result_from_pb,
 )
 from ._proto import pb, pb_grpc
-from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s, stream_code
+from ._retry import (
+    RETRYABLE_CODES,
+    backoff_s,
+    client_error,
+    not_serving,
+    not_serving_error,
+    resend_hint_s,
+    stream_code,
+)
 from ._streams import broken, settle
 from ._types import Result, SessionResult
 from .prover import ProverCalls
@@ -99,7 +107,8 @@ class _Notifying(dict):
         super().__setitem__(key, result)
         n = self._where[key]
         result.id = self._items[n][0]
-        self._on_result(n, result)
+        if not not_serving(result):  # raised as UNAVAILABLE at the end instead
+            self._on_result(n, result)
 
 
 class AsyncClient(ProverCalls):
@@ -213,7 +222,9 @@ class AsyncClient(ProverCalls):
         REJECTED with a `retry_after` (queue full, shutting down: they never
         ran), are re-sent with backoff, the hint as its floor; after
         max_retries those REJECTED results are returned as they are. A failure after
-        retries raises ClientError whose `partial` holds the results received.
+        retries raises ClientError whose `partial` holds the results received;
+        so does a snippet refused because no REPL worker can start (UNAVAILABLE,
+        reason NOT_SERVING, as a unary Verify fails).
         """
         items, refs = _as_pinned(snippets, references)
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
@@ -250,7 +261,11 @@ class AsyncClient(ProverCalls):
                         await asyncio.sleep(backoff_s(self._backoff_s, attempt, hint))
         finally:
             bar.close()
-        return _in_order(keys, items, results)
+        ordered = _in_order(keys, items, results)
+        down = not_serving_error(ordered)
+        if down is not None:
+            raise down
+        return ordered
 
     async def _stream_once(self, todo, options, window, results, bar, resend, pinned=None) -> None:
         call = self._stub.VerifyStream(

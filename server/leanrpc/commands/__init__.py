@@ -12,12 +12,13 @@ doctor and setup commands drive.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 
 from .. import __version__
 from . import doctor, serve, setup, showconfig, verify
-from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_USAGE, UserError, user_errors
+from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UserError, user_errors
 
 COMMANDS = (serve, verify, setup, doctor, showconfig)
 
@@ -48,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
     try:
         return args.run(args)
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         return 130
     except user_errors() as exc:
@@ -68,6 +71,19 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`leanrpc verify dir/ | head -1`): a
+    normal end, not an internal error. Point stdout at /dev/null so the
+    interpreter's final flush raises nothing either."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    return EXIT_OK
 
 
 def _one_line(exc: BaseException) -> str:

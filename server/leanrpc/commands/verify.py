@@ -368,6 +368,12 @@ def _summary(args, results, problems, started: float) -> None:
 
 
 def _describe_failure(exc, address: str) -> str:
+    if exc.reason == "NOT_SERVING" and "no REPL worker can start" in exc.details:
+        return (
+            f"UNAVAILABLE: the server at {address} cannot start a REPL worker "
+            f"({' '.join(exc.details.split())}); check its --repl-cmd or [repl] command "
+            "(`leanrpc doctor --config FILE` tries it)"
+        )
     if exc.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return (
             f"cannot reach a leanrpc server at {address} ({exc.code.name}: {exc.details}); "
@@ -378,14 +384,33 @@ def _describe_failure(exc, address: str) -> str:
     return f"{exc.code.name} from {address}: {exc.details}"
 
 
+def refused_result(path: str, reason: str):
+    """A file the CLI refuses before sending, as a result of the client's own
+    shape, so `--json` lines have one schema (`messages` etc. always there)."""
+    from ..client import Result
+
+    return Result(
+        id=path,
+        status="REJECTED",
+        messages=[],
+        sorries=[],
+        error=reason,
+        time_total_s=0.0,
+        time_queue_s=0.0,
+        time_header_s=0.0,
+        time_body_s=0.0,
+        time_boot_s=0.0,
+        warm_header=False,
+        reused_prefix_chars=0,
+        attempts=0,
+        verifier="",
+        verifier_description="",
+    )
+
+
 def _print_problem(path: str, reason: str, as_json: bool) -> None:
     if as_json:
-        print(
-            json.dumps(
-                {"id": path, "status": "REJECTED", "error": reason, "verifier": ""},
-                ensure_ascii=False,
-            )
-        )
+        print(json.dumps(refused_result(path, reason).to_dict(), ensure_ascii=False))
     else:
         print(f"{'REJECTED':<14} {path}  ({reason})")
 
@@ -393,6 +418,12 @@ def _print_problem(path: str, reason: str, as_json: bool) -> None:
 def _print_result(result, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result.to_dict(), ensure_ascii=False), flush=True)
+        return
+    if not result.verifier:
+        # Refused by the server before any REPL ran (a timeout over its limit,
+        # a file too long, ...): the reason goes where the verifier would.
+        reason = " ".join(result.error.split()) or "refused by the server"
+        print(f"{result.status:<14} {result.id}  ({reason})")
         return
     print(f"{result.status:<14} {result.id}  ({result.verifier})")
     for message in result.messages:
