@@ -98,3 +98,55 @@ def test_json_lines_have_one_schema_for_refused_files_and_server_results(server,
     assert refused["messages"] == [] and "empty" in refused["error"]
     # Code reading every record's messages works on each.
     assert all(isinstance(r["messages"], list) for r in records)
+
+
+TOKEN = "s3cret-token-0123456789"
+
+
+def _verify_with_env(address: str, path, *extra: str, env_token: str | None = None):
+    env = clean_env()
+    if env_token is not None:
+        env["LEANRPC_TOKEN"] = env_token
+    return subprocess.run(
+        [LEANRPC, "verify", "--server", address, "--quiet", str(path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_tokens_from_a_file_or_the_environment_and_a_wrong_one_said_so(tmp_path):
+    config = tmp_path / "leanrpc.toml"
+    config.write_text(f'[server]\nauth_tokens = ["{TOKEN}"]\n')
+    with_tokens = Served("--config", str(config))
+    try:
+        (tmp_path / "a.lean").write_text(GOOD)
+        wrong = _verify_with_env(with_tokens.address, tmp_path / "a.lean", "--token", "wrong")
+        assert wrong.returncode == 2
+        assert "refused the token from --token" in wrong.stderr
+        assert "wants a token" not in wrong.stderr and "pass --token" not in wrong.stderr
+        from_env = _verify_with_env(with_tokens.address, tmp_path / "a.lean", env_token=TOKEN)
+        assert from_env.returncode == 0, from_env.stderr
+        token_file = tmp_path / "token"
+        token_file.write_text(TOKEN + "\n")
+        from_file = _verify_with_env(
+            with_tokens.address, tmp_path / "a.lean", "--token-file", str(token_file)
+        )
+        assert from_file.returncode == 0, from_file.stderr
+        wrong_env = _verify_with_env(with_tokens.address, tmp_path / "a.lean", env_token="nope")
+        assert wrong_env.returncode == 2 and "refused the token from $LEANRPC_TOKEN" in (
+            wrong_env.stderr
+        )
+        none = _verify_with_env(with_tokens.address, tmp_path / "a.lean")
+        assert none.returncode == 2 and "set $LEANRPC_TOKEN" in none.stderr
+    finally:
+        with_tokens.stop()
+
+
+def test_the_python_client_warns_of_a_token_the_server_does_not_check(server):
+    from leanrpc.client import Client
+
+    with pytest.warns(UserWarning, match="checks no tokens; token= is not used"):
+        with Client(server.address, token=TOKEN) as client:
+            assert client.verify([GOOD])[0].status == "VALID"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
 from typing import Callable, Iterable, Sequence
 
 import grpc
@@ -123,7 +124,12 @@ class AsyncClient(ProverCalls):
         max_retries: int = 5,
         backoff_s: float = 0.2,
         max_message_mb: int = 64,
+        warn_unchecked_token: bool = True,
     ) -> None:
+        self._address = address
+        # With a token, the first call asks once, without it, whether the server
+        # checks tokens; one that does not gets a warning, not silence.
+        self._probe_token = bool(token) and warn_unchecked_token
         options = [
             ("grpc.max_receive_message_length", max_message_mb * 2**20),
             ("grpc.max_send_message_length", max_message_mb * 2**20),
@@ -146,7 +152,22 @@ class AsyncClient(ProverCalls):
     async def close(self) -> None:
         await self._channel.close()
 
+    async def _warn_if_token_unchecked(self) -> None:
+        if not self._probe_token:
+            return
+        self._probe_token = False
+        try:  # a tokenless GetServerInfo is refused wherever tokens are checked
+            await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=5.0)
+        except grpc.aio.AioRpcError:
+            return
+        warnings.warn(
+            f"the leanrpc server at {self._address} checks no tokens; token= is not used",
+            UserWarning,
+            stacklevel=2,
+        )
+
     async def _call(self, method, request, timeout: float | None, extra_metadata: tuple = ()):
+        await self._warn_if_token_unchecked()
         attempt = 0
         while True:
             try:
@@ -227,6 +248,7 @@ class AsyncClient(ProverCalls):
         reason NOT_SERVING, as a unary Verify fails).
         """
         items, refs = _as_pinned(snippets, references)
+        await self._warn_if_token_unchecked()
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
         pinned = {key: ref for key, ref in zip(keys, refs) if ref}
         results: dict[str, Result] = {}
