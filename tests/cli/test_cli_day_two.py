@@ -150,3 +150,78 @@ def test_the_python_client_warns_of_a_token_the_server_does_not_check(server):
     with pytest.warns(UserWarning, match="checks no tokens; token= is not used"):
         with Client(server.address, token=TOKEN) as client:
             assert client.verify([GOOD])[0].status == "VALID"
+
+
+# -- item 11: the verify CLI's inputs ------------------------------------------------
+
+
+def _json_lines(done) -> list[dict]:
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+def test_stdin_is_a_snippet(server):
+    done = subprocess.run(
+        [LEANRPC, "verify", "-", "--server", server.address, "--quiet"],
+        input=GOOD,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("VALID          -  (")
+
+
+def test_a_records_file_is_never_sent_as_code_and_field_reads_it(server, tmp_path):
+    records = tmp_path / "data.jsonl"
+    rows = [
+        {"name": "good", "proof": GOOD, "formal_statement": GOOD.replace("rfl", "sorry")},
+        {"name": "bad", "proof": BAD, "formal_statement": BAD.split(":=")[0] + ":= by sorry\n"},
+        {"name": "nocode"},
+    ]
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plain = leanrpc("verify", str(records), "--server", server.address, "--quiet")
+    assert plain.returncode == 1
+    [line] = plain.stdout.splitlines()[:1]
+    assert line.startswith("REJECTED") and "holds JSON records, not Lean code" in line
+    assert "pass --field NAME" in line and "formal_statement, name, proof" in line
+
+    done = leanrpc(
+        "verify", str(records), "--server", server.address, "--quiet", "--json",
+        "--field", "proof", "--id-field", "name", "--reference-field", "formal_statement",
+    )  # fmt: skip
+    by_id = {r["id"]: r for r in _json_lines(done)}
+    assert by_id["good"]["status"] == "VALID" and by_id["good"]["reference"]["passed"]
+    assert by_id["bad"]["status"] == "INVALID"
+    assert by_id["nocode"]["status"] == "REJECTED"
+    assert "data.jsonl:3: the record has no field 'proof' (--field)" in by_id["nocode"]["error"]
+    assert done.returncode == 1
+
+    # A datasets-style .json (a list of records): ids FILE:N.
+    as_list = tmp_path / "data.json"
+    as_list.write_text(json.dumps([{"code": GOOD}, {"code": GOOD.replace("t ", "u ")}]))
+    listed = leanrpc("verify", str(as_list), "--server", server.address, "--field", "code")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert f"{as_list}:1" in listed.stdout and f"{as_list}:2" in listed.stdout
+
+
+def test_profile_no_cache_and_an_output_file(server, tmp_path):
+    (tmp_path / "a.lean").write_text(GOOD.replace("theorem t", "theorem cached_once"))
+    first = leanrpc("verify", str(tmp_path / "a.lean"), "--server", server.address, "--json")
+    again = leanrpc("verify", str(tmp_path / "a.lean"), "--server", server.address, "--json")
+    assert _json_lines(again)[0]["cache_source"] == "memory", (first.stdout, again.stdout)
+    fresh = leanrpc(
+        "verify", str(tmp_path / "a.lean"), "--server", server.address, "--json", "--no-cache"
+    )
+    assert _json_lines(fresh)[0]["cache_source"] == ""
+    assert _json_lines(fresh)[0]["status"] == "VALID"
+    unknown = leanrpc(
+        "verify", str(tmp_path / "a.lean"), "--server", server.address, "--profile", "nosuch"
+    )
+    assert unknown.returncode == 1 and "nosuch" in unknown.stdout, unknown.stdout
+    out = tmp_path / "results.jsonl"
+    written = leanrpc(
+        "verify", str(tmp_path / "a.lean"), "--server", server.address, "--json", "-o", str(out)
+    )
+    assert written.returncode == 0 and written.stdout == ""
+    assert json.loads(out.read_text().splitlines()[0])["status"] == "VALID"

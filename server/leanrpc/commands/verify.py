@@ -10,12 +10,13 @@ commands.verify_input, commands.verify_output.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 
 from . import argtypes
 from .exits import EXIT_INTERRUPTED, EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
-from .verify_input import TOKEN_ENV, collect, references_for, token_of
+from .verify_input import STDIN, TOKEN_ENV, collect, references_for, token_of
 from .verify_output import Printer, summary
 
 DEFAULT_PORT = 50051
@@ -27,7 +28,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="verify .lean files through a running server",
         description="Verify .lean files (folders are searched recursively) on a running `leanrpc serve`.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help=".lean files or folders")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help=".lean files, folders, - (stdin), or JSON records (.jsonl, .json) with --field",
+    )
     parser.add_argument(
         "--server",
         default=f"127.0.0.1:{DEFAULT_PORT}",
@@ -65,7 +71,45 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", action="store_true", help="one JSON result per line (default: text)"
     )
+    parser.add_argument(
+        "--field",
+        metavar="NAME",
+        type=argtypes.nonempty,
+        help="records (.jsonl, .json, stdin): the key holding the Lean code (default: none; "
+        "a records file without it is refused)",
+    )
+    parser.add_argument(
+        "--id-field",
+        metavar="NAME",
+        type=argtypes.nonempty,
+        help="records: the key holding each record's id (default: FILE:LINE)",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="NAME",
+        help="the server's REPL profile (toolchain) to run on (default: the server's default)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_false",
+        default=None,
+        help="bypass the server's result cache (default: use it)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the results (text or --json lines) to FILE instead of stdout (default: stdout)",
+    )
     pin = parser.add_mutually_exclusive_group()
+    pin.add_argument(
+        "--reference-field",
+        metavar="NAME",
+        type=argtypes.nonempty,
+        help="records: pin each record to the statement in this key (default: none)",
+    )
     pin.add_argument(
         "--reference",
         metavar="REF.lean",
@@ -132,12 +176,29 @@ def _check_port(text: str, port: str) -> None:
 
 
 def run(args) -> int:
+    if not args.output:
+        return _run(args)
+    try:
+        out = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise UserError(f"--output {args.output}: cannot write it ({exc.strerror})") from None
+    with out, contextlib.redirect_stdout(out):  # the printer prints on the client's thread too
+        return _run(args)
+
+
+def _run(args) -> int:
     from ..client import Client, ClientError
 
     address = args.server
-    snippets, problems, order = collect(args.paths)
+    if args.paths.count(STDIN) > 1:
+        raise UserError("- (stdin) can be given once")
+    collected = collect(args.paths, args)
+    snippets, problems, order = collected.snippets, collected.problems, collected.order
     started = time.monotonic()
-    references, missing = references_for(snippets, args) if snippets else (None, [])
+    if collected.references is not None:
+        references, missing = collected.references, []
+    else:
+        references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
         # Never verify a file unpinned when pinning was asked for.
         refused = {path for path, _reason in missing}
@@ -166,6 +227,8 @@ def run(args) -> int:
                 on_result=printer.on_result,
                 references=references,
                 check_axioms=args.check_axioms,
+                profile=args.profile,
+                cache=args.cache,
             )
     except KeyboardInterrupt:  # the client's Interrupted, or Ctrl-C before the batch started
         printed = printer.stop()
