@@ -225,3 +225,20 @@ def test_profile_no_cache_and_an_output_file(server, tmp_path):
     )
     assert written.returncode == 0 and written.stdout == ""
     assert json.loads(out.read_text().splitlines()[0])["status"] == "VALID"
+
+
+# -- item 8: how `leanrpc serve` ends ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 0)])
+def test_serve_ends_with_a_line_and_ctrl_c_is_130(sig, status):
+    import signal
+
+    served = Served()
+    try:
+        served.process.send_signal(getattr(signal, sig))
+        out, _ = served.process.communicate(timeout=120)
+        assert served.process.returncode == status, out
+        assert out.strip().splitlines()[-1] == f"leanrpc stopped ({sig})"
+    finally:
+        served.kill()

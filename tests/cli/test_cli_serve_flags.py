@@ -92,7 +92,7 @@ def test_log_json_makes_every_line_json_on_stdout_and_stderr():
     out, err, status = _serve_then_stop("--log-json", "--http-port", str(http))
     assert status == 0, err
     said = [json.loads(line) for line in out.splitlines()]  # every stdout line is JSON
-    assert [s["event"] for s in said] == ["listening", "gateway"]
+    assert [s["event"] for s in said] == ["listening", "gateway", "stopped"]
     assert (
         said[0]["msg"].startswith("leanrpc listening on ")
         and said[1]["url"] == f"http://127.0.0.1:{http}"

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 
 from ..config import Config
 from . import argtypes
 from .configref import load
-from .exits import UserError
+from .exits import EXIT_INTERRUPTED, EXIT_OK, UserError
 from .showconfig import CONFIG_HELP
 
 
@@ -139,8 +140,9 @@ def run(args) -> int:
     config = load_config(args)
     configure_logging(json_lines=config.server.log_json, level=config.server.log_level.upper())
     with asyncio.Runner(loop_factory=loop_factory(config.server.event_loop)) as runner:
-        runner.run(serve(config))
-    return 0
+        stopped_by = runner.run(serve(config))
+    # Ctrl-C is "interrupted" (130, as for every command); SIGTERM is a service's normal stop.
+    return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_OK
 
 
 def loop_factory(choice: str):
