@@ -193,3 +193,19 @@ def test_the_readmes_lean_version_has_every_published_kernel_fix():
     [version] = used
     assert soundness_warning(version) == "", soundness_warning(version)
     assert "Which Lean" in readme and soundness_warning("v4.19.0")  # the old one is named unsound
+
+
+def test_the_readme_extract_example_prints_what_it_says(tmp_path):
+    """Issue 41 item 12: an Extract example, whose printed steps (the stand-in's
+    `·` step kind included, once cut short to `Lean.Parser.Tactic.`) are the
+    comment lines under it."""
+    [block] = [b for b in PYTHON if b.where.startswith("README.md") and ".extract(" in b.text]
+    said = [line[2:] for line in block.text.splitlines() if line.startswith("# ")]
+    assert len(said) == 3 and "Lean.cdot" in said[1]
+    script = tmp_path / "extract.py"
+    script.write_text(block.text)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=240, env=clean_env()
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == said
