@@ -242,3 +242,64 @@ def test_serve_ends_with_a_line_and_ctrl_c_is_130(sig, status):
         assert out.strip().splitlines()[-1] == f"leanrpc stopped ({sig})"
     finally:
         served.kill()
+
+
+# -- item 13: small things ----------------------------------------------------------
+
+
+def test_usage_errors_are_one_line_and_ports_name_the_flag():
+    done = leanrpc("verify")
+    assert done.returncode == 2
+    assert done.stderr == "leanrpc verify: error: the following arguments are required: PATH\n"
+    port = leanrpc("serve", "--port", "70000")
+    assert port.returncode == 2
+    assert (
+        port.stderr
+        == "leanrpc serve: error: argument --port: 70000 must be a port from 0 to 65535\n"
+    )
+
+
+def test_config_typos_are_all_named_with_the_key_meant(tmp_path):
+    config = tmp_path / "leanrpc.toml"
+    config.write_text("[pool]\nworkerz = 2\n[server]\nprot = 1\n[pol]\nx = 1\n")
+    done = leanrpc("serve", "--config", str(config))
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert "unknown config key pool.workerz (did you mean pool.workers?)" in line
+    assert "unknown config key server.prot (did you mean server.port?)" in line
+    assert "unknown config section [pol] (did you mean [pool]?)" in line
+
+
+def test_verify_pointed_at_the_rest_port_says_it_is_an_http_port(tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        http_port = sock.getsockname()[1]
+    served = Served("--http-port", str(http_port))
+    try:
+        (tmp_path / "a.lean").write_text(GOOD)
+        done = leanrpc(
+            "verify",
+            str(tmp_path / "a.lean"),
+            "--server",
+            f"127.0.0.1:{http_port}",
+            "--retries",
+            "0",
+        )
+        assert done.returncode == 2
+        assert f"127.0.0.1:{http_port} is an HTTP port (the REST gateway's" in done.stderr
+        assert "cannot reach" not in done.stderr
+    finally:
+        served.stop()
+
+
+def test_a_timeout_does_not_name_the_internal_batch(server, tmp_path):
+    (tmp_path / "slow.lean").write_text("--@standin: hang\ntheorem t : True := trivial\n")
+    done = leanrpc(
+        "verify", str(tmp_path / "slow.lean"), "--server", server.address, "--timeout", "1",
+        "--json", "--quiet",
+    )  # fmt: skip
+    [record] = _json_lines(done)
+    assert record["status"] == "TIMEOUT", record
+    assert "batch" not in record["error"] and "no answer within 1 s" in record["error"]

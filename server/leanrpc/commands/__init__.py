@@ -23,8 +23,16 @@ from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UserErro
 COMMANDS = (serve, verify, setup, doctor, showconfig)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, `leanrpc verify: error: ...` (exit 2), as every
+    other error is; `--help` still shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="leanrpc",
         description="gRPC verification service for Lean 4.",
         epilog=EXIT_CODES_HELP,

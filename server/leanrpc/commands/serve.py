@@ -42,7 +42,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         type=argtypes.nonempty,
         help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)",
     )
-    parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
+    parser.add_argument(
+        "--port", type=argtypes.port, help="TCP port, 0 = any free port (default: 50051)"
+    )
     parser.add_argument(
         "--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)"
     )
@@ -54,13 +56,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--metrics-port",
-        type=int,
+        type=argtypes.port,
         metavar="PORT",
         help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)",
     )
     parser.add_argument(
         "--http-port",
-        type=int,
+        type=argtypes.port,
         metavar="PORT",
         help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)",
     )

@@ -277,6 +277,11 @@ def _describe_failure(exc, address: str, token_source: str = "") -> str:
             f"({' '.join(exc.details.split())}); check its --repl-cmd or [repl] command "
             "(`leanrpc doctor --config FILE` tries it)"
         )
+    if "http1.x server" in exc.details:  # grpc's words for an HTTP/1.1 answer
+        return (
+            f"{address} is an HTTP port (the REST gateway's, `--http-port`?), not leanrpc's gRPC "
+            "port; pass --server HOST:PORT with the port `leanrpc serve` listens on"
+        )
     if exc.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return (
             f"cannot reach a leanrpc server at {address} ({exc.code.name}: {exc.details}); "

@@ -15,6 +15,7 @@ with its type (use the constrained aliases below for ranges) and default.
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import tomllib
@@ -95,16 +96,31 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Config":
-        """Validates a {section: {key: value}} mapping into a Config."""
+        """Validates a {section: {key: value}} mapping into a Config. Every
+        unknown section and key is named at once, with the one probably meant."""
+        unknown = []
         for section_name, section_data in data.items():
             if section_name not in cls.__struct_fields__:
-                raise ConfigError(
-                    f"unknown config section [{section_name}] (known: {', '.join(cls.__struct_fields__)})"
+                unknown.append(
+                    f"unknown config section [{section_name}]"
+                    f"{_meant(section_name, cls.__struct_fields__, '[{}]')} "
+                    f"(known: {', '.join(cls.__struct_fields__)})"
                 )
+                continue
             if not isinstance(section_data, dict):
                 raise ConfigError(
                     f"config section [{section_name}] must be a table, not {_show(section_data)}"
                 )
+            if section_name != "repl":  # [repl.<profile>] tables are profiles
+                keys = type(getattr(cls(), section_name)).__struct_fields__
+                unknown += [
+                    f"unknown config key {section_name}.{key}"
+                    f"{_meant(key, keys, section_name + '.{}')}"
+                    for key in section_data
+                    if key not in keys
+                ]
+        if unknown:
+            raise ConfigError("; ".join(unknown))
         repl = data.get("repl")
         if isinstance(repl, dict):
             data = {**data, "repl": _gather_profiles(repl)}
@@ -165,6 +181,12 @@ def to_toml(config: Config) -> str:
 
 
 # ---- one-line errors: the key, what it allows, what it got -----------------
+
+
+def _meant(name: str, known, shape: str) -> str:
+    """ " (did you mean pool.workers?)" for a near miss, else ""."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {shape.format(close[0])}?)" if close else ""
 
 
 def _show(value: Any) -> str:
