@@ -37,6 +37,9 @@ from ._streams import broken, settle
 from ._types import Result, SessionResult
 from .prover import ProverCalls
 
+# Addresses whose token check was probed by this process (AsyncClient).
+_PROBED: set[str] = set()
+
 # With progress=None, a bar appears once a batch has taken this long on a
 # terminal: the time, not the count, says whether a user is left waiting.
 PROGRESS_AFTER_S = 2.0
@@ -128,8 +131,10 @@ class AsyncClient(ProverCalls):
     ) -> None:
         self._address = address
         # With a token, the first call asks once, without it, whether the server
-        # checks tokens; one that does not gets a warning, not silence.
-        self._probe_token = bool(token) and warn_unchecked_token
+        # checks tokens; one that does not gets a warning, not silence. Once per
+        # process and address: where tokens are checked, the probe is one refused call.
+        self._probe_token = bool(token) and warn_unchecked_token and address not in _PROBED
+        _PROBED.add(address)
         options = [
             ("grpc.max_receive_message_length", max_message_mb * 2**20),
             ("grpc.max_send_message_length", max_message_mb * 2**20),
