@@ -209,3 +209,9 @@ def test_the_readme_extract_example_prints_what_it_says(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == said
+
+
+def test_the_prover_page_opens_with_an_example():
+    """Issue 41 item 13: an example before the implementation detail."""
+    text = (ROOT / "docs" / "PROVER.md").read_text(encoding="utf-8")
+    assert text.index("```python") < text.index("## The model")
