@@ -158,3 +158,24 @@ def test_the_node_client_refuses_the_same_slips(client, node_client):
         == 'TypeError: verifyBatch() got an unknown option "timeout"; did you mean timeoutS?'
     )
     assert out["ok"] == "VALID"
+
+
+def test_a_batch_summary_counts_outcomes_times_and_cache_hits(client):
+    from leanrpc.client import summarize
+
+    batch = [
+        GOOD,
+        "theorem b (x : Nat) : x = x + 1 := by\n  exact Nat.nonexistent_lemma x\n",
+        "theorem s : True := by\n  sorry\n",
+    ]
+    first = client.verify(batch)
+    again = client.verify(batch)
+    summary = summarize(first + again)
+    assert summary.total == 6
+    assert summary.counts == {"INVALID": 2, "SORRY": 2, "VALID": 2}
+    assert summary.valid == 2 and summary.cache_hits == sum(
+        1 for r in first + again if r.cache_source
+    )
+    assert all(r.cache_source for r in again)  # the second time, from the cache
+    assert summary.time_max_s >= summary.time_mean_s > 0
+    assert "valid 2/6" in str(summary)

@@ -21,6 +21,7 @@ best-first search helper, docs/PROVER.md), aio (AsyncClient), sync (Client).
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
 from ._retry import MAX_BACKOFF_S, backoff_s, resend_hint_s
 from ._types import (
+    BatchSummary,
     Checks,
     ClientError,
     Declaration,
@@ -29,6 +30,7 @@ from ._types import (
     Result,
     SessionResult,
     TacticStep,
+    summarize,
 )
 from .aio import AsyncClient
 from .prover import ProofStart, ProofState, SearchResult, TacticResult, best_first_search
@@ -36,6 +38,7 @@ from .sync import Client
 
 __all__ = [
     "AsyncClient",
+    "BatchSummary",
     "Checks",
     "Client",
     "ClientError",
@@ -51,6 +54,7 @@ __all__ = [
     "TacticResult",
     "TacticStep",
     "best_first_search",
+    "summarize",
     "header_hash",
     "resend_hint_s",
     "backoff_s",
