@@ -303,3 +303,17 @@ def test_a_timeout_does_not_name_the_internal_batch(server, tmp_path):
     [record] = _json_lines(done)
     assert record["status"] == "TIMEOUT", record
     assert "batch" not in record["error"] and "no answer within 1 s" in record["error"]
+
+
+def test_a_statement_mismatch_shows_both_sides_in_text(server, tmp_path):
+    (tmp_path / "ref.lean").write_text("theorem t (n : Nat) : n + 0 = n := by\n  sorry\n")
+    (tmp_path / "a.lean").write_text("theorem t (n : Nat) : 0 + n = n := by\n  simp\n")
+    done = leanrpc(
+        "verify", str(tmp_path / "a.lean"), "--server", server.address, "--quiet",
+        "--reference", str(tmp_path / "ref.lean"),
+    )  # fmt: skip
+    assert done.returncode == 1
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    assert "reference: STATEMENT_MISMATCH t" in lines
+    assert any(line.startswith("reference: t :") and "n + 0 = n" in line for line in lines)
+    assert any(line.startswith("snippet: t :") and "0 + n = n" in line for line in lines)

@@ -135,3 +135,5 @@ def _print_result(result, as_json: bool) -> None:
         print(f"    {result.error.splitlines()[0]}")
     if result.reference is not None and not result.reference.passed:
         print(f"    reference: {result.reference.reason} {result.reference.declaration}")
+        for line in result.reference.detail.splitlines():  # both sides of a mismatch
+            print(f"      {line}")
