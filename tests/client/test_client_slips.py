@@ -25,6 +25,15 @@ GOOD = "theorem t : True := trivial"
 def client():
     with Client.local(workers=1) as local:
         yield local
+    server = _local_servers()
+    Client.stop_local()  # no child process outlives the module (tests/reliability counts them)
+    assert all(s.process.poll() is not None for s in server)
+
+
+def _local_servers():
+    from leanrpc.client import _local
+
+    return list(_local._SERVERS.values())
 
 
 @pytest.mark.parametrize("method", ["verify", "verify_batch"])

@@ -69,6 +69,12 @@ class Client(SyncProverCalls):
         client._local_key = (workers, config, repl_cmd)
         return client
 
+    @staticmethod
+    def stop_local() -> None:
+        """Stops every server `Client.local` started in this process (they stop
+        at exit anyway); a later `Client.local` starts a fresh one."""
+        _local.stop_all()
+
     def __reduce__(self):
         if "credentials" in self._kwargs:
             raise TypeError(
