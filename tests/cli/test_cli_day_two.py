@@ -74,15 +74,59 @@ def test_a_broken_repl_command_is_unavailable_exit_2_not_rejected_proofs(tmp_pat
         served.stop()
 
 
-def test_a_server_side_refusal_prints_its_reason_not_empty_parentheses(server, tmp_path):
-    (tmp_path / "good.lean").write_text(GOOD)
-    done = leanrpc(
-        "verify", str(tmp_path / "good.lean"), "--server", server.address, "--timeout", "100000"
-    )
+def test_a_server_side_refusal_prints_its_reason_not_empty_parentheses(tmp_path):
+    config = tmp_path / "leanrpc.toml"
+    config.write_text("[pool]\nmax_timeout_s = 5\n")
+    served = Served("--config", str(config))
+    try:
+        (tmp_path / "good.lean").write_text(GOOD)
+        done = leanrpc(
+            "verify", str(tmp_path / "good.lean"), "--server", served.address, "--timeout", "50"
+        )
+    finally:
+        served.stop()
     assert done.returncode == 1
     [line] = [x for x in done.stdout.splitlines() if x.startswith("REJECTED")]
     assert "()" not in line
     assert "timeout" in line.split("good.lean", 1)[1], line
+
+
+def test_a_timeout_over_the_servers_maximum_is_a_usage_error(tmp_path):
+    (tmp_path / "good.lean").write_text(GOOD)
+    done = leanrpc("verify", str(tmp_path / "good.lean"), "--timeout", "1e9")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    assert done.stderr == (
+        "leanrpc verify: error: argument --timeout: 1e9 s is over the server's maximum; "
+        "give 0 (the server's default) to 3600 seconds ([pool] max_timeout_s)\n"
+    )
+
+
+def test_json_times_are_never_in_exponent_form(server, tmp_path):
+    (tmp_path / "good.lean").write_text(GOOD)
+    (tmp_path / "empty.lean").write_text("")
+    done = leanrpc("verify", str(tmp_path), "--server", server.address, "--json", "--quiet")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout + done.stderr
+    for line in lines:
+        record = json.loads(line)
+        times = [key for key in record if key.startswith("time_")]
+        assert "time_total_s" in times
+        for key in times:
+            written = line.split(f'"{key}": ', 1)[1].split(",", 1)[0]
+            assert "e" not in written.lower(), (key, written)
+            assert float(written) == record[key]
+
+
+def test_a_time_below_a_tenth_of_a_millisecond_is_written_fixed():
+    import dataclasses
+
+    from leanrpc.commands.verify_output import json_record, refused_result
+
+    result = dataclasses.replace(refused_result("a.lean", "x"), time_total_s=8.929e-05)
+    assert json.dumps(result.to_dict()).count("e-05") == 1  # what json does by itself
+    written = json.dumps(json_record(result))
+    assert '"time_total_s": 0.0001' in written and "e-0" not in written
 
 
 def test_json_lines_have_one_schema_for_refused_files_and_server_results(server, tmp_path):

@@ -3,7 +3,7 @@
 Owns: the flags, the address rule (`HOST` means port 50051), the call to
 the server, what a failed call says, and the exit status. Inputs (paths,
 references, the token) are verify_input's, output (result lines, summary)
-verify_output's. May import: the client, commands.argtypes, commands.exits,
+verify_output's. May import: the client, config.sections (the largest time limit), commands.argtypes, commands.exits,
 commands.verify_input, commands.verify_output.
 """
 
@@ -14,12 +14,19 @@ import contextlib
 import sys
 import time
 
+import msgspec
+
+from ..config.sections import PoolConfig
 from . import argtypes
 from .exits import EXIT_INTERRUPTED, EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
 from .verify_input import STDIN, TOKEN_ENV, collect, references_for, token_of
 from .verify_output import Printer, summary
 
 DEFAULT_PORT = 50051
+# The server's largest time limit, as the config schema states it.
+MAX_TIMEOUT_S: float = next(
+    f.default for f in msgspec.structs.fields(PoolConfig) if f.name == "max_timeout_s"
+)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -56,10 +63,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=argtypes.seconds,
+        type=_timeout_arg,
         default=0.0,
         metavar="SECONDS",
-        help="per-file time limit in seconds, 0 = the server's default (default: 0)",
+        help="per-file time limit in seconds, 0 = the server's default, at most "
+        f"{MAX_TIMEOUT_S:g} (the server's [pool] max_timeout_s) (default: 0)",
     )
     parser.add_argument(
         "--retries",
@@ -136,6 +144,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="no summary table on stderr at the end (default: print it)",
     )
     return parser
+
+
+def _timeout_arg(text: str) -> float:
+    """0 to the server's largest time limit; a larger one is a usage error here
+    rather than a REJECTED result for every file from the server."""
+    value = argtypes.seconds(text)
+    if value > MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"{text} s is over the server's maximum; give 0 (the server's default) "
+            f"to {MAX_TIMEOUT_S:g} seconds ([pool] max_timeout_s)"
+        )
+    return value
 
 
 def _address_arg(text: str) -> str:

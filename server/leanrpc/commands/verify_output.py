@@ -108,16 +108,31 @@ def refused_result(path: str, reason: str):
     )
 
 
+# Times in --json lines are rounded to 0.1 ms: every such number (0, or 0.0001
+# and up) is written by json in fixed notation, never as `8.929e-05`, which
+# tools that read the lines as text (jq, awk, spreadsheets) treat differently.
+TIME_DECIMALS = 4
+
+
+def json_record(result) -> dict:
+    """The result as a --json record, its `time_*_s` fields in fixed notation."""
+    record = result.to_dict()
+    for key, value in record.items():
+        if key.startswith("time_") and key.endswith("_s") and isinstance(value, float):
+            record[key] = round(value, TIME_DECIMALS)
+    return record
+
+
 def _print_problem(path: str, reason: str, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(refused_result(path, reason).to_dict(), ensure_ascii=False))
+        print(json.dumps(json_record(refused_result(path, reason)), ensure_ascii=False))
     else:
         print(f"{'REJECTED':<14} {path}  ({reason})")
 
 
 def _print_result(result, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False), flush=True)
+        print(json.dumps(json_record(result), ensure_ascii=False), flush=True)
         return
     if not result.verifier:
         # Refused by the server before any REPL ran (a timeout over its limit,
