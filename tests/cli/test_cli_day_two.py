@@ -314,6 +314,32 @@ def test_config_typos_are_all_named_with_the_key_meant(tmp_path):
     assert "unknown config section [pol] (did you mean [pool]?)" in line
 
 
+def test_every_wrong_config_value_is_named_at_once(tmp_path):
+    config = tmp_path / "leanrpc.toml"
+    config.write_text(
+        '[pool]\nworkers = "x"\nqueue_limit = -1\n[server]\nport = "abc"\n'
+        "[repl]\ncommand = 5\n[sessions]\nprot = 1\n"
+    )
+    done = leanrpc("serve", "--config", str(config))
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert line.startswith("leanrpc serve: error: ")
+    for said in (
+        "config key pool.workers must be an integer number >= 1, not 'x'",
+        "config key pool.queue_limit must be an integer number >= 1, not -1",
+        "config key server.port must be an integer number from 0 to 65535, not 'abc'",
+        "config key repl.command must be a list of strings, not 5",
+        "unknown config key sessions.prot",
+    ):
+        assert said in line, (said, line)
+    # A right config is still loaded whole (no key checked alone is refused).
+    config.write_text('[pool]\nworkers = 1\nqueue_limit = 5\n[repl]\ncommand = "x y"\n')
+    from leanrpc.config import Config
+
+    loaded = Config.from_toml(config)
+    assert (loaded.pool.workers, loaded.pool.queue_limit, loaded.repl.command) == (1, 5, ["x", "y"])
+
+
 def test_verify_pointed_at_the_rest_port_says_it_is_an_http_port(tmp_path):
     import socket
 

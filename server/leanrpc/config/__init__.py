@@ -108,9 +108,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 )
                 continue
             if not isinstance(section_data, dict):
-                raise ConfigError(
+                unknown.append(
                     f"config section [{section_name}] must be a table, not {_show(section_data)}"
                 )
+                continue
             if section_name != "repl":  # [repl.<profile>] tables are profiles
                 keys = type(getattr(cls(), section_name)).__struct_fields__
                 unknown += [
@@ -119,15 +120,15 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                     for key in section_data
                     if key not in keys
                 ]
-        if unknown:
-            raise ConfigError("; ".join(unknown))
+        if unknown:  # with every wrong value among the known keys
+            raise ConfigError("; ".join(unknown + _every_error(cls, data)))
         repl = data.get("repl")
         if isinstance(repl, dict):
             data = {**data, "repl": _gather_profiles(repl)}
         try:
             return msgspec.convert(data, cls, strict=True)
         except msgspec.ValidationError as exc:
-            raise ConfigError(_explain(exc, data)) from None
+            raise ConfigError("; ".join(_every_error(cls, data) or [_explain(exc, data)])) from None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -181,6 +182,32 @@ def to_toml(config: Config) -> str:
 
 
 # ---- one-line errors: the key, what it allows, what it got -----------------
+
+
+def _every_error(cls: type[Config], data: dict[str, Any]) -> list[str]:
+    """Every known key whose value is wrong, each named as `_explain` names one.
+
+    msgspec stops at the first error, so each key is converted alone (the
+    other keys at their defaults). Only errors at that key's own path are
+    kept: a rule across keys of a section (checked with all of them) is
+    reported by the whole conversion once these are fixed."""
+    problems = []
+    for section_name, section_data in data.items():
+        if section_name not in cls.__struct_fields__ or not isinstance(section_data, dict):
+            continue
+        if section_name == "repl":  # [repl.<name>] tables are profiles (gathering twice is one)
+            section_data = _gather_profiles(section_data)
+        known = type(getattr(cls(), section_name)).__struct_fields__
+        for key, value in section_data.items():
+            if key not in known:
+                continue
+            one = {section_name: {key: value}}
+            try:
+                msgspec.convert(one, cls, strict=True)
+            except msgspec.ValidationError as exc:
+                if f"`$.{section_name}.{key}" in str(exc):
+                    problems.append(_explain(exc, one))
+    return problems
 
 
 def _meant(name: str, known, shape: str) -> str:
