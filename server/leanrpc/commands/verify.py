@@ -67,7 +67,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         default=0.0,
         metavar="SECONDS",
         help="per-file time limit in seconds, 0 = the server's default, at most "
-        f"{MAX_TIMEOUT_S:g} (the server's [pool] max_timeout_s) (default: 0)",
+        f"{MAX_TIMEOUT_S:g} (the default of the server's [pool] max_timeout_s) (default: 0)",
     )
     parser.add_argument(
         "--retries",
