@@ -8,7 +8,9 @@
 const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
 const { loadVerifier, richDetails } = require('./lib/proto');
-const { resultFromPb, sessionResultFromPb, verifyOptions } = require('./lib/convert');
+const {
+  resultFromPb, sessionResultFromPb, verifyOptions, checkSnippets, checkOptions,
+} = require('./lib/convert');
 const { MAX_BACKOFF_MS, backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
 
 const HEADER_HASH_KEY = 'x-leanrpc-header-hash';
@@ -132,8 +134,10 @@ class LeanrpcClient {
   // to, header + declarations proved by `sorry`); resolves to results in input order (one unary Verify).
   // `profile` names the server's REPL profile (toolchain); '' is its default.
   // `cache: false` bypasses the server's result cache (null: its default).
-  async verifyBatch(snippets,
-    { timeoutS = 0, deadlineS = 0, checkAxioms = null, profile = '', cache = null } = {}) {
+  async verifyBatch(snippets, opts = {}) {
+    checkSnippets(snippets, 'verifyBatch');
+    checkOptions(opts, ['timeoutS', 'deadlineS', 'checkAxioms', 'profile', 'cache'], 'verifyBatch');
+    const { timeoutS = 0, deadlineS = 0, checkAxioms = null, profile = '', cache = null } = opts;
     const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile, cache }) };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
     return response.results.map(resultFromPb);
@@ -148,8 +152,12 @@ class LeanrpcClient {
   // are the answers; a failed stream rejects with a LeanrpcError whose
   // `partial` holds the results received. onResult(result) sees each final
   // result as it arrives.
-  async verify(snippets, { timeoutS = 0, window = 64, checkAxioms = null, onResult = null, profile = '',
-    cache = null } = {}) {
+  async verify(snippets, opts = {}) {
+    checkSnippets(snippets, 'verify');
+    checkOptions(opts, ['timeoutS', 'window', 'checkAxioms', 'onResult', 'profile', 'cache'], 'verify');
+    const {
+      timeoutS = 0, window = 64, checkAxioms = null, onResult = null, profile = '', cache = null,
+    } = opts;
     // Keys are unique even when ids repeat; results get their own id back.
     const keys = snippets.map((s, n) => `${n}:${s.id}`);
     const byKey = new Map(keys.map((key, n) => [key, snippets[n]]));

@@ -365,12 +365,20 @@ def _say(config: Config, event: str, text: str, **fields) -> None:
     print(text, flush=True)
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config) -> signal.Signals:
+    """Runs until SIGINT or SIGTERM, shuts down in order, says so on stdout;
+    returns the signal that stopped it (the caller's exit status follows it)."""
     app = await create_server(config)
     stop = asyncio.Event()
+    received: list[signal.Signals] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     _say(
         config,
         "listening",
@@ -385,3 +393,5 @@ async def serve(config: Config) -> None:
     await stop.wait()
     log.info("shutting down (grace %.1f s)", config.pool.shutdown_grace_s)
     await app.stop()
+    _say(config, "stopped", f"leanrpc stopped ({received[0].name})", signal=received[0].name)
+    return received[0]

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import grpc
-import pytest
-
-from leanrpc.client import ClientError
 from verify_support import running_server
 
 HEADER = "import Mathlib\n"
@@ -21,13 +17,13 @@ async def test_run_in_session_and_verify_in_a_session_check_axioms_by_default():
         cheat = await client.run_in_session("ax", CHEAT)
         assert cheat.result.status == "REJECTED" and "cheat" in cheat.result.error
         # Native evaluation never reaches the REPL under the `proof` code policy
-        # (issue 25 item 1): a session command is refused as bad input.
-        with pytest.raises(ClientError) as refused:
-            await client.run_in_session("ax", NATIVE)
-        assert (
-            refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
-            and "native_decide" in refused.value.details
-        )
+        # (issue 25 item 1); with the axiom check on, a session answers it as
+        # Verify does, by the axiom rule without running it (issue 41 item 10).
+        native = await client.run_in_session("ax", NATIVE)
+        assert native.env is None
+        assert native.result.status == "REJECTED" and "Lean.ofReduceBool" in native.result.axioms
+        assert "native_decide" in native.result.error
+        assert native.result.checks.axioms == "FAILED"
         good = await client.run_in_session("ax", CLEAN)
         assert good.result.status == "VALID", good.result.error
         # Verify(session=...) runs on env 0 and is checked the same way.

@@ -25,7 +25,7 @@ def clean_env() -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("LEANRPC_TOKENS", "LEANRPC_CONFIG")
+        if k not in ("LEANRPC_TOKENS", "LEANRPC_TOKEN", "LEANRPC_CONFIG")
         and not (k.startswith("LEANRPC_") and "__" in k)
     }
     env["XDG_CONFIG_HOME"] = _EMPTY_CONFIG_HOME  # no leanrpc/leanrpc.toml there

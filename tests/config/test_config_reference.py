@@ -110,21 +110,24 @@ def test_environment_values_are_toml_else_text_and_errors_name_the_variable():
         configref.env_overrides({"LEANRPC_POLL__WORKERS": "3"})
 
 
-class _Laid:
-    short: int = 1  # said after
-    # said above
-    wrapped_key_with_a_long_name: float = (
-        10.0  # said inside ruff's parentheses, a comment long enough that the line is wrapped
-    )
-    plain: int = 2
+def test_every_key_has_a_description_in_the_schema_itself():
+    """Issue 41 item 13: the meaning of each key is its `msgspec.Meta(description=...)`,
+    so none can be empty on the page; the JSON schema msgspec writes carries them too."""
+    import msgspec
 
-
-def test_key_comments_survive_the_formatters_layout():
-    from leanrpc.commands.configref import _comments
-
-    assert _comments(_Laid) == {
-        "short": "said after",
-        "wrapped_key_with_a_long_name": "said above said inside ruff's parentheses, a comment "
-        "long enough that the line is wrapped",
-        "plain": "",
-    }
+    missing = [
+        f"{section}.{key.name}"
+        for section, kind, keys in configref.sections()
+        for key in keys
+        if not configref.description(kind, key.name).strip()
+    ]
+    assert missing == [], f"keys without msgspec.Meta(description=...): {missing}"
+    page_rows = [
+        line for line in configref.reference_markdown().splitlines() if line.startswith("| `")
+    ]
+    assert len(page_rows) == len(ALL_KEYS)
+    assert not [row for row in page_rows if row.rstrip().endswith("|  |")]
+    schema = msgspec.json.schema(Config)["$defs"]
+    assert schema["AxiomsConfig"]["properties"]["check"]["description"]
+    assert schema["JudgeConfig"]["properties"]["timeout_s"]["description"]
+    assert schema["FormalizeSection"]["properties"]["max_new_tokens"]["description"]

@@ -164,7 +164,10 @@ async def test_random_method_names_share_one_label_and_stock_grpc_names_exist():
                 call = channel.unary_unary(f"/leanrpc.v1.Verifier/Nope{n}")
                 with pytest.raises(grpc.aio.AioRpcError):
                     await call(b"")
-            client = AsyncClient(f"127.0.0.1:{app.port}", token="tok", max_retries=0)
+            # No token probe (a tokenless GetServerInfo): only Verify is called here.
+            client = AsyncClient(
+                f"127.0.0.1:{app.port}", token="tok", max_retries=0, warn_unchecked_token=False
+            )
             try:
                 await client.verify_batch([snippet(0)[:2]])
             finally:

@@ -86,3 +86,69 @@ async def test_openapi_json_and_docs_are_served_offline(served):
         "the page must not need the network"
     )
     assert result[kimina.EXTENSION_KEY]["status"] == "VALID"
+
+
+# A DOM just large enough for the page's script: elements record what the
+# script sets, and the script's visible text is printed as JSON.
+_DOM_SHIM = """
+const made = [];
+class Element {
+  constructor(tag) { this.tag = tag; this.kids = []; made.push(this); }
+  append(...kids) { this.kids.push(...kids); }
+}
+const scripts = JSON.parse(require("fs").readFileSync(0, "utf8"));
+globalThis.document = {
+  createElement: tag => new Element(tag),
+  getElementById: id => id in scripts ? {textContent: scripts[id]} : new Element("div"),
+};
+eval(scripts.main);
+const shown = made.filter(e => !["pre", "textarea"].includes(e.tag)).flatMap(e => [
+  ...(e.innerHTML !== undefined ? [{tag: e.tag, html: e.innerHTML}] : []),
+  ...(e.textContent !== undefined ? [{tag: e.tag, text: e.textContent}] : []),
+  ...e.kids.filter(k => typeof k === "string").map(k => ({tag: e.tag, text: k})),
+]);
+console.log(JSON.stringify(shown));
+"""
+
+
+async def test_docs_render_markdown_code_spans_not_raw_backticks(served, tmp_path):
+    """The spec's texts say `detail`, `ReplResponse`...: /docs shows code, not backticks."""
+    import shutil
+    import subprocess
+
+    s = await served(workers=1)
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{s.url}/docs") as answer:
+            page = await answer.text()
+    # Server-side text: the description under the title.
+    [intro] = re.findall(r"</h1><p>(.*?)</p>", page)
+    assert "`" not in intro and "<code>Authorization: Bearer TOKEN</code>" in intro
+    # Client-side text: run the page's own script in Node on a minimal DOM.
+    node = shutil.which("node")
+    assert node, "node is needed to run the page's script (the Node client's tests need it too)"
+    scripts = dict(
+        re.findall(r'<script id="(\w+)" type="application/json">(.*?)</script>', page, re.S)
+    )
+    scripts = {k: v.replace("<\\/", "</") for k, v in scripts.items()}
+    scripts["main"] = re.findall(r"<script>(.*?)</script>", page, re.S)[-1]
+    shim = tmp_path / "shim.js"
+    shim.write_text(_DOM_SHIM)
+    done = subprocess.run(
+        [node, str(shim)], input=json.dumps(scripts), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    texts = [entry.get("html", entry.get("text", "")) for entry in shown]
+    assert not [t for t in texts if "`" in t], [t for t in texts if "`" in t]
+    html_parts = [entry["html"] for entry in shown if "html" in entry]
+    assert any("<code>ReplResponse</code>" in h for h in html_parts), html_parts
+    assert any("<code>codes</code>" in h for h in html_parts), html_parts
+    # What is shown as HTML is escaped text plus <code>, nothing else.
+    for part in html_parts:
+        assert re.sub(r"</?code>", "", part).count("<") == 0, part
+
+
+def test_inline_markdown_escapes_before_it_marks_code():
+    assert (
+        openapi.inline_markdown("a `<b>` & `c`") == "a <code>&lt;b&gt;</code> &amp; <code>c</code>"
+    )

@@ -146,7 +146,7 @@ async def test_the_node_client_sends_and_reads_durations(node_client):
         )
         assert 0 < out["start_elapsed_s"] < 30
         status, goals, elapsed_s = out["step"]
-        assert (status, goals) == ("PROOF_STATUS_INCOMPLETE", 2) and 0 < elapsed_s < 30
+        assert (status, goals) == ("INCOMPLETE", 2) and 0 < elapsed_s < 30
         code, details = out["negative"]
         assert code == grpc.StatusCode.INVALID_ARGUMENT.value[0] and details.startswith(
             "timeout is negative"

@@ -54,17 +54,17 @@ async def test_node_expand_sends_one_packed_request_per_call_and_orders_the_resu
             [4, "constructor"],
         ]
         statuses = [row[2] for row in batch]
-        assert statuses[0] == statuses[4] == "PROOF_STATUS_INCOMPLETE"
-        assert statuses[1] == "PROOF_STATUS_ERROR"
-        assert statuses[2] == "PROOF_STATUS_REJECTED"  # refused before any REPL saw it
+        assert statuses[0] == statuses[4] == "INCOMPLETE"
+        assert statuses[1] == "ERROR"
+        assert statuses[2] == "REJECTED"  # refused before any REPL saw it
         assert batch[0][3] == batch[4][3] == 2  # each ran on the root itself
         assert all(row[4] and row[6] and row[7] for row in batch)  # parent, elapsed_s, no `more`
         assert batch[0][5] != batch[4][5]
-        assert out["single"][0][2] == "PROOF_STATUS_INCOMPLETE"
+        assert out["single"][0][2] == "INCOMPLETE"
         # The new states go on: the second call's two tactics closed one goal each.
         assert out["next"] == [
-            ["exact hp", "PROOF_STATUS_INCOMPLETE"],
-            ["exact hq", "PROOF_STATUS_INCOMPLETE"],
+            ["exact hp", "INCOMPLETE"],
+            ["exact hq", "INCOMPLETE"],
         ]
         assert out["bad"] == "TypeError"
         # Two requests of several tactics: two pipelined batches on the worker.

@@ -145,3 +145,20 @@ def test_message_from_repl_accepts_struct_and_dict():
     }
     assert repl.message_from_repl(struct) == repl.message_from_repl(as_dict)
     assert repl.message_from_repl(struct).severity is Severity.ERROR
+
+
+def test_root_goal_entries_are_not_sorries_when_classifying():
+    """Issue 41: the REPL's own `rootGoals` transcript (v4.33.0-rc2,
+    test/root_goals) lists two zero-width entries, the blocks' starting goals;
+    the command has no sorry and is VALID, not SORRY. A real sorry still is."""
+    from leanrpc.standin.fixtures import split_responses
+    from testkit import shared_path
+
+    text = shared_path("fixtures", "repl", "test", "root_goals.expected.out").read_text()
+    answer = json.loads(split_responses(text)[0])
+    assert len(answer["sorries"]) == 2
+    assert all(s["pos"] == s["endPos"] for s in answer["sorries"])
+    result = repl.classify("s", _Outcome(json.loads(json.dumps(answer))), False)
+    assert result.status is Status.VALID and result.sorries == []
+    wide = dict(answer, sorries=[dict(answer["sorries"][0], endPos={"line": 1, "column": 22})])
+    assert repl.classify("s", _Outcome(wide), False).status is Status.SORRY

@@ -74,4 +74,45 @@ function sessionResultFromPb(response) {
   };
 }
 
-module.exports = { resultFromPb, sessionResultFromPb, verifyOptions, duration, seconds };
+// The `str` trap (issue 38): a bare string where a list of snippets goes
+// would be verified character by character; refuse it, and name the key meant
+// when a snippet object lacks `code` (Kimina's `proof`, LeanInteract's `cmd`).
+const CODE_ALIASES = ['proof', 'cmd', 'snippet', 'text', 'lean'];
+
+function checkSnippets(snippets, method) {
+  if (typeof snippets === 'string') {
+    throw new TypeError(`${method}() takes an array of snippets, not one string: `
+      + `write ${method}([{ id: '0', code }]) to verify a single snippet`);
+  }
+  if (!Array.isArray(snippets)) {
+    throw new TypeError(`${method}() takes an array of {id, code} snippets, not ${snippets === null ? 'null' : typeof snippets}`);
+  }
+  snippets.forEach((snippet, n) => {
+    if (snippet === null || typeof snippet !== 'object') {
+      throw new TypeError(`snippet ${n} is a ${typeof snippet}; give an object {id, code}`);
+    }
+    if (typeof snippet.code !== 'string') {
+      const alias = CODE_ALIASES.find((key) => key in snippet);
+      const hint = alias ? ` (its "${alias}" is the code? name it "code")` : '';
+      throw new TypeError(`snippet ${n} has no string "code"${hint}; a snippet is {id, code}, `
+        + `got the keys ${JSON.stringify(Object.keys(snippet).sort())}`);
+    }
+  });
+}
+
+// Option names other clients use for ours (`timeout` for `timeoutS`).
+const MEANT = { timeout: 'timeoutS', timeout_s: 'timeoutS', deadline: 'deadlineS', deadline_s: 'deadlineS',
+  check_axioms: 'checkAxioms', on_result: 'onResult' };
+
+function checkOptions(options, allowed, method) {
+  for (const key of Object.keys(options || {})) {
+    if (allowed.includes(key)) continue;
+    const meant = MEANT[key] || allowed.find((name) => name.toLowerCase() === key.toLowerCase());
+    const hint = meant && allowed.includes(meant) ? `; did you mean ${meant}?` : '';
+    throw new TypeError(`${method}() got an unknown option ${JSON.stringify(key)}${hint}`);
+  }
+}
+
+module.exports = {
+  resultFromPb, sessionResultFromPb, verifyOptions, duration, seconds, checkSnippets, checkOptions,
+};

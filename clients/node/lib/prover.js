@@ -1,8 +1,8 @@
 'use strict';
 // Prover calls for the Node client (docs/PROVER.md): startProof, runTactic,
 // expand (several tactics on one state over the Expand stream), releaseStates.
-// Statuses arrive as names ('PROOF_STATUS_COMPLETED', ...).
-// A result is a proof only when status is PROOF_STATUS_COMPLETED: the
+// Statuses are bare names ('COMPLETED', 'INCOMPLETE', ...), as for verify.
+// A result is a proof only when status is COMPLETED: the
 // assembled whole proof (proof_text) verified VALID (verification).
 // Times are seconds here (timeoutS, ttlS; `elapsed_s` on answers) and
 // google.protobuf.Duration on the wire (timeout, ttl, elapsed); 0 leaves a
@@ -22,9 +22,16 @@ function durations(fields) {
   return out;
 }
 
-// An answer with its `elapsed` Duration also as `elapsed_s` (seconds).
+// An answer with its `elapsed` Duration also as `elapsed_s` (seconds), and
+// statuses as bare names ('COMPLETED', the whole-proof check's 'VALID'), the
+// convention of the verify calls (lib/convert.js) and of the Python client.
 function withSeconds(response) {
-  return { ...response, elapsed_s: seconds(response.elapsed) };
+  const out = { ...response, elapsed_s: seconds(response.elapsed) };
+  if (typeof out.status === 'string') out.status = out.status.replace(/^PROOF_STATUS_/, '');
+  if (out.verification && typeof out.verification.status === 'string') {
+    out.verification = { ...out.verification, status: out.verification.status.replace(/^STATUS_/, '') };
+  }
+  return out;
 }
 
 function loadProver() {

@@ -22,6 +22,7 @@ repair loop's events and result, docs/FORMALIZE.md), aio (AsyncClient), sync (Cl
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
 from ._retry import MAX_BACKOFF_S, backoff_s, resend_hint_s
 from ._types import (
+    BatchSummary,
     Checks,
     ClientError,
     Declaration,
@@ -30,6 +31,7 @@ from ._types import (
     Result,
     SessionResult,
     TacticStep,
+    summarize,
 )
 from .aio import AsyncClient
 from .formalizer import CandidateEvent, FormalizeResult, TokenEvent
@@ -38,6 +40,7 @@ from .sync import Client
 
 __all__ = [
     "AsyncClient",
+    "BatchSummary",
     "CandidateEvent",
     "FormalizeResult",
     "TokenEvent",
@@ -56,6 +59,7 @@ __all__ = [
     "TacticResult",
     "TacticStep",
     "best_first_search",
+    "summarize",
     "header_hash",
     "resend_hint_s",
     "backoff_s",

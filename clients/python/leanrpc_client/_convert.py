@@ -9,7 +9,10 @@ routing metadata. May import: _proto, _types, protobuf.
 from __future__ import annotations
 
 import collections
+import difflib
+import functools
 import hashlib
+import inspect
 from typing import Iterable
 
 from google.protobuf import duration_pb2
@@ -173,23 +176,118 @@ def _as_snippets(snippets: Iterable) -> list[tuple[str, str]]:
         if isinstance(item, str):
             out.append((str(index), item))
         elif isinstance(item, dict):
-            out.append((str(item.get("id", index)), item["code"]))
-        else:
+            out.append((str(item.get("id", index)), _dict_code(index, item)))
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
             snippet_id, code = item
-            out.append((str(snippet_id), code))
+            out.append((str(snippet_id), _text(f"snippet {index}'s code", code)))
+        else:
+            raise TypeError(
+                f"snippet {index} is a {type(item).__name__}; give a str, an (id, code) pair "
+                'or a {"id": ..., "code": ...} dict'
+            )
     return out
 
 
-def _as_pinned(snippets: Iterable, references) -> tuple[list[tuple[str, str]], list[str]]:
+# Keys other Lean servers use for the code (Kimina's REST body `proof`,
+# LeanInteract's `cmd`): named in the error so the slip is fixed at once.
+_CODE_ALIASES = ("proof", "cmd", "snippet", "text", "lean")
+
+
+def _dict_code(index: int, item: dict) -> str:
+    if "code" in item:
+        return _text(f'snippet {index}\'s "code"', item["code"])
+    alias = next((key for key in _CODE_ALIASES if key in item), None)
+    hint = f' (its "{alias}" is the code? name it "code")' if alias else ""
+    raise TypeError(
+        f'snippet {index} is a dict without a "code" key{hint}; a dict snippet is '
+        f'{{"id": ..., "code": ...}}, got the keys {sorted(map(str, item))}'
+    )
+
+
+def _text(what: str, value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    return value
+
+
+def snippet_list(snippets, method: str) -> list:
+    """The snippets as a list; a bare str (or bytes) is refused, since
+    iterating it would send each character as its own snippet (issue 38)."""
+    if isinstance(snippets, (str, bytes, bytearray)):
+        raise TypeError(
+            f"{method}() takes a list of snippets, not one {type(snippets).__name__}: "
+            f"write {method}([code]) to verify a single snippet"
+        )
+    if isinstance(snippets, dict):
+        raise TypeError(
+            f"{method}() takes a list of snippets, not one dict: write {method}([snippet])"
+        )
+    try:
+        return list(snippets)
+    except TypeError:
+        raise TypeError(
+            f"{method}() takes a list of snippets, not {type(snippets).__name__}"
+        ) from None
+
+
+def keywords_checked(method):
+    """Decorates a client coroutine method: a keyword it does not take is a
+    TypeError that names the one meant, before anything is sent."""
+    allowed = [
+        name
+        for name, param in inspect.signature(method).parameters.items()
+        if param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD) and name != "self"
+    ]
+
+    @functools.wraps(method)
+    async def checked(self, *args, **kwargs):
+        check_keywords(method.__name__, allowed, kwargs)
+        return await method(self, *args, **kwargs)
+
+    return checked
+
+
+def check_keywords(method, allowed: Iterable[str], given: Iterable[str]) -> None:
+    """A TypeError naming the keyword meant (`timeout=` -> `timeout_s=`),
+    instead of Python's bare "unexpected keyword argument"."""
+    allowed = list(allowed)
+    for key in given:
+        if key in allowed:
+            continue
+        meant = _MEANT.get(key) or next(iter(difflib.get_close_matches(key, allowed, 1)), None)
+        hint = f"; did you mean {meant}=?" if meant in allowed else ""
+        raise TypeError(f"{method}() got an unexpected keyword argument {key!r}{hint}")
+
+
+# Slips the spelling distance does not find: other clients' names.
+_MEANT = {
+    "timeout": "timeout_s",
+    "deadline": "deadline_s",
+    "max_workers": "window",
+    "batch_size": "window",
+    "reference": "references",
+    "show_progress": "progress",
+    "use_cache": "cache",
+}
+
+
+def _as_pinned(
+    snippets: Iterable, references, method: str = "verify"
+) -> tuple[list[tuple[str, str]], list[str]]:
     """(id, code) pairs and each snippet's reference ("" = not pinned).
 
     A dict snippet may carry its own "reference"; `references`, when given,
     is one reference text per snippet, in order ("" or None: not pinned).
     """
-    snippets = list(snippets)
+    snippets = snippet_list(snippets, method)
     items = _as_snippets(snippets)
     refs = [(item.get("reference") or "") if isinstance(item, dict) else "" for item in snippets]
     if references is not None:
+        if isinstance(references, str):
+            raise TypeError(
+                "references takes one reference per snippet, not one str: "
+                "write references=[reference] * len(snippets) to pin them all to it"
+            )
         references = list(references)
         if len(references) != len(items):
             raise ValueError(

@@ -74,6 +74,28 @@ def rich_details(exc: grpc.aio.AioRpcError | grpc.RpcError) -> dict:
     return out
 
 
+# A stream answers a snippet the server could not run because no REPL worker
+# can start (its circuit breaker is open) REJECTED with this reason; a
+# unary Verify fails UNAVAILABLE. `verify` raises the same UNAVAILABLE for the
+# stream, so a broken REPL command never reads as refused proofs (issue 41 item 2).
+NOT_SERVING_TEXT = "no REPL worker can start"
+
+
+def not_serving(result: Result) -> bool:
+    return result.status == "REJECTED" and result.error.startswith(NOT_SERVING_TEXT)
+
+
+def not_serving_error(results: list[Result]) -> ClientError | None:
+    """UNAVAILABLE when some snippet was refused for want of a worker; its
+    `partial` holds the other results."""
+    down = [r for r in results if not_serving(r)]
+    if not down:
+        return None
+    details = " ".join(down[0].error.split())
+    others = [r for r in results if not not_serving(r)]
+    return ClientError(grpc.StatusCode.UNAVAILABLE, details, others, reason="NOT_SERVING")
+
+
 def client_error(exc: grpc.aio.AioRpcError, partial: list | None = None) -> ClientError:
     if stream_code(exc) is not exc.code():
         return ClientError(stream_code(exc), WRITE_RACE_TEXT, partial)

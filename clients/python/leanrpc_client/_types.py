@@ -153,3 +153,43 @@ class SessionResult:
     result: Result
     replayed_commands: int = 0
     profile: str = ""  # the REPL profile the session runs on ("" = the server's default)
+
+
+@dataclasses.dataclass
+class BatchSummary:
+    """What a batch came to (Kimina's `analyze()`): `summarize(results)`."""
+
+    total: int
+    counts: dict[str, int]  # results per status, most first
+    valid: int
+    cache_hits: int  # answered from the server's result cache (any tier)
+    time_total_s: float  # the results' own times, summed (not the wall clock)
+    time_mean_s: float
+    time_max_s: float
+
+    def __str__(self) -> str:
+        lines = [f"{status:<14} {count:>7}" for status, count in self.counts.items()]
+        lines.append(f"{'total':<14} {self.total:>7}")
+        lines.append(
+            f"valid {self.valid}/{self.total}, cache hits {self.cache_hits}, "
+            f"time mean {self.time_mean_s:.3f} s, max {self.time_max_s:.3f} s"
+        )
+        return "\n".join(lines)
+
+
+def summarize(results) -> BatchSummary:
+    """Counts per outcome, times and cache hits of a list of results."""
+    results = list(results)
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    times = [result.time_total_s for result in results]
+    return BatchSummary(
+        total=len(results),
+        counts=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+        valid=counts.get("VALID", 0),
+        cache_hits=sum(1 for result in results if result.cache_source),
+        time_total_s=sum(times),
+        time_mean_s=sum(times) / len(times) if times else 0.0,
+        time_max_s=max(times, default=0.0),
+    )

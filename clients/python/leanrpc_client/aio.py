@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
 from typing import Callable, Iterable, Sequence
 
 import grpc
@@ -18,15 +19,31 @@ from ._convert import (
     _header_metadata,
     _options,
     declarations_from_pb,
+    keywords_checked,
     result_from_pb,
     session_result_from_pb,
 )
 from ._proto import pb, pb_grpc
-from ._retry import RETRYABLE_CODES, backoff_s, client_error, resend_hint_s, stream_code
+from ._retry import (
+    RETRYABLE_CODES,
+    backoff_s,
+    client_error,
+    not_serving,
+    not_serving_error,
+    resend_hint_s,
+    stream_code,
+)
 from ._streams import broken, settle
 from ._types import Result, SessionResult
 from .formalizer import FormalizerCalls
 from .prover import ProverCalls
+
+# Addresses whose token check was probed by this process (AsyncClient).
+_PROBED: set[str] = set()
+
+# With progress=None, a bar appears once a batch has taken this long on a
+# terminal: the time, not the count, says whether a user is left waiting.
+PROGRESS_AFTER_S = 2.0
 
 
 def _progress_bar(total: int):
@@ -36,6 +53,38 @@ def _progress_bar(total: int):
     except ImportError:
         return None
     return tqdm(total=total, unit="snippet", desc="verify")
+
+
+class _Progress:
+    """The bar of one `verify`: shown at once (progress=True), or after
+    PROGRESS_AFTER_S on a terminal (progress=None), counting what came before."""
+
+    def __init__(self, total: int, progress: bool | None) -> None:
+        self._total = total
+        self._done = 0
+        self._bar = None
+        self._timer = None
+        if progress:
+            self._start()
+        elif progress is None and sys.stderr.isatty():
+            self._timer = asyncio.get_running_loop().call_later(PROGRESS_AFTER_S, self._start)
+
+    def _start(self) -> None:
+        if self._bar is None and self._done < self._total:
+            self._bar = _progress_bar(self._total)
+            if self._bar is not None and self._done:
+                self._bar.update(self._done)
+
+    def update(self, n: int) -> None:
+        self._done += n
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _in_order(
@@ -63,7 +112,8 @@ class _Notifying(dict):
         super().__setitem__(key, result)
         n = self._where[key]
         result.id = self._items[n][0]
-        self._on_result(n, result)
+        if not not_serving(result):  # raised as UNAVAILABLE at the end instead
+            self._on_result(n, result)
 
 
 class AsyncClient(ProverCalls, FormalizerCalls):
@@ -78,7 +128,14 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         max_retries: int = 5,
         backoff_s: float = 0.2,
         max_message_mb: int = 64,
+        warn_unchecked_token: bool = True,
     ) -> None:
+        self._address = address
+        # With a token, the first call asks once, without it, whether the server
+        # checks tokens; one that does not gets a warning, not silence. Once per
+        # process and address: where tokens are checked, the probe is one refused call.
+        self._probe_token = bool(token) and warn_unchecked_token and address not in _PROBED
+        _PROBED.add(address)
         options = [
             ("grpc.max_receive_message_length", max_message_mb * 2**20),
             ("grpc.max_send_message_length", max_message_mb * 2**20),
@@ -101,7 +158,22 @@ class AsyncClient(ProverCalls, FormalizerCalls):
     async def close(self) -> None:
         await self._channel.close()
 
+    async def _warn_if_token_unchecked(self) -> None:
+        if not self._probe_token:
+            return
+        self._probe_token = False
+        try:  # a tokenless GetServerInfo is refused wherever tokens are checked
+            await self._stub.GetServerInfo(pb.GetServerInfoRequest(), timeout=5.0)
+        except grpc.aio.AioRpcError:
+            return
+        warnings.warn(
+            f"the leanrpc server at {self._address} checks no tokens; token= is not used",
+            UserWarning,
+            stacklevel=2,
+        )
+
     async def _call(self, method, request, timeout: float | None, extra_metadata: tuple = ()):
+        await self._warn_if_token_unchecked()
         attempt = 0
         while True:
             try:
@@ -114,6 +186,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
                     raise client_error(exc) from exc
                 await asyncio.sleep(backoff_s(self._backoff_s, attempt, exc=exc))
 
+    @keywords_checked
     async def verify_batch(
         self,
         snippets: Sequence,
@@ -134,7 +207,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         `cache=False` bypasses the server's result cache (None: its default).
         `references` pins each snippet to a statement (one per snippet, ""
         for none; a dict snippet may carry its own "reference")."""
-        items, refs = _as_pinned(snippets, references)
+        items, refs = _as_pinned(snippets, references, "verify_batch")
         request = pb.VerifyRequest(
             snippets=[pb.Snippet(id=i, code=c, reference=r) for (i, c), r in zip(items, refs)],
             options=_options(timeout_s, infotree, reuse, check_axioms, session, profile, cache),
@@ -144,6 +217,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         )
         return [result_from_pb(r) for r in response.results]
 
+    @keywords_checked
     async def verify(
         self,
         snippets: Iterable,
@@ -175,14 +249,16 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         REJECTED with a `retry_after` (queue full, shutting down: they never
         ran), are re-sent with backoff, the hint as its floor; after
         max_retries those REJECTED results are returned as they are. A failure after
-        retries raises ClientError whose `partial` holds the results received.
+        retries raises ClientError whose `partial` holds the results received;
+        so does a snippet refused because no REPL worker can start (UNAVAILABLE,
+        reason NOT_SERVING, as a unary Verify fails).
         """
         items, refs = _as_pinned(snippets, references)
+        await self._warn_if_token_unchecked()
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
         pinned = {key: ref for key, ref in zip(keys, refs) if ref}
         results: dict[str, Result] = {}
-        show = progress if progress is not None else (len(items) >= 200 and sys.stderr.isatty())
-        bar = _progress_bar(len(items)) if show else None
+        bar = _Progress(len(items), progress)
         options = _options(timeout_s, infotree, reuse, check_axioms, session, profile, cache)
         attempt = 0
         if on_result is not None:
@@ -207,15 +283,17 @@ class AsyncClient(ProverCalls, FormalizerCalls):
                         # Out of retries: the REJECTED results are the answers.
                         for key, (result, _hint) in resend.items():
                             results[key] = result
-                            if bar is not None:
-                                bar.update(1)
+                            bar.update(1)
                     else:
                         hint = max(h for _r, h in resend.values())
                         await asyncio.sleep(backoff_s(self._backoff_s, attempt, hint))
         finally:
-            if bar is not None:
-                bar.close()
-        return _in_order(keys, items, results)
+            bar.close()
+        ordered = _in_order(keys, items, results)
+        down = not_serving_error(ordered)
+        if down is not None:
+            raise down
+        return ordered
 
     async def _stream_once(self, todo, options, window, results, bar, resend, pinned=None) -> None:
         call = self._stub.VerifyStream(
@@ -273,6 +351,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         finally:
             sender.cancel()
 
+    @keywords_checked
     async def extract(self, code: str, *, timeout_s: float = 0.0, lz4: bool = False):
         """Returns (Result, [Declaration])."""
         request = pb.ExtractRequest(
@@ -316,6 +395,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
     async def server_info(self) -> pb.GetServerInfoResponse:
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
 
+    @keywords_checked
     async def open_session(
         self,
         code: str,
@@ -337,6 +417,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         )
         return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
 
+    @keywords_checked
     async def run_in_session(
         self,
         session: str,

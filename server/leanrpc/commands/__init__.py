@@ -12,18 +12,27 @@ doctor and setup commands drive.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 
 from .. import __version__
 from . import doctor, mcp, serve, setup, showconfig, verify
-from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_USAGE, UserError, user_errors
+from .exits import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UserError, user_errors
 
 COMMANDS = (serve, verify, setup, doctor, showconfig, mcp)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line, `leanrpc verify: error: ...` (exit 2), as every
+    other error is; `--help` still shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="leanrpc",
         description="gRPC verification service for Lean 4.",
         epilog=EXIT_CODES_HELP,
@@ -48,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
     try:
         return args.run(args)
+    except BrokenPipeError:
+        return _stdout_closed()
     except KeyboardInterrupt:
         return 130
     except user_errors() as exc:
@@ -68,6 +79,19 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`leanrpc verify dir/ | head -1`): a
+    normal end, not an internal error. Point stdout at /dev/null so the
+    interpreter's final flush raises nothing either."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+    return EXIT_OK
 
 
 def _one_line(exc: BaseException) -> str:

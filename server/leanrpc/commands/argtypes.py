@@ -51,6 +51,14 @@ def positive(text: str) -> int:
     return value
 
 
+def port(text: str) -> int:
+    """A TCP port, 0 (any free port, or off for a side door) to 65535."""
+    value = count(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text} must be a port from 0 to 65535")
+    return value
+
+
 def command_line(text: str) -> list[str]:
     """A command line, split as a POSIX shell would; not empty, quotes closed."""
     try:

@@ -4,11 +4,12 @@ Owns: the search path (`--config`, then $LEANRPC_CONFIG, then ./leanrpc.toml,
 then $XDG_CONFIG_HOME/leanrpc/leanrpc.toml), the environment scheme
 (`LEANRPC_<SECTION>__<KEY>=value`, the value read as a TOML value, else as a
 string: `LEANRPC_POOL__WORKERS=8`), `leanrpc config`'s commented TOML, and
-docs/CONFIG.md, generated from the msgspec schema (types, ranges, defaults)
-and the comments beside each field in config/sections.py, so docs and code cannot
-drift (tests/config/test_config_reference.py holds them equal).
+docs/CONFIG.md, generated from the msgspec schema alone (types, ranges,
+defaults and each key's `msgspec.Meta` description in config/sections.py), so
+docs and code cannot drift (tests/config/test_config_reference.py holds them
+equal and fails on a key without a description).
 Regenerate the page with `leanrpc config --reference > docs/CONFIG.md`.
-May import: config, formalize.config (the comments of the [formalize] keys).
+May import: config.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import os
 import re
 import textwrap
 import tomllib
+import typing
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
 import msgspec
 
@@ -43,38 +45,6 @@ _SECTION_DOC = {
     "sandbox": "How each worker is isolated (docs/SECURITY.md).",
     "formalize": "The Formalize service (docs/FORMALIZE.md); one key per FormalizeConfig field.",
 }
-
-# Meanings of keys config.py has no comment for (a comment there wins).
-_NOTES = {
-    "repl.cwd": "Working directory of the REPL (the Lean project for `lake env repl`); unset: the server's.",
-    "repl.env": "Extra environment variables for the REPL (e.g. LEAN_PATH, LEAN_SYSROOT).",
-    "repl.repl_revision": "REPL revision, part of the verifier identity and of cache keys (`leanrpc setup` fills it).",
-    "repl.project_revision": 'Project revision (e.g. "mathlib v4.19.0"), part of the identity and of cache keys.',
-    "limits.memory_poll_s": "How often a running request's worker memory is sampled, in seconds.",
-    "limits.max_frame_mb": "Largest single REPL answer (one JSON frame) read, in MB; a larger one fails the worker.",
-    "pool.workers": "REPL worker processes (`serve --workers`).",
-    "pool.queue_limit": "Snippets that may wait for a worker; past it requests are refused as overloaded (retry later).",
-    "pool.default_timeout_s": "Time limit of a snippet that asks for none (0 in the request), in seconds.",
-    "pool.max_timeout_s": "Largest time limit a request may ask for; above it the request is refused.",
-    "pool.header_timeout_s": "Time limit of a worker boot and of loading an import header, in seconds.",
-    "pool.breaker_cooldown_s": "How long an open circuit breaker refuses boots before one trial boot.",
-    "pool.max_session_commands": "Commands one named session may run.",
-    "pool.shutdown_grace_s": "On SIGTERM/SIGINT: how long running requests may finish before workers are stopped.",
-    "server.host": "Address to listen on (`serve --host`); a non-loopback host needs auth tokens.",
-    "server.port": "gRPC port (`serve --port`); 0 = any free port.",
-    "server.max_message_mb": "Largest gRPC message, each way, in MB; also the REST gateway's largest request body.",
-    "server.max_snippets_per_batch": "Snippets in one Verify request or REST batch.",
-    "server.max_code_chars": "Longest snippet (and reference), in characters.",
-    "server.auth_token_file": "File with one bearer token per line (owner-only permissions).",
-    "server.auth_token_env": "Environment variable holding bearer tokens.",
-    "server.tls_cert": "PEM certificate chain; with tls_key, the gRPC port speaks TLS.",
-    "server.tls_key": "PEM private key of tls_cert.",
-    "server.log_json": "One JSON object per log line, and JSON status lines on stdout (`serve --log-json`).",
-    "cache.redis_timeout_s": "Time limit of one Redis call; a slow Redis counts as a failure.",
-    "cache.redis_ttl_s": "How long a Redis entry lives, in seconds.",
-    "cache.breaker_cooldown_s": "How long the Redis tier stays off after its breaker opens.",
-}
-
 
 # ---- where the config comes from ---------------------------------------------
 
@@ -117,7 +87,11 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, dict[st
                 f"environment variable {name}: unknown config section [{section}] "
                 f"(known: {', '.join(sections)})"
             )
-        fields = {f.name: f.type for f in msgspec.structs.fields(sections[section])}
+        fields = {
+            # the base type: a key's Annotated (range, description) is not its kind
+            f.name: typing.get_args(f.type)[0] if typing.get_origin(f.type) is Annotated else f.type
+            for f in msgspec.structs.fields(sections[section])
+        }
         if key not in fields:
             raise ConfigError(f"environment variable {name}: unknown config key {section}.{key}")
         try:
@@ -172,41 +146,18 @@ class Key:
     type: Any
     default: Any  # the value on this machine
     shown_default: str  # the same, machine-independent (computed defaults in words)
-    comment: str
+    comment: str  # its description in the schema
 
 
 def _section_types() -> dict[str, type]:
     return {f.name: f.type for f in msgspec.structs.fields(Config)}
 
 
-def _comments(cls: type) -> dict[str, str]:
-    """The comment lines right above each field and the comment after it."""
-    try:
-        lines = inspect.getsource(cls).splitlines()
-    except (OSError, TypeError):
-        return {}
-    out: dict[str, str] = {}
-    above: list[str] = []
-    rest = iter(lines[1:])
-    for line in rest:
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            above.append(stripped.lstrip("#").strip())
-            continue
-        match = re.match(r" {4}(\w+)\s*:", line)
-        if match:
-            after = line.split("  # ", 1)[1].strip() if "  # " in line else ""
-            if not after and line.rstrip().endswith("("):
-                # ruff's layout of a long `key: T = value  # comment`: the value and its
-                # comment on their own line inside parentheses.
-                for inner in rest:
-                    if "  # " in inner:
-                        after = inner.split("  # ", 1)[1].strip()
-                    if inner.strip().startswith(")"):
-                        break
-            out[match.group(1)] = " ".join([*above, after]).strip()
-        above = []
-    return out
+def description(kind: type, key: str) -> str:
+    """The key's `msgspec.Meta(description=...)` in the schema ("" for none)."""
+    hint = typing.get_type_hints(kind, include_extras=True)[key]
+    metas = typing.get_args(hint)[1:] if typing.get_origin(hint) is Annotated else ()
+    return " ".join(m.description for m in metas if isinstance(m, msgspec.Meta) and m.description)
 
 
 def _section_doc(name: str, kind: type) -> str:
@@ -228,12 +179,9 @@ def _shown_default(field: msgspec.structs.FieldInfo) -> str:
 
 def sections() -> list[tuple[str, type, list[Key]]]:
     """[(section, struct, keys)] in schema order."""
-    from ..formalize.config import FormalizeConfig
-
     result = []
     defaults = Config()
     for name, kind in _section_types().items():
-        comments = _comments(FormalizeConfig if name == "formalize" else kind)
         section_default = getattr(defaults, name)
         keys = [
             Key(
@@ -241,7 +189,7 @@ def sections() -> list[tuple[str, type, list[Key]]]:
                 f.type,
                 getattr(section_default, f.name),
                 _shown_default(f),
-                comments.get(f.name) or _NOTES.get(f"{name}.{f.name}", ""),
+                description(kind, f.name),
             )
             for f in msgspec.structs.fields(kind)
         ]

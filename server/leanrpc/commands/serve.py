@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 
 from ..config import Config
 from . import argtypes
 from .configref import load
-from .exits import UserError
+from .exits import EXIT_INTERRUPTED, EXIT_OK, UserError
 from .showconfig import CONFIG_HELP
 
 
@@ -41,7 +42,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
         type=argtypes.nonempty,
         help="address to listen on (default: 127.0.0.1; other hosts need auth tokens)",
     )
-    parser.add_argument("--port", type=int, help="TCP port, 0 = any free port (default: 50051)")
+    parser.add_argument(
+        "--port", type=argtypes.port, help="TCP port, 0 = any free port (default: 50051)"
+    )
     parser.add_argument(
         "--workers", type=int, metavar="N", help="REPL worker processes (default: usable CPU cores)"
     )
@@ -53,13 +56,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--metrics-port",
-        type=int,
+        type=argtypes.port,
         metavar="PORT",
         help="serve Prometheus metrics on this TCP port at /metrics (default: 0 = off)",
     )
     parser.add_argument(
         "--http-port",
-        type=int,
+        type=argtypes.port,
         metavar="PORT",
         help="serve Kimina's REST API (/api/check, /verify, /health) on this TCP port (default: 0 = off)",
     )
@@ -149,8 +152,9 @@ def run(args) -> int:
     config = load_config(args)
     configure_logging(json_lines=config.server.log_json, level=config.server.log_level.upper())
     with asyncio.Runner(loop_factory=loop_factory(config.server.event_loop)) as runner:
-        runner.run(serve(config))
-    return 0
+        stopped_by = runner.run(serve(config))
+    # Ctrl-C is "interrupted" (130, as for every command); SIGTERM is a service's normal stop.
+    return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else EXIT_OK
 
 
 def loop_factory(choice: str):

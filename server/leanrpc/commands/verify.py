@@ -1,27 +1,32 @@
 """`leanrpc verify`: send .lean files to a running server, print the verdicts.
 
-Owns: turning paths into snippets (a file that cannot be read is reported,
-the others are still verified), the address rule (`HOST` means port 50051),
-text and `--json` output, and the exit status. May import: the client,
-reference (to check a --reference before sending), commands.argtypes.
+Owns: the flags, the address rule (`HOST` means port 50051), the call to
+the server, what a failed call says, and the exit status. Inputs (paths,
+references, the token) are verify_input's, output (result lines, summary)
+verify_output's. May import: the client, config.sections (the largest time limit), commands.argtypes, commands.exits,
+commands.verify_input, commands.verify_output.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import json
-import os
-import re
+import contextlib
 import sys
-import threading
 import time
-from pathlib import Path
 
+import msgspec
+
+from ..config.sections import PoolConfig
 from . import argtypes
 from .exits import EXIT_INTERRUPTED, EXIT_NOT_VALID, EXIT_OK, EXIT_USAGE, UserError
+from .verify_input import STDIN, TOKEN_ENV, collect, references_for, token_of
+from .verify_output import Printer, summary
 
 DEFAULT_PORT = 50051
+# The server's largest time limit, as the config schema states it.
+MAX_TIMEOUT_S: float = next(
+    f.default for f in msgspec.structs.fields(PoolConfig) if f.name == "max_timeout_s"
+)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -30,7 +35,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="verify .lean files through a running server",
         description="Verify .lean files (folders are searched recursively) on a running `leanrpc serve`.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help=".lean files or folders")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help=".lean files, folders, - (stdin), or JSON records (.jsonl, .json) with --field",
+    )
     parser.add_argument(
         "--server",
         default=f"127.0.0.1:{DEFAULT_PORT}",
@@ -38,17 +48,26 @@ def add_parser(sub) -> argparse.ArgumentParser:
         type=_address_arg,
         help=f"server address; without a port, {DEFAULT_PORT} (default: 127.0.0.1:{DEFAULT_PORT})",
     )
-    parser.add_argument(
+    token = parser.add_mutually_exclusive_group()
+    token.add_argument(
         "--token",
         type=argtypes.nonempty,
-        help="bearer token, when the server requires one (default: none)",
+        help="bearer token, when the server requires one; a secret on the command line is "
+        f"visible to other users: prefer --token-file or ${TOKEN_ENV} (default: ${TOKEN_ENV})",
+    )
+    token.add_argument(
+        "--token-file",
+        metavar="FILE",
+        type=argtypes.existing_file,
+        help="read the bearer token from FILE (its first line) (default: none)",
     )
     parser.add_argument(
         "--timeout",
-        type=argtypes.seconds,
+        type=_timeout_arg,
         default=0.0,
         metavar="SECONDS",
-        help="per-file time limit in seconds, 0 = the server's default (default: 0)",
+        help="per-file time limit in seconds, 0 = the server's default, at most "
+        f"{MAX_TIMEOUT_S:g} (the default of the server's [pool] max_timeout_s) (default: 0)",
     )
     parser.add_argument(
         "--retries",
@@ -60,7 +79,45 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", action="store_true", help="one JSON result per line (default: text)"
     )
+    parser.add_argument(
+        "--field",
+        metavar="NAME",
+        type=argtypes.nonempty,
+        help="records (.jsonl, .json, stdin): the key holding the Lean code (default: none; "
+        "a records file without it is refused)",
+    )
+    parser.add_argument(
+        "--id-field",
+        metavar="NAME",
+        type=argtypes.nonempty,
+        help="records: the key holding each record's id (default: FILE:LINE)",
+    )
+    parser.add_argument(
+        "--profile",
+        default="",
+        metavar="NAME",
+        help="the server's REPL profile (toolchain) to run on (default: the server's default)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        dest="cache",
+        action="store_false",
+        default=None,
+        help="bypass the server's result cache (default: use it)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the results (text or --json lines) to FILE instead of stdout (default: stdout)",
+    )
     pin = parser.add_mutually_exclusive_group()
+    pin.add_argument(
+        "--reference-field",
+        metavar="NAME",
+        type=argtypes.nonempty,
+        help="records: pin each record to the statement in this key (default: none)",
+    )
     pin.add_argument(
         "--reference",
         metavar="REF.lean",
@@ -89,50 +146,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return parser
 
 
-def references_for(
-    snippets: list[tuple[str, str]], args
-) -> tuple[list[str] | None, list[tuple[str, str]]]:
-    """One reference per snippet (None: not pinned), and files refused for a missing one."""
-    if getattr(args, "reference", None):
-        try:
-            text = Path(args.reference).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"--reference {args.reference}: cannot read it ({exc})") from None
-        problem = _reference_problem(text)
-        if problem:
-            raise UserError(f"--reference {args.reference}: {problem}")
-        return [text] * len(snippets), []
-    folder = getattr(args, "reference_dir", None)
-    if not folder:
-        return None, []
-    if not Path(folder).is_dir():
-        raise UserError(f"--reference-dir {folder}: no such folder")
-    refs, missing = [], []
-    for path, _text in snippets:
-        candidate = Path(folder) / Path(path).name
-        try:
-            text = candidate.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            refs.append("")
-            missing.append((path, f"no reference {candidate} for it in --reference-dir"))
-            continue
-        problem = _reference_problem(text)
-        refs.append(text)
-        if problem:
-            missing.append((path, f"reference {candidate}: {problem}"))
-    return refs, missing
-
-
-def _reference_problem(text: str) -> str:
-    """Why a reference cannot pin anything ("" when it can), before anything is sent."""
-    from ..errors import RequestError
-    from ..reference import parse_reference
-
-    try:
-        parse_reference(text)
-    except RequestError as exc:
-        return exc.message
-    return ""
+def _timeout_arg(text: str) -> float:
+    """0 to the server's largest time limit; a larger one is a usage error here
+    rather than a REJECTED result for every file from the server."""
+    value = argtypes.seconds(text)
+    if value > MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"{text} s is over the server's maximum; give 0 (the server's default) "
+            f"to {MAX_TIMEOUT_S:g} seconds ([pool] max_timeout_s)"
+        )
+    return value
 
 
 def _address_arg(text: str) -> str:
@@ -172,138 +195,51 @@ def _check_port(text: str, port: str) -> None:
         raise UserError(f"--server {text!r}: the port must be between 1 and 65535")
 
 
-def _natural(path: Path) -> list:
-    """Sort key: `l2` before `l10` (digit runs compare as numbers)."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
-
-
-def collect(paths: list[str]) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str]]:
-    """(snippets to send as (path, text), problems as (path, reason), every
-    entry's path in output order: argument order, folders in natural order)."""
-    snippets: list[tuple[str, str]] = []
-    problems: list[tuple[str, str]] = []
-    order: list[str] = []
-
-    def problem(path: str, reason: str) -> None:
-        problems.append((path, reason))
-        order.append(path)
-
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found = sorted(
-                (p for p in path.rglob("*.lean") if p.is_file() or p.is_symlink()), key=_natural
-            )
-            if not found:
-                problem(raw, f"folder {raw} has no .lean files")
-            files = found
-        elif path.exists():
-            files = [path]
-        elif path.is_symlink():
-            files = [path]
-        else:
-            problem(raw, f"{raw}: no such file or folder")
-            continue
-        for file in files:
-            if file.is_symlink() and not file.exists():
-                problem(str(file), f"{file}: broken symbolic link (to {os.readlink(file)})")
-                continue
-            try:
-                text = file.read_bytes().decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problem(
-                    str(file),
-                    f"{file}: not UTF-8 text (byte 0x{file.read_bytes()[exc.start]:02x} at offset {exc.start})",
-                )
-                continue
-            except OSError as exc:
-                problem(str(file), f"{file}: cannot read: {exc.strerror}")
-                continue
-            if not text.strip():
-                problem(str(file), f"{file}: the file is empty")
-                continue
-            snippets.append((str(file), text))
-            order.append(str(file))
-    return snippets, problems, order
-
-
-class _Printer:
-    """Prints each entry in output order as soon as all before it are in
-    (results arrive in any order on the client's loop thread)."""
-
-    def __init__(
-        self, order: list[str], problems: list[tuple[str, str]], snippets, as_json: bool
-    ) -> None:
-        self._lock = threading.Lock()
-        self._json = as_json
-        self._slots: list = [None] * len(order)
-        self._next = 0
-        self._stopped = False
-        self.printed_results = 0
-        position: dict[str, list[int]] = {}
-        for n, path in enumerate(order):
-            position.setdefault(path, []).append(n)
-        for path, reason in problems:
-            self._slots[position[path].pop(0)] = ("problem", path, reason)
-        self._snippet_at = [position[path].pop(0) for path, _text in snippets]
-        self._flush()
-
-    def on_result(self, index: int, result) -> None:
-        with self._lock:
-            if not self._stopped:
-                self._slots[self._snippet_at[index]] = ("result", result)
-                self._flush()
-
-    def stop(self) -> int:
-        """Stop printing new arrivals; print those already in (any gaps skipped). Returns results printed."""
-        with self._lock:
-            self._stopped = True
-            while self._next < len(self._slots):
-                self._emit(self._slots[self._next])
-                self._next += 1
-            return self.printed_results
-
-    def _flush(self) -> None:
-        while self._next < len(self._slots) and self._slots[self._next] is not None:
-            self._emit(self._slots[self._next])
-            self._next += 1
-
-    def _emit(self, slot) -> None:
-        if slot is None:
-            return
-        if slot[0] == "problem":
-            _print_problem(slot[1], slot[2], self._json)
-        else:
-            self.printed_results += 1
-            _print_result(slot[1], self._json)
-        sys.stdout.flush()
-
-
 def run(args) -> int:
+    if not args.output:
+        return _run(args)
+    try:
+        out = open(args.output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise UserError(f"--output {args.output}: cannot write it ({exc.strerror})") from None
+    with out, contextlib.redirect_stdout(out):  # the printer prints on the client's thread too
+        return _run(args)
+
+
+def _run(args) -> int:
     from ..client import Client, ClientError
 
     address = args.server
-    snippets, problems, order = collect(args.paths)
+    if args.paths.count(STDIN) > 1:
+        raise UserError("- (stdin) can be given once")
+    collected = collect(args.paths, args)
+    snippets, problems, order = collected.snippets, collected.problems, collected.order
     started = time.monotonic()
-    references, missing = references_for(snippets, args) if snippets else (None, [])
+    if collected.references is not None:
+        references, missing = collected.references, []
+    else:
+        references, missing = references_for(snippets, args) if snippets else (None, [])
     if missing:
         # Never verify a file unpinned when pinning was asked for.
         refused = {path for path, _reason in missing}
         problems = problems + missing
         kept = [n for n, (path, _t) in enumerate(snippets) if path not in refused]
         snippets, references = [snippets[n] for n in kept], [references[n] for n in kept]
-    printer = _Printer(order, problems, snippets, args.json)
+    printer = Printer(order, problems, snippets, args.json)
     if not snippets:
         printer.stop()
         if not args.json:
             print(f"0 of {len(problems)} valid")
-        _summary(args, [], problems, started)
+        summary(args, [], problems, started)
         return EXIT_NOT_VALID
     progress = sys.stderr.isatty() and not args.json
+    token, token_source = token_of(args)
     try:
-        if args.token:
-            _say_if_token_unchecked(address, Client, ClientError)
-        with Client(address, token=args.token, max_retries=args.retries) as client:
+        if token:
+            _say_if_token_unchecked(address, token_source, Client, ClientError)
+        with Client(
+            address, token=token, max_retries=args.retries, warn_unchecked_token=False
+        ) as client:
             results = client.verify(
                 snippets,
                 timeout_s=args.timeout,
@@ -311,6 +247,8 @@ def run(args) -> int:
                 on_result=printer.on_result,
                 references=references,
                 check_axioms=args.check_axioms,
+                profile=args.profile,
+                cache=args.cache,
             )
     except KeyboardInterrupt:  # the client's Interrupted, or Ctrl-C before the batch started
         printed = printer.stop()
@@ -323,7 +261,10 @@ def run(args) -> int:
             if exc.partial
             else ""
         )
-        print(f"leanrpc verify: error: {_describe_failure(exc, address)}{got}", file=sys.stderr)
+        print(
+            f"leanrpc verify: error: {_describe_failure(exc, address, token_source)}{got}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     printer.stop()
     bad = sum(not r.valid for r in results) + len(problems)
@@ -331,11 +272,11 @@ def run(args) -> int:
         print(
             f"{len(results) - sum(not r.valid for r in results)} of {len(results) + len(problems)} valid"
         )
-    _summary(args, results, problems, started)
+    summary(args, results, problems, started)
     return EXIT_NOT_VALID if bad else EXIT_OK
 
 
-def _say_if_token_unchecked(address: str, client_type, client_error) -> None:
+def _say_if_token_unchecked(address: str, source: str, client_type, client_error) -> None:
     """--token against a server that checks no tokens: one line, not silence.
     (A tokenless GetServerInfo succeeds only there; it is guarded otherwise.)"""
     try:
@@ -344,63 +285,36 @@ def _say_if_token_unchecked(address: str, client_type, client_error) -> None:
     except client_error:
         return  # tokens are checked (UNAUTHENTICATED), or the verify call says what is wrong
     print(
-        f"leanrpc verify: warning: the server at {address} checks no tokens; --token is not used",
+        f"leanrpc verify: warning: the server at {address} checks no tokens; {source} is not used",
         file=sys.stderr,
     )
 
 
-def _summary(args, results, problems, started: float) -> None:
-    """The table at the end (stderr): count per outcome, elapsed, snippets per second."""
-    if args.quiet:
-        return
-    elapsed = time.monotonic() - started
-    counts = collections.Counter(r.status for r in results)
-    if problems:
-        counts["REJECTED (not sent)"] += len(problems)
-    lines = [
-        f"  {status:<20} {count:>7}"
-        for status, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
-    rate = len(results) / elapsed if elapsed > 0 else 0.0
-    lines.append(f"  {'total':<20} {len(results) + len(problems):>7}")
-    lines.append(f"  elapsed {elapsed:.2f} s, {rate:.1f} snippets/s")
-    print("summary:\n" + "\n".join(lines), file=sys.stderr)
-
-
-def _describe_failure(exc, address: str) -> str:
+def _describe_failure(exc, address: str, token_source: str = "") -> str:
+    if exc.reason == "NOT_SERVING" and "no REPL worker can start" in exc.details:
+        return (
+            f"UNAVAILABLE: the server at {address} cannot start a REPL worker "
+            f"({' '.join(exc.details.split())}); check its --repl-cmd or [repl] command "
+            "(`leanrpc doctor --config FILE` tries it)"
+        )
+    if "http1.x server" in exc.details:  # grpc's words for an HTTP/1.1 answer
+        return (
+            f"{address} is an HTTP port (the REST gateway's, `--http-port`?), not leanrpc's gRPC "
+            "port; pass --server HOST:PORT with the port `leanrpc serve` listens on"
+        )
     if exc.code.name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
         return (
             f"cannot reach a leanrpc server at {address} ({exc.code.name}: {exc.details}); "
             "start one with `leanrpc serve`, or pass --server HOST:PORT"
         )
-    if exc.code.name == "UNAUTHENTICATED":
-        return f"the server at {address} wants a token ({exc.details}); pass --token"
-    return f"{exc.code.name} from {address}: {exc.details}"
-
-
-def _print_problem(path: str, reason: str, as_json: bool) -> None:
-    if as_json:
-        print(
-            json.dumps(
-                {"id": path, "status": "REJECTED", "error": reason, "verifier": ""},
-                ensure_ascii=False,
-            )
+    if exc.code.name == "UNAUTHENTICATED" and token_source:
+        return (
+            f"the server at {address} refused the token from {token_source} ({exc.details}); "
+            "check that it is one of the server's tokens"
         )
-    else:
-        print(f"{'REJECTED':<14} {path}  ({reason})")
-
-
-def _print_result(result, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False), flush=True)
-        return
-    print(f"{result.status:<14} {result.id}  ({result.verifier})")
-    for message in result.messages:
-        if message.severity == "ERROR" or result.status != "VALID":
-            print(
-                f"    {result.id}:{message.line}:{message.column}: {message.severity.lower()}: {message.text}"
-            )
-    if result.error:
-        print(f"    {result.error.splitlines()[0]}")
-    if result.reference is not None and not result.reference.passed:
-        print(f"    reference: {result.reference.reason} {result.reference.declaration}")
+    if exc.code.name == "UNAUTHENTICATED":
+        return (
+            f"the server at {address} wants a token ({exc.details}); "
+            f"set ${TOKEN_ENV}, or pass --token-file FILE or --token"
+        )
+    return f"{exc.code.name} from {address}: {exc.details}"

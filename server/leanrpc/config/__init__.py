@@ -15,6 +15,7 @@ with its type (use the constrained aliases below for ranges) and default.
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 import tomllib
@@ -99,23 +100,39 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Config":
-        """Validates a {section: {key: value}} mapping into a Config."""
+        """Validates a {section: {key: value}} mapping into a Config. Every
+        unknown section and key is named at once, with the one probably meant."""
+        unknown = []
         for section_name, section_data in data.items():
             if section_name not in cls.__struct_fields__:
-                raise ConfigError(
-                    f"unknown config section [{section_name}] (known: {', '.join(cls.__struct_fields__)})"
+                unknown.append(
+                    f"unknown config section [{section_name}]"
+                    f"{_meant(section_name, cls.__struct_fields__, '[{}]')} "
+                    f"(known: {', '.join(cls.__struct_fields__)})"
                 )
+                continue
             if not isinstance(section_data, dict):
-                raise ConfigError(
+                unknown.append(
                     f"config section [{section_name}] must be a table, not {_show(section_data)}"
                 )
+                continue
+            if section_name != "repl":  # [repl.<profile>] tables are profiles
+                keys = type(getattr(cls(), section_name)).__struct_fields__
+                unknown += [
+                    f"unknown config key {section_name}.{key}"
+                    f"{_meant(key, keys, section_name + '.{}')}"
+                    for key in section_data
+                    if key not in keys
+                ]
+        if unknown:  # with every wrong value among the known keys
+            raise ConfigError("; ".join(unknown + _every_error(cls, data)))
         repl = data.get("repl")
         if isinstance(repl, dict):
             data = {**data, "repl": _gather_profiles(repl)}
         try:
             return msgspec.convert(data, cls, strict=True)
         except msgspec.ValidationError as exc:
-            raise ConfigError(_explain(exc, data)) from None
+            raise ConfigError("; ".join(_every_error(cls, data) or [_explain(exc, data)])) from None
 
     def to_dict(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -169,6 +186,38 @@ def to_toml(config: Config) -> str:
 
 
 # ---- one-line errors: the key, what it allows, what it got -----------------
+
+
+def _every_error(cls: type[Config], data: dict[str, Any]) -> list[str]:
+    """Every known key whose value is wrong, each named as `_explain` names one.
+
+    msgspec stops at the first error, so each key is converted alone (the
+    other keys at their defaults). Only errors at that key's own path are
+    kept: a rule across keys of a section (checked with all of them) is
+    reported by the whole conversion once these are fixed."""
+    problems = []
+    for section_name, section_data in data.items():
+        if section_name not in cls.__struct_fields__ or not isinstance(section_data, dict):
+            continue
+        if section_name == "repl":  # [repl.<name>] tables are profiles (gathering twice is one)
+            section_data = _gather_profiles(section_data)
+        known = type(getattr(cls(), section_name)).__struct_fields__
+        for key, value in section_data.items():
+            if key not in known:
+                continue
+            one = {section_name: {key: value}}
+            try:
+                msgspec.convert(one, cls, strict=True)
+            except msgspec.ValidationError as exc:
+                if f"`$.{section_name}.{key}" in str(exc):
+                    problems.append(_explain(exc, one))
+    return problems
+
+
+def _meant(name: str, known, shape: str) -> str:
+    """ " (did you mean pool.workers?)" for a near miss, else ""."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {shape.format(close[0])}?)" if close else ""
 
 
 def _show(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..errors import RequestError
+from ..errors import NotServingError, OverloadedError, RequestError
 from ..repl.outcome import STANDARD_AXIOMS
 from ..results import Message, SorryInfo, Status, VerifyResult, checks_of
 from ..services.reference import screened_reference
@@ -329,6 +329,22 @@ def repl_response(result: VerifyResult, *, timeout_s: float, shift: int, debug: 
         out["diagnostics"] = {"repl_uuid": result.reuse.worker}
     out[EXTENSION_KEY] = extension(result)
     return out
+
+
+def expected_refusal(exc: Exception) -> bool:
+    """A refusal the server means (overload, bad input, not serving), not a failure."""
+    return isinstance(exc, (OverloadedError, RequestError, NotServingError))
+
+
+def refusal_text(exc) -> str:
+    """Kimina's error text for a snippet leanrpc refused with `exc`."""
+    if isinstance(exc, OverloadedError):
+        return f"No available REPLs: {exc.message}"
+    if isinstance(exc, RequestError):
+        return f"Rejected by leanrpc: {exc.message}"
+    if isinstance(exc, NotServingError):
+        return f"Not serving: {exc.message}"
+    return f"Snippet execution failed: {exc.message}"
 
 
 def refused_response(snippet_id: str, reason: str) -> dict:

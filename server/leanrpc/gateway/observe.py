@@ -50,6 +50,14 @@ def note_outcome(result) -> None:
         outcomes.phases.append((t.queue_s, t.header_s, t.body_s, t.total_s))
 
 
+def note_refused() -> None:
+    """One snippet refused before it ran (empty, too long, queue full): counted
+    REJECTED under door="rest", as the gRPC door counts its REJECTED answer."""
+    outcomes = _OUTCOMES.get()
+    if outcomes is not None:
+        outcomes.counts["REJECTED"] += 1
+
+
 def observe_middleware(metrics, tokens_checked: bool):
     @web.middleware
     async def observe(request: web.Request, handler):

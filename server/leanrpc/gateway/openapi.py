@@ -9,6 +9,8 @@ request schemas come from the same msgspec models that decode the bodies
 from what is accepted. No CDN is reachable offline and no installed package
 ships a viewer (swagger-ui, redoc), so /docs is one small HTML page with its
 own script: each operation, its schema, and a form that sends a request.
+The spec's texts are Markdown (`code` spans, as Swagger UI reads them); the
+page shows them as HTML, rendered here (`inline_markdown`).
 May import: gateway.kimina, msgspec, aiohttp.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import msgspec
 from aiohttp import web
@@ -222,8 +225,10 @@ textarea{{width:100%;height:9em}} summary{{cursor:pointer}}
 <h1>{title}</h1><p>{description}</p><p><a href="openapi.json">openapi.json</a></p>
 <div id="ops"></div>
 <script id="spec" type="application/json">{spec}</script>
+<script id="rendered" type="application/json">{rendered}</script>
 <script>
 const spec = JSON.parse(document.getElementById("spec").textContent);
+const rendered = JSON.parse(document.getElementById("rendered").textContent);
 const el = (tag, attrs, ...kids) => {{ const e = document.createElement(tag);
   Object.assign(e, attrs || {{}}); kids.forEach(k => e.append(k)); return e; }};
 const resolve = s => s && s.$ref ? spec.components.schemas[s.$ref.split("/").pop()] : s;
@@ -232,9 +237,8 @@ const example = {{"CheckRequest": {{"snippets": [{{"id": "a", "code": "theorem t
 for (const [path, methods] of Object.entries(spec.paths)) for (const [method, op] of Object.entries(methods)) {{
   const box = el("details", {{className: "op"}},
     el("summary", {{}}, el("span", {{className: "m " + method, textContent: method}}), el("code", {{textContent: path}}),
-       " \u2014 " + op.summary));
-  const answers = Object.entries(op.responses).map(([c, r]) => c + ": " + r.description).join("\\n");
-  box.append(el("pre", {{textContent: answers}}));
+       " \u2014 ", el("span", {{innerHTML: rendered[path][method].summary}})));
+  box.append(el("ul", {{}}, ...rendered[path][method].answers.map(a => el("li", {{innerHTML: a}}))));
   if (op.requestBody) {{
     const ref = op.requestBody.content["application/json"].schema.$ref.split("/").pop();
     box.append(el("p", {{textContent: "Request body: " + ref}}),
@@ -255,15 +259,47 @@ for (const [path, methods] of Object.entries(spec.paths)) for (const [method, op
 """
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def inline_markdown(text: str) -> str:
+    """HTML for one line of the spec's text: escaped, its `code spans` as
+    <code>. Only code spans occur in these texts, so a rule of our own rather
+    than a Markdown library (none is a dependency; one would also pass raw
+    HTML through)."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text, quote=False))
+
+
+def _rendered(document: dict) -> dict:
+    """Each operation's summary and answers as HTML, for the page's script."""
+    return {
+        path: {
+            method: {
+                "summary": inline_markdown(op["summary"]),
+                "answers": [
+                    inline_markdown(f"{code}: {answer['description']}")
+                    for code, answer in op["responses"].items()
+                ],
+            }
+            for method, op in methods.items()
+        }
+        for path, methods in document["paths"].items()
+    }
+
+
+def _embed(value) -> str:
+    # "</" inside the embedded JSON would end the <script>: escape it.
+    return json.dumps(value).replace("</", "<\\/")
+
+
 def docs_page() -> str:
     document = spec()
     info = document["info"]
-    # "</" inside the embedded JSON would end the <script>: escape it.
-    embedded = json.dumps(document).replace("</", "<\\/")
     return _PAGE.format(
         title=html.escape(info["title"]),
-        description=html.escape(info["description"]),
-        spec=embedded,
+        description=inline_markdown(info["description"]),
+        spec=_embed(document),
+        rendered=_embed(_rendered(document)),
     )
 
 

@@ -45,7 +45,7 @@ from ..results import Status
 from ..services.ports import Verifier
 from ..services.resolve import VerifyOptions
 from . import kimina, openapi
-from .observe import note_outcome, observe_middleware
+from .observe import note_outcome, note_refused, observe_middleware
 
 log = logging.getLogger("leanrpc.gateway")
 
@@ -255,15 +255,11 @@ class KiminaGateway:
                 snippet_id, code, options, client_id=client, stream_id=stream_id
             )
             result = await self._verify.run(request)
-        except OverloadedError as exc:
-            return kimina.refused_response(snippet_id, f"No available REPLs: {exc.message}")
-        except RequestError as exc:
-            return kimina.refused_response(snippet_id, f"Rejected by leanrpc: {exc.message}")
-        except NotServingError as exc:
-            return kimina.refused_response(snippet_id, f"Not serving: {exc.message}")
         except LeanServiceError as exc:
-            log.error("snippet %s failed: %r", snippet_id, exc)
-            return kimina.refused_response(snippet_id, f"Snippet execution failed: {exc.message}")
+            if not kimina.expected_refusal(exc):
+                log.error("snippet %s failed: %r", snippet_id, exc)
+            note_refused()  # counted REJECTED under door="rest", as gRPC counts it
+            return kimina.refused_response(snippet_id, kimina.refusal_text(exc))
         note_outcome(result)
         shift = (
             kimina.body_line_offset(code)

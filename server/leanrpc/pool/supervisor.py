@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import re
 import time
 
 import psutil
@@ -43,6 +44,15 @@ log = logging.getLogger("leanrpc.pool")
 _PERIOD_S = 0.5
 
 
+_WORKER_NAME = re.compile(r"\bworker w\d+\b")
+
+
+def _one_line(exc: BaseException) -> str:
+    """A boot failure for the health reason: its message on one line, without
+    the stderr tail kept as its detail (the message already quotes the cause)."""
+    return " ".join(str(getattr(exc, "message", None) or exc).split())
+
+
 class CircuitBreaker:
     """Opens after `limit` consecutive boot failures; half-open after `cooldown_s`.
 
@@ -60,14 +70,16 @@ class CircuitBreaker:
 
     def record_failure(self, exc: BaseException) -> bool:
         """Counts a boot failure; True when this one opened (or re-opened) it."""
+        cause = _one_line(exc)
         if self.consecutive_failures == 0:
-            self.first_cause = str(exc)
+            self.first_cause = cause
         self.consecutive_failures += 1
         if self.consecutive_failures < self.limit:
             return False
         first = self.opened_at is None
         self.opened_at = self._clock()
-        last = "" if str(exc) == self.first_cause else f"; last: {exc}"
+        same = _WORKER_NAME.sub("worker", cause) == _WORKER_NAME.sub("worker", self.first_cause)
+        last = "" if same else f"; last: {cause}"
         self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; first: {self.first_cause}{last}"
         if first:
             log.error(

@@ -85,7 +85,14 @@ def classify(snippet_id: str, outcome, check_axioms: bool) -> VerifyResult:
     # would for the whole file (issue 15 item 5).
     preamble = getattr(outcome, "preamble_messages", ())
     result.messages = [message_from_repl(m) for m in (*preamble, *response.messages)]
-    result.sorries = [sorry_from_repl(s) for s in response.sorries if s.pos is not None or s.goal]
+    # `rootGoals: true` adds zero-width entries (pos == endPos): the tactic
+    # blocks' starting goals, not sorries (issue 41); a real sorry has width.
+    result.sorries = [
+        sorry_from_repl(s)
+        for s in response.sorries
+        if (s.pos is not None or s.goal)
+        and not (s.pos is not None and s.end_pos is not None and s.pos == s.end_pos)
+    ]
     if response.infotree is not None:
         result.infotree = response.infotree
     has_error = any(m.severity is Severity.ERROR for m in result.messages)

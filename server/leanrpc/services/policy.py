@@ -71,20 +71,9 @@ class CodePolicy:
         if not found.native:
             return None
         self.stats["native"] += 1
-        where = f"{found.native} at line {found.native_line}"
         if check_axioms and not self.native_allowed:
-            return VerifyResult(
-                id=snippet_id,
-                status=NATIVE_STATUS,
-                policy=policy,
-                axioms=["Lean.ofReduceBool"],
-                axioms_checked=True,
-                error=(
-                    f"proof uses native_decide / compiler trust (Lean.ofReduceBool; {where}); answered "
-                    "without running it, since native evaluation runs the snippet's own compiled code "
-                    "inside the REPL"
-                ),
-            )
+            return self._native_answer(snippet_id, found, policy)
+        where = f"{found.native} at line {found.native_line}"
         return VerifyResult(
             id=snippet_id,
             status=Status.REJECTED,
@@ -96,17 +85,49 @@ class CodePolicy:
             ),
         )
 
-    def check_command(self, text: str, what: str, policy: str = PROOF) -> None:
-        """PolicyRefused (INVALID_ARGUMENT) for a session command or tactic `proof` refuses."""
+    @staticmethod
+    def _native_answer(snippet_id: str, found: Scan, policy: str) -> VerifyResult:
+        """What the axiom check would answer native evaluation, without running it."""
+        where = f"{found.native} at line {found.native_line}"
+        return VerifyResult(
+            id=snippet_id,
+            status=NATIVE_STATUS,
+            policy=policy,
+            axioms=["Lean.ofReduceBool"],
+            axioms_checked=True,
+            error=(
+                f"proof uses native_decide / compiler trust (Lean.ofReduceBool; {where}); answered "
+                "without running it, since native evaluation runs the snippet's own compiled code "
+                "inside the REPL"
+            ),
+        )
+
+    def check_command(
+        self,
+        text: str,
+        what: str,
+        policy: str = PROOF,
+        *,
+        check_axioms: bool = False,
+        snippet_id: str = "",
+    ) -> VerifyResult | None:
+        """PolicyRefused (INVALID_ARGUMENT) for a session command or tactic `proof` refuses.
+        Native evaluation with the axiom check on (and its axioms outside the
+        allow-list) is answered as Verify answers it, by the axiom rule without
+        running it (issue 41 item 10): that answer is returned, else None."""
         if policy != PROOF:
-            return
+            return None
         found = self.scan(text)
         if found.refused:
             self.stats["refused"] += 1
             raise PolicyRefused(f"{what}: {found.message}")
+        if found.native and check_axioms and not self.native_allowed:
+            self.stats["native"] += 1
+            return self._native_answer(snippet_id, found, policy)
         if found.native:
             self.stats["native"] += 1
             raise PolicyRefused(
                 f"{what}: refused by the code policy `proof`: native evaluation ({found.native} at "
                 f"line {found.native_line}) runs the snippet's own compiled code inside the REPL"
             )
+        return None

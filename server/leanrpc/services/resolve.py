@@ -224,7 +224,9 @@ class Resolver:
         check_axioms = axioms.axioms_on(options, self.config)
         refused = None
         if command:
-            self.policy.check_command(code, command, policy)
+            refused = self.policy.check_command(
+                code, command, policy, check_axioms=check_axioms, snippet_id=snippet_id
+            )
         else:
             refused = self._screen(snippet_id, code, policy, check_axioms, reference)
         split = split_header(code)

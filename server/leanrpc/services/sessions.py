@@ -69,6 +69,9 @@ class SessionService:
         `request` is the opening code resolved (services.resolve) with
         `options_of` and `command="the session's code"`."""
         self.check_name(name)
+        refused = request.answer()
+        if refused is not None:  # answered without running (the code policy): no session
+            return SessionResult(name, None, refused, profile=request.profile)
         split = request.split
         size = code_bytes(request.code)
         client_id = request.client_id
@@ -105,6 +108,9 @@ class SessionService:
             )
         parent = ROOT_ENV if env is None else env
         self.registry.check_env(session, parent)
+        refused = request.answer()
+        if refused is not None:  # answered without running (the code policy): no new env
+            return SessionResult(session.name, None, refused, profile=session.profile)
         size = code_bytes(request.code) if record else 0
         if record:
             self.registry.check_room(session, size)
@@ -160,6 +166,9 @@ class SessionService:
         result, outcome = await run_job(self.pool, job, result_id)
         if check is not None:
             axioms.finish(result, outcome, check, self.config)
+        # The levels Verify reports (Result.checks), for the same checks.
+        result.policy = request.policy
+        result.axioms_checked = result.axioms_checked or request.check_axioms
         if outcome is None:
             return SessionResult(session.name, None, result, profile=session.profile)
         return SessionResult(

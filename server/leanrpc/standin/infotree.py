@@ -20,10 +20,23 @@ def syntax_node(start: dict, finish: dict, pp, kind: str, arg_kinds: list) -> di
     }
 
 
+# Kinds as Lean names them: `·` is `Lean.cdot` (Init/NotationExtra.lean, namespace
+# Lean), not a Lean.Parser.Tactic name; other symbols get Lean's generated
+# notation names (`«tactic_<;>_»`), never an empty last component.
+_KINDS = {
+    "rfl": "Lean.Parser.Tactic.tacticRfl",
+    "sorry": "Lean.Parser.Tactic.tacticSorry",
+    "·": "Lean.cdot",
+    ".": "Lean.cdot",
+}
+
+
 def _tactic_kind(word: str) -> str:
-    return {"rfl": "Lean.Parser.Tactic.tacticRfl", "sorry": "Lean.Parser.Tactic.tacticSorry"}.get(
-        word, "Lean.Parser.Tactic." + re.sub(r"\W", "", word)
-    )
+    known = _KINDS.get(word)
+    if known is not None:
+        return known
+    name = re.sub(r"\W", "", word)
+    return "Lean.Parser.Tactic." + (name or f"«tactic_{word}_»")
 
 
 def tactic_node(

@@ -251,8 +251,8 @@ class Channel:
             self._process.kill()
             at = len(pending.frames)  # the command not answered (len(requests): the fence)
             raise over or WorkerTimeout(
-                f"no answer within {timeout:.3g} s (command {at + 1} of a batch of "
-                f"{len(requests)}); worker {self.name} killed",
+                # The batch (a snippet and its own checks) is internal: not named.
+                f"no answer within {timeout:.3g} s; worker {self.name} killed",
                 stderr_tail=self._process.stderr_tail(),
                 batch_index=at,
             ) from None

@@ -19,6 +19,13 @@ What real REPLs send (docs/PROVER.md, REPL-PROTOCOL.md 5.5):
 * A tactic with its own `sorry`s (`induction n with | zero => sorry | ...`)
   lists them in `sorries`, each with its own proof state id and goal (no
   position in tactic mode): each is a state of its own.
+* On a state a tactic's own `sorry` opened (`have h : x > 0 := by sorry`,
+  then a tactic on that sorry's state), the REPL's status judges the wrong
+  root: v4.33.0-rc2 answers a finished goal `Incomplete: contains
+  metavariable(s)` with no goals, the fork at v4.8.0-rc1 `Error: Goal not
+  assigned` (test/name_generator in both). There, no goals, no error and no
+  sorry of its own is CLOSED, and the whole-proof check decides, as on
+  REPLs without `proofStatus` (issue 41).
 * `rootGoals: true` adds zero-width entries (`pos == endPos`) to a command's
   `sorries`; they are the tactic blocks' starting goals, not sorries.
 """
@@ -117,8 +124,12 @@ def opened_sorries(response: repl.Response, tactic: str) -> list[Opened]:
     return opened
 
 
-def read_tactic(response: repl.Response, tactic: str = "") -> TacticReading:
-    """What one tactic answer says, on any REPL version."""
+def read_tactic(
+    response: repl.Response, tactic: str = "", *, sorry_opened: bool = False
+) -> TacticReading:
+    """What one tactic answer says, on any REPL version. `sorry_opened`: the
+    tactic ran on a state a tactic's own `sorry` opened (or one below it),
+    where the REPL's `proofStatus` cannot be taken at its word."""
     status = response.proof_status
     if response.proof_state is None or response.errors:
         error = response.message or "; ".join(m.data for m in response.errors)
@@ -126,7 +137,11 @@ def read_tactic(response: repl.Response, tactic: str = "") -> TacticReading:
     goals = list(response.goals or [])
     opened = opened_sorries(response, tactic)
     reading = TacticReading(Reading.OPEN, goals, status or "", opened=opened)
-    if status is not None and status.startswith("Error:"):
+    if sorry_opened and not goals and not opened:
+        # The status judged the sorry's metavariable, not this proof: the
+        # whole-proof check decides (it alone can make a proof COMPLETED).
+        reading.kind = Reading.CLOSED
+    elif status is not None and status.startswith("Error:"):
         reading.kind = Reading.REFUTED
         reading.error = f"the REPL's kernel check refused the proof: {status}"
     elif goals:

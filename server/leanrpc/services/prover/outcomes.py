@@ -89,7 +89,8 @@ def read_run(
         worker=run.worker,
     )
     out.messages = [message_from_repl(m) for m in response.messages]
-    reading = read_tactic(response, tactic)
+    sorry_opened = any(isinstance(step, SorryStep) for step in state.path)
+    reading = read_tactic(response, tactic, sorry_opened=sorry_opened)
     out.repl_status = reading.repl_status
     if reading.kind is Reading.ERROR:
         out.status = ProofStatus.ERROR
