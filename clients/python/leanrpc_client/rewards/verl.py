@@ -41,13 +41,17 @@ _SETTINGS = (
     "header",
     "check_axioms",
     "pin_statement",
+    "max_retries",
 )
 _scorers: dict[tuple, Any] = {}
 
 
 def _scorer(kind: str, options: dict):
+    unknown = set(options) - set(_SETTINGS) - {"weights", "triviality"}
+    if unknown:
+        raise TypeError(f"unknown reward_kwargs {sorted(unknown)}; known: {list(_SETTINGS)}")
     settings = {k: options[k] for k in _SETTINGS if k in options}
-    key = (kind, tuple(sorted((k, repr(v)) for k, v in {**options}.items())))
+    key = (kind, tuple(sorted((k, repr(v)) for k, v in options.items())))
     scorer = _scorers.get(key)
     if scorer is None:
         if kind == "formalization":
