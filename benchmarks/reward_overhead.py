@@ -37,10 +37,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from leanrpc.client import AsyncClient
-from leanrpc.client.rewards import LeanReward, Problem, RewardCore
+from leanrpc.client.rewards import LeanReward, Problem, RewardCore, verl
 from leanrpc.client.rewards import openrlhf as orl
 from leanrpc.client.rewards import verifiers as vf
-from leanrpc.client.rewards import verl
 
 from .targets.common import leanrpc_table, serve_leanrpc, stop_process, wait_port
 
