@@ -24,7 +24,7 @@ import msgspec
 from aiohttp import web
 
 from .. import __version__
-from . import kimina
+from . import kimina, reward
 
 _DETAIL = {
     "description": "FastAPI's error shape: `detail` is a message or a list of `{type, loc, msg}`",
@@ -108,6 +108,30 @@ OPERATIONS: list[tuple[str, str, str, type | None, dict]] = [
         for method in ("post", "get")
     ),
     (
+        reward.PATH,
+        "post",
+        "OpenRLHF's remote reward (--remote_rm_url): one reward per query, the Lean code "
+        "extracted from the response and pinned to its label (docs/REWARDS.md)",
+        reward.RewardRequest,
+        {
+            "200": {
+                "description": "`rewards` (= `scores`), 1.0 or 0.0 per query; `extra_logs` "
+                "numbers per query; `details` the per-query verdicts",
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/Rewards"}}
+                },
+            },
+            "401": _BATCH_ANSWERS["401"],
+            "422": _BATCH_ANSWERS["422"],
+            "429": _BATCH_ANSWERS["429"],
+            "503": {
+                **_DETAIL,
+                "description": "An infrastructure failure (no reward, never 0), or not serving; "
+                "`details` holds the per-query verdicts",
+            },
+        },
+    ),
+    (
         "/openapi.json",
         "get",
         "This description",
@@ -160,6 +184,19 @@ _EXTRA_SCHEMAS = {
                     },
                 },
             }
+        },
+    },
+    "Rewards": {
+        "type": "object",
+        "required": ["rewards", "scores", "extra_logs"],
+        "properties": {
+            "rewards": {"type": "array", "items": {"type": "number"}},
+            "scores": {"type": "array", "items": {"type": "number"}},
+            "extra_logs": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "number"}},
+            },
+            "details": {"type": "array", "items": {"type": "object"}},
         },
     },
     "Health": {

@@ -21,7 +21,7 @@ address holding `gateway.max_connections_per_peer` connections gets its next
 one answered 429 and closed (`_PeerCap`).
 
 May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity,
-edge.limiter, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi.
+edge.limiter, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi, gateway.reward.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from ..errors import LeanServiceError, NotServingError, OverloadedError, Request
 from ..results import Status
 from ..services.ports import Verifier
 from ..services.resolve import VerifyOptions
-from . import kimina, openapi
+from . import kimina, openapi, reward
 from .observe import note_outcome, note_refused, observe_middleware
 
 log = logging.getLogger("leanrpc.gateway")
@@ -298,7 +298,7 @@ def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Appli
     ]
     for path in NOT_IMPLEMENTED:
         routes += [web.post(path, gateway.not_implemented), web.get(path, gateway.not_implemented)]
-    routes += openapi.routes()  # GET /openapi.json (/api/openapi.json), GET /docs
+    routes += openapi.routes() + reward.routes(gateway, config)  # openapi, docs; POST /reward
     app.add_routes(routes)
     return app
 

@@ -8,10 +8,11 @@ statement that pins it), core (the one scoring core and verdict table),
 formalization (the composite gated reward, scored by the server), connection (one
 channel per process), and one adapter per trainer: trl (`LeanReward`,
 `AsyncLeanReward`), verl (`compute_score`), openrlhf (`reward_func` and the
-POST /reward payloads), verifiers (`lean_rubric_reward`). Imports no server code.
+POST /reward payloads), verifiers (`lean_rubric_reward`, `lean_trace_reward`); batching
+(per-sample callers gathered into one call). Imports no server code.
 """
 
-from .core import DEFAULT_DEADLINE_S, VERDICTS, Detail, RewardCore
+from .core import DEFAULT_DEADLINE_S, VERDICTS, Detail, InfraFailure, RewardCore
 from .extraction import EXTRACTION_VERSION, NO_CODE, Extracted, extract
 from .formalization import FormalizationReward
 from .problem import Problem
@@ -24,6 +25,7 @@ __all__ = [
     "EXTRACTION_VERSION",
     "Extracted",
     "FormalizationReward",
+    "InfraFailure",
     "LeanReward",
     "NO_CODE",
     "Problem",

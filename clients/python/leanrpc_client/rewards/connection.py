@@ -48,11 +48,24 @@ class _Runner:
             self.loop.call_soon(ready.set)
             self.loop.run_forever()
 
-        threading.Thread(target=serve, name="leanrpc-rewards", daemon=True).start()
+        self.thread = threading.Thread(target=serve, name="leanrpc-rewards", daemon=True)
+        self.thread.start()
         ready.wait()
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        """Closes the channels made on this loop and ends its thread."""
+
+        async def close_all() -> None:
+            mine = [k for k in _clients if k[1] == id(self.loop)]
+            for key in mine:
+                await _clients.pop(key).close()
+
+        asyncio.run_coroutine_threadsafe(close_all(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
 
 
 def sync_runner() -> _Runner:
@@ -61,3 +74,16 @@ def sync_runner() -> _Runner:
         if _runner is None or _runner.pid != os.getpid():
             _runner = _Runner()
         return _runner
+
+
+def _before_fork() -> None:
+    """gRPC's core cannot cross a fork with a channel in use: the parent's own
+    loop and channels end first (made again on the next call, in each process)."""
+    global _runner
+    with _lock:
+        runner, _runner = _runner, None
+    if runner is not None and runner.pid == os.getpid():
+        runner.stop()
+
+
+os.register_at_fork(before=_before_fork)

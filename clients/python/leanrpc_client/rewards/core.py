@@ -124,12 +124,21 @@ def _reward_of(result: Result, settings: Settings, pinned: bool) -> Detail:
     )
 
 
+class InfraFailure(RuntimeError):
+    """No reward: the verifier failed, not the completion (`details` per sample).
+    Raised by the adapters whose trainer cannot take a None (OpenRLHF, verifiers v1)."""
+
+    def __init__(self, why: str, details: list) -> None:
+        super().__init__(f"leanrpc: infrastructure failure, no reward: {why}")
+        self.details = details
+
+
 def infra_details(n: int, why: str) -> list[Detail]:
     return [Detail(reward=None, status="INFRA", reason=why, infra_error=why) for _ in range(n)]
 
 
 @dataclasses.dataclass
-class _Plan:
+class Plan:
     details: list[Detail | None]  # None: waits for its program's result
     programs: list[tuple[str, str]]  # distinct (code, reference)
     slot: list[int]  # sample -> index into programs (-1: answered already)
@@ -141,12 +150,15 @@ class RewardCore:
     def __init__(self, **settings) -> None:
         self.settings = Settings(**settings)
 
-    def _plan(self, completions: Sequence[str], problems: Sequence[Problem | None]) -> _Plan:
+    def plan(self, completions: Sequence[str], problems: Sequence[Problem | None]) -> Plan:
+        """Extraction, assembly and deduplication: what to verify, and the answers
+        already known (NO_CODE). A door with its own way to verify (the gateway's
+        POST /reward) runs `plan.programs` and hands the results to `finish`."""
         if isinstance(completions, str):
             raise TypeError("completions is one str; pass a list with one completion per sample")
         if len(completions) != len(problems):
             raise ValueError(f"{len(completions)} completions but {len(problems)} problems")
-        plan = _Plan([], [], [])
+        plan = Plan([], [], [])
         index: dict[tuple[str, str], int] = {}
         for completion, problem in zip(completions, problems):
             found = extract(completion, fence=self.settings.fence)
@@ -175,7 +187,9 @@ class RewardCore:
             plan.details[-1].pinned = bool(reference)
         return plan
 
-    def _finish(self, plan: _Plan, results: Sequence[Result] | None, why: str) -> list[Detail]:
+    def finish(self, plan: Plan, results: Sequence[Result] | None, why: str) -> list[Detail]:
+        """One Detail per sample: `results` answer `plan.programs` in order; None
+        means the call failed for the infrastructure's reason `why`."""
         out: list[Detail] = []
         seen: set[int] = set()
         for detail, slot in zip(plan.details, plan.slot):
@@ -221,9 +235,9 @@ class RewardCore:
         self, completions: Sequence[str], problems: Sequence[Problem | None]
     ) -> list[Detail]:
         """One Detail per completion, in order (async; one Verify call)."""
-        plan = self._plan(completions, problems)
+        plan = self.plan(completions, problems)
         results, why = await self._verify(plan.programs)
-        return self._finish(plan, results, why)
+        return self.finish(plan, results, why)
 
     def score_sync(
         self, completions: Sequence[str], problems: Sequence[Problem | None]

@@ -35,7 +35,9 @@ def _detail_of(score) -> Detail:
         reward=reward,
         status="INFRA" if reward is None else ("PASSED" if not gate else f"FAILED_{gate.upper()}"),
         reason=score.reason,
-        extraction_rule="formalize.extract_candidate",
+        # The server takes the statement out (formalize.wellformed.extract_candidate).
+        extraction_rule="server:extract_candidate",
+        extraction_version="",
         checks={} if compiled is None or compiled.checks is None else vars(compiled.checks).copy(),
         axioms=[] if compiled is None else list(compiled.axioms),
         time_s=0.0 if compiled is None else compiled.time_total_s,

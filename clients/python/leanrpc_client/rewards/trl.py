@@ -98,8 +98,9 @@ class LeanReward:
         self.last_details = details
         log_extra, log_metric = columns.get("log_extra"), columns.get("log_metric")
         if log_extra is not None:
+            logs = [d.as_log() for d in details]
             for key in LOGGED:
-                log_extra(f"{self.__name__}/{key}", [str(d.as_log()[key]) for d in details])
+                log_extra(f"{self.__name__}/{key}", [str(log[key]) for log in logs])
         if log_metric is not None and details:
             infra = sum(d.reward is None for d in details)
             log_metric(f"{self.__name__}/infra_failures", infra / len(details))
