@@ -10,6 +10,7 @@ same answers as the pure function (tests/native/test_native_policy.py).
 
 from cpython.unicode cimport PyUnicode_READ, PyUnicode_KIND, PyUnicode_DATA, PyUnicode_GET_LENGTH
 from libc.stdlib cimport malloc, free
+from libc.string cimport memset
 
 DEF MAX_NEEDLES = 64
 DEF MAX_NEEDLE = 64
@@ -39,12 +40,18 @@ def positions(str text, tuple needles, until=None):
     cdef Py_ssize_t lengths[MAX_NEEDLES]
     cdef int by_first[128][MAX_NEEDLES]  # needles starting with an ASCII char
     cdef int n_first[128]
+    # Whether some needle starts with this ASCII pair (or is one character
+    # long, or has a non-ASCII second character): most characters are
+    # dismissed by one lookup of the pair they start.
+    cdef unsigned char pair[128][128]
+    cdef Py_UCS4 d
     cdef int t
     cdef list found = []
     if count > MAX_NEEDLES:
         raise ValueError(f"at most {MAX_NEEDLES} needles")
-    for k in range(128):
-        n_first[k] = 0
+    cdef bint any_wide = False  # a needle starting with a non-ASCII character
+    memset(n_first, 0, sizeof(n_first))
+    memset(pair, 0, sizeof(pair))
     for k in range(count):
         needle = needles[k]
         m = len(needle)
@@ -56,17 +63,30 @@ def positions(str text, tuple needles, until=None):
         if chars[k][0] < 128:
             by_first[chars[k][0]][n_first[chars[k][0]]] = <int>k
             n_first[chars[k][0]] += 1
+            if m == 1 or chars[k][1] >= 128:
+                for j in range(128):
+                    pair[chars[k][0]][j] = 1
+            else:
+                pair[chars[k][0]][chars[k][1]] = 1
+        else:
+            any_wide = True
     if n == 0 or count == 0:
         return found
     stop = n if until is None else min(n, <Py_ssize_t>until)
     for i in range(stop):
         c = PyUnicode_READ(kind, data, i)
         if c < 128:  # the needles that start with it
+            if n_first[c] == 0:
+                continue
+            if i + 1 < n:
+                d = PyUnicode_READ(kind, data, i + 1)
+                if d < 128 and not pair[c][d]:
+                    continue
             for t in range(n_first[c]):
                 k = by_first[c][t]
                 if _starts_with(kind, data, n, i, chars[k], lengths[k]):
                     found.append(i)
-        else:  # a non-ASCII first character: every needle
+        elif any_wide:  # a non-ASCII first character: every needle
             for k in range(count):
                 if c == chars[k][0] and _starts_with(kind, data, n, i, chars[k], lengths[k]):
                     found.append(i)

@@ -8,8 +8,9 @@ import zipfile
 
 import pytest
 
+from leanrpc.core.lexer import lex
 from leanrpc.policy import scan
-from leanrpc.policy.lexer import hidden_spans
+from leanrpc.policy.scan import UNREADABLE
 from testkit import shared_path
 
 REFUSED = [
@@ -77,12 +78,12 @@ REFUSED = [
     # ... and a quote inside a hole ends the string where a plain reading does not:
     # the text after it reads two ways, so it is refused (here it hides an #eval,
     # or, with no candidate at all, a theorem from the axiom check).
-    ('def x := s!"{"\\""}" \n#eval 1', "a string literal", 1, 11),
-    ('def x := s!"{\'"\'}"\n#eval 1', "a string literal", 1, 11),
-    ('def x := s!"a{"}"}"\n#eval 1', "a string literal", 1, 11),
+    ('def x := s!"{"\\""}" \n#eval 1', UNREADABLE, 1, 11),
+    ('def x := s!"{\'"\'}"\n#eval 1', UNREADABLE, 1, 11),
+    ('def x := s!"a{"}"}"\n#eval 1', UNREADABLE, 1, 11),
     (
         'def f : Lean.MetaM Unit := throwError "{"\\""}"\naxiom ax : False\ntheorem t : 2 + 2 = 5 := ax.elim',
-        "a string literal",
+        UNREADABLE,
         1,
         38,
     ),
@@ -142,7 +143,7 @@ def test_proof_text_and_mentions_are_allowed(text):
         ("theorem t : 2 + 2 = 4 := by native_decide", "native_decide"),
         ("theorem t : 2 + 2 = 4 := by decide +native", "native"),
         ("theorem t : True := Lean.ofReduceBool _ _ rfl", "Lean.ofReduceBool"),
-        ("example : Lean.«reduceBool» true = true := rfl", "«reduceBool»"),
+        ("example : Lean.«reduceBool» true = true := rfl", "Lean.«reduceBool»"),
         ("open Lean in example : reduceNat 1 = 1 := rfl", "reduceNat"),
     ],
 )
@@ -155,16 +156,17 @@ def test_native_mentions_in_comments_are_not_native():
     assert scan("-- native_decide would do\ntheorem t : True := trivial").native == ""
 
 
-def test_hidden_spans_read_lean_lexically():
+def test_the_lexer_reads_lean_lexically():
     text = 'a /- b /- c -/ d -/ e -- f\n"g\\"h" \'i\' h\' r#"j"k"# «l m»'
-    kinds = [(text[s:e], kind) for s, e, kind in hidden_spans(text)]
+    kinds = [(text[s:e], kind) for kind, s, e in lex(text)]
     assert kinds == [
-        ("/- b /- c -/ d -/", "block"),
-        ("-- f", "line"),
-        ('"g\\"h"', "string"),
+        ("a", "ident"),
+        ("e", "ident"),
+        ('"g\\"h"', "str"),
         ("'i'", "char"),
+        ("h'", "ident"),
         ('r#"j"k"#', "raw"),
-        ("«l m»", "quoted"),
+        ("«l m»", "ident"),
     ]
 
 

@@ -1,0 +1,383 @@
+"""The one Lean lexer: Lean 4's tokenizer (`src/Lean/Parser/Basic.lean`),
+ported, for every server-side reader of Lean text (the code policy first).
+
+Owns: `lex(text) -> list[Token]` and `LexError` (reason and offset of the
+first place the text cannot be read for certain), `ident_name` (the name an
+identifier token spells, `«»` removed), `line_col`.
+
+Port, function by function (Basic.lean):
+- `whitespace` / `finishCommentBlock`: spaces and newlines, `--` line
+  comments, nested `/- -/` block comments; `/--` and `/-!` doc comments are
+  tokens whose body `finishCommentBlock` reads (emitted as one `doc` token).
+  A tab, an isolated `\\r` or an unterminated comment is an error, as in Lean.
+- `tokenFnAux`, in its order: `"` -> `strLitFnAux` (escapes by
+  `quotedCharCoreFn`, string gaps); `'` not followed by `'` ->
+  `charLitFnAux`; a digit -> `numberFnAux` (`0b`/`0o`/`0x`,
+  `decimalNumberFn` with `parseOptDot`/`parseOptExp`: `1.5`, `2e-3`); a
+  backtick before `isIdFirst`/`«` -> `nameLitAux`; `r` before `#*"` ->
+  `rawStrLitFnAux`; else the token table's longest match and
+  `identFnAux` (`isIdFirst`/`isIdRest`, `«»` parts by
+  `isIdBeginEscape`/`isIdEndEscape`, `.` continuation by `isIdCont`), the
+  token winning when it is at least as long (`isToken`: keywords).
+- `interpolatedStr`: whether a `"` opens one is the parser's choice. A
+  string with a `{` is read both ways; where the readings end in different
+  places, the string is read plainly only after a token that no
+  interpolating parser follows (an operator or opening bracket), and is an
+  error ("ambiguous") anywhere else. Where both agree, the holes' tokens are
+  emitted too (they may be code).
+
+The token table is Lean's plus Mathlib's and not known here, so keywords come
+out as `ident` tokens (the policy compares names) and symbols one character
+each, except where a longer table token could change the lexing that
+follows: a `'` right after a symbol character (Mathlib's `∑'`, `⁻¹'`) is part
+of it unless it reads as a char literal, and a char literal or a comment
+opener glued to a symbol character that might continue a token is an error
+("ambiguous"). Characters whose reading changed between Lean versions
+(Latin-1 and Latin Extended-A letters, `ⱼ`) are an error outside literals.
+
+Pure Python with `re` for the runs (one match per token): the policy's CPU
+budget per snippet is a few tens of microseconds. A second, independent
+transliteration used only by the fuzzer lives in tests/policy/lean_reference.py.
+May import: leanrpc.core.literals (the literal readers).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from .literals import LexError, char_literal_end, escape_end, number_end, plain_string_end
+
+__all__ = ["Token", "LexError", "Lexer", "lex", "ident_name", "line_col"]
+
+IDENT, SYMBOL, HASH, NUM, STR, CHAR, NAME, RAW, DOC, PIECE = (
+    "ident",
+    "symbol",
+    "hash",  # `#` and the identifier characters glued after it (the policy decides)
+    "num",
+    "str",
+    "char",
+    "name",
+    "raw",
+    "doc",
+    "piece",  # a literal part of an interpolated string; the holes are tokens
+)
+
+
+class Token(NamedTuple):
+    kind: str
+    start: int
+    end: int
+
+
+# Lean.isLetterLike / isSubScriptAlnum (Init/Meta): Char.isAlpha is ASCII.
+_LETTER = (
+    "\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb"
+    "\u1f00-\u1ffe\u2100-\u214f\U0001d49c-\U0001d59f"
+)
+_SUB = "\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a"
+_ID_FIRST = f"A-Za-z_{_LETTER}"
+_ID_REST = f"A-Za-z0-9_'!?{_LETTER}{_SUB}"
+# Letters newer Lean versions added to isLetterLike / isSubScriptAlnum.
+_VERSIONED = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f\u2c7c]")
+
+_WS = re.compile(r"(?:[ \n]|\r\n|--[^\n]*)*")
+_ID_PART = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*")
+_ID_FIRST_CHAR = re.compile(f"[{_ID_FIRST}]")
+_ID_REST_CHAR = re.compile(f"[{_ID_REST}]")
+_DIGIT_RUN = re.compile("[0-9]+")
+_SPECIAL = f" \n\r\t{_LETTER}A-Za-z_0-9\"'«`#.\\-/\u00c0-\u017f\u2c7c(){{}}\\[\\],;⟨⟩"
+# Plain tokens, whitespace-terminated groups of them (so a run cut at a mark
+# ends between tokens): identifiers with no `«»` part (not a raw string's
+# `r`), decimal numbers, and symbols nothing glued after could extend.
+_RUN = re.compile(
+    "(?:(?:"
+    f'(?!r#*")[{_ID_FIRST}][{_ID_REST}]*+(?:\\.[{_ID_FIRST}][{_ID_REST}]*+)*+(?![.\u00c0-\u017f\u2c7c])'
+    "|[0-9]++(?![.eExXbBoO_'])"
+    "|[()\\[\\]{}⟨⟩,;]"
+    f"|[^{_SPECIAL}](?!'|--|/-)"
+    "|-(?![-/'])|/(?![-/'])|\\.(?![0-9«'\\-/])"
+    ")*+[ \n]++)*"
+)
+_ID_REST_RUN = re.compile(f"[{_ID_REST}]*")
+_COMMENT_MARK = re.compile(r"/-|-/")
+_PIECE_BODY = re.compile(r'[^"\\{]*')
+_RAW_OPEN = re.compile(r'r(#*)"')
+# Symbol characters that no multi-character token continues through a `'`,
+# `--` or `/-` (brackets and separators): a char literal or comment glued
+# after any other symbol character could be part of a longer token.
+_SAFE_BEFORE = frozenset("()[]{}⟨⟩,;")
+# After these, no parser takes an interpolated string (they end operators or
+# open a bracket): a string with a `{` there is read plainly.
+_PLAIN_AFTER = frozenset("=:,([{⟨+-*/<>≤≥≠∧∨¬↔→←∘|$^•∣∈∉⊆⊂∪∩×")
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and 0-based column (Lean's convention) of `offset`."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1)
+
+
+def ident_name(text: str, token: Token) -> str:
+    """The dotted name an identifier (or name literal) spells, `«»` removed."""
+    raw = text[token.start : token.end].lstrip("`")
+    return raw.replace("«", "").replace("»", "") if "«" in raw else raw
+
+
+def lex(text: str) -> list[Token]:
+    """Every token of `text` in order (comments and whitespace left out), or
+    LexError at the first place Lean's reading is an error or not certain."""
+    lexer = Lexer(text)
+    lexer.fill(len(text))
+    return lexer.out
+
+
+class Lexer:
+    """Lexes `text` lazily: `fill(offset)` reads on until a token starts at
+    or after `offset` (or the text ends); `out` holds the tokens read so far."""
+
+    __slots__ = ("text", "n", "out", "pos", "marks", "mark")
+
+    def __init__(self, text: str, marks: list[int] | None = None) -> None:
+        self.text = text
+        self.n = len(text)
+        self.out: list[Token] = []
+        self.pos = 0
+        # Offsets the caller needs tokens at, sorted: with marks, runs of
+        # plain tokens (identifiers without `«»`, decimal numbers, symbols
+        # that no longer token could continue, spaces) before the next mark
+        # are read by one regex match and not emitted (`_RUN`; the same
+        # boundaries as token by token). Without marks every token is emitted.
+        self.marks = marks
+        self.mark = 0
+
+    def fill(self, offset: int) -> None:
+        out, n = self.out, self.n
+        while self.pos < n and (not out or out[-1].start < offset):
+            self.step(skip=True)
+
+    def step(self, skip: bool) -> None:
+        """Reads one token (after a run of plain ones when `skip`)."""
+        pos, text = self.pos, self.text
+        marks = self.marks
+        if skip and marks is not None:
+            k = self.mark
+            while k < len(marks) and marks[k] < pos:
+                k += 1
+            self.mark = k
+            limit = marks[k] if k < len(marks) else self.n
+            if limit > pos:
+                pos = _RUN.match(text, pos, limit).end()
+        pos = self.whitespace(pos)
+        if pos < self.n:
+            pos = self.token(pos, text[pos])
+        self.pos = pos
+
+    def get(self, i: int, exact: bool = False) -> Token | None:
+        """Token `i` of those emitted, reading on as needed (every token from
+        here when `exact`, for a construct's next tokens); None past the end."""
+        out = self.out
+        while i >= len(out) and self.pos < self.n:
+            self.step(skip=not exact)
+        return out[i] if i < len(out) else None
+
+    def tokens(self, pos: int, hole: bool) -> int:
+        """Tokens from `pos` to the end, or (in an interpolation hole) to the
+        `}` that closes it, whose offset is returned."""
+        text, n = self.text, self.n
+        depth = 0
+        while True:
+            pos = self.whitespace(pos)
+            if pos >= n:
+                if hole:
+                    raise LexError("an unterminated interpolated string", pos)
+                return pos
+            c = text[pos]
+            if hole and c in "{}":
+                if c == "}" and depth == 0:
+                    return pos
+                depth += 1 if c == "{" else -1
+            pos = self.token(pos, c)
+
+    def whitespace(self, pos: int) -> int:
+        """Lean's `whitespace`: spaces, newlines, line and block comments."""
+        text = self.text
+        while True:
+            pos = _WS.match(text, pos).end()
+            if pos >= self.n:
+                return pos
+            c = text[pos]
+            if (
+                c == "/"
+                and text.startswith("/-", pos)
+                and text[pos + 2 : pos + 3] not in ("-", "!")
+            ):
+                pos = self.comment_end(pos, pos + 2)
+                continue
+            if c == "\t":
+                raise LexError("a tab (Lean refuses tabs)", pos)
+            if c == "\r":
+                raise LexError("an isolated carriage return", pos)
+            return pos
+
+    def comment_end(self, start: int, pos: int) -> int:
+        """`finishCommentBlock 1` from `pos`: just past the closing `-/`."""
+        depth = 1
+        for mark in _COMMENT_MARK.finditer(self.text, pos):
+            depth += 1 if mark.group() == "/-" else -1
+            if depth == 0:
+                return mark.end()
+        raise LexError("an unterminated comment", start)
+
+    def emit(self, kind: str, start: int, end: int) -> int:
+        self.out.append(Token(kind, start, end))
+        return end
+
+    def token(self, pos: int, c: str) -> int:
+        """`tokenFnAux` at `pos` (whitespace already skipped)."""
+        text = self.text
+        if c == '"':
+            return self.string(pos)
+        if c == "'" and text[pos + 1 : pos + 2] != "'":
+            return self.char(pos)
+        if "0" <= c <= "9":
+            out = self.out
+            if (
+                len(out) > 1
+                and out[-1].end == pos
+                and text[out[-1].start] == "."
+                and out[-2].end == out[-1].start
+            ):
+                # `p.2.1`: the term parser reads a field index (`fieldIdxFn`), digits only
+                return self.emit(NUM, pos, _DIGIT_RUN.match(text, pos).end())
+            return self.emit(NUM, pos, number_end(text, pos))
+        if (
+            c == "`"
+            and pos + 1 < self.n
+            and (text[pos + 1] == "«" or _ID_FIRST_CHAR.match(text, pos + 1))
+        ):
+            return self.emit(NAME, pos, self.ident_end(pos + 1))
+        if c == "r":
+            raw = _RAW_OPEN.match(text, pos)
+            if raw is not None:  # rawStrLitFnAux
+                close = '"' + raw.group(1)
+                found = text.find(close, raw.end())
+                if found < 0:
+                    raise LexError("an unterminated raw string literal", pos)
+                return self.emit(RAW, pos, found + len(close))
+        if c == "«" or _ID_FIRST_CHAR.match(c):
+            return self.emit(IDENT, pos, self.ident_end(pos))
+        if c == "/" and text.startswith("/-", pos):
+            # `/--` or `/-!`: a token, then `whitespace`, then the body
+            # (`commentBody` = finishCommentBlock 1): one `doc` token.
+            return self.emit(DOC, pos, self.comment_end(pos, self.whitespace(pos + 3)))
+        if _VERSIONED.match(c):
+            raise LexError(f"the character {c!r}, read differently by Lean versions", pos)
+        return self.symbol(pos, c)
+
+    def ident_end(self, pos: int) -> int:
+        """`identFnAux`: parts (`«…»` or isIdFirst isIdRest*) joined by `.`."""
+        text, n = self.text, self.n
+        while True:
+            if text[pos] == "«":
+                close = text.find("»", pos + 1)
+                if close < 0:
+                    raise LexError("an unterminated identifier escape", pos)
+                pos = close + 1
+            else:
+                pos = _ID_PART.match(text, pos).end()
+            if pos + 1 < n and text[pos] == ".":  # isIdCont
+                nxt = text[pos + 1]
+                if nxt == "«" or _ID_FIRST_CHAR.match(nxt):
+                    pos += 1
+                    continue
+            if pos < n and _VERSIONED.match(text, pos):
+                raise LexError(
+                    f"the character {text[pos]!r}, read differently by Lean versions", pos
+                )
+            return pos
+
+    def symbol(self, pos: int, c: str) -> int:
+        """One symbol character (the token table's longest match is not known
+        here). What follows it is read as Lean reads it after a one-character
+        token, unless a longer token could change that reading: then a
+        known token (`∑'`, `⁻¹'`) or an error."""
+        text = self.text
+        end = pos + 1
+        if c == "#":  # `#eval`, `#check`, `#[`, `#S`: the longest match is the policy's call
+            return self.emit(HASH, pos, _ID_REST_RUN.match(text, end).end())
+        if c == "'":  # `''` (Mathlib's image): not a char literal (tokenFnAux)
+            return self.emit(SYMBOL, pos, end + 1 if text[end : end + 1] == "'" else end)
+        if c in _SAFE_BEFORE:
+            return self.emit(SYMBOL, pos, end)
+        nxt = text[end : end + 2]
+        if nxt[:1] == "'":
+            glued = [t for t in PRIME_TOKENS if text.startswith(t, end + 1 - len(t))]
+            if glued and char_literal_end(text, end) is None:
+                return self.emit(SYMBOL, pos, end + 1)
+            raise LexError("a char literal glued to a symbol that may be a longer token", end)
+        if nxt in ("--", "/-"):
+            raise LexError("a comment glued to a symbol that may be a longer token", end)
+        return self.emit(SYMBOL, pos, end)
+
+    def char(self, pos: int) -> int:
+        end = char_literal_end(self.text, pos)
+        if end is None:
+            raise LexError("a malformed character literal", pos)
+        return self.emit(CHAR, pos, end)
+
+    def string(self, pos: int) -> int:
+        """`strLitFnAux`, and the `interpolatedStr` reading where they may differ."""
+        plain_end = plain_string_end(self.text, pos)
+        if self.text.find("{", pos, plain_end) < 0:
+            return self.emit(STR, pos, plain_end)
+        mark = len(self.out)
+        try:
+            interp_end = self.interpolated(pos)
+        except LexError:
+            interp_end = -1
+        if interp_end == plain_end:
+            return plain_end  # both readings agree: pieces and hole tokens emitted
+        del self.out[mark:]
+        if self.plain_context(mark):
+            return self.emit(STR, pos, plain_end)
+        raise LexError(
+            "a string literal whose end depends on whether it is interpolated (a quote in a `{…}`)",
+            pos,
+        )
+
+    def plain_context(self, mark: int) -> bool:
+        """Whether the token before the string is one no interpolating parser follows."""
+        if not mark:
+            return False
+        prev = self.out[mark - 1]
+        return (
+            prev.kind == SYMBOL
+            and prev.end - prev.start == 1
+            and self.text[prev.start] in _PLAIN_AFTER
+        )
+
+    def interpolated(self, pos: int) -> int:
+        """`interpolatedStrFn`: pieces and `{term}` holes; the end offset."""
+        text, n = self.text, self.n
+        piece = pos
+        pos += 1
+        while True:
+            pos = _PIECE_BODY.match(text, pos).end()
+            if pos >= n:
+                raise LexError("an unterminated string literal", piece)
+            c = text[pos]
+            if c == '"':
+                self.emit(PIECE, piece, pos + 1)
+                return pos + 1
+            if c == "\\":
+                pos = escape_end(text, pos, in_string=True, braces=True)
+                continue
+            self.emit(PIECE, piece, pos + 1)  # `{`: a hole, lexed as tokens up to its `}`
+            piece = self.tokens(pos + 1, hole=True)
+            pos = piece + 1
+
+
+# Tokens of Lean's and Mathlib's tables that end in a `'` after a symbol
+# character (tsum, tprod, preimage): the `'` is theirs, not a char literal.
+PRIME_TOKENS = ("∑'", "∏'", "⁻¹'")
