@@ -86,6 +86,8 @@ _ID_PART = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*")
 _ID_FIRST_CHAR = re.compile(f"[{_ID_FIRST}]")
 _ID_REST_CHAR = re.compile(f"[{_ID_REST}]")
 _DIGIT_RUN = re.compile("[0-9]+")
+_GLUED = re.compile(r"[^ \n\t\r]*")
+_OPENERS = re.compile("[\"'«`]|--|/-")
 _SPECIAL = f" \n\r\t{_LETTER}A-Za-z_0-9\"'«`#.\\-/\u00c0-\u017f\u2c7c(){{}}\\[\\],;⟨⟩"
 # Plain tokens, whitespace-terminated groups of them (so a run cut at a mark
 # ends between tokens): identifiers with no `«»` part (not a raw string's
@@ -99,7 +101,7 @@ _RUN = re.compile(
     "|-(?![-/'])|/(?![-/'])|\\.(?![0-9«'\\-/])"
     ")*+[ \n]++)*"
 )
-_ID_REST_RUN = re.compile(f"[{_ID_REST}]*")
+_HASH_WORD = re.compile("[A-Za-z0-9_!?]*")
 _COMMENT_MARK = re.compile(r"/-|-/")
 _PIECE_BODY = re.compile(r'[^"\\{]*')
 _RAW_OPEN = re.compile(r'r(#*)"')
@@ -249,7 +251,7 @@ class Lexer:
                 and out[-2].end == out[-1].start
             ):
                 # `p.2.1`: the term parser reads a field index (`fieldIdxFn`), digits only
-                return self.emit(NUM, pos, _DIGIT_RUN.match(text, pos).end())
+                return self.emit(NUM, pos, self.field_index_end(pos))
             return self.emit(NUM, pos, number_end(text, pos))
         if (
             c == "`"
@@ -274,6 +276,24 @@ class Lexer:
         if _VERSIONED.match(c):
             raise LexError(f"the character {c!r}, read differently by Lean versions", pos)
         return self.symbol(pos, c)
+
+    def field_index_end(self, pos: int) -> int:
+        """`fieldIdxFn` after a glued `.`. Where a numeral would read further
+        (`p.2.1`, `x.5e3elab`: whether the parser takes a field index is its
+        call), the two readings may split the glued text differently: that is
+        fine only when it holds no mark and nothing that opens a literal."""
+        text = self.text
+        end = _DIGIT_RUN.match(text, pos).end()
+        try:
+            longer = number_end(text, pos)
+        except LexError:
+            longer = -1
+        if longer != end:
+            stop = _GLUED.match(text, pos).end()
+            marks = self.marks or ()
+            if any(pos <= m < stop for m in marks) or _OPENERS.search(text, pos, stop):
+                raise LexError("a field index glued to text a numeral would read otherwise", pos)
+        return end
 
     def ident_end(self, pos: int) -> int:
         """`identFnAux`: parts (`«…»` or isIdFirst isIdRest*) joined by `.`."""
@@ -304,8 +324,16 @@ class Lexer:
         known token (`∑'`, `⁻¹'`) or an error."""
         text = self.text
         end = pos + 1
-        if c == "#":  # `#eval`, `#check`, `#[`, `#S`: the longest match is the policy's call
-            return self.emit(HASH, pos, _ID_REST_RUN.match(text, end).end())
+        if c == "#":
+            # A lowercase word after `#` may be a command (`#eval`, `#check`):
+            # the whole ASCII word is one `hash` token, and the policy allows
+            # it only when it is exactly a read-only command (Lean's longest
+            # match would take a command prefix of it). Anything else (`#[`,
+            # `#S`, `#1`) is `#` alone, then a token start, as Lean reads it.
+            nxt = text[end : end + 1]
+            if nxt == "_" or "a" <= nxt <= "z":
+                return self.emit(HASH, pos, _HASH_WORD.match(text, end).end())
+            return self.emit(HASH, pos, end)
         if c == "'":  # `''` (Mathlib's image): not a char literal (tokenFnAux)
             return self.emit(SYMBOL, pos, end + 1 if text[end : end + 1] == "'" else end)
         if c in _SAFE_BEFORE:

@@ -242,10 +242,10 @@ class _Reader:
                 depth += 1
             elif token.kind == SYMBOL and word in ("]", ")", "}", "⟩"):
                 if depth == 0:
-                    return (
-                        None
-                        if not expect_name
-                        else self.refused("attribute", token.start, "an empty attribute")
+                    if word == "]" and not expect_name:
+                        return None
+                    return self.refused(
+                        "attribute", token.start, "an attribute list the policy cannot read"
                     )
                 depth -= 1
             elif depth == 0 and token.kind == SYMBOL and word == ",":
@@ -293,10 +293,8 @@ class _Reader:
 
 
 def _hash_allowed(word: str) -> bool:
-    if word == "#" or word in ALLOWED_HASH:
-        return True
-    first = word[1]
-    return not ("a" <= first <= "z" or first == "_")
+    """`#` alone (notation: `#[…]`, `#S`) or exactly a read-only command."""
+    return word == "#" or word in ALLOWED_HASH
 
 
 def _option_allowed(name: str) -> bool:
