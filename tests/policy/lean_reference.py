@@ -10,9 +10,15 @@ function, a fixed token table (`TOKENS`) standing in for Lean's plus
 Mathlib's. `read(text)` returns `(tokens, error_offset)`: tokens as
 `(kind, start, end, value)`, kind one of atom/ident/num/str/char/name, and the
 offset of the first lexing error (None when the whole text reads).
+`code_running(text)` applies the policy's rules (its lists) to this reading:
+the fuzzer and the hostile REPL (lean_forging_repl.py) judge by it.
 """
 
 from __future__ import annotations
+
+from leanrpc.policy import ALLOWED_ATTRIBUTES, ALLOWED_HASH, REFUSED_COMMANDS
+from leanrpc.policy.lists import NATIVE_NAMES
+from leanrpc.policy.scan import _option_allowed
 
 TOKENS = frozenset(
     {
@@ -395,3 +401,48 @@ def read_recovering(text: str) -> tuple[list[tuple[str, int, int, str]], list[in
         errors.append(error + start)
         start = error + start + 1
     return tokens, errors
+
+
+def dangers(tokens) -> list[str]:
+    """What the reference reads as code that runs (the policy's rules, applied
+    to the reference's tokens)."""
+    found = []
+    for k, (kind, _start, _end, value) in enumerate(tokens):
+        nxt = tokens[k + 1] if k + 1 < len(tokens) else None
+        if kind == "atom" and value in REFUSED_COMMANDS:
+            found.append(value)
+        elif kind == "atom" and value.startswith("#") and len(value) > 1 and value != "#[":
+            if value not in ALLOWED_HASH:
+                found.append(value)
+        elif kind == "atom" and value == "set_option":
+            name = nxt[3].replace("«", "").replace("»", "") if nxt else ""
+            if nxt is None or nxt[0] != "ident" or not _option_allowed(name):
+                found.append(f"set_option {name}")
+        elif kind == "atom" and (value == "@[" or (value == "attribute" and nxt and nxt[3] == "[")):
+            rest = tokens[k + 1 :] if value == "@[" else tokens[k + 2 :]
+            expect_name = True  # each instance's name: after `[` or `,`, `local`/`scoped`
+            for inner in rest:
+                if inner[3] == "]":
+                    break
+                if inner[3] == ",":
+                    expect_name = True
+                elif expect_name and inner[3] not in ("local", "scoped", "-"):
+                    if inner[3] not in ALLOWED_ATTRIBUTES:
+                        found.append(f"attribute {inner[3]}")
+                    expect_name = False
+    return found
+
+
+def native_names(tokens) -> bool:
+    return any(
+        kind in ("ident", "atom")
+        and value.replace("«", "").replace("»", "").rsplit(".", 1)[-1] in NATIVE_NAMES
+        for kind, _s, _e, value in tokens
+    )
+
+
+def code_running(text: str) -> list[str]:
+    """What Lean would run (or take natively) in `text`, as this reading
+    finds it, recovery included: the constructs, or [] when none."""
+    tokens, _errors = read_recovering(text)
+    return dangers(tokens) + (["native"] if native_names(tokens) else [])

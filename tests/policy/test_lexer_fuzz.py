@@ -22,11 +22,9 @@ import re
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from lean_reference import is_id_first, read, read_recovering
+from lean_reference import dangers, is_id_first, native_names, read, read_recovering
 from leanrpc.core.lexer import LexError, lex
-from leanrpc.policy import ALLOWED_ATTRIBUTES, ALLOWED_HASH, REFUSED_COMMANDS, scan
-from leanrpc.policy.lists import NATIVE_NAMES
-from leanrpc.policy.scan import _option_allowed
+from leanrpc.policy import scan
 
 PIECES = [
     # keywords and commands
@@ -49,44 +47,6 @@ PIECES = [
 soups = st.lists(st.sampled_from(PIECES), min_size=1, max_size=24).map("".join)
 
 
-def _dangers(tokens) -> list[str]:
-    """What the reference reads as code that runs (the policy's rules, applied
-    to the reference's tokens)."""
-    found = []
-    for k, (kind, _start, _end, value) in enumerate(tokens):
-        nxt = tokens[k + 1] if k + 1 < len(tokens) else None
-        if kind == "atom" and value in REFUSED_COMMANDS:
-            found.append(value)
-        elif kind == "atom" and value.startswith("#") and len(value) > 1 and value != "#[":
-            if value not in ALLOWED_HASH:
-                found.append(value)
-        elif kind == "atom" and value == "set_option":
-            name = nxt[3].replace("«", "").replace("»", "") if nxt else ""
-            if nxt is None or nxt[0] != "ident" or not _option_allowed(name):
-                found.append(f"set_option {name}")
-        elif kind == "atom" and (value == "@[" or (value == "attribute" and nxt and nxt[3] == "[")):
-            rest = tokens[k + 1 :] if value == "@[" else tokens[k + 2 :]
-            expect_name = True  # each instance's name: after `[` or `,`, `local`/`scoped`
-            for inner in rest:
-                if inner[3] == "]":
-                    break
-                if inner[3] == ",":
-                    expect_name = True
-                elif expect_name and inner[3] not in ("local", "scoped", "-"):
-                    if inner[3] not in ALLOWED_ATTRIBUTES:
-                        found.append(f"attribute {inner[3]}")
-                    expect_name = False
-    return found
-
-
-def _native(tokens) -> bool:
-    return any(
-        kind in ("ident", "atom")
-        and value.replace("«", "").replace("»", "").rsplit(".", 1)[-1] in NATIVE_NAMES
-        for kind, _s, _e, value in tokens
-    )
-
-
 def _spans(text: str) -> tuple[set, set] | None:
     mine = lex(text)
     ref, error = read(text)
@@ -104,8 +64,8 @@ def check(text: str) -> None:
     if verdict.refused:
         return  # failing closed is always an answer
     tokens, errors = read_recovering(text)
-    assert not _dangers(tokens), (text, _dangers(tokens))
-    if _native(tokens):
+    assert not dangers(tokens), (text, dangers(tokens))
+    if native_names(tokens):
         assert verdict.native, text
     if "#" in text or "{" in text or re.search(r"\.[0-9]", text):
         return  # `#`-words, interpolation and field indices: the parser's, not the tokenizer's

@@ -138,7 +138,7 @@ class Lexer:
     """Lexes `text` lazily: `fill(offset)` reads on until a token starts at
     or after `offset` (or the text ends); `out` holds the tokens read so far."""
 
-    __slots__ = ("text", "n", "out", "pos", "marks", "mark")
+    __slots__ = ("text", "n", "out", "pos", "marks", "mark", "run_end")
 
     def __init__(self, text: str, marks: list[int] | None = None) -> None:
         self.text = text
@@ -152,6 +152,7 @@ class Lexer:
         # boundaries as token by token). Without marks every token is emitted.
         self.marks = marks
         self.mark = 0
+        self.run_end = -1  # where the last run of plain tokens ended (spaces included)
 
     def fill(self, offset: int) -> None:
         out, n = self.out, self.n
@@ -169,7 +170,9 @@ class Lexer:
             self.mark = k
             limit = marks[k] if k < len(marks) else self.n
             if limit > pos:
-                pos = _RUN.match(text, pos, limit).end()
+                run = _RUN.match(text, pos, limit).end()
+                if run > pos:
+                    pos = self.run_end = run
         pos = self.whitespace(pos)
         if pos < self.n:
             pos = self.token(pos, text[pos])
@@ -367,22 +370,28 @@ class Lexer:
         if interp_end == plain_end:
             return plain_end  # both readings agree: pieces and hole tokens emitted
         del self.out[mark:]
-        if self.plain_context(mark):
+        if self.plain_context(mark, pos):
             return self.emit(STR, pos, plain_end)
         raise LexError(
             "a string literal whose end depends on whether it is interpolated (a quote in a `{…}`)",
             pos,
         )
 
-    def plain_context(self, mark: int) -> bool:
-        """Whether the token before the string is one no interpolating parser follows."""
-        if not mark:
-            return False
-        prev = self.out[mark - 1]
+    def plain_context(self, mark: int, pos: int) -> bool:
+        """Whether the token before the string at `pos` is one no
+        interpolating parser follows (a one-character operator or opener)."""
+        text = self.text
+        last = self.out[mark - 1] if mark else None
+        if self.run_end > (last.end if last else -1):  # it ended a run of plain tokens
+            if text[self.run_end : pos].strip(" \n"):
+                return False  # a comment in between: not worth reading back
+            tail = text[: self.run_end].rstrip(" \n")
+            return bool(tail) and tail[-1] in _PLAIN_AFTER
         return (
-            prev.kind == SYMBOL
-            and prev.end - prev.start == 1
-            and self.text[prev.start] in _PLAIN_AFTER
+            last is not None
+            and last.kind == SYMBOL
+            and last.end - last.start == 1
+            and text[last.start] in _PLAIN_AFTER
         )
 
     def interpolated(self, pos: int) -> int:
