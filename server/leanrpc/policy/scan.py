@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..core.lexer import HASH, IDENT, STR, SYMBOL, Lexer, LexError, Token, ident_name, line_col
+from ..core.lexer import DOC, HASH, IDENT, STR, SYMBOL, Lexer, LexError, Token, ident_name, line_col
 from .lexer import positions
 from .lists import (
     ALLOWED_ATTRIBUTES,
@@ -189,9 +189,13 @@ class _Reader:
         if raw == "set_option":
             return self.option(i + 1)
         if raw == "attribute":
-            nxt = self.lexer.get(i + 1, exact=True)
+            i += 1
+            nxt = self.lexer.get(i, exact=True)
+            while nxt is not None and nxt.kind == DOC:  # read as if the doc comment were not there
+                i += 1
+                nxt = self.lexer.get(i, exact=True)
             if nxt is not None and text[nxt.start : nxt.end] == "[":
-                return self.attributes(i + 2)
+                return self.attributes(i + 1)
             return None
         if raw in NOTATION_COMMANDS:
             return self.notation(i + 1)
