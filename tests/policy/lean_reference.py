@@ -386,21 +386,20 @@ def read(text: str) -> tuple[list[tuple[str, int, int, str]], int | None]:
         return reader.out, error.pos
 
 
-def read_recovering(text: str) -> tuple[list[tuple[str, int, int, str]], list[int]]:
+def read_recovering(text: str) -> list[list[tuple[str, int, int, str]]]:
     """`read`, resumed one character past each lexing error, as Lean's
-    `parseCommand` resumes past a failed token (`consumeInput`): every token
-    Lean may read, and every error offset."""
-    tokens: list[tuple[str, int, int, str]] = []
-    errors: list[int] = []
+    `parseCommand` resumes past a failed token (`consumeInput`): the tokens
+    Lean may read, one list per stretch between errors (a construct does not
+    span an error: the command it began failed there)."""
+    segments: list[list[tuple[str, int, int, str]]] = []
     start = 0
     while start < len(text):
         found, error = read(text[start:])
-        tokens += [(kind, s + start, e + start, value) for kind, s, e, value in found]
+        segments.append([(kind, s + start, e + start, value) for kind, s, e, value in found])
         if error is None:
             break
-        errors.append(error + start)
         start = error + start + 1
-    return tokens, errors
+    return segments
 
 
 def dangers(tokens) -> list[str]:
@@ -444,5 +443,7 @@ def native_names(tokens) -> bool:
 def code_running(text: str) -> list[str]:
     """What Lean would run (or take natively) in `text`, as this reading
     finds it, recovery included: the constructs, or [] when none."""
-    tokens, _errors = read_recovering(text)
-    return dangers(tokens) + (["native"] if native_names(tokens) else [])
+    found: list[str] = []
+    for tokens in read_recovering(text):
+        found += dangers(tokens) + (["native"] if native_names(tokens) else [])
+    return found

@@ -63,10 +63,10 @@ def check(text: str) -> None:
     verdict = scan(text)
     if verdict.refused:
         return  # failing closed is always an answer
-    tokens, errors = read_recovering(text)
-    assert not dangers(tokens), (text, dangers(tokens))
-    if native_names(tokens):
-        assert verdict.native, text
+    for tokens in read_recovering(text):
+        assert not dangers(tokens), (text, dangers(tokens))
+        if native_names(tokens):
+            assert verdict.native, text
     if "#" in text or "{" in text or re.search(r"\.[0-9]", text):
         return  # `#`-words, interpolation and field indices: the parser's, not the tokenizer's
     try:

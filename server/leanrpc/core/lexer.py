@@ -88,18 +88,14 @@ _ID_REST_CHAR = re.compile(f"[{_ID_REST}]")
 _DIGIT_RUN = re.compile("[0-9]+")
 _GLUED = re.compile(r"[^ \n\t\r]*")
 _OPENERS = re.compile("[\"'«`]|--|/-")
-_SPECIAL = f" \n\r\t{_LETTER}A-Za-z_0-9\"'«`#.\\-/\u00c0-\u017f\u2c7c(){{}}\\[\\],;⟨⟩"
-# Plain tokens, whitespace-terminated groups of them (so a run cut at a mark
-# ends between tokens): identifiers with no `«»` part (not a raw string's
-# `r`), decimal numbers, and symbols nothing glued after could extend.
-_RUN = re.compile(
-    "(?:(?:"
-    f'(?!r#*")[{_ID_FIRST}][{_ID_REST}]*+(?:\\.[{_ID_FIRST}][{_ID_REST}]*+)*+(?![.\u00c0-\u017f\u2c7c])'
-    "|[0-9]++(?![.eExXbBoO_'])"
-    "|[()\\[\\]{}⟨⟩,;]"
-    f"|[^{_SPECIAL}](?!'|--|/-)"
-    "|-(?![-/'])|/(?![-/'])|\\.(?![0-9«'\\-/])"
-    ")*+[ \n]++)*"
+# A run of text that holds no literal or comment opener (`"`, a `'` that
+# could open a char literal, `«`, a backtick, `--`, `/-`), no tab or `\r`, no
+# versioned letter: whatever its tokens, every space in it lies between
+# tokens, in Lean's reading and in any reading Lean's error recovery resumes
+# (one token or character on, never inside a literal). So a run cut at its
+# last space before the next mark ends on a token boundary.
+_PLAIN = re.compile(
+    "(?:[^\"'«`\\-/\t\r\u00c0-\u017f\u2c7c]|-(?!-)|/(?!-)|'(?!(?s:.)'|\\\\))*"
 )
 _HASH_WORD = re.compile("[A-Za-z0-9_!?]*")
 _COMMENT_MARK = re.compile(r"/-|-/")
@@ -170,9 +166,10 @@ class Lexer:
             self.mark = k
             limit = marks[k] if k < len(marks) else self.n
             if limit > pos:
-                run = _RUN.match(text, pos, limit).end()
-                if run > pos:
-                    pos = self.run_end = run
+                end = _PLAIN.match(text, pos, limit).end()
+                cut = max(text.rfind(" ", pos, end), text.rfind("\n", pos, end)) + 1
+                if cut > pos:
+                    pos = self.run_end = cut
         pos = self.whitespace(pos)
         if pos < self.n:
             pos = self.token(pos, text[pos])
