@@ -4,6 +4,8 @@
     headers  snippet -> imports / preamble / body
     trie     prefix trie over command texts (reuse of REPL work)
     leantext where Lean comments and string literals end (pure Python)
+    lexer    Lean's tokenizer ported (Basic.lean): the code policy's reading
+    literals its literal readers (numbers, strings, escapes, chars)
 
 Each facade module loads its compiled twin from leanrpc._native and exposes
 IMPLEMENTATION ("native" or "python"); the pure-Python twins (*_py) load
