@@ -88,14 +88,15 @@ _ID_REST_CHAR = re.compile(f"[{_ID_REST}]")
 _DIGIT_RUN = re.compile("[0-9]+")
 _GLUED = re.compile(r"[^ \n\t\r]*")
 _OPENERS = re.compile("[\"'«`]|--|/-")
-# A run of text that holds no literal or comment opener (`"`, a `'` that
-# could open a char literal, `«`, a backtick, `--`, `/-`), no tab or `\r`, no
+# A run of text that holds no literal or comment opener (`"`, `«`, a
+# backtick, `--`, `/-`, a `'` with one of those or a `'` or `\\` in the three
+# characters a char literal, or its error, would take), no tab or `\r`, no
 # versioned letter: whatever its tokens, every space in it lies between
 # tokens, in Lean's reading and in any reading Lean's error recovery resumes
-# (one token or character on, never inside a literal). So a run cut at its
-# last space before the next mark ends on a token boundary.
+# (a token or at most three characters on, never inside a literal). So a run
+# cut at its last space before the next mark ends on a token boundary.
 _PLAIN = re.compile(
-    "(?:[^\"'«`\\-/\t\r\u00c0-\u017f\u2c7c]|-(?!-)|/(?!-)|'(?!(?s:.)'|\\\\))*"
+    "(?:[^\"'«`\\-/\t\r\u00c0-\u017f\u2c7c]|-(?!-)|/(?!-)|'(?![\\s\\S]{0,2}[-/'\"«`\\\\]))*"
 )
 _HASH_WORD = re.compile("[A-Za-z0-9_!?]*")
 _COMMENT_MARK = re.compile(r"/-|-/")
