@@ -89,14 +89,16 @@ _DIGIT_RUN = re.compile("[0-9]+")
 _GLUED = re.compile(r"[^ \n\t\r]*")
 _OPENERS = re.compile("[\"'«`]|--|/-")
 # A run of text that holds no literal or comment opener (`"`, `«`, a
-# backtick, `--`, `/-`, a `'` with one of those or a `'` or `\\` in the three
-# characters a char literal, or its error, would take), no tab or `\r`, no
-# versioned letter: whatever its tokens, every space in it lies between
-# tokens, in Lean's reading and in any reading Lean's error recovery resumes
-# (a token or at most three characters on, never inside a literal). So a run
-# cut at its last space before the next mark ends on a token boundary.
+# backtick, `--`, `/-`, a `'` that is not a prime after an ASCII letter of a
+# name: a char literal's error would resume past its next characters and
+# could split a name into a keyword), no `0x`/`0b`/`0o` numeral, no tab or
+# `\r`, no versioned letter: whatever its tokens, every space in it lies
+# between tokens, in Lean's reading and in any reading Lean's error recovery
+# resumes (a token or a character on). So a run cut at its last space before
+# the next mark ends on a token boundary.
 _PLAIN = re.compile(
-    "(?:[^\"'«`\\-/\t\r\u00c0-\u017f\u2c7c]|-(?!-)|/(?!-)|'(?![\\s\\S]{0,2}[-/'\"«`\\\\]))*"
+    "(?:[^\"'«`\\-/0\t\r\u00c0-\u017f\u2c7c]|-(?!-)|/(?!-)|0(?![xXbBoO])"
+    "|(?<=[A-Za-z_'])(?<![0-9][eE])')*"
 )
 _HASH_WORD = re.compile("[A-Za-z0-9_!?]*")
 _COMMENT_MARK = re.compile(r"/-|-/")
