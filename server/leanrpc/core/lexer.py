@@ -1,9 +1,11 @@
 """The one Lean lexer: Lean 4's tokenizer (`src/Lean/Parser/Basic.lean`),
 ported, for every server-side reader of Lean text (the code policy first).
 
-Owns: `lex(text) -> list[Token]` and `LexError` (reason and offset of the
-first place the text cannot be read for certain), `ident_name` (the name an
-identifier token spells, `«»` removed), `line_col`.
+Owns: `lex(text) -> list[Token]`, `Lexer` (the same, lazily, emitting
+tokens only where the caller marks: leanrpc.policy.scan) and `LexError`
+(reason and offset of the first place the text cannot be read for
+certain), `ident_name` (the name an identifier token spells, `«»` removed),
+`line_col`.
 
 Port, function by function (Basic.lean):
 - `whitespace` / `finishCommentBlock`: spaces and newlines, `--` line
@@ -27,16 +29,21 @@ Port, function by function (Basic.lean):
   emitted too (they may be code).
 
 The token table is Lean's plus Mathlib's and not known here, so keywords come
-out as `ident` tokens (the policy compares names) and symbols one character
-each, except where a longer table token could change the lexing that
-follows: a `'` right after a symbol character (Mathlib's `∑'`, `⁻¹'`) is part
-of it unless it reads as a char literal, and a char literal or a comment
-opener glued to a symbol character that might continue a token is an error
-("ambiguous"). Characters whose reading changed between Lean versions
-(Latin-1 and Latin Extended-A letters, `ⱼ`) are an error outside literals.
+out as `ident` tokens (the policy compares names), `#` and a lowercase word
+glued to it as one `hash` token (the policy allows only exact read-only
+commands), and symbols one character each, except where a longer table token
+could change the lexing that follows: a `'` after `∑`, `⁻¹` (Mathlib's `∑'`,
+`⁻¹'`) or `'` (`''`) that is no char literal is part of it, and any other
+char literal or comment opener glued to a symbol character that might
+continue a token is an error ("ambiguous"). A number after a glued `.` is a
+field index (`fieldIdxFn`), digits only; where a numeral would read further,
+the glued text must hold no mark and no literal opener. Characters whose
+reading changed between Lean versions (Latin-1 and Latin Extended-A letters,
+`ⱼ`) are an error outside literals.
 
-Pure Python with `re` for the runs (one match per token): the policy's CPU
-budget per snippet is a few tens of microseconds. A second, independent
+Pure Python with `re` (one match per token, and one per run of text with no
+literal or comment opener, `_PLAIN`): the policy's CPU budget per snippet is
+a few tens of microseconds. A second, independent
 transliteration used only by the fuzzer lives in tests/policy/lean_reference.py.
 May import: leanrpc.core.literals (the literal readers).
 """
@@ -144,11 +151,11 @@ class Lexer:
         self.n = len(text)
         self.out: list[Token] = []
         self.pos = 0
-        # Offsets the caller needs tokens at, sorted: with marks, runs of
-        # plain tokens (identifiers without `«»`, decimal numbers, symbols
-        # that no longer token could continue, spaces) before the next mark
-        # are read by one regex match and not emitted (`_RUN`; the same
-        # boundaries as token by token). Without marks every token is emitted.
+        # Offsets the caller needs tokens at, sorted: with marks, a run of
+        # text before the next mark that holds no literal or comment opener
+        # (`_PLAIN`) is passed over by one regex match, up to its last space
+        # (a token boundary in every reading), and its tokens are not
+        # emitted. Without marks every token is emitted.
         self.marks = marks
         self.mark = 0
         self.run_end = -1  # where the last run of plain tokens ended (spaces included)
