@@ -12,13 +12,20 @@ policy does not know is refused, not passed:
 - ALLOWED_OPTIONS: `set_option` names (a prefix ends with `.`).
 Blocklists stay only where Lean's grammar is open-ended:
 - REFUSED_COMMANDS: keywords that run the snippet's own code or define
-  syntax; the tactics and terms generated from Lean's and Mathlib's sources
-  (leanrpc.policy.generated, by tools/gen_code_tactics.py) are added to it;
+  syntax, typed here, and the tactics, terms and commands generated from
+  Lean's and Mathlib's sources (leanrpc.policy.generated, written by
+  tools/gen_code_tactics.py: its header names the source revisions read);
+  a generated token that is an identifier glued to a symbol (Mathlib's
+  `eval%`) goes to GLUED_COMMANDS instead, keyed by its identifier part;
 - NATIVE_NAMES: names of native evaluation (answered by the axiom rule).
-May import: nothing.
+May import: leanrpc.policy.generated (data).
 """
 
 from __future__ import annotations
+
+import re
+
+from .generated import CODE_TACTICS
 
 ALLOWED_HASH = frozenset(
     {
@@ -110,7 +117,7 @@ ALLOWED_OPTIONS = frozenset(
 )
 REFUSED_OPTION_PREFIXES = ("debug.", "compiler.", "interpreter.", "allowUnsafeReducibility")
 
-REFUSED_COMMANDS = frozenset(
+_TYPED_COMMANDS = frozenset(
     {
         "run_cmd",
         "run_elab",
@@ -141,6 +148,18 @@ REFUSED_COMMANDS = frozenset(
         "add_decl_doc",
     }
 )
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*")
+# `#`-tokens are left to the `#` allow-list, which refuses every one not on it.
+_GENERATED = sorted(t for t in CODE_TACTICS if not t.startswith("#"))
+REFUSED_COMMANDS = _TYPED_COMMANDS | {t for t in _GENERATED if _IDENT.fullmatch(t)}
+GLUED_COMMANDS: dict[str, tuple[str, ...]] = {}
+for _token in _GENERATED:
+    _head = _IDENT.match(_token)
+    if _head is not None and _head.end() < len(_token):
+        GLUED_COMMANDS[_head.group()] = GLUED_COMMANDS.get(_head.group(), ()) + (_token,)
+# A generated token with no identifier first cannot be read as a command word:
+# it would be let through, so the module refuses to load instead.
+assert all(_IDENT.match(t) for t in _GENERATED), "a generated token the policy cannot match"
 
 # Commands that add tokens to the table: their string atoms are checked.
 NOTATION_COMMANDS = frozenset(

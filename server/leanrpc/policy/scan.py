@@ -19,7 +19,10 @@ Refused, from the lists in leanrpc.policy.lists:
   `#reduce`, …), however glued; `#` before a capital, a digit or a
   non-ASCII letter is notation (`#S`, Mathlib's cardinal), not a command;
 - a keyword that runs the snippet's code or defines syntax (`run_cmd`,
-  `elab`, `macro`, `initialize`, `unsafe`, …) and the generated tactics;
+  `elab`, `macro`, `initialize`, `unsafe`, …) and the tactics, terms and
+  commands generated from Lean's and Mathlib's sources (`polyrith`,
+  `plausible`, `by_elab`, `eval%` where the identifier `eval` is glued to
+  `%` as Lean's longest-match rule reads it);
 - an attribute name, in `@[…]` or `attribute […]`, outside the allow-list;
 - `set_option` with an option outside the allow-list;
 - a token-adding command (`notation`, `infix`, …) whose atom could change
@@ -47,6 +50,7 @@ from .lists import (
     ALLOWED_HASH,
     ALLOWED_OPTIONS,
     ATTRIBUTE_MODIFIERS,
+    GLUED_COMMANDS,
     NATIVE_NAMES,
     NOTATION_COMMANDS,
     REFUSED_COMMANDS,
@@ -110,6 +114,14 @@ CANDIDATES = (
     "infix",
     "prefix",
     "postfix",
+)
+# The generated words no needle above finds (`polyrith`, `plausible`, `eval`).
+CANDIDATES += tuple(
+    sorted(
+        word
+        for word in REFUSED_COMMANDS | set(GLUED_COMMANDS)
+        if not any(needle in word for needle in CANDIDATES)
+    )
 )
 assert all(any(needle in word for needle in CANDIDATES) for word in REFUSED_COMMANDS)
 
@@ -186,6 +198,9 @@ class _Reader:
         raw = text[token.start : token.end]
         if raw in REFUSED_COMMANDS:
             return self.refused(raw, token.start, _RUNS)
+        for glued in GLUED_COMMANDS.get(raw, ()):
+            if text.startswith(glued, token.start):
+                return self.refused(glued, token.start, _RUNS)
         if raw == "set_option":
             return self.option(i + 1)
         if raw == "attribute":
