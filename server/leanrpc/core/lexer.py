@@ -5,7 +5,7 @@ Owns: `lex(text) -> list[Token]`, `Lexer` (the same, lazily, emitting
 tokens only where the caller marks: leanrpc.policy.scan) and `LexError`
 (reason and offset of the first place the text cannot be read for
 certain), `ident_name` (the name an identifier token spells, `«»` removed),
-`line_col`.
+`line_col`, `comment_end` (where a block comment ends: core.leantext).
 
 Port, function by function (Basic.lean):
 - `whitespace` / `finishCommentBlock`: spaces and newlines, `--` line
@@ -55,7 +55,7 @@ from typing import NamedTuple
 
 from .literals import LexError, char_literal_end, escape_end, number_end, plain_string_end
 
-__all__ = ["Token", "LexError", "Lexer", "lex", "ident_name", "line_col"]
+__all__ = ["Token", "LexError", "Lexer", "lex", "ident_name", "line_col", "comment_end"]
 
 IDENT, SYMBOL, HASH, NUM, STR, CHAR, NAME, RAW, DOC, PIECE = (
     "ident",
@@ -118,6 +118,17 @@ _SAFE_BEFORE = frozenset("()[]{}⟨⟩,;")
 # After these, no parser takes an interpolated string (they end operators or
 # open a bracket): a string with a `{` there is read plainly.
 _PLAIN_AFTER = frozenset("=:,([{⟨+-*/<>≤≥≠∧∨¬↔→←∘|$^•∣∈∉⊆⊂∪∩×")
+
+
+def comment_end(text: str, start: int, pos: int) -> int:
+    """`finishCommentBlock 1` from `pos`, for the comment opened at `start`:
+    just past its closing `-/` (comments nest); LexError if unterminated."""
+    depth = 1
+    for mark in _COMMENT_MARK.finditer(text, pos):
+        depth += 1 if mark.group() == "/-" else -1
+        if depth == 0:
+            return mark.end()
+    raise LexError("an unterminated comment", start)
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:
@@ -233,13 +244,7 @@ class Lexer:
             return pos
 
     def comment_end(self, start: int, pos: int) -> int:
-        """`finishCommentBlock 1` from `pos`: just past the closing `-/`."""
-        depth = 1
-        for mark in _COMMENT_MARK.finditer(self.text, pos):
-            depth += 1 if mark.group() == "/-" else -1
-            if depth == 0:
-                return mark.end()
-        raise LexError("an unterminated comment", start)
+        return comment_end(self.text, start, pos)
 
     def emit(self, kind: str, start: int, end: int) -> int:
         self.out.append(Token(kind, start, end))
