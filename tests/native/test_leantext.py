@@ -37,3 +37,14 @@ def test_find_tells_an_unclosed_comment_apart():
     assert find_block_comment_end("/- a -/", 0) == 7
     assert find_block_comment_end("/- /- -/", 0) == -1  # ends in -/ yet still open
     assert block_comment_end("/- /- -/", 0) == 8
+
+
+def test_string_reads_on_past_an_invalid_escape_as_before():
+    # `\q` is Lean's error; the readers that skip strings read past it.
+    text = r'"a \q b" rest'
+    assert text[string_literal_end(text, 0) :] == " rest"
+
+
+def test_a_comment_opener_inside_a_string_is_not_a_comment():
+    text = '"/- not a comment" rest'
+    assert text[string_literal_end(text, 0) :] == " rest"

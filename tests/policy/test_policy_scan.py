@@ -8,8 +8,9 @@ import zipfile
 
 import pytest
 
+from leanrpc.core.lexer import lex
 from leanrpc.policy import scan
-from leanrpc.policy.lexer import hidden_spans
+from leanrpc.policy.scan import UNREADABLE
 from testkit import shared_path
 
 REFUSED = [
@@ -77,12 +78,36 @@ REFUSED = [
     # ... and a quote inside a hole ends the string where a plain reading does not:
     # the text after it reads two ways, so it is refused (here it hides an #eval,
     # or, with no candidate at all, a theorem from the axiom check).
-    ('def x := s!"{"\\""}" \n#eval 1', "a string literal", 1, 11),
-    ('def x := s!"{\'"\'}"\n#eval 1', "a string literal", 1, 11),
-    ('def x := s!"a{"}"}"\n#eval 1', "a string literal", 1, 11),
+    ('def x := s!"{"\\""}" \n#eval 1', UNREADABLE, 1, 11),
+    ('def x := s!"{\'"\'}"\n#eval 1', UNREADABLE, 1, 11),
+    ('def x := s!"a{"}"}"\n#eval 1', UNREADABLE, 1, 11),
+    # Issue 43: read as Lean's tokenizer reads it (longest match, `«»` glued
+    # to a keyword, a `]` inside a string or comment, chars after `»`/digits).
+    ('#evalIO.println "x"', "#evalIO", 1, 0),
+    ('theorem t : True := trivial#eval IO.println "x"', "#eval", 1, 27),
+    ('run_cmd«IO».println "x"', "run_cmd", 1, 0),
+    (
+        "set_option«debug».skipKernelTC true in\ntheorem t : True := trivial",
+        "set_option debug.skipKernelTC",
+        1,
+        10,
+    ),
+    ('@[deprecated "]", implemented_by g] def f := 1', "attribute implemented_by", 1, 18),
+    ("@[deprecated /- ] -/, implemented_by g] def f := 1", "attribute implemented_by", 1, 22),
+    ("@[my_code_attr] def f := 1", "attribute my_code_attr", 1, 2),
+    ("def b := 1'\"'\n#eval IO.println 1 -- \"", "#eval", 2, 0),
+    ("def «b» := «b»'\"'\n#eval IO.println 1 -- \"", "#eval", 2, 0),
+    ("#checkIO 1", "#checkIO", 1, 0),
+    ('notation "#e" => 1', 'notation "#e"', 1, 9),
+    ('infixl:65 " --> " => f', 'notation " --> "', 1, 10),
+    # Fail closed: what the lexer cannot read for certain.
+    ("def x := a +'\"'\n#eval 1", UNREADABLE, 1, 12),
+    ("theorem t : True := trivial\n\t#eval 1", UNREADABLE, 2, 0),
+    ("/- unterminated #eval 1", UNREADABLE, 1, 0),
+    ("def x := y.5e3run_cmd", UNREADABLE, 1, 11),
     (
         'def f : Lean.MetaM Unit := throwError "{"\\""}"\naxiom ax : False\ntheorem t : 2 + 2 = 5 := ax.elim',
-        "a string literal",
+        UNREADABLE,
         1,
         38,
     ),
@@ -127,6 +152,11 @@ ALLOWED = [
     'def x := s!"{n} and {m}"\n#check x',  # interpolation both readings agree on
     'def x := "{x}" -- #eval in a comment\n#check x',
     'def x := s!"{n}" ++ "}"\ntheorem t : True := trivial',
+    'theorem s : "{" ++ "}" = "{}" := rfl',  # issue 43: a brace string after an operator
+    "theorem t (s : Set ℕ) (f : ℕ → ℕ) : f '' s = f '' s := rfl",
+    "theorem t : ∑' i : ℕ, (0 : ℝ) = 0 := by simp\n#check f ⁻¹' s",
+    "theorem t (h : a ∧ b ∧ c) : c := h.2.2\ntheorem u (p : ℕ × ℕ) : p.1.succ = p.1 + 1 := rfl",
+    "@[simp, local ext] theorem t : 1 = 1 := rfl\nattribute [-simp] t\nset_option maxHeartbeats 400000 in\ntheorem u : True := trivial",
 ]
 
 
@@ -142,7 +172,7 @@ def test_proof_text_and_mentions_are_allowed(text):
         ("theorem t : 2 + 2 = 4 := by native_decide", "native_decide"),
         ("theorem t : 2 + 2 = 4 := by decide +native", "native"),
         ("theorem t : True := Lean.ofReduceBool _ _ rfl", "Lean.ofReduceBool"),
-        ("example : Lean.«reduceBool» true = true := rfl", "«reduceBool»"),
+        ("example : Lean.«reduceBool» true = true := rfl", "Lean.«reduceBool»"),
         ("open Lean in example : reduceNat 1 = 1 := rfl", "reduceNat"),
     ],
 )
@@ -155,16 +185,17 @@ def test_native_mentions_in_comments_are_not_native():
     assert scan("-- native_decide would do\ntheorem t : True := trivial").native == ""
 
 
-def test_hidden_spans_read_lean_lexically():
+def test_the_lexer_reads_lean_lexically():
     text = 'a /- b /- c -/ d -/ e -- f\n"g\\"h" \'i\' h\' r#"j"k"# «l m»'
-    kinds = [(text[s:e], kind) for s, e, kind in hidden_spans(text)]
+    kinds = [(text[s:e], kind) for kind, s, e in lex(text)]
     assert kinds == [
-        ("/- b /- c -/ d -/", "block"),
-        ("-- f", "line"),
-        ('"g\\"h"', "string"),
+        ("a", "ident"),
+        ("e", "ident"),
+        ('"g\\"h"', "str"),
         ("'i'", "char"),
+        ("h'", "ident"),
         ('r#"j"k"#', "raw"),
-        ("«l m»", "quoted"),
+        ("«l m»", "ident"),
     ]
 
 

@@ -32,6 +32,11 @@ BAD_REFERENCES = [
         HEADER + "set_option debug.skipKernelTC true in\ntheorem t : 1 = 1 := sorry\n",
         "`debug.skipKernelTC`",
     ),
+    # Read by the one lexer (core.lexer), as Lean reads it (issue 43 item 1).
+    (HEADER + "theorem t : 1 = 1 := sorry\n#evalIO.println 1\n", "`#evalIO` at line 4 runs code"),
+    (HEADER + "theorem t : True := trivial#eval IO.println 1\n", "`#eval` at line 3 runs code"),
+    (HEADER + "run_cmd«IO».println 1\ntheorem t : 1 = 1 := sorry\n", "`run_cmd` at line 3"),
+    (HEADER + "theorem t : 1 = 1 :=\n\tsorry\n", "cannot be read for certain"),
 ]
 
 
@@ -58,6 +63,19 @@ def test_reference_declarations_are_found_with_kinds_and_sorry_bodies():
         ("P.answer", "def", True),
         ("P.k", "abbrev", False),
         ("P.main", "theorem", True),
+    ]
+
+
+def test_sorry_bodies_are_read_by_tokens_past_comments_and_scope_commands():
+    ref = parse_reference(
+        HEADER + "namespace P\ndef a : Nat := /- later -/ sorry -- todo\n\n"
+        "def b : Nat := sorry + 1\ntheorem c : a = a := by\n  -- why\n  sorry\n"
+        "end P\nnoncomputable section\nopen Real\n"
+    )
+    assert [(d.name, d.body_is_sorry) for d in ref.decls] == [
+        ("P.a", True),
+        ("P.b", False),
+        ("P.c", True),
     ]
 
 

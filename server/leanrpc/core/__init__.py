@@ -3,7 +3,9 @@
     framing  REPL stdout bytes -> frames -> dicts; requests -> bytes
     headers  snippet -> imports / preamble / body
     trie     prefix trie over command texts (reuse of REPL work)
-    leantext where Lean comments and string literals end (pure Python)
+    leantext where Lean comments and string literals end (read by the lexer)
+    lexer    Lean's tokenizer ported (Basic.lean): the code policy's reading
+    literals its literal readers (numbers, strings, escapes, chars)
 
 Each facade module loads its compiled twin from leanrpc._native and exposes
 IMPLEMENTATION ("native" or "python"); the pure-Python twins (*_py) load

@@ -1,346 +1,334 @@
 """The `proof` code policy: what a snippet may not contain before any REPL
-sees it (issue 25 item 1).
+sees it (issue 25 item 1; issue 43: read as Lean reads it, fail closed).
 
 Owns: `scan(text) -> Scan`, the first refused construct (named, with its
-line and column) and whether the text asks for native evaluation. Refused:
-commands and tactics that run the snippet's own code while Lean elaborates
-(`#eval`, `run_tac`, `elab`, `macro`, `initialize`, `unsafe`, …), attributes
-that install code (`implemented_by`, `extern`, `tactic`, `simproc`, every
-`builtin_*`, …, in `@[…]` and `attribute […]`), and `set_option` outside an
-allow-list (`debug.*`, `compiler.*`, `interpreter.*` and any unknown option
-are refused). `notation`, `instance`, `open … in` and `set_option
-maxHeartbeats … in` are the proofs' own and pass: what they can change about
-a statement is the reference check's to catch.
+line and column) and whether the text asks for native evaluation.
 
-Native evaluation (`native_decide`, `decide +native`, `Lean.reduceBool`,
-`Lean.ofReduceBool`, `…Nat`) is not refused here but reported: it runs the
-compiled code of the snippet's own definitions inside the REPL, so the
-verify service answers it from the axiom allow-list without running it
-(services.verify) unless the caller's policy is `trusted`.
+The text is read by the one lexer (leanrpc.core.lexer, Lean's tokenizer
+ported), so a keyword is a keyword exactly where Lean's tokenizer makes one:
+`#evalIO.println` and `trivial#eval` hold the `#`-word `#eval…`,
+`run_cmd«IO»` the keyword `run_cmd`, and a `]` inside a string or comment
+does not end an attribute list. Where the lexer cannot read the text for
+certain (Lean's own lexing errors, a string whose end depends on
+interpolation, a char literal or comment glued to a symbol that may be a
+longer token), the text is refused: after a lexing error Lean's recovery
+resumes inside the text and may run what follows.
 
-Keywords are matched as whole tokens by leanrpc.policy.lexer, so a mention in
-a comment, a string or a `«»` name is not refused. Text in, verdict out.
-May import: leanrpc.policy.lexer.
+Refused, from the lists in leanrpc.policy.lists:
+- a `#`-word that is not an allowed read-only command (`#check`, `#print`,
+  `#reduce`, …), however glued; `#` before a capital, a digit or a
+  non-ASCII letter is notation (`#S`, Mathlib's cardinal), not a command;
+- a keyword that runs the snippet's code or defines syntax (`run_cmd`,
+  `elab`, `macro`, `initialize`, `unsafe`, …) and the tactics, terms and
+  commands generated from Lean's and Mathlib's sources (`polyrith`,
+  `plausible`, `by_elab`, `eval%` where the identifier `eval` is glued to
+  `%` as Lean's longest-match rule reads it);
+- an attribute name, in `@[…]` or `attribute […]`, outside the allow-list;
+- `set_option` with an option outside the allow-list;
+- a token-adding command (`notation`, `infix`, …) whose atom could change
+  how later text lexes (a quote, `«`, `»`, `#`, a backtick, or a `-`/`/`
+  inside a longer atom: comment openers).
+Native evaluation (`native_decide`, any `native` name: `decide +native`,
+`+«native»`, `(config := {«native» := true})`; `decide (config := …)` with
+any config; `Lean.reduceBool`, `ofReduceBool`, …) is reported, not
+refused: the verify service answers it by the axiom rule (services.verify).
+
+Only the text up to the last place where a construct could be (a C-speed
+needle search, leanrpc.policy.lexer.positions) is lexed: text after it
+holds none, whatever its reading. Text in, verdict out.
+May import: leanrpc.core.lexer, leanrpc.policy.lexer, leanrpc.policy.lists.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import re
 
-from .lexer import hidden_spans, line_col, positions
+from ..core.lexer import DOC, HASH, IDENT, STR, SYMBOL, Lexer, LexError, Token, ident_name, line_col
+from .lexer import positions
+from .lists import (
+    ALLOWED_ATTRIBUTES,
+    ALLOWED_HASH,
+    ALLOWED_OPTIONS,
+    ATTRIBUTE_MODIFIERS,
+    GLUED_COMMANDS,
+    NATIVE_NAMES,
+    NOTATION_COMMANDS,
+    REFUSED_COMMANDS,
+    REFUSED_OPTION_PREFIXES,
+)
 
-__all__ = ["Scan", "scan", "REFUSED_COMMANDS", "REFUSED_ATTRIBUTES", "ALLOWED_OPTIONS"]
-
-# Commands and tactics that run the snippet's own code (or define syntax whose
-# expansion is code), as whole identifier tokens.
-REFUSED_COMMANDS = frozenset(
-    {
-        "run_cmd",
-        "run_elab",
-        "run_meta",
-        "run_tac",
-        "elab",
-        "elab_rules",
-        "macro",
-        "macro_rules",
-        "syntax",
-        "declare_syntax_cat",
-        "initialize",
-        "builtin_initialize",
-        "unsafe",
-        "by_elab",
-        "dsimproc",
-        "simproc",
-        "simproc_decl",
-        "dsimproc_decl",
-        "builtin_simproc",
-        "builtin_dsimproc",
-        "declare_config_elab",
-        "register_option",
-        "register_builtin_option",
-    }
-)
-# `#` commands that evaluate code (the rest, #check, #print, #reduce, …, only read).
-REFUSED_HASH = frozenset(
-    {"#eval", "#eval!", "#exit", "#guard", "#test", "#sample", "#run", "#html", "#widget"}
-)
-# Attribute names that install code; any name starting with `builtin_` too.
-REFUSED_ATTRIBUTES = frozenset(
-    {
-        "implemented_by",
-        "extern",
-        "export",
-        "init",
-        "command_elab",
-        "term_elab",
-        "tactic",
-        "macro",
-        "delab",
-        "app_unexpander",
-        "simproc",
-        "dsimproc",
-        "csimp",
-        "tactic_alt",
-        "command_parser",
-        "term_parser",
-        "tactic_parser",
-        "combinator_formatter",
-        "combinator_parenthesizer",
-        "formatter",
-        "parenthesizer",
-        "code_action_provider",
-        "command_code_action",
-        "hole_code_action",
-        "widget_module",
-        "server_rpc_method",
-        "env_linter",
-        "positivity",
-        "norm_num",
-        "aesop",
-        "eval_formatter",
-        "deriving_handler",
-        "cpass",
-        "never_extract",
-        "run_builtin_parser_attribute_hooks",
-        "key_parser",
-        "category_parenthesizer",
-        "mvcgen_simp",
-    }
-)
-_REFUSED_ATTRIBUTE_SUFFIXES = (
-    "_elab",
-    "_parser",
-    "_formatter",
-    "_parenthesizer",
-    "_delab",
-    "_unexpander",
-)
-# set_option names a proof may use; a prefix ends with ".".
-ALLOWED_OPTIONS = frozenset(
-    {
-        "maxHeartbeats",
-        "maxRecDepth",
-        "synthInstance.maxHeartbeats",
-        "synthInstance.maxSize",
-        "maxSynthPendingDepth",
-        "checkBinderAnnotations",
-        "autoImplicit",
-        "relaxedAutoImplicit",
-        "linter.",
-        "pp.",
-        "trace.",
-        "profiler",
-        "profiler.threshold",
-        "diagnostics",
-        "diagnostics.threshold",
-        "maxErrors",
-        "exponentiation.threshold",
-        "push_neg.use_distrib",
-        "simprocs",
-        "tactic.hygienic",
-        "tactic.simp.trace",
-        "backward.",
-        "allowUnsafeReducibility",
-        "warningAsError",
-        "hygiene",
-        "structureDiamondWarning",
-    }
-)
-_REFUSED_OPTION_PREFIXES = ("debug.", "compiler.", "interpreter.", "allowUnsafeReducibility")
-# Native evaluation: the compiled code of the snippet's definitions runs in the REPL.
-NATIVE_NAMES = frozenset(
-    {"native_decide", "reduceBool", "reduceNat", "ofReduceBool", "ofReduceNat", "native"}
-)
+__all__ = ["Scan", "scan", "CANDIDATES", "UNREADABLE"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Scan:
     """What the policy found: `refused` ("" when allowed) names the first
     construct, `line`/`column` where it starts; `native` the first native
-    evaluation ("" when none)."""
+    evaluation ("" when none); `reason` why the construct is refused."""
 
     refused: str = ""
     line: int = 0
     column: int = 0
     native: str = ""
     native_line: int = 0
+    reason: str = ""
 
     @property
     def message(self) -> str:
         if not self.refused:
             return ""
-        if self.refused == AMBIGUOUS_STRING:
-            return (
-                f"refused by the code policy `proof`: {self.refused} at line {self.line}, "
-                f"column {self.column}: its `{{…}}` holds a quote, so where it ends depends on "
-                "whether it is interpolated, and the code after it cannot be read for certain; "
-                "see docs/SECURITY.md"
-            )
         return (
-            f"refused by the code policy `proof`: {self.refused} at line {self.line}, column {self.column} "
-            "runs the snippet's own code while Lean elaborates (or weakens checking); see docs/SECURITY.md"
+            f"refused by the code policy `proof`: {self.refused} at line {self.line}, "
+            f"column {self.column}: {self.reason}; see docs/SECURITY.md"
         )
 
 
 ALLOWED = Scan()
-AMBIGUOUS_STRING = "a string literal"
+UNREADABLE = "text the policy cannot read for certain"
+_RUNS = "runs the snippet's own code while Lean elaborates (or weakens checking)"
 
-
-def _option_allowed(name: str) -> bool:
-    if name.startswith(_REFUSED_OPTION_PREFIXES):
-        return False
-    return name in ALLOWED_OPTIONS or any(
-        p.endswith(".") and name.startswith(p) for p in ALLOWED_OPTIONS
-    )
-
-
-def _attribute_refused(word: str) -> bool:
-    return (
-        word in REFUSED_ATTRIBUTES
-        or word.startswith("builtin_")
-        or word.endswith(_REFUSED_ATTRIBUTE_SUFFIXES)
-    )
-
-
-def _bracket_end(text: str, start: int) -> int:
-    """Offset of the `]` closing the `[` just before `start` (depth counted)."""
-    depth = 1
-    for m in _BRACKET.finditer(text, start):
-        depth += 1 if m.group() == "[" else -1
-        if depth == 0:
-            return m.start()
-    return len(text)
-
-
-_BRACKET = re.compile(r"[\[\]]")
-# Every construct the policy looks at contains one of these: one C-speed
-# pass finds the candidates, and only those are read as tokens.
-_CANDIDATES = (
+# Every construct the policy looks at contains one of these (a keyword,
+# `#`, `@[`, a native name): one C-speed pass finds them, and only the text
+# up to the last one is lexed.
+CANDIDATES = (
     "#",
+    "@[",
     "run_",
     "elab",
     "macro",
     "syntax",
     "initialize",
     "unsafe",
-    "@[",
     "attribute",
     "set_option",
     "native",
-    "reduce",
-    "Reduce",
+    "reduceBool",
+    "reduceNat",
+    "ofReduce",
     "simproc",
     "register_",
+    "declare_",
+    "add_decl_doc",
+    "config",
+    "notation",
+    "infix",
+    "prefix",
+    "postfix",
 )
-_NAME_CHAR = re.compile(r"[\w'!?.»]")
-_WORD = re.compile(r"[\w'!?.«»]+")
-_HASH_WORD = re.compile(r"#[A-Za-z_][\w!?]*")
-_OPTION = re.compile(r"\s+([\w.«»']+)")
-_ATTRIBUTE_OPEN = re.compile(r"\s*\[")
-_ATTRIBUTE_WORD = re.compile(r"[\w'!?]+")
-
-
-def _hidden(spans: list, at: int) -> tuple | None:
-    k = bisect.bisect_right(spans, (at, float("inf"))) - 1
-    if k >= 0 and spans[k][0] <= at < spans[k][1]:
-        return spans[k]
-    return None
+# The generated words no needle above finds (`polyrith`, `plausible`, `eval`).
+CANDIDATES += tuple(
+    sorted(
+        word
+        for word in REFUSED_COMMANDS | set(GLUED_COMMANDS)
+        if not any(needle in word for needle in CANDIDATES)
+    )
+)
+assert all(any(needle in word for needle in CANDIDATES) for word in REFUSED_COMMANDS)
 
 
 def scan(text: str) -> Scan:
     """The policy's verdict on one snippet (or tactic, or reference)."""
-    candidates = positions(text, _CANDIDATES)
-    # A string with a `{` in it may read two ways (lexer.py): then it is
-    # refused wherever it is, since what it hides could also be a declaration
-    # the axiom check must see (core/declarations.py reads the text after it).
-    two_ways = '"' in text and "{" in text
-    if not candidates and not two_ways:
+    found = positions(text, CANDIDATES)
+    # A string with a `{` may end where only interpolation says (core.lexer):
+    # then the whole text is read, since what such a string hides could also
+    # be a declaration the axiom check must see (core/declarations.py).
+    braces = '"' in text and "{" in text
+    if not found and not braces:
         return ALLOWED
-    spans = hidden_spans(
-        text, None if two_ways else candidates[-1] + 1
-    )  # only what can hide a candidate
-    for start, _end, kind in spans:
-        if kind == "ambiguous":  # the two readings of the text after it differ: fail closed
-            return _refused(text, AMBIGUOUS_STRING, start, "", 0)
-    native, native_at = "", 0
-    seen = -1  # the end of the last word read
-    for at in candidates:
-        if at < seen:
-            continue
-        span = _hidden(spans, at)
-        if span is not None:
-            if (
-                span[2] == "quoted"
-                and not native
-                and text[span[0] + 1 : span[1] - 1] in _QUOTED_NATIVE
-            ):
-                native, native_at = text[span[0] : span[1]], span[0]
-            continue
-        if text[at] == "#":
-            word = _HASH_WORD.match(text, at)
-            seen = at + 1 if word is None else word.end()
-            if (
-                word is not None
-                and word.group() in REFUSED_HASH
-                and not (at and _NAME_CHAR.match(text, at - 1))
-            ):
-                return _refused(text, word.group(), at, native, native_at)
-            continue
-        if text.startswith("@[", at):
-            start = at + 2
-            end = _bracket_end(text, start)
-            seen = end
-            refused = _refused_attribute(text, start, end)
-            if refused is not None:
-                return _refused(text, f"attribute {refused[0]}", refused[1], native, native_at)
-            continue
-        start = at
-        while start and _NAME_CHAR.match(text, start - 1):
-            start -= 1
-        word = _WORD.match(text, start)
-        token = word.group()
-        seen = word.end()
-        if token in REFUSED_COMMANDS:
-            return _refused(text, token, start, native, native_at)
-        if token == "set_option":
-            option = _OPTION.match(text, seen)
-            if option is not None:
-                name = option.group(1).replace("«", "").replace("»", "")
-                if not _option_allowed(name):
-                    return _refused(text, f"set_option {name}", option.start(1), native, native_at)
-        elif token == "attribute":
-            opener = _ATTRIBUTE_OPEN.match(text, seen)
-            if opener is not None:
-                end = _bracket_end(text, opener.end())
-                refused = _refused_attribute(text, opener.end(), end)
-                if refused is not None:
-                    return _refused(text, f"attribute {refused[0]}", refused[1], native, native_at)
-        elif not native and token.rsplit(".", 1)[-1] in NATIVE_NAMES:
-            native, native_at = token, start
-    if native:
-        return Scan(native=native, native_line=line_col(text, native_at)[0])
-    return ALLOWED
+    if "config" in text:  # `decide (config := …)`: the `decide` before it matters
+        found = sorted(found + positions(text, ("decide",)))
+    reader = _Reader(text, found)
+    try:
+        return reader.read(len(text) if braces else found[-1] + 1)
+    except LexError as error:
+        return reader.refused(UNREADABLE, error.offset, error.reason)
 
 
-_QUOTED_NATIVE = NATIVE_NAMES - {"native"}
+class _Reader:
+    __slots__ = ("text", "lexer", "native", "native_at")
+
+    def __init__(self, text: str, marks: list[int]) -> None:
+        self.text = text
+        self.lexer = Lexer(text, marks)
+        self.native = ""
+        self.native_at = 0
+
+    def refused(self, construct: str, at: int, reason: str) -> Scan:
+        line, column = line_col(self.text, at)
+        return Scan(
+            refused=construct,
+            line=line,
+            column=column,
+            native=self.native,
+            native_line=line_col(self.text, self.native_at)[0] if self.native else 0,
+            reason=reason,
+        )
+
+    def read(self, until: int) -> Scan:
+        lexer, text = self.lexer, self.text
+        i = 0
+        while True:
+            token = lexer.get(i)
+            if token is None or token.start >= until:
+                break
+            kind = token.kind
+            if kind == HASH:
+                word = text[token.start : token.end]
+                if not _hash_allowed(word):
+                    return self.refused(
+                        word, token.start, "a `#` command outside the read-only allow-list"
+                    )
+            elif kind == IDENT:
+                verdict = self.ident(i, token)
+                if verdict is not None:
+                    return verdict
+            elif kind == SYMBOL and text[token.start] == "@":
+                nxt = lexer.get(i + 1, exact=True)
+                if nxt is not None and nxt.start == token.end and text[nxt.start] == "[":
+                    verdict = self.attributes(i + 2)
+                    if verdict is not None:
+                        return verdict
+            i += 1
+        if self.native:
+            return Scan(native=self.native, native_line=line_col(text, self.native_at)[0])
+        return ALLOWED
+
+    def ident(self, i: int, token: Token) -> Scan | None:
+        text = self.text
+        raw = text[token.start : token.end]
+        if raw in REFUSED_COMMANDS:
+            return self.refused(raw, token.start, _RUNS)
+        for glued in GLUED_COMMANDS.get(raw, ()):
+            if text.startswith(glued, token.start):
+                return self.refused(glued, token.start, _RUNS)
+        if raw == "set_option":
+            return self.option(i + 1)
+        if raw == "attribute":
+            i += 1
+            nxt = self.lexer.get(i, exact=True)
+            while nxt is not None and nxt.kind == DOC:  # read as if the doc comment were not there
+                i += 1
+                nxt = self.lexer.get(i, exact=True)
+            if nxt is not None and text[nxt.start : nxt.end] == "[":
+                return self.attributes(i + 1)
+            return None
+        if raw in NOTATION_COMMANDS:
+            return self.notation(i + 1)
+        name = ident_name(text, token)
+        last = name.rsplit(".", 1)[-1]
+        if last in NATIVE_NAMES or (raw == "decide" and self.has_config(i + 1)):
+            self.note_native(raw, token.start)
+        return None
+
+    def note_native(self, what: str, at: int) -> None:
+        if not self.native:
+            self.native, self.native_at = what, at
+
+    def has_config(self, i: int) -> bool:
+        """`decide (config := …)`: a configuration may select native evaluation."""
+        first, second = self.lexer.get(i, exact=True), self.lexer.get(i + 1, exact=True)
+        if first is None or second is None:
+            return False
+        return self.text[first.start : first.end] == "(" and (
+            self.text[second.start : second.end] == "config"
+        )
+
+    def option(self, i: int) -> Scan | None:
+        token = self.lexer.get(i, exact=True)
+        if token is None or token.kind != IDENT:
+            at = len(self.text) if token is None else token.start
+            return self.refused("set_option", at, "an option name the policy cannot read")
+        name = ident_name(self.text, token)
+        if _option_allowed(name):
+            return None
+        return self.refused(
+            f"set_option {name}", token.start, "an option outside the allow-list " + _RUNS
+        )
+
+    def attributes(self, i: int) -> Scan | None:
+        """The attribute list after `@[` or `attribute [` (token `i` is its
+        first): each instance's name, after `local`/`scoped`/`-`, must be
+        allowed; a nested bracket or string is the instance's argument."""
+        lexer, text = self.lexer, self.text
+        depth = 0
+        expect_name = True
+        while True:
+            token = lexer.get(i, exact=True)
+            if token is None:
+                return self.refused("attribute", len(text), "an attribute list that does not end")
+            word = text[token.start : token.end]
+            if token.kind == SYMBOL and word in ("[", "(", "{", "⟨"):
+                depth += 1
+            elif token.kind == SYMBOL and word in ("]", ")", "}", "⟩"):
+                if depth == 0:
+                    if word == "]" and not expect_name:
+                        return None
+                    return self.refused(
+                        "attribute", token.start, "an attribute list the policy cannot read"
+                    )
+                depth -= 1
+            elif depth == 0 and token.kind == SYMBOL and word == ",":
+                expect_name = True
+            elif depth == 0 and expect_name:
+                if token.kind == SYMBOL and word == "-":  # `attribute [-simp] f` erases
+                    i += 1
+                    continue
+                if token.kind != IDENT:
+                    return self.refused(
+                        "attribute", token.start, "an attribute the policy cannot read"
+                    )
+                name = ident_name(text, token)
+                if name in ATTRIBUTE_MODIFIERS:
+                    i += 1
+                    continue
+                if name not in ALLOWED_ATTRIBUTES:
+                    return self.refused(
+                        f"attribute {name}", token.start, "an attribute outside the allow-list"
+                    )
+                expect_name = False
+            elif token.kind == IDENT and ident_name(text, token).rsplit(".", 1)[-1] in NATIVE_NAMES:
+                self.note_native(word, token.start)
+            i += 1
+
+    def notation(self, i: int) -> Scan | None:
+        """The atoms (string literals) of a token-adding command, up to its `=>`."""
+        lexer, text = self.lexer, self.text
+        while True:
+            token = lexer.get(i, exact=True)
+            if token is None:
+                return None
+            word = text[token.start : token.end]
+            if token.kind == SYMBOL and word == "=":
+                nxt = lexer.get(i + 1, exact=True)
+                if nxt is not None and nxt.start == token.end and text[nxt.start] == ">":
+                    return None
+            if token.kind == SYMBOL and word == "⇒":
+                return None
+            if token.kind == STR and not _atom_allowed(word[1:-1].strip()):
+                return self.refused(
+                    f"notation {word}", token.start, "a token that could change how Lean lexes"
+                )
+            i += 1
 
 
-def _refused_attribute(text: str, start: int, end: int) -> tuple[str, int] | None:
-    """The first code-installing attribute name in text[start:end], with its offset."""
-    for word in _ATTRIBUTE_WORD.finditer(text, start, end):
-        if _attribute_refused(word.group()):
-            return word.group(), word.start()
-    return None
+def _hash_allowed(word: str) -> bool:
+    """`#` alone (notation: `#[…]`, `#S`) or exactly a read-only command."""
+    return word == "#" or word in ALLOWED_HASH
 
 
-def _refused(text: str, construct: str, at: int, native: str, native_at: int) -> Scan:
-    line, column = line_col(text, at)
-    return Scan(
-        refused=construct,
-        line=line,
-        column=column,
-        native=native,
-        native_line=line_col(text, native_at)[0] if native else 0,
+def _option_allowed(name: str) -> bool:
+    if name.startswith(REFUSED_OPTION_PREFIXES):
+        return False
+    return name in ALLOWED_OPTIONS or any(
+        p.endswith(".") and name.startswith(p) for p in ALLOWED_OPTIONS
     )
+
+
+_LEXING_CHARS = frozenset("\"'«»#`\\")
+
+
+def _atom_allowed(atom: str) -> bool:
+    """Whether a notation atom leaves Lean's lexing of other text as it is."""
+    if not atom or _LEXING_CHARS.intersection(atom):
+        return False
+    return len(atom) == 1 or not ("-" in atom or "/" in atom)

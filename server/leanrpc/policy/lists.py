@@ -1,0 +1,171 @@
+"""The code policy's lists (data only): what a snippet may name.
+
+Allow-lists where real proofs allow it (issue 43 item 2), so a name the
+policy does not know is refused, not passed:
+- ALLOWED_HASH: `#` commands that only read (the whole `#`-word must be one);
+- ALLOWED_ATTRIBUTES: attribute names in `@[…]` and `attribute […]`: the
+  805 real proofs (shared/datasets) use `simp` only; the rest are the
+  attributes Mathlib's own theorems and definitions carry that only tag a
+  declaration for a tactic, the simplifier or the elaborator (none installs
+  code: `implemented_by`, `extern`, `init`, `csimp`, `*_elab`, `tactic`,
+  `norm_num`, `positivity`, `aesop`, `simproc` … are all outside);
+- ALLOWED_OPTIONS: `set_option` names (a prefix ends with `.`).
+Blocklists stay only where Lean's grammar is open-ended:
+- REFUSED_COMMANDS: keywords that run the snippet's own code or define
+  syntax, typed here, and the tactics, terms and commands generated from
+  Lean's and Mathlib's sources (leanrpc.policy.generated, written by
+  tools/gen_code_tactics.py: its header names the source revisions read);
+  a generated token that is an identifier glued to a symbol (Mathlib's
+  `eval%`) goes to GLUED_COMMANDS instead, keyed by its identifier part;
+- NATIVE_NAMES: names of native evaluation (answered by the axiom rule).
+May import: leanrpc.policy.generated (data).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .generated import CODE_TACTICS
+
+ALLOWED_HASH = frozenset(
+    {
+        "#check",
+        "#check_failure",
+        "#print",
+        "#reduce",
+        "#synth",
+        "#where",
+        "#help",
+        "#version",
+        "#guard_msgs",
+        "#instances",
+        "#whnf",
+    }
+)
+
+ALLOWED_ATTRIBUTES = frozenset(
+    {
+        "simp",
+        "simps",
+        "ext",
+        "reducible",
+        "irreducible",
+        "semireducible",
+        "instance",
+        "default_instance",
+        "refl",
+        "symm",
+        "trans",
+        "congr",
+        "mono",
+        "gcongr",
+        "continuity",
+        "measurability",
+        "fun_prop",
+        "nontriviality",
+        "norm_cast",
+        "push_cast",
+        "field_simps",
+        "bound",
+        "to_additive",
+        "deprecated",
+        "nolint",
+        "inherit_doc",
+        "match_pattern",
+        "elab_as_elim",
+        "induction_eliminator",
+        "cases_eliminator",
+        "coe",
+        "pp_nodot",
+        "mk_iff",
+        "inline",
+        "specialize",
+        "grind",
+    }
+)
+# The modifiers before an attribute name: `@[local simp]`, `@[scoped ext]`.
+ATTRIBUTE_MODIFIERS = frozenset({"local", "scoped"})
+
+ALLOWED_OPTIONS = frozenset(
+    {
+        "maxHeartbeats",
+        "maxRecDepth",
+        "synthInstance.maxHeartbeats",
+        "synthInstance.maxSize",
+        "maxSynthPendingDepth",
+        "checkBinderAnnotations",
+        "autoImplicit",
+        "relaxedAutoImplicit",
+        "linter.",
+        "pp.",
+        "trace.",
+        "profiler",
+        "profiler.threshold",
+        "diagnostics",
+        "diagnostics.threshold",
+        "maxErrors",
+        "exponentiation.threshold",
+        "push_neg.use_distrib",
+        "simprocs",
+        "tactic.hygienic",
+        "tactic.simp.trace",
+        "backward.",
+        "warningAsError",
+        "hygiene",
+        "structureDiamondWarning",
+    }
+)
+REFUSED_OPTION_PREFIXES = ("debug.", "compiler.", "interpreter.", "allowUnsafeReducibility")
+
+_TYPED_COMMANDS = frozenset(
+    {
+        "run_cmd",
+        "run_elab",
+        "run_meta",
+        "run_tac",
+        "elab",
+        "elab_rules",
+        "macro",
+        "macro_rules",
+        "syntax",
+        "declare_syntax_cat",
+        "initialize",
+        "builtin_initialize",
+        "unsafe",
+        "by_elab",
+        "dsimproc",
+        "simproc",
+        "simproc_decl",
+        "dsimproc_decl",
+        "builtin_simproc",
+        "builtin_dsimproc",
+        "declare_config_elab",
+        "register_option",
+        "register_builtin_option",
+        "register_simp_attr",
+        "register_label_attr",
+        "declare_simp_like_tactic",
+        "add_decl_doc",
+    }
+)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*")
+# `#`-tokens are left to the `#` allow-list, which refuses every one not on it.
+_GENERATED = sorted(t for t in CODE_TACTICS if not t.startswith("#"))
+REFUSED_COMMANDS = _TYPED_COMMANDS | {t for t in _GENERATED if _IDENT.fullmatch(t)}
+GLUED_COMMANDS: dict[str, tuple[str, ...]] = {}
+for _token in _GENERATED:
+    _head = _IDENT.match(_token)
+    if _head is not None and _head.end() < len(_token):
+        GLUED_COMMANDS[_head.group()] = GLUED_COMMANDS.get(_head.group(), ()) + (_token,)
+# A generated token with no identifier first cannot be read as a command word:
+# it would be let through, so the module refuses to load instead.
+assert all(_IDENT.match(t) for t in _GENERATED), "a generated token the policy cannot match"
+
+# Commands that add tokens to the table: their string atoms are checked.
+NOTATION_COMMANDS = frozenset(
+    {"notation", "notation3", "infix", "infixl", "infixr", "prefix", "postfix"}
+)
+
+NATIVE_NAMES = frozenset(
+    {"native_decide", "reduceBool", "reduceNat", "ofReduceBool", "ofReduceNat", "native"}
+)
