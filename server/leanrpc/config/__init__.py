@@ -34,6 +34,7 @@ from .sections import (  # noqa: F401 (the public names of leanrpc.config)
     GatewayConfig,
     JudgeConfig,
     LimitsConfig,
+    MemoryConfig,
     NonNegativeFloat,
     NonNegativeInt,
     OnOffAuto,
@@ -70,6 +71,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
     axioms: AxiomsConfig = msgspec.field(default_factory=AxiomsConfig)
     policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
+    memory: MemoryConfig = msgspec.field(default_factory=MemoryConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

@@ -385,6 +385,20 @@ class SessionsConfig(_Section):
     max_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 32
     # MB of session code (opening code and recorded commands) kept for one client.
     max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 64
+    # MB that all clients' sessions may hold together (issue 44 item 2), charged as held.
+    max_mb_total: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 512
+
+
+class MemoryConfig(_Section):
+    """`[memory]` (issue 44): bytes of requests in flight, per peer address and in all,
+    on every door (edge/budget.py); docs/RELIABILITY.md has the memory table."""
+
+    # MB that one peer address's requests may hold while read and served; 0 = no limit.
+    in_flight_mb_per_peer: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 256
+    # MB that all requests in flight may hold together; 0 = no limit.
+    in_flight_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1024
+    # MB of a refused REST body read and thrown away so the client can read the refusal.
+    discard_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 128
 
 
 class AxiomsConfig(_Section):

@@ -18,10 +18,12 @@ request headers are not complete `gateway.header_timeout_s` after it opened
 connection that is only idle); a body that takes longer than
 `gateway.body_timeout_s` is answered 408 and the connection closed; a peer
 address holding `gateway.max_connections_per_peer` connections gets its next
-one answered 429 and closed (`_PeerCap`).
+one answered 429 and closed (`_PeerCap`). What a body may hold, and how a
+refusal reaches the client (401, 413, 503 with Retry-After, 408), is
+gateway/intake.py's middleware, on every route (issue 44).
 
 May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity,
-edge.limiter, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi.
+edge.limiter, edge.budget, gateway.intake, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from ..config import Config
 from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
+from ..edge.budget import ByteBudget
 from ..edge.identity import CallerIdentity
 from ..edge.limiter import ClientLimiter, LimitExceeded
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
@@ -45,6 +48,7 @@ from ..results import Status
 from ..services.ports import Verifier
 from ..services.resolve import VerifyOptions
 from . import kimina, openapi
+from .intake import intake_middleware
 from .observe import note_outcome, observe_middleware
 
 log = logging.getLogger("leanrpc.gateway")
@@ -162,15 +166,7 @@ class KiminaGateway:
         refused = self._refuse_access(request)
         if refused is not None:
             return refused
-        try:
-            body = await asyncio.wait_for(request.read(), self._config.gateway.body_timeout_s)
-        except asyncio.TimeoutError:
-            return _detail(
-                408,
-                f"the request body did not arrive within {self._config.gateway.body_timeout_s:g} s "
-                "(gateway.body_timeout_s)",
-                {"Connection": "close"},
-            )
+        body = await request.read()  # read, charged and timed by gateway/intake.py
         try:
             parsed = decode(body)
         except kimina.RequestInvalid as exc:
@@ -286,8 +282,15 @@ async def _errors_as_detail(request: web.Request, handler):
         )
 
 
-def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Application:
-    middlewares = [observe_middleware(metrics, bool(gateway._tokens)), _errors_as_detail]
+def build_app(
+    gateway: KiminaGateway, config: Config, metrics=None, budget: ByteBudget | None = None
+) -> web.Application:
+    budget = budget if budget is not None else ByteBudget.from_config(config)
+    middlewares = [
+        observe_middleware(metrics, bool(gateway._tokens)),
+        _errors_as_detail,
+        intake_middleware(budget, config, gateway._refuse_access),  # every route's body
+    ]
     app = web.Application(
         middlewares=middlewares, client_max_size=config.server.max_message_mb * 2**20
     )
@@ -408,6 +411,7 @@ async def start_gateway(
     host: str | None = None,
     port: int | None = None,
     metrics=None,
+    budget: ByteBudget | None = None,
 ) -> Gateway:
     """Serve Kimina's REST API on `host:port` (default: config.gateway / server.host)."""
     host = host or config.gateway.host or config.server.host
@@ -419,7 +423,7 @@ async def start_gateway(
     check_access(config, host)
     handlers = KiminaGateway(verify, config)
     runner = _Runner(
-        build_app(handlers, config, metrics),
+        build_app(handlers, config, metrics, budget),
         handle_signals=False,
         access_log=None,
         handler_cancellation=True,
