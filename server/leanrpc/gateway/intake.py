@@ -22,10 +22,10 @@ Copies of a body: the kernel's bytes arrive in aiohttp's chunks (at most
 once into one bytearray of the declared length (chunked: grown by extend).
 That bytearray is handed to the handler as the request's body (aiohttp's
 `read()`, `text()` and `json()` return it; `_read_bytes` is where aiohttp
-caches a body it read, pinned by tests/gateway/test_intake.py). The handler
+caches a body it read, pinned by tests/memory/test_budget_units.py). The handler
 decodes it (msgspec: one more copy, the decoded strings, charged in step 3).
-The bytes stay charged until the response is built, since the handler's
-locals may hold them; the response's own bytes are not charged.
+The bytes stay charged until the response is built, and are freed then
+(`_drop`); the response's own bytes are not charged.
 
 May import: aiohttp, config, edge.budget, gateway.kimina (the refusal's JSON shape).
 """
@@ -103,6 +103,7 @@ def intake_middleware(budget: ByteBudget, config, refuse_access):
         if refused is not None:
             return await refuse(request, refused)
         ticket = budget.ticket(str(request.remote))
+        body = None
         try:
             try:
                 async with asyncio.timeout(timeout_s):
@@ -127,12 +128,28 @@ def intake_middleware(budget: ByteBudget, config, refuse_access):
                     f"the request body did not arrive within {timeout_s:g} s (gateway.body_timeout_s)",
                 )
             request._read_bytes = body  # aiohttp's cache of a read body (see the docstring)
-            del body
             return await handler(request)
         finally:
+            _drop(request, body)
             ticket.close()
 
     return intake
+
+
+def _drop(request: web.Request, body: bytearray | None) -> None:
+    """Frees the body's bytes now, before they are given back to the budget.
+
+    aiohttp keeps a connection's last request alive until the next request,
+    and a handler's frames can sit in a reference cycle (an exception's
+    traceback) until the cyclic collector runs: either would keep the
+    bytearray, so it is emptied, not only dropped.
+    """
+    request._read_bytes = None
+    if body is not None:
+        try:
+            body.clear()
+        except BufferError:  # a view of it is still exported: freed when that goes
+            pass
 
 
 async def _read(request: web.Request, ticket: Ticket, max_body: int) -> bytearray:
