@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-from pathlib import Path
 
 import psutil
 
