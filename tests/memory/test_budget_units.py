@@ -10,9 +10,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from leanrpc.edge.budget import BudgetExceeded, ByteBudget
+from leanrpc.edge.budget import BudgetExceeded, ByteBudget, decoded_bound
 from leanrpc.errors import OverloadedError
-from leanrpc.gateway.intake import decoded_bound
 
 
 def test_per_peer_and_server_budgets_refuse_and_say_which():

@@ -394,9 +394,11 @@ class MemoryConfig(_Section):
     on every door (edge/budget.py); docs/RELIABILITY.md has the memory table."""
 
     # MB that one peer address's requests may hold while read and served; 0 = no limit.
-    in_flight_mb_per_peer: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 256
+    # A request is charged up to 6x its size (raw, parsed, decoded strings; docs/RELIABILITY.md):
+    # keep it at least 6 x server.max_message_mb, or the largest requests never fit.
+    in_flight_mb_per_peer: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 512
     # MB that all requests in flight may hold together; 0 = no limit.
-    in_flight_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1024
+    in_flight_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 2048
     # MB of a refused REST body read and thrown away so the client can read the refusal.
     discard_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 128
 

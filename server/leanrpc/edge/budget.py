@@ -28,10 +28,11 @@ Plain Python, no I/O, no clock. May import: the standard library, leanrpc.errors
 from __future__ import annotations
 
 import collections
+import re
 
 from ..errors import OverloadedError
 
-__all__ = ["BudgetExceeded", "ByteBudget", "Ticket"]
+__all__ = ["BudgetExceeded", "ByteBudget", "Ticket", "decoded_bound"]
 
 _MB = 2**20
 
@@ -124,3 +125,25 @@ class Ticket:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_ASTRAL = re.compile(rb"[\xf0-\xf4]")
+_ASTRAL_OR_ESCAPE = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+
+
+def decoded_bound(data, *, json: bool = True) -> int:
+    """The most the Python strings decoded from `data` can hold, in bytes.
+
+    A str is 1, 2 or 4 bytes a character by its widest character: ASCII
+    decodes to at most its own size, text whose widest character is in the
+    BMP to at most 2x (a 3-byte UTF-8 character is 2 bytes, but every ASCII
+    character beside it is 2 too), and one 4-byte character makes every
+    character of its string 4 bytes: 4x. In JSON (`json`), `\\u` escapes
+    count as non-ASCII and a surrogate-pair escape as a 4-byte character.
+    Read from the bytes with C-speed scans, before anything is decoded.
+    """
+    escapes = json and b"\\u" in data
+    if data.isascii() and not escapes:
+        return len(data)
+    astral = (_ASTRAL_OR_ESCAPE if json else _ASTRAL).search(data)
+    return len(data) * (4 if astral else 2)

@@ -34,31 +34,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 
 from aiohttp import web
 
-from ..edge.budget import BudgetExceeded, ByteBudget, Ticket
+from ..edge.budget import BudgetExceeded, ByteBudget, Ticket, decoded_bound
 from . import kimina
 
-__all__ = ["intake_middleware", "decoded_bound"]
-
-_ASTRAL = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
-
-
-def decoded_bound(body) -> int:
-    """The most the strings decoded from JSON `body` can hold, in bytes.
-
-    A str is 1, 2 or 4 bytes a character by its widest character: ASCII
-    (no escapes) decodes to at most its own size, text whose widest
-    character is in the BMP to at most 2x (a 3-byte UTF-8 character is 2
-    bytes, but every ASCII character beside it is 2 too), and one 4-byte
-    character (raw or as a surrogate-pair escape) makes every character of
-    its string 4 bytes: 4x. Read from the bytes with C-speed scans.
-    """
-    if body.isascii() and b"\\u" not in body:
-        return len(body)
-    return len(body) * (4 if _ASTRAL.search(body) else 2)
+__all__ = ["intake_middleware"]
 
 
 def _answer(status: int, detail: str, headers: dict | None = None) -> web.Response:

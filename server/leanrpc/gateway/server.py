@@ -15,15 +15,14 @@ admission is that snippet's `error`, never a lost entry.
 Slow or greedy peers (issue 26 item 6): aiohttp closes a connection whose
 request headers are not complete `gateway.header_timeout_s` after it opened
 (or after the last answer on it: its keep-alive timer, which also closes a
-connection that is only idle); a body that takes longer than
-`gateway.body_timeout_s` is answered 408 and the connection closed; a peer
-address holding `gateway.max_connections_per_peer` connections gets its next
-one answered 429 and closed (`_PeerCap`). What a body may hold, and how a
-refusal reaches the client (401, 413, 503 with Retry-After, 408), is
-gateway/intake.py's middleware, on every route (issue 44).
+connection that is only idle); a peer address holding
+`gateway.max_connections_per_peer` connections gets its next one answered 429
+and closed (`_PeerCap`). Bodies (access first, the byte budget, 401/413/503/408
+answered readably) are gateway/intake.py's middleware, on every route (issue 44).
 
 May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity,
-edge.limiter, edge.budget, gateway.intake, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi.
+edge.limiter, edge.budget, gateway.intake, gateway.kimina, gateway.observe (request log
+and metrics), gateway.openapi.
 """
 
 from __future__ import annotations
@@ -282,15 +281,11 @@ async def _errors_as_detail(request: web.Request, handler):
         )
 
 
-def build_app(
-    gateway: KiminaGateway, config: Config, metrics=None, budget: ByteBudget | None = None
-) -> web.Application:
-    budget = budget if budget is not None else ByteBudget.from_config(config)
-    middlewares = [
-        observe_middleware(metrics, bool(gateway._tokens)),
-        _errors_as_detail,
-        intake_middleware(budget, config, gateway._refuse_access),  # every route's body
-    ]
+def build_app(gateway: KiminaGateway, config: Config, metrics=None, budget=None) -> web.Application:
+    intake = intake_middleware(
+        budget or ByteBudget.from_config(config), config, gateway._refuse_access
+    )
+    middlewares = [observe_middleware(metrics, bool(gateway._tokens)), _errors_as_detail, intake]
     app = web.Application(
         middlewares=middlewares, client_max_size=config.server.max_message_mb * 2**20
     )
