@@ -383,10 +383,11 @@ class SessionsConfig(_Section):
     """`[sessions]`: what one client may hold in sessions (docs/REUSE.md); `pool.max_sessions` is the total."""
 
     max_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 32
-    # MB of session code (opening code and recorded commands) kept for one client.
-    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 64
-    # MB that all clients' sessions may hold together (issue 44 item 2), charged as held.
-    max_mb_total: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 512
+    # MB the server holds for one client's session code (opening code and recorded
+    # commands), charged as really held: about 5x the code's size (pool/sessions.py held_cost).
+    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 256
+    # MB the server holds for all clients' session code together (issue 44 item 2), charged alike.
+    max_mb_total: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1024
 
 
 class MemoryConfig(_Section):

@@ -18,9 +18,11 @@ makes up are `secrets.token_urlsafe`, not a counter.
 
 Memory: the registry holds at most `max_sessions` sessions in all and each at
 most `max_commands` envs; per owner at most `max_per_client` sessions and
-`max_bytes_per_client` bytes of session code (each session's header and
-every command it recorded; a command's bytes are reserved while it runs, so
-concurrent commands cannot overshoot). All are refused beyond that (the
+`max_bytes_per_client` bytes, and all owners together `max_bytes_total`
+bytes (issue 44 item 2). The bytes are what the server really holds for the
+session's code (its header and every command it recorded), `held_cost`, not
+the code's length; a command's cost is reserved while it runs, so concurrent
+commands cannot overshoot. A refusal names the limit that was hit. All are refused beyond that (the
 client closes sessions it no longer needs), never evicted, because an
 evicted session would break the promise that its env ids stay valid. One
 owner at its limits leaves every other owner's room untouched.
@@ -31,12 +33,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import secrets
+import sys
 import time
 
 from ..core.headers import HeaderSplit
 from ..errors import NotFoundError, OverloadedError, RequestError
 
-__all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV"]
+__all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV", "held_cost"]
 
 ROOT_ENV = 0
 
@@ -77,7 +80,7 @@ class Session:
     def record(self, parent: int | None, text: str | None) -> int:
         """Appends a command (a new env); returns its session env id."""
         self.commands.append(SessionCommand(parent, text))
-        self.held_bytes += code_bytes(text or "")
+        self.held_bytes += held_cost(text or "")
         return len(self.commands) - 1
 
     def has_env(self, env: int) -> bool:
@@ -112,6 +115,21 @@ def code_bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+# Copies of a session's code the server holds, measured (issue 44, tracemalloc
+# and RSS in benchmarks/memory_bench.py): the recorded command's str, the pool
+# prefix trie's edge and the worker history trie's edge (pool/prefix_index.py,
+# str slices of the key's width), and the history's key str; plus one for the
+# allocator's slack around them (RSS grew 4.6x the code's size for ASCII, 5.7x
+# its UTF-8 size for 4-byte characters).
+HELD_COPIES = 5
+
+
+def held_cost(text: str) -> int:
+    """Bytes the server holds for session code `text`: HELD_COPIES strs of its
+    width (1, 2 or 4 bytes a character, as CPython stores it: sys.getsizeof)."""
+    return HELD_COPIES * sys.getsizeof(text)
+
+
 class SessionRegistry:
     def __init__(
         self,
@@ -120,11 +138,13 @@ class SessionRegistry:
         *,
         max_per_client: int = 1_000_000,
         max_bytes_per_client: int = 2**62,
+        max_bytes_total: int = 2**62,
     ) -> None:
         self.max_sessions = max_sessions
         self.max_commands = max_commands
         self.max_per_client = max_per_client
         self.max_bytes_per_client = max_bytes_per_client
+        self.max_bytes_total = max_bytes_total
         self._sessions: dict[tuple[str, str], Session] = {}  # (owner, name) -> session
         self._per_owner: collections.Counter[str] = collections.Counter()
         self._reserved: collections.Counter[str] = (
@@ -139,6 +159,7 @@ class SessionRegistry:
             config.pool.max_session_commands,
             max_per_client=config.sessions.max_per_client,
             max_bytes_per_client=config.sessions.max_mb_per_client * 2**20,
+            max_bytes_total=config.sessions.max_mb_total * 2**20,
         )
 
     def __len__(self) -> int:
@@ -154,6 +175,10 @@ class SessionRegistry:
         """Session code bytes `owner`'s sessions hold, with those of its running commands."""
         held = sum(s.held_bytes for (who, _name), s in self._sessions.items() if who == owner)
         return held + self._reserved[owner]
+
+    def held_total(self) -> int:
+        """Bytes all sessions hold, with those of running commands."""
+        return sum(s.held_bytes for s in self._sessions.values()) + sum(self._reserved.values())
 
     def create(
         self,
@@ -224,8 +249,17 @@ class SessionRegistry:
         held = self.held_bytes(owner)
         if held + incoming > self.max_bytes_per_client:
             raise OverloadedError(
-                f"this client's sessions hold {held / 2**20:.1f} MB of code; {incoming / 2**20:.1f} MB more is over "
-                f"the limit of {self.max_bytes_per_client / 2**20:g} MB (sessions.max_mb_per_client); close some",
+                f"this client's sessions hold {held / 2**20:.1f} MB; {incoming / 2**20:.1f} MB more is over "
+                f"this client's limit of {self.max_bytes_per_client / 2**20:g} MB (sessions.max_mb_per_client); "
+                "close some",
+                retry_after_s=5.0,
+            )
+        total = self.held_total()
+        if total + incoming > self.max_bytes_total:
+            raise OverloadedError(
+                f"all clients' sessions hold {total / 2**20:.1f} MB; {incoming / 2**20:.1f} MB more is over "
+                f"the server's limit of {self.max_bytes_total / 2**20:g} MB (sessions.max_mb_total); "
+                "retry when others have closed theirs",
                 retry_after_s=5.0,
             )
 
