@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import http.client
 
-from memory_support import ServerProcess, check_body, mb, post, post_parallel
+from benchmarks.memproc import ServerProcess, check_body, mb, post, post_parallel
 
 BUDGET_MB = 256
 # What the server holds besides the budget while 32 bodies arrive: aiohttp's

@@ -1,6 +1,6 @@
 """A real leanrpc server in its own process (gRPC and the REST gateway), so that
-its RSS is its own and not the test's, and the peak-RSS reading the memory tests
-and benchmarks/memory_bench.py share (issue 44)."""
+its RSS is its own and not the caller's, and the peak-RSS reading that
+tests/memory and benchmarks/memory_bench.py share (issue 44). Stdlib, psutil."""
 
 from __future__ import annotations
 
@@ -30,12 +30,20 @@ class ServerProcess:
     """`leanrpc serve` with `settings` ({"memory.in_flight_mb": 64, ...}) as
     LEANRPC_<SECTION>__<KEY> variables; `.http` is the gateway's port."""
 
-    def __init__(self, settings: dict | None = None, workers: int = 1) -> None:
+    def __init__(
+        self,
+        settings: dict | None = None,
+        workers: int = 1,
+        tokens: tuple = (TOKEN,),
+        server_dir: str | None = None,
+    ) -> None:
         self.http = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEANRPC_")}
         env["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="leanrpc-memory-xdg-")
-        env["LEANRPC_TOKENS"] = TOKEN
+        env["LEANRPC_TOKENS"] = ",".join(tokens)
         env["PYTHONUNBUFFERED"] = "1"
+        if server_dir:  # another checkout's server/ (a benchmark's "before")
+            env["PYTHONPATH"] = server_dir
         env["LEANRPC_LIMITS__MAX_SYSTEM_MEMORY_PERCENT"] = "0"
         for key, value in (settings or {}).items():
             section, _, name = key.partition(".")
