@@ -63,7 +63,7 @@ async def _fill(address: str, char: str) -> tuple[int, str]:
             try:
                 await client.run_in_session(opened.session, text + "\n", check_axioms=False)
             except ClientError as exc:
-                return code, exc.message.split(";")[0]
+                return code, str(exc).split(";")[0]
             code += len(text.encode()) + 1
     finally:
         await client.close()

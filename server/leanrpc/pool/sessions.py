@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 import secrets
-import sys
 import time
 
 from ..core.headers import HeaderSplit
@@ -118,16 +118,29 @@ def code_bytes(text: str) -> int:
 # Copies of a session's code the server holds, measured (issue 44, tracemalloc
 # and RSS in benchmarks/memory_bench.py): the recorded command's str, the pool
 # prefix trie's edge and the worker history trie's edge (pool/prefix_index.py,
-# str slices of the key's width), and the history's key str; plus one for the
-# allocator's slack around them (RSS grew 4.6x the code's size for ASCII, 5.7x
-# its UTF-8 size for 4-byte characters).
+# str slices of the key's width), and the history's key str; plus one for what
+# rides with them (a str's cached UTF-8 once C code asked for it, the last
+# request's encoding, the allocator's slack).
 HELD_COPIES = 5
+
+_WIDE = re.compile("[\U00010000-\U0010ffff]")
+_TWO_BYTES = re.compile("[\u0100-\uffff]")
+
+
+def str_bytes(text: str) -> int:
+    """Bytes CPython stores `text`'s characters in: 1, 2 or 4 a character by its
+    widest one (PEP 393), found with C-speed regex scans. Not sys.getsizeof,
+    which also counts a UTF-8 copy cached by whoever encoded the str last."""
+    if text.isascii():
+        return len(text)
+    if _WIDE.search(text):
+        return 4 * len(text)
+    return (2 if _TWO_BYTES.search(text) else 1) * len(text)
 
 
 def held_cost(text: str) -> int:
-    """Bytes the server holds for session code `text`: HELD_COPIES strs of its
-    width (1, 2 or 4 bytes a character, as CPython stores it: sys.getsizeof)."""
-    return HELD_COPIES * sys.getsizeof(text)
+    """Bytes the server holds for session code `text`: HELD_COPIES of its characters."""
+    return HELD_COPIES * str_bytes(text)
 
 
 class SessionRegistry:
