@@ -11,7 +11,7 @@ worker, and reads its peak RSS (VmHWM, reset before the case):
   refused per snippet by server.max_code_chars, as in the issue);
 * session fill: one client records 1 MB commands in one session until it is
   refused (ASCII, then 4-byte characters), with the defaults of each version;
-* budget cost: the miniF2F proofs (benchmarks/workloads.py, no simulated REPL
+* budget cost: the budget's own work per body, timed in-process; and the miniF2F proofs (benchmarks/workloads.py, no simulated REPL
   cost) sent one per REST request by 4 concurrent clients; mean ms per request.
   Before and after alternate twice and the best of each is kept.
 
@@ -107,6 +107,25 @@ def budget_cost(server_dir: str | None, bodies: list[bytes]) -> float:
     if failures:
         raise SystemExit(f"requests failed: {failures[:5]}")
     return 1000 * elapsed / len(bodies)
+
+
+def intake_work_us(bodies: list[bytes], repeats: int = 20) -> float:
+    """The budget's own work per body, in-process: the copy into one bytearray, the decode
+    bound, and a ticket's acquire and release (edge/budget.py), in microseconds."""
+    from leanrpc.edge.budget import ByteBudget, decoded_bound
+
+    budget = ByteBudget(512 * 2**20, 2048 * 2**20)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for body in bodies:
+            with budget.ticket("127.0.0.1") as ticket:
+                ticket.acquire(len(body))
+                kept = bytearray(len(body))
+                kept[:] = body
+                ticket.acquire(decoded_bound(kept))
+        best = min(best, (time.perf_counter() - started) / len(bodies))
+    return best * 1e6
 
 
 def main() -> None:

@@ -28,7 +28,6 @@ Plain Python, no I/O, no clock. May import: the standard library, leanrpc.errors
 from __future__ import annotations
 
 import collections
-import re
 
 from ..errors import OverloadedError
 
@@ -127,8 +126,9 @@ class Ticket:
         self.close()
 
 
-_ASTRAL = re.compile(rb"[\xf0-\xf4]")
-_ASTRAL_OR_ESCAPE = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+# Lead bytes of 4-byte UTF-8 characters, found with a substring search (`in`,
+# C speed: a few us for an 8 KB miniF2F body).
+_ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
 
 
 def decoded_bound(data, *, json: bool = True) -> int:
@@ -138,12 +138,14 @@ def decoded_bound(data, *, json: bool = True) -> int:
     decodes to at most its own size, text whose widest character is in the
     BMP to at most 2x (a 3-byte UTF-8 character is 2 bytes, but every ASCII
     character beside it is 2 too), and one 4-byte character makes every
-    character of its string 4 bytes: 4x. In JSON (`json`), `\\u` escapes
-    count as non-ASCII and a surrogate-pair escape as a 4-byte character.
+    character of its string 4 bytes: 4x. In JSON (`json`), a body with `\\u`
+    escapes is bounded at 4x: one could be half of a surrogate pair, and
+    telling which costs 30-140 us per 8 KB body (a regex or a search for
+    each spelling, slowed by the many other escapes) against about 2 us.
     Read from the bytes with C-speed scans, before anything is decoded.
     """
-    escapes = json and b"\\u" in data
-    if data.isascii() and not escapes:
+    if json and b"\\u" in data:
+        return 4 * len(data)
+    if data.isascii():
         return len(data)
-    astral = (_ASTRAL_OR_ESCAPE if json else _ASTRAL).search(data)
-    return len(data) * (4 if astral else 2)
+    return len(data) * (4 if any(lead in data for lead in _ASTRAL_LEADS) else 2)
