@@ -24,8 +24,11 @@ That bytearray is handed to the handler as the request's body (aiohttp's
 `read()`, `text()` and `json()` return it; `_read_bytes` is where aiohttp
 caches a body it read, pinned by tests/memory/test_budget_units.py). The handler
 decodes it (msgspec: one more copy, the decoded strings, charged in step 3).
-The bytes stay charged until the response is built, and are freed then
-(`_drop`); the response's own bytes are not charged.
+So two whole copies remain, both charged: the bytes, since msgspec decodes a
+whole document (it has no incremental decoding into typed structs), and the
+decoded strings, which are what the handler works on. The bytes stay charged
+until the response is built, and are freed then (`_drop`); the response's
+own bytes are not charged.
 
 May import: aiohttp, config, edge.budget, gateway.kimina (the refusal's JSON shape).
 """
