@@ -17,10 +17,14 @@ The API is two calls, so any door can use it:
 `Ticket` is the per-request tally doors use (acquire as bytes arrive,
 `close()` releases all). The REST gateway charges in gateway/intake.py
 (aiohttp middleware, every route), gRPC in edge/interceptors/budget.py (the
-raw message bytes, before they are deserialized). The MCP door (aiohttp or
-starlette) wires it the same way as gateway/intake.py: one middleware that
-takes a Ticket for the peer address, acquires each chunk of the body before
-keeping it, and closes the ticket when the response is sent.
+raw message bytes, before they are deserialized). One ByteBudget serves every
+door: app.py makes it (`App.budget`) and hands it to each. The MCP door wires
+it the same way: on aiohttp, add `gateway.intake.intake_middleware(app.budget,
+config, refuse_access)` to its application as is; on starlette, a pure ASGI
+middleware that takes `budget.ticket(client host)`, wraps `receive` so each
+`http.request` message's body is `ticket.acquire`d before it is passed on
+(on BudgetExceeded: answer 503 with Retry-After and stop passing bytes on),
+and closes the ticket once the last `http.response.body` is sent.
 
 Plain Python, no I/O, no clock. May import: the standard library, leanrpc.errors.
 """
