@@ -33,6 +33,8 @@ from ..errors import abort_with
 
 __all__ = ["BudgetInterceptor", "peer_address", "message_cost"]
 
+_CACHED_HANDLERS = 256  # wrapped handlers kept, as edge/interceptors/wrap.py does
+
 
 def peer_address(peer: str) -> str:
     """grpc's peer string ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000") without its port."""
@@ -62,6 +64,8 @@ class BudgetInterceptor(grpc.aio.ServerInterceptor):
             return handler
         found = self._wrapped.get(handler)
         if found is None:
+            if len(self._wrapped) >= _CACHED_HANDLERS:  # handlers made per call: bounded
+                self._wrapped.clear()
             found = self._wrapped[handler] = self._wrap(handler)
         return found
 
