@@ -28,9 +28,11 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from .cache import CachedVerifier
 from .config import Config
 from .core import NATIVE_ACTIVE
+from .edge.budget import ByteBudget
 from .edge.errors import abort_with
 from .edge.identity import CallerIdentity
 from .edge.interceptors.auth import build_access_interceptors
+from .edge.interceptors.budget import BudgetInterceptor
 from .edge.prover import ProverServicer, add_prover_to_server
 from .edge.reflection import enable_reflection
 from .edge.verifier import VerifierServicer, add_verifier_to_server
@@ -78,6 +80,7 @@ class App:
     prover_door: object | None = None  # the ProverServicer, told with it (its Expand streams)
     extract: ExtractService | None = None
     mcp: object | None = None  # leanrpc.agents.McpDoor when mcp.port is set
+    budget: ByteBudget | None = None  # bytes in flight, shared by every door (issue 44)
     _health_task: asyncio.Task | None = None
 
     async def stop(self, grace: float | None = None) -> None:
@@ -165,6 +168,9 @@ async def _serve_pool(
         RequestLogInterceptor(tokens_checked)
     )  # before auth: refused calls are logged too
     interceptors += access_interceptors
+    # One byte budget for every door (issue 44): innermost, so refused callers are never charged.
+    budget = ByteBudget.from_config(config)
+    interceptors.append(BudgetInterceptor(budget))
     max_bytes = config.server.max_message_mb * 2**20
     server = grpc.aio.server(
         interceptors=interceptors,
@@ -223,6 +229,7 @@ async def _serve_pool(
         prover=prover,
         prover_door=prover_servicer,
         extract=extract,
+        budget=budget,
     )
     if config.server.metrics_port:
         from .edge.metrics import start_metrics
@@ -232,7 +239,9 @@ async def _serve_pool(
         from .gateway import start_gateway
 
         try:
-            app.gateway = await start_gateway(verify, config, metrics=app.metrics)
+            app.gateway = await start_gateway(
+                verify, config, metrics=app.metrics, budget=app.budget
+            )
         except BaseException:
             await app.stop(0)
             raise

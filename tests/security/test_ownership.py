@@ -93,7 +93,7 @@ async def test_another_client_cannot_run_verify_close_or_replace_a_session(monke
 async def test_session_limits_are_per_client_and_names_cannot_be_guessed(monkeypatch):
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     async with running_server(
-        _config(sessions__max_per_client=16, sessions__max_mb_per_client=1)
+        _config(sessions__max_per_client=16, sessions__max_mb_per_client=4)
     ) as app:
         two = _Two(app)
         try:
@@ -107,7 +107,8 @@ async def test_session_limits_are_per_client_and_names_cannot_be_guessed(monkeyp
             )
             mine = await two.a.open_session(PREAMBLE)  # B at 16 of 16; A is untouched
             assert mine.env == 0
-            # Bytes of session code, per client: 1 MB each.
+            # Bytes held for session code, per client: 4 MB each; a 600 KB command holds
+            # about 3 MB (pool/sessions.py held_cost), so a second one is over.
             big = "theorem big : 1 = 1 := rfl\n-- " + "x" * 600_000 + "\n"
             assert (await two.a.run_in_session(mine.session, big)).env == 1
             code, details = await _refusal(two.a.run_in_session(mine.session, big))

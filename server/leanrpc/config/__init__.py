@@ -37,6 +37,7 @@ from .sections import (  # noqa: F401 (the public names of leanrpc.config)
     JudgeConfig,
     LimitsConfig,
     McpConfig,
+    MemoryConfig,
     NonNegativeFloat,
     NonNegativeInt,
     OnOffAuto,
@@ -75,6 +76,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     policy: PolicyConfig = msgspec.field(default_factory=PolicyConfig)
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
     canary: CanaryConfig = msgspec.field(default_factory=CanaryConfig)
+    memory: MemoryConfig = msgspec.field(default_factory=MemoryConfig)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Config":

@@ -350,7 +350,8 @@ class SessionsConfig(_Section):
     """`[sessions]`: what one client may hold in sessions (docs/REUSE.md); `pool.max_sessions` is the total."""
 
     max_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="Sessions one client may hold open at once; clamped at start-up to half of pool.max_sessions (at least 1, logged), so one client never holds every session.")] = 32
-    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="MB of session code (opening code and recorded commands) kept for one client.")] = 64
+    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="MB the server holds for one client's session code (opening code and recorded commands), charged as really held: about 5x the code's size (pool/sessions.py held_cost).")] = 256
+    max_mb_total: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="MB the server holds for all clients' session code together (issue 44 item 2), charged alike.")] = 1024
 
 
 class CanaryConfig(_Section):
@@ -363,6 +364,15 @@ class CanaryConfig(_Section):
     rate: Annotated[float, msgspec.Meta(ge=0, le=1, description="The chance that a job comes after a canary on its worker, drawn per job at random.")] = 0.05
     on_client_switch: Annotated[bool, msgspec.Meta(description="Always a canary before a worker that served one client serves another.")] = True
     timeout_s: Annotated[PositiveFloat, msgspec.Meta(description="Seconds a canary may take; a worker that gives no answer in time is replaced.")] = 60.0
+
+
+class MemoryConfig(_Section):
+    """`[memory]` (issue 44): bytes of requests in flight, per peer address and in all,
+    on every door (edge/budget.py); docs/RELIABILITY.md has the memory table."""
+
+    in_flight_mb_per_peer: Annotated[int, msgspec.Meta(ge=0, le=1_000_000, description="MB that one peer address's requests may hold while read and served; 0 = no limit. A request is charged up to 6x its size (raw, parsed, decoded strings; docs/RELIABILITY.md): keep it at least 6 x server.max_message_mb, or the largest requests never fit.")] = 512
+    in_flight_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000, description="MB that all requests in flight may hold together; 0 = no limit.")] = 2048
+    discard_mb: Annotated[int, msgspec.Meta(ge=0, le=1_000_000, description="MB of a refused REST body read and thrown away so the client can read the refusal.")] = 128
 
 
 class AxiomsConfig(_Section):

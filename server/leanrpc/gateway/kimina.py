@@ -94,7 +94,7 @@ def _loc(path: str) -> list:
 
 
 def _decode(body: bytes, model: type):
-    if not body.strip():
+    if not body or body.isspace():  # not strip(): a copy of the whole body
         raise _invalid("missing", [], "Field required")
     try:
         return msgspec.json.decode(body, type=model, strict=False)

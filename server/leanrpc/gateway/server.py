@@ -15,13 +15,14 @@ admission is that snippet's `error`, never a lost entry.
 Slow or greedy peers (issue 26 item 6): aiohttp closes a connection whose
 request headers are not complete `gateway.header_timeout_s` after it opened
 (or after the last answer on it: its keep-alive timer, which also closes a
-connection that is only idle); a body that takes longer than
-`gateway.body_timeout_s` is answered 408 and the connection closed; a peer
-address holding `gateway.max_connections_per_peer` connections gets its next
-one answered 429 and closed (`_PeerCap`).
+connection that is only idle); a peer address holding
+`gateway.max_connections_per_peer` connections gets its next one answered 429
+and closed (`_PeerCap`). Bodies (access first, the byte budget, 401/413/503/408
+answered readably) are gateway/intake.py's middleware, on every route (issue 44).
 
 May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity,
-edge.limiter, gateway.kimina, gateway.observe (request log and metrics), gateway.openapi, gateway.reward.
+edge.limiter, edge.budget, gateway.intake, gateway.kimina, gateway.observe (request log
+and metrics), gateway.openapi, gateway.reward.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from ..config import Config
 from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
+from ..edge.budget import ByteBudget
 from ..edge.identity import CallerIdentity
 from ..edge.limiter import ClientLimiter, LimitExceeded
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
@@ -45,6 +47,7 @@ from ..results import Status
 from ..services.ports import Verifier
 from ..services.resolve import VerifyOptions
 from . import kimina, openapi, reward
+from .intake import intake_middleware
 from .observe import note_outcome, note_refused, observe_middleware
 
 log = logging.getLogger("leanrpc.gateway")
@@ -162,15 +165,7 @@ class KiminaGateway:
         refused = self._refuse_access(request)
         if refused is not None:
             return refused
-        try:
-            body = await asyncio.wait_for(request.read(), self._config.gateway.body_timeout_s)
-        except asyncio.TimeoutError:
-            return _detail(
-                408,
-                f"the request body did not arrive within {self._config.gateway.body_timeout_s:g} s "
-                "(gateway.body_timeout_s)",
-                {"Connection": "close"},
-            )
+        body = await request.read()  # read, charged and timed by gateway/intake.py
         try:
             parsed = decode(body)
         except kimina.RequestInvalid as exc:
@@ -282,8 +277,11 @@ async def _errors_as_detail(request: web.Request, handler):
         )
 
 
-def build_app(gateway: KiminaGateway, config: Config, metrics=None) -> web.Application:
-    middlewares = [observe_middleware(metrics, bool(gateway._tokens)), _errors_as_detail]
+def build_app(gateway: KiminaGateway, config: Config, metrics=None, budget=None) -> web.Application:
+    intake = intake_middleware(
+        budget or ByteBudget.from_config(config), config, gateway._refuse_access
+    )
+    middlewares = [observe_middleware(metrics, bool(gateway._tokens)), _errors_as_detail, intake]
     app = web.Application(
         middlewares=middlewares, client_max_size=config.server.max_message_mb * 2**20
     )
@@ -404,6 +402,7 @@ async def start_gateway(
     host: str | None = None,
     port: int | None = None,
     metrics=None,
+    budget: ByteBudget | None = None,
 ) -> Gateway:
     """Serve Kimina's REST API on `host:port` (default: config.gateway / server.host)."""
     host = host or config.gateway.host or config.server.host
@@ -415,7 +414,7 @@ async def start_gateway(
     check_access(config, host)
     handlers = KiminaGateway(verify, config)
     runner = _Runner(
-        build_app(handlers, config, metrics),
+        build_app(handlers, config, metrics, budget),
         handle_signals=False,
         access_log=None,
         handler_cancellation=True,

@@ -24,7 +24,7 @@ from .job import (
 from .pool import Pool
 from .ports import PoolOwner, PoolPort
 from .replay import replay, resume_point
-from .sessions import ROOT_ENV, Session, SessionCall, SessionRegistry, code_bytes
+from .sessions import ROOT_ENV, Session, SessionCall, SessionRegistry, code_bytes, held_cost
 from .slot import WorkerHandle
 from .stats import PoolMetrics, PoolSnapshot, PoolStats, WorkerInfo, WorkerReport
 
@@ -55,6 +55,7 @@ __all__ = [
     "WorkerInfo",
     "WorkerReport",
     "code_bytes",
+    "held_cost",
     "replay",
     "resume_point",
 ]

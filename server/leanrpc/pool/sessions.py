@@ -18,9 +18,11 @@ makes up are `secrets.token_urlsafe`, not a counter.
 
 Memory: the registry holds at most `max_sessions` sessions in all and each at
 most `max_commands` envs; per owner at most `max_per_client` sessions and
-`max_bytes_per_client` bytes of session code (each session's header and
-every command it recorded; a command's bytes are reserved while it runs, so
-concurrent commands cannot overshoot). All are refused beyond that (the
+`max_bytes_per_client` bytes, and all owners together `max_bytes_total`
+bytes (issue 44 item 2). The bytes are what the server really holds for the
+session's code (its header and every command it recorded), `held_cost`, not
+the code's length; a command's cost is reserved while it runs, so concurrent
+commands cannot overshoot. A refusal names the limit that was hit. All are refused beyond that (the
 client closes sessions it no longer needs), never evicted, because an
 evicted session would break the promise that its env ids stay valid. One
 owner at its limits leaves every other owner's room untouched: `from_config`
@@ -34,13 +36,14 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import re
 import secrets
 import time
 
 from ..core.headers import HeaderSplit
 from ..errors import NotFoundError, OverloadedError, RequestError
 
-__all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV", "per_client_limit"]
+__all__ = ["Session", "SessionCall", "SessionRegistry", "ROOT_ENV", "per_client_limit", "held_cost"]
 
 log = logging.getLogger("leanrpc.pool")
 
@@ -90,7 +93,7 @@ class Session:
     def record(self, parent: int | None, text: str | None) -> int:
         """Appends a command (a new env); returns its session env id."""
         self.commands.append(SessionCommand(parent, text))
-        self.held_bytes += code_bytes(text or "")
+        self.held_bytes += held_cost(text or "")
         return len(self.commands) - 1
 
     def has_env(self, env: int) -> bool:
@@ -125,6 +128,34 @@ def code_bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+# Copies of a session's code the server holds, measured (issue 44, tracemalloc
+# and RSS in benchmarks/memory_bench.py): the recorded command's str, the pool
+# prefix trie's edge and the worker history trie's edge (pool/prefix_index.py,
+# str slices of the key's width), and the history's key str; plus one for what
+# rides with them (a str's cached UTF-8 once C code asked for it, the last
+# request's encoding, the allocator's slack).
+HELD_COPIES = 5
+
+_WIDE = re.compile("[\U00010000-\U0010ffff]")
+_TWO_BYTES = re.compile("[\u0100-\uffff]")
+
+
+def str_bytes(text: str) -> int:
+    """Bytes CPython stores `text`'s characters in: 1, 2 or 4 a character by its
+    widest one (PEP 393), found with C-speed regex scans. Not sys.getsizeof,
+    which also counts a UTF-8 copy cached by whoever encoded the str last."""
+    if text.isascii():
+        return len(text)
+    if _WIDE.search(text):
+        return 4 * len(text)
+    return (2 if _TWO_BYTES.search(text) else 1) * len(text)
+
+
+def held_cost(text: str) -> int:
+    """Bytes the server holds for session code `text`: HELD_COPIES of its characters."""
+    return HELD_COPIES * str_bytes(text)
+
+
 class SessionRegistry:
     def __init__(
         self,
@@ -133,11 +164,13 @@ class SessionRegistry:
         *,
         max_per_client: int = 1_000_000,
         max_bytes_per_client: int = 2**62,
+        max_bytes_total: int = 2**62,
     ) -> None:
         self.max_sessions = max_sessions
         self.max_commands = max_commands
         self.max_per_client = max_per_client
         self.max_bytes_per_client = max_bytes_per_client
+        self.max_bytes_total = max_bytes_total
         self._sessions: dict[tuple[str, str], Session] = {}  # (owner, name) -> session
         self._per_owner: collections.Counter[str] = collections.Counter()
         self._reserved: collections.Counter[str] = (
@@ -163,6 +196,7 @@ class SessionRegistry:
             config.pool.max_session_commands,
             max_per_client=per_client,
             max_bytes_per_client=config.sessions.max_mb_per_client * 2**20,
+            max_bytes_total=config.sessions.max_mb_total * 2**20,
         )
 
     def __len__(self) -> int:
@@ -178,6 +212,10 @@ class SessionRegistry:
         """Session code bytes `owner`'s sessions hold, with those of its running commands."""
         held = sum(s.held_bytes for (who, _name), s in self._sessions.items() if who == owner)
         return held + self._reserved[owner]
+
+    def held_total(self) -> int:
+        """Bytes all sessions hold, with those of running commands."""
+        return sum(s.held_bytes for s in self._sessions.values()) + sum(self._reserved.values())
 
     def create(
         self,
@@ -248,8 +286,17 @@ class SessionRegistry:
         held = self.held_bytes(owner)
         if held + incoming > self.max_bytes_per_client:
             raise OverloadedError(
-                f"this client's sessions hold {held / 2**20:.1f} MB of code; {incoming / 2**20:.1f} MB more is over "
-                f"the limit of {self.max_bytes_per_client / 2**20:g} MB (sessions.max_mb_per_client); close some",
+                f"this client's sessions hold {held / 2**20:.1f} MB; {incoming / 2**20:.1f} MB more is over "
+                f"this client's limit of {self.max_bytes_per_client / 2**20:g} MB (sessions.max_mb_per_client); "
+                "close some",
+                retry_after_s=5.0,
+            )
+        total = self.held_total()
+        if total + incoming > self.max_bytes_total:
+            raise OverloadedError(
+                f"all clients' sessions hold {total / 2**20:.1f} MB; {incoming / 2**20:.1f} MB more is over "
+                f"the server's limit of {self.max_bytes_total / 2**20:g} MB (sessions.max_mb_total); "
+                "retry when others have closed theirs",
                 retry_after_s=5.0,
             )
 

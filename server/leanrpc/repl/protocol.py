@@ -25,6 +25,7 @@ when unset (`omit_defaults`), then exactly one blank line.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Union
 
 import msgspec
@@ -256,6 +257,35 @@ def decode(frame: bytes) -> Response:
         raise FrameDecodeError(
             f"REPL frame is not valid JSON: {exc}", detail=_excerpt(frame)
         ) from None
+    except RecursionError:
+        # msgspec stops near Python's recursion limit (issue 44 item 4): the
+        # frame is unusable, and its depth is the one fact worth logging.
+        raise FrameDecodeError(
+            f"REPL frame nests {nesting_depth(frame)} levels deep, deeper than the decoder goes "
+            "(an infotree that deep cannot be read)",
+            detail=_excerpt(frame),
+        ) from None
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def nesting_depth(frame: bytes, scan: int = 1 << 20) -> str:
+    """How deep JSON arrays and objects nest in `frame` (strings skipped), as
+    text: "N", or "at least N" when the frame is longer than `scan` bytes.
+
+    Only on the error path, and bounded: a regex drops strings from the first
+    `scan` bytes, `translate` keeps the brackets, one loop counts them.
+    """
+    head = _STRING.sub(b"", bytes(frame[:scan])).translate(None, _NOT_BRACKETS)
+    depth = deepest = 0
+    for byte in head:
+        depth += 1 if byte in b"[{" else -1
+        deepest = max(deepest, depth)
+    return f"at least {deepest}" if len(frame) > scan else str(deepest)
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def _excerpt(frame: bytes, limit: int = 200) -> str:

@@ -10,8 +10,8 @@ for Verify, and check_axioms (on unless the request turns it off) runs as
 for Verify, through services.axioms: `#print axioms` on the command's own
 env, which the session does not keep. Every call names its caller
 (`client_id`, edge/identity.py): a session is its opener's, and anyone else
-gets NOT_FOUND as for a name never opened; the per-client limits (sessions,
-bytes of code) are the registry's. Every call comes resolved
+gets NOT_FOUND as for a name never opened; the per-client and server-wide limits (sessions,
+bytes held for their code) are the registry's. Every call comes resolved
 (services.resolve: validated, split, timeout and code policy applied once at
 the door). May import: errors, results, pool, services.outcomes,
 services.axioms, services.resolve.
@@ -24,7 +24,7 @@ import dataclasses
 
 from ..config import Config
 from ..errors import RequestError
-from ..pool import ROOT_ENV, PoolPort, SessionCall, SessionJob, code_bytes
+from ..pool import ROOT_ENV, PoolPort, SessionCall, SessionJob, held_cost
 from ..results import VerifyResult
 from . import axioms
 from .outcomes import run_job
@@ -73,7 +73,7 @@ class SessionService:
         if refused is not None:  # answered without running (the code policy): no session
             return SessionResult(name, None, refused, profile=request.profile)
         split = request.split
-        size = code_bytes(request.code)
+        size = held_cost(request.code)  # what the server holds for it, not its length
         client_id = request.client_id
         session = self.registry.create(
             name,
@@ -81,7 +81,7 @@ class SessionService:
             request.profile,
             owner=client_id,
             opening_bytes=size,
-            header_bytes=max(0, size - code_bytes(split.body)),
+            header_bytes=max(0, size - held_cost(split.body)),
         )
         try:
             out = await self._submit(
@@ -111,7 +111,7 @@ class SessionService:
         refused = request.answer()
         if refused is not None:  # answered without running (the code policy): no new env
             return SessionResult(session.name, None, refused, profile=session.profile)
-        size = code_bytes(request.code) if record else 0
+        size = held_cost(request.code) if record else 0
         if record:
             self.registry.check_room(session, size)
         self.registry.reserve(session.owner, size)
