@@ -157,6 +157,9 @@ class PoolConfig(_Section):
     # process that had run another request first is not counted: that request
     # goes once more, on a process nothing ran on.
     max_retries: NonNegativeInt = 1
+    # Body jobs of one stream or batch run pipelined on one worker, at most this
+    # many per exchange (one fence, one audit; pool/pipeline.py); 1 turns it off.
+    pipeline_bodies: PositiveInt = 8
     # Circuit breaker: this many consecutive boot failures open it.
     boot_failure_limit: PositiveInt = 3
     breaker_cooldown_s: NonNegativeFloat = 30.0

@@ -19,7 +19,7 @@ Rooms: job.py (jobs by kind, their outcomes), admission.py (the one queue
 check, fair order, deadlines), plan.py + routing.py (the snapshot, and the
 pure decisions on it), dispatch.py (snapshot, plan, apply), prefix_index.py
 (who elaborated what), runner.py (one attempt on one worker; the failure
-table), loader.py (boot, header, preamble), supervisor.py (processes over
+table), pipeline.py (body jobs of one stream pipelined on one worker), loader.py (boot, header, preamble), supervisor.py (processes over
 time), sessions.py (session env trees), slot.py (each worker's REPL
 handles), features.py (each profile's fork and Elab.async), stats.py (what
 the pool publishes), ports.py (what each partner may use: the rooms below,
@@ -62,6 +62,7 @@ from ..errors import NotServingError
 from ..results import VerifierIdentity
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
+from . import pipeline
 from .admission import Admission
 from .cost import BodyCostModel, HeaderCostModel
 from .dispatch import Dispatcher
@@ -363,6 +364,12 @@ class Pool:
             job.fresh_process = True
             job.make_view()
         self.admission.push_front(job)
+
+    def take_riders(self, lead: Job, worker: Worker) -> list[Job]:
+        """Queued jobs that run pipelined with `lead` on `worker`, out of the queue."""
+        return pipeline.take_riders(
+            self.admission, self.workers, self.config, self.stats, lead, worker
+        )
 
     def fail_queued_not_serving(self, message: str) -> None:
         for job in self.admission.clear():
