@@ -51,19 +51,26 @@ _ATTRIBUTES = r"(?:@\[[^\]]*\][ \t\n]*)*"
 # The types a statement can be about (the reference check pins them too: a
 # snippet must not redefine a structure the statement uses).
 TYPE_KINDS = ("structure", "inductive", "class")
-_KEYWORD = re.compile(rf"\b(?:{'|'.join(PROOF_KINDS)})\b")
-_TYPE_KEYWORD = re.compile(rf"\b(?:{'|'.join(TYPE_KINDS)})\b")
+# No `\b` in front: `_declaration_keywords` refuses a keyword after a name
+# character by hand, and a leading `\b` kept the regex engine from scanning for
+# the keywords' first letters in C (issue 38 item 6).
+_KEYWORD = re.compile(rf"(?:{'|'.join(PROOF_KINDS)})\b")
+_TYPE_KEYWORD = re.compile(rf"(?:{'|'.join(TYPE_KINDS)})\b")
 # A declaration keyword, and what may precede it on its line: attributes,
 # modifiers, or a `... in` command modifier.
 _LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
+# A scope command at the start of a line. Searched in "\n" + text with the
+# newline in the pattern, not with `^` and re.M: a literal first character
+# lets the regex engine skip to the newlines in C (issue 38 item 6).
 _SCOPE = re.compile(
-    r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)",
-    re.M,
+    r"\n[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)"
 )
 _ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)"
 _NAME = re.compile(rf"[ \t\n]*(?P<name>{_ATOM}(?:\.{_ATOM})*)")
 _PRIORITY = re.compile(r"[ \t\n]*\([ \t\n]*priority[ \t\n]*:=[^)]*\)")
-_WHERE = re.compile(r"\bwhere\b")
+_WHERE = re.compile(
+    r"where\b"
+)  # `\b` in front checked by hand (`_where`): a literal prefix is faster
 _COMMENT_MARK = re.compile(r"/-|-/")
 _AUX = re.compile(rf"^(?P<indent>[ \t]*)(?P<name>{_ATOM})(?=[\s(\[{{⦃:])", re.M)
 _KEYWORDS = frozenset(
@@ -131,14 +138,16 @@ def print_axioms_command(names: list[str]) -> str | None:
     return "\n".join(f"#print axioms {name}" for name in names) if names else None
 
 
-def declarations(body: str, *, types: bool = False) -> list[Declaration]:
+def declarations(body: str, *, types: bool = False, masked: str | None = None) -> list[Declaration]:
     """Every proof-carrying declaration in `body`, in text order; with
-    `types`, the `structure`, `inductive` and `class` declarations too."""
-    masked = mask(body)
+    `types`, the `structure`, `inductive` and `class` declarations too.
+    `masked`: `mask(body)`, when the caller has it already."""
+    if masked is None:
+        masked = mask(body)
     events = [(m.start(), 1, m) for m in _declaration_keywords(masked)]
     if types:
         events += [(m.start(), 1, m) for m in _declaration_keywords(masked, _TYPE_KEYWORD)]
-    events += [(m.start("cmd"), 0, m) for m in _SCOPE.finditer(masked)]
+    events += [(at, 0, m) for at, m in _scopes(masked)]
     events.sort(key=lambda event: (event[0], event[1]))
     scopes: list[tuple[str, str]] = []
     found: list[Declaration] = []
@@ -192,8 +201,7 @@ def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
     unbalanced brackets every keyword token counts (fail closed).
     """
     plain = _blank_names(masked)
-    depth = _depths(plain)
-    balanced = depth is not None
+    balanced = _balanced(plain)
     found = []
     for match in keyword.finditer(plain):
         start, end = match.start(), match.end()
@@ -201,7 +209,7 @@ def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
             continue
         if end < len(plain) and _IDENT_CHAR.match(plain[end]):
             continue
-        if balanced and depth[start]:
+        if balanced and _depth_at(plain, start):
             continue
         if _DERIVING.search(plain, max(0, start - 64), start):
             continue
@@ -219,18 +227,26 @@ def _blank_names(masked: str) -> str:
     return re.sub(r"«[^»\n]*»", lambda m: "«" + " " * (len(m.group()) - 2) + "»", masked)
 
 
-def _depths(plain: str) -> list[int] | None:
-    """Bracket depth before each character, None when the brackets do not balance."""
-    depth, out = 0, []
-    for char in plain:
-        out.append(depth)
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth -= 1
-            if depth < 0:
-                return None
-    return out if depth == 0 else None
+_BRACKET = re.compile(r"[(\[{⟨⦃)\]}⟩⦄]")
+
+
+def _balanced(plain: str) -> bool:
+    """The brackets balance, and no prefix closes more than it opened. Only the
+    brackets are visited: a loop over every character of the body cost more
+    than the rest of the axiom plan (issue 38 item 6)."""
+    depth = 0
+    for char in _BRACKET.findall(plain):
+        depth += 1 if char in _OPEN else -1
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _depth_at(plain: str, at: int) -> int:
+    """The bracket depth before the character at `at` (counted in C, per bracket kind)."""
+    return sum(plain.count(char, 0, at) for char in _OPEN) - sum(
+        plain.count(char, 0, at) for char in _CLOSE
+    )
 
 
 def plan_axiom_check(
@@ -247,7 +263,7 @@ def plan_axiom_check(
     edits: list[tuple[int, int, int, int]] = []
     cursor = 0
     masked = mask(body)
-    for number, declaration in enumerate(declarations(body)):
+    for number, declaration in enumerate(declarations(body, masked=masked)):
         if declaration.name:
             names.append(declaration.print_name or declaration.name)
             names.extend(declaration.auxiliaries)
@@ -271,8 +287,11 @@ def plan_axiom_check(
     return AxiomCheck(body="".join(pieces), names=names, edits=edits)
 
 
-_SPECIAL = re.compile(r"--|/-|\"|'|«|\br#*\"")
-_NOT_NEWLINE = re.compile(r"[^\n]")
+# Every alternative starts with a literal, so the regex engine scans for their
+# first characters in C; `\b` before `r#"` (a raw string, not the end of a
+# name) is checked by hand (`_raw_start`): written into the pattern it made
+# every search try each alternative at every position (issue 38 item 6).
+_SPECIAL = re.compile(r"--|/-|\"|'|«|r#*\"")
 
 
 def mask(text: str) -> str:
@@ -287,15 +306,34 @@ def mask(text: str) -> str:
         if found is None:
             break
         pos = found.start()
+        if found.group()[0] == "r" and not _raw_start(text, pos):
+            pos += 1  # the end of a name (`bar"`): the `"` is read next
+            continue
         stop = _literal_end(text, pos, found.group())
         if stop is None:  # not a literal here (a prime, a «name»): read on
             pos = _name_end(text, pos) if found.group() == "«" else pos + 1
             continue
         out.append(text[keep:pos])
-        out.append(_NOT_NEWLINE.sub(" ", text[pos:stop]))
+        out.append(_blank(text[pos:stop]))
         pos = keep = stop
     out.append(text[keep:])
     return "".join(out)
+
+
+def _blank(chunk: str) -> str:
+    """`chunk` as spaces, its newlines kept (string operations: a regex
+    substitution per character was most of `mask`'s time)."""
+    if "\n" not in chunk:
+        return " " * len(chunk)
+    return "\n".join(" " * len(line) for line in chunk.split("\n"))
+
+
+def _raw_start(text: str, pos: int) -> bool:
+    """The `r` at `pos` starts a word (regex `\b`: no word character before it)."""
+    if not pos:
+        return True
+    before = text[pos - 1]
+    return not (before.isalnum() or before == "_")
 
 
 def _name_end(text: str, pos: int) -> int:
@@ -380,10 +418,18 @@ def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+def _scopes(masked: str, end: int | None = None) -> list[tuple[int, re.Match]]:
+    """Each scope command (`namespace`, `section`, `mutual`, `end`) that starts
+    before `end`: (where its keyword starts in `masked`, its match)."""
+    text = "\n" + masked
+    stop = len(text) if end is None else end + 1
+    return [(m.start("cmd") - 1, m) for m in _SCOPE.finditer(text, 0, stop)]
+
+
 def _prefix_at(masked: str, offset: int) -> str:
     """The namespace prefix open at `offset` of a masked body."""
     scopes: list[tuple[str, str]] = []
-    for match in _SCOPE.finditer(masked, 0, offset):
+    for _at, match in _scopes(masked, offset):
         command = match.group("cmd")
         if command == "end":
             if scopes:
@@ -393,13 +439,22 @@ def _prefix_at(masked: str, offset: int) -> str:
     return ".".join(name for scope, name in scopes if scope == "namespace" and name)
 
 
+def _where(text: str) -> re.Match | None:
+    """The first `where` that is a whole word (regex `\bwhere\b`)."""
+    for found in _WHERE.finditer(text):
+        at = found.start()
+        if not at or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            return found
+    return None
+
+
 def _where_auxiliaries(text: str) -> list[str]:
     """Names declared in a `where` block after the value (`:= ... where aux ...`).
 
     A `where` right after the signature is structure-instance notation
     (fields, not declarations): only a `where` after `:=` counts.
     """
-    where = _WHERE.search(text)
+    where = _where(text)
     if where is None or ":=" not in text[: where.start()]:
         return []
     block = text[where.end() :]
