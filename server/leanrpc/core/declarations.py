@@ -59,12 +59,13 @@ _TYPE_KEYWORD = re.compile(rf"(?:{'|'.join(TYPE_KINDS)})\b")
 # A declaration keyword, and what may precede it on its line: attributes,
 # modifiers, or a `... in` command modifier.
 _LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
-# A scope command at the start of a line. Searched in "\n" + text with the
-# newline in the pattern, not with `^` and re.M: a literal first character
-# lets the regex engine skip to the newlines in C (issue 38 item 6).
+# A scope command, matched at the start of its line (`_scopes` finds the
+# candidates with str.find: a regex scan for the line starts cost more than
+# the rest of the declaration scan; issue 38 item 6).
 _SCOPE = re.compile(
-    r"\n[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)"
+    r"[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)"
 )
+_SCOPE_WORDS = ("namespace", "section", "mutual", "end")
 _ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)"
 _NAME = re.compile(rf"[ \t\n]*(?P<name>{_ATOM}(?:\.{_ATOM})*)")
 _PRIORITY = re.compile(r"[ \t\n]*\([ \t\n]*priority[ \t\n]*:=[^)]*\)")
@@ -419,11 +420,21 @@ def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
 
 
 def _scopes(masked: str, end: int | None = None) -> list[tuple[int, re.Match]]:
-    """Each scope command (`namespace`, `section`, `mutual`, `end`) that starts
-    before `end`: (where its keyword starts in `masked`, its match)."""
-    text = "\n" + masked
-    stop = len(text) if end is None else end + 1
-    return [(m.start("cmd") - 1, m) for m in _SCOPE.finditer(text, 0, stop)]
+    """Each scope command (`namespace`, `section`, `mutual`, `end`) at the start
+    of a line (after blanks and `noncomputable`/`public`) that ends by `end`:
+    (where its keyword starts in `masked`, its match), in text order."""
+    stop = len(masked) if end is None else end
+    found = []
+    for word in _SCOPE_WORDS:
+        at = masked.find(word, 0, stop)
+        while at >= 0:
+            line = masked.rfind("\n", 0, at) + 1
+            match = _SCOPE.match(masked, line, stop)
+            if match is not None and match.start("cmd") == at:
+                found.append((at, match))
+            at = masked.find(word, at + len(word), stop)
+    found.sort(key=lambda item: item[0])
+    return found
 
 
 def _prefix_at(masked: str, offset: int) -> str:
