@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .. import repl
 from .job import BodyJob, BodyOutcome, Job
@@ -205,17 +205,18 @@ async def run_group(
     pool: RunnerPort,
     lead: BodyJob,
     riders: list[BodyJob],
-    commands: list[tuple[dict, int]],
+    command_of: Callable[[BodyJob], tuple[dict, int]],
     worker: Worker,
     prepared: Prepared,
     queue_s: float,
     timeout: float,
     total: float | None,
 ) -> BodyOutcome:
-    """The lead and its riders in one exchange; `commands` are each body's
-    (payload, reused prefix chars), lead first. Each rider's future gets its own
-    outcome; the lead's is returned. Raises the lead's own failure as is, any
-    other failure as GroupBroken, with the riders already back in the queue."""
+    """The lead and its riders in one exchange; `command_of(job)` is a body's
+    (payload, reused prefix chars). Each rider's future gets its own outcome;
+    the lead's is returned. Raises the lead's own failure as is, any other
+    failure as GroupBroken, with the riders already back in the queue: no rider
+    is ever left without an answer or a place in the queue."""
     for rider in riders:
         rider.attempts += 1
     jobs = [lead, *riders]
@@ -223,6 +224,7 @@ async def run_group(
     arrivals: list[float] = []
     sent_at, started = asyncio.get_running_loop().time(), time.monotonic()
     try:
+        commands = [command_of(job) for job in jobs]
         answers = await worker.request_batch(
             group.payloads([payload for payload, _ in commands]), timeout, total, arrivals
         )
@@ -237,8 +239,33 @@ async def run_group(
         if ours:
             raise  # the lead's own failure, exactly as if it ran alone
         raise GroupBroken(exc) from exc
+    handled: set[int] = set()  # riders answered or requeued
+    try:
+        pieces = group.split(answers, sent_at, arrivals)
+        return _answer(pool, group, pieces, commands, worker, prepared, queue_s, started, handled)
+    except Exception:  # a bug: the riders not answered yet go again alone
+        for rider in riders:
+            if id(rider) not in handled:
+                again(pool, rider, alone=True)
+        raise
+
+
+def _answer(
+    pool: RunnerPort,
+    group: Group,
+    pieces: list[Piece],
+    commands: list[tuple[dict, int]],
+    worker: Worker,
+    prepared: Prepared,
+    queue_s: float,
+    started: float,
+    handled: set[int],
+) -> BodyOutcome:
+    """Each body's outcome from its piece of the answers: the riders' set (each
+    one added to `handled`), the lead's returned."""
+    lead = group.jobs[0]
     outcome = None
-    for piece, (_payload, reused) in zip(group.split(answers, sent_at, arrivals), commands):
+    for piece, (_payload, reused) in zip(pieces, commands):
         job = piece.job
         worker.requests_served += 1
         pool.cost.observe(piece.body_s, len(job.text) - reused)
@@ -246,6 +273,7 @@ async def run_group(
         job.inflight_key = None
         if not piece.in_step and _follow(job):
             again(pool, job, alone=True)  # its checks named another body's env
+            handled.add(id(job))
             continue
         early = list(piece.early)
         first = job is lead
@@ -268,6 +296,7 @@ async def run_group(
             outcome = done
         elif not job.future.done():
             job.future.set_result(done)
+        handled.add(id(job))
     # The lead is in step: nothing ran before it in the group (an env it was
     # refused leaves its own checks unread, as when it runs alone).
     assert outcome is not None

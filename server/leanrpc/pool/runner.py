@@ -220,13 +220,12 @@ class Runner:
     ) -> BodyOutcome:
         riders = self._pool.take_riders(job, worker)
         if riders:
-            commands = [self._command(one, worker, prepared.base_env) for one in (job, *riders)]
             total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
             return await run_group(
                 self._pool,
                 job,
                 riders,
-                commands,
+                lambda one: self._command(one, worker, prepared.base_env),
                 worker,
                 prepared,
                 queue_s,
