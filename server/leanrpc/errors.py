@@ -92,19 +92,12 @@ class NotFoundError(RequestError):
 
 
 class WorkerError(LeanServiceError):
-    """A REPL worker failed while serving a request."""
-
-    def __init__(self, message: str, *, detail: str = "", stderr_tail: str = "") -> None:
-        super().__init__(message, detail=detail)
-        self.stderr_tail = stderr_tail
-
-
-class WorkerTimeout(WorkerError):
-    """The request ran past its timeout; the worker was killed.
+    """A REPL worker failed while serving a request.
 
     `batch_index`: in a pipelined batch (Channel.exchange_batch), the command
-    whose time ran out; the answers before it came but were never confirmed
-    by the fence, so none of them is delivered (None for a single command)."""
+    during which it failed (how many answers had come); those answers were
+    never confirmed by the fence, so none of them is delivered (None for a
+    single command)."""
 
     def __init__(
         self,
@@ -114,8 +107,14 @@ class WorkerTimeout(WorkerError):
         stderr_tail: str = "",
         batch_index: int | None = None,
     ) -> None:
-        super().__init__(message, detail=detail, stderr_tail=stderr_tail)
+        super().__init__(message, detail=detail)
+        self.stderr_tail = stderr_tail
         self.batch_index = batch_index
+
+
+class WorkerTimeout(WorkerError):
+    """The request ran past its timeout; the worker was killed (`batch_index`:
+    in a batch, the command whose time ran out)."""
 
 
 class WorkerCrashed(WorkerError):

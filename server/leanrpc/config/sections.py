@@ -130,6 +130,7 @@ class PoolConfig(_Section):
     max_timeout_s: Annotated[PositiveFloat, msgspec.Meta(description="Largest time limit a request may ask for; above it the request is refused.")] = 3600.0
     header_timeout_s: Annotated[PositiveFloat, msgspec.Meta(description="Time limit of a worker boot and of loading an import header, in seconds.")] = 600.0
     max_retries: Annotated[NonNegativeInt, msgspec.Meta(description="Retries of a request whose worker crashed or printed garbage. A crash on a process that had run another request first is not counted: that request goes once more, on a process nothing ran on.")] = 1
+    pipeline_bodies: Annotated[PositiveInt, msgspec.Meta(description="Body jobs of one stream or batch run pipelined on one worker, at most this many per exchange (one fence, one audit; pool/pipeline.py); 1 turns it off.")] = 8
     boot_failure_limit: Annotated[PositiveInt, msgspec.Meta(description="Circuit breaker: this many consecutive boot failures open it.")] = 3
     breaker_cooldown_s: Annotated[NonNegativeFloat, msgspec.Meta(description="How long an open circuit breaker refuses boots before one trial boot.")] = 30.0
     min_warm: Annotated[NonNegativeInt, msgspec.Meta(description="Start this many workers (with no header) at startup.")] = 1

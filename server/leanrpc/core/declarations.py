@@ -6,8 +6,9 @@ Owns: scanning a snippet body for ``theorem``, ``lemma``, ``def``, ``abbrev``,
 ``open ... in`` prefixes), their fully qualified names (``namespace`` /
 ``section`` / ``mutual`` / ``end`` and ``_root_``), ``where`` auxiliaries, and
 the rewrite that gives anonymous declarations a name so that
-``#print axioms NAME`` can check them. Imports nothing from leanrpc (core
-layer: text in, text out).
+``#print axioms NAME`` can check them. Imports only core.masking (comments
+and literals blanked as Lean's lexer reads them; `mask` is re-exported here).
+Core layer: text in, text out.
 
 How each kind is checked (docs/SECURITY.md, "check_axioms"):
 
@@ -33,6 +34,9 @@ import dataclasses
 import re
 import secrets
 
+from .masking import IDENT_CHAR as _IDENT_CHAR
+from .masking import mask
+
 __all__ = [
     "AxiomCheck",
     "Declaration",
@@ -51,20 +55,27 @@ _ATTRIBUTES = r"(?:@\[[^\]]*\][ \t\n]*)*"
 # The types a statement can be about (the reference check pins them too: a
 # snippet must not redefine a structure the statement uses).
 TYPE_KINDS = ("structure", "inductive", "class")
-_KEYWORD = re.compile(rf"\b(?:{'|'.join(PROOF_KINDS)})\b")
-_TYPE_KEYWORD = re.compile(rf"\b(?:{'|'.join(TYPE_KINDS)})\b")
+# No `\b` in front: `_declaration_keywords` refuses a keyword after a name
+# character by hand, and a leading `\b` kept the regex engine from scanning for
+# the keywords' first letters in C (issue 38 item 6).
+_KEYWORD = re.compile(rf"(?:{'|'.join(PROOF_KINDS)})\b")
+_TYPE_KEYWORD = re.compile(rf"(?:{'|'.join(TYPE_KINDS)})\b")
 # A declaration keyword, and what may precede it on its line: attributes,
 # modifiers, or a `... in` command modifier.
 _LINE_PREFIX = re.compile(rf"[ \t]*(?:[^\n]*\bin[ \t]+)?{_ATTRIBUTES}{_MODIFIERS}")
+# A scope command, matched at the start of its line (`_scopes` finds the
+# candidates with str.find: a regex scan for the line starts cost more than
+# the rest of the declaration scan; issue 38 item 6).
 _SCOPE = re.compile(
-    r"^[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)",
-    re.M,
+    r"[ \t]*(?:noncomputable[ \t]+|public[ \t]+)?(?P<cmd>namespace|section|mutual|end)\b[ \t]*(?P<name>[^\s]*)"
 )
+_SCOPE_WORDS = ("namespace", "section", "mutual", "end")
 _ATOM = r"(?:«[^»\n]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)"
 _NAME = re.compile(rf"[ \t\n]*(?P<name>{_ATOM}(?:\.{_ATOM})*)")
 _PRIORITY = re.compile(r"[ \t\n]*\([ \t\n]*priority[ \t\n]*:=[^)]*\)")
-_WHERE = re.compile(r"\bwhere\b")
-_COMMENT_MARK = re.compile(r"/-|-/")
+_WHERE = re.compile(
+    r"where\b"
+)  # `\b` in front checked by hand (`_where`): a literal prefix is faster
 _AUX = re.compile(rf"^(?P<indent>[ \t]*)(?P<name>{_ATOM})(?=[\s(\[{{⦃:])", re.M)
 _KEYWORDS = frozenset(
     """theorem lemma def abbrev opaque instance example where extends by fun have show from at with
@@ -131,14 +142,16 @@ def print_axioms_command(names: list[str]) -> str | None:
     return "\n".join(f"#print axioms {name}" for name in names) if names else None
 
 
-def declarations(body: str, *, types: bool = False) -> list[Declaration]:
+def declarations(body: str, *, types: bool = False, masked: str | None = None) -> list[Declaration]:
     """Every proof-carrying declaration in `body`, in text order; with
-    `types`, the `structure`, `inductive` and `class` declarations too."""
-    masked = mask(body)
+    `types`, the `structure`, `inductive` and `class` declarations too.
+    `masked`: `mask(body)`, when the caller has it already."""
+    if masked is None:
+        masked = mask(body)
     events = [(m.start(), 1, m) for m in _declaration_keywords(masked)]
     if types:
         events += [(m.start(), 1, m) for m in _declaration_keywords(masked, _TYPE_KEYWORD)]
-    events += [(m.start("cmd"), 0, m) for m in _SCOPE.finditer(masked)]
+    events += [(at, 0, m) for at, m in _scopes(masked)]
     events.sort(key=lambda event: (event[0], event[1]))
     scopes: list[tuple[str, str]] = []
     found: list[Declaration] = []
@@ -192,8 +205,7 @@ def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
     unbalanced brackets every keyword token counts (fail closed).
     """
     plain = _blank_names(masked)
-    depth = _depths(plain)
-    balanced = depth is not None
+    balanced = _balanced(plain)
     found = []
     for match in keyword.finditer(plain):
         start, end = match.start(), match.end()
@@ -201,7 +213,7 @@ def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
             continue
         if end < len(plain) and _IDENT_CHAR.match(plain[end]):
             continue
-        if balanced and depth[start]:
+        if balanced and _depth_at(plain, start):
             continue
         if _DERIVING.search(plain, max(0, start - 64), start):
             continue
@@ -209,7 +221,6 @@ def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
     return found
 
 
-_IDENT_CHAR = re.compile(r"[\w'!?₀-₉ₐ-ₜᵢ-ᵪ]")
 _DERIVING = re.compile(r"\bderiving[ \t]+$")
 _OPEN, _CLOSE = "([{⟨⦃", ")]}⟩⦄"
 
@@ -219,18 +230,26 @@ def _blank_names(masked: str) -> str:
     return re.sub(r"«[^»\n]*»", lambda m: "«" + " " * (len(m.group()) - 2) + "»", masked)
 
 
-def _depths(plain: str) -> list[int] | None:
-    """Bracket depth before each character, None when the brackets do not balance."""
-    depth, out = 0, []
-    for char in plain:
-        out.append(depth)
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth -= 1
-            if depth < 0:
-                return None
-    return out if depth == 0 else None
+_BRACKET = re.compile(r"[(\[{⟨⦃)\]}⟩⦄]")
+
+
+def _balanced(plain: str) -> bool:
+    """The brackets balance, and no prefix closes more than it opened. Only the
+    brackets are visited: a loop over every character of the body cost more
+    than the rest of the axiom plan (issue 38 item 6)."""
+    depth = 0
+    for char in _BRACKET.findall(plain):
+        depth += 1 if char in _OPEN else -1
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _depth_at(plain: str, at: int) -> int:
+    """The bracket depth before the character at `at` (counted in C, per bracket kind)."""
+    return sum(plain.count(char, 0, at) for char in _OPEN) - sum(
+        plain.count(char, 0, at) for char in _CLOSE
+    )
 
 
 def plan_axiom_check(
@@ -247,7 +266,7 @@ def plan_axiom_check(
     edits: list[tuple[int, int, int, int]] = []
     cursor = 0
     masked = mask(body)
-    for number, declaration in enumerate(declarations(body)):
+    for number, declaration in enumerate(declarations(body, masked=masked)):
         if declaration.name:
             names.append(declaration.print_name or declaration.name)
             names.extend(declaration.auxiliaries)
@@ -271,107 +290,6 @@ def plan_axiom_check(
     return AxiomCheck(body="".join(pieces), names=names, edits=edits)
 
 
-_SPECIAL = re.compile(r"--|/-|\"|'|«|\br#*\"")
-_NOT_NEWLINE = re.compile(r"[^\n]")
-
-
-def mask(text: str) -> str:
-    """`text` with comments, strings (raw, interpolated) and char literals
-    replaced by spaces (newlines kept), read as Lean's lexer reads them:
-    nested block comments, `r#"..."#` raw strings, `'\\''` char literals,
-    a prime inside a name (`foo'`) and `«...»` names left alone."""
-    out = []
-    pos = keep = 0
-    while True:
-        found = _SPECIAL.search(text, pos)
-        if found is None:
-            break
-        pos = found.start()
-        stop = _literal_end(text, pos, found.group())
-        if stop is None:  # not a literal here (a prime, a «name»): read on
-            pos = _name_end(text, pos) if found.group() == "«" else pos + 1
-            continue
-        out.append(text[keep:pos])
-        out.append(_NOT_NEWLINE.sub(" ", text[pos:stop]))
-        pos = keep = stop
-    out.append(text[keep:])
-    return "".join(out)
-
-
-def _name_end(text: str, pos: int) -> int:
-    stop = text.find("»", pos)
-    return len(text) if stop < 0 else stop + 1
-
-
-def _literal_end(text: str, pos: int, mark: str) -> int | None:
-    """Where the comment or literal starting at `pos` ends, None if there is none."""
-    n = len(text)
-    if mark == "--":
-        stop = text.find("\n", pos)
-        return n if stop < 0 else stop
-    if mark == "/-":
-        depth, stop = 1, pos + 2
-        while depth:
-            inner = _COMMENT_MARK.search(text, stop)
-            if inner is None:
-                return n
-            depth += 1 if inner.group() == "/-" else -1
-            stop = inner.end()
-        return stop
-    if mark.startswith("r"):  # r"..." / r#"..."#: no escapes, ends at "#...#
-        close = '"' + "#" * (len(mark) - 2)
-        stop = text.find(close, pos + len(mark))
-        return n if stop < 0 else stop + len(close)
-    if mark == '"':
-        return _string_end(text, pos + 1, interpolated=pos > 0 and text[pos - 1] == "!")
-    if mark == "'":
-        if pos and _IDENT_CHAR.match(text[pos - 1]):
-            return None  # a prime of a name: foo', h''
-        if pos + 1 < n and text[pos + 1] == "\\":
-            stop = text.find("'", pos + 3)
-            return None if stop < 0 or stop - pos > 12 else stop + 1
-        if pos + 2 < n and text[pos + 2] == "'" and text[pos + 1] != "\n":
-            return pos + 3
-        return None
-    return None
-
-
-def _string_end(text: str, pos: int, interpolated: bool) -> int:
-    """End of a string body starting at `pos`; `{...}` of an `s!"..."` is code."""
-    n = len(text)
-    while pos < n:
-        char = text[pos]
-        if char == "\\":
-            pos += 2
-        elif char == '"':
-            return pos + 1
-        elif char == "{" and interpolated:
-            pos = _code_end(text, pos + 1)
-        else:
-            pos += 1
-    return n
-
-
-def _code_end(text: str, pos: int) -> int:
-    """Just past the `}` closing an interpolation, skipping nested literals."""
-    depth = 1
-    n = len(text)
-    while pos < n:
-        found = re.compile(r"--|/-|\"|'|«|\br#*\"|[{}]").search(text, pos)
-        if found is None:
-            return n
-        pos, mark = found.start(), found.group()
-        if mark in "{}":
-            depth += 1 if mark == "{" else -1
-            pos += 1
-            if not depth:
-                return pos
-            continue
-        stop = _literal_end(text, pos, mark)
-        pos = (_name_end(text, pos) if mark == "«" else pos + 1) if stop is None else stop
-    return n
-
-
 def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
     if not keep_quotes:
         name = name.replace("«", "").replace("»", "")
@@ -380,10 +298,28 @@ def _qualify(prefix: str, name: str, keep_quotes: bool = False) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+def _scopes(masked: str, end: int | None = None) -> list[tuple[int, re.Match]]:
+    """Each scope command (`namespace`, `section`, `mutual`, `end`) at the start
+    of a line (after blanks and `noncomputable`/`public`) that ends by `end`:
+    (where its keyword starts in `masked`, its match), in text order."""
+    stop = len(masked) if end is None else end
+    found = []
+    for word in _SCOPE_WORDS:
+        at = masked.find(word, 0, stop)
+        while at >= 0:
+            line = masked.rfind("\n", 0, at) + 1
+            match = _SCOPE.match(masked, line, stop)
+            if match is not None and match.start("cmd") == at:
+                found.append((at, match))
+            at = masked.find(word, at + len(word), stop)
+    found.sort(key=lambda item: item[0])
+    return found
+
+
 def _prefix_at(masked: str, offset: int) -> str:
     """The namespace prefix open at `offset` of a masked body."""
     scopes: list[tuple[str, str]] = []
-    for match in _SCOPE.finditer(masked, 0, offset):
+    for _at, match in _scopes(masked, offset):
         command = match.group("cmd")
         if command == "end":
             if scopes:
@@ -393,13 +329,22 @@ def _prefix_at(masked: str, offset: int) -> str:
     return ".".join(name for scope, name in scopes if scope == "namespace" and name)
 
 
+def _where(text: str) -> re.Match | None:
+    """The first `where` that is a whole word (regex `\bwhere\b`)."""
+    for found in _WHERE.finditer(text):
+        at = found.start()
+        if not at or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            return found
+    return None
+
+
 def _where_auxiliaries(text: str) -> list[str]:
     """Names declared in a `where` block after the value (`:= ... where aux ...`).
 
     A `where` right after the signature is structure-instance notation
     (fields, not declarations): only a `where` after `:=` counts.
     """
-    where = _WHERE.search(text)
+    where = _where(text)
     if where is None or ":=" not in text[: where.start()]:
         return []
     block = text[where.end() :]

@@ -15,12 +15,18 @@ client's unary calls are served in arrival order). A stream of 3,000
 snippets thus delays another client's single call by at most one running
 job, never by the 3,000. Jobs without a client share one
 anonymous client, which behaves as a plain FIFO.
+
+Riders (`riders`): a job about to run may take queued jobs of its own client
+and stream along (pool/runner.py pipelines their bodies on its worker). That
+serves one stream several jobs in one turn; `pool.pipeline_bodies` bounds it,
+so another client waits for at most one group of that many bodies.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+from typing import Callable
 
 from ..errors import OverloadedError
 from .job import Job
@@ -115,6 +121,31 @@ class Admission:
             self._clients.move_to_end(job.client_id)
             if job.stream_id in streams:
                 streams.move_to_end(job.stream_id)
+
+    def stream_length(self, job: Job) -> int:
+        """How many jobs of `job`'s client and stream are queued."""
+        streams = self._clients.get(job.client_id)
+        jobs = streams.get(job.stream_id) if streams is not None else None
+        return 0 if jobs is None else len(jobs)
+
+    def riders(self, job: Job, limit: int, fits: Callable[[Job], bool]) -> list[Job]:
+        """Up to `limit` queued jobs of `job`'s client and stream, oldest first,
+        for which `fits` holds, taken out of the queue (they run with `job`)."""
+        streams = self._clients.get(job.client_id)
+        jobs = streams.get(job.stream_id) if streams is not None else None
+        if not jobs or limit <= 0:
+            return []
+        taken = []
+        for queued in jobs:
+            if fits(queued):
+                taken.append(queued)
+                if len(taken) >= limit:
+                    break
+        for rider in taken:
+            self._remove(rider)
+        if taken:
+            self._order = None
+        return taken
 
     def remove(self, job: Job) -> bool:
         """Removes a job that leaves without running (cancel, deadline)."""

@@ -105,6 +105,9 @@ class Job:
     # After one, every attempt runs on a process nothing ran on yet.
     uncharged: int = 0
     fresh_process: bool = False
+    # Runs alone: it was in a pipelined group that failed (pool/pipeline.py),
+    # so it never leads or rides in one again; the usual rules charge it.
+    solo: bool = False
     future: asyncio.Future | None = None
     task: asyncio.Task | None = None
     # Boot + header + preamble of the current attempt, run as its own task so

@@ -19,9 +19,10 @@ Rooms: job.py (jobs by kind, their outcomes), admission.py (the one queue
 check, fair order, deadlines), plan.py + routing.py (the snapshot, and the
 pure decisions on it), dispatch.py (snapshot, plan, apply), prefix_index.py
 (who elaborated what), runner.py (one attempt on one worker; the failure
-table), loader.py (boot, header, preamble), supervisor.py (processes over
-time), sessions.py (session env trees), slot.py (each worker's REPL
-handles), features.py (each profile's fork and Elab.async), stats.py (what
+table), pipeline.py (body jobs of one stream pipelined on one worker),
+loader.py (boot, header, preamble), supervisor.py (processes over time),
+health.py (why no worker can take a job), sessions.py (session env trees),
+slot.py (each worker's REPL handles), features.py (each profile's fork and Elab.async), stats.py (what
 the pool publishes), ports.py (what each partner may use: the rooms below,
 `PoolPort`/`PoolOwner` above). The pool owns the worker list and wires the
 rooms; it imports them, config, errors, results, worker. Above the pool,
@@ -62,11 +63,13 @@ from ..errors import NotServingError
 from ..results import VerifierIdentity
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
+from . import pipeline
 from .admission import Admission
 from .canary import CanarySource
 from .cost import BodyCostModel, HeaderCostModel
 from .dispatch import Dispatcher
 from .features import Features
+from .health import no_worker_reason
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
 from .plan import routes_by_prefix
 from .prefix_index import PrefixIndex
@@ -151,24 +154,14 @@ class Pool:
             return "shutting down"
         if not self.supervisor.breaker.allow():
             return self.supervisor.breaker.reason
-        return self.supervisor.boot_reason() or self._no_worker_reason()
-
-    def _no_worker_reason(self) -> str:
-        """Why no worker can take a job ("" when one can): every slot is
-        held by a worker stuck stopping, and no new one may start."""
-        if self.free_slots() > 0:
-            return ""
-        now = time.monotonic()
-        stuck = []
-        for worker in self.workers:
-            since = now - self._state_since.get(worker.name, now)
-            if worker.state is WorkerState.STOPPING and since >= self.config.pool.stuck_after_s:
-                stuck.append(f"{worker.name} stuck stopping for {since:.0f} s")
-            elif worker.state is WorkerState.STOPPING or worker.alive:
-                return ""
-        if not stuck:
-            return ""
-        return f"no worker can take a job: {'; '.join(stuck)}"
+        # Every slot held by a worker stuck stopping, and no new one may start (pool/health.py).
+        return self.supervisor.boot_reason() or no_worker_reason(
+            self.workers,
+            self._state_since,
+            self.free_slots(),
+            self.config.pool.stuck_after_s,
+            time.monotonic(),
+        )
 
     def identity_of(self, profile: str) -> VerifierIdentity | None:
         """The identity of a profile's REPL ("" = default; None before its first boot)."""
@@ -369,6 +362,12 @@ class Pool:
             job.fresh_process = True
             job.make_view()
         self.admission.push_front(job)
+
+    def take_riders(self, lead: Job, worker: Worker) -> list[Job]:
+        """Queued jobs that run pipelined with `lead` on `worker`, out of the queue."""
+        return pipeline.take_riders(
+            self.admission, self.workers, self.config, self.stats, lead, worker
+        )
 
     def fail_queued_not_serving(self, message: str) -> None:
         for job in self.admission.clear():

@@ -5,7 +5,7 @@ Owns: the steps of one attempt (`Runner.launch` -> `_run`), each kind's run
 replayed, then the command; `CallJob`: the WorkerCall on a `WorkerHandle`),
 and `ON_FAILURE`, the table of what a failed attempt means for the worker
 and the job. May import: config, errors, repl, worker, pool.job,
-pool.canary, pool.loader, pool.replay, pool.slot, pool.supervisor (types). The pool (a
+pool.canary, pool.loader, pool.pipeline, pool.replay, pool.slot, pool.supervisor (types). The pool (a
 RunnerPort) gives back, requeues and fails jobs; this room never routes.
 
 One job's path:
@@ -15,6 +15,12 @@ One job's path:
                     the worker back to the pool (release), THEN outcome -> job.future
                failure: ON_FAILURE[exception kind] -> kill the worker? retry / fail the job
                always:  the worker goes back to the pool (release), or to its load
+
+A body job may lead a pipelined group (pool/pipeline.py): once its worker
+holds the header, it takes queued body jobs of its own stream along and
+sends every body with its checks in one exchange; each rider is answered
+with its own outcome, and a failed group sends its bodies again alone
+(`GroupBroken` -> Then.ALONE).
 
 On success the worker is given back before the job is answered: the plan that
 hands it its next job then runs ahead of this answer's conversion and sending
@@ -39,6 +45,7 @@ from ..worker.worker import ExitCause, Worker, WorkerState
 from .canary import CanaryFailed, CanaryGuard, CanarySource
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
 from .loader import Loader, Prepared
+from .pipeline import GroupBroken, again, run_group
 from .ports import RunnerPort
 from .replay import realize_session
 from .slot import Slot, WorkerHandle
@@ -55,6 +62,7 @@ class Then(enum.Enum):
     """What becomes of a job whose attempt failed."""
 
     FAIL = "fail"  # answered with the error
+    ALONE = "alone"  # requeued uncharged, to run alone (a failed pipelined group)
     RETRY = "retry"  # requeued while crash retries remain (counted in stats.retries), else failed
     RETRY_BOOT = "retry_boot"  # requeued while boots remain and the breaker allows, else failed
 
@@ -66,6 +74,8 @@ class Then(enum.Enum):
 ON_FAILURE: tuple[tuple[type[BaseException], ExitCause | None, Then], ...] = (
     # It answered a canary wrong: it lies (pool/canary.py); the job goes again elsewhere.
     (CanaryFailed, ExitCause.POISONED, Then.RETRY),
+    # Not known whose: the worker is gone or in doubt; each body runs again alone.
+    (GroupBroken, ExitCause.CRASH, Then.ALONE),
     # The process holds a broken env: replace it; the header is the user's problem.
     (HeaderLoadError, ExitCause.HEADER_FAILED, Then.FAIL),
     # It never booted (Supervisor.boot counted it for the breaker).
@@ -194,7 +204,9 @@ class Runner:
         if kill is not None and worker.alive:
             worker.kill(kill)
         retries = pool.config.pool.max_retries
-        if then is Then.RETRY and shared and not job.fresh_process and not pool.closing:
+        if then is Then.ALONE:
+            again(pool, job, alone=True)
+        elif then is Then.RETRY and shared and not job.fresh_process and not pool.closing:
             job.uncharged += 1
             pool.stats.retries += 1
             pool.stats.fresh_retries += 1
@@ -214,6 +226,20 @@ class Runner:
     async def _run_body(
         self, job: BodyJob, worker: Worker, prepared: Prepared, queue_s: float
     ) -> BodyOutcome:
+        riders = self._pool.take_riders(job, worker)
+        if riders:
+            total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
+            return await run_group(
+                self._pool,
+                job,
+                riders,
+                lambda one: self._command(one, worker, prepared.base_env),
+                worker,
+                prepared,
+                queue_s,
+                _bounded(job.timeout_s, job),
+                total,
+            )
         sent = await self._send(job, worker, prepared.base_env)
         after, reference, reference_s = await self._follow_up(job, worker, sent)
         return BodyOutcome(
@@ -288,10 +314,8 @@ class Runner:
             attempts=job.attempts,
         )
 
-    async def _send(self, job: BodyJob | SessionJob, worker: Worker, env: int) -> _Sent:
-        """The command on `env`, pipelined with its after-body checks where the
-        channel is fenced (one fence, one audit: the checks name the env the
-        command will get, the channel's next one)."""
+    def _command(self, job: BodyJob | SessionJob, worker: Worker, env: int) -> tuple[dict, int]:
+        """The job's command on `env`, and how much of it the worker's history holds."""
         pool = self._pool
         body = job.text
         features = pool.features.of(job.profile)  # the job's own profile's REPL
@@ -307,6 +331,15 @@ class Runner:
             incrementality=incremental,
             elab_async=features.elab_async,
         )
+        return payload, reused
+
+    async def _send(self, job: BodyJob | SessionJob, worker: Worker, env: int) -> _Sent:
+        """The command on `env`, pipelined with its after-body checks where the
+        channel is fenced (one fence, one audit: the checks name the env the
+        command will get, the channel's next one)."""
+        pool = self._pool
+        body = job.text
+        payload, reused = self._command(job, worker, env)
         started = time.monotonic()
         follow = _follow(job)
         pipelined = bool(follow) and worker.fenced

@@ -40,6 +40,9 @@ class PoolStats:
     # Of those, retries not charged to the job: it failed on a process that had
     # run another job first, and went again on one nothing ran on (pool/runner.py).
     fresh_retries: int = 0
+    pipelined_groups: int = 0  # exchanges that ran several body jobs (pool/pipeline.py)
+    pipelined_bodies: int = 0  # body jobs run in those
+    pipelined_alone: int = 0  # bodies of a failed or out-of-step group run again alone
     boot_failures: int = 0
     restarts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 

@@ -185,7 +185,11 @@ class Channel:
         return response
 
     async def exchange_batch(
-        self, requests: list, timeout: float, total: float | None = None
+        self,
+        requests: list,
+        timeout: float,
+        total: float | None = None,
+        arrivals: list | None = None,
     ) -> list:
         """Pipelined exchange: every command of `requests` written at once, then
         ONE fence; returns their proven answers, in order.
@@ -197,7 +201,10 @@ class Channel:
         out of its place names an id that is not the next one). ONE audit
         vouches for all of it. `timeout` is per command (the timer restarts at
         each answer: the REPL starts a command when it finished the one
-        before); `total` bounds the whole batch. Raises as `exchange`.
+        before); `total` bounds the whole batch. `arrivals`, when given, gets
+        the loop time each answer came. Raises as `exchange`; an error in the
+        batch says which command it came during (`batch_index`: the answers
+        before it came, unconfirmed, and none is delivered).
         """
         if len(requests) == 1:
             return [await self.exchange(requests[0], min(timeout, total) if total else timeout)]
@@ -261,11 +268,18 @@ class Channel:
             raise WorkerCrashed(
                 f"worker {self.name} closed its input: {exc}{await self._process.exit_description(2.0)}",
                 stderr_tail=self._process.stderr_tail(),
+                batch_index=len(pending.frames),
             ) from None
+        except WorkerError as exc:  # a crash, poison or memory verdict while answers came
+            if getattr(exc, "batch_index", None) is None:
+                exc.batch_index = len(pending.frames)
+            raise
         finally:
             timer[0].cancel()
             self._pending = None
         responses = list(pending.future.result())
+        if arrivals is not None:
+            arrivals.extend(pending.arrivals)
         self.exchanges += 1
         self.batches += 1
         for request, response in zip(requests, responses):

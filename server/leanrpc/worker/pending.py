@@ -37,6 +37,7 @@ class Exchange:
     frames: list = dataclasses.field(default_factory=list)
     expected: int = 1  # frames owed before the fence (a batch: one per command)
     progress_at: float = 0.0  # loop time of the last frame (a batch's timer restarts per frame)
+    arrivals: list = dataclasses.field(default_factory=list)  # a batch: loop time of each frame
 
 
 def take(
@@ -53,6 +54,8 @@ def take(
     frames = pending.frames
     if pending.nonce is None:
         frames.append(response)
+        if pending.expected > 1:
+            pending.arrivals.append(now())
         if len(frames) == pending.expected:
             pending.future.set_result(frames[0] if pending.expected == 1 else frames)
         else:
@@ -74,6 +77,7 @@ def take(
     frames.append(response)
     if pending.expected > 1:
         pending.progress_at = now()
+        pending.arrivals.append(pending.progress_at)
     return None
 
 

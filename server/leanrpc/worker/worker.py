@@ -351,12 +351,19 @@ class Worker:
         return self._channel.next_env
 
     async def request_batch(
-        self, payloads: list, timeout: float, total: float | None = None
+        self,
+        payloads: list,
+        timeout: float,
+        total: float | None = None,
+        arrivals: list | None = None,
     ) -> list:
         """Several commands pipelined (written at once, one fence, one audit;
-        worker/channel.py `exchange_batch`); their proven answers in order.
-        Raises and kills exactly as `request`."""
-        return await self._guarded(lambda: self._channel.exchange_batch(payloads, timeout, total))
+        worker/channel.py `exchange_batch`); their proven answers in order
+        (`arrivals`, when given, gets the loop time of each). Raises and kills
+        exactly as `request`."""
+        return await self._guarded(
+            lambda: self._channel.exchange_batch(payloads, timeout, total, arrivals)
+        )
 
     async def _guarded(self, exchange):
         """One exchange (single or batch) under the worker's rules: refused when

@@ -1,0 +1,315 @@
+"""Pipelined bodies: several body jobs of one stream on one worker, one fence, one audit.
+
+Owns: which jobs may lead a group and which queued jobs may ride with a lead
+(`take_riders`: `may_lead`, `fits`, `rider_limit`), the group's commands (each body, then its
+after-body checks naming the env the body will get: `Group`), its one
+exchange and each body's outcome (`run_group`: riders answered here, the
+lead's outcome returned to the runner), and which bodies a failed group runs
+again (`Group.lead_failed`, `again`, `GroupBroken`). May import: repl, config
+and worker (types), pool.job, pool.admission, pool.loader, pool.ports and
+pool.stats (types). The runner
+(pool/runner.py) starts a group and applies its failure table to the lead.
+
+    lead (dispatched) + riders (same client, stream, header, preamble, limits)
+      -> [body 0, its checks, body 1, its checks, ...] + ONE fence -> one audit
+      -> each body's answer and checks -> its own job's outcome
+
+Why it is safe (docs/SECURITY.md, "Pipelined bodies"):
+
+* Each answer is proven to answer its own command: the channel's batch
+  exchange takes exactly one frame per command, in order, before the fence's
+  answer, and checks the env and proof-state counters answer by answer; a
+  missing, extra or forged frame poisons the worker and NO answer of the
+  group is delivered (the audit vouches for the whole group or for none).
+* A body's checks are believed only when the body got the env predicted for
+  it: the checks name that env, so they are about that body. When an earlier
+  body broke the count (it was refused an env), a later body's checks named
+  another env: that body goes again alone, never gets a verdict from them.
+* A failure of one body never becomes another body's verdict. A failure in
+  the lead's own commands is the lead's, exactly as if it ran alone (nothing
+  of the group ran before it); any other failure (a crash, a timeout, memory,
+  a poisoned exchange, a failed audit in a rider or at the fence) is not
+  charged to anyone: every body of the group runs again ALONE (`Job.solo`),
+  uncharged, where the usual rules charge a failure to its own body.
+* Every body gets exactly one answer: from the group, or from its run alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import TYPE_CHECKING, Callable, NamedTuple
+
+from .. import repl
+from .job import BodyJob, BodyOutcome, Job
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..worker.worker import Worker
+    from .admission import Admission
+    from .loader import Prepared
+    from .ports import RunnerPort
+    from .stats import PoolStats
+
+__all__ = [
+    "Group",
+    "GroupBroken",
+    "Piece",
+    "again",
+    "fits",
+    "may_lead",
+    "rider_limit",
+    "run_group",
+    "take_riders",
+]
+
+
+class GroupBroken(Exception):
+    """A group failed outside its lead's own commands: nobody is charged, every
+    body goes again alone (the runner's failure table: Then.ALONE)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"a pipelined group failed: {cause}")
+        self.cause = cause
+
+
+def may_lead(job: Job) -> bool:
+    """A body job that may take riders: not one that must run alone or on a fresh process."""
+    return type(job) is BodyJob and not job.solo and not job.fresh_process and not job.retire_worker
+
+
+def fits(lead: BodyJob, job: Job, worker: str) -> bool:
+    """`job` may ride with `lead` on `worker`: a body on the same header and
+    preamble (the lead's base env), with the same time limits (one exchange
+    bounds them all), that may share a process and still waits for an answer."""
+    return (
+        type(job) is BodyJob
+        and not job.solo
+        and not job.fresh_process
+        and not job.retire_worker
+        and job.scope == lead.scope
+        and job.profile == lead.profile
+        and job.timeout_s == lead.timeout_s
+        and job.deadline == lead.deadline
+        and job.avoid_worker != worker
+        and job.future is not None
+        and not job.future.done()
+    )
+
+
+def take_riders(
+    admission: Admission,
+    workers: list[Worker],
+    config: Config,
+    stats: PoolStats,
+    lead: Job,
+    worker: Worker,
+) -> list[Job]:
+    """Queued jobs that run pipelined with `lead` on `worker`, taken out of the
+    queue: at most `pool.pipeline_bodies` - 1, and no more than the lead's share
+    of its stream over the live workers of its profile (`rider_limit`)."""
+    if not may_lead(lead):
+        return []
+    limit = rider_limit(
+        config.pool.pipeline_bodies - 1,
+        admission.stream_length(lead),
+        sum(1 for w in workers if w.alive and w.profile == lead.profile),
+    )
+    if not limit:
+        return []
+    riders = admission.riders(lead, limit, lambda job: fits(lead, job, worker.name))
+    if riders:
+        stats.pipelined_groups += 1
+        stats.pipelined_bodies += 1 + len(riders)
+    return riders
+
+
+def rider_limit(most: int, queued: int, workers: int) -> int:
+    """How many riders a lead takes: at most `most`, and no more than its share
+    of the `queued` jobs of its stream over the `workers` that could serve them,
+    so a group of 16 on 8 workers still spreads (about 2 each) while on 2 busy
+    workers it rides in large groups."""
+    if most <= 0 or queued <= 0:
+        return 0
+    return min(most, math.ceil(queued / max(1, workers)))
+
+
+class Piece(NamedTuple):
+    """One body's share of a group's answers."""
+
+    job: BodyJob
+    response: repl.Response
+    early: list  # its checks' answers, [] when they are not about this body
+    in_step: bool  # False: an earlier body broke the env count (its checks named another env)
+    body_s: float
+    reference_s: float
+
+
+class Group:
+    """The commands of a lead and its riders, and their answers read back."""
+
+    def __init__(self, jobs: list[BodyJob], first_env: int) -> None:
+        self.jobs = jobs
+        self.follow = [_follow(job) for job in jobs]
+        # The env each body will get when every command before it got one.
+        self.predicted = []
+        env = first_env
+        for follow in self.follow:
+            self.predicted.append(env)
+            env += 1 + len(follow)
+
+    def payloads(self, commands: list) -> list:
+        """Each body's command (given, in job order), then its checks on its predicted env."""
+        out = []
+        for command, follow, env in zip(commands, self.follow, self.predicted):
+            out.append(command)
+            out.extend(repl.command(text, env) for text in follow)
+        return out
+
+    def lead_failed(self, exc: BaseException) -> bool:
+        """The failure is in the lead's own commands (a timeout says which command)."""
+        at = getattr(exc, "batch_index", None)
+        return at is not None and at < 1 + len(self.follow[0])
+
+    def split(self, answers: list, started: float, arrivals: list[float]) -> list[Piece]:
+        """Each body's answer and its checks' answers, with its REPL time (from
+        `arrivals`, the loop time each answer came; `started`, when the group was sent)."""
+        pieces = []
+        at = 0
+        before = started
+        for job, follow, predicted in zip(self.jobs, self.follow, self.predicted):
+            response = answers[at]
+            early = answers[at + 1 : at + 1 + len(follow)]
+            done = arrivals[at] if at < len(arrivals) else before
+            checks_done = arrivals[at + len(follow)] if at + len(follow) < len(arrivals) else done
+            # The checks are about this body only when it got the env they name.
+            in_step = response.env is None or response.env == predicted
+            if response.env != predicted:
+                early = []
+            reference_s = 0.0
+            if job.reference_query and len(follow) > 1 and at + len(follow) < len(arrivals):
+                reference_s = arrivals[at + len(follow)] - arrivals[at + len(follow) - 1]
+            pieces.append(Piece(job, response, early, in_step, done - before, reference_s))
+            before = checks_done
+            at += 1 + len(follow)
+        return pieces
+
+
+def _follow(job: BodyJob) -> list[str]:
+    """The after-body checks, in the order their answers come (as pool/runner.py `_follow`)."""
+    return [text for text in (job.after_body, job.reference_query) if text]
+
+
+async def run_group(
+    pool: RunnerPort,
+    lead: BodyJob,
+    riders: list[BodyJob],
+    command_of: Callable[[BodyJob], tuple[dict, int]],
+    worker: Worker,
+    prepared: Prepared,
+    queue_s: float,
+    timeout: float,
+    total: float | None,
+) -> BodyOutcome:
+    """The lead and its riders in one exchange; `command_of(job)` is a body's
+    (payload, reused prefix chars). Each rider's future gets its own outcome;
+    the lead's is returned. Raises the lead's own failure as is, any other
+    failure as GroupBroken, with the riders already back in the queue: no rider
+    is ever left without an answer or a place in the queue."""
+    for rider in riders:
+        rider.attempts += 1
+    jobs = [lead, *riders]
+    group = Group(jobs, worker.next_env)
+    arrivals: list[float] = []
+    sent_at, started = asyncio.get_running_loop().time(), time.monotonic()
+    try:
+        commands = [command_of(job) for job in jobs]
+        answers = await worker.request_batch(
+            group.payloads([payload for payload, _ in commands]), timeout, total, arrivals
+        )
+    except asyncio.CancelledError:  # the lead's caller left: the riders did not fail
+        for rider in riders:
+            again(pool, rider, alone=False)
+        raise
+    except Exception as exc:
+        ours = group.lead_failed(exc)
+        for rider in riders:  # never ran (ours), or not known whose: alone
+            again(pool, rider, alone=not ours)
+        if ours:
+            raise  # the lead's own failure, exactly as if it ran alone
+        raise GroupBroken(exc) from exc
+    handled: set[int] = set()  # riders answered or requeued
+    try:
+        pieces = group.split(answers, sent_at, arrivals)
+        return _answer(pool, group, pieces, commands, worker, prepared, queue_s, started, handled)
+    except Exception:  # a bug: the riders not answered yet go again alone
+        for rider in riders:
+            if id(rider) not in handled:
+                again(pool, rider, alone=True)
+        raise
+
+
+def _answer(
+    pool: RunnerPort,
+    group: Group,
+    pieces: list[Piece],
+    commands: list[tuple[dict, int]],
+    worker: Worker,
+    prepared: Prepared,
+    queue_s: float,
+    started: float,
+    handled: set[int],
+) -> BodyOutcome:
+    """Each body's outcome from its piece of the answers: the riders' set (each
+    one added to `handled`), the lead's returned."""
+    lead = group.jobs[0]
+    outcome = None
+    for piece, (_payload, reused) in zip(pieces, commands):
+        job = piece.job
+        worker.requests_served += 1
+        pool.cost.observe(piece.body_s, len(job.text) - reused)
+        pool.index.remember(worker.name, job.scope, job.text, job.inflight_key)
+        job.inflight_key = None
+        if not piece.in_step and _follow(job):
+            again(pool, job, alone=True)  # its checks named another body's env
+            handled.add(id(job))
+            continue
+        early = list(piece.early)
+        first = job is lead
+        done = BodyOutcome(
+            response=piece.response,
+            after_response=early.pop(0) if early and job.after_body else None,
+            worker=worker.name,
+            warm_header=prepared.warm,
+            reused_prefix_chars=reused,
+            queue_s=queue_s if first else started - job.enqueued_at,
+            header_s=prepared.header_s if first else 0.0,
+            boot_s=prepared.boot_s if first else 0.0,
+            body_s=piece.body_s,
+            attempts=job.attempts,
+            preamble_messages=prepared.preamble_messages,
+            reference_response=early.pop(0) if early and job.reference_query else None,
+            reference_s=piece.reference_s,
+        )
+        if first:
+            outcome = done
+        elif not job.future.done():
+            job.future.set_result(done)
+        handled.add(id(job))
+    # The lead is in step: nothing ran before it in the group (an env it was
+    # refused leaves its own checks unread, as when it runs alone).
+    assert outcome is not None
+    return outcome
+
+
+def again(pool: RunnerPort, job: Job, *, alone: bool) -> None:
+    """A body of a group back to the queue, this attempt not charged; `alone`:
+    it never rides or leads again, so its next run's failure is its own."""
+    if job.future is None or job.future.done():
+        return  # its caller left
+    job.uncharged += 1
+    if alone:
+        job.solo = True
+        pool.stats.pipelined_alone += 1
+    pool.requeue(job)

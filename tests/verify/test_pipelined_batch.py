@@ -1,0 +1,99 @@
+"""Issue 38 item 6: a Verify batch's bodies pipelined on one worker (pool/pipeline.py).
+
+Over real gRPC on the stand-in: the same batch gives the same results pipelined
+and one body per exchange; every snippet gets exactly one answer; a body that
+crashes its REPL, or hangs, in the middle of a group is answered alone, and
+the others keep their own verdicts. The forging REPL mid-group is in
+tests/hostile/test_pipelined_forgers.py.
+"""
+
+from __future__ import annotations
+
+from verify_support import running_server
+
+HEADER = "import Mathlib\n\n"
+STANDARD = ["Classical.choice", "Quot.sound", "propext"]
+
+
+def _batch() -> list[tuple[str, str]]:
+    """16 snippets of one header with known verdicts (the stand-in's)."""
+    snippets = []
+    for i in range(16):
+        kind = i % 5
+        if kind == 0:
+            code = f"theorem ok{i} (a b : Nat) : a + b = b + a := by\n  rw [Nat.add_comm]\n"
+        elif kind == 1:
+            code = f"theorem bad{i} : 1 = 2 := by\n  exact Nat.unknown_lemma_{i}\n"
+        elif kind == 2:
+            code = f"theorem todo{i} (n : Nat) : n = n := by\n  sorry\n"
+        elif kind == 3:
+            code = f"axiom cheat{i} : False\n\ntheorem own{i} : 1 = 2 := cheat{i}.elim\n"
+        else:
+            code = f"namespace N{i}\n\nexample : 2 + 2 = 4 := by\n  norm_num\n\nend N{i}\n"
+        snippets.append((f"s{i}", HEADER + code))
+    return snippets
+
+
+def _view(result) -> tuple:
+    messages = tuple((m.severity, m.line, m.column, m.text) for m in result.messages)
+    return (result.id, result.status, tuple(result.axioms), result.error, messages)
+
+
+async def test_a_pipelined_batch_answers_as_one_body_per_exchange():
+    snippets = _batch()
+    async with running_server(1, pool__pipeline_bodies=1) as (app, client):
+        alone = await client.verify_batch(snippets)
+        assert app.pool.stats.pipelined_groups == 0
+    async with running_server(1, pool__pipeline_bodies=16) as (app, client):
+        piped = await client.verify_batch(snippets)
+        stats = app.pool.stats
+        # Nothing ran alone, and the 15 queued behind the first rode with a lead.
+        assert stats.pipelined_groups >= 1 and stats.pipelined_bodies >= 8, stats
+        assert stats.pipelined_alone == 0 and stats.retries == 0
+        [worker] = app.pool.workers
+        assert worker._channel.batches < 16  # fewer fenced exchanges than bodies
+    assert [_view(r) for r in piped] == [_view(r) for r in alone]
+    # Exactly one answer each, in order, with the verdicts the stand-in gives.
+    assert [r.id for r in piped] == [sid for sid, _ in snippets]
+    statuses = {r.id: r.status for r in piped}
+    for i in range(16):
+        expected = ["VALID", "INVALID", "SORRY", "REJECTED", "VALID"][i % 5]
+        assert statuses[f"s{i}"] == expected, (i, piped[i].status, piped[i].error)
+    assert piped[0].axioms == STANDARD
+
+
+async def test_a_crash_in_the_middle_of_a_group_is_charged_to_its_own_body():
+    snippets = _batch()[:8]
+    crasher = 5
+    sid, code = snippets[crasher]
+    snippets[crasher] = (sid, code + "--@standin: crash=kill\n")
+    async with running_server(1, pool__pipeline_bodies=8, pool__max_retries=1) as (app, client):
+        results = await client.verify_batch(snippets)
+        stats = app.pool.stats
+        assert stats.pipelined_groups >= 1
+        # The group's bodies went again alone, uncharged.
+        assert stats.pipelined_alone >= 1
+    assert [r.id for r in results] == [sid for sid, _ in snippets]
+    for i, result in enumerate(results):
+        if i == crasher:
+            assert result.status == "CRASH", (result.status, result.error)
+        else:
+            expected = ["VALID", "INVALID", "SORRY", "REJECTED", "VALID"][i % 5]
+            assert result.status == expected, (i, result.status, result.error)
+
+
+async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
+    snippets = _batch()[:6]
+    hanger = 3
+    sid, code = snippets[hanger]
+    snippets[hanger] = (sid, code + "--@standin: hang\n")
+    async with running_server(1, pool__pipeline_bodies=6) as (app, client):
+        results = await client.verify_batch(snippets, timeout_s=2.0)
+        assert app.pool.stats.pipelined_groups >= 1
+    assert [r.id for r in results] == [sid for sid, _ in snippets]
+    for i, result in enumerate(results):
+        if i == hanger:
+            assert result.status == "TIMEOUT", (result.status, result.error)
+        else:
+            expected = ["VALID", "INVALID", "SORRY", "REJECTED", "VALID"][i % 5]
+            assert result.status == expected, (i, result.status, result.error)

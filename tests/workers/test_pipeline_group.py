@@ -1,0 +1,82 @@
+"""pool/pipeline.py's rules without processes: which jobs ride, the env each
+body's checks name, which answers belong to which body, whose failure it is."""
+
+from __future__ import annotations
+
+import asyncio
+
+from leanrpc import repl
+from leanrpc.core.headers import split_header
+from leanrpc.errors import WorkerCrashed, WorkerTimeout
+from leanrpc.pool.job import BodyJob
+from leanrpc.pool.pipeline import Group, fits, may_lead, rider_limit
+
+HEADER = "import Mathlib\n\n"
+_LOOP = asyncio.new_event_loop()  # futures only: nothing runs on it
+
+
+def _job(body: str, *, axioms: bool = True, timeout_s: float = 10, **fields) -> BodyJob:
+    job = BodyJob(
+        split=split_header(HEADER + body),
+        timeout_s=timeout_s,
+        after_body="#print axioms t" if axioms else None,
+        stream_id="s",
+        **fields,
+    )
+    job.future = _LOOP.create_future()
+    return job
+
+
+def test_the_checks_name_the_env_each_body_will_get():
+    jobs = [_job("theorem a : True := trivial"), _job("theorem b : True := trivial", axioms=False)]
+    jobs.append(_job("theorem c : True := trivial"))
+    group = Group(jobs, first_env=5)
+    assert group.predicted == [5, 7, 8]
+    payloads = group.payloads(["A", "B", "C"])
+    assert payloads[0] == "A" and payloads[2] == "B" and payloads[3] == "C"
+    assert [payloads[1].env, payloads[4].env] == [5, 8]
+
+
+def test_a_body_refused_an_env_keeps_its_answer_and_the_next_goes_alone():
+    jobs = [_job(f"theorem t{i} : True := trivial") for i in range(3)]
+    group = Group(jobs, first_env=1)  # predicted 1, 3, 5
+    answers = [
+        repl.Response(env=1),
+        repl.Response(messages=[]),  # the lead's check
+        repl.Response(message="Lean error: refused"),  # body 1: no env
+        repl.Response(message="unknown environment"),  # its check named env 3, not there yet
+        repl.Response(env=3),  # body 2 got 3, its check named 5: not about it
+        repl.Response(message="unknown environment"),
+    ]
+    pieces = group.split(answers, 0.0, [0.1 * (i + 1) for i in range(len(answers))])
+    assert [p.in_step for p in pieces] == [True, True, False]
+    assert [len(p.early) for p in pieces] == [1, 0, 0]
+    assert pieces[1].response.message == "Lean error: refused"
+
+
+def test_only_a_failure_in_the_leads_own_commands_is_the_leads():
+    group = Group([_job("theorem a : True := trivial"), _job("theorem b : True := trivial")], 1)
+    assert group.lead_failed(WorkerTimeout("t", batch_index=0))
+    assert group.lead_failed(WorkerCrashed("c", batch_index=1))  # during the lead's check
+    assert not group.lead_failed(WorkerCrashed("c", batch_index=2))  # during the rider
+    assert not group.lead_failed(WorkerCrashed("c"))  # not known where: nobody's
+
+
+def test_who_may_ride():
+    lead = _job("theorem a : True := trivial")
+    assert may_lead(lead) and fits(lead, _job("theorem b : True := trivial"), "w1")
+    assert not may_lead(_job("theorem a : True := trivial", solo=True))
+    assert not fits(lead, _job("theorem b : True := trivial", fresh_process=True), "w1")
+    assert not fits(lead, _job("theorem b : True := trivial", timeout_s=1), "w1")
+    other_header = BodyJob(split=split_header("import Other\n\ntheorem b : True"), timeout_s=10)
+    other_header.future = lead.future
+    assert not fits(lead, other_header, "w1")
+    assert not fits(lead, _job("theorem b : True := trivial", avoid_worker="w1"), "w1")
+    assert not fits(lead, _job("theorem b : True := trivial", retire_worker=True), "w1")
+
+
+def test_a_lead_takes_its_share_of_its_stream():
+    assert rider_limit(7, 14, 2) == 7
+    assert rider_limit(7, 8, 8) == 1
+    assert rider_limit(7, 0, 2) == 0
+    assert rider_limit(0, 10, 1) == 0
