@@ -16,14 +16,16 @@ request's ASGI scope by `_Access` and read by each tool call. Identity is per
 HTTP request, not per MCP session: a session id another agent learnt buys it
 nothing. A plain-HTTP door off loopback without tokens refuses to start.
 
-The ASGI app `build_app` returns is what uvicorn serves: a wrapper may be put
-around it there (a byte budget for requests in flight, as on the other doors).
+The ASGI app `build_app` returns is what uvicorn serves; with the server's byte
+budget for requests in flight (issue 44, one budget for every door) the SDK's
+app is wrapped, inside access, in agents/intake.py's `Budgeted`, which charges
+each body as it is read.
 
 Each call is one request-log line and counts in the Prometheus families of
 every door with door="mcp" (edge/metrics.py's `observe_tool`, when the server
 has a metrics port).
 
-May import: config, edge.auth, edge.identity, agents.catalog, agents.tools,
+May import: config, edge.auth, edge.identity, agents.catalog, agents.intake, agents.tools,
 and uvicorn (the SDK's HTTP server).
 """
 
@@ -42,6 +44,7 @@ from ..config import Config
 from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
 from ..edge.identity import CallerIdentity
 from .catalog import CLIENT_KEY, build_mcp
+from .intake import Budgeted
 from .tools import AgentTools
 
 __all__ = ["McpDoor", "build_app", "start_mcp"]
@@ -94,8 +97,9 @@ async def _refuse(send, why: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app(tools: AgentTools, config: Config, host: str, metrics=None):
-    """The ASGI app of the door: access and identity around the SDK's streamable HTTP app."""
+def build_app(tools: AgentTools, config: Config, host: str, metrics=None, budget=None):
+    """The ASGI app of the door: access and identity around the SDK's streamable HTTP app,
+    and inside access (a refused caller is never charged nor read) the byte budget."""
     section = config.mcp
     sdk_app = build_mcp(tools, config, metrics).streamable_http_app(
         streamable_http_path=section.path,
@@ -105,6 +109,8 @@ def build_app(tools: AgentTools, config: Config, host: str, metrics=None):
         max_sessions=section.max_sessions,
         host=host,
     )
+    if budget is not None:  # the server's one ByteBudget (edge/budget.py), shared by every door
+        sdk_app = Budgeted(sdk_app, budget, config.memory.discard_mb * 2**20)
     tokens = [t.encode() for t in load_tokens(config.server)]
     return _Access(sdk_app, tokens, CallerIdentity(tokens_checked=bool(tokens)))
 
@@ -175,12 +181,13 @@ async def start_mcp(
     host: str | None = None,
     port: int | None = None,
     metrics=None,
+    budget=None,
 ) -> McpDoor:
     """Serve MCP over streamable HTTP on `host:port` (default: [mcp] host/port, server.host)."""
     host = host or config.mcp.host or config.server.host
     port = config.mcp.port if port is None else port
     check_access(config, host)
-    app = build_app(tools, config, host, metrics)  # a byte budget would wrap `app` here
+    app = build_app(tools, config, host, metrics, budget)
     server = _Server(
         uvicorn.Config(
             app,
