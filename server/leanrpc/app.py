@@ -272,7 +272,7 @@ async def start_agents_door(app: App, *, port: int | None = None):
         ) from exc
 
     tools = AgentTools(app.verify, app.prover, app.extract, app.config)
-    return await start_mcp(tools, app.config, port=port, metrics=app.metrics)
+    return await start_mcp(tools, app.config, port=port, metrics=app.metrics, budget=app.budget)
 
 
 def _check_address_free(host: str, port: int, flag: str = "--port") -> None:

@@ -35,7 +35,7 @@ import dataclasses
 from typing import Any, Callable, Sequence
 
 from .data import Pair, grpo_dataset
-from .peft_spec import trainable_model
+from .peft_spec import model_and_tokenizer
 from .recipe import RunSettings
 
 
@@ -77,19 +77,8 @@ def build_grpo_trainer(
 ):
     from trl import GRPOConfig, GRPOTrainer
 
-    from ..loading import load_tokenizer
-
     run = settings.run
-    if tokenizer is None:
-        tokenizer = load_tokenizer(run.model_dir)
-    if model is None:
-        model, _ = trainable_model(
-            run.model_dir,
-            run.adapter,
-            device=run.device,
-            compute_dtype=run.compute_dtype,
-            gradient_checkpointing=run.gradient_checkpointing,
-        )
+    model, tokenizer = model_and_tokenizer(run, model, tokenizer)
     args = GRPOConfig(
         **run.trainer_kwargs(),
         num_generations=settings.num_generations,

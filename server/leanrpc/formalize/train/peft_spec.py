@@ -76,6 +76,24 @@ def trainable_model(
     ), dev
 
 
+def model_and_tokenizer(run, model=None, tokenizer=None):
+    """(model, tokenizer) of a recipe's `RunSettings` `run`: those given, else the
+    tokenizer of `run.model_dir` and the NF4 base with `run.adapter` trainable."""
+    from ..loading import load_tokenizer
+
+    if tokenizer is None:
+        tokenizer = load_tokenizer(run.model_dir)
+    if model is None:
+        model, _ = trainable_model(
+            run.model_dir,
+            run.adapter,
+            device=run.device,
+            compute_dtype=run.compute_dtype,
+            gradient_checkpointing=run.gradient_checkpointing,
+        )
+    return model, tokenizer
+
+
 def with_adapter(base, spec: AdapterSpec, *, gradient_checkpointing: bool, quantize: bool = True):
     """The unfused (mark_unfused) base frozen for k-bit training, with `spec`'s adapter named "default"."""
     from peft import get_peft_model, prepare_model_for_kbit_training

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 
 from .data import Pair, sft_dataset
-from .peft_spec import trainable_model
+from .peft_spec import model_and_tokenizer
 from .recipe import RunSettings
 
 
@@ -40,19 +40,8 @@ def build_sft_trainer(settings: SFTSettings, pairs: list[Pair], *, model=None, t
     """The TRL SFTTrainer over the NF4 model with the adapter (loaded unless `model` is given)."""
     from trl import SFTConfig, SFTTrainer
 
-    from ..loading import load_tokenizer
-
     run = settings.run
-    if tokenizer is None:
-        tokenizer = load_tokenizer(run.model_dir)
-    if model is None:
-        model, _ = trainable_model(
-            run.model_dir,
-            run.adapter,
-            device=run.device,
-            compute_dtype=run.compute_dtype,
-            gradient_checkpointing=run.gradient_checkpointing,
-        )
+    model, tokenizer = model_and_tokenizer(run, model, tokenizer)
     args = SFTConfig(
         **run.trainer_kwargs(),
         max_length=settings.max_length,
