@@ -44,10 +44,13 @@ def bearer(token: str) -> tuple[tuple[str, str], ...]:
 
 
 def repl_pid(worker) -> int:
-    """The REPL's pid (host view): the one child of the worker's monitor (enter.py)."""
+    """The REPL's pid (host view): the one child of the worker's monitor (enter.py),
+    or, sandboxed, the one child of that child, the namespace's init (PID 1 there)."""
     import psutil
 
     (child,) = psutil.Process(worker.pid).children()
+    if proc_status(child.pid)["NSpid"].split()[-1] == "1":
+        (child,) = psutil.Process(child.pid).children()
     return child.pid
 
 

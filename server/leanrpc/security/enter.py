@@ -13,7 +13,7 @@ Two processes, whatever the plan:
   its parent is still the server, becomes a child subreaper and forks the
   REPL; it forwards SIGTERM, and when the REPL exits it kills every
   descendant left (a daemon that started its own session included), then
-  exits with the REPL's status. So the pid the pool watches exits exactly
+  exits with the REPL's status (sandboxed: the one its init reports). So the pid the pool watches exits exactly
   when the REPL does, and nothing outlives it or the server.
 * the **REPL side** (the child) takes the parent-death signal too (checked
   against a pipe, as its parent may sit outside its PID namespace), and then:
@@ -26,7 +26,9 @@ Two processes, whatever the plan:
     only writable place; rlimits; no capabilities; no_new_privs; a uid of its
     own (root server) or the server's uid mapped into the user namespace;
     a seccomp spawn filter unless the plan says otherwise. It is PID 1 of its
-    namespace: when it dies, the kernel kills everything it started.
+    namespace, a tiny init (`pid_one`): it forks the REPL as PID 2, forwards
+    signals, reaps, and reports the REPL's wait status to the monitor on a
+    pipe; when it dies, the kernel kills everything it started.
 
 Every setup step fails closed: exit status 126 and a line on stderr.
 """
@@ -91,8 +93,13 @@ def die_with_parent(
 # -- the two processes ------------------------------------------------------------
 
 
-def repl_side(plan: dict, alive_fd: int) -> None:
-    """The child: jail (or guard), then exec the REPL. Never returns."""
+def repl_side(plan: dict, alive_fd: int, report_fd: int) -> None:
+    """The child: jail (or guard), then exec the REPL. Never returns.
+
+    Sandboxed, it forks once more inside the jail: this process stays PID 1 of
+    the namespace (`pid_one`) and the REPL runs as PID 2, so signals the REPL
+    sends itself (Lean's abort(), a kill) act as anywhere else.
+    """
     die_with_parent(alive_fd=alive_fd)
     if plan.get("cgroup"):
         _write(plan["cgroup"] + "/cgroup.procs", "0")  # first: all it starts is in there too
@@ -116,6 +123,9 @@ def repl_side(plan: dict, alive_fd: int) -> None:
     try:
         # chdir after the drop, so an unreadable project fails here, clearly.
         os.chdir(plan.get("cwd") or plan["scratch"])
+        repl = os.fork()  # before the spawn filter: this process stays PID 1, the init
+        if repl != 0:
+            pid_one(repl, report_fd, machine if plan.get("block_spawn", True) else None)
         if plan.get("block_spawn", True):
             install_spawn_filter(machine)
         os.execvpe(argv[0], argv, env)
@@ -124,6 +134,75 @@ def repl_side(plan: dict, alive_fd: int) -> None:
             f"{exc}; the worker runs as uid {uid}: the REPL, its toolchain and project must be "
             "readable by other users (0755 directories, 0644/0755 files), or set sandbox.user"
         ) from exc
+
+
+def pid_one(repl: int, report_fd: int, machine: str | None) -> None:
+    """The sandbox's init (PID 1): forwards signals to the REPL, reaps, reports.
+
+    Linux drops a signal sent to a namespace's PID 1 by its own namespace (itself
+    included) unless it has a handler, so the REPL must not be PID 1: its own
+    abort() or kill would read as another death. This init never touches the
+    REPL's stdin and stdout (it holds /dev/null there). SIGTERM, SIGINT and
+    SIGHUP are forwarded; SIGKILL cannot be, and needs not: when the monitor
+    kills this process the kernel kills the whole namespace with it.
+
+    When the REPL is gone it writes the REPL's raw wait status, in decimal, on
+    `report_fd` (a pipe only the monitor reads) and exits; the monitor mirrors
+    that status. An exit status alone could not say it: this process cannot
+    die by a default-action signal it sends itself, and 128+N is also a real
+    exit. Without a report (this init was killed) the monitor mirrors this
+    process's own end. `machine` set: the spawn filter goes on this process
+    too, after its one fork. Never returns.
+    """
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    # Stays dumpable: the pool's warm-up audit reads every descendant's /proc
+    # entries and fails closed where it cannot (an unprivileged server). The
+    # REPL may then reach this process as its own uid, but the spawn filter
+    # below holds for what it could make it do; a forged report can only name
+    # a wrong cause for a death.
+
+    def forward(signum, _frame):
+        try:
+            os.kill(repl, signum)
+        except OSError:
+            pass
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, forward)
+    if machine is not None:
+        install_spawn_filter(machine)
+    status = None
+    while status is None:
+        try:
+            pid, got = os.waitpid(-1, 0)  # orphans in the namespace come here too
+        except ChildProcessError:
+            break
+        if pid == repl:
+            status = got
+    if status is None:
+        os._exit(SETUP_FAILED)
+    try:
+        os.write(report_fd, b"%d\n" % status)
+    except OSError:
+        pass
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    os._exit(code)
+
+
+def read_report(report_fd: int) -> int | None:
+    """The REPL's wait status as `pid_one` wrote it, or None (no report)."""
+    os.set_blocking(report_fd, False)
+    try:
+        data = os.read(report_fd, 64)
+    except OSError:
+        return None
+    if not data.endswith(b"\n") or not data[:-1].isdigit() or len(data) > 8:
+        return None
+    status = int(data[:-1])
+    return status if status <= 0xFFFF else None
 
 
 def remove_cgroup(path: str) -> None:
@@ -208,23 +287,26 @@ def monitor(plan: dict) -> None:
     if sandboxed:
         enter_namespaces(plan["userns"], plan["uid"], plan["gid"])
     alive_r, alive_w = os.pipe()
+    report_r, report_w = os.pipe()  # the sandbox's init -> here: the REPL's wait status
     child = os.fork()
     if child == 0:
         os.close(alive_w)
+        os.close(report_r)
         try:
-            repl_side(plan, alive_r)
+            repl_side(plan, alive_r, report_w)
         except (SandboxSetupError, SeccompError, OSError, ValueError, KeyError, IndexError) as exc:
             sys.stderr.write(f"leanrpc sandbox: setup failed: {exc}\n")
             sys.stderr.flush()
         os._exit(SETUP_FAILED)
     os.close(alive_r)
+    os.close(report_w)
     # The REPL's pipes are the REPL's: EOF must come when it and its tree are gone.
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    # PID 1 of a namespace ignores SIGTERM without a handler: end it with SIGKILL
-    # (its whole namespace goes too). Unsandboxed, the REPL gets the SIGTERM itself.
+    # Sandboxed, the child is the namespace's init: end it with SIGKILL, and its
+    # whole namespace goes too. Unsandboxed, the REPL gets the SIGTERM itself.
     forward = signal.SIGKILL if sandboxed else signal.SIGTERM
 
     def on_signal(signum, _frame):
@@ -247,13 +329,18 @@ def monitor(plan: dict) -> None:
             continue
         if pid == child:
             break
+    if sandboxed:
+        reported = read_report(report_r)  # the REPL's own end, not its init's
+        if reported is not None:
+            status = reported
     _kill_descendants()
     if plan.get("cgroup"):
         remove_cgroup(plan["cgroup"])
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # mirror the signal, not a core file
-        signal.signal(signum, signal.SIG_DFL)
+        if signum not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         os._exit(128 + signum)
     os._exit(os.waitstatus_to_exitcode(status))

@@ -218,9 +218,8 @@ def crash(mode: str, stdout) -> None:
     if mode == "segv":
         _no_core()
         signal.signal(signal.SIGSEGV, signal.SIG_DFL)
-        # A real fault, not kill(2): as PID 1 of the sandbox's PID namespace
-        # the stand-in ignores a signal it sends itself, and a crash would
-        # look like "exit status 1". A fault is delivered even to PID 1.
+        # A real fault, not kill(2), as a crashing Lean has; the sandbox runs
+        # the REPL as PID 2 under an init, so kill and abort act as well.
         import ctypes
 
         ctypes.string_at(0)
