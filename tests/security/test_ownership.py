@@ -199,7 +199,7 @@ async def test_proof_memory_is_limited_per_client_and_failed_starts_hold_nothing
     async with running_server(_config(prover__max_mb_per_client=1)) as app:
         two = _Two(app)
         try:
-            padding = "\n-- " + "x" * 300_000 + "\n"
+            padding = "\n-- " + "x" * 150_000 + "\n"
             # Starts that fail after reaching the REPL (a header that does not
             # load) keep nothing against the client: two of them would be over 1 MB.
             for _ in range(2):
@@ -210,7 +210,7 @@ async def test_proof_memory_is_limited_per_client_and_failed_starts_hold_nothing
                 )
             held = await two.a.start_proof(
                 AND_STATEMENT + " := by\n  sorry" + padding
-            )  # ~600 KB: code + command
+            )  # ~600 KB charged: code + command, each 150 KB + a byte a character
             code, details = await _refusal(
                 two.a.start_proof(AND_STATEMENT + " := by\n  sorry" + padding)
             )

@@ -325,7 +325,8 @@ class ProverConfig(_Section):
     max_pickle_mb: Annotated[int, msgspec.Meta(ge=1, le=100_000, description="Largest single pickle the server keeps, in MB (see max_pickle_store_mb).")] = 64
     max_moved_states: Annotated[int, msgspec.Meta(ge=0, le=1_000_000, description="Before a worker holding live states is recycled: states moved (pickled, or rebuilt on another worker where the REPL cannot pickle) and the time the pickling may take; 0 states: rebuilt lazily on their next expansion.")] = 256
     move_timeout_s: Annotated[float, msgspec.Meta(ge=0, le=3600, description="Time the pickling of a recycled worker's states may take, in seconds (see max_moved_states).")] = 10.0
-    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="MB one client's proofs and states hold (their code, tactics and goals); beyond: RESOURCE_EXHAUSTED.")] = 1024
+    max_mb_per_client: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="MB one client's proofs and states hold (their code, tactics and goals), charged as really held: about 4x the size of ASCII code or tactics, 2.5-3.25x of 4-byte characters (services/prover/registry.py proof_bytes, tactic_bytes); beyond: RESOURCE_EXHAUSTED.")] = 1024
+    max_mb_total: Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="MB all clients' proofs and states hold together (issue 44 item 2), charged alike; beyond: RESOURCE_EXHAUSTED naming this key.")] = 4096
 
 
 class PolicyConfig(_Section):

@@ -24,7 +24,15 @@ from .job import (
 from .pool import Pool
 from .ports import PoolOwner, PoolPort
 from .replay import replay, resume_point
-from .sessions import ROOT_ENV, Session, SessionCall, SessionRegistry, code_bytes, held_cost
+from .sessions import (
+    ROOT_ENV,
+    Session,
+    SessionCall,
+    SessionRegistry,
+    code_bytes,
+    held_cost,
+    str_bytes,
+)
 from .slot import WorkerHandle
 from .stats import PoolMetrics, PoolSnapshot, PoolStats, WorkerInfo, WorkerReport
 
@@ -58,4 +66,5 @@ __all__ = [
     "held_cost",
     "replay",
     "resume_point",
+    "str_bytes",
 ]

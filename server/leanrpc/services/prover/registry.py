@@ -6,7 +6,7 @@ it and which REPL proof state numbers they hold for which tactic path),
 and `StateRegistry` (state_id -> ProofState; per-client quotas, TTL, release,
 forgetting a dead worker, the bounded store of pickles the server holds).
 Pure bookkeeping: no REPL, no asyncio. May import:
-core.headers, errors.
+core.headers, errors, .charges.
 
 Owners: a proof and its states belong to the identity that started it
 (`Proof.client_id`, edge/identity.py). For any other identity a state or
@@ -14,7 +14,10 @@ proof id is unknown: `get` raises the same NotFoundError, and `release`
 lists it under `unknown`, exactly as for an id never issued; its quota is
 the owner's only. Ids are random (`secrets`), never a counter. Per owner:
 `max_states_per_client` live states and `max_bytes_per_client` bytes held
-(each proof's command and code, each state's tactic and goals).
+(each proof's command and code, each state's tactic and goals), and all
+owners together `max_bytes_total` bytes (issue 44 item 2). The bytes are what
+the server really holds for the texts, as measured (`proof_bytes`,
+`tactic_bytes`), not their lengths; a refusal names the limit that was hit.
 
 A state is named by its *path* (root sorry index, tactic, tactic, ...), never
 by a REPL number: REPL numbers die with their process, paths can be replayed
@@ -32,8 +35,18 @@ import time
 
 from ...core.headers import HeaderSplit
 from ...errors import NotFoundError, OverloadedError
+from .charges import proof_bytes, tactic_bytes
 
-__all__ = ["Path", "Proof", "ProofState", "RegistryStats", "SorryStep", "StateRegistry"]
+__all__ = [
+    "Path",
+    "Proof",
+    "ProofState",
+    "RegistryStats",
+    "SorryStep",
+    "StateRegistry",
+    "proof_bytes",
+    "tactic_bytes",
+]
 
 # (index of the root sorry, tactic, tactic, ...); a `SorryStep` after a
 # tactic goes into one of the sorries that tactic opened.
@@ -63,11 +76,6 @@ class SorryStep(str):
 
 def _bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
-
-
-def proof_bytes(command: str, code: str) -> int:
-    """What a proof holds before any state: its command and its code."""
-    return _bytes(command) + _bytes(code)
 
 
 class Proof:
@@ -191,9 +199,11 @@ class StateRegistry:
         max_ttl_s: float,
         max_pickle_bytes: int = 2**30,
         max_bytes_per_client: int = 2**62,
+        max_bytes_total: int = 2**62,
     ) -> None:
         self.max_states_per_client = max_states_per_client
         self.max_bytes_per_client = max_bytes_per_client
+        self.max_bytes_total = max_bytes_total
         self._bytes_of: collections.Counter = collections.Counter()  # client -> bytes held
         self.max_pickle_bytes = max_pickle_bytes
         self.pickle_bytes = 0
@@ -218,6 +228,10 @@ class StateRegistry:
 
     def held_bytes(self, client_id: str) -> int:
         return self._bytes_of[client_id]
+
+    def held_total(self) -> int:
+        """Bytes all clients' proofs and states hold."""
+        return sum(self._bytes_of.values())
 
     def held_states(self, worker: str) -> list[ProofState]:
         """The live states `worker` holds, deepest first."""
@@ -295,6 +309,14 @@ class StateRegistry:
                 "release states the search abandoned (ReleaseStates)",
                 retry_after_s=1.0,
             )
+        total = self.held_total()
+        if total + incoming_bytes > self.max_bytes_total:
+            raise OverloadedError(
+                f"all clients' proofs and states hold {total / 2**20:.1f} MB, the server's limit is "
+                f"{self.max_bytes_total / 2**20:g} MB (prover.max_mb_total); "
+                "retry when others have released theirs",
+                retry_after_s=1.0,
+            )
 
     def add(
         self,
@@ -316,7 +338,7 @@ class StateRegistry:
             end,
             ttl_s=ttl_s or self.default_ttl_s,
         )
-        state.held_bytes = (_bytes(path[-1]) if len(path) > 1 else 0) + sum(
+        state.held_bytes = (tactic_bytes(path[-1]) if len(path) > 1 else 0) + sum(
             _bytes(g) for g in goals
         )
         self._states[state.state_id] = state

@@ -37,7 +37,7 @@ from .moves import StateMover
 from .outcomes import ProofStatus, StartedProof, TacticOutcome, failed, read_run
 from .pickles import Scratch, can_pickle
 from .rebuild import Rebuilder
-from .registry import ProofState, StateRegistry, proof_bytes
+from .registry import ProofState, StateRegistry, proof_bytes, tactic_bytes
 
 __all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
 
@@ -71,6 +71,7 @@ class ProverService:
             max_ttl_s=self.limits.max_ttl_s,
             max_pickle_bytes=self.limits.max_pickle_store_mb * 2**20,
             max_bytes_per_client=self.limits.max_mb_per_client * 2**20,
+            max_bytes_total=self.limits.max_mb_total * 2**20,
         )
         # Under the unshare sandbox each worker's scratch is its own tmpfs at this path.
         self.scratch = Scratch(getattr(pool.launcher, "scratch_dir", None))
@@ -232,7 +233,7 @@ class ProverService:
         self.check_tactic(tactic)
         timeout = self._timeout(timeout_s)
         state = self.registry.get(state_id, client_id)  # another client's: NOT_FOUND
-        self.registry.check_room(client_id, 1, len(tactic.encode("utf-8", "surrogatepass")))
+        self.registry.check_room(client_id, 1, tactic_bytes(tactic))
         (out,) = await self._expand(
             state, [tactic], timeout, deadline, client_id, request_id, check_whole, arrived
         )
@@ -275,7 +276,7 @@ class ProverService:
             else:
                 good.append(k)
         if good:
-            size = sum(len(tactics[k].encode("utf-8", "surrogatepass")) for k in good)
+            size = sum(tactic_bytes(tactics[k]) for k in good)
             self.registry.check_room(client_id, len(good), size)
             outs = await self._expand(
                 state,
