@@ -95,6 +95,7 @@ async def test_canaries_on_an_honest_worker_pass_and_are_never_a_clients_work(
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     config = _config(tmp_path, config_command(), rate=1.0)  # a canary before every job
+    config.pool.pipeline_bodies = 1  # one job per attempt (a pipelined group is one attempt)
     app = await create_server(config)
     alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
     try:
@@ -108,6 +109,26 @@ async def test_canaries_on_an_honest_worker_pass_and_are_never_a_clients_work(
         await app.verify.cache.flush()
         assert app.verify.cache.stats.stored == 8  # the clients' verdicts only
         assert app.pool.stats.restarts.get("poisoned", 0) == 0
+    finally:
+        await alice.close()
+        await app.stop(2.0)
+
+
+async def test_a_pipelined_group_gets_its_canary_before_its_one_exchange(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    config = _config(tmp_path, config_command(), rate=1.0)
+    config.pool.pipeline_bodies = 8
+    app = await create_server(config)
+    alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
+    try:
+        codes = [(f"s{i}", theorem(i, "rfl" if i % 2 else WRONG)) for i in range(8)]
+        results = await alice.verify(codes)
+        assert [r.status for r in results] == ["INVALID", "VALID"] * 4
+        stats = app.pool.runner.canaries.stats
+        # One canary per attempt: at least one, at most one per job, every one passed.
+        assert 1 <= stats.sent <= 8 and stats.passed == stats.sent and stats.failed == 0
+        assert app.pool.stats.jobs_finished == 8
     finally:
         await alice.close()
         await app.stop(2.0)
