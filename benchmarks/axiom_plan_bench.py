@@ -2,8 +2,8 @@
 
     python -m benchmarks.axiom_plan_bench --before <main checkout> --workload minif2f --repeats 3
 
-Loads `server/leanrpc/core/declarations.py` of `--before` and of this checkout (core layer:
-text in, text out, no other leanrpc import), checks that both plan every body of the
+Loads `server/leanrpc/core/declarations.py` of `--before` (with the core modules it imports
+from its own folder) and of this checkout (core layer: text in, text out), checks that both plan every body of the
 workload alike (the rewritten body, the names, the edits), then times `plan_axiom_check` on
 all of them, the two alternating `--repeats` times, in process CPU time (less sensitive to
 other load on the machine than wall time). May import: benchmarks.workloads, leanrpc.core.
@@ -12,20 +12,23 @@ other load on the machine than wall time). May import: benchmarks.workloads, lea
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import sys
 import time
+import types
 from pathlib import Path
 
 from . import workloads
 
 
-def load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+def load(core: Path, name: str):
+    """`core/declarations.py` of a checkout, its relative imports (core.masking,
+    core.lexer) read from the same folder: the folder stands in as a package
+    `name` whose `__init__` is not run (it loads the Cython core)."""
+    package = types.ModuleType(name)
+    package.__path__ = [str(core)]
+    sys.modules[name] = package  # dataclasses look their module up
+    return importlib.import_module(f"{name}.declarations")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     from leanrpc.core import declarations as after
     from leanrpc.core.headers import split_header
 
-    before = load(args.before / "server/leanrpc/core/declarations.py", "declarations_before")
+    before = load(args.before / "server/leanrpc/core", "core_before")
     try:
         items = workloads.load(args.workload, scale=workloads.DEFAULT_SCALE)
     except workloads.SharedNotFound as exc:

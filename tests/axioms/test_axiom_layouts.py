@@ -9,10 +9,12 @@ reading of `#print axioms` answers (primes, `«»`, namespaces, another name).
 import pytest
 
 from leanrpc.core.declarations import declarations, mask
+from leanrpc.core.lexer import LexError
 from leanrpc.repl import Response, check_axiom_answers
 from leanrpc.repl.outcome import axiom_answer, is_native_axiom, name_atoms
 from leanrpc.repl.protocol import ReplMessage
 from leanrpc.results import Status, VerifyResult
+from leanrpc.services import axioms
 
 
 def names(body: str) -> list[str]:
@@ -33,7 +35,10 @@ LONG = "def pad : Nat := " + " + ".join(["1"] * 200)  # a line far past column 4
         ("def c : Char := '\"'\ntheorem bad : False := cheat", ["c", "bad"]),
         ("theorem foo' : True := trivial\ntheorem h'x' : True := trivial", ["foo'", "h'x'"]),
         ("/- /- theorem no : False -/ still a comment -/ theorem yes : True := trivial", ["yes"]),
-        ('def s : String := s!"{\'"\'}" theorem bad : False := cheat', ["s", "bad"]),
+        ('def s : String := s!"{x}" ++ "}" theorem bad : False := cheat', ["s", "bad"]),
+        # A char literal after a digit (Lean's numberFn ends at the digit): the
+        # old hand-made mask read a prime and then a string to the next line's `"`.
+        ("def b := 1'\"'\ntheorem bad : False := cheat -- \"", ["b", "bad"]),
         (
             "namespace A\nprivate theorem p : True := trivial\nprotected def q : Nat := 1\nend A",
             ["A.p", "A.q"],
@@ -44,6 +49,25 @@ LONG = "def pad : Nat := " + " + ".join(["1"] * 200)  # a line far past column 4
 )
 def test_every_proof_carrying_declaration_is_found(body, expected):
     assert names(body) == expected
+
+
+def test_a_text_the_lexer_cannot_read_is_not_scanned_another_way():
+    """Issue 43 item 1: the mask is the one lexer's reading; where that is not
+    certain (a string whose end depends on interpolation), no declaration is
+    guessed: the lexer's error, and check_axioms answers without the REPL."""
+    body = 'def s : String := s!"{\'"\'}" theorem bad : False := cheat'
+    with pytest.raises(LexError) as raised:
+        declarations(body)
+    assert "interpolated" in raised.value.reason
+    with pytest.raises(axioms.Unreadable, match=r"at line 3, column 20"):
+        axioms.plan(body, 3, 0)
+
+
+def test_mask_blanks_what_the_lexer_reads_as_comments_and_literals():
+    body = 'def s := s!"a{f /- -/ x}b" -- c\n/-- doc -/ def t := \'"\' /- /- -/ -/ u'
+    masked = mask(body)
+    assert len(masked) == len(body)
+    assert masked.split() == ["def", "s", ":=", "s!", "def", "t", ":=", "u"]
 
 
 def test_mask_keeps_lengths_and_blanks_only_literals():

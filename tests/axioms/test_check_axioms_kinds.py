@@ -109,10 +109,11 @@ HIDDEN_BY_A_STRING = (
 
 async def test_a_theorem_a_string_would_hide_from_the_axiom_check_is_never_valid():
     from leanrpc.core.declarations import declarations
+    from leanrpc.core.lexer import LexError
 
-    assert [d.name for d in declarations(HIDDEN_BY_A_STRING)] == [
-        "f"
-    ]  # what the scanner alone would check
+    # The scanner reads with the one lexer: it guesses no declarations here.
+    with pytest.raises(LexError, match="interpolated"):
+        declarations(HIDDEN_BY_A_STRING)
     async with running_server() as (_app, client):
         [result] = await client.verify_batch([HEADER + HIDDEN_BY_A_STRING])
         assert (
@@ -123,3 +124,27 @@ async def test_a_theorem_a_string_would_hide_from_the_axiom_check_is_never_valid
         # The control: the same theorem without the string is caught by the axiom check itself.
         [plain] = await client.verify_batch([HEADER + HIDDEN_BY_A_STRING.split("\n", 1)[1]])
         assert plain.status == "REJECTED" and "ax" in plain.axioms
+
+
+UNREADABLE = 'def s : String := s!"{\'"\'}"\ntheorem bad : False := cheat\n'
+
+
+@pytest.mark.runs_user_code  # under `trusted`, which reaches the axiom plan unscreened
+async def test_a_body_the_lexer_cannot_read_gets_no_axiom_plan():
+    """Issue 43 item 1: under `trusted` the policy does not lex, so the axiom
+    plan is the first reader; it reads with the one lexer, and where that is
+    not certain it answers without the REPL (Verify) or refuses (a session)."""
+    import grpc
+
+    from leanrpc.client import ClientError
+
+    async with running_server(policy__default="trusted") as (_app, client):
+        [result] = await client.verify_batch([HEADER + UNREADABLE], check_axioms=True)
+        assert result.status == "REJECTED"
+        assert "cannot be read for certain" in result.error and "line 3, column 20" in result.error
+        opened = await client.open_session(HEADER, name="u")
+        assert opened.result.status == "VALID"
+        with pytest.raises(ClientError) as refused:
+            await client.run_in_session("u", UNREADABLE)
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+        assert "cannot be read for certain" in refused.value.details

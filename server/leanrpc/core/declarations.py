@@ -7,7 +7,10 @@ Owns: scanning a snippet body for ``theorem``, ``lemma``, ``def``, ``abbrev``,
 ``section`` / ``mutual`` / ``end`` and ``_root_``), ``where`` auxiliaries, and
 the rewrite that gives anonymous declarations a name so that
 ``#print axioms NAME`` can check them. Imports only core.masking (comments
-and literals blanked as Lean's lexer reads them; `mask` is re-exported here).
+and literals blanked where the one lexer, core.lexer, reads them; `mask` is
+re-exported here): a text the lexer cannot read for certain raises its
+LexError, and no other reading of it is scanned. The scanning on top of the
+masked text stays regex and `str.find` work (issue 38 item 6: fast).
 Core layer: text in, text out.
 
 How each kind is checked (docs/SECURITY.md, "check_axioms"):

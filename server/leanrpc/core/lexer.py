@@ -88,7 +88,7 @@ _ID_REST = f"A-Za-z0-9_'!?{_LETTER}{_SUB}"
 # Letters newer Lean versions added to isLetterLike / isSubScriptAlnum.
 _VERSIONED = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f\u2c7c]")
 
-_WS = re.compile(r"(?:[ \n]|\r\n|--[^\n]*)*")
+_WS = re.compile(r"(?:[ \n]+|\r\n|--[^\n]*)*")  # one alternative per position: `+` is safe
 _ID_PART = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*")
 _ID_FIRST_CHAR = re.compile(f"[{_ID_FIRST}]")
 _ID_REST_CHAR = re.compile(f"[{_ID_REST}]")
@@ -102,9 +102,13 @@ _OPENERS = re.compile("[\"'«`]|--|/-")
 # `\r`, no versioned letter: whatever its tokens, every space in it lies
 # between tokens, in Lean's reading and in any reading Lean's error recovery
 # resumes (a token or a character on). So a run cut at its last space before
-# the next mark ends on a token boundary.
+# the next mark ends on a token boundary. The first alternative takes a
+# whole run of ordinary characters per step (`+`): each position still has
+# at most one alternative, so the match ends where it did with one
+# character per step, several times faster (the axiom scan masks whole
+# bodies with it, core.masking).
 _PLAIN = re.compile(
-    "(?:[^\"'«`\\-/0\t\r\u00c0-\u017f\u2c7c]|-(?!-)|/(?!-)|0(?![xXbBoO])"
+    "(?:[^\"'«`\\-/0\t\r\u00c0-\u017f\u2c7c]+|-(?!-)|/(?!-)|0(?![xXbBoO])"
     "|(?<=[A-Za-z_'])(?<![0-9][eE])')*"
 )
 _HASH_WORD = re.compile("[A-Za-z0-9_!?]*")

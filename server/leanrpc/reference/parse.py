@@ -107,9 +107,9 @@ def parse_reference(
         raise RequestError("the reference contains a NUL character", field=field)
     split = split_header(text)
     body = split.body
-    found = declarations(body, types=True)
     try:
         tokens = lex(body)
+        found = declarations(body, types=True)  # masks with the same lexer
     except LexError as error:
         line = split.body_start_line + body.count("\n", 0, error.offset)
         raise RequestError(

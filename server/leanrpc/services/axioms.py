@@ -8,8 +8,10 @@ reference query already asks about is not asked twice) and the verdict of
 its `#print axioms` answers (`finish`: each answer matched to the name
 asked, exact allow-list `[axioms] allowed`; read by
 repl.check_axiom_answers). Verify and sessions both use this room, so
-neither calls the other's internals. May import: config, core, repl,
-results. Never imports edge, pool or `*_pb2`.
+neither calls the other's internals. A body the one lexer (core.lexer)
+cannot read for certain has no plan (`Unreadable`, fail closed): its
+declarations are not guessed by another reading. May import: config, core,
+errors, repl, results. Never imports edge, pool or `*_pb2`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ from __future__ import annotations
 from .. import repl
 from ..config import Config
 from ..core.declarations import AxiomCheck, plan_axiom_check, print_axioms_command
+from ..core.lexer import LexError, line_col
+from ..errors import RequestError
 from ..results import Position, VerifyResult
 
-__all__ = ["AxiomCheck", "after_command", "axioms_on", "finish", "plan"]
+__all__ = ["AxiomCheck", "Unreadable", "after_command", "axioms_on", "finish", "plan"]
+
+
+class Unreadable(RequestError):
+    """check_axioms cannot plan a body the lexer cannot read for certain."""
 
 
 def axioms_on(options, config: Config) -> bool:
@@ -29,8 +37,19 @@ def axioms_on(options, config: Config) -> bool:
 
 
 def plan(body: str, first_line: int = 1, first_column: int = 0) -> AxiomCheck:
-    """The body to run and the names to ask `#print axioms` about."""
-    return plan_axiom_check(body, first_line, first_column)
+    """The body to run and the names to ask `#print axioms` about;
+    Unreadable where the lexer cannot read the body for certain."""
+    try:
+        return plan_axiom_check(body, first_line, first_column)
+    except LexError as error:
+        line, column = line_col(body, error.offset)
+        if line == 1:
+            column += first_column
+        raise Unreadable(
+            f"check_axioms: the text cannot be read for certain as Lean reads it "
+            f"({error.reason}) at line {first_line + line - 1}, column {column}, so its "
+            "declarations cannot be found for `#print axioms`"
+        ) from None
 
 
 def after_command(check: AxiomCheck, reference_names=()) -> str | None:

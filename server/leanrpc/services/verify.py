@@ -144,7 +144,14 @@ class VerifyService:
         reference_names = () if reference is None else reference.names
         if request.check_axioms:
             # Every proof-carrying declaration, anonymous ones renamed (core/declarations.py).
-            axiom_check = axioms.plan(split.body, split.body_start_line, split.body_start_column)
+            try:
+                axiom_check = axioms.plan(
+                    split.body, split.body_start_line, split.body_start_column
+                )
+            except axioms.Unreadable as error:  # fail closed, before any REPL sees it
+                return VerifyResult(
+                    id=request.snippet_id, status=Status.REJECTED, error=error.message
+                )
             after_body = axioms.after_command(axiom_check, reference_names)
             split = dataclasses.replace(split, body=axiom_check.body)
         pinned = None
