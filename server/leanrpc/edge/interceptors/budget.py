@@ -26,6 +26,8 @@ May import: grpc, edge.budget, edge.errors.
 
 from __future__ import annotations
 
+import inspect
+
 import grpc
 
 from ..budget import BudgetExceeded, ByteBudget, decoded_bound
@@ -92,7 +94,15 @@ class BudgetInterceptor(grpc.aio.ServerInterceptor):
                     async for response in behavior(deserialize(raw), context):
                         yield response
 
-            return handler._replace(request_deserializer=None, unary_stream=unary_stream)
+            async def unary_writer(raw, context):  # a servicer that answers by context.write
+                with budget.ticket(peer_address(context.peer())) as ticket:
+                    if await _charge(ticket, raw, context):
+                        await behavior(deserialize(raw), context)
+
+            # grpc runs an async generator and a context.write coroutine differently (and
+            # refuses a mix of the two), so the wrapper keeps the servicer's own kind.
+            wrapped = unary_stream if inspect.isasyncgenfunction(behavior) else unary_writer
+            return handler._replace(request_deserializer=None, unary_stream=wrapped)
         field = "stream_unary" if handler.stream_unary is not None else "stream_stream"
         behavior = getattr(handler, field)
 
@@ -120,7 +130,11 @@ class BudgetInterceptor(grpc.aio.ServerInterceptor):
             async for response in behavior(charged(raw_messages, context), context):
                 yield response
 
-        return handler._replace(request_deserializer=None, stream_stream=stream_stream)
+        async def stream_writer(raw_messages, context):  # answers by context.write
+            await behavior(charged(raw_messages, context), context)
+
+        wrapped = stream_stream if inspect.isasyncgenfunction(behavior) else stream_writer
+        return handler._replace(request_deserializer=None, stream_stream=wrapped)
 
 
 async def _charge(ticket, raw: bytes, context) -> bool:
