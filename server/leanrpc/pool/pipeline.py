@@ -122,6 +122,7 @@ def take_riders(
     if riders:
         stats.pipelined_groups += 1
         stats.pipelined_bodies += 1 + len(riders)
+        stats.header_hits += len(riders)  # each rides on the worker holding its header
     return riders
 
 
