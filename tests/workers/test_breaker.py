@@ -211,3 +211,34 @@ async def test_a_job_waits_for_the_trial_boot_rather_than_boot_beside_it(tmp_pat
     finally:
         await channel.close()
         await app.stop(2.0)
+
+
+async def test_a_job_whose_boots_are_spent_before_the_breaker_opens_is_not_serving(tmp_path):
+    """The race of issue 41 item 2: a job that used up its boot retries while the
+    breaker still allowed boots is an infrastructure failure (no REPL could start),
+    answered as NOT_SERVING like the open breaker's refusals, never as a verdict."""
+    flag = tmp_path / "broken"
+    flag.write_text("")
+    config = make_config(
+        workers=1,
+        server__port=0,
+        pool__min_warm=0,
+        pool__boot_failure_limit=50,  # stays closed through this test
+        pool__max_retries=0,
+    )
+    config.repl.command = [sys.executable, "-c", _FLAKY_REPL, str(flag)]
+    app = await create_server(config)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            stub = pb_grpc.VerifierStub(channel)
+            call = stub.VerifyStream()
+            await call.write(
+                pb.VerifyStreamRequest(snippet=pb.Snippet(id="s1", code=HEADER + "def x := 1"))
+            )
+            await call.done_writing()
+            answers = [m.result async for m in call]
+        assert app.pool.supervisor.breaker.allow()  # the breaker never opened
+        assert [(r.id, r.status) for r in answers] == [("s1", pb.STATUS_REJECTED)]
+        assert answers[0].error.startswith("no REPL worker can start"), answers[0].error
+    finally:
+        await app.stop(2.0)
