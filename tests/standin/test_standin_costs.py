@@ -87,6 +87,7 @@ def test_fork_prefix_reuse_costs_less(standin):
 
 def test_upstream_has_no_prefix_reuse(standin):
     p = standin("--cost-per-kchar", "0.25")
+    _cost(p, {"cmd": "def warm := 1"})  # one-time work of a fresh process is not the first body's
     body = _body(30)
     first, _ = _cost(p, {"cmd": body, "incrementality": True})
     second, _ = _cost(p, {"cmd": body, "incrementality": True})
