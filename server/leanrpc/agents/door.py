@@ -41,7 +41,11 @@ import socket
 import uvicorn
 
 from ..config import Config
-from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
+from ..edge.auth import (
+    bearer_token_valid,
+    load_tokens,
+    refuse_open_plain_http,
+)
 from ..edge.identity import CallerIdentity
 from .catalog import CLIENT_KEY, build_mcp
 from .intake import Budgeted
@@ -163,17 +167,6 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def check_access(config: Config, host: str) -> None:
-    """Plain HTTP: refuses a non-loopback host without tokens (the REST gateway's rule)."""
-    if load_tokens(config.server):
-        return
-    if not (config.server.allow_unauthenticated_loopback and is_loopback(host)):
-        raise AccessConfigError(
-            f"refusing to serve the MCP door on {host} without authentication: set "
-            f"server.auth_tokens, server.auth_token_file or ${config.server.auth_token_env}"
-        )
-
-
 async def start_mcp(
     tools: AgentTools,
     config: Config,
@@ -186,7 +179,7 @@ async def start_mcp(
     """Serve MCP over streamable HTTP on `host:port` (default: [mcp] host/port, server.host)."""
     host = host or config.mcp.host or config.server.host
     port = config.mcp.port if port is None else port
-    check_access(config, host)
+    refuse_open_plain_http(config.server, host, "the MCP door")
     app = build_app(tools, config, host, metrics, budget)
     server = _Server(
         uvicorn.Config(

@@ -70,3 +70,15 @@ def bearer_token_valid(header: str | None, tokens: list[bytes]) -> bool:
 
 def is_loopback(host: str) -> bool:
     return host in LOOPBACK_HOSTS
+
+
+def refuse_open_plain_http(server: ServerConfig, host: str, door: str) -> None:
+    """A plain-HTTP door (`door`: "the REST gateway", "the MCP door") refuses to
+    serve a non-loopback host without tokens: AccessConfigError naming how to set them."""
+    if load_tokens(server):
+        return
+    if not (server.allow_unauthenticated_loopback and is_loopback(host)):
+        raise AccessConfigError(
+            f"refusing to serve {door} on {host} without authentication: set "
+            f"server.auth_tokens, server.auth_token_file or ${server.auth_token_env}"
+        )

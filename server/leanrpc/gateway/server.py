@@ -38,7 +38,11 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from ..config import Config
-from ..edge.auth import AccessConfigError, bearer_token_valid, is_loopback, load_tokens
+from ..edge.auth import (
+    bearer_token_valid,
+    load_tokens,
+    refuse_open_plain_http,
+)
 from ..edge.budget import ByteBudget
 from ..edge.identity import CallerIdentity
 from ..edge.limiter import ClientLimiter, LimitExceeded
@@ -384,17 +388,6 @@ class Gateway:
         await self.runner.cleanup()
 
 
-def check_access(config: Config, host: str) -> None:
-    """The gateway speaks plain HTTP: it refuses a non-loopback host without tokens."""
-    if load_tokens(config.server):
-        return
-    if not (config.server.allow_unauthenticated_loopback and is_loopback(host)):
-        raise AccessConfigError(
-            f"refusing to serve the REST gateway on {host} without authentication: set server.auth_tokens, "
-            f"server.auth_token_file or ${config.server.auth_token_env}"
-        )
-
-
 async def start_gateway(
     verify: Verifier,
     config: Config,
@@ -411,7 +404,7 @@ async def start_gateway(
         raise RequestError(
             f'gateway.message_lines must be "file" or "body", not {config.gateway.message_lines!r}'
         )
-    check_access(config, host)
+    refuse_open_plain_http(config.server, host, "the REST gateway")
     handlers = KiminaGateway(verify, config)
     runner = _Runner(
         build_app(handlers, config, metrics, budget),
