@@ -214,13 +214,11 @@ class Runner:
         elif then is Then.RETRY and job.attempts - job.uncharged <= retries and not pool.closing:
             pool.stats.retries += 1
             pool.requeue(job)
-        elif then is Then.RETRY_BOOT and self._supervisor.breaker.allow():
-            if job.attempts <= retries + 1:
+        elif then is Then.RETRY_BOOT:
+            if self._supervisor.breaker.allow() and job.attempts <= retries + 1:
                 pool.requeue(job)
             else:  # no REPL could start for it: infrastructure, never a verdict (issue 41 item 2)
                 pool.fail(job, NotServingError(f"no REPL worker can start: {exc.message}"))
-        elif then is Then.RETRY_BOOT:
-            pool.fail(job, NotServingError(f"no REPL worker can start: {exc.message}"))
         else:
             pool.fail(job, exc)
 
