@@ -9,6 +9,7 @@ import pty
 import socket
 import struct
 import termios
+import threading
 import time
 
 import pytest
@@ -152,11 +153,25 @@ def test_stream_that_breaks_midway_prints_what_arrived_then_the_error(tmp_path):
             "--retries",
             "1",
         )
+        # The CLI flushes each JSON record as it arrives: the server dies only
+        # once the three quick records are out and the hang alone runs (under
+        # load a canary or a warm-up can keep the one worker busy with an empty
+        # queue before the CLI's batch even arrives, so "busy" alone proves nothing).
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 120
+        while len(lines) < 3 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert len(lines) == 3, (lines, process.poll())
         _wait_until_only_the_hang_runs(served.address)
         served.kill()  # the server dies mid-stream
-        out, err = process.communicate(timeout=120)
+        process.wait(timeout=120)
+        reader.join(timeout=30)
+        err = process.stderr.read()
     finally:
         served.stop()
+    out = "".join(lines)
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["status"] for r in records] == ["VALID"] * 3
     assert sorted(r["id"] for r in records) == [str(tmp_path / f"a{i}.lean") for i in range(3)]

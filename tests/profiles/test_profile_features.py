@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from leanrpc.pool.features import Features
 from profiles_support import profiles_config, recording_standin, start, stop
@@ -16,14 +17,15 @@ HEADER = "import Mathlib\n\n"
 
 def _requests(path) -> list[dict]:
     """The body commands (the snippets' theorems) a profile's REPLs read;
-    probes, imports, warm-ups and fences are left out."""
+    probes, canaries, imports, warm-ups and fences are left out."""
     out = []
     for line in path.read_text().splitlines():
         try:
             request = json.loads(line)
         except ValueError:
             continue
-        if isinstance(request, dict) and "theorem t" in request.get("cmd", ""):
+        # The snippets' own names only: a canary's drawn name may begin with "t" too.
+        if isinstance(request, dict) and re.search(r"\btheorem t\d+ ", request.get("cmd", "")):
             out.append(request)
     return out
 
