@@ -141,6 +141,7 @@ class PoolConfig(_Section):
     max_headers_per_worker: Annotated[PositiveInt, msgspec.Meta(description="Headers one worker may import in-process and keep (each REPL env stays alive for the life of the process); past it, or near the memory limit, a header switch starts a new process. 1 = one header per process.")] = 4
     stuck_after_s: Annotated[PositiveFloat, msgspec.Meta(description="Health: a worker stopping for longer than this counts as stuck; when every slot is stuck (or dead and none can start), the server says NOT_SERVING with the reason.")] = 10.0
     prefix_history: Annotated[NonNegativeInt, msgspec.Meta(description="Per-worker history of elaborated bodies kept for prefix routing.")] = 64
+    prefix_history_mb: Annotated[NonNegativeFloat, msgspec.Meta(description="Per-worker bound, in millions of characters, on the texts that history holds (0: no bound but the count). The newest text is always kept, so a deep chain of long tactics costs this much per worker at most, not the square of its depth.")] = 32.0
     prefix_routing: Annotated[bool, msgspec.Meta(description="Route each body to the worker with the longest reusable prefix (pool trie); false: the most recently used idle worker of the header.")] = True
     max_sessions: Annotated[NonNegativeInt, msgspec.Meta(description="Named sessions (docs/REUSE.md) open at once, for all clients together.")] = 256
     max_session_commands: Annotated[PositiveInt, msgspec.Meta(description="Commands one named session may run.")] = 10_000

@@ -102,7 +102,9 @@ class Pool:
         # Each profile's incrementality / Elab.async, resolved from its own REPL.
         self.features = Features(config.repl)
         self.admission = Admission(config.pool.queue_limit)
-        self.prefix_index = self.index = PrefixIndex(config.pool.prefix_history)
+        self.prefix_index = self.index = PrefixIndex(
+            config.pool.prefix_history, config.pool.prefix_history_mb
+        )
         # Every REPL handle of each worker, dropped at its DEAD transition (pool/slot.py).
         self.slots = Slots(self.index)
         self.cost = BodyCostModel()

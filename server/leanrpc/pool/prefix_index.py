@@ -24,8 +24,16 @@ def _snap_to_line(text: str, length: int) -> int:
 
 
 class PrefixIndex:
-    def __init__(self, history_limit: int = 64) -> None:
+    """`history_limit` texts per worker, and at most `history_mb` million
+    characters of them (0: no bound but the count) (the newest text is always kept): a deep chain of long tactics,
+    whose call texts each repeat the chain so far, stays bounded by characters
+    instead of growing with the square of its depth (docs/RELIABILITY.md)."""
+
+    def __init__(self, history_limit: int = 64, history_mb: float = 0) -> None:
         self.history_limit = history_limit
+        self.history_chars = int(history_mb * 1_000_000) or None
+        # Per worker, the characters its history holds.
+        self._chars: dict[str, int] = {}
         # Payload: the worker name.
         self._pool = PrefixTrie()
         self._histories: dict[str, PrefixTrie] = {}
@@ -43,6 +51,10 @@ class PrefixIndex:
     def history_size(self, worker: str) -> int:
         """How many texts `worker` remembers."""
         return len(self._order.get(worker, ()))
+
+    def history_chars_of(self, worker: str) -> int:
+        """How many characters of text `worker`'s history holds."""
+        return self._chars.get(worker, 0)
 
     @staticmethod
     def _key(worker: str, scope: str, text: str) -> str:
@@ -73,9 +85,15 @@ class PrefixIndex:
             return
         history.insert(local, None)
         order.append(local)
-        while len(order) > self.history_limit:
+        self._chars[worker] = self._chars.get(worker, 0) + len(local)
+        while len(order) > self.history_limit or (
+            self.history_chars is not None
+            and len(order) > 1
+            and self._chars[worker] > self.history_chars
+        ):
             old = order.popleft()
             history.remove(old)
+            self._chars[worker] -= len(old)
             old_scope, _sep, old_text = old.partition("\x00")
             old_key = self._key(worker, old_scope, old_text)
             if old_key != reserved:
@@ -110,6 +128,7 @@ class PrefixIndex:
     def forget_worker(self, worker: str) -> None:
         """Drops everything a dead worker remembered."""
         self._histories.pop(worker, None)
+        self._chars.pop(worker, None)
         for local in self._order.pop(worker, ()):
             scope, _sep, text = local.partition("\x00")
             self._pool.remove(self._key(worker, scope, text))
