@@ -3,6 +3,8 @@
     python -m benchmarks.server_cpu --requests 400 --rpc unary --checks off
     python -m benchmarks.server_cpu --requests 400 --rpc stream --py-spy benchmarks/out/spy.txt
     python -m benchmarks.profile_share benchmarks/out/spy.txt
+    python -m benchmarks.server_cpu --requests 320 --rpc batch --batch 16 --checks default \
+        --cprofile benchmarks/out/serve.prof    # then: python -m pstats benchmarks/out/serve.prof
 
 One `leanrpc serve` subprocess on the stand-in REPL (result cache off, `--workers` workers),
 a warm-up, then the server process's CPU (user + system, its REPLs not counted) is read
@@ -15,7 +17,9 @@ the figure is the one `benchmarks.load compare` reports; a smaller scale runs fa
 more answers per wakeup and so a lower figure). CPU time, not wall time: less sensitive to
 other load on the machine than throughput, not immune to it (cache misses, fewer answers per
 wakeup when the REPLs are starved). `--py-spy FILE` attaches `py-spy record --native` to the
-server for the measured requests only (no start-up, no warm-up).
+server for the measured requests only (no start-up, no warm-up); `--cprofile FILE` runs the
+server under cProfile (benchmarks.cprofile_serve: where py-spy is missing), switched on after
+the warm-up and written after the last round.
 May import: benchmarks.targets.common, benchmarks.workloads, leanrpc.v1, grpc, psutil.
 """
 
@@ -137,6 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--py-spy", default="", metavar="FILE", help="py-spy raw profile of the measured rounds"
     )
+    parser.add_argument(
+        "--cprofile",
+        type=Path,
+        metavar="FILE",
+        help="cProfile stats of the measured rounds (benchmarks.cprofile_serve)",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--set",
@@ -163,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
     table = measured_table(args.workers, args.checks, args.scale)
     apply_settings(table, args.set)  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
-    server, port = serve_leanrpc(table, tmp)
+    wrapper = ("-m", "benchmarks.cprofile_serve", str(args.cprofile)) if args.cprofile else ()
+    if args.cprofile:
+        args.cprofile.unlink(missing_ok=True)
+    server, port = serve_leanrpc(table, tmp, wrapper)
     spy = None
     rows = []
     try:
@@ -196,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
                 stderr=subprocess.DEVNULL,
             )
             time.sleep(1.0)
+        if args.cprofile:
+            server.send_signal(signal.SIGUSR1)
+            time.sleep(0.2)
         for n in range(args.rounds):
             load = os.getloadavg()[0]
             cpu0, t0 = cpu_seconds(process), time.perf_counter()
@@ -215,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
                     "loadavg_at_start": round(load, 2),
                 }
             )
+        if args.cprofile:
+            server.send_signal(signal.SIGUSR2)
+            deadline = time.monotonic() + 30
+            while not args.cprofile.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
     finally:
         if spy is not None:
             spy.send_signal(signal.SIGINT)

@@ -52,3 +52,48 @@ def test_server_cpu_measures_a_round(tmp_path, rpc):
     # clock ticks (10 ms), and a fast machine serves them within one (failed so on a CI run).
     assert row["server_cpu_ms_per_request"] >= 0
     assert "server CPU ms/request" in done.stdout
+
+
+def test_server_cpu_cprofile_holds_the_measured_requests(tmp_path):
+    """`--cprofile FILE`: the server ran under cProfile (benchmarks.cprofile_serve), and the
+    stats it wrote after the rounds hold the request path (the resolver ran once per
+    measured request: the warm-up's requests were sent before profiling started)."""
+    import pstats
+
+    prof = tmp_path / "serve.prof"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.server_cpu",
+            "--requests",
+            "5",
+            "--workers",
+            "1",
+            "--concurrency",
+            "1",
+            "--rounds",
+            "1",
+            "--idle",
+            "0",
+            "--scale",
+            "0.002",
+            "--rpc",
+            "unary",
+            "--cprofile",
+            str(prof),
+        ],
+        cwd=REPO,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    stats = pstats.Stats(str(prof)).stats
+    calls = {
+        name: entry[1]
+        for (path, _line, name), entry in stats.items()
+        if path.endswith("services/resolve.py")
+    }
+    assert calls.get("resolve") == 5, calls

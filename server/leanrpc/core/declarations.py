@@ -153,7 +153,9 @@ def declarations(body: str, *, types: bool = False, masked: str | None = None) -
         masked = mask(body)
     events = [(m.start(), 1, m) for m in _declaration_keywords(masked)]
     if types:
-        events += [(m.start(), 1, m) for m in _declaration_keywords(masked, _TYPE_KEYWORD)]
+        events += [
+            (m.start(), 1, m) for m in _declaration_keywords(masked, _TYPE_KEYWORD, TYPE_KINDS)
+        ]
     events += [(at, 0, m) for at, m in _scopes(masked)]
     events.sort(key=lambda event: (event[0], event[1]))
     scopes: list[tuple[str, str]] = []
@@ -199,25 +201,48 @@ def declarations(body: str, *, types: bool = False, masked: str | None = None) -
     return found
 
 
-def _declaration_keywords(masked: str, keyword: re.Pattern = _KEYWORD) -> list:
+def _declaration_keywords(
+    masked: str, keyword: re.Pattern = _KEYWORD, words: tuple[str, ...] = PROOF_KINDS
+) -> list:
     """Keyword tokens that start a declaration.
 
     A command can start anywhere (past column 400, after another command on
     the same line), but never inside brackets or attribute lists
     (`@[instance]`, `attribute [instance]`) nor after `deriving`. With
     unbalanced brackets every keyword token counts (fail closed).
+
+    The candidates are found with `str.find`, one word at a time (half the
+    time of one scan with the alternation `keyword`, which the regex engine
+    tries at every position); `keyword` then matches at each candidate that
+    is not glued to a name character. No keyword holds another one, and a
+    keyword that matches ends before a non-name character, so these are the
+    same matches `keyword.finditer` yields. Whether the brackets balance is
+    asked only of a keyword inside brackets (the whole text is read then).
     """
     plain = _blank_names(masked)
-    balanced = _balanced(plain)
+    starts = []
+    for word in words:
+        at = plain.find(word)
+        while at >= 0:
+            starts.append(at)
+            at = plain.find(word, at + 1)
+    starts.sort()
+    balanced = None
     found = []
-    for match in keyword.finditer(plain):
-        start, end = match.start(), match.end()
+    for start in starts:
         if start and (plain[start - 1] == "." or _IDENT_CHAR.match(plain[start - 1])):
             continue
+        match = keyword.match(plain, start)
+        if match is None:
+            continue
+        end = match.end()
         if end < len(plain) and _IDENT_CHAR.match(plain[end]):
             continue
-        if balanced and _depth_at(plain, start):
-            continue
+        if _depth_at(plain, start):
+            if balanced is None:
+                balanced = _balanced(plain)
+            if balanced:
+                continue
         if _DERIVING.search(plain, max(0, start - 64), start):
             continue
         found.append(match)

@@ -45,6 +45,12 @@ Pure Python with `re` (one match per token, and one per run of text with no
 literal or comment opener, `_PLAIN`): the policy's CPU budget per snippet is
 a few tens of microseconds. A second, independent
 transliteration used only by the fuzzer lives in tests/policy/lean_reference.py.
+
+Why one room: it is one port of one Lean function family (`tokenFnAux` and
+the readers it dispatches to call each other, and share one state: the
+tokens so far, the caller's marks, where the last plain run ended, which the
+string, field-index and glued-symbol rules all read); the literal readers
+that need no state are already apart (core.literals).
 May import: leanrpc.core.literals (the literal readers).
 """
 

@@ -136,15 +136,19 @@ def check_axiom_answers(
     (exact names). `sorryAx` makes it SORRY, anything else REJECTED. Fails
     closed: an error, a missing answer or an answer for another name is REJECTED.
     """
-    asked = {name_atoms(name) for name in names}
+    atoms_of = {name: name_atoms(name) for name in names}  # each name read once
+    asked = set(atoms_of.values())
     messages = after.messages if after is not None else []
     answered: set[tuple[str, ...]] = set()
     used: set[str] = set()
     for message in messages:
         answer = axiom_answer(message.data)
-        if answer is None or name_atoms(answer[0]) not in asked:
+        if answer is None:
             continue
-        answered.add(name_atoms(answer[0]))
+        atoms = name_atoms(answer[0])
+        if atoms not in asked:
+            continue
+        answered.add(atoms)
         used.update(answer[1])
     result.axioms = sorted(used)
     if result.status is not Status.VALID or not names:
@@ -153,7 +157,7 @@ def check_axiom_answers(
     if result.status is not Status.VALID:
         return
     errors = [m.data for m in messages if m.severity == "error"]
-    missing = [name for name in names if name_atoms(name) not in answered]
+    missing = [name for name in names if atoms_of[name] not in answered]
     if after is None or errors or missing:
         result.status = Status.REJECTED
         detail = "; ".join(errors)[:300] or f"no answer for {', '.join(missing)}"

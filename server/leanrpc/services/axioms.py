@@ -89,6 +89,8 @@ def finish(
 
 
 def _shared(check: AxiomCheck, reference_names) -> set[tuple[str, ...]]:
+    if not reference_names:  # not pinned (most requests): no name is read into atoms
+        return set()
     asked = {repl.name_atoms(name) for name in reference_names}
     return {repl.name_atoms(name) for name in check.names} & asked
 
