@@ -1,12 +1,14 @@
 """Expand runs on the same stream machinery as VerifyStream (edge/streaming.py):
 at most server.max_stream_in_flight pairs in flight per stream, and every
 accepted pair answered exactly once, also when the server shuts down. A real
-gRPC server with stand-in workers; `run_tactic` is wrapped so a test holds
-chosen pairs (the held ones never reach a worker)."""
+gRPC server with stand-in workers; the Prover's `expand` (which runs a pair
+its door resolved) is wrapped so a test holds chosen pairs (the held ones
+never reach a worker)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -23,24 +25,24 @@ HOLD = "hold_me"  # a tactic the wrapper keeps waiting (until released, or forev
 
 
 def _hold(app, gate: asyncio.Event) -> dict[str, int]:
-    """Wraps app.prover.run_tactic: pairs with tactic HOLD wait for `gate`;
+    """Wraps app.prover.expand: pairs with tactic HOLD wait for `gate`;
     returns live counters (running now, most at once, calls)."""
-    real = app.prover.run_tactic
+    real = app.prover.expand
     seen = {"running": 0, "most": 0, "calls": 0}
 
-    async def run_tactic(state_id, tactic, **kwargs):
+    async def expand(request):
         seen["calls"] += 1
         seen["running"] += 1
         seen["most"] = max(seen["most"], seen["running"])
         try:
-            if tactic == HOLD:
+            if request.tactics == (HOLD,):
                 await gate.wait()
-                tactic = "constructor"
-            return await real(state_id, tactic, **kwargs)
+                request = dataclasses.replace(request, tactics=("constructor",))
+            return await real(request)
         finally:
             seen["running"] -= 1
 
-    app.prover.run_tactic = run_tactic
+    app.prover.expand = expand
     return seen
 
 

@@ -34,6 +34,7 @@ from ..formalize.retrieval import load_names
 from ..services.extract import ExtractService
 from ..services.ports import Verifier
 from ..services.prover import ProverService
+from ..services.requests import Caller
 from ..services.resolve import VerifyOptions
 from . import shapes
 
@@ -120,9 +121,10 @@ class AgentTools:
     # ---- proof states -----------------------------------------------------------
 
     async def proof_state(self, client: str, code_with_sorry: str, timeout_s: float) -> dict:
-        started = await self._prover.start_proof(
-            code_with_sorry, timeout_s=timeout_s, client_id=client
+        start = self._prover.resolve_start(
+            code_with_sorry, timeout_s=timeout_s, caller=Caller(client)
         )
+        started = await self._prover.start_proof(start)
         return {
             "proof_id": started.proof_id,
             "states": [shapes.state_of(s) for s in started.states],
@@ -131,8 +133,10 @@ class AgentTools:
         }
 
     async def tactic(self, client: str, state_id: str, tactic: str, timeout_s: float) -> dict:
-        out = await self._prover.run_tactic(state_id, tactic, timeout_s=timeout_s, client_id=client)
-        return shapes.tactic_of(out, self._allowed)
+        step = self._prover.resolve_expand(
+            state_id, (tactic,), timeout_s=timeout_s, caller=Caller(client)
+        )
+        return shapes.tactic_of(await self._prover.run_tactic(step), self._allowed)
 
     async def multi_attempt(
         self, client: str, state_id: str, tactics: list[str], timeout_s: float
@@ -151,9 +155,10 @@ class AgentTools:
 
         async def one(tactic: str) -> dict:
             try:
-                out = await self._prover.run_tactic(
-                    state_id, tactic, timeout_s=timeout_s, client_id=client
+                step = self._prover.resolve_expand(
+                    state_id, (tactic,), timeout_s=timeout_s, caller=Caller(client)
                 )
+                out = await self._prover.run_tactic(step)
             except LeanServiceError as exc:
                 return {"tried": tactic, "status": "REJECTED", **shapes.error_of(exc)}
             return shapes.tactic_of(out, self._allowed)

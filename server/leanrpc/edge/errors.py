@@ -3,7 +3,10 @@
 Owns: which gRPC code each leanrpc error gets (STATUS_FOR_ERROR), the
 `google.rpc.Status` sent with it (ErrorInfo always, RetryInfo for a retry
 hint, BadRequest when a request field is at fault; the contract is in
-proto/leanrpc/v1/verifier.proto), and the decorator servicer methods use.
+proto/leanrpc/v1/verifier.proto), and the decorators servicer methods use:
+`maps_errors` (the error ends the call with its status) and `answers_errors`
+(a stream door's pair: the error becomes that pair's answer, its text
+starting with the same status code's name, and the stream goes on).
 May import: grpc, grpcio-status, googleapis' google.rpc messages, leanrpc.errors.
 """
 
@@ -121,3 +124,35 @@ def maps_errors(method):
             await abort_with(context, exc)
 
     return unary_wrapper
+
+
+def in_band(exc: BaseException) -> str:
+    """An error answered inside a stream instead of ending the call (an Expand
+    pair): the name of its status code from the table, then its message.
+    Anything the table does not know is INTERNAL, logged as `abort_with` logs it."""
+    code = status_for(exc)
+    if isinstance(exc, errors.LeanServiceError):
+        message = exc.message
+    else:
+        message = repr(exc)
+    if code is grpc.StatusCode.INTERNAL:
+        log.error("internal error: %r", exc, exc_info=exc)
+    return f"{code.name}: {message}"
+
+
+def answers_errors(reject):
+    """Decorator for a stream door's `run(self, request)`: a failure becomes
+    `reject(request, in_band(exc))`, that request's one answer (the stream
+    goes on). Cancellation is not a failure: it still raises."""
+
+    def decorate(method):
+        @functools.wraps(method)
+        async def run(self, request):
+            try:
+                return await method(self, request)
+            except Exception as exc:  # noqa: BLE001 - every pair gets one answer
+                return reject(request, in_band(exc))
+
+        return run
+
+    return decorate

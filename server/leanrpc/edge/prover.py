@@ -6,28 +6,31 @@ result (the stream goes on; a request with several `tactics` gets one result
 per tactic, each with its `index`) while a bad unary call is a status code
 (edge.errors' one table). Times are google.protobuf.Duration on the wire
 and float seconds inside: a negative or invalid request Duration is
-INVALID_ARGUMENT naming the field. Quotas and ownership count against the
-caller's identity (edge/identity.py: the checked token, else the peer host;
-with auth off a made-up bearer is no new identity). May import: errors,
-results, services, v1, edge.convert, edge.errors, edge.identity, edge.streaming
-(the Expand stream runs on the shared stream machinery: permits, the
-in-flight cap server.max_stream_in_flight, one answer per accepted pair
-also at shutdown, the size bound of each reply).
+INVALID_ARGUMENT naming the field. Every request is resolved once, here, by
+the doors' one resolver (services.resolve, through the Prover's
+`resolve_start` / `resolve_expand`), with its `Caller` (identity, deadline).
+Quotas and ownership count against the caller's identity (edge/identity.py:
+the checked token, else the peer host; with auth off a made-up bearer is no
+new identity). May import: errors, results, services (the Prover,
+services.requests' Caller), v1, edge.convert, edge.errors (the one table,
+also for a pair's REJECTED text), edge.identity, edge.streaming (the Expand
+stream runs on the shared stream machinery: permits, the in-flight cap
+server.max_stream_in_flight, one answer per accepted pair also at
+shutdown, the size bound of each reply).
 """
 
 from __future__ import annotations
-
-import time
 
 import grpc
 
 from ..errors import LeanServiceError, RequestError
 from ..services.prover import ProverService, TacticOutcome
+from ..services.requests import Caller
 from ..v1 import prover_pb2 as pb
 from ..v1 import prover_pb2_grpc as pb_grpc
 from ..v1 import verifier_pb2 as vpb
 from . import convert
-from .errors import duration_of, maps_errors, status_for
+from .errors import answers_errors, duration_of, in_band, maps_errors
 from .identity import CallerIdentity
 from .interceptors.lenient import LenientRegistrar
 from .streaming import Answer, Many, Run, Shutdown, StreamCall
@@ -35,23 +38,13 @@ from .streaming import Answer, Many, Run, Shutdown, StreamCall
 __all__ = ["ProverServicer", "add_prover_to_server", "fit_tactic_result", "outcome_to_pb"]
 
 
-def _deadline(context) -> float | None:
-    remaining = context.time_remaining()
-    return None if remaining is None else time.monotonic() + remaining
-
-
 def _seconds(request, name: str) -> float:
     """The request's Duration field `name` in seconds (0.0 when unset: the
-    server default); INVALID_ARGUMENT naming the field when it is invalid or
-    negative."""
+    server default); INVALID_ARGUMENT naming the field when it is not a
+    valid Duration. Its range (negative, over the limit) is the resolver's."""
     if not request.HasField(name):
         return 0.0
-    seconds = convert.seconds_of(getattr(request, name), name)
-    if seconds < 0:
-        raise RequestError(
-            f"{name} is negative ({seconds:g} s); leave it unset for the server default", field=name
-        )
-    return seconds
+    return convert.seconds_of(getattr(request, name), name)
 
 
 def _position(pair) -> vpb.Position | None:
@@ -99,19 +92,19 @@ class ProverServicer(pb_grpc.ProverServicer):
         self._max_result_bytes = server.max_message_mb * 2**20 - 64 * 1024
         self._shutdown = Shutdown()
 
-    def _client(self, context) -> str:
-        return self._identity.of_call(context)
+    def _caller(self, context) -> Caller:
+        return Caller.at_door(self._identity.of_call(context), context.time_remaining())
 
     @maps_errors
     async def StartProof(self, request: pb.StartProofRequest, context):
-        started = await self._prover.start_proof(
+        start = self._prover.resolve_start(
             request.code,
             timeout_s=_seconds(request, "timeout"),
             ttl_s=_seconds(request, "ttl"),
             check_axioms=request.check_axioms if request.HasField("check_axioms") else None,
-            client_id=self._client(context),
-            deadline=_deadline(context),
+            caller=self._caller(context),
         )
+        started = await self._prover.start_proof(start)
         response = pb.StartProofResponse(
             proof_id=started.proof_id,
             messages=[convert.message_to_pb(m) for m in started.messages],
@@ -126,24 +119,20 @@ class ProverServicer(pb_grpc.ProverServicer):
 
     @maps_errors
     async def RunTactic(self, request: pb.RunTacticRequest, context):
-        out = await self._prover.run_tactic(
+        expand = self._prover.resolve_expand(
             request.state_id,
-            request.tactic,
+            (request.tactic,),
             timeout_s=_seconds(request, "timeout"),
-            client_id=self._client(context),
-            deadline=_deadline(context),
+            caller=self._caller(context),
         )
-        return outcome_to_pb(out)
+        return outcome_to_pb(await self._prover.run_tactic(expand))
 
     async def Expand(self, request_iterator, context):
         """The shared stream machinery (edge/streaming.py) with Expand's door:
         permits and the in-flight cap (server.max_stream_in_flight), one
         answer per accepted pair also at shutdown, the reply size bound."""
         door = _ExpandDoor(
-            self._prover,
-            client=self._client(context),
-            deadline=_deadline(context),
-            max_result_bytes=self._max_result_bytes,
+            self._prover, caller=self._caller(context), max_result_bytes=self._max_result_bytes
         )
         call = StreamCall(door, context, limit=self._limit, shutdown=self._shutdown)
         async for response in call.responses(request_iterator):
@@ -158,13 +147,9 @@ class ProverServicer(pb_grpc.ProverServicer):
         if not request.state_ids and not request.proof_ids:
             raise RequestError("name at least one state_id or proof_id to release")
         released, unknown = self._prover.release(
-            request.state_ids, request.proof_ids, client_id=self._client(context)
+            request.state_ids, request.proof_ids, client_id=self._identity.of_call(context)
         )
         return pb.ReleaseStatesResponse(released=released, unknown=unknown)
-
-
-def _code_name(exc: BaseException) -> str:
-    return status_for(exc).name
 
 
 def _rejected(request: pb.ExpandRequest, error: str):
@@ -201,12 +186,9 @@ class _ExpandDoor:
     first result carries the others in `more`); a bad tactic among them is
     REJECTED alone."""
 
-    def __init__(
-        self, prover: ProverService, *, client: str, deadline: float | None, max_result_bytes: int
-    ) -> None:
+    def __init__(self, prover: ProverService, *, caller: Caller, max_result_bytes: int) -> None:
         self._prover = prover
-        self._client = client
-        self._deadline = deadline
+        self._caller = caller
         self._max_result_bytes = max_result_bytes
 
     def take(self, request: pb.ExpandRequest):
@@ -216,36 +198,23 @@ class _ExpandDoor:
             return Answer(_rejected(request, "INVALID_ARGUMENT: set tactic or tactics, not both"))
         return Run(request.request_id, request)
 
+    @answers_errors(_rejected)
     async def run(self, request: pb.ExpandRequest):
-        try:
-            if request.tactics:
-                outs = await self._prover.run_tactics(
-                    request.state_id,
-                    list(request.tactics),
-                    timeout_s=_seconds(request, "timeout"),
-                    client_id=self._client,
-                    deadline=self._deadline,
-                    request_id=request.request_id,
-                )
-                answers = [self._one_of_many(request, k, out) for k, out in enumerate(outs)]
-                if request.pack_results and answers:
-                    return _pack(answers)
-                return Many(tuple(answers))
-            return outcome_to_pb(
-                await self._prover.run_tactic(
-                    request.state_id,
-                    request.tactic,
-                    timeout_s=_seconds(request, "timeout"),
-                    client_id=self._client,
-                    deadline=self._deadline,
-                    request_id=request.request_id,
-                )
-            )
-        except LeanServiceError as exc:
-            # One pair cannot fail the stream: its status code goes into the text.
-            return _rejected(request, f"{_code_name(exc)}: {exc.message}")
-        except Exception as exc:  # noqa: BLE001 - still one answer per pair
-            return _rejected(request, f"INTERNAL: {exc!r}")
+        """The pair resolved once (the doors' one resolver), then run; a failure
+        is a REJECTED answer through the one error table (edge.errors)."""
+        expand = self._prover.resolve_expand(
+            request.state_id,
+            request.tactics or (request.tactic,),
+            each=bool(request.tactics),
+            timeout_s=_seconds(request, "timeout"),
+            caller=self._caller,
+            request_id=request.request_id,
+        )
+        outs = await self._prover.expand(expand)
+        if not request.tactics:
+            return outcome_to_pb(outs[0])
+        answers = [self._one_of_many(request, k, out) for k, out in enumerate(outs)]
+        return _pack(answers) if request.pack_results and answers else Many(tuple(answers))
 
     @staticmethod
     def _one_of_many(request: pb.ExpandRequest, index: int, out) -> pb.TacticResult:
@@ -255,7 +224,7 @@ class _ExpandDoor:
                 parent_state_id=request.state_id,
                 tactic=request.tactics[index],
                 status=pb.PROOF_STATUS_REJECTED,
-                error=f"{_code_name(out)}: {out.message}",
+                error=in_band(out),
             )
         else:
             result = outcome_to_pb(out)

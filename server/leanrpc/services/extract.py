@@ -7,7 +7,8 @@ replaced by `sorry` to get its start state (through the Prover), then every
 pieces and inner steps, `ReplayUnit`) is run in tactic mode in order, and the
 goals the REPL gives after it are compared with the infotree's goalsAfter of
 that tactic. Every step of a unit gets the unit's verdict. May import:
-results, extract, services.ports, services.resolve, services.prover.
+results, extract, services.ports, services.resolve, services.requests,
+services.prover.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from ..errors import LeanServiceError, RequestError
 from ..results import Position, VerifyResult
 from .ports import Verifier
+from .requests import Caller
 from .resolve import Resolved
 
 __all__ = ["DeclarationReplay", "ExtractService", "ReplayVerdict", "StepReplay", "goals_match"]
@@ -78,7 +80,8 @@ class ExtractService:
         if replay and self.prover is None:
             raise RequestError("replay needs the Prover service, which this server does not run")
         code, options = request.code, request.options
-        client_id, deadline = request.client_id, request.deadline
+        # The replay's proof states are the caller's, on its quota.
+        caller = Caller(request.client_id or "extract", request.deadline)
         result: VerifyResult = await self.verify_service.run(request)
         declarations = []
         if result.infotree is not None:
@@ -88,13 +91,11 @@ class ExtractService:
         replays = []
         if replay:
             for declaration in declarations:
-                replays.append(
-                    await self._replay(code, declaration, options.timeout_s, client_id, deadline)
-                )
+                replays.append(await self._replay(code, declaration, options.timeout_s, caller))
         return result, declarations, replays
 
     async def _replay(
-        self, code: str, declaration, timeout_s: float, client_id: str, deadline: float | None
+        self, code: str, declaration, timeout_s: float, caller: Caller
     ) -> DeclarationReplay:
         from ..extract import slice_source
         from .prover import ProofStatus
@@ -112,10 +113,11 @@ class ExtractService:
         start_code = before + "sorry" + after
         prover = self.prover
         proof_id = ""
-        owner = client_id or "extract"  # the caller's proof states, on its quota
+        owner = caller.client_id
         try:
+            # Resolved by the Prover's door rules (services.resolve), once per request.
             started = await prover.start_proof(
-                start_code, timeout_s=timeout_s, client_id=owner, deadline=deadline
+                prover.resolve_start(start_code, timeout_s=timeout_s, caller=caller)
             )
             proof_id = started.proof_id
             here = (first.start.line, first.start.column)
@@ -128,14 +130,10 @@ class ExtractService:
             report.start_goals_match = goals_match(state.goals, first.goals_before)
             state_id = state.state_id
             for unit in declaration.units:
-                outcome = await prover.run_tactic(
-                    state_id,
-                    unit.text,
-                    timeout_s=timeout_s,
-                    client_id=owner,
-                    deadline=deadline,
-                    check_whole=False,
+                step = prover.resolve_expand(
+                    state_id, (unit.text,), timeout_s=timeout_s, caller=caller, check_whole=False
                 )
+                outcome = await prover.run_tactic(step)
                 # REFUTED here is the REPL's own kernel check (check_whole is off): no state to go on.
                 if outcome.status in (ProofStatus.ERROR, ProofStatus.REJECTED, ProofStatus.REFUTED):
                     verdict = StepReplay(

@@ -17,17 +17,23 @@ applies while building it, each in this one place:
 * the result-cache key (given by the cache through the `keys` port; None when
   the request bypasses the cache).
 
+The Prover's requests are resolved here too (issue 42 item 2): `Resolver.start`
+and `Resolver.expand` build an immutable `ResolvedStart` / `ResolvedExpand`
+(code, policy, timeout, TTL, tactic checks, the caller's own live state)
+through the `ProverRules` port (the types are services.requests'), and a
+`Caller` (identity, deadline, stream) carries who asks down in one value.
+
 Below the doors nothing re-validates, re-splits or re-resolves: services,
 the cache and the pool read these fields. May import: config, core, errors,
 reference, results, services.policy, services.access, services.axioms,
-services.reference (its parser). Never imports pool internals, cache, edge or `*_pb2`.
+services.reference (its parser), services.requests. Never imports pool internals, cache, edge or `*_pb2`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable, Protocol
+from typing import Callable, Protocol, Sequence
 
 from ..config import Config
 from ..core.headers import HeaderSplit, split_header
@@ -37,6 +43,7 @@ from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
 from . import axioms
 from .access import ProfileAccess
 from .policy import PROOF, CodePolicy
+from .requests import Caller, ProverRules, ResolvedExpand, ResolvedStart
 
 __all__ = [
     "INFOTREE_MODES",
@@ -46,7 +53,6 @@ __all__ = [
     "VerifyOptions",
     "deadline_in",
     "default_timeout_s",
-    "split_text",
 ]
 
 INFOTREE_MODES = ("original", "substantive", "tactics", "full")
@@ -128,12 +134,6 @@ def default_timeout_s(config: Config) -> float:
     return config.pool.default_timeout_s
 
 
-def split_text(text: str) -> HeaderSplit:
-    """The header split of a text a service built itself (not a request: an
-    assembled proof, a stored statement). Requests are split by `resolve`."""
-    return split_header(text)
-
-
 @dataclasses.dataclass(frozen=True)
 class Resolver:
     """Builds `Resolved` requests; one per server, shared by every door."""
@@ -160,8 +160,13 @@ class Resolver:
             if timeout_s > limit:
                 raise RequestError(f"timeout_s {timeout_s} is over the limit of {limit}")
         else:
-            if timeout_s < 0 or timeout_s != timeout_s:
+            if timeout_s != timeout_s:
                 raise RequestError(f"{field} must be a non-negative duration", field=field)
+            if timeout_s < 0:
+                raise RequestError(
+                    f"{field} is negative ({timeout_s:g} s); leave it unset for the server default",
+                    field=field,
+                )
             if timeout_s > limit:
                 raise RequestError(
                     f"{field} {timeout_s:g} s is over the limit of {limit:g} s (pool.max_timeout_s)",
@@ -178,6 +183,95 @@ class Resolver:
             raise RequestError(f"{what} has {len(code)} characters, over the limit of {limit}")
         if "\x00" in code:
             raise RequestError(f"{what} contains a NUL character")
+
+    def start(
+        self,
+        rules: ProverRules,
+        code: str,
+        *,
+        timeout_s: float = 0.0,
+        ttl_s: float = 0.0,
+        check_axioms: bool | None = None,
+        caller: Caller = Caller(),
+    ) -> ResolvedStart:
+        """A StartProof, resolved once at its door; RequestError for bad input."""
+        self.check_code(code, "code")
+        self._check_prover_policy(code, "code")
+        timeout = self.timeout(timeout_s, field="timeout")
+        limits = rules.limits
+        if ttl_s != ttl_s or ttl_s < 0:
+            raise RequestError(
+                f"ttl is negative ({ttl_s:g} s); leave it unset for the server default", field="ttl"
+            )
+        if ttl_s > limits.max_ttl_s:
+            raise RequestError(
+                f"ttl {ttl_s:g} s is out of range: between 0 (unset: the server default "
+                f"{limits.default_ttl_s:g} s) and {limits.max_ttl_s:g} s (prover.max_ttl_s)",
+                field="ttl",
+            )
+        split = split_header(code)
+        prepared = rules.prepare(code, split.body)
+        if prepared != code:  # a bare statement, closed with `:= by sorry`
+            code, split = prepared, split_header(prepared)
+        return ResolvedStart(code, split, timeout, ttl_s, check_axioms, caller)
+
+    def expand(
+        self,
+        rules: ProverRules,
+        state_id: str,
+        tactics: Sequence[str],
+        *,
+        each: bool = False,
+        timeout_s: float = 0.0,
+        caller: Caller = Caller(),
+        request_id: str = "",
+        check_whole: bool = True,
+    ) -> ResolvedExpand:
+        """A RunTactic or Expand, resolved once at its door. With `each` (Expand's
+        `tactics`) a refused tactic is refused alone (its RequestError in
+        `refusals`); otherwise it refuses the request. Raises for what concerns
+        them all: no tactics or too many, a bad timeout, a state that is not the caller's."""
+        limits = rules.limits
+        if not tactics:
+            raise RequestError("an Expand request needs a tactic or tactics", field="tactics")
+        if len(tactics) > limits.max_tactics_per_expand:
+            raise RequestError(
+                f"{len(tactics)} tactics in one request, over the limit of "
+                f"{limits.max_tactics_per_expand} (prover.max_tactics_per_expand)",
+                field="tactics",
+            )
+        refusals: list[RequestError | None] = []
+        for tactic in tactics:
+            try:
+                self._check_tactic(tactic, limits.max_tactic_chars)
+            except RequestError as exc:
+                if not each:
+                    raise
+                refusals.append(exc)
+            else:
+                refusals.append(None)
+        timeout = self.timeout(timeout_s, field="timeout")
+        state = rules.state(state_id, caller.client_id)  # another client's: NOT_FOUND
+        return ResolvedExpand(
+            state, tuple(tactics), tuple(refusals), timeout, caller, request_id, check_whole
+        )
+
+    def _check_tactic(self, tactic: str, max_chars: int) -> None:
+        if not tactic.strip():
+            raise RequestError("tactic is empty")
+        if len(tactic) > max_chars:
+            raise RequestError(
+                f"tactic has {len(tactic)} characters, over the limit of {max_chars}"
+            )
+        if "\x00" in tactic:
+            raise RequestError("tactic contains a NUL character")
+        self._check_prover_policy(tactic, "tactic")
+
+    def _check_prover_policy(self, text: str, what: str) -> None:
+        """The Prover runs under the server's default code policy (`[policy]
+        default`): under `proof`, code or a tactic that would run its own code
+        is refused (PolicyRefused, INVALID_ARGUMENT) before a REPL sees it."""
+        self.policy.check_command(text, what, self.policy.of())
 
     def resolve(
         self,

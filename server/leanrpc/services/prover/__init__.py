@@ -1,6 +1,7 @@
 """Prover: step-level proof search on the pool (docs/PROVER.md).
 
-Rooms: registry (state ids, tactic paths, quotas, TTL, the pickle store),
+Rooms: proofs (the proof model: proofs, tactic paths, states), registry
+(state ids, quotas, TTL, the pickle store),
 pickles (which REPLs pickle, each worker's scratch, pickle/unpickle
 exchanges), rebuild (a path on a worker: unpickle or replay, by cost), calls
 (the pool WorkerCalls: elaborate a proof, run a tactic, rebuild a state),
@@ -12,7 +13,8 @@ services.verify. Never imports edge or `*_pb2`.
 """
 
 from .outcomes import ProofStatus, StartedProof, TacticOutcome
-from .registry import ProofState, StateRegistry
+from .proofs import ProofState
+from .registry import StateRegistry
 from .service import ProverLimits, ProverService
 
 __all__ = [

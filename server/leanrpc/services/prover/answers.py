@@ -38,7 +38,7 @@ import re
 
 from ... import repl
 from .assemble import _code_only, assemble
-from .registry import SorryStep
+from .proofs import SorryStep
 
 __all__ = [
     "Opened",

@@ -9,8 +9,10 @@ it is recycled, where the REPL cannot pickle). Rebuilding is
 of tactics) and carry routing's price of their work (`char_s`, from
 `rebuild.Rebuilder.char_s`). Each `run` gets a `pool.slot.WorkerHandle`
 (requests, the slot's realizations, a taint mark), never the Worker: a call
-cannot kill a worker or change its state. May import: errors, repl,
-services.prover.{answers, registry, rebuild}.
+cannot kill a worker or change its state. `job_of` makes any of them a
+pool job for a `Caller` (the one place the Prover builds its jobs). May
+import: errors, pool (CallJob), repl, services.requests (Caller),
+services.prover.{answers, proofs, rebuild}.
 """
 
 from __future__ import annotations
@@ -18,11 +20,27 @@ from __future__ import annotations
 import time
 
 from ... import repl
+from ...pool import CallJob
+from ..requests import Caller
 from .answers import proof_sorries
+from .proofs import Path, Proof, SorryStep
 from .rebuild import Rebuilder, realize, record_opened, record_roots
-from .registry import Path, Proof, SorryStep
 
-__all__ = ["RealizeCall", "StartCall", "TacticCall", "TacticRun"]
+__all__ = ["RealizeCall", "StartCall", "TacticCall", "TacticRun", "job_of"]
+
+
+def job_of(call, timeout_s: float, caller: Caller) -> CallJob:
+    """`call` (on `call.proof`) as a pool job for `caller`: fair per proof
+    unless the caller names its own stream."""
+    proof = call.proof
+    return CallJob(
+        split=proof.split,
+        timeout_s=timeout_s,
+        deadline=caller.deadline,
+        client_id=caller.client_id,
+        stream_id=caller.stream_id or f"prover:{proof.proof_id}",
+        call=call,
+    )
 
 
 class StartCall:

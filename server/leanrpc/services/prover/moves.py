@@ -14,7 +14,7 @@ the live states only it holds are captured, deepest first and bounded
   state with all its ancestors), so no later expansion waits on the replay.
 
 States the mover skips are still rebuilt lazily on their next expansion;
-nothing is lost either way. May import: errors, pool, worker (states), services.resolve (the default timeout),
+nothing is lost either way. May import: errors, pool, worker (states), services.resolve (the default timeout), services.requests (Caller),
 services.prover.{registry, rebuild, calls, pickles}.
 """
 
@@ -27,11 +27,13 @@ import time
 from ...errors import WorkerError
 from ...pool import CallJob, PoolPort
 from ...worker.worker import ExitCause
+from ..requests import Caller
 from ..resolve import default_timeout_s
-from .calls import RealizeCall
+from .calls import RealizeCall, job_of
 from .pickles import pickle_state
+from .proofs import Path, Proof
 from .rebuild import Rebuilder
-from .registry import Path, Proof, StateRegistry
+from .registry import StateRegistry
 
 __all__ = ["StateMover"]
 
@@ -129,12 +131,10 @@ class StateMover:
         if len(self._moved) > 16 * max(1, self.max_states):
             self._moved = {k: t for k, t in self._moved.items() if now - t < 3600}
         for proof, path in leaves:
-            job = CallJob(
-                split=proof.split,
-                timeout_s=default_timeout_s(self.pool.config),
-                client_id=MOVER_CLIENT,
-                stream_id=f"prover:{proof.proof_id}",
-                call=RealizeCall(proof, path, self.rebuilder),
+            job = job_of(
+                RealizeCall(proof, path, self.rebuilder),
+                default_timeout_s(self.pool.config),
+                Caller(MOVER_CLIENT),
             )
             task = asyncio.ensure_future(self._submit(job))
             self._background.add(task)

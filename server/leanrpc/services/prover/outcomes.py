@@ -16,7 +16,8 @@ from ...repl import message_from_repl
 from ...results import Message, VerifierIdentity, VerifyResult
 from .answers import Reading, read_tactic
 from .calls import TacticRun
-from .registry import ProofState, SorryStep, StateRegistry
+from .proofs import ProofState, SorryStep
+from .registry import StateRegistry
 
 __all__ = ["ProofStatus", "StartedProof", "TacticOutcome", "failed", "read_run"]
 

@@ -35,7 +35,8 @@ from ...errors import WorkerCrashed, WorkerDiverged, WorkerError
 from ...pool import replay, resume_point
 from .answers import opened_sorries, proof_sorries
 from .pickles import Scratch, unpickle_state
-from .registry import Path, Proof, RegistryStats, SorryStep, StateRegistry
+from .proofs import Path, Proof, SorryStep
+from .registry import RegistryStats, StateRegistry
 
 __all__ = ["Rebuilder", "proof_links", "realize", "record_opened", "record_roots"]
 

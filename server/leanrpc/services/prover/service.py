@@ -1,13 +1,16 @@
 """The Prover service on internal types: start a proof, run tactics, release states.
 
-Owns: input checks (INVALID_ARGUMENT / NOT_FOUND reasons), the expansion as
-pool jobs (one batch of tactics per job, a timed-out tactic's neighbours run
-again), and the service's limits. A REPL answer becomes a `TacticOutcome` in
+Owns: the expansion as pool jobs (one batch of tactics per job, a timed-out
+tactic's neighbours run again in the next round), the quotas at run time, and
+the service's limits. Input is resolved once at the door by the doors' one
+resolver (services.resolve `Resolver.start` / `expand`, through this
+service's `ProverRules`: `prepare`, `state`, `limits`): the service runs an
+immutable `ResolvedStart` / `ResolvedExpand` and re-checks nothing. A REPL answer becomes a `TacticOutcome` in
 services.prover.outcomes; when tactic mode closes the last goal,
 services.prover.whole checks the assembled proof as a normal snippet (only
 VALID makes the expansion COMPLETED). May import: config, core, errors, results,
 repl, pool, worker (states), services.ports (the Verifier it checks whole proofs
-with), services.resolve (its rules for code and timeouts), services.prover.*. Never
+with), services.resolve, services.requests (the resolved requests), services.prover.*. Never
 imports edge or `*_pb2`.
 
 Worker failures during an expansion (timeout, crash, memory) are results
@@ -28,16 +31,17 @@ from ...pool import CallJob, PoolPort
 from ...repl import message_from_repl
 from ...worker.worker import WorkerState
 from ..ports import Verifier
-from ..resolve import split_text
+from ..requests import ResolvedExpand, ResolvedStart
 from . import whole
 from .answers import proof_sorries
 from .assemble import prepare_code
-from .calls import StartCall, TacticCall, TacticRun
+from .calls import StartCall, TacticCall, TacticRun, job_of
 from .moves import StateMover
 from .outcomes import ProofStatus, StartedProof, TacticOutcome, failed, read_run
 from .pickles import Scratch, can_pickle
+from .proofs import ProofState
 from .rebuild import Rebuilder
-from .registry import ProofState, StateRegistry, proof_bytes, tactic_bytes
+from .registry import StateRegistry, proof_bytes, tactic_bytes
 
 __all__ = ["ProofStatus", "ProverLimits", "ProverService", "StartedProof", "TacticOutcome"]
 
@@ -103,66 +107,35 @@ class ProverService:
         await self.mover.close()
         self.scratch.close()
 
-    # -- checks ------------------------------------------------------------------
+    # -- the door's rules (services.resolve: `ProverRules`) -----------------------
 
-    def _timeout(self, timeout_s: float) -> float:
-        """`timeout` (a Duration on the wire, seconds here), resolved by the
-        doors' one resolver (services.resolve); refusals name the proto field."""
-        return self.verify.resolver.timeout(timeout_s, field="timeout")
+    def prepare(self, code: str, body: str) -> str:
+        return prepare_code(code, body)
 
-    def _check_code(self, code: str) -> None:
-        self.verify.resolver.check_code(code, "code")
-        self._check_policy(code, "code")
+    def state(self, state_id: str, client_id: str) -> ProofState:
+        return self.registry.get(state_id, client_id)
 
-    def check_tactic(self, tactic: str) -> None:
-        if not tactic.strip():
-            raise RequestError("tactic is empty")
-        if len(tactic) > self.limits.max_tactic_chars:
-            raise RequestError(
-                f"tactic has {len(tactic)} characters, over the limit of {self.limits.max_tactic_chars}"
-            )
-        if "\x00" in tactic:
-            raise RequestError("tactic contains a NUL character")
-        self._check_policy(tactic, "tactic")
+    def resolve_start(self, code: str, **options) -> ResolvedStart:
+        """A StartProof resolved by the doors' one resolver (services.resolve):
+        `timeout_s`, `ttl_s`, `check_axioms`, `caller`. Doors call it once."""
+        return self.verify.resolver.start(self, code, **options)
 
-    def _check_policy(self, text: str, what: str) -> None:
-        """The Prover runs under the server's default code policy (`[policy]
-        default`): under `proof`, code or a tactic that would run its own code
-        is refused (PolicyRefused, INVALID_ARGUMENT) before a REPL sees it."""
-        policy = self.verify.resolver.policy
-        policy.check_command(text, what, policy.of())
+    def resolve_expand(self, state_id: str, tactics, **options) -> ResolvedExpand:
+        """A RunTactic or Expand resolved by the doors' one resolver: `each`,
+        `timeout_s`, `caller`, `request_id`, `check_whole`. Doors call it once."""
+        return self.verify.resolver.expand(self, state_id, tuple(tactics), **options)
 
     # -- StartProof --------------------------------------------------------------
 
-    async def start_proof(
-        self,
-        code: str,
-        *,
-        timeout_s: float = 0.0,
-        ttl_s: float = 0.0,
-        check_axioms: bool | None = None,
-        client_id: str = "",
-        deadline: float | None = None,
-    ) -> StartedProof:
+    async def start_proof(self, start: ResolvedStart) -> StartedProof:
         arrived = time.monotonic()
-        self._check_code(code)
-        timeout = self._timeout(timeout_s)
-        if ttl_s < 0 or ttl_s != ttl_s or ttl_s > self.limits.max_ttl_s:
-            raise RequestError(
-                f"ttl {ttl_s:g} s is out of range: between 0 (unset: the server default "
-                f"{self.limits.default_ttl_s:g} s) and {self.limits.max_ttl_s:g} s (prover.max_ttl_s)",
-                field="ttl",
-            )
-        split = split_text(code)
-        prepared = prepare_code(code, split.body)
-        if prepared != code:  # a bare statement, closed with `:= by sorry`
-            code, split = prepared, split_text(prepared)
+        split, code, client_id = start.split, start.code, start.caller.client_id
         self.registry.check_room(client_id, 1, proof_bytes(split.padded_body, code))
         proof = self.registry.new_proof(
-            split, split.padded_body, client_id, check_axioms, roots=0, code=code
+            split, split.padded_body, client_id, start.check_axioms, roots=0, code=code
         )
         try:
-            response = await self._start(proof, split, timeout, deadline, client_id)
+            response = await self._start(proof, start)
         except BaseException:
             self.registry.forget_proof(proof)  # no state of it was handed out
             raise
@@ -170,7 +143,7 @@ class ProverService:
         roots = [(k, s) for k, s in enumerate(proof_sorries(response)) if s.proof_state is not None]
         states = []
         for index, sorry in roots:
-            start = (sorry.pos.line, sorry.pos.column) if sorry.pos is not None else None
+            begin = (sorry.pos.line, sorry.pos.column) if sorry.pos is not None else None
             end = (sorry.end_pos.line, sorry.end_pos.column) if sorry.end_pos is not None else None
             goals = [sorry.goal] if sorry.goal else []
             states.append(
@@ -179,8 +152,8 @@ class ProverService:
                     (index,),
                     goals,
                     "Incomplete: open goals remain",
-                    ttl_s,
-                    start=start,
+                    start.ttl_s,
+                    start=begin,
                     end=end,
                 )
             )
@@ -189,17 +162,11 @@ class ProverService:
             proof.proof_id, states, messages, self.pool.identity, time.monotonic() - arrived
         )
 
-    async def _start(self, proof, split, timeout: float, deadline: float | None, client_id: str):
+    async def _start(self, proof, start: ResolvedStart):
         """The REPL's answer to the proof's command, refused unless it gives proof states."""
-        job = CallJob(
-            split=split,
-            timeout_s=timeout,
-            deadline=deadline,
-            client_id=client_id,
-            stream_id=f"prover:{proof.proof_id}",
-            call=StartCall(proof),
-        )
-        response = (await self.pool.submit(job)).value
+        response = (
+            await self.pool.submit(job_of(StartCall(proof), start.timeout_s, start.caller))
+        ).value
         if response.env is None:
             raise RequestError(f"the REPL refused the code: {response.message}")
         if not any(s.proof_state is not None for s in proof_sorries(response)):
@@ -209,150 +176,32 @@ class ProverService:
                 + (f"; Lean says: {errors}" if errors else "")
             )
         self.registry.check_room(
-            client_id, sum(s.proof_state is not None for s in proof_sorries(response))
+            start.caller.client_id, sum(s.proof_state is not None for s in proof_sorries(response))
         )
         return response
 
     # -- RunTactic, Expand ------------------------------------------------------
 
-    async def run_tactic(
-        self,
-        state_id: str,
-        tactic: str,
-        *,
-        timeout_s: float = 0.0,
-        client_id: str = "",
-        deadline: float | None = None,
-        request_id: str = "",
-        check_whole: bool = True,
-    ) -> TacticOutcome:
-        """One tactic on one state. `check_whole=False` (Extract's replay check)
-        reports closed goals as COMPLETED without the whole-proof
-        verification: only for callers that never hand the result out as a proof."""
+    async def expand(self, request: ResolvedExpand) -> list:
+        """The resolved request's tactics on its state, pipelined on one worker
+        (one batch, one fence). Per tactic, in order: its `TacticOutcome`, or
+        the `RequestError` that refused it at the door (the others still run).
+        Raises only for the quota (checked here: it changes as states come and go)."""
         arrived = time.monotonic()
-        self.check_tactic(tactic)
-        timeout = self._timeout(timeout_s)
-        state = self.registry.get(state_id, client_id)  # another client's: NOT_FOUND
-        self.registry.check_room(client_id, 1, tactic_bytes(tactic))
-        (out,) = await self._expand(
-            state, [tactic], timeout, deadline, client_id, request_id, check_whole, arrived
-        )
-        return out
-
-    async def run_tactics(
-        self,
-        state_id: str,
-        tactics: list[str],
-        *,
-        timeout_s: float = 0.0,
-        client_id: str = "",
-        deadline: float | None = None,
-        request_id: str = "",
-    ) -> list:
-        """Several tactics on one state, pipelined on one worker (one batch, one
-        fence). Per tactic, in order: its `TacticOutcome`, or the `RequestError`
-        that refused it (empty, too long, the code policy: checked before any
-        REPL sees any of them; the others still run). Raises for what concerns
-        them all: no tactics or too many, a bad timeout, an unknown state, quota."""
-        arrived = time.monotonic()
-        if not tactics:
-            raise RequestError("an Expand request needs a tactic or tactics", field="tactics")
-        if len(tactics) > self.limits.max_tactics_per_expand:
-            raise RequestError(
-                f"{len(tactics)} tactics in one request, over the limit of "
-                f"{self.limits.max_tactics_per_expand} "
-                "(prover.max_tactics_per_expand)",
-                field="tactics",
-            )
-        timeout = self._timeout(timeout_s)
-        state = self.registry.get(state_id, client_id)
-        results: list = [None] * len(tactics)
-        good: list[int] = []
-        for k, tactic in enumerate(tactics):
-            try:
-                self.check_tactic(tactic)
-            except RequestError as exc:
-                results[k] = exc
-            else:
-                good.append(k)
+        results: list = list(request.refusals)
+        good = request.runnable
         if good:
-            size = sum(tactic_bytes(tactics[k]) for k in good)
-            self.registry.check_room(client_id, len(good), size)
-            outs = await self._expand(
-                state,
-                [tactics[k] for k in good],
-                timeout,
-                deadline,
-                client_id,
-                request_id,
-                True,
-                arrived,
-            )
+            size = sum(tactic_bytes(request.tactics[k]) for k in good)
+            self.registry.check_room(request.caller.client_id, len(good), size)
+            outs = await _Expansion(self, request, good, arrived).run()
             for k, out in zip(good, outs):
                 results[k] = out
         return results
 
-    async def _expand(
-        self,
-        state: ProofState,
-        tactics: list[str],
-        timeout: float,
-        deadline: float | None,
-        client_id: str,
-        request_id: str,
-        check_whole: bool,
-        arrived: float,
-    ) -> list[TacticOutcome]:
-        """Runs checked tactics on `state` as one pool job; one outcome each, in order.
-
-        A batch whose tactic k ran out of time lost every answer (none was
-        confirmed by the fence; the worker is killed): k is REJECTED with the
-        timeout, the others run again as a new job (the state is rebuilt
-        elsewhere). Any other worker failure rejects them all, as for one."""
-        proof = state.proof
-        job = CallJob(
-            split=proof.split,
-            timeout_s=timeout,
-            deadline=deadline,
-            client_id=client_id,
-            stream_id=f"prover:{proof.proof_id}",
-            call=TacticCall(proof, state.path, tuple(tactics), self.rebuilder, deadline),
-        )
-        try:
-            runs: list[TacticRun] = (await self._submit_uncancelled_once_running(job)).value
-        except WorkerTimeout as exc:
-            at = exc.batch_index
-            if len(tactics) == 1 or at is None or at >= len(tactics):
-                return [failed(state, t, exc, request_id, arrived) for t in tactics]
-            timed_out = failed(state, tactics[at], exc, request_id, arrived)
-            rest = await self._expand(
-                state,
-                tactics[:at] + tactics[at + 1 :],
-                timeout,
-                deadline,
-                client_id,
-                request_id,
-                check_whole,
-                arrived,
-            )
-            return rest[:at] + [timed_out] + rest[at:]
-        except (WorkerError, HeaderLoadError) as exc:
-            return [failed(state, t, exc, request_id, arrived) for t in tactics]
-        outs, checks = [], []
-        for tactic, run in zip(tactics, runs):
-            out, closed = read_run(self.registry, state, tactic, run, request_id)
-            outs.append(out)
-            if closed is not None:
-                if check_whole:
-                    checks.append(whole.check_whole(self.verify, out, closed, deadline))
-                else:
-                    out.status = ProofStatus.COMPLETED
-        if checks:
-            await asyncio.gather(*checks)
-        elapsed = time.monotonic() - arrived
-        for out in outs:
-            out.elapsed_s = elapsed
-        return outs
+    async def run_tactic(self, request: ResolvedExpand) -> TacticOutcome:
+        """One tactic (a request resolved without `each`): its outcome."""
+        (out,) = await self.expand(request)
+        return out
 
     async def _submit_uncancelled_once_running(self, job: CallJob):
         """Submits `job`; a caller cancelled (a search that found its proof and
@@ -375,6 +224,79 @@ class ProverService:
     def release(self, state_ids, proof_ids=(), *, client_id: str = "") -> tuple[int, list[str]]:
         """Frees `client_id`'s states and proofs; anyone else's ids are `unknown`."""
         return self.registry.release(list(state_ids), list(proof_ids), client_id=client_id)
+
+
+class _Expansion:
+    """One resolved expansion run as pool jobs: a loop, one job per round.
+
+    A batch whose tactic k ran out of time lost every answer (none was
+    confirmed by the fence; the worker is killed): k is REJECTED with the
+    timeout, the others run again as the next round (the state is rebuilt
+    elsewhere). Any other worker failure rejects them all, as for one."""
+
+    def __init__(
+        self, service: ProverService, request: ResolvedExpand, good: tuple[int, ...], arrived: float
+    ) -> None:
+        self.service, self.request, self.arrived = service, request, arrived
+        self.tactics = [request.tactics[k] for k in good]
+
+    def _failed(self, tactic: str, exc: Exception) -> TacticOutcome:
+        return failed(self.request.state, tactic, exc, self.request.request_id, self.arrived)
+
+    async def run(self) -> list[TacticOutcome]:
+        """One outcome per tactic, in order."""
+        outs: list = [None] * len(self.tactics)
+        pending = list(range(len(self.tactics)))  # indices into self.tactics still to run
+        while pending:
+            try:
+                runs: list[TacticRun] = await self._submit([self.tactics[k] for k in pending])
+            except WorkerTimeout as exc:
+                at = exc.batch_index
+                if len(pending) == 1 or at is None or at >= len(pending):
+                    for k in pending:
+                        outs[k] = self._failed(self.tactics[k], exc)
+                    return outs
+                k = pending.pop(at)
+                outs[k] = self._failed(self.tactics[k], exc)
+                continue
+            except (WorkerError, HeaderLoadError) as exc:
+                for k in pending:
+                    outs[k] = self._failed(self.tactics[k], exc)
+                return outs
+            await self._read(runs, pending, outs)
+            return outs
+        return outs  # (no tactic to run: the service never builds such an expansion)
+
+    async def _read(self, runs: list[TacticRun], pending: list[int], outs: list) -> None:
+        """The answers of the round that ran, into `outs`; closed goals checked whole."""
+        request, service = self.request, self.service
+        read, checks = [], []
+        for k, run in zip(pending, runs):
+            out, closed = read_run(
+                service.registry, request.state, self.tactics[k], run, request.request_id
+            )
+            outs[k] = out
+            read.append(out)
+            if closed is not None:
+                if request.check_whole:
+                    checks.append(whole.check_whole(service.verify, out, closed, request.caller))
+                else:
+                    out.status = ProofStatus.COMPLETED
+        if checks:
+            await asyncio.gather(*checks)
+        elapsed = time.monotonic() - self.arrived
+        for out in read:
+            out.elapsed_s = elapsed
+
+    async def _submit(self, tactics: list[str]) -> list[TacticRun]:
+        """One round: the tactics still to run, as one pool job."""
+        request, service = self.request, self.service
+        state, caller = request.state, request.caller
+        call = TacticCall(
+            state.proof, state.path, tuple(tactics), service.rebuilder, caller.deadline
+        )
+        job = job_of(call, request.timeout_s, caller)
+        return (await service._submit_uncancelled_once_running(job)).value
 
 
 def _consume(task: asyncio.Future) -> None:

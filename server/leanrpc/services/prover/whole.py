@@ -3,7 +3,7 @@ verified as a normal snippet, pinned to the proof's own statement, and only VALI
 the expansion COMPLETED.
 
 Owns: `check_whole`. May import: reference (the pin), results, services.ports (the
-Verifier), services.resolve (options), services.prover.answers/assemble/outcomes/registry.
+Verifier), services.resolve (options), services.requests (the caller), services.prover.answers/assemble/outcomes/registry.
 """
 
 from __future__ import annotations
@@ -13,17 +13,18 @@ import dataclasses
 from ...reference import pin_of
 from ...results import Status
 from ..ports import Verifier
+from ..requests import Caller
 from ..resolve import VerifyOptions
 from .answers import nest_tactics
 from .assemble import assemble
 from .outcomes import ProofStatus, TacticOutcome
-from .registry import ProofState
+from .proofs import ProofState
 
 __all__ = ["check_whole"]
 
 
 async def check_whole(
-    verify: Verifier, out: TacticOutcome, state: ProofState, deadline: float | None
+    verify: Verifier, out: TacticOutcome, state: ProofState, caller: Caller
 ) -> None:
     """Tactic mode closed the goal: verify the assembled proof as a normal snippet."""
     proof = state.proof
@@ -45,7 +46,7 @@ async def check_whole(
         f"{state.state_id}:whole",
         out.proof_text,
         options,
-        deadline=deadline,
+        deadline=caller.deadline,
         client_id=proof.client_id,
     )
     # On another idle worker than the one that found it, when there is one: that
