@@ -22,7 +22,8 @@ How a name is found, file by file (Lean source text, comments removed):
   world: `evalExpr`, `evalTerm`, `evalConst`, `evalConstCheck`, `evalDecl`,
   `ofReduceBool`/`reduceBool`, `IO.Process`, `IO.FS` (not `compileDecl`:
   compiling an auxiliary definition runs nothing, and every `def` is
-  compiled); or when it names a
+  compiled; nor evaluating a `…Config` structure, the value of a
+  `(config := …)` as core's tactics evaluate theirs); or when it names a
   declaration of the same file that evaluates code (to a fixed point: the
   `polyrith` elaborator calls `polyrith`, which calls `runSage`, which runs
   `curl`);
@@ -86,12 +87,24 @@ def strip_comments(text: str) -> str:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            out.append(text[i : j + 1])
+            # a string's line breaks are not line starts (`declarations`)
+            out.append(text[i : j + 1].replace("\n", " "))
             i = j + 1
         else:
             out.append(text[i])
             i += 1
     return "".join(out)
+
+
+# `evalTerm ApplyConfig …`: a configuration structure's value (flags and
+# bounds, as every `(config := …)` of core's tactics is evaluated), not code.
+CONFIG_VALUE = re.compile(r"\s+\(?[\w.`]*Config\b")
+
+
+def evaluates(chunk: str) -> bool:
+    """Whether a declaration calls the evaluator or the outside world, other
+    than to evaluate a configuration structure."""
+    return any(not CONFIG_VALUE.match(chunk, m.end()) for m in EVALUATES.finditer(chunk))
 
 
 def declarations(text: str) -> list[str]:
@@ -129,7 +142,7 @@ def read_file(text: str, names: dict[str, str]) -> list[Found]:
             for name, token in pattern.findall(chunk):
                 names.setdefault(_last(name), token)
     defined = {_last(m.group(1)): k for k, c in enumerate(chunks) if (m := DEF_NAME.search(c))}
-    hot = {k for k, c in enumerate(chunks) if EVALUATES.search(c)}
+    hot = {k for k, c in enumerate(chunks) if evaluates(c)}
     changed = True
     while changed:  # a declaration naming an evaluating one of this file evaluates too
         changed = False

@@ -13,8 +13,9 @@ one text; every REPL test input (`test/*.in`, JSON commands separated by blank
 lines) gives one text per `cmd` or `tactic`, named `path#k`.
 
 The policy names only its first refusal, so a text is read again with that
-construct masked (a keyword or `#`-word blanked, an attribute renamed `simp`,
-an option renamed `pp.…`, same length so lines and columns stay) until it
+construct masked (a keyword or `#`-word blanked, an attribute renamed `simp`
+and its arguments blanked, an option renamed `pp.…`, same length so lines and
+columns stay) until it
 passes; where the lexer cannot read the text for certain (or the masking
 cannot apply) the reading stops there. The manifest records, per text, the
 repository, commit, path, the first 16 hex digits of the file's SHA-256, and
@@ -81,7 +82,12 @@ def refusals(text: str, limit: int = 400) -> list[str]:
         ):
             return found + [STOP]
         if kind == "attribute":
-            mask = "simp".ljust(len(word)) if len(word) >= 4 else ""
+            # the refused instance's arguments go too (up to the list's `]`):
+            # `@[norm_num _ + _, _ - _]` has commas of its own
+            close = text.find("]", at)
+            word = text[at:close] if close > at else word
+            mask = ("simp".ljust(len(word)) if len(word) >= 4 else "").replace(",", " ")
+            mask = "".join("\n" if c == "\n" else m for c, m in zip(word, mask))
         elif kind == "set_option":
             mask = ("pp." + "x" * (len(word) - 3)) if len(word) >= 4 else ""
         else:

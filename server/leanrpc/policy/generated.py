@@ -21,8 +21,7 @@ from the files that tools/code_tactics_sources.tsv lists (repository, commit, fi
 - leanprover-community/mathlib4:
     04bfe50011bd1d0b1cb5126eead5c927499ba694 (1 excerpt)
     36b508b1b85eca73f04f989f9fca8893f24e6823 (1 excerpt)
-    03a21efde4ba4474f1bbd7cd2256b2b8b7f5c93f (1 excerpt)
-    0327127cf333d8c7498db7790c2521d3dfd6411b (1 excerpt)
+    b2540cf9b47f7cf8d913114cb688317719bc50b4 (3549 whole)
 - leanprover/lean4:
     10328757acce88e3ce558912a6aabe9b5e0d1342 (1 excerpt)
 May import: nothing.
@@ -42,13 +41,18 @@ CODE_TACTICS = frozenset(
         "by_elab",  # leanprover-community/mathlib4:Mathlib/Tactic/RunCmd.lean
         "by_elabq",  # leanprover-community/quote4:Qq/Commands.lean
         "eval%",  # leanprover-community/mathlib4:Mathlib/Tactic/Eval.lean
+        "from_lrat",  # leanprover-community/mathlib4:Mathlib/Tactic/Sat/FromLRAT.lean
+        "include_str",  # leanprover-community/mathlib4:Mathlib/Util/IncludeStr.lean
+        "initialize_simps_projections",  # leanprover-community/mathlib4:Mathlib/Tactic/Simps/Basic.lean
+        "lrat_proof",  # leanprover-community/mathlib4:Mathlib/Tactic/Sat/FromLRAT.lean
         "plausible",  # leanprover-community/plausible:Plausible/Tactic.lean
         "polyrith",  # leanprover-community/mathlib4:Mathlib/Tactic/Polyrith/Polyrith.lean
-        "run_cmd",  # leanprover-community/mathlib4:Mathlib/Tactic/RunCmd.lean
+        "run_cmd",  # leanprover/lean4:src/Lean/Elab/BuiltinEvalCommand.lean
         "run_elab",  # leanprover/lean4:src/Lean/Elab/BuiltinEvalCommand.lean
         "run_meta",  # leanprover/lean4:src/Lean/Elab/BuiltinEvalCommand.lean
         "run_tac",  # leanprover-community/mathlib4:Mathlib/Tactic/RunCmd.lean
         "run_tacq",  # leanprover-community/quote4:Qq/Commands.lean
         "slim_check",  # leanprover-community/mathlib4:Mathlib/Tactic/SlimCheck.lean
+        "success_if_fail_with_msg",  # leanprover-community/mathlib4:Mathlib/Tactic/SuccessIfFailWithMsg.lean
     }
 )

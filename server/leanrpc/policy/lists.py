@@ -55,6 +55,12 @@ ALLOWED_HASH = frozenset(
         # `0#_` (core's BitVec literal of inferred width): `#` then a hole; no
         # command is spelled `#_`.
         "#_",
+        # Mathlib's port commands (2023): they record which mathlib3 name a
+        # declaration aligns with, and `#guard_expr` compares two terms.
+        "#align",
+        "#align_import",
+        "#noalign",
+        "#guard_expr",
     }
 )
 # `#`-words that are core Lean notation when `[` follows at once: `#v[a, b]`
@@ -114,6 +120,9 @@ ALLOWED_ATTRIBUTES = frozenset(
         "always_inline",
         "macro_inline",
         "tactic_alt",
+        "higher_order",
+        "mfld_simps",
+        "parity_simps",
     }
 )
 # The modifiers before an attribute name: `@[local simp]`, `@[scoped ext]`.
@@ -125,6 +134,7 @@ ALLOWED_OPTIONS = frozenset(
         "maxRecDepth",
         "synthInstance.maxHeartbeats",
         "synthInstance.maxSize",
+        "synthInstance.checkSynthOrder",
         "maxSynthPendingDepth",
         "checkBinderAnnotations",
         "autoImplicit",
