@@ -30,6 +30,10 @@ TOKENS = frozenset(
         "''",
         "∑'",
         "⁻¹'",
+        "]'",  # core's `xs[i]'h` (Init/GetElem.lean)
+        "Σ'",
+        "×'",
+        "⊕'",
         "..",
         "@[",
         "#",

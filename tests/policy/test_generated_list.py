@@ -1,8 +1,9 @@
 """The generated list of code-running tactics (issue 43 item 2): the file
 tools/gen_code_tactics.py wrote parses and holds data only, names the source
-revisions it was read from, and is merged into the refused set; the generator
-itself, run on a small tree written here, finds the tactic whose elaborator
-evaluates code and not the plain one."""
+revisions it was read from (the committed manifest, tools/code_tactics_sources.tsv,
+lists every file), and is merged into the refused set; the generator itself,
+run on a small tree written here, finds the tactic whose elaborator evaluates
+code and not the plain one, and refuses a tree that differs from its manifest."""
 
 from __future__ import annotations
 
@@ -40,8 +41,40 @@ def test_generated_file_is_data_with_its_sources() -> None:
         n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef))
     ]
     assert [type(n) for n in tree.body] == [ast.Expr, ast.Assign]
-    # Known cases from Mathlib's and Plausible's sources.
-    assert {"eval%", "polyrith", "plausible", "slim_check", "run_tac"} <= CODE_TACTICS
+    # Known cases from Lean's, Mathlib's, Plausible's, Qq's, LeanSearchClient's sources.
+    assert {
+        "eval%",
+        "polyrith",
+        "plausible",
+        "slim_check",
+        "run_tac",
+        "run_tacq",
+        "by_elabq",
+        "run_elab",
+        "run_meta",
+        "#eval",
+        "#leansearch",
+        "include_str",
+    } <= CODE_TACTICS
+    # a `(config := …)` value is evaluated by ordinary tactics: no config
+    # evaluation makes a tactic code-running (Mathlib's `apply (config := …)`)
+    assert not {"apply", "simp", "decide"} & CODE_TACTICS
+
+
+def test_manifest_names_every_source_with_its_commit() -> None:
+    gen = _generator()
+    rows = gen.read_manifest(ROOT / "tools" / "code_tactics_sources.tsv")
+    repos = {repo for repo, _, _, _ in rows}
+    assert {"leanprover/lean4", "leanprover-community/mathlib4"} <= repos
+    assert {"leanprover-community/batteries", "leanprover-community/aesop"} <= repos
+    assert sum(form == "whole" for *_, form in rows) > 3900, "whole files read"
+    mathlib = [
+        path for repo, _, path, form in rows if repo.endswith("/mathlib4") and form == "whole"
+    ]
+    assert len(mathlib) > 3000 and "Mathlib/Tactic/SlimCheck.lean" in mathlib
+    doc = ast.get_docstring(ast.parse(GENERATED.read_text(encoding="utf-8"))) or ""
+    for repo, commit, _, _ in rows:  # the header names every repository and commit read
+        assert repo in doc and commit in doc
 
 
 def test_generated_names_are_refused() -> None:
@@ -89,23 +122,58 @@ elab "quiet" : tactic => pure ()
 }
 
 
-def test_generator_on_a_fixture_tree(tmp_path: Path) -> None:
-    gen = _generator()
-    lean, mathlib = tmp_path / "lean4", tmp_path / "mathlib4"
-    lean.mkdir()
-    (lean / ".revision").write_text("lean4 fixture 0123", encoding="utf-8")
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _fixture_tree(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "src"
+    rows = ["# repo\tcommit\tpath\tform"]
     for rel, text in FIXTURE.items():
-        path = mathlib / rel
+        path = root / "leanprover-community" / "mathlib4" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+        rows.append(f"leanprover-community/mathlib4\t{COMMIT}\t{rel}\twhole")
+    manifest = tmp_path / "sources.tsv"
+    manifest.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return root, manifest
+
+
+def test_generator_on_a_fixture_tree(tmp_path: Path) -> None:
+    root, manifest = _fixture_tree(tmp_path)
     out = tmp_path / "generated.py"
-    assert gen.main(["--lean", str(lean), "--mathlib", str(mathlib), "--out", str(out)]) == 0
+    args = ["--root", str(root), "--manifest", str(manifest), "--out", str(out)]
+    assert _generator().main(args) == 0
     namespace: dict[str, object] = {}
     exec(compile(out.read_text(encoding="utf-8"), str(out), "exec"), namespace)
     assert namespace["CODE_TACTICS"] == frozenset({"runs_it", "shells_out"})
-    assert "lean4 fixture 0123" in str(namespace["__doc__"])
+    assert COMMIT in str(namespace["__doc__"])
 
 
-def test_generator_refuses_a_missing_tree(tmp_path: Path) -> None:
+def test_generator_reads_quoted_and_wrapped_tokens(tmp_path: Path) -> None:
+    """`withPosition("#tok" …)` after the syntax name, and an elaborator whose
+    syntax is declared elsewhere: the first atom of its quotation pattern."""
+    names: dict[str, str] = {}
+    text = """
+syntax (name := searchTac)
+  withPosition("#finder" (colGt str)?) : tactic
+
+@[tactic searchTac] def finder : Tactic := fun _ => do
+  let _ ← IO.Process.output { cmd := "curl" }
+
+@[builtin_command_elab «elsewhere»]
+def elabElsewhere : CommandElab
+  | `(#elsewhere%$tk $t) => do let _ ← evalConst Nat `x
+  | _ => throwUnsupportedSyntax
+"""
+    found = _generator().read_file(text, names)
+    assert names["searchTac"] == "#finder"
+    assert [(n, q) for _, n, q in found] == [("searchTac", None), ("elsewhere", "#elsewhere")]
+
+
+def test_generator_refuses_a_tree_unlike_its_manifest(tmp_path: Path) -> None:
+    root, manifest = _fixture_tree(tmp_path)
+    (root / "extra.lean").write_text('elab "x" : tactic => pure ()\n', encoding="utf-8")
     with pytest.raises(SystemExit):
-        _generator().main(["--lean", str(tmp_path / "no"), "--mathlib", str(tmp_path)])
+        _generator().main(["--root", str(root), "--manifest", str(manifest)])
+    with pytest.raises(SystemExit):
+        _generator().main(["--root", str(tmp_path / "no"), "--manifest", str(manifest)])

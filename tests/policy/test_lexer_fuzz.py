@@ -28,7 +28,7 @@ from leanrpc.policy import scan
 
 PIECES = [
     # keywords and commands
-    "#eval", "#eval!", "#check", "#print", "#exit", "#", "#[", "run_cmd", "run_tac", "elab",
+    "#eval", "#eval!", "#check", "#print", "#exit", "#", "#[", "]'", "Σ'", "run_cmd", "run_tac", "elab",
     "macro", "unsafe", "initialize", "set_option", "attribute", "@[", "[", "]", "theorem",
     "def", "by", "trivial", "decide", "+native", "native_decide", "IO.println", "in",
     "debug.skipKernelTC", "maxHeartbeats", "implemented_by", "simp", "deprecated", "notation",

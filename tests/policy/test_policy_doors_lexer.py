@@ -33,6 +33,8 @@ CAUSES = {
     "unknown attribute": "@[my_code_attr] def f : Nat := 1\n" + WRONG,
     "char after a digit": "def b := 1'\"'\n#eval IO.println 1 -- \"\n" + WRONG,
     "char after »": "def «b» := «b»'\"'\n#eval IO.println 1 -- \"\n" + WRONG,
+    # found scanning real files: core's `]'` token (`xs[i]'h`) opens no char literal
+    "]' before a quote": 'def a := #[1][0]\'"\' \n#check " #eval IO.println 1 -- "\n' + WRONG,
     "decide +«native»": "theorem t : 2 + 2 = 5 := by decide +«native»\n",
     "config native": "theorem t : 2 + 2 = 5 := by decide (config := {«native» := true})\n",
 }

@@ -32,8 +32,9 @@ The token table is Lean's plus Mathlib's and not known here, so keywords come
 out as `ident` tokens (the policy compares names), `#` and a lowercase word
 glued to it as one `hash` token (the policy allows only exact read-only
 commands), and symbols one character each, except where a longer table token
-could change the lexing that follows: a `'` after `∑`, `⁻¹` (Mathlib's `∑'`,
-`⁻¹'`) or `'` (`''`) that is no char literal is part of it, and any other
+could change the lexing that follows: a `'` after `∑`, `⁻¹`, … (`PRIME_TOKENS`:
+Mathlib's `∑'`, `⁻¹'`, core's `Σ'`) or `'` (`''`) that is no char literal is
+part of it, a `'` after `]` always is (core's `]'`), and any other
 char literal or comment opener glued to a symbol character that might
 continue a token is an error ("ambiguous"). A number after a glued `.` is a
 field index (`fieldIdxFn`), digits only; where a numeral would read further,
@@ -361,6 +362,10 @@ class Lexer:
             return self.emit(HASH, pos, end)
         if c == "'":  # `''` (Mathlib's image): not a char literal (tokenFnAux)
             return self.emit(SYMBOL, pos, end + 1 if text[end : end + 1] == "'" else end)
+        if c == "]" and text[end : end + 1] == "'":
+            # `]'` is a token of core Lean (`xs[i]'h`, Init/GetElem.lean):
+            # by the longest match a `'` after `]` is never a char literal.
+            return self.emit(SYMBOL, pos, end + 1)
         if c in _SAFE_BEFORE:
             return self.emit(SYMBOL, pos, end)
         nxt = text[end : end + 2]
@@ -438,5 +443,7 @@ class Lexer:
 
 
 # Tokens of Lean's and Mathlib's tables that end in a `'` after a symbol
-# character (tsum, tprod, preimage): the `'` is theirs, not a char literal.
-PRIME_TOKENS = ("∑'", "∏'", "⁻¹'")
+# character (tsum, tprod, preimage; core's `Σ'`, `×'`, `⊕'`; Mathlib's
+# model-theory `∀'`, `∃'`, found scanning real files): the `'` is theirs,
+# not a char literal.
+PRIME_TOKENS = ("∑'", "∏'", "⁻¹'", "Σ'", "×'", "⊕'", "∀'", "∃'")

@@ -3,6 +3,7 @@
 Allow-lists where real proofs allow it (issue 43 item 2), so a name the
 policy does not know is refused, not passed:
 - ALLOWED_HASH: `#` commands that only read (the whole `#`-word must be one);
+  HASH_BRACKET_NOTATIONS: `#`-words that are notation before `[` (`#v[`);
 - ALLOWED_ATTRIBUTES: attribute names in `@[…]` and `attribute […]`: the
   805 real proofs (shared/datasets) use `simp` only; the rest are the
   attributes Mathlib's own theorems and definitions carry that only tag a
@@ -40,8 +41,31 @@ ALLOWED_HASH = frozenset(
         "#guard_msgs",
         "#instances",
         "#whnf",
+        # Read-only commands real files use (a scan of Apache-2.0 Lean files,
+        # tests/policy/real_files.tsv): they print what simp / norm_num make
+        # of a term, note an adaptation, or report on imports; none evaluates
+        # the snippet's code.
+        "#simp",
+        "#norm_num",
+        "#check_simp",
+        "#adaptation_note",
+        "#find_home",
+        "#min_imports",
+        "#redundant_imports",
+        # `0#_` (core's BitVec literal of inferred width): `#` then a hole; no
+        # command is spelled `#_`.
+        "#_",
+        # Mathlib's port commands (2023): they record which mathlib3 name a
+        # declaration aligns with, and `#guard_expr` compares two terms.
+        "#align",
+        "#align_import",
+        "#noalign",
+        "#guard_expr",
     }
 )
+# `#`-words that are core Lean notation when `[` follows at once: `#v[a, b]`
+# (Vector literals, the token `#v[`, which Lean's longest match takes).
+HASH_BRACKET_NOTATIONS = frozenset({"#v"})
 
 ALLOWED_ATTRIBUTES = frozenset(
     {
@@ -81,6 +105,24 @@ ALLOWED_ATTRIBUTES = frozenset(
         "inline",
         "specialize",
         "grind",
+        # From the scan of real files (tests/policy/real_files.tsv): tags that
+        # only expose a body to the module system, generate lemmas, cite a
+        # reference, set reducibility, or hint the compiler's inlining.
+        "expose",
+        "simps!",
+        "reassoc",
+        "stacks",
+        "class",
+        "implicit_reducible",
+        "instance_reducible",
+        "defeq",
+        "noinline",
+        "always_inline",
+        "macro_inline",
+        "tactic_alt",
+        "higher_order",
+        "mfld_simps",
+        "parity_simps",
     }
 )
 # The modifiers before an attribute name: `@[local simp]`, `@[scoped ext]`.
@@ -92,6 +134,7 @@ ALLOWED_OPTIONS = frozenset(
         "maxRecDepth",
         "synthInstance.maxHeartbeats",
         "synthInstance.maxSize",
+        "synthInstance.checkSynthOrder",
         "maxSynthPendingDepth",
         "checkBinderAnnotations",
         "autoImplicit",
@@ -113,6 +156,19 @@ ALLOWED_OPTIONS = frozenset(
         "warningAsError",
         "hygiene",
         "structureDiamondWarning",
+        # From the scan of real files (tests/policy/real_files.tsv): checks,
+        # messages and syntax switches; none runs or weakens anything.
+        "aesop.",
+        "guard_msgs.diff",
+        "lang.lemmaCmd",
+        "quotPrecheck",
+        "internal.cmdlineSnapshots",
+        "experimental.module",
+        # Settings of LeanSearchClient's commands (refused: they query the
+        # network); set alone they do nothing.
+        "leansearch.",
+        "leansearchclient.",
+        "statesearch.",
     }
 )
 REFUSED_OPTION_PREFIXES = ("debug.", "compiler.", "interpreter.", "allowUnsafeReducibility")
@@ -145,7 +201,6 @@ _TYPED_COMMANDS = frozenset(
         "register_simp_attr",
         "register_label_attr",
         "declare_simp_like_tactic",
-        "add_decl_doc",
     }
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*")

@@ -17,7 +17,8 @@ resumes inside the text and may run what follows.
 Refused, from the lists in leanrpc.policy.lists:
 - a `#`-word that is not an allowed read-only command (`#check`, `#print`,
   `#reduce`, …), however glued; `#` before a capital, a digit or a
-  non-ASCII letter is notation (`#S`, Mathlib's cardinal), not a command;
+  non-ASCII letter is notation (`#S`, Mathlib's cardinal), not a command,
+  and so is `#v` right before `[` (core's `#v[…]` Vector literal);
 - a keyword that runs the snippet's code or defines syntax (`run_cmd`,
   `elab`, `macro`, `initialize`, `unsafe`, …) and the tactics, terms and
   commands generated from Lean's and Mathlib's sources (`polyrith`,
@@ -51,6 +52,7 @@ from .lists import (
     ALLOWED_OPTIONS,
     ATTRIBUTE_MODIFIERS,
     GLUED_COMMANDS,
+    HASH_BRACKET_NOTATIONS,
     NATIVE_NAMES,
     NOTATION_COMMANDS,
     REFUSED_COMMANDS,
@@ -108,7 +110,6 @@ CANDIDATES = (
     "simproc",
     "register_",
     "declare_",
-    "add_decl_doc",
     "config",
     "notation",
     "infix",
@@ -174,7 +175,9 @@ class _Reader:
             kind = token.kind
             if kind == HASH:
                 word = text[token.start : token.end]
-                if not _hash_allowed(word):
+                if not _hash_allowed(word) and not (
+                    word in HASH_BRACKET_NOTATIONS and text.startswith("[", token.end)
+                ):
                     return self.refused(
                         word, token.start, "a `#` command outside the read-only allow-list"
                     )
@@ -312,8 +315,11 @@ class _Reader:
 
 
 def _hash_allowed(word: str) -> bool:
-    """`#` alone (notation: `#[…]`, `#S`) or exactly a read-only command."""
-    return word == "#" or word in ALLOWED_HASH
+    """`#` alone (notation: `#[…]`, `#S`), `#` and one lowercase letter
+    (Mathlib's `#s` for `Finset.card s`: no command of Lean's or Mathlib's
+    table is one letter long, so Lean reads `#` then the identifier), or
+    exactly a read-only command."""
+    return word == "#" or (len(word) == 2 and "a" <= word[1] <= "z") or word in ALLOWED_HASH
 
 
 def _option_allowed(name: str) -> bool:
@@ -327,8 +333,15 @@ def _option_allowed(name: str) -> bool:
 _LEXING_CHARS = frozenset("\"'«»#`\\")
 
 
+# Atoms already in core Lean's token table (`5#3`, BitVec literals): a
+# notation using one adds nothing to the table.
+_TABLE_ATOMS = frozenset({"#"})
+
+
 def _atom_allowed(atom: str) -> bool:
     """Whether a notation atom leaves Lean's lexing of other text as it is."""
+    if atom in _TABLE_ATOMS:
+        return True
     if not atom or _LEXING_CHARS.intersection(atom):
         return False
     return len(atom) == 1 or not ("-" in atom or "/" in atom)
