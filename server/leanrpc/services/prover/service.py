@@ -319,7 +319,13 @@ class ProverService:
             call=TacticCall(proof, state.path, tuple(tactics), self.rebuilder, deadline),
         )
         try:
-            runs: list[TacticRun] = (await self._submit_uncancelled_once_running(job)).value
+            # A caller cancelled (a search that found its proof and closed its
+            # Expand stream) takes a queued expansion out of the queue but lets
+            # a running one finish: cancelling a REPL mid-request kills the
+            # worker and every state it holds, which costs far more than one
+            # tactic (bounded by its timeout) whose answer nobody reads.
+            outcome = await self.pool.submit(job, finish_if_running=True)
+            runs: list[TacticRun] = outcome.value
         except WorkerTimeout as exc:
             at = exc.batch_index
             if len(tactics) == 1 or at is None or at >= len(tactics):
@@ -354,30 +360,8 @@ class ProverService:
             out.elapsed_s = elapsed
         return outs
 
-    async def _submit_uncancelled_once_running(self, job: CallJob):
-        """Submits `job`; a caller cancelled (a search that found its proof and
-        closed its Expand stream) takes a queued expansion out of the queue but
-        lets a running one finish: cancelling a REPL mid-request kills the
-        worker and every state it holds, which costs far more than one tactic
-        (bounded by its timeout) whose answer nobody reads."""
-        submitted = asyncio.ensure_future(self.pool.submit(job))
-        try:
-            return await asyncio.shield(submitted)
-        except asyncio.CancelledError:
-            if job.task is None:
-                submitted.cancel()
-            else:
-                submitted.add_done_callback(_consume)
-            raise
-
     # -- ReleaseStates -----------------------------------------------------------
 
     def release(self, state_ids, proof_ids=(), *, client_id: str = "") -> tuple[int, list[str]]:
         """Frees `client_id`'s states and proofs; anyone else's ids are `unknown`."""
         return self.registry.release(list(state_ids), list(proof_ids), client_id=client_id)
-
-
-def _consume(task: asyncio.Future) -> None:
-    """Reads an abandoned expansion's outcome so asyncio logs nothing."""
-    if not task.cancelled():
-        task.exception()
