@@ -23,7 +23,7 @@ table), pipeline.py (body jobs of one stream pipelined on one worker),
 loader.py (boot, header, preamble), supervisor.py (processes over time),
 health.py (why no worker can take a job), sessions.py (session env trees),
 slot.py (each worker's REPL handles), recycle.py (a released worker: idle or
-recycled), attempt.py (one attempt's hold on its worker), retry.py (the retry table), features.py (each profile's fork and Elab.async), stats.py (what
+recycled), report.py (what the pool says about itself), attempt.py (one attempt's hold on its worker), retry.py (the retry table), features.py (each profile's fork and Elab.async), stats.py (what
 the pool publishes), ports.py (what each partner may use: the rooms below,
 `PoolPort`/`PoolOwner` above). The pool owns the worker list and wires the
 rooms; it imports them, config, errors, results, worker. Above the pool,
@@ -53,7 +53,6 @@ gets exactly one outcome.
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import logging
 import time
@@ -61,7 +60,6 @@ from typing import Any, overload
 
 from ..config import Config
 from ..errors import LeanServiceError, NotServingError
-from ..results import VerifierIdentity
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from . import pipeline
@@ -70,15 +68,15 @@ from .canary import CanarySource
 from .cost import BodyCostModel, HeaderCostModel
 from .dispatch import Dispatcher
 from .features import Features
-from .health import no_worker_reason
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
 from .plan import routes_by_prefix
 from .prefix_index import PrefixIndex
 from .recycle import Recycler
+from .report import PoolReport
 from .runner import Runner
 from .sessions import SessionRegistry
 from .slot import Slots
-from .stats import PoolMetrics, PoolSnapshot, PoolStats, WorkerInfo, WorkerReport
+from .stats import PoolStats, WorkerInfo
 from .supervisor import Supervisor
 
 __all__ = ["Pool"]
@@ -86,7 +84,7 @@ __all__ = ["Pool"]
 log = logging.getLogger("leanrpc.pool")
 
 
-class Pool:
+class Pool(PoolReport):
     """The pool; above it, used only as a `PoolPort` / `PoolOwner` (ports.py)."""
 
     def __init__(
@@ -119,102 +117,7 @@ class Pool:
         # When each worker entered its current state (health: stuck workers).
         self._state_since: dict[str, float] = {}
 
-    # -- what the pool says about itself -----------------------------------------
-
-    @property
-    def size(self) -> int:
-        return self.config.pool.workers
-
-    @property
-    def identity(self) -> VerifierIdentity | None:
-        return self.supervisor.identity
-
-    @property
-    def incrementality(self) -> bool:
-        """The default profile's (each profile has its own: `features`)."""
-        return self.features.of("").incrementality
-
-    @property
-    def elab_async(self) -> bool:
-        return self.features.of("").elab_async
-
-    @property
-    def queue_depth(self) -> int:
-        return len(self.admission)
-
-    def worker_states(self) -> dict[str, int]:
-        counts = collections.Counter(w.state.value for w in self.workers)
-        return {state.value: counts.get(state.value, 0) for state in WorkerState}
-
-    @property
-    def serving(self) -> bool:
-        return not self.not_serving_reason
-
-    @property
-    def not_serving_reason(self) -> str:
-        if self.closing:
-            return "shutting down"
-        if not self.supervisor.breaker.allow():
-            return self.supervisor.breaker.reason
-        # Every slot held by a worker stuck stopping, and no new one may start (pool/health.py).
-        return self.supervisor.boot_reason() or no_worker_reason(
-            self.workers,
-            self._state_since,
-            self.free_slots(),
-            self.config.pool.stuck_after_s,
-            time.monotonic(),
-        )
-
-    def identity_of(self, profile: str) -> VerifierIdentity | None:
-        """The identity of a profile's REPL ("" = default; None before its first boot)."""
-        return self.supervisor.identities.get(profile)
-
-    def profile_identities(self) -> dict:
-        """Each configured profile ("" = default) and its identity, if known."""
-        return {
-            name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names
-        }
-
-    def check_profile(self, name: str) -> None:
-        """ConfigError for an unknown profile (the caller maps it to bad input)."""
-        self.config.repl.profile(name)
-
-    def worker_pid(self, name: str) -> int:
-        """The process id of live worker `name`, 0 when it is gone."""
-        for worker in self.workers:
-            if worker.name == name:
-                return worker.pid or 0
-        return 0
-
-    def live_workers(self) -> frozenset[str]:
-        return frozenset(w.name for w in self.workers if w.alive)
-
-    def metrics(self, *, memory: bool = True) -> PoolMetrics:
-        """The published snapshot (PoolOwner.metrics): read on the event loop."""
-        workers = tuple(
-            WorkerReport(w.name, w.state.value, w.pid, w.tree_rss() if memory else 0)
-            for w in list(self.workers)
-            if w.pid
-        )
-        return PoolMetrics(self.snapshot(), self.stats.copy(), workers)
-
-    def snapshot(self) -> PoolSnapshot:
-        return PoolSnapshot(
-            size=self.size,
-            worker_states=self.worker_states(),
-            queue_depth=self.queue_depth,
-            queue_limit=self.admission.queue_limit,
-            serving=self.serving,
-            not_serving_reason=self.not_serving_reason,
-            identity=self.identity,
-            profiles=self.profile_identities(),
-        )
-
-    def free_slots(self) -> int:
-        # A stopping worker still holds its process, so it still takes a slot.
-        return self.size - sum(
-            1 for w in self.workers if w.alive or w.state is WorkerState.STOPPING
-        )
+    # -- what the pool says about itself: pool/report.py (PoolReport) ----------------
 
     @property
     def retrying(self) -> bool:
