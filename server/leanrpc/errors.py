@@ -45,6 +45,10 @@ from __future__ import annotations
 class LeanServiceError(Exception):
     """Root of every error leanrpc raises on purpose."""
 
+    # Attempts the pool made at the job this error answers (set by the pool
+    # when it fails a job, so no service reads the job's bookkeeping).
+    attempts: int = 0
+
     def __init__(self, message: str, *, detail: str = "") -> None:
         super().__init__(message)
         self.message = message

@@ -1,6 +1,6 @@
 """Prefix routing over the pool trie, the fork's incrementality flag, bounded history.
 
-Routing decisions themselves are tested without processes in test_routing_plan.py.
+Routing decisions themselves are tested without processes in tests/pool/test_routing_plan.py.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from leanrpc.pool.plan import View, WorkerView
 from reuse_support import start, stop
-from test_routing_plan import MATHLIB, NOW, decided, job, router, view
+from routing_support import MATHLIB, NOW, decided, job, router, view
 
 SNIPPET = "import Mathlib\n\ntheorem t : 1 + 1 = 2 := rfl\n"
 

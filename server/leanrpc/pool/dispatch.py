@@ -23,7 +23,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import WorkerTimeout
-from ..worker.states import ExitCause, WorkerState
+from ..worker.states import WorkerState
 from .plan import (
     LOOKAHEAD,
     Assign,
@@ -213,9 +213,8 @@ class Dispatcher:
                 if isinstance(decision, Assign):
                     worker.expected_busy_s = decision.expected_s  # 0: nothing priced it
             else:
-                if isinstance(decision, Switch):
-                    stats.header_switches += 1
-                    by_name[decision.victim].kill(ExitCause.HEADER_SWITCH)
+                if isinstance(decision, Switch):  # the supervisor kills (and counts)
+                    pool.switch_out(by_name[decision.victim])
                 worker = pool.spawn_worker(job.profile)
             pool.runner.launch(job, worker)
         if plan.wake_at is not None:

@@ -24,12 +24,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .. import repl
 from ..core.headers import HeaderSplit
 from .plan import JobKind, JobView
 from .sessions import SessionCall
+
+if TYPE_CHECKING:
+    from .attempt import Attempt
 
 __all__ = [
     "BodyJob",
@@ -95,10 +98,6 @@ class Job:
     # Another idle worker of the header is preferred to this one (a routing hint).
     avoid_worker: str = ""
     enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
-    # Pool-trie entry added at launch: the worker will hold the text once it
-    # is elaborated, so routing can wait for it instead of elaborating the
-    # same file twice at once. Dropped if the request fails.
-    inflight_key: str | None = None
     attempts: int = 0
     # Failed attempts not charged to the job: they ran on a process that had
     # run other jobs first, whose leftovers may be what failed (runner.py).
@@ -109,10 +108,9 @@ class Job:
     # so it never leads or rides in one again; the usual rules charge it.
     solo: bool = False
     future: asyncio.Future | None = None
-    task: asyncio.Task | None = None
-    # Boot + header + preamble of the current attempt, run as its own task so
-    # a cancel or deadline during it does not throw the load away.
-    load: asyncio.Task | None = None
+    # The current attempt (pool/attempt.py: its worker, load, task and
+    # in-flight prefix entry); None while queued.
+    attempt: Attempt | None = None
     text: str = dataclasses.field(init=False)
     scope: str = dataclasses.field(init=False)
     view: JobView | None = dataclasses.field(default=None, init=False)

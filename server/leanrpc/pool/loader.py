@@ -1,8 +1,7 @@
 """Loading a worker for a job: boot, header, preamble, as a task that outlives the job.
 
 Owns: `Loader.start` (the load of one attempt, as its own task), `wait`
-(for the load, without cancelling it), `adopt` (a job that left during its
-load hands the worker to it), the preamble envs (kept in the worker's slot,
+(for the load, without cancelling it), the preamble envs (kept in the worker's slot,
 pool/slot.py, with Lean's messages for them) and `Prepared`, what a loaded
 worker gives the job's run (pool/runner.py). May import: errors, repl,
 worker, pool.job, pool.ports, pool.slot, pool.supervisor (the boots).
@@ -10,8 +9,9 @@ worker, pool.job, pool.ports, pool.slot, pool.supervisor (the boots).
 A job cancelled (or past its deadline) during its load is answered at once,
 but the load goes on: on success the worker turns IDLE holding the header,
 like any warm worker; on failure the usual handling applies (a boot failure
-counts for the breaker once, a failed header kills the worker). Only the pool
-kills, and a worker in doubt is killed.
+counts for the breaker once, a failed header kills the worker): the job's
+Attempt (pool/attempt.py) holds the worker meanwhile and ends it. This room
+only loads; it never kills nor releases.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .. import repl
 from ..errors import HeaderLoadError, WorkerCrashed, WorkerTimeout
-from ..worker.worker import ExitCause, Worker, WorkerState
+from ..worker.worker import Worker, WorkerState
 from .job import Job
 from .ports import RunnerPort
 
@@ -51,17 +51,15 @@ class Loader:
         self.loads: set[asyncio.Task] = set()
 
     def start(self, job: Job, worker: Worker) -> asyncio.Future:
-        """The load of one attempt, as a task of its own (kept in `job.load`);
+        """The load of one attempt, as a task of its own (the Attempt keeps it);
         a future already done when there is nothing to boot or load (no task,
         no loop round trip: the common warm case)."""
         ready = self._ready(job, worker)
         if ready is not None:
-            load = job.load = asyncio.get_running_loop().create_future()
+            load = asyncio.get_running_loop().create_future()
             load.set_result(ready)
             return load
-        load = job.load = asyncio.create_task(
-            self._prepare(job, worker), name=f"load-{worker.name}"
-        )
+        load = asyncio.create_task(self._prepare(job, worker), name=f"load-{worker.name}")
         self.loads.add(load)
         load.add_done_callback(self.loads.discard)
         return load
@@ -163,26 +161,6 @@ class Loader:
             raise WorkerTimeout(
                 f"deadline passed while worker {worker.name} was loading the header"
             )
-
-    def adopt(self, worker: Worker, load: asyncio.Future) -> None:
-        """The job left during its load: the worker finishes loading and then
-        serves others (IDLE, holding the header), or fails as it would have."""
-        load.add_done_callback(lambda task: self._on_adopted_done(worker, task))
-
-    def _on_adopted_done(self, worker: Worker, load: asyncio.Future) -> None:
-        if load.cancelled():  # close(): the worker is being stopped with the pool
-            if worker.alive:
-                worker.kill(ExitCause.SHUTDOWN)
-        elif isinstance(load.exception(), HeaderLoadError):
-            worker.kill(ExitCause.HEADER_FAILED)
-        elif load.exception() is not None:
-            # Boot failures were counted by Supervisor.boot; crashes and
-            # timeouts already killed the worker.
-            if worker.alive:
-                worker.kill(ExitCause.CRASH)
-        else:
-            self._pool.release(worker)
-        self._pool.poke()
 
     async def close(self) -> None:
         if self.loads:

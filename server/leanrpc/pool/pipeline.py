@@ -6,7 +6,7 @@ after-body checks naming the env the body will get: `Group`), its one
 exchange and each body's outcome (`run_group`: riders answered here, the
 lead's outcome returned to the runner), and which bodies a failed group runs
 again (`Group.lead_failed`, `again`, `GroupBroken`). May import: repl, config
-and worker (types), pool.job, pool.admission, pool.loader, pool.ports and
+and worker (types), pool.job, pool.admission, pool.attempt, pool.loader, pool.ports and
 pool.stats (types). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..worker.worker import Worker
     from .admission import Admission
+    from .attempt import Attempt
     from .loader import Prepared
     from .ports import RunnerPort
     from .stats import PoolStats
@@ -207,7 +208,7 @@ async def run_group(
     lead: BodyJob,
     riders: list[BodyJob],
     command_of: Callable[[BodyJob], tuple[dict, int]],
-    worker: Worker,
+    attempt: Attempt,
     prepared: Prepared,
     queue_s: float,
     timeout: float,
@@ -218,6 +219,7 @@ async def run_group(
     the lead's is returned. Raises the lead's own failure as is, any other
     failure as GroupBroken, with the riders already back in the queue: no rider
     is ever left without an answer or a place in the queue."""
+    worker = attempt.worker
     for rider in riders:
         rider.attempts += 1
     jobs = [lead, *riders]
@@ -243,7 +245,7 @@ async def run_group(
     handled: set[int] = set()  # riders answered or requeued
     try:
         pieces = group.split(answers, sent_at, arrivals)
-        return _answer(pool, group, pieces, commands, worker, prepared, queue_s, started, handled)
+        return _answer(pool, group, pieces, commands, attempt, prepared, queue_s, started, handled)
     except Exception:  # a bug: the riders not answered yet go again alone
         for rider in riders:
             if id(rider) not in handled:
@@ -256,7 +258,7 @@ def _answer(
     group: Group,
     pieces: list[Piece],
     commands: list[tuple[dict, int]],
-    worker: Worker,
+    attempt: Attempt,
     prepared: Prepared,
     queue_s: float,
     started: float,
@@ -265,19 +267,22 @@ def _answer(
     """Each body's outcome from its piece of the answers: the riders' set (each
     one added to `handled`), the lead's returned."""
     lead = group.jobs[0]
+    worker = attempt.worker
     outcome = None
     for piece, (_payload, reused) in zip(pieces, commands):
         job = piece.job
         worker.requests_served += 1
         pool.cost.observe(piece.body_s, len(job.text) - reused)
-        pool.index.remember(worker.name, job.scope, job.text, job.inflight_key)
-        job.inflight_key = None
+        first = job is lead
+        # The lead's in-flight entry goes to the history; riders reserved none.
+        pool.index.remember(
+            worker.name, job.scope, job.text, attempt.remembered() if first else None
+        )
         if not piece.in_step and _follow(job):
             again(pool, job, alone=True)  # its checks named another body's env
             handled.add(id(job))
             continue
         early = list(piece.early)
-        first = job is lead
         done = BodyOutcome(
             response=piece.response,
             after_response=early.pop(0) if early and job.after_body else None,

@@ -22,7 +22,8 @@ pure decisions on it), dispatch.py (snapshot, plan, apply), prefix_index.py
 table), pipeline.py (body jobs of one stream pipelined on one worker),
 loader.py (boot, header, preamble), supervisor.py (processes over time),
 health.py (why no worker can take a job), sessions.py (session env trees),
-slot.py (each worker's REPL handles), features.py (each profile's fork and Elab.async), stats.py (what
+slot.py (each worker's REPL handles), recycle.py (a released worker: idle or
+recycled), report.py (what the pool says about itself), attempt.py (one attempt's hold on its worker), retry.py (the retry table), features.py (each profile's fork and Elab.async), stats.py (what
 the pool publishes), ports.py (what each partner may use: the rooms below,
 `PoolPort`/`PoolOwner` above). The pool owns the worker list and wires the
 rooms; it imports them, config, errors, results, worker. Above the pool,
@@ -52,15 +53,13 @@ gets exactly one outcome.
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import logging
 import time
 from typing import Any, overload
 
 from ..config import Config
-from ..errors import NotServingError
-from ..results import VerifierIdentity
+from ..errors import LeanServiceError, NotServingError
 from ..worker.launcher import Launcher, LaunchSpec, rlimits_from_config
 from ..worker.worker import ExitCause, Worker, WorkerState
 from . import pipeline
@@ -69,14 +68,15 @@ from .canary import CanarySource
 from .cost import BodyCostModel, HeaderCostModel
 from .dispatch import Dispatcher
 from .features import Features
-from .health import no_worker_reason
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
 from .plan import routes_by_prefix
 from .prefix_index import PrefixIndex
+from .recycle import Recycler
+from .report import PoolReport
 from .runner import Runner
 from .sessions import SessionRegistry
-from .slot import Slots, WorkerHandle
-from .stats import PoolMetrics, PoolSnapshot, PoolStats, WorkerInfo, WorkerReport
+from .slot import Slots
+from .stats import PoolStats, WorkerInfo
 from .supervisor import Supervisor
 
 __all__ = ["Pool"]
@@ -84,7 +84,7 @@ __all__ = ["Pool"]
 log = logging.getLogger("leanrpc.pool")
 
 
-class Pool:
+class Pool(PoolReport):
     """The pool; above it, used only as a `PoolPort` / `PoolOwner` (ports.py)."""
 
     def __init__(
@@ -114,107 +114,12 @@ class Pool:
         self.dispatcher = Dispatcher(self)
         self.sessions = SessionRegistry.from_config(config)
         self._state_listeners: list = []
-        self._recycle_hooks: list = []
+        self.recycler = Recycler(self, self.supervisor, self.slots)  # release: idle or recycle
         self._supervisor_task: asyncio.Task | None = None
         # When each worker entered its current state (health: stuck workers).
         self._state_since: dict[str, float] = {}
 
-    # -- what the pool says about itself -----------------------------------------
-
-    @property
-    def size(self) -> int:
-        return self.config.pool.workers
-
-    @property
-    def identity(self) -> VerifierIdentity | None:
-        return self.supervisor.identity
-
-    @property
-    def incrementality(self) -> bool:
-        """The default profile's (each profile has its own: `features`)."""
-        return self.features.of("").incrementality
-
-    @property
-    def elab_async(self) -> bool:
-        return self.features.of("").elab_async
-
-    @property
-    def queue_depth(self) -> int:
-        return len(self.admission)
-
-    def worker_states(self) -> dict[str, int]:
-        counts = collections.Counter(w.state.value for w in self.workers)
-        return {state.value: counts.get(state.value, 0) for state in WorkerState}
-
-    @property
-    def serving(self) -> bool:
-        return not self.not_serving_reason
-
-    @property
-    def not_serving_reason(self) -> str:
-        if self.closing:
-            return "shutting down"
-        if not self.supervisor.breaker.allow():
-            return self.supervisor.breaker.reason
-        # Every slot held by a worker stuck stopping, and no new one may start (pool/health.py).
-        return self.supervisor.boot_reason() or no_worker_reason(
-            self.workers,
-            self._state_since,
-            self.free_slots(),
-            self.config.pool.stuck_after_s,
-            time.monotonic(),
-        )
-
-    def identity_of(self, profile: str) -> VerifierIdentity | None:
-        """The identity of a profile's REPL ("" = default; None before its first boot)."""
-        return self.supervisor.identities.get(profile)
-
-    def profile_identities(self) -> dict:
-        """Each configured profile ("" = default) and its identity, if known."""
-        return {
-            name: self.supervisor.identities.get(name) for name in self.config.repl.profile_names
-        }
-
-    def check_profile(self, name: str) -> None:
-        """ConfigError for an unknown profile (the caller maps it to bad input)."""
-        self.config.repl.profile(name)
-
-    def worker_pid(self, name: str) -> int:
-        """The process id of live worker `name`, 0 when it is gone."""
-        for worker in self.workers:
-            if worker.name == name:
-                return worker.pid or 0
-        return 0
-
-    def live_workers(self) -> frozenset[str]:
-        return frozenset(w.name for w in self.workers if w.alive)
-
-    def metrics(self, *, memory: bool = True) -> PoolMetrics:
-        """The published snapshot (PoolOwner.metrics): read on the event loop."""
-        workers = tuple(
-            WorkerReport(w.name, w.state.value, w.pid, w.tree_rss() if memory else 0)
-            for w in list(self.workers)
-            if w.pid
-        )
-        return PoolMetrics(self.snapshot(), self.stats.copy(), workers)
-
-    def snapshot(self) -> PoolSnapshot:
-        return PoolSnapshot(
-            size=self.size,
-            worker_states=self.worker_states(),
-            queue_depth=self.queue_depth,
-            queue_limit=self.admission.queue_limit,
-            serving=self.serving,
-            not_serving_reason=self.not_serving_reason,
-            identity=self.identity,
-            profiles=self.profile_identities(),
-        )
-
-    def free_slots(self) -> int:
-        # A stopping worker still holds its process, so it still takes a slot.
-        return self.size - sum(
-            1 for w in self.workers if w.alive or w.state is WorkerState.STOPPING
-        )
+    # -- what the pool says about itself: pool/report.py (PoolReport) ----------------
 
     @property
     def retrying(self) -> bool:
@@ -239,29 +144,12 @@ class Pool:
         self._state_listeners.append(listener)
 
     def add_recycle_hook(self, hook) -> None:
-        """`await hook(handle, cause)` (a pool.slot.WorkerHandle) runs before a live worker is recycled, while the pool holds it
-        (the Prover moves proof states off it); it bounds its own time. Errors are logged."""
-        self._recycle_hooks.append(hook)
+        """`await hook(handle, cause)` (a pool.slot.WorkerHandle) runs before a live worker is
+        recycled, while the pool holds it (the Prover moves proof states off it); pool/recycle.py."""
+        self.recycler.add_hook(hook)
 
     def recycle(self, worker: Worker, cause: ExitCause) -> None:
-        if not self._recycle_hooks or self.closing or not worker.alive:
-            return self.supervisor.retire(worker, cause)
-        if worker.state in (WorkerState.IDLE, WorkerState.READY):
-            worker.reserve()  # held while the hooks run: routing skips it
-        self.supervisor.schedule(
-            self._recycle_after_hooks(worker, cause), name=f"recycle-{worker.name}"
-        )
-
-    async def _recycle_after_hooks(self, worker: Worker, cause: ExitCause) -> None:
-        try:
-            for hook in self._recycle_hooks:
-                try:
-                    await hook(WorkerHandle(worker, self.slots.of(worker.name)), cause)
-                except Exception:  # noqa: BLE001 - a hook never keeps a worker alive
-                    log.exception("recycle hook failed on %s", worker.name)
-        finally:
-            self.supervisor.retire(worker, cause)
-            self.poke()
+        self.recycler.recycle(worker, cause)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -295,14 +183,19 @@ class Pool:
         self.admission.check(count, busy_workers=busy)
 
     @overload
-    async def submit(self, job: SessionJob) -> SessionOutcome: ...
+    async def submit(self, job: SessionJob, *, finish_if_running: bool = ...) -> SessionOutcome: ...
     @overload
-    async def submit(self, job: BodyJob) -> BodyOutcome: ...
+    async def submit(self, job: BodyJob, *, finish_if_running: bool = ...) -> BodyOutcome: ...
     @overload
-    async def submit(self, job: CallJob) -> CallOutcome: ...
+    async def submit(self, job: CallJob, *, finish_if_running: bool = ...) -> CallOutcome: ...
 
-    async def submit(self, job: Job) -> Any:
-        """Runs one job; its kind's outcome, or the job's error. Exactly one outcome per job."""
+    async def submit(self, job: Job, *, finish_if_running: bool = False) -> Any:
+        """Runs one job; its kind's outcome, or the job's error. Exactly one outcome per job.
+
+        A caller cancelled takes a queued job out of the queue; a running one
+        is cancelled too (its worker killed if the command was sent), unless
+        `finish_if_running`: then it runs to its end unread (the Prover:
+        killing a REPL mid-command loses every proof state it holds)."""
         self.check_admission(1)
         job.future = asyncio.get_running_loop().create_future()
         job.enqueued_at = time.monotonic()
@@ -311,14 +204,27 @@ class Pool:
         self.supervisor.note_header(job.import_key, job.split.imports, job.profile)
         self.admission.push(job)
         self.poke()
+        settled = True
         try:
             return await asyncio.shield(job.future)
         except asyncio.CancelledError:
-            self._abandon(job)
+            if finish_if_running and job.attempt is not None and not job.future.done():
+                settled = False  # settled when it ends
+                job.future.add_done_callback(lambda _f, job=job: self._settle(job))
+            else:
+                self._abandon(job)
             raise
         finally:
-            self.stats.jobs_finished += 1
-            self.dispatcher.rent.forget(job.view)
+            if settled:
+                self._settle(job)
+
+    def _settle(self, job: Job) -> None:
+        """A submitted job's end, read or not."""
+        future = job.future
+        if future is not None and future.done() and not future.cancelled():
+            future.exception()  # retrieved: nobody else must log it
+        self.stats.jobs_finished += 1
+        self.dispatcher.rent.forget(job.view)
 
     async def close(self, grace: float | None = None) -> None:
         """Stops dispatching, fails queued jobs, shuts every worker down."""
@@ -346,6 +252,8 @@ class Pool:
     # -- what the runner and supervisor call back ----------------------------------
 
     def fail(self, job: Job, exc: BaseException) -> None:
+        if isinstance(exc, LeanServiceError):
+            exc.attempts = job.attempts  # the services read the count here, never the job
         if job.future is not None and not job.future.done():
             job.future.set_exception(exc)
 
@@ -354,8 +262,7 @@ class Pool:
         `fresh_process`, on a process nothing ran on: routing sees the job as
         reuse=false); during shutdown the queue was already answered (close),
         so the job is answered here instead."""
-        job.task = None
-        job.load = None
+        job.attempt = None
         if self.closing:
             self.fail(job, NotServingError("server is shutting down"))
             return
@@ -376,25 +283,12 @@ class Pool:
             self.fail(job, NotServingError(message))
 
     def release(self, worker: Worker) -> None:
-        """Decides at release time: back to idle, or recycle."""
-        if not worker.reserved:
-            return
-        limits = self.config.limits
-        reason = worker.recycle_reason
-        if (
-            reason is None
-            and limits.max_requests_per_worker
-            and worker.requests_served >= limits.max_requests_per_worker
-        ):
-            reason = ExitCause.MAX_REQUESTS
-        if reason is None and limits.max_worker_rss_mb > 0:
-            worker.rss_at_release = worker.memory_at_release()
-            if worker.rss_at_release > limits.max_worker_rss_mb * 2**20:
-                reason = ExitCause.OUT_OF_MEMORY
-        if reason is not None or self.closing:
-            self.recycle(worker, reason or ExitCause.SHUTDOWN)  # shutdown: no hooks
-        else:
-            worker.release()
+        """Back to idle, or recycled (pool/recycle.py)."""
+        self.recycler.release(worker)
+
+    def switch_out(self, victim: Worker) -> None:
+        """An idle worker killed so its slot serves another header (the supervisor's)."""
+        self.supervisor.switch_out(victim)
 
     def discard_worker(self, worker: Worker) -> None:
         """Drop a dead worker from the list (the one place that removes from it)."""
@@ -426,11 +320,11 @@ class Pool:
     def _abandon(self, job: Job) -> None:
         if self.admission.remove(job):
             pass
-        elif job.task is not None and not job.task.done():
+        elif job.attempt is not None and job.attempt.task and not job.attempt.task.done():
             # Running: cancelling the task kills its worker if the body was
             # sent (the REPL cannot abandon a command); a boot or header load
-            # goes on in the background (see runner).
-            job.task.cancel()
+            # goes on in the background (pool/attempt.py).
+            job.attempt.task.cancel()
         if job.future is not None and not job.future.done():
             job.future.cancel()
 

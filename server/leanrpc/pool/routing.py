@@ -8,7 +8,10 @@ asyncio, no state between plans: the pool takes a snapshot (pool/plan.py:
 job and worker views, the prefix facts, the cost figures, the rent book,
 now), asks for a plan, and carries it out, counters and rent included
 (pool/dispatch.py). A plan never changes its inputs. Tests read like a table
-of situations and decisions (tests/reuse/test_routing_plan.py).
+of situations and decisions (tests/pool/test_routing_plan.py).
+Why one room: the rules are one ordered pass over one snapshot, each reading
+what the rules before it took (idle workers, the holders, the rent); split,
+that pass state would be threaded through every piece.
 
 Rules, in order, for the idle workers and the queued jobs (the snapshot's
 jobs are the look-ahead window: at most LOOKAHEAD of the fair order):

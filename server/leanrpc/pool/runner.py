@@ -3,18 +3,21 @@
 Owns: the steps of one attempt (`Runner.launch` -> `_run`), each kind's run
 (`BodyJob`: body and after-body checks; `SessionJob`: the session's chain
 replayed, then the command; `CallJob`: the WorkerCall on a `WorkerHandle`),
-and `ON_FAILURE`, the table of what a failed attempt means for the worker
-and the job. May import: config, errors, repl, worker, pool.job,
-pool.canary, pool.loader, pool.pipeline, pool.replay, pool.slot, pool.supervisor (types). The pool (a
-RunnerPort) gives back, requeues and fails jobs; this room never routes.
+and `ON_FAILURE`, the table of what a failed attempt means for the worker;
+what it means for the job is the retry table beside it (pool/retry.py).
+May import: config, errors, repl, worker, pool.job, pool.attempt,
+pool.canary, pool.loader, pool.pipeline, pool.replay, pool.retry, pool.slot,
+pool.supervisor (types). The pool (a RunnerPort) requeues and fails jobs;
+the job's `Attempt` (pool/attempt.py) holds the worker and alone gives it
+back or kills it; this room never routes.
 
 One job's path:
 
-    launch -> _run: Loader.start (own task: boot? header? preamble) -> Prepared
-                    _RUN[kind](job, worker, prepared) -> its outcome
-                    the worker back to the pool (release), THEN outcome -> job.future
-               failure: ON_FAILURE[exception kind] -> kill the worker? retry / fail the job
-               always:  the worker goes back to the pool (release), or to its load
+    launch -> Attempt (RESERVED) -> _run: Loader.start (own task) -> LOADING
+                    load read -> RUNNING; _RUN[kind](job, attempt, prepared) -> outcome
+                    Attempt.give_back (GIVEN_BACK), THEN outcome -> job.future
+               failure: ON_FAILURE[exception kind] -> Attempt.kill? ; ON_RETRY -> the job
+               left during the load: Attempt.leave_to_load (LEFT_TO_LOAD)
 
 A body job may lead a pipelined group (pool/pipeline.py): once its worker
 holds the header, it takes queued body jobs of its own stream along and
@@ -34,37 +37,29 @@ during the job's own requests, when the REPL is mid-command, kills the worker.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
 from .. import repl
 from ..errors import HeaderLoadError, NotServingError, WorkerBootError, WorkerCrashed, WorkerError
-from ..worker.worker import ExitCause, Worker, WorkerState
+from ..worker.worker import ExitCause, Worker
+from .attempt import Attempt, Stage
 from .canary import CanaryFailed, CanaryGuard, CanarySource
 from .job import BodyJob, BodyOutcome, CallJob, CallOutcome, Job, SessionJob, SessionOutcome
 from .loader import Loader, Prepared
 from .pipeline import GroupBroken, again, run_group
 from .ports import RunnerPort
 from .replay import realize_session
+from .retry import Facts, Next, Then, decide
 from .slot import Slot, WorkerHandle
 
 if TYPE_CHECKING:
     from .supervisor import Supervisor
 
-__all__ = ["ON_FAILURE", "Then", "Runner"]
+__all__ = ["ON_FAILURE", "Then", "Runner"]  # Then: pool/retry.py, re-exported
 
 log = logging.getLogger("leanrpc.pool")
-
-
-class Then(enum.Enum):
-    """What becomes of a job whose attempt failed."""
-
-    FAIL = "fail"  # answered with the error
-    ALONE = "alone"  # requeued uncharged, to run alone (a failed pipelined group)
-    RETRY = "retry"  # requeued while crash retries remain (counted in stats.retries), else failed
-    RETRY_BOOT = "retry_boot"  # requeued while boots remain and the breaker allows, else failed
 
 
 # Exception kind -> (the worker's exit cause if it is killed, what becomes of
@@ -107,126 +102,103 @@ class Runner:
 
     def launch(self, job: Job, worker: Worker) -> None:
         pool = self._pool
+        attempt = job.attempt = Attempt(pool, worker, retire_worker=job.retire_worker)
         if not isinstance(job, CallJob) and pool.routes_by_prefix(job):
-            job.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
+            attempt.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
         # Counted here, not in the task: the next plan must see the worker as used.
         slot = pool.slots.of(worker.name)
         shared = slot.attempts > 0  # another job's code may have run here first
         slot.attempts += 1
-        job.task = asyncio.create_task(self._run(job, worker, shared), name=f"job-{worker.name}")
-        job.task.add_done_callback(
-            lambda task, worker=worker, job=job: self._on_task_done(task, worker, job)
-        )
-
-    def _on_task_done(self, task: asyncio.Task, worker: Worker, job: Job) -> None:
-        pool = self._pool
-        if job.inflight_key is not None:  # never ran: _run's cleanup did not drop it
-            pool.index.unreserve(job.inflight_key)
-            job.inflight_key = None
-        # A task cancelled before its first step never runs _run's cleanup
-        # (cancellation storms do this): give the reserved slot back. Once
-        # _run started (job.load set), its cleanup or the load owns the worker.
-        if not task.cancelled() or job.load is not None:
-            return
-        if worker.state is WorkerState.SPAWNING:
-            worker.kill(ExitCause.CANCELLED)
-        elif worker.state is WorkerState.RESERVED:
-            worker.release()  # reserved, but the request was never sent
-        else:
-            return
-        pool.poke()
+        task = asyncio.create_task(self._run(job, attempt, shared), name=f"job-{worker.name}")
+        attempt.task = task
+        task.add_done_callback(attempt.task_done)
 
     # -- one attempt -------------------------------------------------------------
 
-    async def _run(self, job: Job, worker: Worker, shared: bool) -> None:
+    async def _run(self, job: Job, attempt: Attempt, shared: bool) -> None:
         assert job.future is not None
+        worker = attempt.worker
         queue_s = time.monotonic() - job.enqueued_at
         job.attempts += 1
-        load = self.loader.start(job, worker)
-        # True until the load's outcome is read here; a cancel or deadline
-        # before then leaves the worker to the load (Loader.adopt).
-        loading = True
-        given_back = False
+        attempt.loading(self.loader.start(job, worker))
+        load = attempt.load
         try:
+            # A cancel or deadline before the load's outcome is read leaves
+            # the worker to the load (Attempt.leave_to_load).
             await self.loader.wait(job, worker, load)
-            loading = False
+            attempt.loaded()
             if load.cancelled():
                 raise NotServingError("server is shutting down")
             await self.canaries.before(job, worker)  # when one is due (pool/canary.py)
-            outcome = await _RUN[type(job)](self, job, worker, load.result(), queue_s)
+            outcome = await _RUN[type(job)](self, job, attempt, load.result(), queue_s)
             # The worker goes back before the answer: the dispatcher's next
             # job for it is then scheduled ahead of this answer's conversion
             # and sending, so the REPL waits less between commands.
-            given_back = True
-            self._give_back(job, worker, None)
+            attempt.give_back()
             if not job.future.done():
                 job.future.set_result(outcome)
         except asyncio.CancelledError:
-            if not loading and not given_back and worker.alive:
-                worker.kill(ExitCause.CANCELLED)
+            if attempt.stage is Stage.RUNNING:  # mid-command: the REPL cannot abandon it
+                attempt.kill_worker(ExitCause.CANCELLED)
             if not job.future.done():
                 job.future.cancel()
             raise
         except Exception as exc:
-            self._on_failure(job, worker, exc, shared)
+            self._on_failure(job, attempt, exc, shared)
         finally:
-            if not given_back:
-                self._give_back(job, worker, load if loading else None)
+            if attempt.stage is Stage.LOADING:
+                attempt.leave_to_load()
+            elif not attempt.ended:
+                attempt.give_back()
 
-    def _give_back(self, job: Job, worker: Worker, loading: asyncio.Future | None) -> None:
-        """The end of an attempt, whatever its outcome: the in-flight prefix
-        dropped, the worker back to the pool (or to `loading`, the load it is
-        still in), a new plan."""
-        pool = self._pool
-        if job.inflight_key is not None:
-            pool.index.unreserve(job.inflight_key)
-            job.inflight_key = None
-        if loading is not None:
-            self.loader.adopt(worker, loading)
-        else:
-            if job.retire_worker and worker.alive:
-                worker.drain(ExitCause.TRUSTED_CODE)  # never serves another job
-            pool.release(worker)
-        pool.poke()
-
-    def _on_failure(self, job: Job, worker: Worker, exc: Exception, shared: bool) -> None:
-        """ON_FAILURE applied: the worker killed or left to be given back, the
-        job retried or failed. A RETRY failure on a `shared` process (one that
-        had run another job's attempt first) is not charged to the job: what
-        another job's code left behind (a thread that forges the next frame, a
-        stolen stdin) fails whoever comes next. The job goes again, once, on a
-        process nothing ran on, where a failure is its own: an honest job never
-        pays for a forger, and a job that fails every process still ends."""
+    def _on_failure(self, job: Job, attempt: Attempt, exc: Exception, shared: bool) -> None:
+        """ON_FAILURE applied: the worker killed or left to be given back, then
+        ON_RETRY (pool/retry.py) decides the job: requeued, or failed. A RETRY
+        failure on a `shared` process (one that had run another job's attempt
+        first) is not charged to the job: what another job's code left behind
+        (a thread that forges the next frame, a stolen stdin) fails whoever
+        comes next. The job goes again, once, on a process nothing ran on,
+        where a failure is its own: an honest job never pays for a forger, and
+        a job that fails every process still ends."""
         pool = self._pool
         kind, kill, then = next(row for row in ON_FAILURE if isinstance(exc, row[0]))
         if kind is Exception:
-            log.error("job failed unexpectedly on %s", worker.name, exc_info=exc)
-        if kill is not None and worker.alive:
-            worker.kill(kill)
-        retries = pool.config.pool.max_retries
-        if then is Then.ALONE:
+            log.error("job failed unexpectedly on %s", attempt.worker.name, exc_info=exc)
+        if kill is not None and attempt.stage is Stage.RUNNING:
+            attempt.kill_worker(kill)
+        facts = Facts(
+            shared=shared,
+            fresh_process=job.fresh_process,
+            closing=pool.closing,
+            charged=job.attempts - job.uncharged,
+            attempts=job.attempts,
+            max_retries=pool.config.pool.max_retries,
+            breaker_allows=then is Then.RETRY_BOOT and self._supervisor.breaker.allow(),
+        )
+        step = decide(then, facts)
+        if step is Next.ALONE:
             again(pool, job, alone=True)
-        elif then is Then.RETRY and shared and not job.fresh_process and not pool.closing:
+        elif step is Next.FRESH:
             job.uncharged += 1
             pool.stats.retries += 1
             pool.stats.fresh_retries += 1
             pool.requeue(job, fresh_process=True)
-        elif then is Then.RETRY and job.attempts - job.uncharged <= retries and not pool.closing:
+        elif step is Next.RETRY:
             pool.stats.retries += 1
             pool.requeue(job)
-        elif then is Then.RETRY_BOOT:
-            if self._supervisor.breaker.allow() and job.attempts <= retries + 1:
-                pool.requeue(job)
-            else:  # no REPL could start for it: infrastructure, never a verdict (issue 41 item 2)
-                pool.fail(job, NotServingError(f"no REPL worker can start: {exc.message}"))
+        elif step is Next.REBOOT:
+            pool.requeue(job)
+        elif step is Next.NOT_SERVING:  # no REPL could start: never a verdict (issue 41 item 2)
+            pool.fail(job, NotServingError(f"no REPL worker can start: {exc.message}"))
         else:
             pool.fail(job, exc)
 
     # -- each kind's work, once the worker holds the job's header and preamble ----
 
     async def _run_body(
-        self, job: BodyJob, worker: Worker, prepared: Prepared, queue_s: float
+        self, job: BodyJob, attempt: Attempt, prepared: Prepared, queue_s: float
     ) -> BodyOutcome:
+        worker = attempt.worker
         riders = self._pool.take_riders(job, worker)
         if riders:
             total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
@@ -235,13 +207,13 @@ class Runner:
                 job,
                 riders,
                 lambda one: self._command(one, worker, prepared.base_env),
-                worker,
+                attempt,
                 prepared,
                 queue_s,
                 _bounded(job.timeout_s, job),
                 total,
             )
-        sent = await self._send(job, worker, prepared.base_env)
+        sent = await self._send(job, attempt, prepared.base_env)
         after, reference, reference_s = await self._follow_up(job, worker, sent)
         return BodyOutcome(
             response=sent.response,
@@ -260,9 +232,10 @@ class Runner:
         )
 
     async def _run_session(
-        self, job: SessionJob, worker: Worker, prepared: Prepared, queue_s: float
+        self, job: SessionJob, attempt: Attempt, prepared: Prepared, queue_s: float
     ) -> SessionOutcome:
         pool = self._pool
+        worker = attempt.worker
         started = time.monotonic()
         session = job.session.session
         slot = pool.slots.of(worker.name)
@@ -276,7 +249,7 @@ class Runner:
         )
         pool.stats.session_replays += replayed
         header_s = prepared.header_s + time.monotonic() - started
-        sent = await self._send(job, worker, run_env)
+        sent = await self._send(job, attempt, run_env)
         # Recorded before the follow-up: the env exists whatever its checks say.
         session_env = _record_session(job, slot, sent.response)
         after, _reference, _reference_s = await self._follow_up(job, worker, sent)
@@ -297,10 +270,11 @@ class Runner:
         )
 
     async def _run_call(
-        self, job: CallJob, worker: Worker, prepared: Prepared, queue_s: float
+        self, job: CallJob, attempt: Attempt, prepared: Prepared, queue_s: float
     ) -> CallOutcome:
         """The call runs its own requests on the worker, through a handle that cannot kill it."""
         started = time.monotonic()
+        worker = attempt.worker
         handle = WorkerHandle(worker, self._pool.slots.of(worker.name))
         value = await job.call.run(handle, prepared.base_env, _bounded(job.timeout_s, job))
         worker.requests_served += 1
@@ -334,11 +308,12 @@ class Runner:
         )
         return payload, reused
 
-    async def _send(self, job: BodyJob | SessionJob, worker: Worker, env: int) -> _Sent:
+    async def _send(self, job: BodyJob | SessionJob, attempt: Attempt, env: int) -> _Sent:
         """The command on `env`, pipelined with its after-body checks where the
         channel is fenced (one fence, one audit: the checks name the env the
         command will get, the channel's next one)."""
         pool = self._pool
+        worker = attempt.worker
         body = job.text
         payload, reused = self._command(job, worker, env)
         started = time.monotonic()
@@ -361,8 +336,8 @@ class Runner:
         body_s = time.monotonic() - started
         worker.requests_served += 1
         pool.cost.observe(body_s, len(body) - reused)
-        pool.index.remember(worker.name, job.scope, body, job.inflight_key)
-        job.inflight_key = None  # the history owns the entry now
+        # The history owns the in-flight entry now.
+        pool.index.remember(worker.name, job.scope, body, attempt.remembered())
         return _Sent(response, early, pipelined, reused, body_s)
 
     async def _follow_up(self, job: BodyJob | SessionJob, worker: Worker, sent: _Sent):

@@ -1,7 +1,7 @@
-"""Supervision: boot, replace, recycle and keep spares; the circuit breaker.
+"""Supervision: boot, replace, recycle and keep spares.
 
-Owns: `CircuitBreaker` (when boot failures stop the pool) and `Supervisor`,
-one loop of idempotent steps run on every wake-up (a worker died) and at
+Owns `Supervisor` (with the circuit breaker of pool/breaker.py: when boot
+failures stop the pool), one loop of idempotent steps run on every wake-up (a worker died) and at
 least every `_PERIOD_S` (memory is sampled, not signalled):
 
     reap_dead()        forget dead workers, re-warm a lost header (once the
@@ -15,7 +15,7 @@ least every `_PERIOD_S` (memory is sampled, not signalled):
 
 May import: config, errors, results, worker (the Worker and its launcher),
 pool.prefix_index, pool.job (profile_key), pool.exitlog (the line a worker's
-exit gets). It never routes jobs: the pool asks it to boot, preload and
+exit gets), pool.breaker. With pool/attempt.py, the one room that kills workers. It never routes jobs: the pool asks it to boot, preload and
 retire, and it pokes the pool's dispatch when a slot frees up.
 """
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import re
 import time
 
 import psutil
@@ -34,6 +33,7 @@ from ..core.headers import split_header
 from ..errors import HeaderLoadError, WorkerBootError, WorkerError
 from ..worker.identity import identity_from_probe
 from ..worker.worker import ExitCause, Worker, WorkerState
+from .breaker import CircuitBreaker
 from .exitlog import log_worker_exit
 from .job import profile_key
 from .ports import SupervisorPort
@@ -42,63 +42,6 @@ log = logging.getLogger("leanrpc.pool")
 
 # Memory has no event to wait on: sample it this often.
 _PERIOD_S = 0.5
-
-
-_WORKER_NAME = re.compile(r"\bworker w\d+\b")
-
-
-def _one_line(exc: BaseException) -> str:
-    """A boot failure for the health reason: its message on one line, without
-    the stderr tail kept as its detail (the message already quotes the cause)."""
-    return " ".join(str(getattr(exc, "message", None) or exc).split())
-
-
-class CircuitBreaker:
-    """Opens after `limit` consecutive boot failures; half-open after `cooldown_s`.
-
-    The clock is passed in, so tests drive it without sleeping.
-    """
-
-    def __init__(self, limit: int, cooldown_s: float, clock=time.monotonic) -> None:
-        self.limit = limit
-        self.cooldown_s = cooldown_s
-        self._clock = clock
-        self.consecutive_failures = 0
-        self.opened_at: float | None = None
-        self.reason = ""
-        self.first_cause = ""  # the first failure of the current streak (the real cause, usually)
-
-    def record_failure(self, exc: BaseException) -> bool:
-        """Counts a boot failure; True when this one opened (or re-opened) it."""
-        cause = _one_line(exc)
-        if self.consecutive_failures == 0:
-            self.first_cause = cause
-        self.consecutive_failures += 1
-        if self.consecutive_failures < self.limit:
-            return False
-        first = self.opened_at is None
-        self.opened_at = self._clock()
-        same = _WORKER_NAME.sub("worker", cause) == _WORKER_NAME.sub("worker", self.first_cause)
-        last = "" if same else f"; last: {cause}"
-        self.reason = f"{self.consecutive_failures} consecutive REPL boot failures; first: {self.first_cause}{last}"
-        if first:
-            log.error(
-                "circuit breaker open after %d boot failures: %s", self.consecutive_failures, exc
-            )
-        return True
-
-    def record_success(self) -> None:
-        if self.opened_at is not None:
-            log.info("REPL booted again; closing the circuit breaker")
-        self.consecutive_failures = 0
-        self.opened_at = None
-        self.first_cause = ""
-
-    def allow(self) -> bool:
-        """False while open; True when closed or half-open (the next boot may try)."""
-        if self.opened_at is None:
-            return True
-        return self._clock() - self.opened_at >= self.cooldown_s
 
 
 class Supervisor:
@@ -307,9 +250,12 @@ class Supervisor:
             and have[w.import_key] > target.get(w.import_key, 0)
         ]
         if surplus:
-            victim = min(surplus, key=lambda w: w.last_used)
-            self._pool.stats.header_switches += 1
-            victim.kill(ExitCause.HEADER_SWITCH)
+            self.switch_out(min(surplus, key=lambda w: w.last_used))
+
+    def switch_out(self, victim: Worker) -> None:
+        """Kills an idle worker so its slot serves another header (counted)."""
+        self._pool.stats.header_switches += 1
+        victim.kill(ExitCause.HEADER_SWITCH)
 
     # -- boot, preload, retire ---------------------------------------------------
 

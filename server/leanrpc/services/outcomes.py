@@ -69,6 +69,6 @@ def failure_result(
         error=error,
         messages=[message_from_repl(m) for m in getattr(exc, "messages", [])],
         timings=Timings(total_s=time.monotonic() - arrived),
-        reuse=ReuseInfo(attempts=max(1, job.attempts)),
+        reuse=ReuseInfo(attempts=max(1, getattr(exc, "attempts", 0))),
         verifier=pool.identity_of(job.profile),
     )

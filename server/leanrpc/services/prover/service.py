@@ -27,7 +27,7 @@ import msgspec
 
 from ...config import Config, ProverConfig
 from ...errors import HeaderLoadError, RequestError, WorkerError, WorkerTimeout
-from ...pool import CallJob, PoolPort
+from ...pool import PoolPort
 from ...repl import message_from_repl
 from ...worker.worker import WorkerState
 from ..ports import Verifier
@@ -203,22 +203,6 @@ class ProverService:
         (out,) = await self.expand(request)
         return out
 
-    async def _submit_uncancelled_once_running(self, job: CallJob):
-        """Submits `job`; a caller cancelled (a search that found its proof and
-        closed its Expand stream) takes a queued expansion out of the queue but
-        lets a running one finish: cancelling a REPL mid-request kills the
-        worker and every state it holds, which costs far more than one tactic
-        (bounded by its timeout) whose answer nobody reads."""
-        submitted = asyncio.ensure_future(self.pool.submit(job))
-        try:
-            return await asyncio.shield(submitted)
-        except asyncio.CancelledError:
-            if job.task is None:
-                submitted.cancel()
-            else:
-                submitted.add_done_callback(_consume)
-            raise
-
     # -- ReleaseStates -----------------------------------------------------------
 
     def release(self, state_ids, proof_ids=(), *, client_id: str = "") -> tuple[int, list[str]]:
@@ -296,10 +280,9 @@ class _Expansion:
             state.proof, state.path, tuple(tactics), service.rebuilder, caller.deadline
         )
         job = job_of(call, request.timeout_s, caller)
-        return (await service._submit_uncancelled_once_running(job)).value
-
-
-def _consume(task: asyncio.Future) -> None:
-    """Reads an abandoned expansion's outcome so asyncio logs nothing."""
-    if not task.cancelled():
-        task.exception()
+        # A caller cancelled (a search that found its proof and closed its
+        # Expand stream) takes a queued expansion out of the queue but lets a
+        # running one finish: cancelling a REPL mid-request kills the worker and
+        # every state it holds, which costs far more than one tactic (bounded
+        # by its timeout) whose answer nobody reads.
+        return (await service.pool.submit(job, finish_if_running=True)).value

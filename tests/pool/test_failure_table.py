@@ -1,7 +1,8 @@
 """The runner's ON_FAILURE table as a table of situations (issue 27 item 4):
 an attempt's exception, the job's attempts, the breaker, whether the process
 had run another job first -> whether the worker is killed (and why), and
-whether the job is retried (on a fresh process or not) or answered. No processes."""
+whether the job is retried (on a fresh process or not) or answered. No processes:
+the worker is a fake held by a RUNNING `Attempt` (pool/attempt.py), which alone kills it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from leanrpc.errors import (
     WorkerPoisoned,
     WorkerTimeout,
 )  # fmt: skip
+from leanrpc.pool.attempt import Attempt, Stage
 from leanrpc.pool.runner import Runner
 from leanrpc.pool.stats import PoolStats
 from leanrpc.worker.states import ExitCause
@@ -37,6 +39,9 @@ class _Pool:
     def requeue(self, job, *, fresh_process: bool = False) -> None:
         self.answered.append(("retry fresh" if fresh_process else "retry", None))
 
+    def poke(self) -> None:
+        pass
+
 
 class _Worker:
     name = "w1"
@@ -48,6 +53,13 @@ class _Worker:
     def kill(self, cause) -> None:
         self.killed.append(cause)
         self.alive = False
+
+
+def _running(pool: _Pool, worker: _Worker) -> Attempt:
+    """The attempt as `_run` holds it when a kind's work fails."""
+    attempt = Attempt(pool, worker)
+    attempt.stage = Stage.RUNNING
+    return attempt
 
 
 def _job(attempts: int, uncharged: int = 0, fresh_process: bool = False):
@@ -62,7 +74,7 @@ def _decide(exc, attempts: int = 1, *, breaker: bool = True, closing: bool = Fal
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: breaker))
     runner = Runner(pool, supervisor)
     worker = _Worker()
-    runner._on_failure(job or _job(attempts), worker, exc, shared)
+    runner._on_failure(job or _job(attempts), _running(pool, worker), exc, shared)
     return worker.killed, pool.answered, pool.stats.retries
 
 
@@ -103,7 +115,7 @@ def test_a_dead_worker_is_not_killed_again():
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: True))
     worker = _Worker()
     worker.alive = False
-    Runner(pool, supervisor)._on_failure(_job(1), worker, WorkerCrashed("x"), False)
+    Runner(pool, supervisor)._on_failure(_job(1), _running(pool, worker), WorkerCrashed("x"), False)
     assert worker.killed == [] and pool.answered == [("retry", None)]
 
 
@@ -133,7 +145,7 @@ SHARED = [
 def test_who_is_charged(situation, exc, job, shared, answer, retries, fresh):
     pool = _Pool()
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: True))
-    Runner(pool, supervisor)._on_failure(job, _Worker(), exc, shared)
+    Runner(pool, supervisor)._on_failure(job, _running(pool, _Worker()), exc, shared)
     assert [a for a, _ in pool.answered] == [answer]
     assert (pool.stats.retries, pool.stats.fresh_retries) == (retries, fresh)
 

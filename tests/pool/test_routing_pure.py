@@ -13,7 +13,7 @@ import pytest
 from leanrpc.pool.dispatch import RentBook
 from leanrpc.pool.plan import CostView, Mark, RentChange, Snapshot, View
 from leanrpc.pool.routing import RENT_ENTRIES, Router
-from test_routing_plan import NOW, decided, job, view
+from routing_support import NOW, decided, job, view
 
 
 class TableFacts:
