@@ -113,7 +113,7 @@ async def _chain(address: str, token: str) -> tuple[int, int]:
         await client.close()
 
 
-async def test_a_deep_chain_of_long_tactics_costs_its_charge_plus_the_prefix_bound():
+async def test_a_deep_chain_of_long_tactics_frees_each_call():
     """Each finished call is freed at once (no job left in a reference cycle):
     before, this chain (18 deep, 62 MB charged) raised peak RSS by 270-305 MB,
     growing with the square of its depth."""
