@@ -14,6 +14,7 @@ from ..results import (
     Position,
     ReferenceCheck,
     SorryInfo,
+    TacticInfo,
     VerifierIdentity,
     VerifyResult,
     checks_of,
@@ -49,6 +50,9 @@ def options_from_pb(
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
         profile=options.profile,
+        all_tactics=options.all_tactics,
+        root_goals=options.root_goals,
+        declarations=options.declarations,
     )
 
 
@@ -101,6 +105,15 @@ def sorry_to_pb(sorry: SorryInfo) -> pb.Sorry:
     return out
 
 
+def tactic_to_pb(tactic: TacticInfo) -> pb.Tactic:
+    out = pb.Tactic(text=tactic.text, goals=tactic.goals, used_constants=tactic.used_constants)
+    if tactic.start is not None:
+        out.start.CopyFrom(position_to_pb(tactic.start))
+    if tactic.end is not None:
+        out.end.CopyFrom(position_to_pb(tactic.end))
+    return out
+
+
 def identity_to_pb(identity: VerifierIdentity | None) -> pb.VerifierIdentity | None:
     if identity is None:
         return None
@@ -140,6 +153,11 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
         if result.infotree is None
         else json.dumps(result.infotree, ensure_ascii=False),
         axioms=result.axioms,
+        tactics=[tactic_to_pb(t) for t in result.tactics],
+        root_goals=[sorry_to_pb(s) for s in result.root_goals],
+        declarations_json=""
+        if result.declarations is None
+        else json.dumps(result.declarations, ensure_ascii=False),
     )
     identity = identity_to_pb(result.verifier)
     if identity is not None:
