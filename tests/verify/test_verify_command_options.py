@@ -154,3 +154,19 @@ async def test_start_proof_at_a_verify_results_sorry():
         assert "theorem b (n : Nat) : n = n" in step.proof_text
         with pytest.raises(ValueError, match="line 3, column 2"):
             await client.start_proof_at_sorry(HOLE, (3, 2))
+
+
+def test_a_result_over_the_size_limit_drops_the_options_answers_first():
+    from leanrpc.edge import convert
+    from leanrpc.v1 import verifier_pb2 as pb
+
+    out = pb.Result(id="x", status=pb.STATUS_VALID, declarations_json="[" + "d" * 8000 + "]")
+    for i in range(200):
+        out.tactics.append(pb.Tactic(text=f"simp {i}", goals="⊢ " + "g" * 100))
+        out.root_goals.append(pb.Sorry(goal="⊢ " + "r" * 50))
+    fitted = convert.fit_result(out, 4_000)
+    assert fitted.ByteSize() <= 4_000 and fitted.status == pb.STATUS_VALID
+    assert not fitted.tactics and not fitted.root_goals and fitted.declarations_json == ""
+    assert fitted.error.endswith(
+        "dropped the tactics, dropped the root goals, dropped the declarations"
+    )

@@ -240,7 +240,8 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
     """Bounds one serialized result to `limit` bytes, in place.
 
     The verdict (status) stays: it was decided on the whole REPL reply. The
-    infotree is dropped, messages and sorries are kept in order while they
+    infotree (and the command options' tactics, root goals and declarations)
+    is dropped, messages and sorries are kept in order while they
     fit (the first one that does not fit is cut), the rest dropped, and
     `error` says how large the result was, the limit, and what was kept.
     """
@@ -250,6 +251,12 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
     budget = max(limit - _FIT_RESERVE, 256)
     had_infotree = bool(out.infotree_json)
     out.infotree_json = ""
+    # The command options' answers go with the infotree: extras, not the verdict.
+    extras = [name for name in ("tactics", "root_goals") if len(getattr(out, name))]
+    extras += ["declarations"] if out.declarations_json else []
+    del out.tactics[:]
+    del out.root_goals[:]
+    out.declarations_json = ""
     messages, sorries = list(out.messages), list(out.sorries)
     del out.messages[:]
     del out.sorries[:]
@@ -289,6 +296,7 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
         f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of {limit} bytes; "
         f"kept {kept_messages} of {len(messages)} messages and {kept_sorries} of {len(sorries)} sorries"
         + (", dropped the infotree" if had_infotree else "")
+        + "".join(f", dropped the {name.replace('_', ' ')}" for name in extras)
     )
     out.error = note if not out.error else f"{note}; {out.error[:1000]}"
     return out
