@@ -170,3 +170,40 @@ def test_a_result_over_the_size_limit_drops_the_options_answers_first():
     assert fitted.error.endswith(
         "dropped the tactics, dropped the root goals, dropped the declarations"
     )
+
+
+async def test_the_cli_asks_for_the_options_and_writes_them_in_json_lines(tmp_path):
+    import asyncio
+
+    proof = tmp_path / "done.lean"
+    proof.write_text(DONE)
+    async with running_server() as (app, _client):
+        lines = []
+        for flags in (["--all-tactics", "--root-goals"], []):
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "leanrpc.cli",
+                "verify",
+                str(proof),
+                "--server",
+                f"127.0.0.1:{app.port}",
+                "--json",
+                "--quiet",
+                *flags,
+                stdout=asyncio.subprocess.PIPE,
+            )
+            out, _ = await asyncio.wait_for(process.communicate(), 120)
+            assert process.returncode == 0
+            [line] = out.decode().splitlines()
+            lines.append(json.loads(line))
+    asked, plain = lines
+    assert asked["status"] == "VALID" and asked["sorries"] == []
+    assert [(t["text"], t["line"]) for t in asked["tactics"]] == [
+        ("skip", 4),
+        ("rfl", 5),
+        ("rfl", 8),
+    ]
+    assert [(g["line"], g["column"]) for g in asked["root_goals"]] == [(3, 21), (7, 21)]
+    # One schema: the keys are there, empty, when not asked.
+    assert plain["tactics"] == [] and plain["root_goals"] == [] and plain["declarations_json"] == ""
