@@ -207,3 +207,16 @@ async def test_the_cli_asks_for_the_options_and_writes_them_in_json_lines(tmp_pa
     assert [(g["line"], g["column"]) for g in asked["root_goals"]] == [(3, 21), (7, 21)]
     # One schema: the keys are there, empty, when not asked.
     assert plain["tactics"] == [] and plain["root_goals"] == [] and plain["declarations_json"] == ""
+
+
+async def test_each_tactics_goals_are_the_goals_before_it():
+    code = "theorem t (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  constructor\n  exact hp\n  exact hq\n"
+    async with running_server() as (_app, client):
+        [result] = await client.verify_batch([code], all_tactics=True)
+    assert result.status == "VALID"
+    hyps = "p q : Prop\nhp : p\nhq : q\n"
+    assert [t.goals for t in result.tactics] == [
+        f"{hyps}⊢ p ∧ q",
+        f"case left\n{hyps}⊢ p\n\ncase right\n{hyps}⊢ q",
+        f"case right\n{hyps}⊢ q",
+    ]
