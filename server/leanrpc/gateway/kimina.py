@@ -320,15 +320,11 @@ def command_response(result: VerifyResult, shift: int) -> dict:
 
 
 def _tactic(t: TacticInfo, shift: int) -> dict:
+    """An `allTactics` entry as the REPL answers it (REPL-PROTOCOL.md 5.4): an
+    answer's shape, not a request (those are repl.protocol's alone)."""
     start = _pos(t.start.line, t.start.column, shift) if t.start else {"line": 1, "column": 0}
     end = _pos(t.end.line, t.end.column, shift) if t.end else start
-    return {
-        "tactic": t.text,
-        "goals": t.goals,
-        "pos": start,
-        "endPos": end,
-        "usedConstants": t.used_constants,
-    }
+    return dict(tactic=t.text, goals=t.goals, pos=start, endPos=end, usedConstants=t.used_constants)
 
 
 def failure_text(result: VerifyResult, timeout_s: float) -> str | None:
