@@ -9,7 +9,7 @@ const crypto = require('node:crypto');
 const grpc = require('@grpc/grpc-js');
 const { loadVerifier, richDetails } = require('./lib/proto');
 const {
-  resultFromPb, sessionResultFromPb, verifyOptions, checkSnippets, checkOptions,
+  COMMAND_OPTIONS, commandOptions, resultFromPb, sessionResultFromPb, verifyOptions, checkSnippets, checkOptions,
 } = require('./lib/convert');
 const { MAX_BACKOFF_MS, backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
 
@@ -134,11 +134,13 @@ class LeanrpcClient {
   // to, header + declarations proved by `sorry`); resolves to results in input order (one unary Verify).
   // `profile` names the server's REPL profile (toolchain); '' is its default.
   // `cache: false` bypasses the server's result cache (null: its default).
+  // `allTactics`, `rootGoals`, `declarations`: the REPL's command options
+  // (results' `tactics`, `root_goals`, `declarations_json`).
   async verifyBatch(snippets, opts = {}) {
     checkSnippets(snippets, 'verifyBatch');
-    checkOptions(opts, ['timeoutS', 'deadlineS', 'checkAxioms', 'profile', 'cache'], 'verifyBatch');
+    checkOptions(opts, ['timeoutS', 'deadlineS', 'checkAxioms', 'profile', 'cache', ...COMMAND_OPTIONS], 'verifyBatch');
     const { timeoutS = 0, deadlineS = 0, checkAxioms = null, profile = '', cache = null } = opts;
-    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile, cache }) };
+    const request = { snippets, options: verifyOptions({ timeoutS, checkAxioms, profile, cache, ...commandOptions(opts) }) };
     const response = await this._unary('Verify', request, this._metadata(snippets.map((s) => s.code)), deadlineS);
     return response.results.map(resultFromPb);
   }
@@ -154,7 +156,7 @@ class LeanrpcClient {
   // result as it arrives.
   async verify(snippets, opts = {}) {
     checkSnippets(snippets, 'verify');
-    checkOptions(opts, ['timeoutS', 'window', 'checkAxioms', 'onResult', 'profile', 'cache'], 'verify');
+    checkOptions(opts, ['timeoutS', 'window', 'checkAxioms', 'onResult', 'profile', 'cache', ...COMMAND_OPTIONS], 'verify');
     const {
       timeoutS = 0, window = 64, checkAxioms = null, onResult = null, profile = '', cache = null,
     } = opts;
@@ -168,7 +170,7 @@ class LeanrpcClient {
       if (onResult) onResult(result);
     };
     const inOrder = () => keys.filter((key) => results.has(key)).map((key) => results.get(key));
-    const options = verifyOptions({ timeoutS, checkAxioms, profile, cache });
+    const options = verifyOptions({ timeoutS, checkAxioms, profile, cache, ...commandOptions(opts) });
     let attempt = 0;
     while (results.size < snippets.length) {
       const todo = keys.filter((key) => !results.has(key)).map((key) => ({ id: key, code: byKey.get(key).code, reference: byKey.get(key).reference || '' }));

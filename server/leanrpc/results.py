@@ -68,6 +68,17 @@ class SorryInfo:
 
 
 @dataclasses.dataclass(slots=True)
+class TacticInfo:
+    """One tactic the REPL listed for `allTactics` (REPL-PROTOCOL.md 5.4)."""
+
+    text: str
+    start: Position | None
+    end: Position | None
+    goals: str  # the goals before it, one string ("no goals" when none)
+    used_constants: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(slots=True)
 class Timings:
     queue_s: float = 0.0
     header_s: float = 0.0
@@ -138,6 +149,13 @@ class VerifyResult:
     # force ("proof" or "trusted"), and whether the axiom check ran.
     policy: str = ""
     axioms_checked: bool = False
+    # The REPL command options' answers (issue 41), each only when asked:
+    # `allTactics`' tactics, `rootGoals`' starting goals (kept apart from the
+    # sorries), the fork's `declarations` (decoded JSON; None when the REPL
+    # gave none, as an upstream REPL does).
+    tactics: list[TacticInfo] = dataclasses.field(default_factory=list)
+    root_goals: list[SorryInfo] = dataclasses.field(default_factory=list)
+    declarations: list | None = None
 
 
 class ReferenceReason(enum.IntEnum):

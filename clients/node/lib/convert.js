@@ -51,8 +51,15 @@ function resultFromPb(result) {
 // null the server's result-cache default (false bypasses it).
 // checkAxioms: null (the default) leaves `check_axioms` unset, so the server's
 // default applies (`[axioms] check`, on); false turns the check off for the call.
-function verifyOptions({ timeoutS = 0, checkAxioms = null, profile = '', cache = null } = {}) {
-  const options = { profile };
+// allTactics / rootGoals / declarations: the REPL's command options (the
+// result's `tactics`, `root_goals`, `declarations_json`; docs/CLIENTS.md).
+function verifyOptions({
+  timeoutS = 0, checkAxioms = null, profile = '', cache = null,
+  allTactics = false, rootGoals = false, declarations = false,
+} = {}) {
+  const options = {
+    profile, all_tactics: Boolean(allTactics), root_goals: Boolean(rootGoals), declarations: Boolean(declarations),
+  };
   if (checkAxioms !== null && checkAxioms !== undefined) options.check_axioms = Boolean(checkAxioms);
   if (timeoutS) options.timeout = duration(timeoutS);
   if (cache !== null && cache !== undefined) options.cache = Boolean(cache);
@@ -102,7 +109,7 @@ function checkSnippets(snippets, method) {
 
 // Option names other clients use for ours (`timeout` for `timeoutS`).
 const MEANT = { timeout: 'timeoutS', timeout_s: 'timeoutS', deadline: 'deadlineS', deadline_s: 'deadlineS',
-  check_axioms: 'checkAxioms', on_result: 'onResult' };
+  check_axioms: 'checkAxioms', on_result: 'onResult', all_tactics: 'allTactics', root_goals: 'rootGoals' };
 
 function checkOptions(options, allowed, method) {
   for (const key of Object.keys(options || {})) {
@@ -113,6 +120,10 @@ function checkOptions(options, allowed, method) {
   }
 }
 
+// The REPL command options a verify call may name (verifyOptions' own names).
+const COMMAND_OPTIONS = ['allTactics', 'rootGoals', 'declarations'];
+const commandOptions = (opts) => Object.fromEntries(COMMAND_OPTIONS.filter((k) => k in opts).map((k) => [k, opts[k]]));
+
 module.exports = {
-  resultFromPb, sessionResultFromPb, verifyOptions, duration, seconds, checkSnippets, checkOptions,
+  COMMAND_OPTIONS, commandOptions, resultFromPb, sessionResultFromPb, verifyOptions, duration, seconds, checkSnippets, checkOptions,
 };

@@ -16,7 +16,8 @@ thread, safe from several threads and inside a running loop.
 Rooms: _types (results, ClientError), _convert (protobuf <-> types, header
 hash), _retry (what is retried and when), prover (proof-state calls and a
 best-first search helper, docs/PROVER.md), formalizer (formalize(): the
-repair loop's events and result, docs/FORMALIZE.md), aio (AsyncClient), sync (Client).
+repair loop's events and result, docs/FORMALIZE.md), sessions (session calls),
+aio (AsyncClient), sync (Client).
 """
 
 from ._convert import HEADER_HASH_KEY, header_hash, result_from_pb, session_result_from_pb
@@ -30,6 +31,7 @@ from ._types import (
     Message,
     Result,
     SessionResult,
+    Tactic,
     TacticStep,
     summarize,
 )
@@ -56,6 +58,7 @@ __all__ = [
     "Result",
     "SearchResult",
     "SessionResult",
+    "Tactic",
     "TacticResult",
     "TacticStep",
     "best_first_search",

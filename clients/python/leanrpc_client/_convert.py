@@ -18,7 +18,16 @@ from typing import Iterable
 from google.protobuf import duration_pb2
 
 from ._proto import pb
-from ._types import Checks, Declaration, Message, ReferenceCheck, Result, SessionResult, TacticStep
+from ._types import (
+    Checks,
+    Declaration,
+    Message,
+    ReferenceCheck,
+    Result,
+    SessionResult,
+    Tactic,
+    TacticStep,
+)
 
 # pb.STATUS_VALID -> "VALID", pb.SEVERITY_ERROR -> "ERROR" (the client's names).
 _STATUS_NAMES = {v: k.removeprefix("STATUS_") for k, v in pb.Status.items()}
@@ -107,6 +116,22 @@ def result_from_pb(r: pb.Result) -> Result:
         reference=_reference_from_pb(r.reference) if r.HasField("reference") else None,
         judge=_JUDGE_NAMES.get(r.judge.level, str(r.judge.level)) if r.HasField("judge") else "",
         checks=_checks_from_pb(r.checks) if r.HasField("checks") else None,
+        tactics=[
+            Tactic(
+                text=t.text,
+                line=t.start.line,
+                column=t.start.column,
+                end_line=t.end.line if t.HasField("end") else None,
+                end_column=t.end.column if t.HasField("end") else None,
+                goals=t.goals,
+                used_constants=list(t.used_constants),
+            )
+            for t in r.tactics
+        ],
+        root_goals=[
+            {"line": s.start.line, "column": s.start.column, "goal": s.goal} for s in r.root_goals
+        ],
+        declarations_json=r.declarations_json,
     )
 
 
@@ -155,11 +180,21 @@ def _options(
     session: str = "",
     profile: str = "",
     cache: bool | None = None,
+    *,
+    all_tactics: bool = False,
+    root_goals: bool = False,
+    declarations: bool = False,
 ) -> pb.VerifyOptions:
     if infotree not in _INFOTREE:
         raise ValueError(f"infotree must be one of {sorted(k for k in _INFOTREE if k)}")
     options = pb.VerifyOptions(
-        infotree=_INFOTREE[infotree], reuse=reuse, session=session, profile=profile
+        infotree=_INFOTREE[infotree],
+        reuse=reuse,
+        session=session,
+        profile=profile,
+        all_tactics=all_tactics,
+        root_goals=root_goals,
+        declarations=declarations,
     )
     if check_axioms is not None:  # unset = the server's default ([axioms] check, on)
         options.check_axioms = check_axioms

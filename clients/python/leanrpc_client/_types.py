@@ -88,6 +88,20 @@ class Checks:
 
 
 @dataclasses.dataclass
+class Tactic:
+    """One tactic of the source (Result.tactics, asked with `all_tactics=True`):
+    the REPL's text of it, where it is in your code, the goals before it."""
+
+    text: str
+    line: int
+    column: int
+    end_line: int | None
+    end_column: int | None
+    goals: str  # the goals before it, one string ("no goals" when none)
+    used_constants: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
 class Result:
     id: str
     status: str  # VALID, INVALID, SORRY, TIMEOUT, CRASH, OUT_OF_MEMORY, REJECTED, CANCELLED
@@ -118,6 +132,14 @@ class Result:
     # Which checks ran behind the verdict (Result.checks): policy "proof" or
     # "trusted"; axioms, statement, judge each "NOT_RUN", "PASSED" or "FAILED".
     checks: "Checks | None" = None
+    # The REPL command options' answers, each only when asked (verify's
+    # all_tactics / root_goals / declarations): the tactics with their goals;
+    # each tactic block's starting goal ({"line", "column", "goal"} as a
+    # sorry, but never a sorry); the fork's declarations as JSON text ("" when
+    # the REPL gave none: an upstream REPL ignores the option).
+    tactics: list[Tactic] = dataclasses.field(default_factory=list)
+    root_goals: list[dict] = dataclasses.field(default_factory=list)
+    declarations_json: str = ""
 
     @property
     def valid(self) -> bool:

@@ -1,8 +1,12 @@
 """The asyncio client: `async with AsyncClient(address) as client: ...`.
 
 Owns: the channel, unary calls with retry, and `verify` over VerifyStream
-(bounded window, input order kept, re-sends of refused snippets). May
-import: _proto, _types, _convert, _retry, _streams, prover, formalizer; tqdm when a progress bar is asked.
+(bounded window, input order kept, re-sends of refused snippets).
+Why one room: the unary calls and the VerifyStream batching share one
+channel, its retry and token probe; the session, prover and formalizer
+calls are mixins in their own rooms.
+May import: _proto, _types, _convert, _retry, _streams, prover, formalizer,
+sessions; tqdm when a progress bar is asked.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from ._convert import (
     declarations_from_pb,
     keywords_checked,
     result_from_pb,
-    session_result_from_pb,
 )
 from ._proto import pb, pb_grpc
 from ._retry import (
@@ -34,9 +37,10 @@ from ._retry import (
     stream_code,
 )
 from ._streams import broken, settle
-from ._types import Result, SessionResult
+from ._types import Result
 from .formalizer import FormalizerCalls
 from .prover import ProverCalls
+from .sessions import SessionCalls
 
 # Addresses whose token check was probed by this process (AsyncClient).
 _PROBED: set[str] = set()
@@ -116,7 +120,7 @@ class _Notifying(dict):
             self._on_result(n, result)
 
 
-class AsyncClient(ProverCalls, FormalizerCalls):
+class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
     """asyncio client. Use as `async with AsyncClient(addr) as c:`."""
 
     def __init__(
@@ -200,17 +204,34 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         profile: str = "",
         cache: bool | None = None,
         references: Sequence[str | None] | None = None,
+        all_tactics: bool = False,
+        root_goals: bool = False,
+        declarations: bool = False,
     ) -> list[Result]:
         """One unary Verify call: results in input order. With `session`, each
         snippet (no imports) runs on that session's env 0. `profile` names the
         server's REPL profile (toolchain) to run on; "" is its default.
         `cache=False` bypasses the server's result cache (None: its default).
         `references` pins each snippet to a statement (one per snippet, ""
-        for none; a dict snippet may carry its own "reference")."""
+        for none; a dict snippet may carry its own "reference").
+        `all_tactics`, `root_goals`, `declarations` are the REPL's command
+        options (Result.tactics, Result.root_goals, Result.declarations_json;
+        docs/CLIENTS.md)."""
         items, refs = _as_pinned(snippets, references, "verify_batch")
         request = pb.VerifyRequest(
             snippets=[pb.Snippet(id=i, code=c, reference=r) for (i, c), r in zip(items, refs)],
-            options=_options(timeout_s, infotree, reuse, check_axioms, session, profile, cache),
+            options=_options(
+                timeout_s,
+                infotree,
+                reuse,
+                check_axioms,
+                session,
+                profile,
+                cache,
+                all_tactics=all_tactics,
+                root_goals=root_goals,
+                declarations=declarations,
+            ),
         )
         response = await self._call(
             self._stub.Verify, request, deadline_s, _header_metadata(c for _i, c in items)
@@ -233,6 +254,9 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         cache: bool | None = None,
         references: Iterable[str | None] | None = None,
         on_result: Callable[[int, Result], None] | None = None,
+        all_tactics: bool = False,
+        root_goals: bool = False,
+        declarations: bool = False,
     ) -> list[Result]:
         """Verifies any number of snippets over VerifyStream; input order kept.
         `references` pins each snippet to a statement, as in `verify_batch`.
@@ -242,6 +266,7 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         (an unknown session gives that snippet a REJECTED result). `profile`
         names the server's REPL profile (toolchain); "" is its default.
         `cache=False` bypasses the server's result cache (None: its default).
+        `all_tactics`, `root_goals`, `declarations`: as in `verify_batch`.
 
         Snippets are str, (id, code) pairs, or {"id", "code"} dicts. Snippets
         whose stream broke with UNAVAILABLE (or ended under a write in flight,
@@ -259,7 +284,18 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         pinned = {key: ref for key, ref in zip(keys, refs) if ref}
         results: dict[str, Result] = {}
         bar = _Progress(len(items), progress)
-        options = _options(timeout_s, infotree, reuse, check_axioms, session, profile, cache)
+        options = _options(
+            timeout_s,
+            infotree,
+            reuse,
+            check_axioms,
+            session,
+            profile,
+            cache,
+            all_tactics=all_tactics,
+            root_goals=root_goals,
+            declarations=declarations,
+        )
         attempt = 0
         if on_result is not None:
             results = _Notifying(keys, items, on_result)
@@ -394,57 +430,3 @@ class AsyncClient(ProverCalls, FormalizerCalls):
 
     async def server_info(self) -> pb.GetServerInfoResponse:
         return await self._call(self._stub.GetServerInfo, pb.GetServerInfoRequest(), 10.0)
-
-    @keywords_checked
-    async def open_session(
-        self,
-        code: str,
-        *,
-        name: str = "",
-        timeout_s: float = 0.0,
-        infotree: str | None = None,
-        deadline_s: float | None = None,
-        profile: str = "",
-        check_axioms: bool | None = None,
-    ) -> SessionResult:
-        """Opens a session from a header (+ shared preamble); its state is env 0.
-        `profile` names the server's REPL profile (toolchain) the session runs
-        on for life ("" = the server's default)."""
-        request = pb.OpenSessionRequest(
-            name=name,
-            code=code,
-            options=_options(timeout_s, infotree, True, check_axioms, profile=profile),
-        )
-        return session_result_from_pb(await self._call(self._stub.OpenSession, request, deadline_s))
-
-    @keywords_checked
-    async def run_in_session(
-        self,
-        session: str,
-        code: str,
-        *,
-        env: int | None = None,
-        timeout_s: float = 0.0,
-        infotree: str | None = None,
-        deadline_s: float | None = None,
-        profile: str = "",
-        check_axioms: bool | None = None,
-    ) -> SessionResult:
-        """Runs commands (no imports) on session env `env` (default 0). A
-        `profile` other than "" must be the session's own (else INVALID_ARGUMENT)."""
-        request = pb.RunInSessionRequest(
-            session=session,
-            code=code,
-            options=_options(timeout_s, infotree, True, check_axioms, profile=profile),
-        )
-        if env is not None:
-            request.env = env
-        return session_result_from_pb(
-            await self._call(self._stub.RunInSession, request, deadline_s)
-        )
-
-    async def close_session(self, session: str) -> bool:
-        response = await self._call(
-            self._stub.CloseSession, pb.CloseSessionRequest(session=session), 30.0
-        )
-        return response.closed

@@ -193,6 +193,25 @@ class ProverCalls:
             elapsed_s=seconds(r.elapsed),
         )
 
+    async def start_proof_at_sorry(
+        self, code: str, sorry: dict | tuple[int, int], **kwargs
+    ) -> tuple[ProofStart, ProofState]:
+        """A proof state for one sorry of a Verify result (LeanInteract's
+        `ProofStep` from a sorry): `sorry` is an entry of `Result.sorries` of
+        `code` (or its (line, column)). A Verify result's REPL proof state
+        lived in a worker the Prover does not own, so the Prover elaborates
+        `code` itself (StartProof: states it owns, statements pinned) and the
+        state whose sorry starts there is returned, with the whole start
+        (its other states are the code's other sorries). ValueError when no
+        state of `code` starts at that position. kwargs: as `start_proof`."""
+        at = (sorry["line"], sorry["column"]) if isinstance(sorry, dict) else tuple(sorry)
+        started = await self.start_proof(code, **kwargs)
+        found = next((s for s in started.states if s.start == at), None)
+        if found is None:
+            await self.release_states(proof_ids=[started.proof_id])
+            raise ValueError(f"no sorry of this code starts at line {at[0]}, column {at[1]}")
+        return started, found
+
     async def run_tactic(
         self, state_id: str, tactic: str, *, timeout_s: float = 0.0, deadline_s: float | None = None
     ) -> TacticResult:
@@ -311,6 +330,11 @@ class SyncProverCalls:
 
     def start_proof(self, code: str, **kwargs) -> ProofStart:
         return self._run(self._async.start_proof(code, **kwargs))
+
+    def start_proof_at_sorry(
+        self, code: str, sorry: dict | tuple[int, int], **kwargs
+    ) -> tuple[ProofStart, ProofState]:
+        return self._run(self._async.start_proof_at_sorry(code, sorry, **kwargs))
 
     def run_tactic(self, state_id: str, tactic: str, **kwargs) -> TacticResult:
         return self._run(self._async.run_tactic(state_id, tactic, **kwargs))

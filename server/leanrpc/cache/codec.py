@@ -20,7 +20,16 @@ from typing import Any
 import lz4.frame
 import msgspec
 
-from ..results import Message, ReuseInfo, SorryInfo, Status, Timings, VerifierIdentity, VerifyResult
+from ..results import (
+    Message,
+    ReuseInfo,
+    SorryInfo,
+    Status,
+    TacticInfo,
+    Timings,
+    VerifierIdentity,
+    VerifyResult,
+)
 
 MAGIC = b"LRC1"
 
@@ -37,6 +46,11 @@ class _Verdict(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     infotree: Any  # the decoded infotree (dict or list), None when not asked for
     axioms: list[str]
     verifier: VerifierIdentity | None
+    # The REPL command options' answers (issue 41); their options are in the
+    # key. Defaults at the end: entries stored before them still decode.
+    tactics: list[TacticInfo] = []
+    root_goals: list[SorryInfo] = []
+    declarations: Any = None
 
 
 class Provenance(msgspec.Struct, array_like=True, forbid_unknown_fields=True, frozen=True):
@@ -90,6 +104,9 @@ def verdict_copy(
         error=original.error,
         infotree=original.infotree,
         axioms=list(original.axioms),
+        tactics=list(original.tactics),
+        root_goals=list(original.root_goals),
+        declarations=original.declarations,
     )
 
 
@@ -108,6 +125,9 @@ def encode(
         infotree=result.infotree,
         axioms=result.axioms,
         verifier=result.verifier,
+        tactics=result.tactics,
+        root_goals=result.root_goals,
+        declarations=result.declarations,
     )
     entry = _Entry(
         key=key,
@@ -139,6 +159,9 @@ def decode(data: bytes, expected_key: str) -> CachedVerdict:
         infotree=verdict.infotree,
         axioms=verdict.axioms,
         verifier=verdict.verifier,
+        tactics=verdict.tactics,
+        root_goals=verdict.root_goals,
+        declarations=verdict.declarations,
         timings=Timings(body_s=entry.body_s),
     )
     return CachedVerdict(

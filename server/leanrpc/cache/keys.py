@@ -14,7 +14,8 @@ it (shared/peers/KIMINA.md, "safe reuse keys"):
   preamble (`open`/`set_option`, at their original positions);
 * the exact body, and the line it starts on (positions in the answer are
   positions in the user's text);
-* every option that changes the answer (infotree mode, check_axioms).
+* every option that changes the answer (infotree mode, check_axioms, the REPL
+  command options allTactics / rootGoals / declarations).
 
 The timeout is not in the key: a stored verdict whose body took longer than
 the caller's timeout is not served (the caller would have got TIMEOUT), so it
@@ -78,9 +79,16 @@ def cache_key(
     *,
     infotree: str | None,
     check_axioms: bool | str,
+    command_options: str = "",
 ) -> str:
     """Hex SHA-256 over every input that decides the verdict. `check_axioms`
-    may be the allow-list in force (text), so that changing it changes the key."""
+    may be the allow-list in force (text), so that changing it changes the key.
+    `command_options` names the REPL command options asked for (issue 41:
+    `allTactics`, `rootGoals`, `declarations`): an exact match, so a result
+    with tactics is never served to a request without them, nor the other way
+    round. Only appended when some are asked, so the keys of requests without
+    any stay what they were (a warm cache stays warm)."""
+    extra = [command_options] if command_options else []
     material = msgspec.msgpack.encode(
         [
             KEY_VERSION,
@@ -92,6 +100,7 @@ def cache_key(
             split.body,
             infotree or "",
             check_axioms if isinstance(check_axioms, str) else bool(check_axioms),
+            *extra,
         ]
     )
     return hashlib.sha256(material).hexdigest()

@@ -175,14 +175,25 @@ class CachedVerifier:
         return cls(service, build_cache(section), environments=key_environments(config, sandbox))
 
     def _key_of(
-        self, profile: str, split: HeaderSplit, infotree: str | None, axiom_rules: bool | str
+        self,
+        profile: str,
+        split: HeaderSplit,
+        infotree: str | None,
+        axiom_rules: bool | str,
+        command_options: str = "",
     ) -> str | None:
         """The resolver's key port (services.resolve.KeyPort): None while the
         profile's verifier identity is unknown (no worker of it booted yet)."""
         settings = self.settings(profile)
         if settings is None:
             return None
-        return cache_key(settings, split, infotree=infotree, check_axioms=axiom_rules)
+        return cache_key(
+            settings,
+            split,
+            infotree=infotree,
+            check_axioms=axiom_rules,
+            command_options=command_options,
+        )
 
     def settings(self, profile: str = "") -> VerifierSettings | None:
         """The cache settings of one REPL profile: its own identity, so its

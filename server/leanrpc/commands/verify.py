@@ -138,6 +138,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="turn off the server's `#print axioms` check for these files "
         "(default: the server's [axioms] check, on)",
     )
+    for flag, what in (
+        ("--all-tactics", "each tactic with the goals before it (`tactics`)"),
+        ("--root-goals", "each tactic block's starting goal (`root_goals`)"),
+        ("--declarations", "the fork REPL's declarations (`declarations_json`)"),
+    ):
+        parser.add_argument(
+            flag,
+            action="store_true",
+            help=f"ask the REPL for {what}, in --json lines (default: off)",
+        )
     parser.add_argument(
         "--quiet",
         action="store_true",
@@ -249,6 +259,9 @@ def _run(args) -> int:
                 check_axioms=args.check_axioms,
                 profile=args.profile,
                 cache=args.cache,
+                all_tactics=args.all_tactics,
+                root_goals=args.root_goals,
+                declarations=args.declarations,
             )
     except KeyboardInterrupt:  # the client's Interrupted, or Ctrl-C before the batch started
         printed = printer.stop()

@@ -14,6 +14,7 @@ from ..results import (
     Position,
     ReferenceCheck,
     SorryInfo,
+    TacticInfo,
     VerifierIdentity,
     VerifyResult,
     checks_of,
@@ -49,6 +50,9 @@ def options_from_pb(
         session=options.session,
         cache=options.cache if options.HasField("cache") else True,
         profile=options.profile,
+        all_tactics=options.all_tactics,
+        root_goals=options.root_goals,
+        declarations=options.declarations,
     )
 
 
@@ -101,6 +105,15 @@ def sorry_to_pb(sorry: SorryInfo) -> pb.Sorry:
     return out
 
 
+def tactic_to_pb(tactic: TacticInfo) -> pb.Tactic:
+    out = pb.Tactic(text=tactic.text, goals=tactic.goals, used_constants=tactic.used_constants)
+    if tactic.start is not None:
+        out.start.CopyFrom(position_to_pb(tactic.start))
+    if tactic.end is not None:
+        out.end.CopyFrom(position_to_pb(tactic.end))
+    return out
+
+
 def identity_to_pb(identity: VerifierIdentity | None) -> pb.VerifierIdentity | None:
     if identity is None:
         return None
@@ -140,6 +153,11 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
         if result.infotree is None
         else json.dumps(result.infotree, ensure_ascii=False),
         axioms=result.axioms,
+        tactics=[tactic_to_pb(t) for t in result.tactics],
+        root_goals=[sorry_to_pb(s) for s in result.root_goals],
+        declarations_json=""
+        if result.declarations is None
+        else json.dumps(result.declarations, ensure_ascii=False),
     )
     identity = identity_to_pb(result.verifier)
     if identity is not None:
@@ -222,7 +240,8 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
     """Bounds one serialized result to `limit` bytes, in place.
 
     The verdict (status) stays: it was decided on the whole REPL reply. The
-    infotree is dropped, messages and sorries are kept in order while they
+    infotree (and the command options' tactics, root goals and declarations)
+    is dropped, messages and sorries are kept in order while they
     fit (the first one that does not fit is cut), the rest dropped, and
     `error` says how large the result was, the limit, and what was kept.
     """
@@ -232,6 +251,12 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
     budget = max(limit - _FIT_RESERVE, 256)
     had_infotree = bool(out.infotree_json)
     out.infotree_json = ""
+    # The command options' answers go with the infotree: extras, not the verdict.
+    extras = [name for name in ("tactics", "root_goals") if len(getattr(out, name))]
+    extras += ["declarations"] if out.declarations_json else []
+    del out.tactics[:]
+    del out.root_goals[:]
+    out.declarations_json = ""
     messages, sorries = list(out.messages), list(out.sorries)
     del out.messages[:]
     del out.sorries[:]
@@ -271,6 +296,7 @@ def fit_result(out: pb.Result, limit: int) -> pb.Result:
         f"RESOURCE_EXHAUSTED: result of {size} bytes is over the limit of {limit} bytes; "
         f"kept {kept_messages} of {len(messages)} messages and {kept_sorries} of {len(sorries)} sorries"
         + (", dropped the infotree" if had_infotree else "")
+        + "".join(f", dropped the {name.replace('_', ' ')}" for name in extras)
     )
     out.error = note if not out.error else f"{note}; {out.error[:1000]}"
     return out

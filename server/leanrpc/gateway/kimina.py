@@ -23,7 +23,7 @@ import msgspec
 
 from ..errors import NotServingError, OverloadedError, RequestError
 from ..repl.outcome import STANDARD_AXIOMS
-from ..results import Message, SorryInfo, Status, VerifyResult, checks_of
+from ..results import Message, SorryInfo, Status, TacticInfo, VerifyResult, checks_of
 from ..services.reference import screened_reference
 from ..services.verify import VerifyOptions
 
@@ -52,6 +52,11 @@ class CheckRequest(msgspec.Struct):
     # axioms outside `[axioms] allowed`, SORRY on sorryAx). Absent or null:
     # the server default (`[axioms] check`, on); false turns it off.
     check_axioms: bool | None = None
+    # leanrpc extension, spelled as LeanInteract's Command spells them: the
+    # REPL's command options (VerifyOptions.all_tactics / root_goals / declarations).
+    all_tactics: bool = False
+    root_goals: bool = False
+    declarations: bool = False
 
 
 class Code(msgspec.Struct):
@@ -153,6 +158,9 @@ def check_options(request: CheckRequest) -> VerifyOptions:
         infotree=request.infotree,
         reuse=request.reuse,
         check_axioms=request.check_axioms,
+        all_tactics=request.all_tactics,
+        root_goals=request.root_goals,
+        declarations=request.declarations,
     )
 
 
@@ -300,7 +308,23 @@ def command_response(result: VerifyResult, shift: int) -> dict:
     tree = _infotree(result)
     if tree is not None:
         out["infotree"] = tree
+    # The command options' answers, as the REPL writes them; root goals are
+    # kept out of `sorries` (the REPL mixes them in), so analyze() agrees with the status.
+    if result.tactics:
+        out["tactics"] = [_tactic(t, shift) for t in result.tactics]
+    if result.root_goals:
+        out["rootGoals"] = [_sorry(g, shift) for g in result.root_goals]
+    if result.declarations is not None:
+        out["declarations"] = result.declarations
     return out
+
+
+def _tactic(t: TacticInfo, shift: int) -> dict:
+    """An `allTactics` entry as the REPL answers it (REPL-PROTOCOL.md 5.4): an
+    answer's shape, not a request (those are repl.protocol's alone)."""
+    start = _pos(t.start.line, t.start.column, shift) if t.start else {"line": 1, "column": 0}
+    end = _pos(t.end.line, t.end.column, shift) if t.end else start
+    return dict(tactic=t.text, goals=t.goals, pos=start, endPos=end, usedConstants=t.used_constants)
 
 
 def failure_text(result: VerifyResult, timeout_s: float) -> str | None:

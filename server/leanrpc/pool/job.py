@@ -155,6 +155,10 @@ class _CommandJob(Job):
     """A command elaborated on an env (a body's or a session's)."""
 
     infotree: str | None = None
+    # The REPL command options the caller asked for (issue 41; REPL-PROTOCOL.md 4.2, 11).
+    all_tactics: bool = False
+    root_goals: bool = False
+    declarations: bool = False
     # Command run on the command's env right after it (e.g. `#print axioms`).
     after_body: str | None = None
 

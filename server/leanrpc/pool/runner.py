@@ -303,6 +303,9 @@ class Runner:
             body,
             env,
             infotree=job.infotree,
+            all_tactics=job.all_tactics,
+            root_goals=job.root_goals,
+            declarations=job.declarations,
             incrementality=incremental,
             elab_async=features.elab_async,
         )

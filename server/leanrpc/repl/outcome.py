@@ -21,10 +21,11 @@ from ..results import (
     Severity,
     SorryInfo,
     Status,
+    TacticInfo,
     Timings,
     VerifyResult,
 )
-from .protocol import Pos, ReplMessage, ReplSorry, Response
+from .protocol import Pos, ReplMessage, ReplSorry, ReplTactic, Response
 
 __all__ = [
     "NATIVE_AXIOMS",
@@ -39,6 +40,7 @@ __all__ = [
     "name_atoms",
     "require_every_axiom_check",
     "sorry_from_repl",
+    "tactic_from_repl",
 ]
 
 STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
@@ -86,13 +88,18 @@ def classify(snippet_id: str, outcome, check_axioms: bool) -> VerifyResult:
     preamble = getattr(outcome, "preamble_messages", ())
     result.messages = [message_from_repl(m) for m in (*preamble, *response.messages)]
     # `rootGoals: true` adds zero-width entries (pos == endPos): the tactic
-    # blocks' starting goals, not sorries (issue 41); a real sorry has width.
-    result.sorries = [
-        sorry_from_repl(s)
-        for s in response.sorries
-        if (s.pos is not None or s.goal)
-        and not (s.pos is not None and s.end_pos is not None and s.pos == s.end_pos)
-    ]
+    # blocks' starting goals, not sorries (issue 41); a real sorry has width
+    # (the five characters of `sorry`). They go to `root_goals`, never to the
+    # sorries, so a finished proof asked with rootGoals stays VALID.
+    result.sorries = []
+    for entry in response.sorries:
+        if _is_root_goal(entry):
+            result.root_goals.append(sorry_from_repl(entry))
+        elif entry.pos is not None or entry.goal:
+            result.sorries.append(sorry_from_repl(entry))
+    result.tactics = [tactic_from_repl(t) for t in response.tactics]
+    if isinstance(response.declarations, list):
+        result.declarations = response.declarations
     if response.infotree is not None:
         result.infotree = response.infotree
     has_error = any(m.severity is Severity.ERROR for m in result.messages)
@@ -293,6 +300,22 @@ def sorry_from_repl(raw: ReplSorry | dict) -> SorryInfo:
             goal=str(raw.get("goal", "")),
         )
     return SorryInfo(start=_position(raw.pos), end=_position(raw.end_pos), goal=raw.goal)
+
+
+def _is_root_goal(entry: ReplSorry) -> bool:
+    """A `rootGoals` entry: a position of zero width (REPL-PROTOCOL.md 4.2)."""
+    return entry.pos is not None and entry.end_pos is not None and entry.pos == entry.end_pos
+
+
+def tactic_from_repl(raw: ReplTactic) -> TacticInfo:
+    """One `allTactics` entry (REPL-PROTOCOL.md 5.4) as a result `TacticInfo`."""
+    return TacticInfo(
+        text=raw.tactic,
+        start=_position(raw.pos),
+        end=_position(raw.end_pos),
+        goals=raw.goals,
+        used_constants=list(raw.used_constants),
+    )
 
 
 def _dict_pos(pos: dict | None) -> Pos | None:

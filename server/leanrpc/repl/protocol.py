@@ -5,7 +5,7 @@ Owns: the request structs (`CommandRequest`, `FileRequest`, `TacticRequest`,
 (`command`, `tactic`, `file_request`, `pickle_to`, `unpickle_from`: no other
 module builds a REPL request, tests/arch checks it),
 `encode` (one request -> bytes ending in exactly one blank line), the response
-structs (`Response`, `ReplMessage`, `ReplSorry`) and `decode` (one frame cut by
+structs (`Response`, `ReplMessage`, `ReplSorry`, `ReplTactic`) and `decode` (one frame cut by
 `core.framing.FrameDecoder` -> `Response`, shape-checked by msgspec).
 May import: msgspec, leanrpc.errors, leanrpc.core.framing. Nothing above
 (worker, pool, services) and no asyncio.
@@ -40,6 +40,7 @@ __all__ = [
     "Pos",
     "ReplMessage",
     "ReplSorry",
+    "ReplTactic",
     "Request",
     "Response",
     "TacticRequest",
@@ -112,12 +113,16 @@ def command(
     incrementality: bool = False,
     elab_async: bool = False,
     declarations: bool = False,
+    all_tactics: bool = False,
+    root_goals: bool = False,
 ) -> CommandRequest:
     """The one way to build a command request (pool, sessions, services)."""
     return CommandRequest(
         cmd=cmd,
         env=env,
         infotree=infotree or None,
+        all_tactics=all_tactics,
+        root_goals=root_goals,
         incrementality=incrementality,
         declarations=declarations,
         set_options=[[["Elab", "async"], True]] if elab_async else None,
@@ -189,6 +194,17 @@ class ReplSorry(msgspec.Struct, rename="camel", omit_defaults=True):
     proof_state: Union[int, None] = None
 
 
+class ReplTactic(msgspec.Struct, rename="camel", omit_defaults=True):
+    """An `allTactics` entry (section 5.4); `usedConstants` since v4.14."""
+
+    tactic: str = ""
+    goals: str = ""
+    pos: Union[Pos, None] = None
+    end_pos: Union[Pos, None] = None
+    proof_state: Union[int, None] = None
+    used_constants: list[str] = []
+
+
 class Response(msgspec.Struct, rename="camel", omit_defaults=True):
     """Any REPL answer: a command/file response, a tactic response, or a
     request-level error `{"message": …}` (then `env` is None)."""
@@ -197,7 +213,7 @@ class Response(msgspec.Struct, rename="camel", omit_defaults=True):
     message: Union[str, None] = None
     messages: list[ReplMessage] = []
     sorries: list[ReplSorry] = []
-    tactics: list[Any] = []
+    tactics: list[ReplTactic] = []
     infotree: Any = None
     declarations: Any = None
     proof_state: Union[int, None] = None

@@ -76,6 +76,18 @@ class VerifyOptions:
     # The problem's own statement (issue 25 item 2): header plus declarations
     # proved by `sorry`; "" = not pinned. services.reference checks it.
     reference: str = ""
+    # REPL command options (issue 41): `allTactics`, `rootGoals` and the
+    # fork's `declarations`; each changes what the REPL is asked (and the cache key).
+    all_tactics: bool = False
+    root_goals: bool = False
+    declarations: bool = False
+
+    @property
+    def command_options(self) -> str:
+        """The command options asked for, as the cache key's text ("" for none)."""
+        asked = (("allTactics", self.all_tactics), ("rootGoals", self.root_goals))
+        asked += (("declarations", self.declarations),)
+        return ",".join(name for name, on in asked if on)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -114,7 +126,12 @@ class KeyPort(Protocol):
     """The cache's part of resolution: the key of a request it may answer, or None."""
 
     def __call__(
-        self, profile: str, split: HeaderSplit, infotree: str | None, axiom_rules: bool | str
+        self,
+        profile: str,
+        split: HeaderSplit,
+        infotree: str | None,
+        axiom_rules: bool | str,
+        command_options: str = "",
     ) -> str | None: ...
 
 
@@ -334,7 +351,11 @@ class Resolver:
             and policy == PROOF
         ):
             key = self.keys(
-                options.profile, split, options.infotree, self._axiom_rules(check_axioms)
+                options.profile,
+                split,
+                options.infotree,
+                self._axiom_rules(check_axioms),
+                options.command_options,
             )
         return Resolved(
             snippet_id=snippet_id,

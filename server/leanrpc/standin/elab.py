@@ -281,10 +281,11 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
                             "usedConstants": used,
                             "tactic": ttext,
                             "pos": P(tt[0].start),
-                            "goals": goal,
+                            # The goals before this tactic, as the REPL prints them.
+                            "goals": "\n\n".join(goals) or "no goals",
                             "endPos": P(tt[-1].end),
                         },
-                        [goal],
+                        list(goals),  # its proof state: just before this tactic
                     )
                 )
             node = tactic_node(tt, ttext, P, goals, after)
