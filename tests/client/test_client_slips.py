@@ -15,7 +15,7 @@ import pytest
 
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, Client
-from leanrpc.client import aio as client_aio
+from leanrpc.client import progress as client_progress
 from testkit import loopback_config
 
 GOOD = "theorem t : True := trivial"
@@ -108,7 +108,7 @@ async def test_the_progress_bar_follows_time_not_a_count(monkeypatch):
     """40 snippets taking seconds drew nothing (a 200-snippet threshold): a few
     slow snippets on a terminal now get a bar once the batch outlasts PROGRESS_AFTER_S."""
     pytest.importorskip("tqdm")
-    monkeypatch.setattr(client_aio, "PROGRESS_AFTER_S", 0.3)
+    monkeypatch.setattr(client_progress, "PROGRESS_AFTER_S", 0.3)
     app = await create_server(loopback_config(workers=1))
     try:
         async with AsyncClient(f"127.0.0.1:{app.port}") as aclient:
