@@ -9,7 +9,7 @@ psutil before and after each round. In the same run, between rounds, the scan
 alone is timed over the same texts in this process (`policy.scan`, CPU time).
 The goal: the scan under 2% of the server's CPU per snippet.
 
-    python -m benchmarks.policy_bench [--rounds 3] [--limit 0] [--workers 2]
+    python -m benchmarks.studies.policy_bench [--rounds 3] [--limit 0] [--workers 2]
 """
 
 from __future__ import annotations
