@@ -104,6 +104,11 @@ class AsyncClient(ProverCalls, FormalizerCalls):
         self._max_retries = max_retries
         self._backoff_s = backoff_s
 
+    @property
+    def address(self) -> str:
+        """The server address this client was made for ("host:port")."""
+        return self._address
+
     async def __aenter__(self) -> "AsyncClient":
         return self
 
