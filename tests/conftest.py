@@ -98,3 +98,14 @@ def node_client() -> Path:
     subprocess.run(["npm", "run", "--silent", "prepare"], cwd=NODE_DIR, check=True, timeout=120)
     assert (NODE_DIR / "proto" / "leanrpc" / "v1" / "verifier.proto").is_file()
     return NODE_DIR
+
+
+@pytest.fixture
+async def running_app():
+    """The shared server: a started App (loopback port, one stand-in worker), stopped
+    after the test with a check that none of its workers outlived it (testkit.running_server;
+    call that directly for other settings)."""
+    import testkit
+
+    async with testkit.running_server() as app:
+        yield app

@@ -1,4 +1,10 @@
-"""Helpers shared by the test packages: a loopback config and process checks.
+"""Helpers shared by the test packages: a loopback config, the one "start a server" helper, process checks.
+
+`running_server` is the shared server (tests/conftest.py's `running_app`
+fixture is its default form): a real server on a loopback port with
+stand-in workers, stopped at the end with a check that none of its workers
+outlived it. Folders keep their own helper only where it does more than this
+(a gateway, an agents door, a cache backend, a custom launcher).
 
 `pythonpath = ["tests"]` in pyproject.toml makes this importable everywhere.
 """
@@ -6,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -89,7 +96,27 @@ async def node_json(cwd: Path, *args: str, timeout: float):
 async def stop_server(app, client) -> None:
     """Closes `client`, stops `app`, and checks that none of its workers outlived it."""
     await client.close()
+    await stop_app(app)
+
+
+async def stop_app(app, grace: float = 2.0) -> None:
+    """Stops `app` and checks that none of its workers outlived it."""
     children = [w.pid for w in app.pool.workers if w.pid]
-    await app.stop(2.0)
+    await app.stop(grace)
     for pid in children:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+@contextlib.asynccontextmanager
+async def running_server(config: Config | None = None, *, workers: int = 1, **overrides):
+    """Yields a started `App` (real gRPC on a loopback port, stand-in workers) built
+    from `config`, or from `loopback_config(workers, **overrides)`; stops it on exit."""
+    from leanrpc.app import create_server
+
+    app = await create_server(
+        config if config is not None else loopback_config(workers, **overrides)
+    )
+    try:
+        yield app
+    finally:
+        await stop_app(app)

@@ -17,5 +17,8 @@ def test_the_charges_are_burnt_and_counted_once():
     ]
     result = standin_overhead.measure(items, scale=0.001)
     assert result["requests"] == 4 and result["charged_s"] == 0.2
-    # the CPU clock counts 10 ms ticks: the charges are burnt, not skipped or paid twice
-    assert 0.18 <= result["standin_cpu_s"] < 0.2 + 4 * 0.03, result
+    # The charges are burnt, not skipped or paid twice: the CPU the stand-in spent over
+    # what it was charged, a ratio (CPU time, so foreign load does not inflate it; the
+    # clock counts 10 ms ticks). Skipped reads near 0, paid twice 2 or more.
+    ratio = result["standin_cpu_s"] / result["charged_s"]
+    assert 0.9 <= ratio < 1.9, result

@@ -15,7 +15,7 @@ import pytest
 
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, Client
-from leanrpc.client import aio as client_aio
+from leanrpc.client import progress as client_progress
 from testkit import loopback_config
 
 GOOD = "theorem t : True := trivial"
@@ -50,7 +50,7 @@ def test_a_bare_str_is_a_type_error_not_one_snippet_per_character(client, method
 
 @pytest.mark.parametrize("method", ["verify", "verify_batch"])
 async def test_the_async_twins_refuse_a_bare_str_too(client, method):
-    async with AsyncClient(client._address) as aclient:
+    async with AsyncClient(client.address) as aclient:
         with pytest.raises(TypeError, match=rf"{method}\(\) takes a list of snippets"):
             await getattr(aclient, method)(GOOD)
 
@@ -74,7 +74,7 @@ def test_a_kimina_style_dict_without_code_names_the_key(client):
 
 
 def test_a_client_pickles_and_the_copy_verifies_in_another_process(client):
-    plain = Client(client._address)
+    plain = Client(client.address)
     try:
         data = pickle.dumps(plain)
     finally:
@@ -93,7 +93,7 @@ def test_a_client_pickles_and_the_copy_verifies_in_another_process(client):
     # A local client's copy in this process reaches the same server.
     copy = pickle.loads(pickle.dumps(client))
     try:
-        assert copy._address == client._address
+        assert copy.address == client.address
         assert copy.verify([GOOD])[0].status == "VALID"
     finally:
         copy.close()
@@ -108,7 +108,7 @@ async def test_the_progress_bar_follows_time_not_a_count(monkeypatch):
     """40 snippets taking seconds drew nothing (a 200-snippet threshold): a few
     slow snippets on a terminal now get a bar once the batch outlasts PROGRESS_AFTER_S."""
     pytest.importorskip("tqdm")
-    monkeypatch.setattr(client_aio, "PROGRESS_AFTER_S", 0.3)
+    monkeypatch.setattr(client_progress, "PROGRESS_AFTER_S", 0.3)
     app = await create_server(loopback_config(workers=1))
     try:
         async with AsyncClient(f"127.0.0.1:{app.port}") as aclient:
@@ -151,7 +151,7 @@ const tries = {
 
 def test_the_node_client_refuses_the_same_slips(client, node_client):
     done = subprocess.run(
-        ["node", "-e", NODE_SLIPS, client._address],
+        ["node", "-e", NODE_SLIPS, client.address],
         cwd=node_client,
         capture_output=True,
         text=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from leanrpc.app import create_server
+import testkit
 from leanrpc.config import Config
 from leanrpc.v1 import verifier_pb2_grpc
 
@@ -17,13 +17,12 @@ async def server():
     config.server.port = 0
     config.pool.workers = 1
     config.pool.default_timeout_s = 20
-    app = await create_server(config)
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
-    try:
-        yield app, verifier_pb2_grpc.VerifierStub(channel)
-    finally:
-        await channel.close()
-        await app.stop(2.0)
+    async with testkit.running_server(config) as app:  # the shared server helper
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
+        try:
+            yield app, verifier_pb2_grpc.VerifierStub(channel)
+        finally:
+            await channel.close()
 
 
 @pytest.fixture

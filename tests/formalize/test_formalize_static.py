@@ -10,8 +10,9 @@ from leanrpc.formalize.diagnostics import (
     truncate,
     unknown_identifiers,
 )
-from leanrpc.formalize.retrieval import MathlibNames, name_words, query_words
+from leanrpc.formalize.retrieval import MathlibNames
 from leanrpc.formalize.wellformed import check, extract_candidate, theorem_name
+from leanrpc.formalize.words import name_words, query_words
 from leanrpc.results import Message, Position, Severity, Status, VerifyResult
 from testkit import shared_path
 

@@ -133,12 +133,89 @@ async def test_a_peer_over_its_connection_cap_is_refused_and_others_still_served
                 writer.close()
         # Closed connections free their places.
         await wait_until(
-            lambda: not served.runner.server.open, 30, "the closed connections to be counted out"
+            lambda: not served.open_connections, 30, "the closed connections to be counted out"
         )
         status, _ = await _post(
             port, "/api/check", {"snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}
         )
         assert status == 200
+
+
+async def test_slow_peers_hold_their_cap_until_the_header_timeout_frees_it():
+    """Slow clients at the cap: three connections trickling headers fill the
+    peer's places (a fourth is 429 at once), the header timeout closes them,
+    their places are counted out, and the same peer is served again."""
+    async with gateway(header_timeout_s=1.5, max_connections_per_peer=3) as (_app, port, served):
+        head = b"POST /api/check HTTP/1.1\r\nHost: x\r\n"
+        trickle = b"X-Slow: " + b"a" * 200  # never finishes the headers
+        slow = [
+            asyncio.ensure_future(asyncio.to_thread(_trickle, port, head, trickle, 0.25))
+            for _ in range(3)
+        ]
+        await wait_until(
+            lambda: served.open_connections.get("127.0.0.1", 0) == 3, 30, "three slow peers"
+        )
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            answer = await asyncio.wait_for(reader.read(), 30)  # up to EOF: it is closed
+        finally:
+            writer.close()
+        assert answer.startswith(b"HTTP/1.1 429"), answer[:200]
+        results = await asyncio.gather(*slow)
+        # Each slow connection was closed by the server before its trickle ended.
+        assert all(sent != -1 and sent < len(trickle) for _received, sent in results), results
+        await wait_until(lambda: not served.open_connections, 30, "the slow peers counted out")
+        status, _ = await _post(
+            port, "/api/check", {"snippets": [{"id": "a", "code": "theorem a : True := trivial"}]}
+        )
+        assert status == 200
+
+
+def test_the_peer_cap_counts_and_refuses_without_aiohttp_internals():
+    """The cap is a plain asyncio protocol factory around aiohttp's public
+    `web.Server`: over the cap the connection gets a 429 and a close and never
+    reaches aiohttp's handler; a closed connection frees its place."""
+    from leanrpc.gateway.listener import PeerCap
+
+    made = []
+
+    class Handler(asyncio.Protocol):
+        def connection_made(self, transport):
+            made.append(self)
+            self.data = b""
+
+        def data_received(self, data):
+            self.data += data
+
+    class Transport:
+        def __init__(self):
+            self.written, self.closed = b"", False
+
+        def get_extra_info(self, name):
+            return ("10.0.0.7", 5555) if name == "peername" else None
+
+        def write(self, data):
+            self.written += data
+
+        def close(self):
+            self.closed = True
+
+    cap = PeerCap(Handler, 2)
+    conns = [(cap(), Transport()) for _ in range(3)]
+    for protocol, transport in conns:
+        protocol.connection_made(transport)
+    assert cap.open == {"10.0.0.7": 3} and len(made) == 2
+    refused_protocol, refused = conns[2]
+    assert refused.written.startswith(b"HTTP/1.1 429") and refused.closed
+    refused_protocol.data_received(b"GET / HTTP/1.1\r\n\r\n")  # dropped, no handler
+    conns[0][0].data_received(b"GET")
+    assert made[0].data == b"GET"
+    refused_protocol.connection_lost(None)
+    conns[0][0].connection_lost(None)
+    assert cap.open == {"10.0.0.7": 1}
+    again = cap()
+    again.connection_made(Transport())
+    assert len(made) == 3 and cap.open == {"10.0.0.7": 2}
 
 
 async def test_json_nested_a_thousand_deep_is_a_422_without_a_traceback(caplog):

@@ -80,7 +80,7 @@ async def test_openapi_json_and_docs_are_served_offline(served):
         ) as answer:
             result = (await answer.json())["results"][0]
     assert document["openapi"] == "3.1.0"
-    assert _spec_routes(document) == _routes_of(s.gateway.runner.app)
+    assert _spec_routes(document) == _routes_of(s.gateway.app)
     assert "/api/check" in page and "<script" in page
     assert not re.search(r"""(src|href)=["']https?://""", page), (
         "the page must not need the network"

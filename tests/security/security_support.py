@@ -7,7 +7,7 @@ import os
 
 import grpc
 
-from leanrpc.app import create_server
+import testkit
 from leanrpc.config import Config
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
@@ -24,11 +24,9 @@ def make_config(**overrides) -> Config:
 
 @contextlib.asynccontextmanager
 async def running_server(config: Config):
-    app = await create_server(config)
-    try:
+    """testkit's shared server (which also checks no worker outlived it)."""
+    async with testkit.running_server(config) as app:
         yield app
-    finally:
-        await app.stop(2.0)
 
 
 def stub(channel: grpc.aio.Channel) -> pb_grpc.VerifierStub:

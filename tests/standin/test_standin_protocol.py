@@ -293,15 +293,20 @@ def test_startup_is_fast_and_stdlib_only(tmp_path):
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
-    # time to the first answer (plausible mode; replay adds one cache load)
-    best = 1e9
+    # Time to the first answer (plausible mode; replay adds one cache load), as a ratio
+    # to a bare interpreter's start measured side by side, best of 3 each: load slows
+    # both alike. About 3x on this machine (150 ms idle); an import of the server's
+    # stack (grpc, numpy, torch) would add seconds.
+    best = bare = 1e9
     for _ in range(3):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], capture_output=True, timeout=60)
+        bare = min(bare, time.perf_counter() - t0)
         t0 = time.perf_counter()
         r = run_standin(["--no-replay"], b'{"cmd": "def f := 1"}\n\n')
         best = min(best, time.perf_counter() - t0)
         assert r.stdout == b'{"env": 0}\n\n'
-    # the budget is 150 ms on an idle machine; leave room for loaded CI runners
-    assert best < 0.6, f"first answer after {best:.3f}s"
+    assert best / bare < 6, f"first answer after {best:.3f}s, a bare start {bare:.3f}s"
 
 
 def test_import_rules(standin):

@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 
-import psutil
-
-from leanrpc.app import App, create_server
+import testkit
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
 from testkit import loopback_config
@@ -21,21 +19,13 @@ def small_config(workers: int = 1, **overrides) -> Config:
 
 @contextlib.asynccontextmanager
 async def running_server(workers: int = 1, **overrides):
-    """Yields (app, client); stops both and checks no worker process is left."""
-    app = await create_server(small_config(workers, **overrides))
-    client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
-    try:
-        yield app, client
-    finally:
-        await client.close()
-        await stop_app(app)
-
-
-async def stop_app(app: App) -> None:
-    children = [w.pid for w in app.pool.workers if w.pid]
-    await app.stop(2.0)
-    for pid in children:
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    """Yields (app, client): testkit's shared server plus a client without retries."""
+    async with testkit.running_server(small_config(workers, **overrides)) as app:
+        client = AsyncClient(f"127.0.0.1:{app.port}", max_retries=0)
+        try:
+            yield app, client
+        finally:
+            await client.close()
 
 
 def free_port() -> int:

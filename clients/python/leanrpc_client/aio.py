@@ -2,17 +2,13 @@
 
 Owns: the channel, unary calls with retry, and `verify` over VerifyStream
 (bounded window, input order kept, re-sends of refused snippets).
-Why one room: the unary calls and the VerifyStream batching share one
-channel, its retry and token probe; the session, prover and formalizer
-calls are mixins in their own rooms.
-May import: _proto, _types, _convert, _retry, _streams, prover, formalizer,
-sessions; tqdm when a progress bar is asked.
+May import: _proto, _types, _convert, _retry, _streams, progress, prover,
+formalizer, sessions.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import warnings
 from typing import Callable, Iterable, Sequence
 
@@ -39,56 +35,12 @@ from ._retry import (
 from ._streams import broken, settle
 from ._types import Result
 from .formalizer import FormalizerCalls
+from .progress import Progress
 from .prover import ProverCalls
 from .sessions import SessionCalls
 
 # Addresses whose token check was probed by this process (AsyncClient).
 _PROBED: set[str] = set()
-
-# With progress=None, a bar appears once a batch has taken this long on a
-# terminal: the time, not the count, says whether a user is left waiting.
-PROGRESS_AFTER_S = 2.0
-
-
-def _progress_bar(total: int):
-    """A tqdm bar on stderr, or None when tqdm is not installed."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="snippet", desc="verify")
-
-
-class _Progress:
-    """The bar of one `verify`: shown at once (progress=True), or after
-    PROGRESS_AFTER_S on a terminal (progress=None), counting what came before."""
-
-    def __init__(self, total: int, progress: bool | None) -> None:
-        self._total = total
-        self._done = 0
-        self._bar = None
-        self._timer = None
-        if progress:
-            self._start()
-        elif progress is None and sys.stderr.isatty():
-            self._timer = asyncio.get_running_loop().call_later(PROGRESS_AFTER_S, self._start)
-
-    def _start(self) -> None:
-        if self._bar is None and self._done < self._total:
-            self._bar = _progress_bar(self._total)
-            if self._bar is not None and self._done:
-                self._bar.update(self._done)
-
-    def update(self, n: int) -> None:
-        self._done += n
-        if self._bar is not None:
-            self._bar.update(n)
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        if self._bar is not None:
-            self._bar.close()
 
 
 def _in_order(
@@ -152,6 +104,11 @@ class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._max_retries = max_retries
         self._backoff_s = backoff_s
+
+    @property
+    def address(self) -> str:
+        """The server address this client was made for ("host:port")."""
+        return self._address
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -283,7 +240,7 @@ class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
         keys = [f"{n}:{sid}" for n, (sid, _code) in enumerate(items)]
         pinned = {key: ref for key, ref in zip(keys, refs) if ref}
         results: dict[str, Result] = {}
-        bar = _Progress(len(items), progress)
+        bar = Progress(len(items), progress)
         options = _options(
             timeout_s,
             infotree,

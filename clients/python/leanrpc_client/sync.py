@@ -102,6 +102,11 @@ class Client(SyncProverCalls, SyncFormalizerCalls):
             future.cancel()  # e.g. KeyboardInterrupt in the caller: stop the work too
             raise
 
+    @property
+    def address(self) -> str:
+        """The server address this client was made for ("host:port")."""
+        return self._address
+
     def __enter__(self) -> "Client":
         return self
 

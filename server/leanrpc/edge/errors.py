@@ -64,6 +64,36 @@ def reason_for(exc: BaseException) -> str:
     return _lookup(exc)[1]
 
 
+# The HTTP status of each gRPC code, for the doors that answer in HTTP (the REST
+# gateway, its /reward route): Google's mapping (google/rpc/code.proto's
+# comments; grpc-gateway's HTTPStatusFromCode). With STATUS_FOR_ERROR it is the
+# one table from an error to a status code, whatever the door.
+HTTP_STATUS_FOR_CODE: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+}
+
+
+def http_status_for(exc: BaseException) -> int:
+    """The HTTP status of `exc` (e.g. 429 for OVERLOADED), for doors that speak HTTP."""
+    return HTTP_STATUS_FOR_CODE[status_for(exc)]
+
+
 def duration_of(seconds: float) -> duration_pb2.Duration:
     out = duration_pb2.Duration()
     out.FromNanoseconds(round(seconds * 1e9))

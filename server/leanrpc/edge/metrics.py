@@ -29,7 +29,8 @@ name them) feed ready-made dashboards; `process_*` come from prometheus_client;
 and shared memory plus held memfds, see worker/memory.py).
 
 The interceptor (edge/interceptors/metrics.py) feeds the RPC and snippet
-series; this module owns the registry, the pool collector and the endpoint.
+series; this module owns the registry and the endpoint; edge/collectors.py reads
+the pool's and the cache's snapshots at scrape time.
 Results are read through protobuf descriptors, not the generated stubs.
 
 May import: prometheus_client, aiohttp, protobuf descriptors, leanrpc (version, logsetup),
@@ -54,11 +55,10 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .. import __version__
 from ..logsetup import ProtocolJunkFilter
+from .collectors import CacheCollector, PoolCollector
 from .interceptors.metrics import MetricsInterceptor
 
 log = logging.getLogger("leanrpc.metrics")
@@ -247,142 +247,6 @@ def _status_name(result) -> str:
     value = enum.values_by_number.get(result.status)
     # Label values stay the short names ("VALID"), not the contract's STATUS_VALID.
     return value.name.removeprefix("STATUS_") if value is not None else str(result.status)
-
-
-class PoolCollector:
-    """Reads the pool's published snapshot at scrape time (`snapshot`, on the
-    loop: `PoolOwner.metrics`); `collect` replays it."""
-
-    def __init__(self, pool, config) -> None:
-        self._pool = pool
-        self._config = config
-        self._families: list = []
-
-    def snapshot(self) -> None:
-        self._families = list(self._read())
-
-    def collect(self):
-        return iter(self._families)
-
-    def _read(self):
-        published = self._pool.metrics()
-        snapshot, stats = published.snapshot, published.stats
-        yield _gauge("leanrpc_queue_depth", "Jobs waiting for a worker", snapshot.queue_depth)
-        yield _gauge(
-            "leanrpc_queue_limit", "Admission queue capacity", self._config.pool.queue_limit
-        )
-        yield _gauge("leanrpc_workers_configured", "Configured pool size", snapshot.size)
-        yield _gauge(
-            "leanrpc_serving", "1 when the pool accepts work", 1 if snapshot.serving else 0
-        )
-        states = GaugeMetricFamily("leanrpc_workers", "Workers by state", labels=["state"])
-        for state, count in snapshot.worker_states.items():
-            states.add_metric([state], count)
-        yield states
-        restarts = CounterMetricFamily(
-            "leanrpc_worker_restarts", "Workers gone, by exit cause", labels=["cause"]
-        )
-        for cause, count in sorted(stats.restarts.items()):
-            restarts.add_metric([str(cause)], count)
-        yield restarts
-        for name, help_text, value in (
-            (
-                "leanrpc_header_cache_hits",
-                "Jobs that found their import header warm",
-                stats.header_hits,
-            ),
-            (
-                "leanrpc_header_cache_loads",
-                "Import headers loaded into a worker",
-                stats.header_loads,
-            ),
-            (
-                "leanrpc_header_switches",
-                "Idle workers replaced to load another header",
-                stats.header_switches,
-            ),
-            (
-                "leanrpc_prefix_routed",
-                "Jobs that reused an elaborated body prefix",
-                stats.prefix_routed,
-            ),
-            ("leanrpc_jobs_submitted", "Jobs admitted to the pool", stats.jobs_submitted),
-            ("leanrpc_jobs_finished", "Jobs answered by the pool", stats.jobs_finished),
-            ("leanrpc_job_retries", "Jobs retried after a worker crash", stats.retries),
-            (
-                "leanrpc_job_fresh_retries",
-                "Of those, retries not charged to the job, on a process nothing ran on",
-                stats.fresh_retries,
-            ),
-            ("leanrpc_boot_failures", "Worker boot failures", stats.boot_failures),
-        ):
-            yield CounterMetricFamily(name, help_text, value=value)
-        memory = GaugeMetricFamily(
-            "leanrpc_worker_memory_bytes",
-            "Memory of each live worker's process tree (as its limit counts it)",
-            labels=["worker"],
-        )
-        for worker in published.workers:
-            memory.add_metric([worker.name], float(worker.memory_bytes))
-        yield memory
-        identity = snapshot.identity
-        info = InfoMetricFamily("leanrpc_build", "Server version and verifier identity")
-        info.add_metric(
-            [],
-            {
-                "version": __version__,
-                "verifier_kind": identity.kind if identity else "",
-                "lean_version": identity.lean_version if identity else "",
-            },
-        )
-        yield info
-
-
-class CacheCollector:
-    """The result cache's counters at scrape time: `leanrpc_result_cache_hits`
-    by tier and `leanrpc_result_cache_events` by event (a `forged` entry failed
-    its MAC, a `revoked` one came from a poisoned worker, `withdrawn` ones were
-    taken back from every tier, ...)."""
-
-    EVENTS = (
-        "lookups",
-        "misses",
-        "stored",
-        "joined",
-        "too_slow",
-        "not_cacheable",
-        "bypassed",
-        "corrupt",
-        "forged",
-        "revoked",
-        "withdrawn",
-        "store_errors",
-    )
-
-    def __init__(self, stats) -> None:
-        self._stats = stats
-        self._families: list = []
-
-    def snapshot(self) -> None:
-        stats = self._stats
-        hits = CounterMetricFamily(
-            "leanrpc_result_cache_hits", "Result cache hits, by tier", labels=["tier"]
-        )
-        for tier, count in sorted(stats.hits.items()):
-            hits.add_metric([tier], count)
-        events = CounterMetricFamily(
-            "leanrpc_result_cache_events", "Result cache events, by kind", labels=["event"]
-        )
-        for event in self.EVENTS:
-            events.add_metric([event], getattr(stats, event, 0))
-        self._families = [hits, events]
-
-    def collect(self):
-        return iter(self._families)
-
-
-def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, help_text, value=value)
 
 
 class MetricsEndpoint:

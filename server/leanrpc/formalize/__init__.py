@@ -6,6 +6,7 @@ Torch-free (importable without the `model` extra):
     wellformed   extract_candidate, check -> WellFormedness
     diagnostics  unknown identifiers, error categories, feedback text
     retrieval    MathlibNames: System A (did_you_mean, rapidfuzz typos), System B (dense + BM25 search)
+    words        name_words / query_words: the one vocabulary both retrieval indexes read
     dense        System B's dense stage: embedders (WordLlama, sentence-transformers), disk-cached index
     prompts      the chat prompts of the repair loop
     repair       Formalizer: request defaults/limits, adapters per request, retrieval; creates jobs

@@ -23,6 +23,12 @@ The model is any transformers causal LM that takes `cache=` (transformers 5) and
 `logits_to_keep`; a PeftModel is unwrapped to its (adapter-injected) base model.
 Each sequence runs with its own adapter (SamplingParams.adapter): rows with
 different adapters share a step (adapters.select_adapters).
+
+Why one room: the batch (its rows, their shared KV cache and mask) has one owner,
+the engine thread, and admit, step and drop are the three changes of that one
+state, made in one loop; the parts without batch state are split out already
+(decoding: per-row sampling and stops; kvbatch: cache row operations; streams:
+the caller's side; generation: the request and result types).
 """
 
 from __future__ import annotations

@@ -39,143 +39,15 @@ import collections
 import difflib
 import functools
 import math
-import re
 import threading
 from typing import TYPE_CHECKING, Iterable
+
+from .words import module_words, name_words, query_words, stem
 
 if TYPE_CHECKING:
     import numpy as np
 
-_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+", re.U)
-_WORD = re.compile(r"[A-Za-z]+")
-
-# Informal/LaTeX words -> Mathlib name words.
-_SYNONYMS = {
-    "integer": ["int"],
-    "integers": ["int"],
-    "natural": ["nat"],
-    "naturals": ["nat"],
-    "rational": ["rat"],
-    "rationals": ["rat"],
-    "complex": ["complex"],
-    "real": ["real"],
-    "reals": ["real"],
-    "divides": ["dvd"],
-    "divisible": ["dvd"],
-    "divisor": ["divisor", "dvd"],
-    "divisors": ["divisors"],
-    "gcd": ["gcd"],
-    "lcm": ["lcm"],
-    "greatest": ["gcd"],
-    "modulo": ["mod", "modeq"],
-    "congruent": ["modeq"],
-    "remainder": ["mod"],
-    "square": ["sq", "pow"],
-    "root": ["sqrt", "root"],
-    "sqrt": ["sqrt"],
-    "logarithm": ["log"],
-    "log": ["log"],
-    "ln": ["log"],
-    "exponential": ["exp"],
-    "exp": ["exp"],
-    "sum": ["sum"],
-    "product": ["prod"],
-    "prod": ["prod"],
-    "absolute": ["abs"],
-    "factorial": ["factorial"],
-    "binomial": ["choose"],
-    "choose": ["choose"],
-    "derivative": ["deriv"],
-    "differentiable": ["differentiable"],
-    "integral": ["integral"],
-    "continuous": ["continuous"],
-    "limit": ["tendsto", "lim"],
-    "converges": ["tendsto"],
-    "sequence": ["seq", "tendsto"],
-    "polynomial": ["polynomial"],
-    "degree": ["degree"],
-    "prime": ["prime"],
-    "primes": ["prime"],
-    "odd": ["odd"],
-    "even": ["even"],
-    "floor": ["floor"],
-    "ceiling": ["ceil"],
-    "sin": ["sin"],
-    "cos": ["cos"],
-    "tan": ["tan"],
-    "pi": ["pi"],
-    "group": ["group"],
-    "subgroup": ["subgroup"],
-    "normal": ["normal"],
-    "abelian": ["comm"],
-    "commutative": ["comm"],
-    "ring": ["ring"],
-    "field": ["field"],
-    "ideal": ["ideal"],
-    "matrix": ["matrix"],
-    "determinant": ["det"],
-    "vector": ["module"],
-    "space": ["space"],
-    "order": ["order", "orderof"],
-    "finite": ["finite", "fintype"],
-    "cardinality": ["card"],
-    "set": ["set"],
-    "mathbb": [],
-    "frac": ["div"],
-    "cdot": ["mul"],
-    "le": ["le"],
-    "leq": ["le"],
-    "geq": ["le"],
-    "lt": ["lt"],
-    "infinitely": ["infinite"],
-    "infinite": ["infinite"],
-    "bijective": ["bijective"],
-    "injective": ["injective"],
-    "surjective": ["surjective"],
-    "homomorphism": ["hom"],
-    "isomorphic": ["equiv", "iso"],
-    "compact": ["compact"],
-    "open": ["open"],
-    "closed": ["closed"],
-    "metric": ["metric"],
-    "norm": ["norm"],
-    "inner": ["inner"],
-}
-_BLACKBOARD = {"R": "real", "Z": "int", "N": "nat", "Q": "rat", "C": "complex"}
-_STOP = frozenset(
-    "a an the of and or to in is are be for that this with as by on at it its if then there let show prove "
-    "such all any each every some from we which what when where where find value values number numbers "
-    "given suppose assume holds hold has have one two three x y z n m k b c d f g h".split()
-)
 _DEF_KINDS = ("def", "class", "structure", "abbrev", "inductive", "irreducible_def")
-
-
-def name_words(name: str) -> list[str]:
-    """`Nat.Prime.two_le` -> ['nat', 'prime', 'two', 'le']; `IsNormalSubgroup` -> ['is', 'normal', 'subgroup']."""
-    words = []
-    for part in re.split(r"[._']", name):
-        words.extend(w.lower() for w in _CAMEL.findall(part))
-    return words
-
-
-def _stem(w: str) -> str:
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
-
-
-def query_words(text: str) -> list[str]:
-    words: list[str] = []
-    for letter, word in _BLACKBOARD.items():
-        if re.search(r"\\mathbb\{?" + letter, text):
-            words.append(word)
-    for raw in _WORD.findall(text):
-        w = raw.lower()
-        if w in _SYNONYMS:
-            words.extend(_SYNONYMS[w])
-            continue
-        if w in _STOP or len(w) < 2:
-            continue
-        words.append(_stem(w))
-    return words
 
 
 class MathlibNames:
@@ -281,7 +153,7 @@ class MathlibNames:
     def corpus_texts(self) -> list[str]:
         """What the dense stage embeds for each declaration (name, its words, kind, module words)."""
         return [
-            f"{n} {' '.join(name_words(n))} {kd.split('(')[0]} {' '.join(_module_words(m))}"
+            f"{n} {' '.join(name_words(n))} {kd.split('(')[0]} {' '.join(module_words(m))}"
             for n, kd, m in zip(self.names, self.kinds, self.modules)
         ]
 
@@ -296,7 +168,7 @@ class MathlibNames:
         with self._bm25_lock:
             if self._bm25 is None:
                 self._bm25 = _BM25(
-                    [name_words(n) + _module_words(m) for n, m in zip(self.names, self.modules)]
+                    [name_words(n) + module_words(m) for n, m in zip(self.names, self.modules)]
                 )
         scores = self._bm25.scores(query_words(text))
         return None if scores is None else scores * self._def_boost
@@ -312,7 +184,7 @@ class MathlibNames:
         if dense and self.dense is not None:
             cand, cos = self.dense.top(text, self.dense_n)
             lexical = _rerank_bm25(
-                [name_words(self.names[i]) + _module_words(self.modules[i]) for i in cand],
+                [name_words(self.names[i]) + module_words(self.modules[i]) for i in cand],
                 query_words(text),
             )
             lexical *= self._def_boost[cand]
@@ -363,14 +235,6 @@ def _close_by_edits(low: str, lowered: list[str]) -> dict[int, int]:
     return {i: int(d) for _, d, i in found}
 
 
-@functools.lru_cache(maxsize=4096)
-def _module_words(module: str) -> list[str]:
-    parts = module.split(".")
-    if parts and parts[0] == "Mathlib":
-        parts = parts[1:]
-    return name_words(".".join(parts))
-
-
 class _BM25:
     def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> None:
         import numpy as np
@@ -380,7 +244,7 @@ class _BM25:
         lengths = np.zeros(len(docs), dtype=np.float32)
         for i, words in enumerate(docs):
             lengths[i] = len(words)
-            for w, tf in collections.Counter(_stem(x) for x in words).items():
+            for w, tf in collections.Counter(stem(x) for x in words).items():
                 ids, tfs = postings.setdefault(w, ([], []))
                 ids.append(i)
                 tfs.append(tf)
@@ -398,7 +262,7 @@ class _BM25:
 
         scores = np.zeros(self.n, dtype=np.float32)
         hit = False
-        for w, qtf in collections.Counter(_stem(w) for w in words).items():
+        for w, qtf in collections.Counter(stem(w) for w in words).items():
             p = self.postings.get(w)
             if p is None:
                 continue
@@ -414,11 +278,11 @@ def _rerank_bm25(docs: list[list[str]], query: list[str]) -> "np.ndarray":
     import bm25s
     import numpy as np
 
-    stemmed = [[_stem(w) for w in d] or ["_"] for d in docs]
+    stemmed = [[stem(w) for w in d] or ["_"] for d in docs]
     retriever = bm25s.BM25(k1=1.2, b=0.75)
     retriever.index(stemmed, show_progress=False)
     vocab = retriever.vocab_dict
-    q = [w for w in (_stem(w) for w in query) if w in vocab]
+    q = [w for w in (stem(w) for w in query) if w in vocab]
     if not q:
         return np.zeros(len(docs), dtype=np.float32)
     return np.asarray(retriever.get_scores(q), dtype=np.float32)

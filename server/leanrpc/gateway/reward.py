@@ -29,10 +29,12 @@ from ..client.rewards.core import InfraFailure, RewardCore
 from ..client.rewards.openrlhf import answer, response_of
 from ..client.rewards.problem import Problem
 from ..edge.convert import result_to_pb
+from ..edge.limiter import LimitExceeded
 from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
 from ..results import Status, VerifyResult
 from ..services.resolve import VerifyOptions
 from . import kimina
+from .refusals import refusal
 
 DEADLINE_S = 120.0  # well inside OpenRLHF's 180 s total, with its retries in mind
 PATH = "/reward"
@@ -92,16 +94,13 @@ class RewardRoute:
             return _invalid(str(exc), ["labels"])
         try:
             self._verify.admission(len(plan.programs))
-        except NotServingError as exc:
-            return _answer({"detail": f"not serving: {exc.message}"}, 503, {"Retry-After": "1"})
-        except OverloadedError as exc:
-            retry = str(max(1, round(exc.retry_after_s)))
-            return _answer({"detail": exc.message}, 429, {"Retry-After": retry})
+        except LeanServiceError as exc:  # status from the one error table (edge/errors.py)
+            return refusal(exc)
         client = self._gateway._client(request)
         try:
             self._gateway.limiter.enter(client)
-        except Exception as exc:  # LimitExceeded: this caller has too many calls in flight
-            return _answer({"detail": str(exc)}, 429, {"Retry-After": "1"})
+        except LimitExceeded as exc:  # this caller has too many calls in flight
+            return refusal(exc)
         try:
             results, why = await self._run(plan.programs, client)
         finally:

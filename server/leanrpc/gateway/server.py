@@ -17,25 +17,22 @@ request headers are not complete `gateway.header_timeout_s` after it opened
 (or after the last answer on it: its keep-alive timer, which also closes a
 connection that is only idle); a peer address holding
 `gateway.max_connections_per_peer` connections gets its next one answered 429
-and closed (`_PeerCap`). Bodies (access first, the byte budget, 401/413/503/408
+and closed (gateway/listener.py, aiohttp's public API only). Bodies (access first, the byte budget, 401/413/503/408
 answered readably) are gateway/intake.py's middleware, on every route (issue 44).
 
 May import: config, errors, results, services.ports, services.resolve, edge.auth, edge.identity,
-edge.limiter, edge.budget, gateway.intake, gateway.kimina, gateway.observe (request log
+edge.limiter, edge.budget, edge.errors (the one error table), gateway.intake, gateway.listener, gateway.kimina, gateway.observe (request log
 and metrics), gateway.openapi, gateway.reward.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import itertools
 import logging
-import math
 
 from aiohttp import web
-from aiohttp.web_protocol import RequestHandler
 
 from ..config import Config
 from ..edge.auth import (
@@ -46,13 +43,15 @@ from ..edge.auth import (
 from ..edge.budget import ByteBudget
 from ..edge.identity import CallerIdentity
 from ..edge.limiter import ClientLimiter, LimitExceeded
-from ..errors import LeanServiceError, NotServingError, OverloadedError, RequestError
+from ..errors import LeanServiceError, RequestError
 from ..results import Status
 from ..services.ports import Verifier
 from ..services.resolve import VerifyOptions
 from . import kimina, openapi, reward
 from .intake import intake_middleware
+from .listener import Listener, listen
 from .observe import note_outcome, note_refused, observe_middleware
+from .refusals import refusal
 
 log = logging.getLogger("leanrpc.gateway")
 
@@ -190,17 +189,13 @@ class KiminaGateway:
             )
         try:
             self._verify.admission(len(items))  # the pool's one admission check
-        except NotServingError as exc:
-            return _detail(503, f"not serving: {exc.message}")
-        except OverloadedError as exc:
-            return _detail(
-                429, exc.message, {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
-            )
+        except LeanServiceError as exc:  # status from the one error table (edge/errors.py)
+            return refusal(exc)
         client = self._client(request)
         try:
             self.limiter.enter(client)
         except LimitExceeded as exc:
-            return _detail(429, exc.message, {"Retry-After": "1"})
+            return refusal(exc)
         self._batches += 1
         self.idle.clear()
         try:
@@ -305,87 +300,31 @@ def build_app(gateway: KiminaGateway, config: Config, metrics=None, budget=None)
     return app
 
 
-_TOO_MANY = b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-
-
-def _peer_of(transport) -> str:
-    peer = transport.get_extra_info("peername") if transport is not None else None
-    return str(peer[0]) if isinstance(peer, (tuple, list)) and peer else str(peer)
-
-
-class _PeerCap:
-    """aiohttp's protocol factory, with at most `cap` open connections per peer address."""
-
-    def __init__(self, server, cap: int) -> None:
-        self._server = server
-        self.open: collections.Counter[str] = collections.Counter()
-        peers: dict[int, str] = {}
-        counts = self.open
-
-        class Capped(RequestHandler):
-            __slots__ = ()
-
-            def connection_made(self, transport) -> None:
-                super().connection_made(transport)
-                peer = peers[id(self)] = _peer_of(transport)
-                counts[peer] += 1
-                if counts[peer] > cap:
-                    log.warning(
-                        "REST gateway: %s holds %d connections (gateway.max_connections_per_peer %d); "
-                        "refusing one",
-                        peer,
-                        counts[peer] - 1,
-                        cap,
-                    )
-                    transport.write(_TOO_MANY)
-                    self.force_close()
-
-            def connection_lost(self, exc) -> None:
-                peer = peers.pop(id(self), None)
-                if peer is not None:
-                    counts[peer] -= 1
-                    if counts[peer] <= 0:
-                        del counts[peer]
-                super().connection_lost(exc)
-
-        self._handler_class = Capped
-
-    def __call__(self) -> RequestHandler:
-        handler = self._server()
-        handler.__class__ = self._handler_class  # same layout (no new slots)
-        return handler
-
-    def __getattr__(self, name: str):
-        return getattr(self._server, name)
-
-
-class _Runner(web.AppRunner):
-    def __init__(self, app: web.Application, *, peer_cap: int, **kwargs) -> None:
-        super().__init__(app, **kwargs)
-        self._peer_cap = peer_cap
-
-    async def _make_server(self):
-        server = await super()._make_server()
-        return _PeerCap(server, self._peer_cap) if self._peer_cap > 0 else server
-
-
 @dataclasses.dataclass
 class Gateway:
-    runner: web.AppRunner
+    listener: Listener
     handlers: KiminaGateway
     host: str
     port: int
 
+    @property
+    def app(self) -> web.Application:
+        return self.listener.runner.app
+
+    @property
+    def open_connections(self) -> dict[str, int]:
+        """Open connections by peer address (gateway/listener.py's count)."""
+        return self.listener.open
+
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, give in-flight batches up to `grace` s, then close
         (cancelling what is left, which frees its queue entries)."""
-        for site in list(self.runner.sites):
-            await site.stop()
+        self.listener.stop_accepting()
         try:
             await asyncio.wait_for(self.handlers.idle.wait(), grace)
         except asyncio.TimeoutError:
             log.warning("REST gateway: batches still running after %.1f s; cancelling them", grace)
-        await self.runner.cleanup()
+        await self.listener.close()
 
 
 async def start_gateway(
@@ -406,26 +345,15 @@ async def start_gateway(
         )
     refuse_open_plain_http(config.server, host, "the REST gateway")
     handlers = KiminaGateway(verify, config)
-    runner = _Runner(
+    listener = await listen(
         build_app(handlers, config, metrics, budget),
-        handle_signals=False,
-        access_log=None,
-        handler_cancellation=True,
-        shutdown_timeout=0.5,
-        keepalive_timeout=config.gateway.header_timeout_s,
-        lingering_time=0,
-        peer_cap=config.gateway.max_connections_per_peer,
+        host,
+        port,
+        cap=config.gateway.max_connections_per_peer,
+        header_timeout_s=config.gateway.header_timeout_s,
     )
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=4096)
-    try:
-        await site.start()
-    except OSError:
-        await runner.cleanup()
-        raise
-    bound = runner.addresses[0][1] if runner.addresses else port
-    log.info("Kimina REST gateway on http://%s:%d", host, bound)
-    return Gateway(runner=runner, handlers=handlers, host=host, port=bound)
+    log.info("Kimina REST gateway on http://%s:%d", host, listener.port)
+    return Gateway(listener=listener, handlers=handlers, host=host, port=listener.port)
 
 
 async def stop_gateway(gateway: Gateway | None, grace: float = 10.0) -> None:

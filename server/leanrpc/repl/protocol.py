@@ -13,7 +13,7 @@ May import: msgspec, leanrpc.errors, leanrpc.core.framing. Nothing above
 Why msgspec structs and not `json.loads`: one pass decodes, validates the
 shape (an `env` that is not a natural number, a message without text, a
 top-level array are protocol errors, not KeyErrors later) and skips the dict
-building; benchmarks/fence_bench.py measures it against `json.loads` on
+building; benchmarks/studies/fence_bench.py measures it against `json.loads` on
 typical frames (see benchmarks/RESULTS.md). Unknown keys are ignored, as the
 REPL itself ignores them (REPL-PROTOCOL.md section 4.1), so a newer REPL or the
 fork's extra fields (`declarations`) do not break decoding.

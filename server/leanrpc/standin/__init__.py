@@ -22,6 +22,26 @@ never passes as Lean: ``#eval Lean.versionString`` answers
 ``"<lean-version> (leanrpc stand-in)"`` and ``--version`` prints
 ``leanrpc-repl-standin <version>``.
 
+What it models, and only as far as tests need it (issue 42 item 5):
+
+- the REPL's *protocol*, exactly: request and answer shapes, blank-line
+  framing, env and proof-state numbering, pickling, the fork's options, its
+  error texts (recorded from real Lean in ``shared/fixtures``);
+- a *process's* costs and failures: CPU and memory charged per request,
+  prefix reuse, crashes, hangs, floods, garbage, sandbox-escape probes;
+- Lean's *surface* where a server rule reads it: command and declaration
+  boundaries, ``sorry``, ``#print axioms``, unknown identifiers, import rules,
+  tactic mode's goal list, so the server's policy, pinning and reuse logic
+  meet the shapes Lean would give them.
+
+What it must never try to model: Lean's elaborator, type checker, tactic
+framework or Mathlib. It never decides whether a proof is *correct*: plausible
+mode answers a deterministic imitation, and every answer says it comes from
+the stand-in. A test that needs a verdict only real Lean can give belongs in
+the real-Lean suite (docs/REAL-LEAN.md), or in a fixture recorded from real
+Lean, never in a new rule here. A feature that needs more of Lean's
+semantics than the list above gets a recorded fixture, not more imitation.
+
 Module map: ``wire`` (line reader, JSON decoding, request shapes),
 ``jsonfmt`` (Lean's JSON printer), ``state`` (envs, proof states, lineages,
 options), ``repl`` (numbering, handlers), ``costs`` (CPU and memory charged
@@ -29,7 +49,8 @@ per request), ``files`` (pickle files, real or virtual), ``fixtures``
 (transcript sets on disk), ``record`` (record mode: transcripts to the raw
 index), ``kimina`` (Kimina outputs and core matching), ``replay`` (the loaded
 index and its cache), ``elab`` (plausible mode), ``faults`` (directives and
-the faults they inject), ``__main__`` (command line).
+the faults they inject), ``escapes`` (the sandbox-escape probes),
+``__main__`` (command line).
 
 Owns: a REPL program for tests and benchmarks; it is a separate process, so
 nothing in the server imports it (the pool launches it by command line).

@@ -48,6 +48,7 @@ whose content is predictable from the source text:
 
 from __future__ import annotations
 
+from .decls import parse_decl, variable_binders
 from .evaluate import decide_refutes, evaluate_command
 from .goals import first_constant, goal_text, have_goal, tactic_blocks
 from .infotree import command_node, declaration_entry, syntax_node, tactic_node
@@ -68,10 +69,8 @@ from .syntax import (
     is_mathlib,
     module_known,
     note_namespace,
-    parse_decl,
     split_commands,
     split_header,
-    variable_binders,
 )
 from .tactics import KERNEL_REJECT, TACTIC_MODE_ONLY, run_tactic, sends_proof_status, status
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import bisect
 
+from .decls import Decl
 from .lexer import CLOSE_BRACKETS, OPEN_BRACKETS, Positions, Tok, norm
-from .syntax import Command, Decl
+from .syntax import Command
 
 
 def hyps_lines(binders: list[tuple[str, str, str]]) -> list[str]:

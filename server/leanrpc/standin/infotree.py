@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from .syntax import KIND_NAMES, Command, Decl, Tok
+from .decls import Decl
+from .syntax import KIND_NAMES, Command, Tok
 
 
 def syntax_node(start: dict, finish: dict, pp, kind: str, arg_kinds: list) -> dict:

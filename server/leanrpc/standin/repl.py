@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 
-from . import elab, faults
+from . import elab, escapes, faults
 from .costs import Costs
 from .files import Files
 from .state import PICKLE_FORMAT, Env, Options, ProofState, io_error_text, lineage, map_lines
@@ -211,7 +211,7 @@ class Repl:
         new_env = Env(lineage(key, "env"), env, env_text, broken, mathlib)
         self._register(key, infos, new_env)
         self.envs.append(new_env)
-        extra = faults.escape_messages(directives, False)
+        extra = escapes.escape_messages(directives, False)
         if extra:
             resp = dict(resp)
             resp["messages"] = list(resp.get("messages") or []) + extra
@@ -318,7 +318,7 @@ class Repl:
                 infos = [([g], False) for g in r.nested] + [(r.goals, r.sorry)]
         self._register(key, infos, ps.env)
         resp = self._versioned(resp, stripped)
-        extra = faults.escape_messages(directives, True)
+        extra = escapes.escape_messages(directives, True)
         if extra and "message" not in resp:
             resp = dict(resp)
             resp["messages"] = list(resp.get("messages") or []) + extra

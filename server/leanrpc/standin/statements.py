@@ -19,17 +19,10 @@ May import: standin.lexer, standin.syntax, standin.goals.
 
 from __future__ import annotations
 
+from .decls import Decl, parse_decl, variable_binders
 from .goals import axioms_of, signature
 from .lexer import Positions, lex
-from .syntax import (
-    DECL_KWS,
-    Command,
-    Decl,
-    note_namespace,
-    parse_decl,
-    split_commands,
-    variable_binders,
-)
+from .syntax import DECL_KWS, Command, note_namespace, split_commands
 
 __all__ = [
     "Facts",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from .decls import unknown_identifiers
 from .lexer import Tok, lex, message, norm
-from .syntax import unknown_identifiers
 
 # Tactics that close the goal in tactic mode but make the whole command fail
 # (elab.py reports an error): a simulated unsound tactic-mode "Completed",

@@ -1,6 +1,6 @@
 """Canaries against a planted liar, and what they cost (issue 43 item 5).
 
-    python -m benchmarks.canary_bench --trials 20 --items 120 --rounds 2
+    python -m benchmarks.studies.canary_bench --trials 20 --items 120 --rounds 2
 
 Two parts, one run:
 
@@ -33,9 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import workloads
+from benchmarks import workloads
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRAPDOOR = [sys.executable, str(ROOT / "tests" / "hostile" / "trapdoor_repl.py")]
 WRONG = "exact Nat.nonexistent_lemma x"
 

@@ -1,6 +1,6 @@
 """Each reward adapter's own overhead per sample, side by side in one run (issue 38 item 6).
 
-    python -m benchmarks.reward_overhead --groups 16 --group-size 16 --rounds 5
+    python -m benchmarks.studies.reward_overhead --groups 16 --group-size 16 --rounds 5
 
 One `leanrpc serve` subprocess on the stand-in REPL (default checks: code policy, axioms;
 statement pinned; result cache off), `--workers` warm workers. This process is only the
@@ -36,12 +36,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.targets.common import leanrpc_table, serve_leanrpc, stop_process, wait_port
 from leanrpc.client import AsyncClient
 from leanrpc.client.rewards import LeanReward, Problem, RewardCore, verl
 from leanrpc.client.rewards import openrlhf as orl
 from leanrpc.client.rewards import verifiers as vf
-
-from .targets.common import leanrpc_table, serve_leanrpc, stop_process, wait_port
 
 HEADER = "import Mathlib"
 

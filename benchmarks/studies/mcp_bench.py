@@ -1,7 +1,7 @@
 """The MCP door's own costs (issue 40): server CPU per tool call, side by side with the
 gRPC call doing the same work, and the memory of 20 connected agents.
 
-    python -m benchmarks.mcp_bench --calls 200 --rounds 2
+    python -m benchmarks.studies.mcp_bench --calls 200 --rounds 2
 
 One `leanrpc serve` subprocess on the stand-in REPL (2 warm workers, result cache off, the
 MCP door on), the official `mcp` client for the agents and leanrpc's Python client for
@@ -35,7 +35,13 @@ import psutil
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from .targets.common import free_port, leanrpc_table, serve_leanrpc, stop_process, wait_port
+from benchmarks.targets.common import (
+    free_port,
+    leanrpc_table,
+    serve_leanrpc,
+    stop_process,
+    wait_port,
+)
 
 AND_CODE = "theorem and_t (p q : Prop) (hp : p) (hq : q) : p ∧ q := by sorry"
 

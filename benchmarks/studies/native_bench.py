@@ -1,8 +1,8 @@
 """Native core vs its pure-Python twin: framing and prefix-trie throughput.
 
-    python benchmarks/native_bench.py            # table
-    python benchmarks/native_bench.py --json     # machine-readable
-    python benchmarks/native_bench.py --quick    # smaller inputs, a smoke run
+    python benchmarks/studies/native_bench.py            # table
+    python benchmarks/studies/native_bench.py --json     # machine-readable
+    python benchmarks/studies/native_bench.py --quick    # smaller inputs, a smoke run
 
 Compares leanrpc._native.{framing,trie} with leanrpc.core.{framing,trie}_py,
 imported directly (the facades' choice does not matter). Inputs are
@@ -340,7 +340,7 @@ def run(quick: bool) -> dict:
             }
         )
     return {
-        "command": "python benchmarks/native_bench.py" + (" --quick" if quick else ""),
+        "command": "python benchmarks/studies/native_bench.py" + (" --quick" if quick else ""),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "python": sys.version.split()[0],

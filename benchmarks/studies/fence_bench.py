@@ -1,7 +1,7 @@
 """Fence cost and frame decoding, measured side by side.
 
-    python benchmarks/fence_bench.py decode    # msgspec structs vs json.loads
-    python benchmarks/fence_bench.py fence     # fenced vs unfenced exchanges
+    python benchmarks/studies/fence_bench.py decode    # msgspec structs vs json.loads
+    python benchmarks/studies/fence_bench.py fence     # fenced vs unfenced exchanges
 
 `decode`: typical REPL frames (a clean `{"env": N}`, a command answer with a
 few messages and sorries, a 1 MB infotree answer), each decoded by

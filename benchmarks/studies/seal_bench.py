@@ -1,6 +1,6 @@
 """What the cache entries' MAC costs per hit, against what elaborating costs (issue 26).
 
-    python -m benchmarks.seal_bench --statements 4 --completions 64 --rounds 5
+    python -m benchmarks.studies.seal_bench --statements 4 --completions 64 --rounds 5
 
 One run, side by side: the unique snippets of the GRPO workload
 (benchmarks.grpo, 50% duplicates) are elaborated once on a stand-in pool
@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import workloads
-from .grpo import grpo_items
+from benchmarks import workloads
+from benchmarks.grpo import grpo_items
 
 SECRET = b"seal-bench-secret-0123456789abcdef"
 

@@ -12,7 +12,7 @@ problems with at least one gold identifier. Modes, side by side in one run:
   dense+bm25   dense top 100, BM25 rerank to k (the design; the server's path when
                formalize.retrieval_embedder is set)
 
-    python benchmarks/retrieval_bench.py [--k 8] [--embedder wordllama] [--limit N]
+    python benchmarks/studies/retrieval_bench.py [--k 8] [--embedder wordllama] [--limit N]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import re
 import sys
 import time
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 2)[0])  # benchmarks/ (formalize_eval)
 from formalize_eval import load_problems  # noqa: E402
 
 from leanrpc.formalize.config import DEFAULT_MATHLIB_NAMES  # noqa: E402

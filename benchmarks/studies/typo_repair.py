@@ -16,7 +16,7 @@ Lean are scripted.
 (retrieval._close_by_edits returns nothing: the word/IDF + difflib lookup as it
 was before rapidfuzz); `after` is the current one. Both in one run by default.
 
-    python benchmarks/typo_repair.py [--cases 30] [--seed 0]
+    python benchmarks/studies/typo_repair.py [--cases 30] [--seed 0]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 import string
 import sys
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 2)[0])  # benchmarks/ (formalize_eval)
 from formalize_eval import _OracleStream, load_problems  # noqa: E402
 
 from leanrpc.formalize import retrieval  # noqa: E402
