@@ -46,3 +46,21 @@ async def test_without_the_protocol_a_task_reads_the_same():
     got, ends, task = await _collect(fake)
     assert task is not None and task.done()
     assert got == b"0\n1\n2\n" and ends == 1
+
+
+async def test_bytes_that_arrived_before_attach_are_read_by_the_task_not_lost():
+    """The direct path is taken only while the pipe's protocol has passed on no
+    byte (its own count, not asyncio's private buffer): a child that wrote
+    before `attach` is read by the task, from the first byte."""
+    code = "import sys, time\nsys.stdout.write('early\\n'); sys.stdout.flush()\ntime.sleep(0.3)\nsys.stdout.write('late\\n')\n"
+    process = await spawn_with_pipes([sys.executable, "-c", code], cwd=None, env={})
+    protocol = process.pipe_transport(1).get_protocol()
+    for _ in range(1000):  # until the early line is in the reader
+        if protocol.received:
+            break
+        await asyncio.sleep(0.01)
+    assert protocol.received == len(b"early\n")
+    got, ends, task = await _collect(process)
+    await process.wait()
+    assert task is not None  # the reader already held bytes: no direct path
+    assert got == b"early\nlate\n" and ends == 1

@@ -19,6 +19,9 @@ May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.worker.f
 leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters),
 leanrpc.worker.stdout (the bytes, in the callback that read them), leanrpc.worker.pending
 (the pending exchange and which frame is which). Knows no worker states.
+Why one room: the pending exchange, its fence, the audit and poisoning on doubt are one
+protocol: a byte's meaning depends on all of them at once, and splitting them would put
+"any doubt poisons" in two places (the frame rule and the id counters are already out).
 
 With `fence = "off"` (fully trusted input) the channel still takes exactly
 one frame per command and poisons on unsolicited output, as before the fence.

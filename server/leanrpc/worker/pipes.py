@@ -46,7 +46,15 @@ class _ReadProtocol(asyncio.StreamReaderProtocol):
     """A read pipe's protocol. At EOF the transport closes: StreamReaderProtocol
     asks to stay half-open (True), which asyncio's pipe transport ignores but
     uvloop's obeys, and then connection_lost never comes (a stopped worker
-    would wait for its stdout's end forever)."""
+    would wait for its stdout's end forever). `received` counts the bytes it
+    passed on, so worker/stdout.py knows the reader holds none without
+    reading asyncio's private buffer."""
+
+    received = 0
+
+    def data_received(self, data: bytes) -> None:
+        self.received += len(data)
+        super().data_received(data)
 
     def eof_received(self) -> bool:
         super().eof_received()

@@ -83,7 +83,7 @@ def attach(
         and hasattr(pipe, "set_protocol")
         and not pipe.is_closing()
         and isinstance(stdout, asyncio.StreamReader)
-        and not getattr(stdout, "_buffer", b"x")
+        and getattr(pipe.get_protocol(), "received", None) == 0  # nothing buffered yet
         and not stdout.at_eof()
     ):
         pipe.set_protocol(_Direct(pipe.get_protocol(), on_data, on_close))

@@ -12,6 +12,8 @@ when the memory watch runs (worker/memwatch.py: during a request), and the pool-
 `reserve()`, `begin_loading()`, `release()`, `drain()`, `kill()`, `stop()`.
 May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,memwatch,states},
 leanrpc.config, leanrpc.errors. Not the pool.
+Why one room: the state machine and the verbs that drive it are one lifecycle (every transition
+goes through `_set_state` here; the table is data in worker/states.py).
 
 A Worker lives exactly as long as its process: after a kill or a crash it is
 DEAD and the pool makes a new one. Any doubt (timeout, garbage or unsolicited
@@ -19,9 +21,8 @@ output, a failed fence or audit, memory over the limit, a cancel mid-request)
 kills it; the REPL cannot cancel work or resynchronise, so a doubtful worker
 is never reused (STYLE.md lessons 4, 5, 13).
 
-The header envs it loads are written into the map it is given (`headers`):
-the pool's slot for this worker owns it and drops it at DEAD with every other
-REPL handle (pool/slot.py). The prefix history is the pool's too.
+The header envs it loads are written into the map it is given (`headers`): the pool's slot for
+this worker owns it and drops it at DEAD with every other REPL handle (pool/slot.py).
 """
 
 from __future__ import annotations
