@@ -15,8 +15,8 @@ import pytest
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from prover_support import AND_STATEMENT
-from testkit import wait_until
-from verify_support import small_config, stop_app
+from testkit import stop_app, wait_until
+from verify_support import small_config
 
 pytestmark = pytest.mark.timeout(120)
 
