@@ -14,31 +14,12 @@ import pytest
 from benchmarks.config import REPO
 
 
-@pytest.mark.parametrize("rpc", ["unary", "stream", "batch"])
-def test_server_cpu_measures_a_round(tmp_path, rpc):
-    out = tmp_path / "cpu.json"
+def _server_cpu(requests: int, rpc: str, *extra: str) -> subprocess.CompletedProcess:
+    """One small round of `benchmarks.server_cpu` on one worker; it must exit 0."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.server_cpu",
-            "--requests",
-            "6",
-            "--workers",
-            "1",
-            "--rounds",
-            "1",
-            "--idle",
-            "0",
-            "--scale",
-            "0.002",
-            "--rpc",
-            rpc,
-            "--set",
-            "repl.fence_audit=auto",
-            "--json",
-            str(out),
-        ],
+        [sys.executable, "-m", "benchmarks.server_cpu", "--requests", str(requests)]
+        + ["--workers", "1", "--rounds", "1", "--idle", "0", "--scale", "0.002"]
+        + ["--rpc", rpc, *extra],
         cwd=REPO,
         env=dict(os.environ),
         capture_output=True,
@@ -46,6 +27,13 @@ def test_server_cpu_measures_a_round(tmp_path, rpc):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.parametrize("rpc", ["unary", "stream", "batch"])
+def test_server_cpu_measures_a_round(tmp_path, rpc):
+    out = tmp_path / "cpu.json"
+    done = _server_cpu(6, rpc, "--set", "repl.fence_audit=auto", "--json", str(out))
     [row] = json.loads(out.read_text())["rounds"]
     assert row["requests"] == row["valid"] == 6 and row["rpc"] == rpc
     # A figure, never missing; 6 requests may read 0: the kernel counts a process's CPU in
@@ -61,35 +49,7 @@ def test_server_cpu_cprofile_holds_the_measured_requests(tmp_path):
     import pstats
 
     prof = tmp_path / "serve.prof"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.server_cpu",
-            "--requests",
-            "5",
-            "--workers",
-            "1",
-            "--concurrency",
-            "1",
-            "--rounds",
-            "1",
-            "--idle",
-            "0",
-            "--scale",
-            "0.002",
-            "--rpc",
-            "unary",
-            "--cprofile",
-            str(prof),
-        ],
-        cwd=REPO,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    _server_cpu(5, "unary", "--concurrency", "1", "--cprofile", str(prof))
     stats = pstats.Stats(str(prof)).stats
     calls = {
         name: entry[1]
