@@ -23,7 +23,7 @@ __all__ = ["proof_bytes", "tactic_bytes"]
 # not measured here.
 PROOF_BYTES_PER_CHAR = 1
 TACTIC_COPIES = 3
-TACTIC_HALF_BYTES_OFF_PER_CHAR = 1
+TACTIC_CHARS_PER_BYTE_OFF = 2  # half a byte a character off
 
 
 def proof_bytes(command: str, code: str) -> int:
@@ -33,4 +33,4 @@ def proof_bytes(command: str, code: str) -> int:
 
 def tactic_bytes(tactic: str) -> int:
     """Bytes the server holds for a state's tactic."""
-    return TACTIC_COPIES * str_bytes(tactic) - TACTIC_HALF_BYTES_OFF_PER_CHAR * len(tactic) // 2
+    return TACTIC_COPIES * str_bytes(tactic) - len(tactic) // TACTIC_CHARS_PER_BYTE_OFF
