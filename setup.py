@@ -23,7 +23,10 @@ DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 # trie_nodes before trie: trie cimports it. The .pxd files that modules share
 # live in the package (server/leanrpc/_native/), so that cimport resolves them
 # by their module name and the runtime import finds the module.
-NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy"]
+NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars"]
+# (package, module): the one lexer and the policy's rules, compiled from their
+# own Python source as leanrpc.<package>.<module>_c (the hot path of every snippet).
+COMPILED_PYTHON = [("core", "lexing"), ("policy", "reading")]
 
 
 def generate_stubs() -> None:
@@ -77,7 +80,7 @@ def native_extensions():
         )
         for name in NATIVE_MODULES
     ]
-    return cythonize(
+    native = cythonize(
         extensions,
         include_path=[str(STUB_ROOT)],
         compiler_directives={
@@ -88,6 +91,24 @@ def native_extensions():
         },
         annotate=DEBUG,
     )
+    # Python modules compiled unchanged (Cython's pure-Python mode) under a
+    # `_c` name beside their source; a facade picks the build (core/lexer.py,
+    # policy/scan.py). Python's semantics stay whole: negative indices and
+    # bounds checks as the interpreter has them.
+    compiled = cythonize(
+        [
+            Extension(
+                f"leanrpc.{package}.{module}_c",
+                [f"server/leanrpc/{package}/{module}.py"],
+                define_macros=macros,
+                extra_compile_args=compile_args,
+            )
+            for package, module in COMPILED_PYTHON
+        ],
+        compiler_directives={"language_level": 3, "linetrace": DEBUG},
+        annotate=DEBUG,
+    )
+    return native + compiled
 
 
 # egg_info needs the generated package to exist before any build command runs,

@@ -41,7 +41,8 @@ def scan_cpu_per_snippet(texts: list[str], repeats: int = 5) -> float:
 
 
 async def server_round(address: str, texts: list[str]) -> int:
-    from leanrpc.client import AsyncClient
+    # The standalone client package: PYTHONPATH picks each side's own (policy_compare).
+    from leanrpc_client import AsyncClient
 
     client = AsyncClient(address, max_retries=2)
     try:

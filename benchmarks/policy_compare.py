@@ -20,7 +20,10 @@ AFTER = Path(__file__).resolve().parent.parent / "server"
 
 
 def one_round(server_dir: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": str(server_dir)}
+    # Each side's own client too: a newer client may send options an older
+    # server's stubs do not have.
+    client_dir = server_dir.parent / "clients" / "python"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(server_dir), str(client_dir)))}
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.policy_bench", "--rounds", "1"],
         env=env,

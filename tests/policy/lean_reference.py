@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from leanrpc.policy import ALLOWED_ATTRIBUTES, ALLOWED_HASH, REFUSED_COMMANDS
 from leanrpc.policy.lists import NATIVE_NAMES
-from leanrpc.policy.scan import _option_allowed
+from leanrpc.policy.reading import _option_allowed
 
 TOKENS = frozenset(
     {
