@@ -137,3 +137,23 @@ async def test_no_timer_without_a_limit_or_before_the_handshake():
     assert memwatch._Ticker._of.get(loop, {}).get(POLL_S) is None or not (
         memwatch._Ticker._of[loop][POLL_S]._watches
     )
+
+
+def test_the_shared_timer_runs_on_uvloop_too():
+    """`[server] event_loop = "uvloop"`: the timer's loop is a uvloop Loop (weakly keyed)."""
+    import uvloop
+
+    async def run() -> list:
+        calm, over = Tree("calm"), Tree("over", mb=LIMIT_MB + 1)
+        calm.watch.exchanging(True)
+        over.watch.exchanging(True)
+        await _until(lambda: over.killed and len(calm.asked) >= 3)
+        calm.watch.exchanging(False)
+        await asyncio.sleep(POLL_S * 2)
+        return [len(over.asked), calm.killed]
+
+    loop = uvloop.new_event_loop()
+    try:
+        assert loop.run_until_complete(run()) == [1, []]
+    finally:
+        loop.close()
