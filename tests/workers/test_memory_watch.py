@@ -140,3 +140,73 @@ def test_the_status_files_held_open_follow_the_tree_and_close():
     finally:
         child.kill()
         child.wait()
+
+
+# A child that maps a file it wrote (page cache, not counted) and, on a line,
+# allocates 64 MB of anonymous memory it touches.
+_MAPPER = """
+import mmap, os, sys, tempfile
+with tempfile.TemporaryFile() as f:
+    f.write(b"x" * (64 << 20))
+    f.flush()
+    mapped = mmap.mmap(f.fileno(), 64 << 20, prot=mmap.PROT_READ)
+    sum(mapped[i] for i in range(0, 64 << 20, 4096))  # resident file pages
+    print("ready", flush=True)
+    held = []
+    for line in sys.stdin:
+        held.append(bytearray(b"y" * (64 << 20)))
+        print("grown", flush=True)
+"""
+
+
+def test_the_polls_bound_answers_within_the_limit_and_the_exact_sum_decides_over_it():
+    """Issue 38 item 6: the poll reads statm (resident pages) and reads status
+    only when that bound is over the limit; the answer over the limit is the
+    exact sum, so the verdict is the one the exact sum gives."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _MAPPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        watch = TreeMemory(child.pid)
+        exact = watch.sample()
+        reads = watch.exact_reads
+        # Far within: the bound (resident, file pages included) answers, no status read.
+        bound = watch.sample(limit=exact + (1 << 30))
+        assert watch.exact_reads == reads
+        assert exact <= bound <= exact + (1 << 30)
+        assert bound >= exact + (48 << 20)  # the 64 MB of mapped file pages are in the bound
+        # The mapped file brings the bound over a limit the exact sum is within:
+        # the exact sum is read and answers (no false OUT_OF_MEMORY).
+        limit = exact + (24 << 20)
+        answer = watch.sample(limit=limit)
+        assert watch.exact_reads == reads + 1
+        assert answer <= limit and abs(answer - exact) < (16 << 20)
+        # 64 MB more anonymous memory: over the same limit, by the exact sum.
+        child.stdin.write("grow\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "grown"
+        over = watch.sample(limit=limit)
+        assert watch.exact_reads == reads + 2
+        assert over > limit and abs(over - watch.sample()) < (16 << 20)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_statm_files_held_open_follow_the_tree_and_close():
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    before = fds()
+    try:
+        watch = TreeMemory(child.pid)
+        assert watch.sample(limit=1 << 40) > 0 and fds() == before + 2  # statm and meminfo
+        assert watch.sample(limit=1 << 40) > 0 and fds() == before + 2  # re-read, not reopened
+        assert watch.sample(limit=1) > 1 and fds() == before + 3  # over: status read too
+        watch.close()
+        assert fds() == before
+    finally:
+        child.kill()
+        child.wait()

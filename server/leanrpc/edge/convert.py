@@ -128,37 +128,39 @@ def identity_to_pb(identity: VerifierIdentity | None) -> pb.VerifierIdentity | N
 
 
 def result_to_pb(result: VerifyResult) -> pb.Result:
-    out = pb.Result(
-        id=result.id,
-        status=int(result.status),
-        messages=[message_to_pb(m) for m in result.messages],
-        sorries=[sorry_to_pb(s) for s in result.sorries],
-        timings=pb.Timings(
-            queue=duration_of(result.timings.queue_s),
-            header=duration_of(result.timings.header_s),
-            body=duration_of(result.timings.body_s),
-            total=duration_of(result.timings.total_s),
-            boot=duration_of(result.timings.boot_s),
-        ),
-        reuse=pb.Reuse(
-            warm_header=result.reuse.warm_header,
-            reused_prefix_chars=result.reuse.reused_prefix_chars,
-            worker=result.reuse.worker,
-            attempts=result.reuse.attempts,
-            cache_source=result.reuse.cache_source,
-            original_run=result.reuse.original_run,
-        ),
-        error=result.error,
-        infotree_json=""
-        if result.infotree is None
-        else json.dumps(result.infotree, ensure_ascii=False),
-        axioms=result.axioms,
-        tactics=[tactic_to_pb(t) for t in result.tactics],
-        root_goals=[sorry_to_pb(s) for s in result.root_goals],
-        declarations_json=""
-        if result.declarations is None
-        else json.dumps(result.declarations, ensure_ascii=False),
-    )
+    """The wire Result. Built field by field in place (issue 38 item 6: one per
+    snippet, on the event loop): no intermediate Duration, Timings, Reuse or
+    Checks objects to copy in, and repeated fields passed only when not empty;
+    the bytes are those of the keyword-built message (tests/edge/test_convert.py)."""
+    out = pb.Result(id=result.id, status=int(result.status), error=result.error)
+    if result.messages:
+        out.messages.extend([message_to_pb(m) for m in result.messages])
+    if result.sorries:
+        out.sorries.extend([sorry_to_pb(s) for s in result.sorries])
+    timings, wire = result.timings, out.timings
+    _set_duration(wire.queue, timings.queue_s)
+    _set_duration(wire.header, timings.header_s)
+    _set_duration(wire.body, timings.body_s)
+    _set_duration(wire.total, timings.total_s)
+    _set_duration(wire.boot, timings.boot_s)
+    reuse, wire = result.reuse, out.reuse
+    wire.SetInParent()
+    wire.warm_header = reuse.warm_header
+    wire.reused_prefix_chars = reuse.reused_prefix_chars
+    wire.worker = reuse.worker
+    wire.attempts = reuse.attempts
+    wire.cache_source = reuse.cache_source
+    wire.original_run = reuse.original_run
+    if result.infotree is not None:
+        out.infotree_json = json.dumps(result.infotree, ensure_ascii=False)
+    if result.axioms:
+        out.axioms.extend(result.axioms)
+    if result.tactics:
+        out.tactics.extend([tactic_to_pb(t) for t in result.tactics])
+    if result.root_goals:
+        out.root_goals.extend([sorry_to_pb(s) for s in result.root_goals])
+    if result.declarations is not None:
+        out.declarations_json = json.dumps(result.declarations, ensure_ascii=False)
     identity = identity_to_pb(result.verifier)
     if identity is not None:
         out.verifier.CopyFrom(identity)
@@ -168,16 +170,24 @@ def result_to_pb(result: VerifyResult) -> pb.Result:
         out.reference.CopyFrom(reference_to_pb(result.reference))
     if result.judge is not None:
         out.judge.CopyFrom(judge_to_pb(result.judge))
-    checks = checks_of(result, STANDARD_AXIOMS)
-    out.checks.CopyFrom(
-        pb.Checks(
-            policy=checks.policy,
-            axioms=int(checks.axioms),
-            statement=int(checks.statement),
-            judge=int(checks.judge),
-        )
-    )
+    checks, wire = checks_of(result, STANDARD_AXIOMS), out.checks
+    wire.SetInParent()
+    wire.policy = checks.policy
+    wire.axioms = int(checks.axioms)
+    wire.statement = int(checks.statement)
+    wire.judge = int(checks.judge)
     return out
+
+
+def _set_duration(out, seconds: float) -> None:
+    """`out` (a Duration field, marked present) = `seconds`, as Duration.FromNanoseconds sets it."""
+    nanos = round(seconds * 1e9)
+    whole, part = nanos // 1_000_000_000, nanos % 1_000_000_000
+    if whole < 0 and part > 0:  # FromNanoseconds' normalisation: the signs agree
+        whole, part = whole + 1, part - 1_000_000_000
+    out.SetInParent()
+    out.seconds = whole
+    out.nanos = part
 
 
 def snippet_options(snippet: pb.Snippet, options: VerifyOptions) -> VerifyOptions:

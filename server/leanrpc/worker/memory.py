@@ -28,6 +28,16 @@ When the worker runs in its own cgroup (v2, security/cgroups.py), one read of
 its `memory.stat` (`anon` + `shmem`: the same sum, memfds included, each page
 counted once) replaces all of that.
 
+The watch's poll asks only whether the tree is over its limit (`sample(limit=...)`,
+issue 38 item 6). Each process's `/proc/<pid>/statm` (one short line, several
+times cheaper for the kernel to write than `status`) gives its resident pages,
+anonymous + file + shared memory (`RssAnon` + `RssFile` + `RssShmem`, the same
+kernel counters): an upper bound of the process's share of the sum. When the
+bounds plus the held shared-memory files are within the limit, so is the sum,
+and the poll is answered without reading `status`; otherwise the exact sum is
+read and decides. The verdict is the same either way; only a tree whose mmapped
+files bring it over the limit pays both reads.
+
 Owns memory measurement and the default per-worker limit; may import only
 the standard library, psutil and worker.proctree (the one /proc tree walk).
 """
@@ -115,6 +125,7 @@ def tree_memory_of(root: psutil.Process, children: Iterable[psutil.Process]) -> 
 SHMEM_STEP = 16 << 20  # system Shmem growth that forces an fd scan
 _SCAN_EVERY_S = 1.0  # fd scan and process list refresh, at least this often
 _STATUS_KEYS = (b"RssAnon:", b"RssShmem:")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def _read(path: str, dir_fd: int | None = None) -> bytes:
@@ -242,13 +253,16 @@ class TreeMemory:
         self._held: dict[tuple[int, int], int] = {}
         self.fd_scans = 0  # for tests and the benchmark's profile
         self._status_fds: dict[int, int] = {}  # pid -> its /proc/<pid>/status, held open
+        self._statm_fds: dict[int, int] = {}  # pid -> its /proc/<pid>/statm (the poll's bound)
+        self.exact_reads = 0  # samples that read the status files (for tests)
         self._meminfo_fd: int | None = None
 
     def close(self) -> None:
         """Closes the files held open (the tree is gone)."""
-        for fd in self._status_fds.values():
-            os.close(fd)
-        self._status_fds.clear()
+        for fds in (self._status_fds, self._statm_fds):
+            for fd in fds.values():
+                os.close(fd)
+            fds.clear()
         if self._meminfo_fd is not None:
             os.close(self._meminfo_fd)
             self._meminfo_fd = None
@@ -267,6 +281,33 @@ class TreeMemory:
         except OSError:
             return 0  # gone (or never there): counts nothing
 
+    def _resident(self, pid: int) -> int | None:
+        """Resident pages of `pid` in bytes (statm: anonymous + file + shared
+        memory), 0 if it is gone, None if its file cannot be read as expected."""
+        fd = self._statm_fds.get(pid)
+        try:
+            if fd is None:
+                fd = self._statm_fds[pid] = os.open(
+                    f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC
+                )
+            data = os.pread(fd, 256, 0)
+        except OSError:
+            return 0  # gone (or never there): counts nothing, as in `_status`
+        try:
+            return int(data.split(None, 2)[1]) * _PAGE
+        except (ValueError, IndexError):
+            return None
+
+    def _bound(self) -> int | None:
+        """An upper bound of the processes' share of the sum, or None (read it exactly)."""
+        total = 0
+        for pid in self._pids:
+            resident = self._resident(pid)
+            if resident is None:
+                return None
+            total += resident
+        return total
+
     def _system_shmem(self) -> int:
         try:
             if self._meminfo_fd is None:
@@ -277,17 +318,21 @@ class TreeMemory:
 
     def _list(self, now: float) -> None:
         self._pids, self._listed_at = tree_pids(self._root), now
-        for pid in [p for p in self._status_fds if p not in self._pids]:
-            os.close(self._status_fds.pop(pid))
+        for fds in (self._status_fds, self._statm_fds):
+            for pid in [p for p in fds if p not in self._pids]:
+                os.close(fds.pop(pid))
 
     def use_own_cgroup(self) -> None:
         """After the handshake (the REPL has joined its cgroup by then)."""
         if self.cgroup_dir is None:
             self.cgroup_dir = worker_cgroup_dir(self._root)
 
-    def sample(self, *, periodic_scan: bool = True) -> int:
+    def sample(self, *, periodic_scan: bool = True, limit: int | None = None) -> int:
         """Bytes now. `periodic_scan=False` (at release): the fd scan only
-        when memfds were seen or the system's Shmem grew, not for its age."""
+        when memfds were seen or the system's Shmem grew, not for its age.
+        With `limit` (the watch's poll): when the statm bound plus the held
+        shared-memory files is within `limit`, that bound (not the exact sum,
+        which is no larger); over it, the exact sum."""
         if self.cgroup_dir is not None:
             value = cgroup_memory_bytes(self.cgroup_dir)
             if value is not None:
@@ -295,7 +340,6 @@ class TreeMemory:
         now = time.monotonic()
         if now - self._listed_at >= _SCAN_EVERY_S:
             self._list(now)
-        total = sum(self._status(pid) for pid in self._pids)
         shmem = self._system_shmem()
         if (
             self.shmem_seen
@@ -310,4 +354,10 @@ class TreeMemory:
             self.fd_scans += 1
         else:
             self._shmem_base = min(self._shmem_base, shmem)
-        return total + sum(self._held.values())
+        held = sum(self._held.values())
+        if limit is not None:
+            bound = self._bound()
+            if bound is not None and bound + held <= limit:
+                return bound + held
+        self.exact_reads += 1
+        return sum(self._status(pid) for pid in self._pids) + held

@@ -211,14 +211,19 @@ class ReplProcess:
 
     # -- memory ----------------------------------------------------------------
 
-    def tree_rss(self, *, periodic_scan: bool = True) -> int:
+    def tree_rss(self, *, periodic_scan: bool = True, limit: int | None = None) -> int:
         """Memory of the process and all its descendants, in bytes: anonymous
         and shared memory, memfds held open included (worker/memory.py). One
         status read per process (or one cgroup file); the process list and
-        the fd scan are refreshed on their own clock (TreeMemory)."""
+        the fd scan are refreshed on their own clock (TreeMemory). With
+        `limit`, an upper bound when that is within it (TreeMemory.sample)."""
         if self.memory is None or self._psutil is None:
             return 0
-        return self.memory.sample(periodic_scan=periodic_scan)
+        return self.memory.sample(periodic_scan=periodic_scan, limit=limit)
+
+    def tree_within(self, limit: int) -> int:
+        """The memory watch's poll: `tree_rss` asked with the limit (a bound within it, or exact)."""
+        return self.tree_rss(limit=limit)
 
 
 def describe_status(code: int | None) -> str:
