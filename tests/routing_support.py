@@ -25,6 +25,7 @@ from leanrpc.pool.plan import (
 )
 from leanrpc.pool.prefix_index import PrefixIndex
 from leanrpc.pool.routing import Router
+from leanrpc.pool.ticket import Ticket
 
 NOW = 1000.0
 MATHLIB = "import Mathlib\n"
@@ -33,13 +34,21 @@ BODY = "\n".join(f"theorem t{i} : {i} = {i} := rfl" for i in range(200)) + "\n"
 
 
 def job(
-    header: str = MATHLIB, body: str = "theorem x : 1 = 1 := rfl\n", *, age: float = 0.0, **kw
+    header: str = MATHLIB,
+    body: str = "theorem x : 1 = 1 := rfl\n",
+    *,
+    age: float = 0.0,
+    fresh_process: bool = False,
+    **kw,
 ) -> JobView:
-    """A queued job as routing sees it (a CallJob when given `call`)."""
+    """A queued job as routing sees it (a CallJob when given `call`): its
+    ticket's view, accepted `age` seconds before NOW (no future: never answered)."""
     kind = CallJob if "call" in kw else BodyJob
     j: Job = kind(split=split_header(header + body), timeout_s=10, **kw)
-    j.enqueued_at = NOW - age
-    return j.make_view()
+    ticket = Ticket(j, None, NOW - age)
+    if fresh_process:
+        ticket.ask_fresh_process()
+    return ticket.view
 
 
 def key(header: str) -> str:

@@ -78,6 +78,38 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.0
         await asyncio.sleep(interval)
 
 
+@pytest.fixture(autouse=True)
+async def no_orphans():
+    """Children a test started must all be gone at its end (not even zombies left
+    unreaped for long). Autouse in each folder whose conftest imports it by name
+    (tests/workers, tests/pool)."""
+    before = descendants()
+    yield
+    await wait_until(lambda: not (descendants() - before), 15.0, "child processes to exit")
+
+
+# A pool and a Verify service on stand-in workers, without gRPC (tests/workers, tests/pool).
+HEADER = "import Mathlib\n\n"
+
+
+async def start_service(workers: int = 1, **overrides):
+    """A started Pool under a VerifyService; overrides are `section__key=value`."""
+    from leanrpc.pool.pool import Pool
+    from leanrpc.services.verify import VerifyService
+
+    config = loopback_config(workers, **overrides)
+    pool = Pool(config)
+    await pool.start()
+    return VerifyService(pool, config)
+
+
+async def verify(service, body: str, *, snippet_id: str = "s", timeout_s: float = 0.0):
+    """`body` under HEADER through the service."""
+    from leanrpc.services.verify import VerifyOptions
+
+    return await service.verify(snippet_id, HEADER + body, VerifyOptions(timeout_s=timeout_s))
+
+
 async def node_json(cwd: Path, *args: str, timeout: float):
     """Runs `node *args` in `cwd` (the Node client's folder) and returns the JSON of the
     last line it printed; fails with node's stderr when it exits non-zero."""

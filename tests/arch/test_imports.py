@@ -41,7 +41,7 @@ LAYERS: list[set[str]] = [
     # REPL program; statement pinning (reference: text in, verdict out); the code policy (text in, verdict out)
     {"config"},  # reads formalize.config
     {"worker"},
-    {"pool", "security"},
+    {"pool", "security"},  # pool.ticket (a job's run record) is pool-private: test_job_fields.py
     {"services"},
     {"cache"},  # wraps the verify service
     {"edge"},  # gRPC servicers, interceptors, metrics exporter

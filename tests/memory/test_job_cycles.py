@@ -1,9 +1,10 @@
 """A finished pool job is freed at once (issue 44's deep-chain leftover): no
-job, job view or attempt is left in a reference cycle for the cycle collector,
-for a body job (Verify), a call job (a tactic) and a session job. Before
-Pool._settle dropped the view and the attempt, each job stayed in a cycle with
-its view (and its attempt's task), so a deep chain of long tactics kept every
-call's texts alive until the next collection (231 MB at depth 14)."""
+job, ticket, job view or attempt is left in a reference cycle for the cycle
+collector, for a body job (Verify), a call job (a tactic) and a session job.
+Before Pool._settle dropped the view and the attempt, each job (now its
+pool-private ticket, pool/ticket.py) stayed in a cycle with its view (and its
+attempt's task), so a deep chain of long tactics kept every call's texts alive
+until the next collection (231 MB at depth 14)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from leanrpc.client import AsyncClient
 from leanrpc.pool.attempt import Attempt
 from leanrpc.pool.job import Job
 from leanrpc.pool.plan import JobView
+from leanrpc.pool.ticket import Ticket
 from testkit import loopback_config, stop_server
 
 STATEMENT = "theorem t (p q : Prop) (hp : p) (hq : q) : p ∧ q := by\n  sorry\n"
@@ -24,7 +26,9 @@ def _cyclic_pool_objects() -> list[str]:
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         gc.collect()
-        found = [type(o).__name__ for o in gc.garbage if isinstance(o, (Job, JobView, Attempt))]
+        found = [
+            type(o).__name__ for o in gc.garbage if isinstance(o, (Job, Ticket, JobView, Attempt))
+        ]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()

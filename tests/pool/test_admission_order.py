@@ -10,20 +10,23 @@ import random
 
 from leanrpc.core.headers import split_header
 from leanrpc.pool.admission import Admission
-from leanrpc.pool.job import BodyJob, Job
+from leanrpc.pool.job import BodyJob
+from leanrpc.pool.ticket import Ticket
 
 
-def _job(client: str, stream: str, deadline: float | None = None) -> Job:
-    return BodyJob(
+def _job(client: str, stream: str, deadline: float | None = None) -> Ticket:
+    """A queued job: admission queues its ticket (no future: never answered here)."""
+    job = BodyJob(
         split=split_header("import Mathlib\ntheorem t : True := trivial\n"),
         timeout_s=10,
         client_id=client,
         stream_id=stream,
         deadline=deadline,
     )
+    return Ticket(job, None, 0.0)
 
 
-def _fresh(queue: Admission, limit: int) -> list[Job]:
+def _fresh(queue: Admission, limit: int) -> list[Ticket]:
     return queue._build_order(limit)
 
 

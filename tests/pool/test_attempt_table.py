@@ -7,6 +7,9 @@ races tests/workers used to reproduce with real processes and timing
 (cancel during load, shutdown during boot, cancel mid-command, a task
 cancelled before its first step), now a walk through the table with the
 worker's hands checked at every end: released once, or killed once, never both.
+Their process versions sit next to this file where they check what only a
+real process shows (test_cancel_during_load.py, test_shutdown_during_boot.py,
+test_give_back_first.py, test_finish_if_running.py).
 """
 
 from __future__ import annotations

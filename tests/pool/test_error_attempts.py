@@ -11,14 +11,15 @@ from leanrpc.core.headers import split_header
 from leanrpc.errors import WorkerCrashed
 from leanrpc.pool import BodyJob
 from leanrpc.pool.pool import Pool
+from leanrpc.pool.ticket import Ticket
 
 
 async def test_the_error_a_job_is_failed_with_carries_its_attempts():
     pool = Pool(Config())
     job = BodyJob(split=split_header("import Mathlib\ntheorem x : True := trivial\n"), timeout_s=5)
-    job.future = asyncio.get_running_loop().create_future()
-    job.attempts = 2
+    ticket = Ticket(job, asyncio.get_running_loop().create_future(), 0.0)
+    ticket.attempts = 2  # the pool's count, on its ticket: the job is frozen
     error = WorkerCrashed("killed by SIGKILL")
     assert error.attempts == 0  # not failed yet
-    pool.fail(job, error)
-    assert job.future.exception() is error and error.attempts == 2
+    pool.fail(ticket, error)
+    assert ticket.future.exception() is error and error.attempts == 2

@@ -62,19 +62,20 @@ def _running(pool: _Pool, worker: _Worker) -> Attempt:
     return attempt
 
 
-def _job(attempts: int, uncharged: int = 0, fresh_process: bool = False):
+def _ticket(attempts: int, uncharged: int = 0, fresh_process: bool = False):
+    """The job's ticket as the failure table reads it (pool/ticket.py)."""
     return types.SimpleNamespace(
         attempts=attempts, uncharged=uncharged, fresh_process=fresh_process
     )
 
 
-def _decide(exc, attempts: int = 1, *, breaker: bool = True, closing: bool = False, job=None,
+def _decide(exc, attempts: int = 1, *, breaker: bool = True, closing: bool = False, ticket=None,
             shared: bool = False):  # fmt: skip
     pool = _Pool(closing)
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: breaker))
     runner = Runner(pool, supervisor)
     worker = _Worker()
-    runner._on_failure(job or _job(attempts), _running(pool, worker), exc, shared)
+    runner._on_failure(ticket or _ticket(attempts), _running(pool, worker), exc, shared)
     return worker.killed, pool.answered, pool.stats.retries
 
 
@@ -115,7 +116,9 @@ def test_a_dead_worker_is_not_killed_again():
     supervisor = types.SimpleNamespace(breaker=types.SimpleNamespace(allow=lambda: True))
     worker = _Worker()
     worker.alive = False
-    Runner(pool, supervisor)._on_failure(_job(1), _running(pool, worker), WorkerCrashed("x"), False)
+    Runner(pool, supervisor)._on_failure(
+        _ticket(1), _running(pool, worker), WorkerCrashed("x"), False
+    )
     assert worker.killed == [] and pool.answered == [("retry", None)]
 
 
@@ -124,19 +127,19 @@ def test_a_dead_worker_is_not_killed_again():
 # (situation, exception, job, shared process, answer, retries counted, fresh retries)
 SHARED = [
     ("a crash on a process another job ran on: retried on a fresh one, uncharged",
-     WorkerPoisoned("x"), _job(1), True, "retry fresh", 1, 1),
+     WorkerPoisoned("x"), _ticket(1), True, "retry fresh", 1, 1),
     ("past max_retries, still one uncharged retry on a fresh process",
-     WorkerCrashed("x"), _job(2), True, "retry fresh", 1, 1),
+     WorkerCrashed("x"), _ticket(2), True, "retry fresh", 1, 1),
     ("the same crash on a process nothing else ran on: charged as before",
-     WorkerPoisoned("x"), _job(2), False, "fail", 0, 0),
+     WorkerPoisoned("x"), _ticket(2), False, "fail", 0, 0),
     ("only one uncharged retry: after it, every failure is the job's",
-     WorkerCrashed("x"), _job(2, uncharged=1, fresh_process=True), True, "retry", 1, 0),
+     WorkerCrashed("x"), _ticket(2, uncharged=1, fresh_process=True), True, "retry", 1, 0),
     ("charged attempts decide: two attempts, one uncharged, is one charged",
-     WorkerCrashed("x"), _job(2, uncharged=1, fresh_process=True), False, "retry", 1, 0),
+     WorkerCrashed("x"), _ticket(2, uncharged=1, fresh_process=True), False, "retry", 1, 0),
     ("three attempts, one uncharged: past max_retries, answered",
-     WorkerCrashed("x"), _job(3, uncharged=1, fresh_process=True), False, "fail", 0, 0),
+     WorkerCrashed("x"), _ticket(3, uncharged=1, fresh_process=True), False, "fail", 0, 0),
     ("a timeout on a shared process is still the job's: answered",
-     WorkerTimeout("t"), _job(1), True, "fail", 0, 0),
+     WorkerTimeout("t"), _ticket(1), True, "fail", 0, 0),
 ]  # fmt: skip
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from leanrpc.core.headers import split_header
 from leanrpc.pool.job import CallJob
+from leanrpc.pool.ticket import Ticket
 from leanrpc.services.prover.calls import TacticCall
 from leanrpc.services.prover.rebuild import Rebuilder
 from leanrpc.services.prover.registry import Proof, SorryStep
@@ -53,5 +54,5 @@ async def test_the_prover_times_its_work_and_its_tactic_calls_reach_routing_pric
         assert proof.command_s is not None and proof.command_s > 0
         assert prover.rebuilder.tactic_s is not None and prover.rebuilder.tactic_s > 0
         call = TacticCall(proof, (0, "constructor"), ("exact hp", "exact hq"), prover.rebuilder)
-        view = CallJob(split=proof.split, timeout_s=10, call=call).make_view()
+        view = Ticket(CallJob(split=proof.split, timeout_s=10, call=call), None, 0.0).view
         assert view.char_s is not None and view.char_s == call.char_s > 0

@@ -43,13 +43,13 @@ class DispatchLog:
         self.events: list[tuple[str, str, str]] = []  # (push|take, client, job id)
         push, take = admission.push, admission.take
 
-        def logged_push(job) -> None:
-            self.events.append(("push", job.client_id, id(job)))
-            push(job)
+        def logged_push(ticket) -> None:
+            self.events.append(("push", ticket.job.client_id, id(ticket)))
+            push(ticket)
 
-        def logged_take(job) -> None:
-            self.events.append(("take", job.client_id, id(job)))
-            take(job)
+        def logged_take(ticket) -> None:
+            self.events.append(("take", ticket.job.client_id, id(ticket)))
+            take(ticket)
 
         admission.push, admission.take = logged_push, logged_take
 

@@ -9,6 +9,11 @@ future that is already done. That answer is believed no more than garbage (the
 worker dies either way); only its restart cause was wrong. Here the order is made
 deterministic: the answer is in the pipe, then the cancel and the read run in the
 same iteration, cancel first.
+
+The accounting itself is a table without processes (tests/pool/test_pending_take.py:
+an answer to a cancelled exchange is "cancelled"); this stays here because only a
+real reader on a real pipe shows the race happening and its cause reaching the
+worker's exit.
 """
 
 from __future__ import annotations

@@ -7,12 +7,16 @@ import sys
 import psutil
 
 from leanrpc.config import Config, LimitsConfig
-from leanrpc.pool.pool import Pool
-from leanrpc.services.verify import VerifyOptions, VerifyService
 from leanrpc.worker import Launcher, LaunchSpec, Worker
-from testkit import descendants, loopback_config, wait_until  # noqa: F401  (re-exported to the tests)
+from testkit import (  # noqa: F401  (re-exported to the tests)
+    HEADER,
+    descendants,
+    loopback_config,
+    start_service,
+    verify,
+    wait_until,
+)
 
-HEADER = "import Mathlib\n\n"
 STANDIN = [sys.executable, "-m", "leanrpc.standin"]
 
 
@@ -27,19 +31,6 @@ async def booted_worker(name: str) -> Worker:
 def make_config(workers: int = 1, **overrides) -> Config:
     """Overrides are `section__key=value`."""
     return loopback_config(workers, **overrides)
-
-
-async def start_service(workers: int = 1, **overrides) -> VerifyService:
-    config = make_config(workers, **overrides)
-    pool = Pool(config)
-    await pool.start()
-    return VerifyService(pool, config)
-
-
-async def verify(
-    service: VerifyService, body: str, *, snippet_id: str = "s", timeout_s: float = 0.0
-):
-    return await service.verify(snippet_id, HEADER + body, VerifyOptions(timeout_s=timeout_s))
 
 
 def cpu_seconds(pid: int) -> float:

@@ -1,7 +1,8 @@
 """Admission: the one queue check, the fair queue, deadlines, retry hints.
 
-Owns: whether a request may enter (`check`), the queued jobs, and the order
-routing sees them in. May import: errors, pool.job. No processes, no asyncio.
+Owns: whether a request may enter (`check`), the queued jobs (their pool-private
+tickets, pool/ticket.py), and the order routing sees them in. May import:
+errors, pool.ticket. No processes, no asyncio.
 
 Fair queuing: jobs are queued per client (the authenticated identity the
 edge passes) and, within a client, per stream or batch. The order handed to
@@ -29,7 +30,7 @@ import itertools
 from typing import Callable
 
 from ..errors import OverloadedError
-from .job import Job
+from .ticket import Ticket
 
 __all__ = ["Admission"]
 
@@ -42,21 +43,23 @@ class Admission:
         self.queue_limit = queue_limit
         # client -> stream -> jobs, each dict in rotation order (front serves next).
         self._clients: collections.OrderedDict[
-            str, collections.OrderedDict[str, collections.deque[Job]]
+            str, collections.OrderedDict[str, collections.deque[Ticket]]
         ] = collections.OrderedDict()
         self._size = 0
-        self._order: collections.deque[Job] | None = None  # the fair order built last, still valid
-        self._order_complete = False  # it holds every queued job
+        self._order: collections.deque[Ticket] | None = (
+            None  # the fair order built last, still valid
+        )
+        self._order_complete = False  # it holds every queued ticket
         self._earliest = float("inf")  # no queued deadline is earlier (a lower bound)
         self.order_builds = 0  # rebuilds, for tests
 
     def __len__(self) -> int:
         return self._size
 
-    def __contains__(self, job: Job) -> bool:
-        streams = self._clients.get(job.client_id)
-        jobs = streams.get(job.stream_id) if streams is not None else None
-        return jobs is not None and job in jobs
+    def __contains__(self, ticket: Ticket) -> bool:
+        streams = self._clients.get(ticket.job.client_id)
+        jobs = streams.get(ticket.job.stream_id) if streams is not None else None
+        return jobs is not None and ticket in jobs
 
     # -- the check ---------------------------------------------------------------
 
@@ -74,65 +77,65 @@ class Admission:
 
     # -- the queue ---------------------------------------------------------------
 
-    def push(self, job: Job) -> None:
-        streams = self._clients.get(job.client_id)
+    def push(self, ticket: Ticket) -> None:
+        streams = self._clients.get(ticket.job.client_id)
         if streams is None:
             # A client with nothing queued goes first (FQ-CoDel's "new flow"):
             # it waits for one running job at most, never for a round of
             # the busy clients. It cannot gain more: once it has jobs
             # queued, it takes its turn like everyone else.
-            streams = self._clients[job.client_id] = collections.OrderedDict()
-            self._clients.move_to_end(job.client_id, last=False)
-        jobs = streams.get(job.stream_id)
+            streams = self._clients[ticket.job.client_id] = collections.OrderedDict()
+            self._clients.move_to_end(ticket.job.client_id, last=False)
+        jobs = streams.get(ticket.job.stream_id)
         if jobs is None:
             # A new stream of a client enters at the BACK of that client's
             # rotation. At the front, a client sending many one-snippet calls
             # (each unary Verify is a stream of its own) was served newest
             # first: LIFO, with the oldest calls overtaken again and again.
-            jobs = streams[job.stream_id] = collections.deque()
-        jobs.append(job)
+            jobs = streams[ticket.job.stream_id] = collections.deque()
+        jobs.append(ticket)
         self._size += 1
         self._order = None
-        if job.deadline is not None and job.deadline < self._earliest:
-            self._earliest = job.deadline
+        if ticket.job.deadline is not None and ticket.job.deadline < self._earliest:
+            self._earliest = ticket.job.deadline
 
-    def push_front(self, job: Job) -> None:
+    def push_front(self, ticket: Ticket) -> None:
         """Puts a job back at the head (a retry after a crash): it goes next."""
-        self.push(job)
+        self.push(ticket)
         self._order = None
-        jobs = self._clients[job.client_id][job.stream_id]
+        jobs = self._clients[ticket.job.client_id][ticket.job.stream_id]
         jobs.rotate(1)
-        self._clients[job.client_id].move_to_end(job.stream_id, last=False)
-        self._clients.move_to_end(job.client_id, last=False)
+        self._clients[ticket.job.client_id].move_to_end(ticket.job.stream_id, last=False)
+        self._clients.move_to_end(ticket.job.client_id, last=False)
 
-    def take(self, job: Job) -> None:
+    def take(self, ticket: Ticket) -> None:
         """Removes a job that is being dispatched; its client and stream
         move to the back of their rotations."""
         order = self._order
-        head = order is not None and order and order[0] is job
-        self._remove(job)
+        head = order is not None and order and order[0] is ticket
+        self._remove(ticket)
         if head:
             order.popleft()
             self._order = order
         else:
             self._order = None
-        streams = self._clients.get(job.client_id)
+        streams = self._clients.get(ticket.job.client_id)
         if streams is not None:
-            self._clients.move_to_end(job.client_id)
-            if job.stream_id in streams:
-                streams.move_to_end(job.stream_id)
+            self._clients.move_to_end(ticket.job.client_id)
+            if ticket.job.stream_id in streams:
+                streams.move_to_end(ticket.job.stream_id)
 
-    def stream_length(self, job: Job) -> int:
+    def stream_length(self, ticket: Ticket) -> int:
         """How many jobs of `job`'s client and stream are queued."""
-        streams = self._clients.get(job.client_id)
-        jobs = streams.get(job.stream_id) if streams is not None else None
+        streams = self._clients.get(ticket.job.client_id)
+        jobs = streams.get(ticket.job.stream_id) if streams is not None else None
         return 0 if jobs is None else len(jobs)
 
-    def riders(self, job: Job, limit: int, fits: Callable[[Job], bool]) -> list[Job]:
+    def riders(self, ticket: Ticket, limit: int, fits: Callable[[Ticket], bool]) -> list[Ticket]:
         """Up to `limit` queued jobs of `job`'s client and stream, oldest first,
-        for which `fits` holds, taken out of the queue (they run with `job`)."""
-        streams = self._clients.get(job.client_id)
-        jobs = streams.get(job.stream_id) if streams is not None else None
+        for which `fits` holds, taken out of the queue (they run with `ticket`)."""
+        streams = self._clients.get(ticket.job.client_id)
+        jobs = streams.get(ticket.job.stream_id) if streams is not None else None
         if not jobs or limit <= 0:
             return []
         taken = []
@@ -147,28 +150,28 @@ class Admission:
             self._order = None
         return taken
 
-    def remove(self, job: Job) -> bool:
+    def remove(self, ticket: Ticket) -> bool:
         """Removes a job that leaves without running (cancel, deadline)."""
         self._order = None
-        return self._remove(job)
+        return self._remove(ticket)
 
-    def _remove(self, job: Job) -> bool:
-        streams = self._clients.get(job.client_id)
-        jobs = streams.get(job.stream_id) if streams is not None else None
+    def _remove(self, ticket: Ticket) -> bool:
+        streams = self._clients.get(ticket.job.client_id)
+        jobs = streams.get(ticket.job.stream_id) if streams is not None else None
         if jobs is None:
             return False
         try:
-            jobs.remove(job)
+            jobs.remove(ticket)
         except ValueError:
             return False
         self._size -= 1
         if not jobs:
-            del streams[job.stream_id]
+            del streams[ticket.job.stream_id]
             if not streams:
-                del self._clients[job.client_id]
+                del self._clients[ticket.job.client_id]
         return True
 
-    def ordered(self, limit: int) -> list[Job]:
+    def ordered(self, limit: int) -> list[Ticket]:
         """Up to `limit` queued jobs in the order they should be served."""
         order = self._order
         if order is None or (len(order) < limit and not self._order_complete):
@@ -177,56 +180,48 @@ class Admission:
             self.order_builds += 1
         return list(itertools.islice(order, limit))
 
-    def _build_order(self, limit: int) -> list[Job]:
+    def _build_order(self, limit: int) -> list[Ticket]:
         per_client = [
             self._interleave(list(streams.values()), limit) for streams in self._clients.values()
         ]
         return self._interleave(per_client, limit)
 
     @staticmethod
-    def _interleave(lists: list, limit: int) -> list[Job]:
+    def _interleave(lists: list, limit: int) -> list[Ticket]:
         if len(lists) == 1:
             return list(itertools.islice(lists[0], limit))
-        out: list[Job] = []
+        out: list[Ticket] = []
         iters = [iter(x) for x in lists]
         while iters and len(out) < limit:
             alive = []
             for it in iters:
-                job = next(it, None)
-                if job is not None:
-                    out.append(job)
+                ticket = next(it, None)
+                if ticket is not None:
+                    out.append(ticket)
                     alive.append(it)
                     if len(out) >= limit:
                         break
             iters = alive
         return out
 
-    def expired(self, now: float) -> list[Job]:
+    def expired(self, now: float) -> list[Ticket]:
         """Queued jobs whose deadline has passed (still queued)."""
         if now < self._earliest:
             return []
-        self._earliest = min(
-            (
-                job.deadline
-                for streams in self._clients.values()
-                for jobs in streams.values()
-                for job in jobs
-                if job.deadline is not None and job.deadline > now
-            ),
-            default=float("inf"),
-        )
-        return [
-            job
+        deadlines = [
+            (ticket, ticket.job.deadline)
             for streams in self._clients.values()
-            for jobs in streams.values()
-            for job in jobs
-            if job.deadline is not None and job.deadline <= now
+            for tickets in streams.values()
+            for ticket in tickets
+            if ticket.job.deadline is not None
         ]
+        self._earliest = min((d for _t, d in deadlines if d > now), default=float("inf"))
+        return [ticket for ticket, d in deadlines if d <= now]
 
-    def clear(self) -> list[Job]:
+    def clear(self) -> list[Ticket]:
         """Empties the queue; returns the jobs in it."""
-        jobs = [job for streams in self._clients.values() for q in streams.values() for job in q]
+        tickets = [t for streams in self._clients.values() for q in streams.values() for t in q]
         self._clients.clear()
         self._size = 0
         self._order = None
-        return jobs
+        return tickets

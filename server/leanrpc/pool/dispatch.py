@@ -8,7 +8,8 @@ its counters and rent first, then each decision (take the job from the
 queue; reserve, import into, start, or switch a worker; launch). The rent
 book (`RentBook`) is the only routing state kept between plans, and only
 this room writes it. May import: errors, worker (states), pool.plan,
-pool.routing, pool.ports (types).
+pool.routing, pool.ports and pool.ticket (types). A view's `job` is the
+pool's `Ticket` (pool/ticket.py); its `job` the frozen request.
 
     poke() -> dispatcher task -> Snapshot(now, jobs, workers, facts, cost, rent)
            -> Router.plan -> Plan(decisions, wake_at, stats, rent) -> apply
@@ -75,9 +76,10 @@ class IndexFacts:
     def held(self, job: JobView, worker: str) -> int:
         if job.kind is JobKind.BODY:
             return self._index.reusable_prefix(worker, job.scope, job.text)
+        request = job.job.job  # the view's ticket's frozen job
         if job.kind is JobKind.CALL:
-            return job.job.call.held_chars(worker)
-        call = job.job.session
+            return request.call.held_chars(worker)
+        call = request.session
         built = call.session.realized.get(worker) or {}
         if not built and call.parent is not None:
             return 0
@@ -167,9 +169,9 @@ class Dispatcher:
         if pool.closing or not len(admission):
             return
         now = time.monotonic()
-        for job in admission.expired(now):
-            admission.remove(job)
-            pool.fail(job, WorkerTimeout("deadline passed while queued"))
+        for ticket in admission.expired(now):
+            admission.remove(ticket)
+            pool.fail(ticket, WorkerTimeout("deadline passed while queued"))
         if pool.retrying:
             return  # one trial boot at a time after a failure; it pokes when done
         workers = self.views()
@@ -178,7 +180,7 @@ class Dispatcher:
         cost = pool.cost
         snapshot = Snapshot(
             now,
-            [job.view for job in admission.ordered(LOOKAHEAD)],
+            [ticket.view for ticket in admission.ordered(LOOKAHEAD)],
             workers,
             self.facts,
             CostView(cost.known, cost.per_char, cost.overhead_s) if cost.known else CostView(),
@@ -201,12 +203,12 @@ class Dispatcher:
         self.rent.apply(plan.rent)
         by_name = {w.name: w for w in pool.workers}
         for decision in plan.decisions:
-            job = decision.job.job
+            ticket = decision.job.job
             if isinstance(decision, Expire):
-                pool.admission.remove(job)
-                pool.fail(job, WorkerTimeout("deadline passed while queued"))
+                pool.admission.remove(ticket)
+                pool.fail(ticket, WorkerTimeout("deadline passed while queued"))
                 continue
-            pool.admission.take(job)
+            pool.admission.take(ticket)
             if isinstance(decision, (Assign, Import)):
                 worker = by_name[decision.worker]
                 worker.reserve()  # so the next plan does not hand it out
@@ -215,8 +217,8 @@ class Dispatcher:
             else:
                 if isinstance(decision, Switch):  # the supervisor kills (and counts)
                     pool.switch_out(by_name[decision.victim])
-                worker = pool.spawn_worker(job.profile)
-            pool.runner.launch(job, worker)
+                worker = pool.spawn_worker(ticket.job.profile)
+            pool.runner.launch(ticket, worker)
         if plan.wake_at is not None:
             self._wake_at(plan.wake_at)
 

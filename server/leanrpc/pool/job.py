@@ -13,26 +13,24 @@ Owns the three kinds of job and their typed outcomes:
                                                         -> CallOutcome
 
 `Job` is what the kinds share: the header split and time limits, who sent it
-(fair admission), the queue bookkeeping, and `view`, the job as routing sees
-it (a frozen `pool.plan.JobView`, made once when it is submitted). May
-import: core, pool.plan, pool.sessions (the session call type). No asyncio
-logic lives here.
+(fair admission), and `text` and `scope`, computed once at construction. A
+job is frozen: it is what a service asks for, never the pool's run record.
+The pool's bookkeeping (when it was accepted, its future, attempts, the
+current `Attempt`, the routing view) is a pool-private `Ticket`
+(pool/ticket.py) that `Pool.submit` makes and admission queues. May import:
+core, pool.plan (the job kinds), pool.sessions (the session call type). No
+asyncio logic lives here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import time
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from .. import repl
 from ..core.headers import HeaderSplit
-from .plan import JobKind, JobView
+from .plan import JobKind
 from .sessions import SessionCall
-
-if TYPE_CHECKING:
-    from .attempt import Attempt
 
 __all__ = [
     "BodyJob",
@@ -76,11 +74,11 @@ class WorkerCall(Protocol[T_co]):
     async def run(self, worker: Any, base_env: int, timeout: float) -> T_co: ...
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class Job:
-    """What every kind shares. `text` and `scope` are computed once at
-    construction, `view` once at submit: routing reads them many times per
-    dispatch pass over up to 256 queued jobs."""
+    """What every kind shares, frozen: what a service asks for. `text` and
+    `scope` are computed once at construction: routing reads them many times
+    per dispatch pass over up to 256 queued jobs."""
 
     KIND = JobKind.BODY
 
@@ -97,29 +95,14 @@ class Job:
     retire_worker: bool = False
     # Another idle worker of the header is preferred to this one (a routing hint).
     avoid_worker: str = ""
-    enqueued_at: float = dataclasses.field(default_factory=time.monotonic)
-    attempts: int = 0
-    # Failed attempts not charged to the job: they ran on a process that had
-    # run other jobs first, whose leftovers may be what failed (runner.py).
-    # After one, every attempt runs on a process nothing ran on yet.
-    uncharged: int = 0
-    fresh_process: bool = False
-    # Runs alone: it was in a pipelined group that failed (pool/pipeline.py),
-    # so it never leads or rides in one again; the usual rules charge it.
-    solo: bool = False
-    future: asyncio.Future | None = None
-    # The current attempt (pool/attempt.py: its worker, load, task and
-    # in-flight prefix entry); None while queued.
-    attempt: Attempt | None = None
     text: str = dataclasses.field(init=False)
     scope: str = dataclasses.field(init=False)
-    view: JobView | None = dataclasses.field(default=None, init=False)
 
     def __post_init__(self) -> None:
         # The command this job elaborates, and what it is elaborated on in
-        # worker-independent terms.
-        self.text = self.split.padded_body
-        self.scope = f"{self.import_key}\x01{self.split.preamble_key}"
+        # worker-independent terms (derived fields of a frozen job: set once here).
+        object.__setattr__(self, "text", self.split.padded_body)
+        object.__setattr__(self, "scope", f"{self.import_key}\x01{self.split.preamble_key}")
 
     @property
     def import_key(self) -> str:
@@ -127,30 +110,12 @@ class Job:
         profile (envs of different toolchains never mix)."""
         return profile_key(self.profile, self.split.import_key)
 
-    def make_view(self) -> JobView:
-        """The job as routing sees it (frozen; `enqueued_at` as it is now)."""
-        self.view = JobView(
-            self,
-            self.KIND,
-            self.import_key,
-            self.scope,
-            self.text,
-            self.profile,
-            self.reuse and not self.fresh_process,  # routing: a process nothing ran on
-            self.enqueued_at,
-            self.deadline,
-            self.avoid_worker,
-            self.char_s(),
-            self.fresh_process,
-        )
-        return self.view
-
     def char_s(self) -> float | None:
         """Seconds per character of `text` for routing; None: the body cost model's."""
         return None
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class _CommandJob(Job):
     """A command elaborated on an env (a body's or a session's)."""
 
@@ -163,7 +128,7 @@ class _CommandJob(Job):
     after_body: str | None = None
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class BodyJob(_CommandJob):
     """One body to elaborate on the env of its header and preamble."""
 
@@ -172,7 +137,7 @@ class BodyJob(_CommandJob):
     reference_query: str | None = None
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class SessionJob(_CommandJob):
     """`session.text` on a session env, not on the body's env."""
 
@@ -182,11 +147,12 @@ class SessionJob(_CommandJob):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.text = self.session.text
-        self.scope = f"{self.scope}\x01session:{self.session.session.uid}:{self.session.parent}"
+        object.__setattr__(self, "text", self.session.text)
+        scope = f"{self.scope}\x01session:{self.session.session.uid}:{self.session.parent}"
+        object.__setattr__(self, "scope", scope)
 
 
-@dataclasses.dataclass(eq=False, kw_only=True)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class CallJob(Job, Generic[T]):
     """A `WorkerCall` (the Prover's work): the call runs instead of a body."""
 
@@ -196,8 +162,8 @@ class CallJob(Job, Generic[T]):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.text = self.call.text
-        self.scope = f"{self.scope}\x01call:{self.call.scope}"
+        object.__setattr__(self, "text", self.call.text)
+        object.__setattr__(self, "scope", f"{self.scope}\x01call:{self.call.scope}")
 
     def char_s(self) -> float | None:
         return getattr(self.call, "char_s", None)

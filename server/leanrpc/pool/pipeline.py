@@ -6,8 +6,9 @@ after-body checks naming the env the body will get: `Group`), its one
 exchange and each body's outcome (`run_group`: riders answered here, the
 lead's outcome returned to the runner), and which bodies a failed group runs
 again (`Group.lead_failed`, `again`, `GroupBroken`). May import: repl, config
-and worker (types), pool.job, pool.admission, pool.attempt, pool.loader, pool.ports and
-pool.stats (types). The runner
+and worker (types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.loader,
+pool.ports and pool.stats (types). It reads the frozen jobs and writes the
+tickets' bookkeeping (attempts, uncharged, solo, future). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
 
     lead (dispatched) + riders (same client, stream, header, preamble, limits)
@@ -29,7 +30,7 @@ Why it is safe (docs/SECURITY.md, "Pipelined bodies"):
   the lead's own commands is the lead's, exactly as if it ran alone (nothing
   of the group ran before it); any other failure (a crash, a timeout, memory,
   a poisoned exchange, a failed audit in a rider or at the fence) is not
-  charged to anyone: every body of the group runs again ALONE (`Job.solo`),
+  charged to anyone: every body of the group runs again ALONE (`Ticket.solo`),
   uncharged, where the usual rules charge a failure to its own body.
 * Every body gets exactly one answer: from the group, or from its run alone.
 """
@@ -42,7 +43,7 @@ import time
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .. import repl
-from .job import BodyJob, BodyOutcome, Job
+from .job import BodyJob, BodyOutcome
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from .loader import Prepared
     from .ports import RunnerPort
     from .stats import PoolStats
+    from .ticket import Ticket
 
 __all__ = [
     "Group",
@@ -75,27 +77,33 @@ class GroupBroken(Exception):
         self.cause = cause
 
 
-def may_lead(job: Job) -> bool:
+def may_lead(ticket: Ticket) -> bool:
     """A body job that may take riders: not one that must run alone or on a fresh process."""
-    return type(job) is BodyJob and not job.solo and not job.fresh_process and not job.retire_worker
-
-
-def fits(lead: BodyJob, job: Job, worker: str) -> bool:
-    """`job` may ride with `lead` on `worker`: a body on the same header and
-    preamble (the lead's base env), with the same time limits (one exchange
-    bounds them all), that may share a process and still waits for an answer."""
+    job = ticket.job
     return (
         type(job) is BodyJob
-        and not job.solo
-        and not job.fresh_process
+        and not ticket.solo
+        and not ticket.fresh_process
         and not job.retire_worker
-        and job.scope == lead.scope
-        and job.profile == lead.profile
-        and job.timeout_s == lead.timeout_s
-        and job.deadline == lead.deadline
+    )
+
+
+def fits(lead: Ticket, ticket: Ticket, worker: str) -> bool:
+    """`ticket`'s job may ride with `lead`'s on `worker`: a body on the same header
+    and preamble (the lead's base env), with the same time limits (one exchange
+    bounds them all), that may share a process and still waits for an answer."""
+    job, first = ticket.job, lead.job
+    return (
+        type(job) is BodyJob
+        and not ticket.solo
+        and not ticket.fresh_process
+        and not job.retire_worker
+        and job.scope == first.scope
+        and job.profile == first.profile
+        and job.timeout_s == first.timeout_s
+        and job.deadline == first.deadline
         and job.avoid_worker != worker
-        and job.future is not None
-        and not job.future.done()
+        and not ticket.future.done()
     )
 
 
@@ -104,9 +112,9 @@ def take_riders(
     workers: list[Worker],
     config: Config,
     stats: PoolStats,
-    lead: Job,
+    lead: Ticket,
     worker: Worker,
-) -> list[Job]:
+) -> list[Ticket]:
     """Queued jobs that run pipelined with `lead` on `worker`, taken out of the
     queue: at most `pool.pipeline_bodies` - 1, and no more than the lead's share
     of its stream over the live workers of its profile (`rider_limit`)."""
@@ -115,11 +123,11 @@ def take_riders(
     limit = rider_limit(
         config.pool.pipeline_bodies - 1,
         admission.stream_length(lead),
-        sum(1 for w in workers if w.alive and w.profile == lead.profile),
+        sum(1 for w in workers if w.alive and w.profile == lead.job.profile),
     )
     if not limit:
         return []
-    riders = admission.riders(lead, limit, lambda job: fits(lead, job, worker.name))
+    riders = admission.riders(lead, limit, lambda ticket: fits(lead, ticket, worker.name))
     if riders:
         stats.pipelined_groups += 1
         stats.pipelined_bodies += 1 + len(riders)
@@ -205,8 +213,8 @@ def _follow(job: BodyJob) -> list[str]:
 
 async def run_group(
     pool: RunnerPort,
-    lead: BodyJob,
-    riders: list[BodyJob],
+    lead: Ticket,
+    riders: list[Ticket],
     command_of: Callable[[BodyJob], tuple[dict, int]],
     attempt: Attempt,
     prepared: Prepared,
@@ -215,14 +223,15 @@ async def run_group(
     total: float | None,
 ) -> BodyOutcome:
     """The lead and its riders in one exchange; `command_of(job)` is a body's
-    (payload, reused prefix chars). Each rider's future gets its own outcome;
+    (payload, reused prefix chars). Each rider's ticket's future gets its own outcome;
     the lead's is returned. Raises the lead's own failure as is, any other
     failure as GroupBroken, with the riders already back in the queue: no rider
     is ever left without an answer or a place in the queue."""
     worker = attempt.worker
     for rider in riders:
         rider.attempts += 1
-    jobs = [lead, *riders]
+    tickets = [lead, *riders]
+    jobs = [ticket.job for ticket in tickets]
     group = Group(jobs, worker.next_env)
     arrivals: list[float] = []
     sent_at, started = asyncio.get_running_loop().time(), time.monotonic()
@@ -245,7 +254,9 @@ async def run_group(
     handled: set[int] = set()  # riders answered or requeued
     try:
         pieces = group.split(answers, sent_at, arrivals)
-        return _answer(pool, group, pieces, commands, attempt, prepared, queue_s, started, handled)
+        return _answer(
+            pool, tickets, group, pieces, commands, attempt, prepared, queue_s, started, handled
+        )
     except Exception:  # a bug: the riders not answered yet go again alone
         for rider in riders:
             if id(rider) not in handled:
@@ -255,6 +266,7 @@ async def run_group(
 
 def _answer(
     pool: RunnerPort,
+    tickets: list[Ticket],
     group: Group,
     pieces: list[Piece],
     commands: list[tuple[dict, int]],
@@ -264,23 +276,23 @@ def _answer(
     started: float,
     handled: set[int],
 ) -> BodyOutcome:
-    """Each body's outcome from its piece of the answers: the riders' set (each
-    one added to `handled`), the lead's returned."""
-    lead = group.jobs[0]
+    """Each body's outcome from its piece of the answers (`tickets` in the group's
+    order): the riders' set (each one added to `handled`), the lead's returned."""
+    lead = tickets[0]
     worker = attempt.worker
     outcome = None
-    for piece, (_payload, reused) in zip(pieces, commands):
+    for ticket, piece, (_payload, reused) in zip(tickets, pieces, commands):
         job = piece.job
         worker.requests_served += 1
         pool.cost.observe(piece.body_s, len(job.text) - reused)
-        first = job is lead
+        first = ticket is lead
         # The lead's in-flight entry goes to the history; riders reserved none.
         pool.index.remember(
             worker.name, job.scope, job.text, attempt.remembered() if first else None
         )
         if not piece.in_step and _follow(job):
-            again(pool, job, alone=True)  # its checks named another body's env
-            handled.add(id(job))
+            again(pool, ticket, alone=True)  # its checks named another body's env
+            handled.add(id(ticket))
             continue
         early = list(piece.early)
         done = BodyOutcome(
@@ -289,33 +301,33 @@ def _answer(
             worker=worker.name,
             warm_header=prepared.warm,
             reused_prefix_chars=reused,
-            queue_s=queue_s if first else started - job.enqueued_at,
+            queue_s=queue_s if first else started - ticket.enqueued_at,
             header_s=prepared.header_s if first else 0.0,
             boot_s=prepared.boot_s if first else 0.0,
             body_s=piece.body_s,
-            attempts=job.attempts,
+            attempts=ticket.attempts,
             preamble_messages=prepared.preamble_messages,
             reference_response=early.pop(0) if early and job.reference_query else None,
             reference_s=piece.reference_s,
         )
         if first:
             outcome = done
-        elif not job.future.done():
-            job.future.set_result(done)
-        handled.add(id(job))
+        elif not ticket.future.done():
+            ticket.future.set_result(done)
+        handled.add(id(ticket))
     # The lead is in step: nothing ran before it in the group (an env it was
     # refused leaves its own checks unread, as when it runs alone).
     assert outcome is not None
     return outcome
 
 
-def again(pool: RunnerPort, job: Job, *, alone: bool) -> None:
+def again(pool: RunnerPort, ticket: Ticket, *, alone: bool) -> None:
     """A body of a group back to the queue, this attempt not charged; `alone`:
     it never rides or leads again, so its next run's failure is its own."""
-    if job.future is None or job.future.done():
+    if ticket.future.done():
         return  # its caller left
-    job.uncharged += 1
+    ticket.uncharged += 1
     if alone:
-        job.solo = True
+        ticket.solo = True
         pool.stats.pipelined_alone += 1
-    pool.requeue(job)
+    pool.requeue(ticket)

@@ -69,8 +69,8 @@ class JobKind(enum.Enum):
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class JobView:
-    """A queued job as routing sees it. `job` is the pool's own object,
-    handed back in the decisions; routing never reads it."""
+    """A queued job as routing sees it. `job` is the pool's own object (its
+    `pool.ticket.Ticket`), handed back in the decisions; routing never reads it."""
 
     job: Any
     kind: JobKind

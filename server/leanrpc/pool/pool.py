@@ -1,13 +1,13 @@
 """The pool: takes jobs, routes them to warm workers, answers each once.
 
-    submit(job) --> Admission (fair queue) --poke()--> Dispatcher (its own task)
+    submit(job) -> Ticket --> Admission (fair queue) --poke()--> Dispatcher (its own task)
           Router.plan(Snapshot: job views, worker views, prefix facts, rent, now)
           -> Plan: decisions, counters, rent changes (the dispatcher applies them)
                                    |
                                    v
-          Runner.launch(job, worker): Loader (boot? header? preamble), then the job's kind
+          Runner.launch(ticket, worker): Loader (boot? header? preamble), then the job's kind
                                    |
-       release (idle or recycle) <-+--> job.future: Body/Session/CallOutcome, or error
+       release (idle or recycle) <-+--> ticket.future: Body/Session/CallOutcome, or error
 
     Supervisor loop: reap dead, re-warm, recycle on system memory, keep spares;
                      CircuitBreaker on boot failures
@@ -15,7 +15,8 @@
 One event drives dispatch: `poke()` (a job arrived, a worker came free, died
 or finished loading, a plan asked to be woken at a time). Nothing polls.
 
-Rooms: job.py (jobs by kind, their outcomes), admission.py (the one queue
+Rooms: job.py (jobs by kind, frozen; their outcomes), ticket.py (a submitted
+job's pool-private run record), admission.py (the one queue
 check, fair order, deadlines), plan.py + routing.py (the snapshot, and the
 pure decisions on it), dispatch.py (snapshot, plan, apply), prefix_index.py
 (who elaborated what), runner.py (one attempt on one worker; the failure
@@ -78,6 +79,7 @@ from .sessions import SessionRegistry
 from .slot import Slots
 from .stats import PoolStats, WorkerInfo
 from .supervisor import Supervisor
+from .ticket import Ticket
 
 __all__ = ["Pool"]
 
@@ -126,11 +128,11 @@ class Pool(PoolReport):
         """A retry boot is in flight (the dispatcher waits for it)."""
         return self.supervisor.retrying
 
-    def routes_by_prefix(self, job: Job) -> bool:
-        """Whether `job`'s worker is chosen by the work it holds (runner: reserve its text)."""
-        view = job.view if job.view is not None else job.make_view()
+    def routes_by_prefix(self, ticket: Ticket) -> bool:
+        """Whether the ticket's worker is chosen by the work it holds (runner: reserve its text)."""
+        view = ticket.view if ticket.view is not None else ticket.make_view()
         return routes_by_prefix(
-            view, self.config.pool.prefix_routing, self.features.incremental(job.profile)
+            view, self.config.pool.prefix_routing, self.features.incremental(ticket.job.profile)
         )
 
     @property
@@ -197,45 +199,46 @@ class Pool(PoolReport):
         `finish_if_running`: then it runs to its end unread (the Prover:
         killing a REPL mid-command loses every proof state it holds)."""
         self.check_admission(1)
-        job.future = asyncio.get_running_loop().create_future()
-        job.enqueued_at = time.monotonic()
-        job.make_view()
+        # The job is frozen (what the service asked for); the pool's record of it
+        # is the ticket, accepted now (its queue time starts here).
+        ticket = Ticket(job, asyncio.get_running_loop().create_future(), time.monotonic())
+        future = ticket.future
         self.stats.jobs_submitted += 1
         self.supervisor.note_header(job.import_key, job.split.imports, job.profile)
-        self.admission.push(job)
+        self.admission.push(ticket)
         self.poke()
         settled = True
         try:
-            return await asyncio.shield(job.future)
+            return await asyncio.shield(future)
         except asyncio.CancelledError:
-            if finish_if_running and job.attempt is not None and not job.future.done():
+            if finish_if_running and ticket.attempt is not None and not future.done():
                 settled = False  # settled when it ends
-                job.future.add_done_callback(lambda _f, job=job: self._settle(job))
+                future.add_done_callback(lambda _f, ticket=ticket: self._settle(ticket))
             else:
-                self._abandon(job)
+                self._abandon(ticket)
             raise
         finally:
             if settled:
-                self._settle(job)
+                self._settle(ticket)
 
-    def _settle(self, job: Job) -> None:
+    def _settle(self, ticket: Ticket) -> None:
         """A submitted job's end, read or not."""
-        future = job.future
-        if future is not None and future.done() and not future.cancelled():
+        future = ticket.future
+        if future.done() and not future.cancelled():
             future.exception()  # retrieved: nobody else must log it
         self.stats.jobs_finished += 1
-        self.dispatcher.rent.forget(job.view)
-        # The view and the attempt point back at the job: dropped here, a finished
-        # job is freed at once, not at the cycle collector's next pass (a deep
+        self.dispatcher.rent.forget(ticket.view)
+        # The view and the attempt point back at the ticket: dropped here, a finished
+        # ticket is freed at once, not at the cycle collector's next pass (a deep
         # chain of long tactics held 231 MB that way; docs/RELIABILITY.md).
-        job.view = job.attempt = None
+        ticket.view = ticket.attempt = None
 
     async def close(self, grace: float | None = None) -> None:
         """Stops dispatching, fails queued jobs, shuts every worker down."""
         grace = self.config.pool.shutdown_grace_s if grace is None else grace
         self.closing = True
-        for job in self.admission.clear():
-            self.fail(job, NotServingError("server is shutting down"))
+        for ticket in self.admission.clear():
+            self.fail(ticket, NotServingError("server is shutting down"))
         if self._supervisor_task is not None:
             self._supervisor_task.cancel()
         self.dispatcher.close()
@@ -255,36 +258,35 @@ class Pool(PoolReport):
 
     # -- what the runner and supervisor call back ----------------------------------
 
-    def fail(self, job: Job, exc: BaseException) -> None:
+    def fail(self, ticket: Ticket, exc: BaseException) -> None:
         if isinstance(exc, LeanServiceError):
-            exc.attempts = job.attempts  # the services read the count here, never the job
-        if job.future is not None and not job.future.done():
-            job.future.set_exception(exc)
+            exc.attempts = ticket.attempts  # the services read the count here, never the job
+        if not ticket.future.done():
+            ticket.future.set_exception(exc)
 
-    def requeue(self, job: Job, *, fresh_process: bool = False) -> None:
+    def requeue(self, ticket: Ticket, *, fresh_process: bool = False) -> None:
         """Back to the front of the queue for another attempt (with
         `fresh_process`, on a process nothing ran on: routing sees the job as
         reuse=false); during shutdown the queue was already answered (close),
         so the job is answered here instead."""
-        job.attempt = None
+        ticket.attempt = None
         if self.closing:
-            self.fail(job, NotServingError("server is shutting down"))
+            self.fail(ticket, NotServingError("server is shutting down"))
             return
-        if fresh_process and not job.fresh_process:
-            self.dispatcher.rent.forget(job.view)
-            job.fresh_process = True
-            job.make_view()
-        self.admission.push_front(job)
+        if fresh_process and not ticket.fresh_process:
+            self.dispatcher.rent.forget(ticket.view)
+            ticket.ask_fresh_process()  # a new view: routing must see the current one
+        self.admission.push_front(ticket)
 
-    def take_riders(self, lead: Job, worker: Worker) -> list[Job]:
+    def take_riders(self, lead: Ticket, worker: Worker) -> list[Ticket]:
         """Queued jobs that run pipelined with `lead` on `worker`, out of the queue."""
         return pipeline.take_riders(
             self.admission, self.workers, self.config, self.stats, lead, worker
         )
 
     def fail_queued_not_serving(self, message: str) -> None:
-        for job in self.admission.clear():
-            self.fail(job, NotServingError(message))
+        for ticket in self.admission.clear():
+            self.fail(ticket, NotServingError(message))
 
     def release(self, worker: Worker) -> None:
         """Back to idle, or recycled (pool/recycle.py)."""
@@ -321,16 +323,17 @@ class Pool(PoolReport):
         self.workers.append(worker)
         return worker
 
-    def _abandon(self, job: Job) -> None:
-        if self.admission.remove(job):
+    def _abandon(self, ticket: Ticket) -> None:
+        attempt = ticket.attempt
+        if self.admission.remove(ticket):
             pass
-        elif job.attempt is not None and job.attempt.task and not job.attempt.task.done():
+        elif attempt is not None and attempt.task and not attempt.task.done():
             # Running: cancelling the task kills its worker if the body was
             # sent (the REPL cannot abandon a command); a boot or header load
             # goes on in the background (pool/attempt.py).
-            job.attempt.task.cancel()
-        if job.future is not None and not job.future.done():
-            job.future.cancel()
+            attempt.task.cancel()
+        if not ticket.future.done():
+            ticket.future.cancel()
 
     def _on_state_change(self, worker: Worker, old: WorkerState, new: WorkerState) -> None:
         self._state_since[worker.name] = time.monotonic()

@@ -5,7 +5,7 @@ Owns: the steps of one attempt (`Runner.launch` -> `_run`), each kind's run
 replayed, then the command; `CallJob`: the WorkerCall on a `WorkerHandle`),
 and `ON_FAILURE`, the table of what a failed attempt means for the worker;
 what it means for the job is the retry table beside it (pool/retry.py).
-May import: config, errors, repl, worker, pool.job, pool.attempt,
+May import: config, errors, repl, worker, pool.job, pool.ticket, pool.attempt,
 pool.canary, pool.loader, pool.pipeline, pool.replay, pool.retry, pool.slot,
 pool.supervisor (types). The pool (a RunnerPort) requeues and fails jobs;
 the job's `Attempt` (pool/attempt.py) holds the worker and alone gives it
@@ -15,7 +15,7 @@ One job's path:
 
     launch -> Attempt (RESERVED) -> _run: Loader.start (own task) -> LOADING
                     load read -> RUNNING; _RUN[kind](job, attempt, prepared) -> outcome
-                    Attempt.give_back (GIVEN_BACK), THEN outcome -> job.future
+                    Attempt.give_back (GIVEN_BACK), THEN outcome -> ticket.future
                failure: ON_FAILURE[exception kind] -> Attempt.kill? ; ON_RETRY -> the job
                left during the load: Attempt.leave_to_load (LEFT_TO_LOAD)
 
@@ -53,6 +53,7 @@ from .ports import RunnerPort
 from .replay import realize_session
 from .retry import Facts, Next, Then, decide
 from .slot import Slot, WorkerHandle
+from .ticket import Ticket
 
 if TYPE_CHECKING:
     from .supervisor import Supervisor
@@ -100,26 +101,27 @@ class Runner:
         """Boot/header loads still running (for jobs that run, or left)."""
         return self.loader.loads
 
-    def launch(self, job: Job, worker: Worker) -> None:
+    def launch(self, ticket: Ticket, worker: Worker) -> None:
         pool = self._pool
-        attempt = job.attempt = Attempt(pool, worker, retire_worker=job.retire_worker)
-        if not isinstance(job, CallJob) and pool.routes_by_prefix(job):
+        job = ticket.job
+        attempt = ticket.attempt = Attempt(pool, worker, retire_worker=job.retire_worker)
+        if not isinstance(job, CallJob) and pool.routes_by_prefix(ticket):
             attempt.inflight_key = pool.index.reserve(worker.name, job.scope, job.text)
         # Counted here, not in the task: the next plan must see the worker as used.
         slot = pool.slots.of(worker.name)
         shared = slot.attempts > 0  # another job's code may have run here first
         slot.attempts += 1
-        task = asyncio.create_task(self._run(job, attempt, shared), name=f"job-{worker.name}")
+        task = asyncio.create_task(self._run(ticket, attempt, shared), name=f"job-{worker.name}")
         attempt.task = task
         task.add_done_callback(attempt.task_done)
 
     # -- one attempt -------------------------------------------------------------
 
-    async def _run(self, job: Job, attempt: Attempt, shared: bool) -> None:
-        assert job.future is not None
+    async def _run(self, ticket: Ticket, attempt: Attempt, shared: bool) -> None:
+        job, future = ticket.job, ticket.future
         worker = attempt.worker
-        queue_s = time.monotonic() - job.enqueued_at
-        job.attempts += 1
+        queue_s = time.monotonic() - ticket.enqueued_at
+        ticket.attempts += 1
         attempt.loading(self.loader.start(job, worker))
         load = attempt.load
         try:
@@ -130,28 +132,28 @@ class Runner:
             if load.cancelled():
                 raise NotServingError("server is shutting down")
             await self.canaries.before(job, worker)  # when one is due (pool/canary.py)
-            outcome = await _RUN[type(job)](self, job, attempt, load.result(), queue_s)
+            outcome = await _RUN[type(job)](self, ticket, attempt, load.result(), queue_s)
             # The worker goes back before the answer: the dispatcher's next
             # job for it is then scheduled ahead of this answer's conversion
             # and sending, so the REPL waits less between commands.
             attempt.give_back()
-            if not job.future.done():
-                job.future.set_result(outcome)
+            if not future.done():
+                future.set_result(outcome)
         except asyncio.CancelledError:
             if attempt.stage is Stage.RUNNING:  # mid-command: the REPL cannot abandon it
                 attempt.kill_worker(ExitCause.CANCELLED)
-            if not job.future.done():
-                job.future.cancel()
+            if not future.done():
+                future.cancel()
             raise
         except Exception as exc:
-            self._on_failure(job, attempt, exc, shared)
+            self._on_failure(ticket, attempt, exc, shared)
         finally:
             if attempt.stage is Stage.LOADING:
                 attempt.leave_to_load()
             elif not attempt.ended:
                 attempt.give_back()
 
-    def _on_failure(self, job: Job, attempt: Attempt, exc: Exception, shared: bool) -> None:
+    def _on_failure(self, ticket: Ticket, attempt: Attempt, exc: Exception, shared: bool) -> None:
         """ON_FAILURE applied: the worker killed or left to be given back, then
         ON_RETRY (pool/retry.py) decides the job: requeued, or failed. A RETRY
         failure on a `shared` process (one that had run another job's attempt
@@ -168,43 +170,44 @@ class Runner:
             attempt.kill_worker(kill)
         facts = Facts(
             shared=shared,
-            fresh_process=job.fresh_process,
+            fresh_process=ticket.fresh_process,
             closing=pool.closing,
-            charged=job.attempts - job.uncharged,
-            attempts=job.attempts,
+            charged=ticket.attempts - ticket.uncharged,
+            attempts=ticket.attempts,
             max_retries=pool.config.pool.max_retries,
             breaker_allows=then is Then.RETRY_BOOT and self._supervisor.breaker.allow(),
         )
         step = decide(then, facts)
         if step is Next.ALONE:
-            again(pool, job, alone=True)
+            again(pool, ticket, alone=True)
         elif step is Next.FRESH:
-            job.uncharged += 1
+            ticket.uncharged += 1
             pool.stats.retries += 1
             pool.stats.fresh_retries += 1
-            pool.requeue(job, fresh_process=True)
+            pool.requeue(ticket, fresh_process=True)
         elif step is Next.RETRY:
             pool.stats.retries += 1
-            pool.requeue(job)
+            pool.requeue(ticket)
         elif step is Next.REBOOT:
-            pool.requeue(job)
+            pool.requeue(ticket)
         elif step is Next.NOT_SERVING:  # no REPL could start: never a verdict (issue 41 item 2)
-            pool.fail(job, NotServingError(f"no REPL worker can start: {exc.message}"))
+            pool.fail(ticket, NotServingError(f"no REPL worker can start: {exc.message}"))
         else:
-            pool.fail(job, exc)
+            pool.fail(ticket, exc)
 
     # -- each kind's work, once the worker holds the job's header and preamble ----
 
     async def _run_body(
-        self, job: BodyJob, attempt: Attempt, prepared: Prepared, queue_s: float
+        self, ticket: Ticket, attempt: Attempt, prepared: Prepared, queue_s: float
     ) -> BodyOutcome:
+        job: BodyJob = ticket.job
         worker = attempt.worker
-        riders = self._pool.take_riders(job, worker)
+        riders = self._pool.take_riders(ticket, worker)
         if riders:
             total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
             return await run_group(
                 self._pool,
-                job,
+                ticket,
                 riders,
                 lambda one: self._command(one, worker, prepared.base_env),
                 attempt,
@@ -225,15 +228,16 @@ class Runner:
             header_s=prepared.header_s,
             boot_s=prepared.boot_s,
             body_s=sent.body_s,
-            attempts=job.attempts,
+            attempts=ticket.attempts,
             preamble_messages=prepared.preamble_messages,
             reference_response=reference,
             reference_s=reference_s,
         )
 
     async def _run_session(
-        self, job: SessionJob, attempt: Attempt, prepared: Prepared, queue_s: float
+        self, ticket: Ticket, attempt: Attempt, prepared: Prepared, queue_s: float
     ) -> SessionOutcome:
+        job: SessionJob = ticket.job
         pool = self._pool
         worker = attempt.worker
         started = time.monotonic()
@@ -263,16 +267,17 @@ class Runner:
             header_s=header_s,
             boot_s=prepared.boot_s,
             body_s=sent.body_s,
-            attempts=job.attempts,
+            attempts=ticket.attempts,
             session_env=session_env,
             replayed_commands=replayed,
             preamble_messages=prepared.preamble_messages,
         )
 
     async def _run_call(
-        self, job: CallJob, attempt: Attempt, prepared: Prepared, queue_s: float
+        self, ticket: Ticket, attempt: Attempt, prepared: Prepared, queue_s: float
     ) -> CallOutcome:
         """The call runs its own requests on the worker, through a handle that cannot kill it."""
+        job: CallJob = ticket.job
         started = time.monotonic()
         worker = attempt.worker
         handle = WorkerHandle(worker, self._pool.slots.of(worker.name))
@@ -286,7 +291,7 @@ class Runner:
             header_s=prepared.header_s,
             boot_s=prepared.boot_s,
             body_s=time.monotonic() - started,
-            attempts=job.attempts,
+            attempts=ticket.attempts,
         )
 
     def _command(self, job: BodyJob | SessionJob, worker: Worker, env: int) -> tuple[dict, int]:

@@ -1,6 +1,12 @@
 """A cancel or deadline during boot/header load answers the job at once but
 keeps the load: the worker ends IDLE holding the header, not restarted.
-A cancel during the body still kills the worker."""
+A cancel during the body still kills the worker.
+
+The process side of test_attempt_table.py's walks (LOADING -> LEFT_TO_LOAD ->
+GIVEN_BACK or KILLED; RUNNING -> KILLED on a cancel): what only a real load
+shows, on stand-in workers: the job answered while the import still runs,
+the same process serving the next job warm, no restart counted, and no
+process left when the pool closes during a kept load."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import pytest
 from leanrpc.core.headers import split_header
 from leanrpc.services.verify import VerifyOptions
 from leanrpc.worker.worker import WorkerState
-from workers_support import HEADER, start_service, verify, wait_until
+from testkit import HEADER, start_service, verify, wait_until
 
 SLOW_IMPORTS = [sys.executable, "-m", "leanrpc.standin", "--import-cost", "1.0"]
 OTHER_HEADER = "import Mathlib.Tactic\n\n"

@@ -9,7 +9,11 @@ job that waited for it is answered.
 * The job was never answered: a failed boot requeues its job (another boot may
   work), and the requeue went into the queue that the shutdown had already
   answered and cleared. Now a requeue during shutdown answers the job "server
-  is shutting down" (pool.requeue)."""
+  is shutting down" (pool.requeue).
+
+The process side of test_attempt_table.py's shutdown-during-boot walk (a left
+load cancelled by the shutdown kills only a worker still alive): a real boot
+stopped by a real shutdown, its job's one answer, the supervisor's count and log."""
 
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import pytest
 
 from leanrpc.errors import NotServingError
 from leanrpc.worker import WorkerState
-from workers_support import start_service, verify, wait_until
+from testkit import start_service, verify, wait_until
 
 
 async def test_a_boot_stopped_by_the_shutdown_is_no_boot_failure(tmp_path, caplog):

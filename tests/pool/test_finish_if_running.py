@@ -1,7 +1,8 @@
 """`Pool.submit(job, finish_if_running=True)` (issue 42 item 1): a caller
 cancelled while its job runs leaves the job to finish on a worker that lives
 on; without it the cancel kills the worker mid-command. Real stand-in workers
-(the kill is a real process's)."""
+(the kill is a real process's); the table side of the same lifecycle, a
+cancel mid-command that kills, is test_attempt_table.py's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import asyncio
 
 from leanrpc.core.headers import split_header
 from leanrpc.pool import CallJob
-from workers_support import HEADER, start_service, wait_until
+from testkit import HEADER, start_service, wait_until
 
 
 class _Slow:

@@ -1,7 +1,9 @@
 """The fence's accounting of one pending exchange, as a table (worker/pending.py):
 each frame the REPL writes is kept, completes the exchange, or is a reason to
 poison the worker with its restart cause. No process: frames are decoded from
-the REPL's JSON as the reader would hand them over."""
+the REPL's JSON as the reader would hand them over. The table side of the
+cancel/answer race, whose process version (the reader meeting an answer
+after the cancel in a real pipe) stays in tests/workers/test_cancel_answer_race.py."""
 
 from __future__ import annotations
 

@@ -10,21 +10,29 @@ from leanrpc.core.headers import split_header
 from leanrpc.errors import WorkerCrashed, WorkerTimeout
 from leanrpc.pool.job import BodyJob
 from leanrpc.pool.pipeline import Group, fits, may_lead, rider_limit
+from leanrpc.pool.ticket import Ticket
 
 HEADER = "import Mathlib\n\n"
 _LOOP = asyncio.new_event_loop()  # futures only: nothing runs on it
 
 
 def _job(body: str, *, axioms: bool = True, timeout_s: float = 10, **fields) -> BodyJob:
-    job = BodyJob(
+    return BodyJob(
         split=split_header(HEADER + body),
         timeout_s=timeout_s,
         after_body="#print axioms t" if axioms else None,
         stream_id="s",
         **fields,
     )
-    job.future = _LOOP.create_future()
-    return job
+
+
+def _ticket(body: str, *, solo: bool = False, fresh_process: bool = False, **fields) -> Ticket:
+    """A queued job's ticket (its bookkeeping: solo, fresh_process, its future)."""
+    ticket = Ticket(_job(body, **fields), _LOOP.create_future(), 0.0)
+    ticket.solo = solo
+    if fresh_process:
+        ticket.ask_fresh_process()
+    return ticket
 
 
 def test_the_checks_name_the_env_each_body_will_get():
@@ -63,16 +71,20 @@ def test_only_a_failure_in_the_leads_own_commands_is_the_leads():
 
 
 def test_who_may_ride():
-    lead = _job("theorem a : True := trivial")
-    assert may_lead(lead) and fits(lead, _job("theorem b : True := trivial"), "w1")
-    assert not may_lead(_job("theorem a : True := trivial", solo=True))
-    assert not fits(lead, _job("theorem b : True := trivial", fresh_process=True), "w1")
-    assert not fits(lead, _job("theorem b : True := trivial", timeout_s=1), "w1")
-    other_header = BodyJob(split=split_header("import Other\n\ntheorem b : True"), timeout_s=10)
-    other_header.future = lead.future
-    assert not fits(lead, other_header, "w1")
-    assert not fits(lead, _job("theorem b : True := trivial", avoid_worker="w1"), "w1")
-    assert not fits(lead, _job("theorem b : True := trivial", retire_worker=True), "w1")
+    lead = _ticket("theorem a : True := trivial")
+    assert may_lead(lead) and fits(lead, _ticket("theorem b : True := trivial"), "w1")
+    assert not may_lead(_ticket("theorem a : True := trivial", solo=True))
+    assert not may_lead(_ticket("theorem a : True := trivial", fresh_process=True))
+    assert not fits(lead, _ticket("theorem b : True := trivial", solo=True), "w1")
+    assert not fits(lead, _ticket("theorem b : True := trivial", fresh_process=True), "w1")
+    assert not fits(lead, _ticket("theorem b : True := trivial", timeout_s=1), "w1")
+    other = BodyJob(split=split_header("import Other\n\ntheorem b : True"), timeout_s=10)
+    assert not fits(lead, Ticket(other, lead.future, 0.0), "w1")
+    assert not fits(lead, _ticket("theorem b : True := trivial", avoid_worker="w1"), "w1")
+    assert not fits(lead, _ticket("theorem b : True := trivial", retire_worker=True), "w1")
+    answered = _ticket("theorem b : True := trivial")
+    answered.future.cancel()  # its caller left: it waits for no answer
+    assert not fits(lead, answered, "w1")
 
 
 def test_a_lead_takes_its_share_of_its_stream():

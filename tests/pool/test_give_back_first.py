@@ -1,5 +1,8 @@
 """The runner gives a worker back before it answers the worker's job (issue 28).
 
+The process side of test_attempt_table.py's RUNNING -> GIVEN_BACK walk: the
+table shows the worker is given back once; this shows when, against the answer.
+
 The plan that hands the worker its next job then runs ahead of the answer's conversion and
 sending, so the REPL waits less between two commands. Checked where the order shows: the
 instant the first job's caller resumes with its answer, the command of the job queued behind
@@ -12,7 +15,7 @@ from __future__ import annotations
 import asyncio
 
 from leanrpc.worker.worker import WorkerState
-from workers_support import start_service, verify
+from testkit import start_service, verify
 
 
 async def test_the_next_job_is_dispatched_before_the_answer_reaches_its_caller():
