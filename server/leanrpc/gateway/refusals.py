@@ -5,7 +5,9 @@ FastAPI's `{"detail": ...}` shape, which Kimina's server and client use. The
 status is edge/errors.py's (`http_status_for`: the gRPC code of STATUS_FOR_ERROR
 mapped to HTTP), never an `except` clause of the gateway's own; a retry hint
 (`retry_after_s`, OVERLOADED) becomes `Retry-After` in whole seconds, at least
-1. The per-client limiter's `LimitExceeded` is OVERLOADED, as on the MCP door.
+1, and NOT_SERVING (503: draining, no worker could start) says 1 s, so a
+trainer's HTTP client waits before it tries the next gateway or again. The
+per-client limiter's `LimitExceeded` is OVERLOADED, as on the MCP door.
 
 May import: aiohttp, errors, edge.errors, edge.limiter, gateway.kimina.
 """
@@ -22,6 +24,9 @@ from ..errors import LeanServiceError, OverloadedError
 from . import kimina
 
 
+NOT_SERVING_RETRY_S = 1.0
+
+
 def as_service_error(exc: LeanServiceError | LimitExceeded) -> LeanServiceError:
     if isinstance(exc, LimitExceeded):
         return OverloadedError(exc.message, retry_after_s=1.0)
@@ -31,10 +36,11 @@ def as_service_error(exc: LeanServiceError | LimitExceeded) -> LeanServiceError:
 def refusal(exc: LeanServiceError | LimitExceeded) -> web.Response:
     exc = as_service_error(exc)
     detail = exc.message
+    retry_after_s = getattr(exc, "retry_after_s", None)
     if reason_for(exc) == "NOT_SERVING":
         detail = f"not serving: {detail}"
+        retry_after_s = retry_after_s or NOT_SERVING_RETRY_S
     headers = {}
-    retry_after_s = getattr(exc, "retry_after_s", None)
     if retry_after_s is not None:
         headers["Retry-After"] = str(max(1, math.ceil(retry_after_s)))
     return web.Response(
