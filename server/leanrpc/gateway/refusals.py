@@ -23,7 +23,6 @@ from ..edge.limiter import LimitExceeded
 from ..errors import LeanServiceError, OverloadedError
 from . import kimina
 
-
 NOT_SERVING_RETRY_S = 1.0
 
 
