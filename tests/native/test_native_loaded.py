@@ -55,3 +55,13 @@ def test_core_imports_no_asyncio_grpc_or_logging():
     for env in ({}, {ENV_VAR: "1"}):
         result = _run(code, **env)
         assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_the_lexer_and_the_policy_fall_back_only_when_asked():
+    code = (
+        "import importlib\n"
+        "names = ('leanrpc.core.lexer', 'leanrpc.core.lexchars', 'leanrpc.policy.scan')\n"
+        "print(*(importlib.import_module(n).IMPLEMENTATION for n in names))\n"
+    )
+    assert _run(code, **{ENV_VAR: "1"}).stdout.split() == ["python", "python", "python"]
+    assert _run(code).stdout.split() == ["compiled", "native", "compiled"]
