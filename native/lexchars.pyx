@@ -76,13 +76,11 @@ def plain_end(str text, Py_ssize_t pos, Py_ssize_t limit):
         elif c == 48:  # `0` not before x X b B o O
             if nxt == 120 or nxt == 88 or nxt == 98 or nxt == 66 or nxt == 111 or nxt == 79:
                 break
-        elif c == 39:  # `'` after [A-Za-z_'], not after a digit and e/E
+        elif c == 39:  # `'` right after [A-Za-z_], not after a digit and e/E
             if i == 0:
                 break
             before = PyUnicode_READ(kind, data, i - 1)
-            if not (
-                (65 <= before <= 90) or (97 <= before <= 122) or before == 95 or before == 39
-            ):
+            if not ((65 <= before <= 90) or (97 <= before <= 122) or before == 95):
                 break
             if (before == 101 or before == 69) and i >= 2:
                 c = PyUnicode_READ(kind, data, i - 2)

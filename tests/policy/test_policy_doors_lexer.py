@@ -35,6 +35,10 @@ CAUSES = {
     "char after »": "def «b» := «b»'\"'\n#eval IO.println 1 -- \"\n" + WRONG,
     # found scanning real files: core's `]'` token (`xs[i]'h`) opens no char literal
     "]' before a quote": 'def a := #[1][0]\'"\' \n#check " #eval IO.println 1 -- "\n' + WRONG,
+    # found by the lexer fuzzer: `#` and one letter, read as one `#`-word, hid
+    # what follows the letter's own token (a raw string, a name with a prime)
+    "#r raw string": '#r" :=\\"#eval IO.println 1 --"\n' + WRONG,
+    "#s' name": "#s'\"' \"#eval IO.println 1 --\"\n" + WRONG,
     "decide +«native»": "theorem t : 2 + 2 = 5 := by decide +«native»\n",
     "config native": "theorem t : 2 + 2 = 5 := by decide (config := {«native» := true})\n",
 }

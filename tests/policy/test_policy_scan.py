@@ -100,7 +100,24 @@ REFUSED = [
     ("#checkIO 1", "#checkIO", 1, 0),
     ('notation "#e" => 1', 'notation "#e"', 1, 9),
     ('infixl:65 " --> " => f', 'notation " --> "', 1, 10),
+    # `#` and one letter is `#` and then the letter's own token, as Lean reads it
+    # (the lexer fuzzer found both: the letter read as part of a `#`-word hid a
+    # raw string, and a name with a prime, so what Lean runs sat in a literal).
+    ('#r" :=\\"#eval IO.println 1 --"', "#eval", 1, 8),
+    ("#s'\"' \"#eval IO.println 1 --\"", "#eval", 1, 7),
     # Fail closed: what the lexer cannot read for certain.
+    # (A prime after a symbol token's prime is a char literal to Lean, here a
+    # malformed one; the fuzzer found it skipped as part of a name's primes.)
+    ("theorem t : ∑'' = 1 := by native_decide", UNREADABLE, 1, 14),
+    # (A `'` after a `#`-word is a char literal too, here a malformed one; the
+    # fuzzer found it skipped as a prime, and a `#exit` Lean's recovery reads.)
+    (
+        'initializetrivialimplemented_by r"IO.printlnr#"##check\'\n--"}"initializet.1"#∑\']]\' ,,"#exit"}"throwError#[',
+        UNREADABLE,
+        1,
+        54,
+    ),
+    ("x #check' x #eval 1", UNREADABLE, 1, 8),
     ("def x := a +'\"'\n#eval 1", UNREADABLE, 1, 12),
     ("theorem t : True := trivial\n\t#eval 1", UNREADABLE, 2, 0),
     ("/- unterminated #eval 1", UNREADABLE, 1, 0),
@@ -149,6 +166,8 @@ ALLOWED = [
     "#check Nat.add_comm\n#print axioms Nat.add_comm\n#reduce 1 + 1",
     "theorem t : True := by decide",
     "theorem t : #S ≤ 1 := by simp",  # Mathlib's cardinal notation is not a command
+    "theorem t (s s' : Finset ℕ) : #s' + #s = #s + #s' := add_comm _ _",  # Finset.card
+    "example : #v[1, 2].size = 2 := rfl",  # core's Vector literal
     'def x := s!"{n} and {m}"\n#check x',  # interpolation both readings agree on
     'def x := "{x}" -- #eval in a comment\n#check x',
     'def x := s!"{n}" ++ "}"\ntheorem t : True := trivial',

@@ -53,18 +53,23 @@ _ID_REST = f"A-Za-z0-9_'!?{_LETTER}{_SUB}"
 # Letters newer Lean versions added to isLetterLike / isSubScriptAlnum.
 _VERSIONED_CLASS = "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f\u2c7c"
 # What ends a run of ordinary characters in `_PLAIN` (its first alternative's
-# complement): literal and comment openers, `0`, a tab or `\r`, and the
+# complement): literal and comment openers, `#` (a `#`-word such as `#check`
+# is a token that ends in a letter: a `'` after it is a char literal, not a
+# prime), `0`, a tab or `\r`, and the
 # Latin-1 and Latin Extended-A block with the versioned letters.
-_PLAIN_STOP = "\"'«`\\-/0\t\r\u00c0-\u017f\u2c7c"
+_PLAIN_STOP = "\"'«`#\\-/0\t\r\u00c0-\u017f\u2c7c"
 
 _VERSIONED = re.compile(f"[{_VERSIONED_CLASS}]")
 _WS = re.compile(r"(?:[ \n]+|\r\n|--[^\n]*)*")  # one alternative per position: `+` is safe
 _ID_PART = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*")
 _ID_FIRST_CHAR = re.compile(f"[{_ID_FIRST}]")
 # A run of text that holds no literal or comment opener (`"`, `«`, a
-# backtick, `--`, `/-`, a `'` that is not a prime after an ASCII letter of a
-# name: a char literal's error would resume past its next characters and
-# could split a name into a keyword), no `0x`/`0b`/`0o` numeral, no tab or
+# backtick, `--`, `/-`, a `'` that is not a prime right after an ASCII letter
+# or `_` of a name: a char literal's error would resume past its next
+# characters and could split a name into a keyword; a second prime (`h''`)
+# ends the run too, since a prime after a prime may follow a symbol token
+# (`∑''`: Lean reads `∑'`, then a char literal), and the lexer reads the name
+# from the run's last space on), no `0x`/`0b`/`0o` numeral, no tab or
 # `\r`, no versioned letter: whatever its tokens, every space in it lies
 # between tokens, in Lean's reading and in any reading Lean's error recovery
 # resumes (a token or a character on). So a run cut at its last space before
@@ -74,7 +79,7 @@ _ID_FIRST_CHAR = re.compile(f"[{_ID_FIRST}]")
 # character per step, several times faster (the axiom scan masks whole
 # bodies with it, core.masking).
 _PLAIN = re.compile(
-    f"(?:[^{_PLAIN_STOP}]+|-(?!-)|/(?!-)|0(?![xXbBoO])|(?<=[A-Za-z_'])(?<![0-9][eE])')*"
+    f"(?:[^{_PLAIN_STOP}]+|-(?!-)|/(?!-)|0(?![xXbBoO])|(?<=[A-Za-z_])(?<![0-9][eE])')*"
 )
 
 # The compiled twin's flags (native/lexchars.pyx), one byte per code point.

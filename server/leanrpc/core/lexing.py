@@ -177,7 +177,9 @@ class Lexer:
                 k += 1
             self.mark = k
             limit = marks[k] if k < len(marks) else self.n
-            if limit > pos:
+            # A `'` glued to the token before is no prime (an identifier's
+            # primes are its own): a char literal, or part of a symbol token.
+            if limit > pos and text[pos] != "'":
                 end = plain_end(text, pos, limit)
                 cut = max(text.rfind(" ", pos, end), text.rfind("\n", pos, end)) + 1
                 if cut > pos:
@@ -316,11 +318,17 @@ class Lexer:
             # A lowercase word after `#` may be a command (`#eval`, `#check`):
             # the whole ASCII word is one `hash` token, and the policy allows
             # it only when it is exactly a read-only command (Lean's longest
-            # match would take a command prefix of it). Anything else (`#[`,
-            # `#S`, `#1`) is `#` alone, then a token start, as Lean reads it.
+            # match would take a command prefix of it). One lowercase letter
+            # is no command (no token of Lean's or Mathlib's table is `#` and
+            # one letter): Lean's longest match is `#` (or `#v[`), and the
+            # letter starts the next token, an identifier (Mathlib's `#s`,
+            # `#s'`) or a raw string (`#r"…"`), read here as Lean reads it.
+            # Anything else (`#[`, `#S`, `#1`) is `#` alone, then a token start.
             nxt = text[end : end + 1]
             if nxt == "_" or "a" <= nxt <= "z":
-                return self.emit(HASH, pos, _HASH_WORD.match(text, end).end())
+                word_end = _HASH_WORD.match(text, end).end()
+                if word_end > end + 1 or nxt == "_":
+                    return self.emit(HASH, pos, word_end)
             return self.emit(HASH, pos, end)
         if c == "'":  # `''` (Mathlib's image): not a char literal (tokenFnAux)
             return self.emit(SYMBOL, pos, end + 1 if text[end : end + 1] == "'" else end)

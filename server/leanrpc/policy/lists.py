@@ -3,7 +3,6 @@
 Allow-lists where real proofs allow it (issue 43 item 2), so a name the
 policy does not know is refused, not passed:
 - ALLOWED_HASH: `#` commands that only read (the whole `#`-word must be one);
-  HASH_BRACKET_NOTATIONS: `#`-words that are notation before `[` (`#v[`);
 - ALLOWED_ATTRIBUTES: attribute names in `@[…]` and `attribute […]`: the
   805 real proofs (shared/datasets) use `simp` only; the rest are the
   attributes Mathlib's own theorems and definitions carry that only tag a
@@ -63,9 +62,6 @@ ALLOWED_HASH = frozenset(
         "#guard_expr",
     }
 )
-# `#`-words that are core Lean notation when `[` follows at once: `#v[a, b]`
-# (Vector literals, the token `#v[`, which Lean's longest match takes).
-HASH_BRACKET_NOTATIONS = frozenset({"#v"})
 
 ALLOWED_ATTRIBUTES = frozenset(
     {

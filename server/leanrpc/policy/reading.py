@@ -20,7 +20,9 @@ Refused, from the lists in leanrpc.policy.lists:
 - a `#`-word that is not an allowed read-only command (`#check`, `#print`,
   `#reduce`, …), however glued; `#` before a capital, a digit or a
   non-ASCII letter is notation (`#S`, Mathlib's cardinal), not a command,
-  and so is `#v` right before `[` (core's `#v[…]` Vector literal);
+  and so is `#` before one lowercase letter (Mathlib's `#s`, core's
+  `#v[…]`): the lexer reads the letter's own token after it, as Lean does,
+  so `#s'"'` and `#r"…"` hide nothing;
 - a keyword that runs the snippet's code or defines syntax (`run_cmd`,
   `elab`, `macro`, `initialize`, `unsafe`, …) and the tactics, terms and
   commands generated from Lean's and Mathlib's sources (`polyrith`,
@@ -54,7 +56,6 @@ from .lists import (
     ALLOWED_OPTIONS,
     ATTRIBUTE_MODIFIERS,
     GLUED_COMMANDS,
-    HASH_BRACKET_NOTATIONS,
     NATIVE_NAMES,
     NOTATION_COMMANDS,
     REFUSED_COMMANDS,
@@ -180,9 +181,7 @@ class _Reader:
             kind = token.kind
             if kind == HASH:
                 word = text[token.start : token.end]
-                if not _hash_allowed(word) and not (
-                    word in HASH_BRACKET_NOTATIONS and text.startswith("[", token.end)
-                ):
+                if not _hash_allowed(word):
                     return self.refused(
                         word, token.start, "a `#` command outside the read-only allow-list"
                     )
@@ -320,11 +319,10 @@ class _Reader:
 
 
 def _hash_allowed(word: str) -> bool:
-    """`#` alone (notation: `#[…]`, `#S`), `#` and one lowercase letter
-    (Mathlib's `#s` for `Finset.card s`: no command of Lean's or Mathlib's
-    table is one letter long, so Lean reads `#` then the identifier), or
-    exactly a read-only command."""
-    return word == "#" or (len(word) == 2 and "a" <= word[1] <= "z") or word in ALLOWED_HASH
+    """`#` alone (notation: `#[…]`, `#S`, Mathlib's `#s` for `Finset.card s`
+    and core's `#v[…]`, which the lexer reads as `#` and then the letter's
+    token, as Lean does), or exactly a read-only command."""
+    return word == "#" or word in ALLOWED_HASH
 
 
 def _option_allowed(name: str) -> bool:
