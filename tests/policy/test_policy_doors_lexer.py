@@ -38,7 +38,7 @@ CAUSES = {
     # found by the lexer fuzzer: `#` and one letter, read as one `#`-word, hid
     # what follows the letter's own token (a raw string, a name with a prime)
     "#r raw string": '#r" :=\\"#eval IO.println 1 --"\n' + WRONG,
-    "#s' name": "#s'\"' \"#eval IO.println 1 --\"\n" + WRONG,
+    "#s' name": '#s\'"\' "#eval IO.println 1 --"\n' + WRONG,
     "decide +«native»": "theorem t : 2 + 2 = 5 := by decide +«native»\n",
     "config native": "theorem t : 2 + 2 = 5 := by decide (config := {«native» := true})\n",
 }

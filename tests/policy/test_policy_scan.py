@@ -104,7 +104,7 @@ REFUSED = [
     # (the lexer fuzzer found both: the letter read as part of a `#`-word hid a
     # raw string, and a name with a prime, so what Lean runs sat in a literal).
     ('#r" :=\\"#eval IO.println 1 --"', "#eval", 1, 8),
-    ("#s'\"' \"#eval IO.println 1 --\"", "#eval", 1, 7),
+    ('#s\'"\' "#eval IO.println 1 --"', "#eval", 1, 7),
     # Fail closed: what the lexer cannot read for certain.
     # (A prime after a symbol token's prime is a char literal to Lean, here a
     # malformed one; the fuzzer found it skipped as part of a name's primes.)
