@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
+import zipfile
 from pathlib import Path
 
 import psutil
@@ -33,6 +35,24 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.fail(f"shared data {path} is missing (shared/ must sit next to the checkout)")
     return path
+
+
+@functools.cache
+def real_proofs() -> tuple[tuple[str, str], ...]:
+    """(name, text) of the 805 real proofs in shared/datasets: DeepSeek-Prover-V2's
+    miniF2F solutions and ProofNet-Verified, names sorted within each archive."""
+    out = []
+    for folder, name in (
+        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
+        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
+    ):
+        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
+            out += [
+                (n, archive.read(n).decode("utf-8"))
+                for n in sorted(archive.namelist())
+                if n.endswith(".lean")
+            ]
+    return tuple(out)
 
 
 def loopback_config(workers: int = 1, **overrides) -> Config:

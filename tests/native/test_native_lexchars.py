@@ -5,8 +5,6 @@ random text and on the 805 real proofs; the lexer runs the compiled ones."""
 
 from __future__ import annotations
 
-import zipfile
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,22 +20,9 @@ from leanrpc.core.lexchars import (
     space_end_py,
     versioned_py,
 )
-from testkit import shared_path
+from testkit import real_proofs
 
 native.set_classes(lexchars.class_table())  # what importing core.lexchars does when enabled
-
-
-def _proofs() -> list[str]:
-    out = []
-    for folder, name in (
-        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
-    ):
-        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [
-                archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".lean")
-            ]
-    return out
 
 
 def test_every_code_point_is_classed_alike():
@@ -91,7 +76,7 @@ def test_same_runs_on_random_text(text, pos, limit):
 
 
 def test_same_runs_on_every_real_proof():
-    for text in _proofs():
+    for _name, text in real_proofs():
         n = len(text)
         for pos in range(0, n, 29):  # every residue of 29 is some token start somewhere
             assert native.plain_end(text, pos, n) == plain_end_py(text, pos, n)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-import zipfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, seed, settings
@@ -19,26 +18,13 @@ from hypothesis import strategies as st
 from leanrpc.core import lexer, lexing, lexing_c
 from leanrpc.core._impl import extensions_disabled
 from leanrpc.policy import reading, reading_c
-from testkit import shared_path
+from testkit import real_proofs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "policy"))
 from test_lexer_fuzz import PIECES  # noqa: E402  (the fuzzer's own pieces)
 
 # The module: the package re-exports `scan`, the function, under the same name.
 scan_facade = importlib.import_module("leanrpc.policy.scan")
-
-
-def _proofs() -> list[str]:
-    out = []
-    for folder, name in (
-        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
-    ):
-        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [
-                archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".lean")
-            ]
-    return out
 
 
 def _tokens(build, text: str):
@@ -68,7 +54,7 @@ def _same(text: str) -> None:
 
 
 def test_the_same_on_every_real_proof():
-    for text in _proofs():
+    for _name, text in real_proofs():
         _same(text)
 
 

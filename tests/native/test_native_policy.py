@@ -4,8 +4,6 @@ proofs, hostile layouts and random text, and the policy runs the native one."""
 
 from __future__ import annotations
 
-import zipfile
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,24 +12,11 @@ from leanrpc.core._impl import extensions_disabled
 from leanrpc.policy import lexer
 from leanrpc.policy.lexer import positions_py
 from leanrpc.policy.scan import CANDIDATES
-from testkit import shared_path
-
-
-def _proofs() -> list[str]:
-    out = []
-    for folder, name in (
-        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
-    ):
-        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [
-                archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".lean")
-            ]
-    return out
+from testkit import real_proofs
 
 
 def test_same_offsets_on_every_real_proof():
-    for text in _proofs():
+    for _name, text in real_proofs():
         for needles in (CANDIDATES, ("--", "/-", '"', "«", "'", 'r"', "r#"), ("∑'", "∀x", "a∀")):
             assert native(text, needles) == positions_py(text, needles)
             assert native(text, needles, 200) == positions_py(text, needles, 200)

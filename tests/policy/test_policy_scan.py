@@ -4,14 +4,12 @@ char literal or `«»` name is not, and none of the 805 real proofs is refused."
 
 from __future__ import annotations
 
-import zipfile
-
 import pytest
 
 from leanrpc.core.lexer import lex
 from leanrpc.policy import scan
 from leanrpc.policy.scan import UNREADABLE
-from testkit import shared_path
+from testkit import real_proofs
 
 REFUSED = [
     ("#eval 1", "#eval", 1, 0),
@@ -218,23 +216,8 @@ def test_the_lexer_reads_lean_lexically():
     ]
 
 
-def _real_proofs() -> list[tuple[str, str]]:
-    out = []
-    for folder, name in (
-        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
-    ):
-        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [
-                (n, archive.read(n).decode("utf-8"))
-                for n in archive.namelist()
-                if n.endswith(".lean")
-            ]
-    return out
-
-
 def test_no_real_proof_is_refused():
-    proofs = _real_proofs()
+    proofs = real_proofs()
     assert len(proofs) == 805
     refused = [
         (name, found.message) for name, found in ((n, scan(t)) for n, t in proofs) if found.refused

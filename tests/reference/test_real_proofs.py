@@ -14,34 +14,18 @@ from __future__ import annotations
 
 import collections
 import re
-import zipfile
 
 import pytest
 
 from leanrpc.core.declarations import declarations, mask
 from leanrpc.core.headers import split_header
 from leanrpc.policy import scan
-from testkit import shared_path
+from testkit import real_proofs
 from verify_support import running_server
 
 pytestmark = pytest.mark.timeout(600)
 
 _SORRY = re.compile(r"(?<![\w.'])sorry(?![\w'])")
-
-
-def _real_proofs() -> list[tuple[str, str]]:
-    out = []
-    for folder, name in (
-        ("proofs-deepseek-prover-v2-minif2f", "minif2f-solutions.zip"),
-        ("proofs-proofnet-verified", "proofnet-verified_gt.zip"),
-    ):
-        with zipfile.ZipFile(shared_path("datasets", folder, name)) as archive:
-            out += [
-                (n, archive.read(n).decode("utf-8"))
-                for n in sorted(archive.namelist())
-                if n.endswith(".lean")
-            ]
-    return out
 
 
 def own_statement(code: str) -> str:
@@ -80,7 +64,7 @@ def expected(code: str, reference: str) -> tuple[str, str | None]:
 
 
 async def test_every_real_proof_passes_every_default_check_pinned_to_its_own_statement():
-    proofs = _real_proofs()
+    proofs = real_proofs()
     assert len(proofs) == 805
     references = [own_statement(code) for _name, code in proofs]
     async with running_server(2, pool__default_timeout_s=120) as (app, client):
