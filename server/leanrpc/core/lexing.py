@@ -30,8 +30,9 @@ Port, function by function (Basic.lean):
 
 The token table is Lean's plus Mathlib's and not known here, so keywords come
 out as `ident` tokens (the policy compares names), `#` and a lowercase word
-glued to it as one `hash` token (the policy allows only exact read-only
-commands), and symbols one character each, except where a longer table token
+of two or more characters glued to it as one `hash` token (the policy allows
+only exact read-only commands; `#` and one letter is `#`, then the letter's
+own token), and symbols one character each, except where a longer table token
 could change the lexing that follows: a `'` after `∑`, `⁻¹`, … (`PRIME_TOKENS`:
 Mathlib's `∑'`, `⁻¹'`, core's `Σ'`) or `'` (`''`) that is no char literal is
 part of it, a `'` after `]` always is (core's `]'`), and any other
