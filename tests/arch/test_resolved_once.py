@@ -14,6 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2] / "server" / "leanrpc"
 RESOLVE = "services/resolve.py"
 SPLIT_ALLOWED = {
     "core/headers.py": "the facade itself",
+    "core/header_memo.py": "the resolver's memo of splits, held and called by the resolver only",
     "reference/parse.py": "a reference's own statement text, parsed once by the resolver's parser",
     "pool/supervisor.py": "a header the supervisor warms, not a request",
 }
@@ -53,3 +54,12 @@ def test_only_the_resolve_module_reads_the_default_timeout():
 def test_no_module_forwards_attributes_or_decodes_privately():
     text = (ROOT / "cache" / "verifier.py").read_text()
     assert "__getattr__" not in text and "._decode(" not in text
+
+
+def test_only_the_resolve_module_holds_the_memo_of_splits():
+    holders = {
+        rel
+        for rel in _uses("HeaderMemo", attribute=False) | _uses("HeaderMemo", attribute=True)
+        if rel != "core/header_memo.py"
+    }
+    assert holders <= {RESOLVE}, f"HeaderMemo made outside {RESOLVE}: {sorted(holders)}"

@@ -92,3 +92,46 @@ def test_a_lead_takes_its_share_of_its_stream():
     assert rider_limit(7, 8, 8) == 1
     assert rider_limit(7, 0, 2) == 0
     assert rider_limit(0, 10, 1) == 0
+
+
+class _Worker:
+    """What take_riders reads of a worker."""
+
+    def __init__(self, name: str, *, reserved: bool = False, profile: str = "") -> None:
+        self.name, self.reserved, self.profile, self.alive = name, reserved, profile, True
+
+
+def _queued(count: int):
+    """A stream of `count` queued jobs, its first taken out as the dispatched lead."""
+    from leanrpc.pool.admission import Admission
+
+    admission = Admission(queue_limit=100)
+    tickets = [_ticket(f"theorem t{i} : True := trivial") for i in range(count)]
+    for ticket in tickets:
+        admission.push(ticket)
+    admission.take(tickets[0])
+    return admission, tickets
+
+
+def test_idle_workers_share_a_stream_and_busy_ones_take_none():
+    from leanrpc.config import Config
+    from leanrpc.pool.pipeline import take_riders
+    from leanrpc.pool.stats import PoolStats
+
+    config = Config()
+    most = config.pool.pipeline_bodies - 1
+    here = _Worker("w1", reserved=True)  # the lead's worker, held for it
+    # The other worker is idle: the stream is shared, about half each.
+    admission, tickets = _queued(17)
+    riders = take_riders(admission, [here, _Worker("w2")], config, PoolStats(), tickets[0], here)
+    assert len(riders) == min(most, 8) and tickets[0] not in riders
+    # The other worker is busy with another job: the lead takes a full group.
+    admission, tickets = _queued(12)
+    busy = _Worker("w2", reserved=True)
+    riders = take_riders(admission, [here, busy], config, PoolStats(), tickets[0], here)
+    assert len(riders) == most
+    # A worker of another profile is no share of this stream.
+    admission, tickets = _queued(12)
+    other = _Worker("w3", profile="other")
+    riders = take_riders(admission, [here, other], config, PoolStats(), tickets[0], here)
+    assert len(riders) == most

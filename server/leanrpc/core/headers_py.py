@@ -47,7 +47,7 @@ other text follows that command on its line, right after the command
 import dataclasses
 import re
 
-__all__ = ["HeaderSplit", "split_header"]
+__all__ = ["HeaderSplit", "decided_by", "doc_closes", "split_header"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -207,6 +207,59 @@ def split_header(code: str) -> HeaderSplit:
         body_start_line=lines_before + 1,
         body_start_column=column,
     )
+
+
+# Words a body may start with that are no header or preamble word: at one of
+# them, followed by whitespace, `split_header` stops and reads no further.
+_BODY_WORDS = frozenset(
+    """theorem lemma example def abbrev instance noncomputable namespace section variable
+    universe structure inductive class axiom""".split()
+)
+
+
+def decided_by(code: str, split: HeaderSplit) -> tuple:
+    """(n, doc): the leading characters of `code` that decided `split` (which
+    is `split_header(code)`), n = 0 when that is not known for certain; and
+    doc >= 0 when a doc comment opened at offset `doc` must also close for the
+    decision to hold (-1 otherwise).
+
+    The splitter is a function of the characters it reads. After the header
+    and preamble it reads the text's next token, and then stops, when that
+    token is a doc comment or one of `_BODY_WORDS` followed by whitespace:
+    * a doc comment counts only by its kind: every reading of it asks "is
+      the next token a doc comment?" and nothing reads past it. Its kind is
+      decided by its first four characters (`/--` and one that is not `/`:
+      `/--/` is a comment the splitter skips) and by its closing somewhere
+      (`doc_closes`; an unterminated one is read to the end of the text).
+      So n ends after those four characters: a GRPO group's completions, or
+      a batch of problems under one header, share them;
+    * a body word is read up to the whitespace after it (no name continues
+      past it, and no header or preamble word is read ahead).
+    Every other case is (0, -1): a header or preamble word (`public`,
+    `import`, `open`, ... read further ahead), a token at or past the end, an
+    unterminated comment or string. So any text that starts with `code[:n]`,
+    is longer than `n` and (when doc >= 0) closes its doc comment, splits into
+    the same header and preamble with the rest of its own text as the body
+    (core/header_memo.py; tests/headers/test_header_memo.py fuzzes it)."""
+    body_start = len(code) - len(split.body)
+    origin = 1 if code.startswith("\ufeff") else 0
+    pos = _skip_space(code, max(body_start, origin), True)
+    kind, end = _token(code, pos)
+    if kind == _DOC and pos + 4 < end <= len(code):
+        return pos + 4, pos
+    if (
+        kind == _WORD
+        and end < len(code)
+        and code[pos:end] in _BODY_WORDS
+        and code[end] in " \t\r\n"
+    ):
+        return end + 1, -1
+    return 0, -1
+
+
+def doc_closes(code: str, doc: int) -> bool:
+    """The comment opened at `doc` (`/-`) closes in `code` (see `decided_by`)."""
+    return _comment_end(code, doc + 2) >= 0
 
 
 def _preamble_command(code: str, pos: int):

@@ -117,14 +117,19 @@ def take_riders(
 ) -> list[Ticket]:
     """Queued jobs that run pipelined with `lead` on `worker`, taken out of the
     queue: at most `pool.pipeline_bodies` - 1, and no more than the lead's share
-    of its stream over the live workers of its profile (`rider_limit`)."""
+    of its stream over `worker` and the idle workers of its profile
+    (`rider_limit`). Workers busy with other jobs take no share: spreading a
+    stream over them would only cut it into more groups, each with its own
+    fence, audit and memory polls, whose bodies still wait for a worker."""
     if not may_lead(lead):
         return []
-    limit = rider_limit(
-        config.pool.pipeline_bodies - 1,
-        admission.stream_length(lead),
-        sum(1 for w in workers if w.alive and w.profile == lead.job.profile),
+    profile = lead.job.profile
+    idle = sum(
+        1
+        for w in workers
+        if w is not worker and w.alive and not w.reserved and w.profile == profile
     )
+    limit = rider_limit(config.pool.pipeline_bodies - 1, admission.stream_length(lead), 1 + idle)
     if not limit:
         return []
     riders = admission.riders(lead, limit, lambda ticket: fits(lead, ticket, worker.name))
@@ -137,9 +142,10 @@ def take_riders(
 
 def rider_limit(most: int, queued: int, workers: int) -> int:
     """How many riders a lead takes: at most `most`, and no more than its share
-    of the `queued` jobs of its stream over the `workers` that could serve them,
-    so a group of 16 on 8 workers still spreads (about 2 each) while on 2 busy
-    workers it rides in large groups."""
+    of the `queued` jobs of its stream over the `workers` that could serve them
+    now (its own and the idle ones), so a group of 16 on 8 idle workers still
+    spreads (about 2 each) while on workers that are all busy it rides in
+    groups as large as `most` allows."""
     if most <= 0 or queued <= 0:
         return 0
     return min(most, math.ceil(queued / max(1, workers)))

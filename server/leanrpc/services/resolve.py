@@ -8,7 +8,9 @@ applies while building it, each in this one place:
 * input validation (empty code, size, NUL, timeout range, infotree mode,
   a known profile the caller may name, a parseable reference, the session's
   owner and profile);
-* the header split (`split_header` runs here and nowhere else for a request);
+* the header split (`split_header` runs here and nowhere else for a request,
+  through core.header_memo: a snippet that starts with the characters that
+  decided an earlier split, as a GRPO group's completions do, reuses it);
 * the timeout (0 = `[pool] default_timeout_s`, resolved only here) and the
   absolute deadline of the call;
 * the code policy in force and its verdict (a snippet `proof` keeps from the
@@ -36,7 +38,8 @@ import time
 from typing import Callable, Protocol, Sequence
 
 from ..config import Config
-from ..core.headers import HeaderSplit, split_header
+from ..core.header_memo import HeaderMemo
+from ..core.headers import HeaderSplit
 from ..errors import ConfigError, RequestError
 from ..reference import Reference
 from ..results import ReferenceCheck, ReferenceReason, Status, VerifyResult
@@ -162,6 +165,8 @@ class Resolver:
     access: ProfileAccess  # PermissionDenied for a profile not open to the caller
     sessions: SessionLookup | None = None
     keys: KeyPort | None = None
+    # The last few header splits (core.header_memo), shared with `with_keys`' copy.
+    headers: HeaderMemo = dataclasses.field(default_factory=HeaderMemo, compare=False)
 
     def with_keys(self, keys: KeyPort) -> "Resolver":
         """This resolver, with the result cache's keys (cache.CachedVerifier)."""
@@ -226,10 +231,10 @@ class Resolver:
                 f"{limits.default_ttl_s:g} s) and {limits.max_ttl_s:g} s (prover.max_ttl_s)",
                 field="ttl",
             )
-        split = split_header(code)
+        split = self.headers.split(code)
         prepared = rules.prepare(code, split.body)
         if prepared != code:  # a bare statement, closed with `:= by sorry`
-            code, split = prepared, split_header(prepared)
+            code, split = prepared, self.headers.split(prepared)
         return ResolvedStart(code, split, timeout, ttl_s, check_axioms, caller)
 
     def expand(
@@ -340,7 +345,7 @@ class Resolver:
             )
         else:
             refused = self._screen(snippet_id, code, policy, check_axioms, reference)
-        split = split_header(code)
+        split = self.headers.split(code)
         key = None
         if (
             self.keys is not None
