@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Compiled twin of leanrpc.policy.lexer.positions: the offsets of every
+"""Compiled twin of leanrpc.core.needles.positions: the offsets of every
 occurrence of some needles, in one pass over the text.
 
 The code policy runs on every snippet; in pure Python its cost is one

@@ -1,5 +1,5 @@
 """Parity of the code policy's needle search: leanrpc._native.policy (compiled)
-and leanrpc.policy.lexer.positions_py (pure) answer the same on the 805 real
+and leanrpc.core.needles.positions_py (pure) answer the same on the 805 real
 proofs, hostile layouts and random text, and the policy runs the native one."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from leanrpc._native.policy import positions as native
+from leanrpc.core import needles as needle_search
 from leanrpc.core._impl import extensions_disabled
-from leanrpc.policy import lexer
-from leanrpc.policy.lexer import positions_py
+from leanrpc.core.needles import positions_py
 from leanrpc.policy.scan import CANDIDATES
 from testkit import real_proofs
 
@@ -39,6 +39,6 @@ def test_same_offsets_on_random_text(text, needles, until):
 
 def test_the_policy_runs_the_compiled_search():
     if extensions_disabled():
-        assert lexer.IMPLEMENTATION == "python"
+        assert needle_search.IMPLEMENTATION == "python"
     else:
-        assert lexer.IMPLEMENTATION == "native" and lexer.positions is native
+        assert needle_search.IMPLEMENTATION == "native" and needle_search.positions is native

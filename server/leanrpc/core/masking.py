@@ -14,7 +14,9 @@ tokens are emitted, and blanks exactly the spans the lexer read as literals
 piece to its last, holes included) and as comments (what `whitespace`
 skipped after each run). A text the lexer cannot read for certain raises
 its LexError: no other reading of it is scanned (fail closed).
-May import: leanrpc.core.lexer.
+The comment openers (`--`, `/-`) are found in one pass over the text
+(core.needles), not by a regex search per gap between tokens.
+May import: leanrpc.core.lexer, leanrpc.core.needles.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from __future__ import annotations
 import re
 
 from .lexer import CHAR, DOC, PIECE, RAW, STR, Lexer
+from .needles import positions
 
 __all__ = ["IDENT_CHAR", "mask"]
 
 IDENT_CHAR = re.compile(r"[\w'!?₀-₉ₐ-ₜᵢ-ᵪ]")
 # What may open a comment in the text between two tokens (a run of plain
 # text holds none: core.lexer's `_PLAIN`).
-_COMMENT_OPEN = re.compile(r"--|/-")
+_COMMENT_OPENERS = ("--", "/-")
 _BLANKED = frozenset((STR, CHAR, RAW, DOC))
 
 
@@ -58,9 +61,10 @@ def _spans(text: str, tokens) -> list[tuple[int, int]]:
     gap = 0  # where the text after the last token starts
     depth = 0  # open interpolated strings
     opened = 0
+    openers = _Openers(positions(text, _COMMENT_OPENERS))
     for token in tokens:
         if depth == 0:
-            _comments(text, gap, token.start, spans)
+            openers.comments(gap, token.start, spans)
         kind = token.kind
         if kind == PIECE:
             if text[token.start] == '"':
@@ -74,17 +78,31 @@ def _spans(text: str, tokens) -> list[tuple[int, int]]:
         elif kind in _BLANKED and depth == 0:
             spans.append((token.start, token.end))
         gap = token.end
-    _comments(text, gap, len(text), spans)
+    openers.comments(gap, len(text), spans)
     return spans
 
 
-def _comments(text: str, start: int, stop: int, spans: list[tuple[int, int]]) -> None:
-    """The comments between two tokens: the text there is a run of plain
-    tokens (no comment opener), then Lean's `whitespace`, which is blanked
-    from its first comment opener on."""
-    found = _COMMENT_OPEN.search(text, start, stop)
-    if found is not None:
-        spans.append((found.start(), stop))
+class _Openers:
+    """The text's comment openers, in order, read gap by gap (the gaps
+    between tokens come in text order)."""
+
+    __slots__ = ("at", "next")
+
+    def __init__(self, at: list[int]) -> None:
+        self.at = at
+        self.next = 0
+
+    def comments(self, start: int, stop: int, spans: list[tuple[int, int]]) -> None:
+        """The comments between two tokens: the text there is a run of plain
+        tokens (no comment opener), then Lean's `whitespace`, which is blanked
+        from its first comment opener on: the first opener at or after `start`
+        whose two characters lie before `stop`."""
+        at, k = self.at, self.next
+        while k < len(at) and at[k] < start:
+            k += 1
+        self.next = k
+        if k < len(at) and at[k] + 2 <= stop:
+            spans.append((at[k], stop))
 
 
 def _blank(chunk: str) -> str:

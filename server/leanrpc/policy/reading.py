@@ -39,9 +39,9 @@ any config; `Lean.reduceBool`, `ofReduceBool`, …) is reported, not
 refused: the verify service answers it by the axiom rule (services.verify).
 
 Only the text up to the last place where a construct could be (a C-speed
-needle search, leanrpc.policy.lexer.positions) is lexed: text after it
+needle search, leanrpc.core.needles.positions) is lexed: text after it
 holds none, whatever its reading. Text in, verdict out.
-May import: leanrpc.core.lexer, leanrpc.policy.lexer, leanrpc.policy.lists.
+May import: leanrpc.core.lexer, leanrpc.core.needles, leanrpc.policy.lists.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..core.lexer import DOC, HASH, IDENT, STR, SYMBOL, Lexer, LexError, Token, ident_name, line_col
-from .lexer import positions
+from ..core.needles import positions
 from .lists import (
     ALLOWED_ATTRIBUTES,
     ALLOWED_HASH,

@@ -1,18 +1,22 @@
-"""The code policy's needle search: where the constructs it looks at could
-be, before anything is lexed (the lexing is leanrpc.core.lexer's, Lean's
-tokenizer ported; this room only finds candidates).
+"""The needle search: where the constructs a reader of Lean text looks at
+could be, before anything is lexed (the lexing is leanrpc.core.lexer's,
+Lean's tokenizer ported; this room only finds candidates).
 
 Owns: `positions` (every occurrence of some needles: the compiled twin in
-leanrpc._native.policy, or `positions_py`, one str.find pass per needle,
-under LEANRPC_NO_EXTENSIONS=1). The policy runs on every snippet, so this is
-a hot path: text with no candidate is never lexed, and text after the last
-candidate is not lexed either.
+leanrpc._native.policy, one pass over the text whatever the needles, or
+`positions_py`, one str.find pass per needle, under LEANRPC_NO_EXTENSIONS=1).
+Two hot paths use it on every snippet: the code policy (policy/reading.py:
+text with no candidate is never lexed, and text after the last candidate is
+not lexed either) and the axiom plan's declaration scan (core/declarations.py:
+its keywords and scope words, and core/masking.py's comment openers, found in
+one pass instead of one str.find pass per word, which on a non-ASCII text
+costs a few microseconds each).
 May import: core._impl, _native.policy (its compiled twin).
 """
 
 from __future__ import annotations
 
-from ..core._impl import extensions_disabled
+from ._impl import extensions_disabled
 
 __all__ = ["IMPLEMENTATION", "positions", "positions_py"]
 
