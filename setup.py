@@ -24,9 +24,15 @@ DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 # live in the package (server/leanrpc/_native/), so that cimport resolves them
 # by their module name and the runtime import finds the module.
 NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars"]
-# (package, module): the one lexer and the policy's rules, compiled from their
-# own Python source as leanrpc.<package>.<module>_c (the hot path of every snippet).
-COMPILED_PYTHON = [("core", "lexing"), ("policy", "reading")]
+# (package, module): the one lexer, the policy's rules, and the axiom plan's
+# masking and declaration scan, compiled from their own Python source as
+# leanrpc.<package>.<module>_c (the hot path of every snippet).
+COMPILED_PYTHON = [
+    ("core", "lexing"),
+    ("policy", "reading"),
+    ("core", "blanking"),
+    ("core", "declaring"),
+]
 
 
 def generate_stubs() -> None:
@@ -93,7 +99,8 @@ def native_extensions():
     )
     # Python modules compiled unchanged (Cython's pure-Python mode) under a
     # `_c` name beside their source; a facade picks the build (core/lexer.py,
-    # policy/scan.py). Python's semantics stay whole: negative indices and
+    # policy/scan.py, core/masking.py, core/declarations.py). Python's
+    # semantics stay whole: negative indices and
     # bounds checks as the interpreter has them.
     compiled = cythonize(
         [
