@@ -113,4 +113,4 @@ def _blank(chunk: str) -> str:
     substitution per character was most of `mask`'s time)."""
     if "\n" not in chunk:
         return " " * len(chunk)
-    return "\n".join(" " * len(line) for line in chunk.split("\n"))
+    return "\n".join([" " * len(line) for line in chunk.split("\n")])
