@@ -8,6 +8,7 @@ import grpc
 import pytest
 
 from leanrpc.client import ClientError
+from leanrpc.core.header_memo import HeaderMemo
 from leanrpc.services import resolve
 
 CODE = "theorem t : True := trivial"
@@ -15,19 +16,22 @@ CODE = "theorem t : True := trivial"
 
 @pytest.fixture
 def counted(monkeypatch):
+    """Counts resolutions and header splits. The resolver splits through its memo
+    (core/header_memo.py), which may reuse an earlier split of the same head: each
+    request asks it once, whether or not `split_header` runs again."""
     calls = {"resolve": 0, "split": 0}
-    real_resolve, real_split = resolve.Resolver.resolve, resolve.split_header
+    real_resolve, real_split = resolve.Resolver.resolve, HeaderMemo.split
 
     def counting_resolve(self, *args, **kwargs):
         calls["resolve"] += 1
         return real_resolve(self, *args, **kwargs)
 
-    def counting_split(text):
+    def counting_split(self, text):
         calls["split"] += 1
-        return real_split(text)
+        return real_split(self, text)
 
     monkeypatch.setattr(resolve.Resolver, "resolve", counting_resolve)
-    monkeypatch.setattr(resolve, "split_header", counting_split)
+    monkeypatch.setattr(HeaderMemo, "split", counting_split)
     return calls
 
 
