@@ -25,6 +25,7 @@ May import: leanrpc.core.lexer, leanrpc.core.needles.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 
 from .lexer import CHAR, DOC, PIECE, RAW, STR, Lexer
 from .needles import positions
@@ -64,10 +65,10 @@ def _spans(text: str, tokens) -> list[tuple[int, int]]:
     gap = 0  # where the text after the last token starts
     depth = 0  # open interpolated strings
     opened = 0
-    openers = _Openers(positions(text, _COMMENT_OPENERS))
+    openers = positions(text, _COMMENT_OPENERS)
     for token in tokens:
         if depth == 0:
-            openers.comments(gap, token.start, spans)
+            _comments(openers, gap, token.start, spans)
         kind = token.kind
         if kind == PIECE:
             if text[token.start] == '"':
@@ -81,31 +82,18 @@ def _spans(text: str, tokens) -> list[tuple[int, int]]:
         elif kind in _BLANKED and depth == 0:
             spans.append((token.start, token.end))
         gap = token.end
-    openers.comments(gap, len(text), spans)
+    _comments(openers, gap, len(text), spans)
     return spans
 
 
-class _Openers:
-    """The text's comment openers, in order, read gap by gap (the gaps
-    between tokens come in text order)."""
-
-    __slots__ = ("at", "next")
-
-    def __init__(self, at: list[int]) -> None:
-        self.at = at
-        self.next = 0
-
-    def comments(self, start: int, stop: int, spans: list[tuple[int, int]]) -> None:
-        """The comments between two tokens: the text there is a run of plain
-        tokens (no comment opener), then Lean's `whitespace`, which is blanked
-        from its first comment opener on: the first opener at or after `start`
-        whose two characters lie before `stop`."""
-        at, k = self.at, self.next
-        while k < len(at) and at[k] < start:
-            k += 1
-        self.next = k
-        if k < len(at) and at[k] + 2 <= stop:
-            spans.append((at[k], stop))
+def _comments(openers: list[int], start: int, stop: int, spans: list[tuple[int, int]]) -> None:
+    """The comments between two tokens: the text there is a run of plain
+    tokens (no comment opener), then Lean's `whitespace`, which is blanked
+    from its first comment opener on: the first of the text's `openers`
+    (sorted) at or after `start` whose two characters lie before `stop`."""
+    k = bisect_left(openers, start)
+    if k < len(openers) and openers[k] + 2 <= stop:
+        spans.append((openers[k], stop))
 
 
 def _blank(chunk: str) -> str:

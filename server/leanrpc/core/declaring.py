@@ -168,12 +168,7 @@ def declarations(body: str, *, types: bool = False, masked: str | None = None) -
     decl_starts = [event[0] for event in events]
     for index, (_at, is_declaration, match) in enumerate(events):
         if not is_declaration:
-            command = match.group("cmd")
-            if command == "end":
-                if scopes:
-                    scopes.pop()
-            else:
-                scopes.append((command, match.group("name") if command != "mutual" else ""))
+            _enter_or_leave(scopes, match)
             continue
         kind = match.group()
         after = match.end()
@@ -347,13 +342,19 @@ def _prefix_at(masked: str, offset: int) -> str:
     """The namespace prefix open at `offset` of a masked body."""
     scopes: list[tuple[str, str]] = []
     for _at, match in _scopes(masked, offset):
-        command = match.group("cmd")
-        if command == "end":
-            if scopes:
-                scopes.pop()
-        else:
-            scopes.append((command, match.group("name") if command != "mutual" else ""))
+        _enter_or_leave(scopes, match)
     return ".".join(name for scope, name in scopes if scope == "namespace" and name)
+
+
+def _enter_or_leave(scopes: list[tuple[str, str]], match: re.Match) -> None:
+    """`scopes` after one scope command (`_SCOPE`'s match): `end` closes the
+    innermost scope, any other opens one (a `mutual` block has no name)."""
+    command = match.group("cmd")
+    if command == "end":
+        if scopes:
+            scopes.pop()
+    else:
+        scopes.append((command, match.group("name") if command != "mutual" else ""))
 
 
 def _where(text: str) -> re.Match | None:

@@ -20,6 +20,8 @@ leanrpc.core.headers.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .headers import HeaderSplit, decided_by, doc_closes, split_header
 
 __all__ = ["HeaderMemo"]
@@ -33,8 +35,9 @@ class HeaderMemo:
 
     def __init__(self, size: int = 8) -> None:
         self._size = size
-        # (the deciding characters, the split, the body's offset in the text, where a doc
-        # comment that must close opens or -1), most recent first.
+        # (the deciding characters, the split without its body, the body's offset in the
+        # text, where a doc comment that must close opens or -1), most recent first: an
+        # entry holds at most `_MAX_PREFIX` characters of a snippet, never its whole body.
         self._kept: list[tuple[str, HeaderSplit, int, int]] = []
         self.reused = 0
 
@@ -62,6 +65,7 @@ class HeaderMemo:
         split = split_header(code)
         decided, doc = decided_by(code, split)
         if 0 < decided <= _MAX_PREFIX:
-            kept.insert(0, (code[:decided], split, len(code) - len(split.body), doc))
+            start = len(code) - len(split.body)
+            kept.insert(0, (code[:decided], dataclasses.replace(split, body=""), start, doc))
             del kept[self._size :]
         return split

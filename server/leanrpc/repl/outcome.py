@@ -10,7 +10,6 @@ attributes of `pool.BodyOutcome` (duck-typed, so the pool may import us).
 
 from __future__ import annotations
 
-import functools
 import re
 
 import msgspec
@@ -221,7 +220,6 @@ def axiom_answer(text: str) -> tuple[str, list[str]] | None:
 _ATOM = re.compile(r"«(?P<quoted>[^»]*)»|(?P<plain>[^.«]+)")
 
 
-@functools.lru_cache(maxsize=4096)  # a pure function of a str, asked of each name about twice
 def name_atoms(name: str) -> tuple[str, ...]:
     """A Lean name as its atoms: `«a b».c` and `a b` quoted or not compare by atom,
     so `«a.b»` (one atom) is not `a.b` (two).
