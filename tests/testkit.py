@@ -61,7 +61,10 @@ def loopback_config(workers: int = 1, **overrides) -> Config:
     System-memory recycling is off: a loaded CI box must not recycle workers
     behind a test's back (tests that need it inject the measurement). The
     result cache is off: a test that sends a snippet twice means the REPL to
-    see it twice (tests/cache turns it on).
+    see it twice (tests/cache turns it on). Canaries by draw are off: a hostile
+    fake REPL fails a canary, and a 5% draw before a retry changed which error a
+    test saw (CI, 2026-12-05); the canary before another client's job stays on,
+    and tests/canary sets the rate it tests.
     """
     config = Config()
     config.server.port = 0
@@ -69,6 +72,7 @@ def loopback_config(workers: int = 1, **overrides) -> Config:
     config.pool.default_timeout_s = 30
     config.limits.max_system_memory_percent = 0
     config.cache.enabled = False
+    config.canary.rate = 0.0
     for key, value in overrides.items():
         section, _, name = key.partition("__")
         if not hasattr(getattr(config, section), name):

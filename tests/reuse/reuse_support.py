@@ -21,6 +21,7 @@ def make_config(workers: int = 2, command: list[str] | None = None, **overrides)
     config.pool.default_timeout_s = 30
     # A loaded CI box must not recycle workers behind the test's back.
     config.limits.max_system_memory_percent = 0
+    config.canary.rate = 0.0  # no canary by draw: tests see the same exchanges every run
     config.repl.command = command or standin_command("--fork")
     for key, value in overrides.items():
         section, _, name = key.partition("__")

@@ -5,7 +5,12 @@ loop in this process, and `sync_runner()`: a private event loop on a daemon thre
 for callers without one (TRL's sync reward functions, verl's executor threads,
 OpenRLHF's file form). Trainers fork workers (Ray, DataLoader, multiprocessing): a
 gRPC channel does not survive a fork, so every cache is keyed by the process id
-and a child builds its own on first use. May import: the client (AsyncClient).
+and a child builds its own on first use. Before a fork the parent's loop and channels
+close, and the fork waits (at most 2 s) until gRPC's core has shut down (`_quiesced`):
+closing the last channel hands the core's shutdown to a detached thread, and a child
+forked while that thread and the core's event-engine threads still run inherits their
+locks held and hangs in its first `insecure_channel` (seen 3 times in 600 forks under
+load, 2026-12-05). May import: the client (AsyncClient).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from typing import Any, Coroutine
 
 from ..aio import AsyncClient
@@ -20,6 +26,12 @@ from ..aio import AsyncClient
 _lock = threading.Lock()
 _clients: dict[tuple[int, int, str, str | None, int], AsyncClient] = {}
 _runner: "_Runner | None" = None
+
+# Threads gRPC's core starts and names (src/core: init.cc's "grpc_shutdown", the event
+# engine's pool and its lifeguard, the timer manager). Read from /proc/self/task/*/comm
+# (Linux; elsewhere nothing is read and a fork does not wait).
+_CORE_THREADS = frozenset({"grpc_shutdown", "event_engine", "lifeguard", "grpc_global_tim"})
+_QUIESCE_S = 2.0
 
 
 def async_client(address: str, token: str | None, retries: int) -> AsyncClient:
@@ -78,12 +90,53 @@ def sync_runner() -> _Runner:
 
 def _before_fork() -> None:
     """gRPC's core cannot cross a fork with a channel in use: the parent's own
-    loop and channels end first (made again on the next call, in each process)."""
+    loop and channels end first (made again on the next call, in each process),
+    and the fork waits for the core's shutdown to end (`_quiesced`)."""
     global _runner
     with _lock:
         runner, _runner = _runner, None
     if runner is not None and runner.pid == os.getpid():
+        before = set(_native_threads())
         runner.stop()
+        _quiesced(before, _QUIESCE_S)
+
+
+def _native_threads() -> dict[int, str]:
+    """This process's threads that are not Python's (thread id -> name); empty
+    where /proc/self/task cannot be read."""
+    python = {t.native_id for t in threading.enumerate()}
+    out: dict[int, str] = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in map(int, tasks):
+        if tid in python:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/comm", encoding="ascii", errors="replace") as f:
+                out[tid] = f.read().strip()
+        except OSError:
+            continue  # a thread that ended meanwhile
+    return out
+
+
+def _settled(before: set[int], now: dict[int, str]) -> bool:
+    """No gRPC core thread is left, and no native thread born since `before` (the
+    core's shutdown thread is born as the last channel closes and takes its name
+    only once it runs). Other native threads (a trainer's BLAS or OpenMP pool) stay."""
+    return all(tid in before and name not in _CORE_THREADS for tid, name in now.items())
+
+
+def _quiesced(before: set[int], bound_s: float, clock=time.monotonic, nap=time.sleep) -> bool:
+    """True once `_settled`, False at the bound: gRPC still in use elsewhere in the
+    process keeps its threads, and the fork then goes on as it would have without us."""
+    end = clock() + bound_s
+    while not _settled(before, _native_threads()):
+        if clock() >= end:
+            return False
+        nap(0.002)
+    return True
 
 
 os.register_at_fork(before=_before_fork)
