@@ -218,6 +218,7 @@ def axiom_answer(text: str) -> tuple[str, list[str]] | None:
 
 
 _ATOM = re.compile(r"«(?P<quoted>[^»]*)»|(?P<plain>[^.«]+)")
+_PREFIXES = ("_root_", "_private")  # a leading atom name_atoms reads further
 
 
 def name_atoms(name: str) -> tuple[str, ...]:
@@ -230,7 +231,18 @@ def name_atoms(name: str) -> tuple[str, ...]:
     (`mkPrivateNameCore`: `_private`, the main module's atoms, the number 0,
     then the name; the REPL's main module is anonymous, `_private.0.p`). The
     number is a `Name.num`, printed bare; no identifier a user writes has a
-    bare numeric atom (`«0»` is quoted), so no user name reads as private."""
+    bare numeric atom (`«0»` is quoted), so no user name reads as private.
+    A name with no `«` and neither prefix (nearly every name asked and
+    answered) is its dot-separated runs: the regex reads it the same way."""
+    if "«" not in name:
+        atoms = tuple(atom for atom in name.strip().split(".") if atom)
+        if not atoms or atoms[0] not in _PREFIXES:
+            return atoms
+    return _read_atoms(name)
+
+
+def _read_atoms(name: str) -> tuple[str, ...]:
+    """name_atoms by the regex, for every name (tests/axioms compare the two)."""
     parts = [
         (m.group("quoted") is not None, m.group("quoted") or m.group("plain") or "")
         for m in _ATOM.finditer(name.strip())

@@ -60,6 +60,8 @@ def after_command(check: AxiomCheck, reference_names=()) -> str | None:
     command; a checked name that is one of them (same atoms) is not asked
     twice, and `finish` takes its answer from that query's response."""
     shared = _shared(check, reference_names)
+    if not shared:  # not pinned (most requests): every name is asked, none read into atoms
+        return print_axioms_command(check.names)
     return print_axioms_command([n for n in check.names if repl.name_atoms(n) not in shared])
 
 
