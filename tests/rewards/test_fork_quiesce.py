@@ -26,24 +26,21 @@ def test_settled_waits_for_core_threads_and_threads_born_since():
     assert not connection._settled(before, {99: "grpc_shutdown"})
 
 
-def test_quiesced_gives_up_at_its_bound():
+def test_quiesced_gives_up_at_its_bound(monkeypatch):
     now = [0.0]
 
     def nap(seconds: float) -> None:
         now[0] += seconds
 
-    original = connection._native_threads
-    try:
-        connection._native_threads = lambda: {7: "event_engine"}  # gRPC in use elsewhere
-        assert connection._quiesced(set(), 2.0, clock=lambda: now[0], nap=nap) is False
-        assert 2.0 <= now[0] < 2.01
-        left = iter([{7: "event_engine"}, {8: "grpc_shutdown"}, {}])
-        connection._native_threads = lambda: next(left)
-        now[0] = 0.0
-        assert connection._quiesced(set(), 2.0, clock=lambda: now[0], nap=nap) is True
-        assert now[0] < 0.01
-    finally:
-        connection._native_threads = original
+    monkeypatch.setattr(connection, "_native_threads", lambda: {7: "event_engine"})
+    # gRPC in use elsewhere in the process: its threads never end, the wait stops at the bound.
+    assert connection._quiesced(set(), 2.0, clock=lambda: now[0], nap=nap) is False
+    assert 2.0 <= now[0] < 2.01
+    left = iter([{7: "event_engine"}, {8: "grpc_shutdown"}, {}])
+    monkeypatch.setattr(connection, "_native_threads", lambda: next(left))
+    now[0] = 0.0
+    assert connection._quiesced(set(), 2.0, clock=lambda: now[0], nap=nap) is True
+    assert now[0] < 0.01
 
 
 AFTER_SCORING = """
@@ -55,7 +52,8 @@ scored = [d.reward for d in core.score_sync(["```lean\\n  omega\\n```"], [Proble
 running = sorted(set(connection._native_threads().values()) & connection._CORE_THREADS)
 before = set(connection._native_threads())
 connection._before_fork()
-print(json.dumps([scored, running, connection._native_threads(), connection._settled(before, connection._native_threads())]))
+left = connection._native_threads()
+print(json.dumps([scored, running, left, connection._settled(before, left)]))
 """
 
 

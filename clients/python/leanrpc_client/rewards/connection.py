@@ -28,8 +28,9 @@ _clients: dict[tuple[int, int, str, str | None, int], AsyncClient] = {}
 _runner: "_Runner | None" = None
 
 # Threads gRPC's core starts and names (src/core: init.cc's "grpc_shutdown", the event
-# engine's pool and its lifeguard, the timer manager). Read from /proc/self/task/*/comm
-# (Linux; elsewhere nothing is read and a fork does not wait).
+# engine's pool and its lifeguard, the timer manager "grpc_global_timer", which the
+# kernel cuts to 15 characters). Read from /proc/self/task/*/comm (Linux; elsewhere
+# nothing is read and a fork does not wait).
 _CORE_THREADS = frozenset({"grpc_shutdown", "event_engine", "lifeguard", "grpc_global_tim"})
 _QUIESCE_S = 2.0
 
