@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -48,6 +49,21 @@ async def test_a_batch_completes_with_every_answer_in_order_and_records_progress
     assert take(pending, OTHER, _clock) is None
     assert take(pending, FENCE, _clock) is None
     assert pending.future.result() == [ANSWER, OTHER]
+
+
+@pytest.mark.parametrize("nonce", [NONCE, None], ids=["fenced", "unfenced"])
+async def test_a_batch_stamps_each_answer_on_the_monotonic_clock_not_the_loops(nonce):
+    """The timer's progress is on the loop's clock (its timers compare with it);
+    each answer's arrival, from which a body's time is read, is on
+    time.monotonic(): uvloop's loop clock is cached per iteration, in whole ms."""
+    pending = await _exchange(nonce=nonce, expected=3)
+    before = time.monotonic()
+    assert take(pending, ANSWER, _clock) is None
+    assert take(pending, OTHER, _clock) is None
+    after = time.monotonic()
+    assert pending.progress_at == 7.0
+    assert len(pending.arrivals) == 2
+    assert before <= pending.arrivals[0] <= pending.arrivals[1] <= after
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ import uvloop
 from leanrpc.client import Client
 from leanrpc.commands.exits import UserError
 from leanrpc.commands.serve import loop_factory
+from leanrpc.config import Config
 from leanrpc.worker.pipes import spawn_with_pipes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
@@ -137,18 +138,24 @@ def test_a_child_that_cannot_start_leaves_no_fd_open(loop):
 
 
 def test_serve_picks_its_loop_from_the_config(monkeypatch):
+    assert Config().server.event_loop == "auto"  # the default: uvloop where it is installed
+    assert loop_factory("auto") is uvloop.new_event_loop
     assert loop_factory("asyncio") is None
     assert loop_factory("uvloop") is uvloop.new_event_loop
     monkeypatch.setitem(sys.modules, "uvloop", None)  # not installed
+    assert loop_factory("auto") is None  # asyncio's, with no error
     assert loop_factory("asyncio") is None
     with pytest.raises(UserError, match="uvloop is not installed"):
         loop_factory("uvloop")
 
 
-def test_serve_runs_on_uvloop_when_asked(tmp_path):
-    """`leanrpc serve` with event_loop = "uvloop": a worker boots (its audit passes), answers, and stops."""
+@pytest.mark.parametrize("choice", ["uvloop", None], ids=["asked", "by-default"])
+def test_serve_runs_on_uvloop_when_asked_and_by_default(tmp_path, choice):
+    """`leanrpc serve` with event_loop = "uvloop", or with nothing said ("auto"):
+    a worker boots (its audit passes), answers, and stops, on uvloop."""
     config = tmp_path / "server.toml"
-    config.write_text('[server]\nevent_loop = "uvloop"\n[cache]\nenabled = false\n')
+    loop = "" if choice is None else f'event_loop = "{choice}"\n'
+    config.write_text(f"[server]\n{loop}[cache]\nenabled = false\n")
     served = Served("--config", str(config))
     try:
         with Client(served.address, max_retries=0) as client:

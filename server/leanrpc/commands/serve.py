@@ -4,17 +4,24 @@ Owns: the serve flags and how they override the config (found by
 commands.configref), and that no two doors share a port. May import: app, config,
 logsetup, commands.configref, commands.argtypes, commands.exits.
 
-The event loop is asyncio's unless `[server] event_loop = "uvloop"` (issue 28
-asked to measure uvloop and say why it is or is not used). uvloop became
+The event loop (`[server] event_loop`): "auto", the default, is uvloop where it
+is installed (a dependency of the server on every platform it builds for)
+and asyncio's otherwise; "asyncio" and "uvloop" pick one. uvloop became
 possible once the launcher made the REPL's pipes itself (worker/pipes.py):
-libuv's own subprocess pipes are socketpairs, whose two ends have two inodes,
-and the fence audit names the REPL's channel by the inode a pipe's ends
-share. Measured side by side (benchmarks/RESULTS.md), it is not faster here:
-server CPU per request was the same within the machine's noise. gRPC's
-native work runs on its own completion-queue thread whatever the loop, and
-under libuv's millisecond timers the audit's sub-millisecond settle pauses
-become immediate re-polls (more /proc reads per exchange). So it stays an
-option, tested (tests/hostile runs on both loops), not the default.
+libuv's own subprocess pipes are socketpairs, whose two ends have two
+inodes, and the fence audit names the REPL's channel by the inode a pipe's
+ends share. Why it is the default now (issue 38 item 6, benchmarks/RESULTS.md):
+measured side by side on the landed main, it takes about 9% less server CPU
+per snippet in GRPO-shaped batches and 3-9% less for one snippet per call or a
+stream, at the same throughput; on issue 28's older server (more event-loop
+work per request) the two were equal within the noise. What it costs: libuv's
+timers and `loop.time()` have millisecond resolution, so the audit's
+sub-millisecond settle pauses become immediate re-polls (more /proc reads per
+exchange, counted in the figures above), and the channel stamps each answer
+of a pipelined group with `time.monotonic()`, not the loop's cached clock, so a
+body's reported time keeps its resolution. Both loops stay tested: tests/hostile
+runs its async tests on both, in-process servers run on asyncio's, and
+`leanrpc serve` in a child process on "auto".
 """
 
 from __future__ import annotations
@@ -158,14 +165,17 @@ def run(args) -> int:
 
 
 def loop_factory(choice: str):
-    """The event loop factory for `[server] event_loop`: None is asyncio's default."""
-    if choice != "uvloop":
+    """The event loop factory for `[server] event_loop`: None is asyncio's default;
+    "auto" is uvloop's where it can be imported."""
+    if choice == "asyncio":
         return None
     try:
         import uvloop
     except ImportError:
+        if choice == "auto":
+            return None
         raise UserError(
             'server.event_loop = "uvloop" but uvloop is not installed '
-            '(pip install uvloop, or set it to "asyncio")'
+            '(pip install uvloop, or set it to "asyncio" or "auto")'
         ) from None
     return uvloop.new_event_loop

@@ -190,7 +190,7 @@ class Group:
 
     def split(self, answers: list, started: float, arrivals: list[float]) -> list[Piece]:
         """Each body's answer and its checks' answers, with its REPL time (from
-        `arrivals`, the loop time each answer came; `started`, when the group was sent)."""
+        `arrivals`, the time.monotonic() each answer came; `started`, when the group was sent)."""
         pieces = []
         at = 0
         before = started
@@ -239,8 +239,8 @@ async def run_group(
     tickets = [lead, *riders]
     jobs = [ticket.job for ticket in tickets]
     group = Group(jobs, worker.next_env)
-    arrivals: list[float] = []
-    sent_at, started = asyncio.get_running_loop().time(), time.monotonic()
+    arrivals: list[float] = []  # time.monotonic() of each answer (worker/pending.py)
+    started = time.monotonic()
     try:
         commands = [command_of(job) for job in jobs]
         answers = await worker.request_batch(
@@ -259,7 +259,7 @@ async def run_group(
         raise GroupBroken(exc) from exc
     handled: set[int] = set()  # riders answered or requeued
     try:
-        pieces = group.split(answers, sent_at, arrivals)
+        pieces = group.split(answers, started, arrivals)
         return _answer(
             pool, tickets, group, pieces, commands, attempt, prepared, queue_s, started, handled
         )

@@ -205,7 +205,7 @@ class Channel:
         vouches for all of it. `timeout` is per command (the timer restarts at
         each answer: the REPL starts a command when it finished the one
         before); `total` bounds the whole batch. `arrivals`, when given, gets
-        the loop time each answer came. Raises as `exchange`; an error in the
+        the time.monotonic() each answer came. Raises as `exchange`; an error in the
         batch says which command it came during (`batch_index`: the answers
         before it came, unconfirmed, and none is delivered).
         """

@@ -14,7 +14,7 @@ back with its restart cause (an ExitCause value):
   frame that mentions a fence not its own ("poisoned").
 
 With no fence (`nonce` None: fully trusted input) the frames owed complete it.
-No I/O; the only asyncio is the future. May import: leanrpc.repl,
+No I/O; the only asyncio is the future; the arrivals' clock is time.monotonic(). May import: leanrpc.repl,
 leanrpc.worker.ledger (`brief`, how a frame is quoted).
 """
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from typing import Callable
 
 from .. import repl
@@ -37,7 +38,9 @@ class Exchange:
     frames: list = dataclasses.field(default_factory=list)
     expected: int = 1  # frames owed before the fence (a batch: one per command)
     progress_at: float = 0.0  # loop time of the last frame (a batch's timer restarts per frame)
-    arrivals: list = dataclasses.field(default_factory=list)  # a batch: loop time of each frame
+    # A batch: when each frame came, on time.monotonic() (not the loop's clock: uvloop's
+    # is cached per iteration, in whole milliseconds, and a body's time is read from these).
+    arrivals: list = dataclasses.field(default_factory=list)
 
 
 def take(
@@ -55,7 +58,7 @@ def take(
     if pending.nonce is None:
         frames.append(response)
         if pending.expected > 1:
-            pending.arrivals.append(now())
+            pending.arrivals.append(time.monotonic())
         if len(frames) == pending.expected:
             pending.future.set_result(frames[0] if pending.expected == 1 else frames)
         else:
@@ -77,7 +80,7 @@ def take(
     frames.append(response)
     if pending.expected > 1:
         pending.progress_at = now()
-        pending.arrivals.append(pending.progress_at)
+        pending.arrivals.append(time.monotonic())
     return None
 
 

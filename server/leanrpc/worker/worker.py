@@ -360,7 +360,7 @@ class Worker:
     ) -> list:
         """Several commands pipelined (written at once, one fence, one audit;
         worker/channel.py `exchange_batch`); their proven answers in order
-        (`arrivals`, when given, gets the loop time of each). Raises and kills
+        (`arrivals`, when given, gets the time.monotonic() of each). Raises and kills
         exactly as `request`."""
         return await self._guarded(
             lambda: self._channel.exchange_batch(payloads, timeout, total, arrivals)
