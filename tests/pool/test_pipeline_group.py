@@ -7,7 +7,7 @@ import asyncio
 
 from leanrpc import repl
 from leanrpc.core.headers import split_header
-from leanrpc.errors import WorkerCrashed, WorkerTimeout
+from leanrpc.errors import WorkerCrashed, WorkerOutOfMemory, WorkerPoisoned, WorkerTimeout
 from leanrpc.pool.job import BodyJob
 from leanrpc.pool.pipeline import Group, fits, may_lead, rider_limit
 from leanrpc.pool.ticket import Ticket
@@ -68,6 +68,19 @@ def test_only_a_failure_in_the_leads_own_commands_is_the_leads():
     assert group.lead_failed(WorkerCrashed("c", batch_index=1))  # during the lead's check
     assert not group.lead_failed(WorkerCrashed("c", batch_index=2))  # during the rider
     assert not group.lead_failed(WorkerCrashed("c"))  # not known where: nobody's
+
+
+def test_a_timeout_is_the_own_failure_of_the_body_whose_commands_waited():
+    """Commands: a, its check (0, 1); b, no check (2); c, its check (3, 4); the fence (5)."""
+    jobs = [_job("theorem a : True := trivial"), _job("theorem b : True := trivial", axioms=False)]
+    group = Group([*jobs, _job("theorem c : True := trivial")], 1)
+    owners = [group.owner(WorkerTimeout("t", batch_index=at)) for at in range(6)]
+    assert owners == [0, 0, 1, 2, 2, None]  # at the fence every body had answered: nobody's
+    # Not known whose: anything but a timeout, and a timeout not placed in the batch.
+    assert group.owner(WorkerCrashed("c", batch_index=3)) is None
+    assert group.owner(WorkerPoisoned("p", batch_index=3)) is None
+    assert group.owner(WorkerOutOfMemory("m", batch_index=3)) is None  # grown by every body
+    assert group.owner(WorkerTimeout("t")) is None
 
 
 def test_who_may_ride():

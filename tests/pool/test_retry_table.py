@@ -25,6 +25,12 @@ def test_a_failed_group_s_body_always_goes_again_alone():
     assert decide(Then.ALONE, _facts(closing=True, charged=99)) is Next.ALONE
 
 
+def test_a_lead_whose_rider_timed_out_goes_again_as_it_was():
+    """Uncharged and free to ride (pool/pipeline.py RiderTimedOut); while the pool
+    closes, the requeue itself answers it (Pool.requeue)."""
+    assert decide(Then.AGAIN, _facts(closing=True, charged=99)) is Next.AGAIN
+
+
 def test_a_crash_on_a_shared_process_goes_once_more_uncharged_on_a_fresh_one():
     assert decide(Then.RETRY, _facts(shared=True, charged=99)) is Next.FRESH
     # Once it asked for a fresh process, the usual charge applies.

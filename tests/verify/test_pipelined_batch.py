@@ -83,14 +83,22 @@ async def test_a_crash_in_the_middle_of_a_group_is_charged_to_its_own_body():
 
 
 async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
+    """The hanging rider is answered with the timeout it ran into in the group (its
+    timer started when the body before it answered: the REPL was its alone), not
+    run alone to hang a second time; the others go again as they were, in a group."""
     snippets = _batch()[:6]
     hanger = 3
     sid, code = snippets[hanger]
     snippets[hanger] = (sid, code + "--@standin: hang\n")
     async with running_server(1, pool__pipeline_bodies=6) as (app, client):
         results = await client.verify_batch(snippets, timeout_s=2.0)
-        assert app.pool.stats.pipelined_groups >= 1
+        stats = app.pool.stats
+        assert stats.pipelined_groups >= 2  # the first, broken by the hang; then the others again
+        assert stats.pipelined_alone == 0  # nobody was sent alone
+        assert stats.restarts["timeout"] == 1  # the hang was waited out once
+        assert stats.jobs_submitted == 6 and stats.retries == 0
     assert [r.id for r in results] == [sid for sid, _ in snippets]
+    assert results[hanger].attempts == 1
     for i, result in enumerate(results):
         if i == hanger:
             assert result.status == "TIMEOUT", (result.status, result.error)

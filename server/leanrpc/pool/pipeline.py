@@ -5,8 +5,9 @@ Owns: which jobs may lead a group and which queued jobs may ride with a lead
 after-body checks naming the env the body will get: `Group`), its one
 exchange and each body's outcome (`run_group`: riders answered here, the
 lead's outcome returned to the runner), and which bodies a failed group runs
-again (`Group.lead_failed`, `again`, `GroupBroken`). May import: repl, config
-and worker (types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.loader,
+again (`Group.lead_failed`, `Group.owner`, `again`, `GroupBroken`,
+`RiderTimedOut`). May import: repl, errors (WorkerTimeout), config and worker
+(types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.loader,
 pool.ports and pool.stats (types). It reads the frozen jobs and writes the
 tickets' bookkeeping (attempts, uncharged, solo, future). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
@@ -28,10 +29,15 @@ Why it is safe (docs/SECURITY.md, "Pipelined bodies"):
   another env: that body goes again alone, never gets a verdict from them.
 * A failure of one body never becomes another body's verdict. A failure in
   the lead's own commands is the lead's, exactly as if it ran alone (nothing
-  of the group ran before it); any other failure (a crash, a timeout, memory,
-  a poisoned exchange, a failed audit in a rider or at the fence) is not
-  charged to anyone: every body of the group runs again ALONE (`Ticket.solo`),
-  uncharged, where the usual rules charge a failure to its own body.
+  of the group ran before it). A timeout in a rider's own commands (its
+  body or its checks: the timer restarts at each answer, so the REPL was the
+  rider's alone for the whole limit) is that rider's, as a lone job's timeout
+  is its own on a process other jobs ran on (`Group.owner`, `RiderTimedOut`):
+  the lead and the other riders go again, uncharged, and may ride again. Any
+  other failure (a crash, memory, a poisoned exchange, a failed audit in a
+  rider, anything at the fence) is not charged to anyone: every body of the
+  group runs again ALONE (`Ticket.solo`), uncharged, where the usual rules
+  charge a failure to its own body.
 * Every body gets exactly one answer: from the group, or from its run alone.
 """
 
@@ -43,6 +49,7 @@ import time
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .. import repl
+from ..errors import WorkerTimeout
 from .job import BodyJob, BodyOutcome
 
 if TYPE_CHECKING:
@@ -59,6 +66,7 @@ __all__ = [
     "Group",
     "GroupBroken",
     "Piece",
+    "RiderTimedOut",
     "again",
     "fits",
     "may_lead",
@@ -74,6 +82,16 @@ class GroupBroken(Exception):
 
     def __init__(self, cause: BaseException) -> None:
         super().__init__(f"a pipelined group failed: {cause}")
+        self.cause = cause
+
+
+class RiderTimedOut(Exception):
+    """A rider's own commands ran out of time: that rider is answered with its
+    timeout, and the lead goes again, uncharged, free to lead or ride again (the
+    runner's failure table: Then.AGAIN); so do the other riders (`run_group`)."""
+
+    def __init__(self, cause: WorkerTimeout) -> None:
+        super().__init__(f"a rider of a pipelined group timed out: {cause}")
         self.cause = cause
 
 
@@ -188,6 +206,21 @@ class Group:
         at = getattr(exc, "batch_index", None)
         return at is not None and at < 1 + len(self.follow[0])
 
+    def owner(self, exc: BaseException) -> int | None:
+        """The body (its index in the group) a timeout is its own failure: the one
+        whose body or checks were waiting for their answer when the time ran out.
+        None for any other failure (a crash, memory, poison, an audit: not known
+        whose) and for a timeout at the fence, after every body answered."""
+        at = getattr(exc, "batch_index", None)
+        if type(exc) is not WorkerTimeout or at is None:
+            return None
+        end = 0
+        for index, follow in enumerate(self.follow):
+            end += 1 + len(follow)
+            if at < end:
+                return index
+        return None
+
     def split(self, answers: list, started: float, arrivals: list[float]) -> list[Piece]:
         """Each body's answer and its checks' answers, with its REPL time (from
         `arrivals`, the time.monotonic() each answer came; `started`, when the group was sent)."""
@@ -230,9 +263,10 @@ async def run_group(
 ) -> BodyOutcome:
     """The lead and its riders in one exchange; `command_of(job)` is a body's
     (payload, reused prefix chars). Each rider's ticket's future gets its own outcome;
-    the lead's is returned. Raises the lead's own failure as is, any other
-    failure as GroupBroken, with the riders already back in the queue: no rider
-    is ever left without an answer or a place in the queue."""
+    the lead's is returned. Raises the lead's own failure as is, a rider's own
+    timeout as RiderTimedOut (that rider answered with it), any other failure
+    as GroupBroken, with the riders already back in the queue: no rider is ever
+    left without an answer or a place in the queue."""
     worker = attempt.worker
     for rider in riders:
         rider.attempts += 1
@@ -251,6 +285,14 @@ async def run_group(
             again(pool, rider, alone=False)
         raise
     except Exception as exc:
+        owner = group.owner(exc)
+        if owner:  # a rider's own timeout: its own verdict, as if it ran alone
+            for index, rider in enumerate(riders, 1):
+                if index == owner:
+                    pool.fail(rider, exc)
+                else:  # answered before it (unconfirmed) or never run: not failed
+                    again(pool, rider, alone=False)
+            raise RiderTimedOut(exc) from exc
         ours = group.lead_failed(exc)
         for rider in riders:  # never ran (ours), or not known whose: alone
             again(pool, rider, alone=not ours)
