@@ -95,6 +95,7 @@ async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
         stats = app.pool.stats
         assert stats.pipelined_groups >= 2  # the first, broken by the hang; then the others again
         assert stats.pipelined_alone == 0  # nobody was sent alone
+        assert stats.pipelined_rider_timeouts == 1
         assert stats.restarts["timeout"] == 1  # the hang was waited out once
         assert stats.jobs_submitted == 6 and stats.retries == 0
     assert [r.id for r in results] == [sid for sid, _ in snippets]

@@ -287,6 +287,7 @@ async def run_group(
     except Exception as exc:
         owner = group.owner(exc)
         if owner:  # a rider's own timeout: its own verdict, as if it ran alone
+            pool.stats.pipelined_rider_timeouts += 1
             for index, rider in enumerate(riders, 1):
                 if index == owner:
                     pool.fail(rider, exc)
