@@ -166,7 +166,7 @@ class ServerConfig(_Section):
     metrics_port: Annotated[Port, msgspec.Meta(description="Port of the Prometheus metrics endpoint; 0 = none.")] = 0
     log_json: Annotated[bool, msgspec.Meta(description="One JSON object per log line, and JSON status lines on stdout (`serve --log-json`).")] = False
     log_level: Annotated[Literal["debug", "info", "warning", "error"], msgspec.Meta(description="Threshold of the server log (--log-level); \"debug\" adds per-snippet detail.")] = "info"
-    event_loop: Annotated[Literal["auto", "asyncio", "uvloop"], msgspec.Meta(description="`leanrpc serve`'s event loop: \"auto\" is uvloop where it is installed (a dependency on Linux and macOS; about 9% less server CPU per snippet, benchmarks/RESULTS.md, issue 38), else asyncio's; \"asyncio\" or \"uvloop\" pick one (\"uvloop\" refuses to start without it).")] = "auto"
+    event_loop: Annotated[Literal["auto", "asyncio", "uvloop"], msgspec.Meta(description="`leanrpc serve`'s event loop: \"auto\" is uvloop where it is installed (a dependency on Linux and macOS; about 10-15% less server CPU per snippet, benchmarks/RESULTS.md, issue 38), else asyncio's; \"asyncio\" or \"uvloop\" pick one (\"uvloop\" refuses to start without it).")] = "auto"
 
 
 class SandboxConfig(_Section):
