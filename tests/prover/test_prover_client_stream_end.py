@@ -20,8 +20,9 @@ from leanrpc.v1 import prover_pb2_grpc as ppb_grpc
 
 
 class _AnswersOneThenEnds(ppb_grpc.ProverServicer):
-    def __init__(self) -> None:
+    def __init__(self, linger_s: float = 0.0) -> None:
         self.read: list[str] = []
+        self.linger_s = linger_s  # how long the call stays open after its one answer
 
     async def Expand(self, request_iterator, context):
         async for request in request_iterator:
@@ -33,15 +34,22 @@ class _AnswersOneThenEnds(ppb_grpc.ProverServicer):
                 status=ppb.PROOF_STATUS_INCOMPLETE,
                 state_id="s1",
             )
+            await asyncio.sleep(self.linger_s)
             return  # stops reading: the rest is never read
 
 
-@pytest.mark.parametrize("wait_for", [1, 2], ids=["writes-after-the-end", "waits-forever"])
-async def test_expand_fed_by_its_own_results_when_the_server_ends_first(wait_for):
+@pytest.mark.parametrize(
+    ("wait_for", "linger_s"),
+    [(1, 0.0), (1, 0.5), (2, 0.0)],
+    ids=["writes-after-the-end", "writes-before-the-end", "waits-forever"],
+)
+async def test_expand_fed_by_its_own_results_when_the_server_ends_first(wait_for, linger_s):
     """`wait_for` results before the next pair: after 1, the next write races
-    the call's end (grpc's local INTERNAL, before); after 2, the generator
-    would wait forever (a hang, before). Both: UNAVAILABLE now."""
-    servicer = _AnswersOneThenEnds()
+    the call's end (grpc's local INTERNAL, before); when the call lingers, that
+    write wins and the client half-closes before the end (an OK end with a pair
+    never answered, before: CI, 2026-12-06); after 2, the generator would wait
+    forever (a hang, before). All: UNAVAILABLE now."""
+    servicer = _AnswersOneThenEnds(linger_s)
     server = grpc.aio.server()
     ppb_grpc.add_ProverServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")

@@ -243,10 +243,13 @@ class ProverCalls:
         call = self._prover_stub.Expand(metadata=self._metadata)
         timeout = _duration_or_none(timeout_s)
         groups: dict[str, int] = {}  # request_id -> index of its first pair
-        all_sent = False  # set before the half-close: an end after it is the normal one
+        all_sent = False  # set before the half-close
+        # Pairs whose write returned: an end is the normal one only once all were sent AND
+        # each of these has its result (a graceful stop ends OK, unread requests unanswered).
+        written = 0
 
         async def send() -> None:
-            nonlocal all_sent
+            nonlocal all_sent, written
             index = 0
             if hasattr(pairs, "__aiter__"):
                 async for state_id, tactic in pairs:
@@ -255,7 +258,7 @@ class ProverCalls:
                             request_id=str(index), state_id=state_id, tactic=tactic, timeout=timeout
                         )
                     )
-                    index += 1
+                    index = written = index + 1
             elif not batch:
                 for state_id, tactic in pairs:
                     await call.write(
@@ -263,7 +266,7 @@ class ProverCalls:
                             request_id=str(index), state_id=state_id, tactic=tactic, timeout=timeout
                         )
                     )
-                    index += 1
+                    index = written = index + 1
             else:
                 for state_id, tactics in _runs_by_state(pairs, MAX_TACTICS_PER_REQUEST):
                     request_id = str(index)
@@ -284,11 +287,12 @@ class ProverCalls:
                             pack_results=pack,
                         )
                     await call.write(request)
-                    index += len(tactics)
+                    index = written = index + len(tactics)
             all_sent = True
             await call.done_writing()
 
         sender = asyncio.ensure_future(send())
+        results = 0
         try:
             try:
                 while True:
@@ -301,6 +305,7 @@ class ProverCalls:
                         first = groups.get(result.request_id)
                         if first is not None:  # one of a request's tactics: its pair's own index
                             result.request_id = str(first + result.index)
+                        results += 1
                         yield result
                 if not all_sent:
                     # The server ended the call (shutting down) with pairs left to send;
@@ -308,6 +313,12 @@ class ProverCalls:
                     await settle(sender, cancel=True)
                     raise broken(
                         f"the server ended the Expand stream before every pair was sent; {NEVER_RAN}"
+                    )
+                if results < written:
+                    # Every pair sent, but the server stopped reading before the last ones
+                    # (a write that won the race with the call's end): they never ran.
+                    raise broken(
+                        f"the server ended the Expand stream before answering every pair; {NEVER_RAN}"
                     )
                 await sender
             except grpc.aio.AioRpcError as exc:
