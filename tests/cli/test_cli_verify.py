@@ -136,7 +136,11 @@ def test_host_without_port_means_50051(tmp_path):
 
 
 def test_stream_that_breaks_midway_prints_what_arrived_then_the_error(tmp_path):
-    served = Served()
+    # One body per exchange: pipelined, the hang would be answered TIMEOUT from its
+    # group (pool/pipeline.py) instead of running alone at the end (CI, 2026-12-06).
+    config = tmp_path / "server.toml"
+    config.write_text("[pool]\npipeline_bodies = 1\n")
+    served = Served("--config", str(config))
     try:
         for i in range(3):
             (tmp_path / f"a{i}.lean").write_text(GOOD)

@@ -244,9 +244,7 @@ class ProverCalls:
         timeout = _duration_or_none(timeout_s)
         groups: dict[str, int] = {}  # request_id -> index of its first pair
         all_sent = False  # set before the half-close
-        # Pairs whose write returned: an end is the normal one only once all were sent AND
-        # each of these has its result (a graceful stop ends OK, unread requests unanswered).
-        written = 0
+        written = results = 0  # pairs whose write returned; results read (one per pair)
 
         async def send() -> None:
             nonlocal all_sent, written
@@ -292,7 +290,6 @@ class ProverCalls:
             await call.done_writing()
 
         sender = asyncio.ensure_future(send())
-        results = 0
         try:
             try:
                 while True:
@@ -314,12 +311,8 @@ class ProverCalls:
                     raise broken(
                         f"the server ended the Expand stream before every pair was sent; {NEVER_RAN}"
                     )
-                if results < written:
-                    # Every pair sent, but the server stopped reading before the last ones
-                    # (a write that won the race with the call's end): they never ran.
-                    raise broken(
-                        f"the server ended the Expand stream before answering every pair; {NEVER_RAN}"
-                    )
+                if results < written:  # a write won the race with a graceful end: never read
+                    raise broken(f"the stream ended with pairs unanswered; {NEVER_RAN}")
                 await sender
             except grpc.aio.AioRpcError as exc:
                 # grpc's local write race surfaces on the sender or on a read alike.
