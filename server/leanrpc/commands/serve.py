@@ -13,8 +13,9 @@ inodes, and the fence audit names the REPL's channel by the inode a pipe's
 ends share. Why it is the default now (issue 38 item 6, benchmarks/RESULTS.md):
 measured side by side on the landed main, it takes about 9-13% less server
 CPU per snippet in GRPO-shaped batches and 5-15% less for one snippet per call
-or a stream, at the same throughput and the same idle cost; on issue 28's older server (more event-loop
-work per request) the two were equal within the noise. What it costs: libuv's
+or a stream, at the same throughput and the same idle cost; on issue 28's
+older server (more event-loop work per request) the two were equal within the
+noise. What it costs: libuv's
 timers and `loop.time()` have millisecond resolution, so the audit's
 sub-millisecond settle pauses become immediate re-polls (more /proc reads per
 exchange, counted in the figures above), and the channel stamps each answer

@@ -201,18 +201,11 @@ class Group:
             out.extend(repl.command(text, env) for text in follow)
         return out
 
-    def lead_failed(self, exc: BaseException) -> bool:
-        """The failure is in the lead's own commands (a timeout says which command)."""
+    def _body_at(self, exc: BaseException) -> int | None:
+        """The body (its index) whose command, or one of whose checks, the failure came
+        during (`batch_index`); None when it does not say, or came at the fence."""
         at = getattr(exc, "batch_index", None)
-        return at is not None and at < 1 + len(self.follow[0])
-
-    def owner(self, exc: BaseException) -> int | None:
-        """The body (its index in the group) a timeout is its own failure: the one
-        whose body or checks were waiting for their answer when the time ran out.
-        None for any other failure (a crash, memory, poison, an audit: not known
-        whose) and for a timeout at the fence, after every body answered."""
-        at = getattr(exc, "batch_index", None)
-        if type(exc) is not WorkerTimeout or at is None:
+        if at is None:
             return None
         end = 0
         for index, follow in enumerate(self.follow):
@@ -221,9 +214,21 @@ class Group:
                 return index
         return None
 
+    def lead_failed(self, exc: BaseException) -> bool:
+        """The failure is in the lead's own commands (a timeout says which command)."""
+        return self._body_at(exc) == 0
+
+    def owner(self, exc: BaseException) -> int | None:
+        """The body (its index in the group) a timeout is its own failure: the one
+        whose body or checks were waiting for their answer when the time ran out.
+        None for any other failure (a crash, memory, poison, an audit: not known
+        whose) and for a timeout at the fence, after every body answered."""
+        return self._body_at(exc) if type(exc) is WorkerTimeout else None
+
     def split(self, answers: list, started: float, arrivals: list[float]) -> list[Piece]:
         """Each body's answer and its checks' answers, with its REPL time (from
-        `arrivals`, the time.monotonic() each answer came; `started`, when the group was sent)."""
+        `arrivals`, the time.monotonic() each answer came; `started`, when the group
+        was sent)."""
         pieces = []
         at = 0
         before = started
@@ -286,7 +291,7 @@ async def run_group(
         raise
     except Exception as exc:
         owner = group.owner(exc)
-        if owner:  # a rider's own timeout: its own verdict, as if it ran alone
+        if owner is not None and owner > 0:  # a rider's own timeout: its own verdict, as alone
             pool.stats.pipelined_rider_timeouts += 1
             for index, rider in enumerate(riders, 1):
                 if index == owner:

@@ -14,8 +14,8 @@ back with its restart cause (an ExitCause value):
   frame that mentions a fence not its own ("poisoned").
 
 With no fence (`nonce` None: fully trusted input) the frames owed complete it.
-No I/O; the only asyncio is the future; the arrivals' clock is time.monotonic(). May import: leanrpc.repl,
-leanrpc.worker.ledger (`brief`, how a frame is quoted).
+No I/O; the only asyncio is the future; the arrivals' clock is time.monotonic().
+May import: leanrpc.repl, leanrpc.worker.ledger (`brief`, how a frame is quoted).
 """
 
 from __future__ import annotations
