@@ -17,6 +17,12 @@ Run as `python trapdoor_repl.py MODE... [-- STANDIN-ARGS...]`. Modes:
                  past the policy), strip every error from later command answers:
                  wrong proofs, every client's, come back clean (issue 43 item 5)
   lie-after=N    the same from the N-th command on, with no trigger
+  stall-after-trap=S:N
+                 after answering a command containing `TRAPDOOR`, hold the
+                 N-th command that follows it (fences and other requests
+                 without `cmd` not counted) S seconds before relaying it: a
+                 thread the trap left behind parking the REPL's main loop, so
+                 a later command, whoever's, gets no answer in time
   log=PATH       append one line per misdeed to PATH (the test's proof that
                  it happened)
 """
@@ -26,14 +32,18 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 args = sys.argv[1:]
 modes = set(args[: args.index("--")] if "--" in args else args)
 LOG = next((m[4:] for m in modes if m.startswith("log=")), "")
 standin_args = args[args.index("--") + 1 :] if "--" in args else []
 LIE_AFTER = next((int(m[10:]) for m in modes if m.startswith("lie-after=")), None)
+STALL = next((m[17:] for m in modes if m.startswith("stall-after-trap=")), None)
+STALL_S, STALL_AT = (float(STALL.split(":")[0]), int(STALL.split(":")[1])) if STALL else (0.0, 0)
 lying = False
 commands = 0
+stall_in = 0  # commands until the armed stall (0: none armed)
 
 child = subprocess.Popen(
     [sys.executable, "-m", "leanrpc.standin", *standin_args],
@@ -81,6 +91,11 @@ while True:
     if raw is None:
         break
     request = json.loads(raw)
+    if stall_in and "cmd" in request:
+        stall_in -= 1
+        if stall_in == 0:
+            note(f"stalled {request['cmd'][:40]!r}")
+            time.sleep(STALL_S)
     child.stdin.write(raw.rstrip(b"\n") + b"\n\n")
     child.stdin.flush()
     answer = read_answer()
@@ -114,6 +129,9 @@ while True:
             note("trap sprung")
         if LIE_AFTER is not None and commands >= LIE_AFTER:
             lying = True
+        if STALL and "TRAPDOOR" in request["cmd"]:
+            stall_in = STALL_AT
+            note("stall armed")
     write(answer)
     if "poison-on-trap" in modes and "TRAPDOOR" in request.get("cmd", ""):
         write(json.dumps({"env": 999}).encode() + b"\n\n")

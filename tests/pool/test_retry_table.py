@@ -25,10 +25,15 @@ def test_a_failed_group_s_body_always_goes_again_alone():
     assert decide(Then.ALONE, _facts(closing=True, charged=99)) is Next.ALONE
 
 
-def test_a_lead_whose_rider_timed_out_goes_again_as_it_was():
-    """Uncharged and free to ride (pool/pipeline.py RiderTimedOut); while the pool
-    closes, the requeue itself answers it (Pool.requeue)."""
-    assert decide(Then.AGAIN, _facts(closing=True, charged=99)) is Next.AGAIN
+def test_a_lead_whose_rider_timed_out_goes_again_alone():
+    """pool/runner.py ON_FAILURE: the lead ran before the rider that timed out, so it may
+    have left what stalled it (pool/pipeline.py RiderTimedOut); uncharged, even while the
+    pool closes (the requeue itself answers it then: Pool.requeue)."""
+    from leanrpc.pool.pipeline import RiderTimedOut
+    from leanrpc.pool.runner import ON_FAILURE
+
+    [then] = [then for kind, _kill, then in ON_FAILURE if kind is RiderTimedOut]
+    assert decide(then, _facts(closing=True, charged=99)) is Next.ALONE
 
 
 def test_a_crash_on_a_shared_process_goes_once_more_uncharged_on_a_fresh_one():

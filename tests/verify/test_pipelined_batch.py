@@ -85,7 +85,9 @@ async def test_a_crash_in_the_middle_of_a_group_is_charged_to_its_own_body():
 async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
     """The hanging rider is answered with the timeout it ran into in the group (its
     timer started when the body before it answered: the REPL was its alone), not
-    run alone to hang a second time; the others go again as they were, in a group."""
+    run alone to hang a second time. The bodies answered before it go again alone (one
+    of them may have left what stalled it: tests/canary/test_stall_after_trap.py); the
+    ones after it never ran, and go again as they were, in a group."""
     snippets = _batch()[:6]
     hanger = 3
     sid, code = snippets[hanger]
@@ -93,8 +95,8 @@ async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
     async with running_server(1, pool__pipeline_bodies=6) as (app, client):
         results = await client.verify_batch(snippets, timeout_s=2.0)
         stats = app.pool.stats
-        assert stats.pipelined_groups >= 2  # the first, broken by the hang; then the others again
-        assert stats.pipelined_alone == 0  # nobody was sent alone
+        assert stats.pipelined_groups >= 2  # the first, broken by the hang; then the two after it
+        assert stats.pipelined_alone == hanger  # the bodies before the hang, lead included
         assert stats.pipelined_rider_timeouts == 1
         assert stats.restarts["timeout"] == 1  # the hang was waited out once
         assert stats.jobs_submitted == 6 and stats.retries == 0

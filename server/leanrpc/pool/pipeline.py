@@ -32,8 +32,12 @@ Why it is safe (docs/SECURITY.md, "Pipelined bodies"):
   of the group ran before it). A timeout in a rider's own commands (its
   body or its checks: the timer restarts at each answer, so the REPL was the
   rider's alone for the whole limit) is that rider's, as a lone job's timeout
-  is its own on a process other jobs ran on (`Group.owner`, `RiderTimedOut`):
-  the lead and the other riders go again, uncharged, and may ride again. Any
+  is its own on a process other jobs ran on (`Group.owner`, `RiderTimedOut`).
+  The bodies after it never ran: they go again, uncharged, and may ride
+  again. The lead and the riders answered before it go again ALONE: one of
+  them may have left code behind that stalled it (code that got past the
+  policy), and in a new group it would stall the next sibling, and the next
+  (tests/canary/test_stall_after_trap.py). Any
   other failure (a crash, memory, a poisoned exchange, a failed audit in a
   rider, anything at the fence) is not charged to anyone: every body of the
   group runs again ALONE (`Ticket.solo`), uncharged, where the usual rules
@@ -87,8 +91,9 @@ class GroupBroken(Exception):
 
 class RiderTimedOut(Exception):
     """A rider's own commands ran out of time: that rider is answered with its
-    timeout, and the lead goes again, uncharged, free to lead or ride again (the
-    runner's failure table: Then.AGAIN); so do the other riders (`run_group`)."""
+    timeout, and the lead goes again alone, uncharged (the runner's failure table:
+    Then.ALONE), as do the riders answered before it; the riders after it, which
+    never ran, go again as they were (`run_group`)."""
 
     def __init__(self, cause: WorkerTimeout) -> None:
         super().__init__(f"a rider of a pipelined group timed out: {cause}")
@@ -296,8 +301,8 @@ async def run_group(
             for index, rider in enumerate(riders, 1):
                 if index == owner:
                     pool.fail(rider, exc)
-                else:  # answered before it (unconfirmed) or never run: not failed
-                    again(pool, rider, alone=False)
+                else:  # not failed; answered before it (unconfirmed): a suspect, alone
+                    again(pool, rider, alone=index < owner)
             raise RiderTimedOut(exc) from exc
         ours = group.lead_failed(exc)
         for rider in riders:  # never ran (ours), or not known whose: alone

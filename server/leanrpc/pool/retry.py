@@ -21,8 +21,7 @@ class Then(enum.Enum):
     """What becomes of a job whose attempt failed."""
 
     FAIL = "fail"  # answered with the error
-    ALONE = "alone"  # requeued uncharged, to run alone (a failed pipelined group)
-    AGAIN = "again"  # requeued uncharged, free to ride (a rider's own timeout broke the group)
+    ALONE = "alone"  # requeued uncharged, to run alone (a failed group, or ran before its timeout)
     RETRY = "retry"  # requeued while crash retries remain (counted in stats.retries), else failed
     RETRY_BOOT = "retry_boot"  # requeued while boots remain and the breaker allows, else failed
 
@@ -31,7 +30,6 @@ class Next(enum.Enum):
     """What the runner does with the job."""
 
     ALONE = "alone"  # back to the queue uncharged, never to ride or lead a group again
-    AGAIN = "again"  # back to the queue uncharged, as it was
     FRESH = "fresh"  # back to the queue uncharged, for a process nothing ran on
     RETRY = "retry"  # back to the queue, charged (stats.retries)
     REBOOT = "reboot"  # back to the queue: another boot may start
@@ -54,7 +52,6 @@ class Facts(NamedTuple):
 _Row = tuple[Then, Callable[[Facts], bool], Next]
 ON_RETRY: tuple[_Row, ...] = (
     (Then.ALONE, lambda f: True, Next.ALONE),
-    (Then.AGAIN, lambda f: True, Next.AGAIN),
     # A crash on a process another job ran on first: once more, uncharged, on a fresh one.
     (Then.RETRY, lambda f: f.shared and not f.fresh_process and not f.closing, Next.FRESH),
     (Then.RETRY, lambda f: f.charged <= f.max_retries and not f.closing, Next.RETRY),

@@ -22,9 +22,10 @@ One job's path:
 A body job may lead a pipelined group (pool/pipeline.py): once its worker
 holds the header, it takes queued body jobs of its own stream along and
 sends every body with its checks in one exchange; each rider is answered
-with its own outcome; a rider's own timeout answers that rider and sends the
-others again as they were (`RiderTimedOut` -> Then.AGAIN), and any other
-failed group sends its bodies again alone (`GroupBroken` -> Then.ALONE).
+with its own outcome; a rider's own timeout answers that rider, sends the
+bodies that ran before it again alone and the others as they were
+(`RiderTimedOut` -> Then.ALONE for the lead), and any other failed group
+sends its bodies again alone (`GroupBroken` -> Then.ALONE).
 
 On success the worker is given back before the job is answered: the plan that
 hands it its next job then runs ahead of this answer's conversion and sending
@@ -74,8 +75,8 @@ ON_FAILURE: tuple[tuple[type[BaseException], ExitCause | None, Then], ...] = (
     # Not known whose: the worker is gone or in doubt; each body runs again alone.
     (GroupBroken, ExitCause.CRASH, Then.ALONE),
     # A rider's own timeout (answered with it): the worker layer killed the worker;
-    # the lead goes again as it was.
-    (RiderTimedOut, None, Then.AGAIN),
+    # the lead ran before it, and may have left what stalled it: it goes again alone.
+    (RiderTimedOut, None, Then.ALONE),
     # The process holds a broken env: replace it; the header is the user's problem.
     (HeaderLoadError, ExitCause.HEADER_FAILED, Then.FAIL),
     # It never booted (Supervisor.boot counted it for the breaker).
@@ -184,8 +185,6 @@ class Runner:
         step = decide(then, facts)
         if step is Next.ALONE:
             again(pool, ticket, alone=True)
-        elif step is Next.AGAIN:
-            again(pool, ticket, alone=False)
         elif step is Next.FRESH:
             ticket.uncharged += 1
             pool.stats.retries += 1

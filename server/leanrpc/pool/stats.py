@@ -42,8 +42,10 @@ class PoolStats:
     fresh_retries: int = 0
     pipelined_groups: int = 0  # exchanges that ran several body jobs (pool/pipeline.py)
     pipelined_bodies: int = 0  # body jobs run in those
-    pipelined_alone: int = 0  # bodies of a failed or out-of-step group run again alone
-    # Riders answered with their own timeout (the group's other bodies went again as they were).
+    # Bodies of a failed or out-of-step group, or answered before a rider's own timeout,
+    # run again alone.
+    pipelined_alone: int = 0
+    # Riders answered with their own timeout (the bodies after them went again as they were).
     pipelined_rider_timeouts: int = 0
     boot_failures: int = 0
     restarts: collections.Counter = dataclasses.field(default_factory=collections.Counter)

@@ -1,0 +1,106 @@
+"""Code that got past the policy stalls a later command (issue 38 item 6, the rider-timeout rule).
+
+The REPL is tests/hostile/trapdoor_repl.py in `stall-after-trap` mode: an honest stand-in
+until a command holding `TRAPDOOR` is answered (code that got past the policy), after which
+the second command that follows it (the first is the trap's own `#print axioms`) is held
+longer than the time limit, as a thread the trap left behind parking the REPL's main loop.
+That command times out, and whoever sent it is answered TIMEOUT, since a timeout during a
+body's own commands is that body's (pool/pipeline.py `Group.owner`, as for a lone job).
+
+What must hold (docs/SECURITY.md, "Pipelined bodies"):
+* In the trap's own group, the stall costs at most two honest siblings a TIMEOUT: the
+  rider it hit, and the first job after the trap's run alone. The bodies answered before the
+  timed-out rider (the trap among them) run again ALONE, so the trap never again leads or
+  rides a group whose later bodies it could stall one after another (before this rule, every
+  new group of the requeued bodies lost one more sibling to the same trap).
+* No wrong proof is VALID, and every snippet gets exactly one answer.
+* Another client never pays: its canary (before a worker that served one client serves
+  another) is the command that stalls, the worker is replaced without a verdict, and the
+  other client's job runs on a fresh process with its true verdict.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cache_support import TEST_SECRET, cached_config, theorem
+from leanrpc.app import create_server
+from leanrpc.client import AsyncClient
+
+pytestmark = pytest.mark.timeout(240)
+
+TRAPDOOR = [
+    sys.executable,
+    str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"),
+]
+TOKENS = ["alice-token-1", "bob-token-2"]
+WRONG = "exact Nat.nonexistent_lemma x"  # the stand-in's unknown identifier: INVALID
+LIMIT_S = 2.0  # the snippets' time limit; the stall holds a command three times as long
+
+
+def _config(tmp_path, log: Path, pipeline_bodies: int):
+    config = cached_config(1, cache_dir=str(tmp_path / "cache"))
+    config.repl.command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:2", f"log={log}"]
+    config.sandbox.mode = "off"
+    config.server.auth_tokens = TOKENS
+    config.canary.rate = 0.0  # only the canary before another client's job
+    config.canary.timeout_s = LIMIT_S  # a canary's own limit (its default is a minute)
+    config.pool.pipeline_bodies = pipeline_bodies
+    return config
+
+
+async def test_a_stall_left_in_a_group_times_out_at_most_two_siblings(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    log = tmp_path / "trap.log"
+    app = await create_server(_config(tmp_path, log, pipeline_bodies=8))
+    alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
+    try:
+        truth = {f"s{i}": "VALID" if i % 2 else "INVALID" for i in range(8)}
+        codes = [(sid, theorem(i, "rfl" if i % 2 else WRONG)) for i, sid in enumerate(truth)]
+        codes[3] = ("s3", theorem(3) + "-- TRAPDOOR\n")
+        results = await alice.verify(codes, timeout_s=LIMIT_S)
+        assert [r.id for r in results] == list(truth)  # exactly one answer each
+        stats = app.pool.stats
+        assert stats.pipelined_groups >= 1 and stats.pipelined_rider_timeouts >= 1, stats
+        timed_out = [r.id for r in results if r.status == "TIMEOUT"]
+        assert "stalled" in log.read_text()
+        assert 1 <= len(timed_out) <= 2, [(r.id, r.status) for r in results]
+        for r in results:
+            if r.id not in timed_out:
+                assert r.status == truth[r.id], (r.id, r.status, r.error)
+        assert all(r.status != "VALID" for r in results if truth[r.id] == "INVALID")
+    finally:
+        await alice.close()
+        await app.stop(2.0)
+
+
+async def test_another_clients_canary_takes_the_stall_and_its_job_runs_fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    log = tmp_path / "trap.log"
+    app = await create_server(_config(tmp_path, log, pipeline_bodies=1))
+    address = f"127.0.0.1:{app.port}"
+    alice = AsyncClient(address, token=TOKENS[0], max_retries=0)
+    bob = AsyncClient(address, token=TOKENS[1], max_retries=0)
+    canaries = app.pool.runner.canaries
+    try:
+        [trap] = await alice.verify([("trap", theorem(7) + "-- TRAPDOOR\n")], timeout_s=LIMIT_S)
+        assert trap.status == "VALID" and "stall armed" in log.read_text()
+        # The next command on that process is bob's canary: it stalls, and is lost.
+        [other] = await bob.verify([("other", theorem(9, WRONG))], timeout_s=LIMIT_S)
+        assert "stalled" in log.read_text()
+        assert canaries.stats.lost == 1 and canaries.stats.sent == 1, canaries.stats
+        assert other.status == "INVALID" and other.worker != trap.worker, (
+            other.status,
+            other.error,
+        )
+        [mine] = await bob.verify([("mine", theorem(10))], timeout_s=LIMIT_S)
+        assert mine.status == "VALID"
+    finally:
+        await alice.close()
+        await bob.close()
+        await app.stop(2.0)
