@@ -28,23 +28,21 @@ from reliability_support import (
 
 
 @pytest.fixture
-async def app():
-    app = await start_app(workers=2)
+async def app(request):
+    """Two workers; a test may set pool settings by indirect parametrization."""
+    app = await start_app(workers=2, **getattr(request, "param", {}))
     yield app
     await app.stop(2.0)
     await wait_no_descendants()
 
 
-@pytest.fixture
-async def solo_app():
-    """One body per exchange: in a pipelined group a hang holds the bodies behind it
-    until its timeout, and under load (more queued when a worker frees) whole groups
-    with a hang in them took both workers before stream 0's first answers (seen in 5
-    of 30 runs with a CPU hog; 2026-12-05)."""
-    app = await start_app(workers=2, pool__pipeline_bodies=1)
-    yield app
-    await app.stop(2.0)
-    await wait_no_descendants()
+# One body per exchange: in a pipelined group a hang holds the bodies behind it until its
+# timeout, and under load (more queued when a worker frees) whole groups with a hang in them
+# took both workers before stream 0's first answers (seen in 5 of 30 runs with a CPU hog;
+# 2026-12-05).
+ONE_BODY_PER_EXCHANGE = pytest.mark.parametrize(
+    "app", [{"pool__pipeline_bodies": 1}], indirect=True, ids=["one-body-per-exchange"]
+)
 
 
 def _pool_quiet(app) -> bool:
@@ -147,8 +145,8 @@ async def test_slow_reader_does_not_stall_other_clients(app):
     await _assert_healthy_and_serving(app)
 
 
-async def test_disconnects_mid_stream_release_every_job(solo_app):
-    app = solo_app
+@ONE_BODY_PER_EXCHANGE
+async def test_disconnects_mid_stream_release_every_job(app):
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{app.port}")
     stub = pb_grpc.VerifierStub(channel)
     calls = []

@@ -7,7 +7,7 @@ import sys
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from leanrpc.config import Config
-from testkit import stop_server
+from testkit import loopback_config, stop_server
 
 
 def standin_command(*flags: str) -> list[str]:
@@ -15,18 +15,10 @@ def standin_command(*flags: str) -> list[str]:
 
 
 def make_config(workers: int = 2, command: list[str] | None = None, **overrides) -> Config:
-    config = Config()
-    config.server.port = 0
-    config.pool.workers = workers
-    config.pool.default_timeout_s = 30
-    # A loaded CI box must not recycle workers behind the test's back.
-    config.limits.max_system_memory_percent = 0
-    config.canary.rate = 0.0  # no canary by draw: tests see the same exchanges every run
-    config.repl.command = command or standin_command("--fork")
-    for key, value in overrides.items():
-        section, _, name = key.partition("__")
-        setattr(getattr(config, section), name, value)
-    return config
+    """testkit.loopback_config, with the result cache at its default (on) and the forking
+    stand-in unless `command` is given."""
+    overrides.setdefault("cache__enabled", Config().cache.enabled)
+    return loopback_config(workers, repl__command=command or standin_command("--fork"), **overrides)
 
 
 async def start(workers: int = 2, command: list[str] | None = None, **overrides):
