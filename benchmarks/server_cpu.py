@@ -17,7 +17,8 @@ the figure is the one `benchmarks.load compare` reports; a smaller scale runs fa
 more answers per wakeup and so a lower figure). CPU time, not wall time: less sensitive to
 other load on the machine than throughput, not immune to it (cache misses, fewer answers per
 wakeup when the REPLs are starved). `--py-spy FILE` attaches `py-spy record --native` to the
-server for the measured requests only (no start-up, no warm-up); `--cprofile FILE` runs the
+server for the measured requests only (no start-up, no warm-up; py-spy comes with
+`pip install -e ".[bench]"`); `--cprofile FILE` runs the
 server under cProfile (benchmarks.cprofile_serve: where py-spy is missing), switched on after
 the warm-up and written after the last round.
 May import: benchmarks.targets.common, benchmarks.workloads, leanrpc.v1, grpc, psutil.
