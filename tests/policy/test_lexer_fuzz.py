@@ -101,3 +101,20 @@ def test_the_issue_causes_are_read_alike():
         'theorem s : "{" ++ "}" = "{}" := rfl',
     ):
         check(text)
+
+
+def test_what_the_long_fuzzer_found_is_refused():
+    """`python -m benchmarks.lexer_fuzz --seconds 900` (2026-12-06, 3.7 million soups) found a
+    `'` glued to an allowed `#`-word: the policy read the command token, a char literal and a
+    line comment; where the word is no token (Mathlib's `#align`, gone from today's Mathlib),
+    Lean reads `#`, an identifier `align'` and a string, and the code after it runs."""
+    for text in (
+        "defdeprecated#simp'\"'attribute--/)decideimplemented_by{/-#[#exitdecidedecide"
+        '#printdeprecated,\\"\\"/-! IO.println\\""}"1macro',
+        '#simp\'"\' -- "}"1macro',
+    ):
+        check(text)
+        assert scan(text).refused, text
+    escape = "theorem t : True := trivial\n#align'\"' -- \" #eval IO.println 1\n"
+    assert scan(escape).refused and "glued to a `#`-word" in scan(escape).reason
+    assert not scan("theorem t : True := trivial\n#check 'a'\n").refused  # a space: no doubt

@@ -39,6 +39,9 @@ CAUSES = {
     # what follows the letter's own token (a raw string, a name with a prime)
     "#r raw string": '#r" :=\\"#eval IO.println 1 --"\n' + WRONG,
     "#s' name": '#s\'"\' "#eval IO.println 1 --"\n' + WRONG,
+    # the long fuzzer's find (2026-12-06): where `#align` is no token, Lean reads `#`, the
+    # identifier `align'` and a string, and then the `#eval`
+    "' after a #-word": "#align'\"' -- \" #eval IO.println 1\n" + WRONG,
     "decide +«native»": "theorem t : 2 + 2 = 5 := by decide +«native»\n",
     "config native": "theorem t : 2 + 2 = 5 := by decide (config := {«native» := true})\n",
 }

@@ -32,7 +32,9 @@ The token table is Lean's plus Mathlib's and not known here, so keywords come
 out as `ident` tokens (the policy compares names), `#` and a lowercase word
 of two or more characters glued to it as one `hash` token (the policy allows
 only exact read-only commands; `#` and one letter is `#`, then the letter's
-own token), and symbols one character each, except where a longer table token
+own token; a `'` glued after such a word is an error, since whether it opens
+a char literal or ends an identifier depends on whether the word is a token),
+and symbols one character each, except where a longer table token
 could change the lexing that follows: a `'` after `∑`, `⁻¹`, … (`PRIME_TOKENS`:
 Mathlib's `∑'`, `⁻¹'`, core's `Σ'`) or `'` (`''`) that is no char literal is
 part of it, a `'` after `]` always is (core's `]'`), and any other
@@ -329,6 +331,12 @@ class Lexer:
             if nxt == "_" or "a" <= nxt <= "z":
                 word_end = _HASH_WORD.match(text, end).end()
                 if word_end > end + 1 or nxt == "_":
+                    if text[word_end : word_end + 1] == "'":
+                        # A command token, then a char literal; or, where the word is no
+                        # token (its command not imported), `#` and an identifier whose
+                        # prime is its own, then whatever the quote after it opens: which
+                        # literals and comments follow depends on the token table.
+                        raise LexError("a `'` glued to a `#`-word (table-dependent)", word_end)
                     return self.emit(HASH, pos, word_end)
             return self.emit(HASH, pos, end)
         if c == "'":  # `''` (Mathlib's image): not a char literal (tokenFnAux)
