@@ -112,6 +112,10 @@ def test_what_the_long_fuzzer_found_is_refused():
         "defdeprecated#simp'\"'attribute--/)decideimplemented_by{/-#[#exitdecidedecide"
         '#printdeprecated,\\"\\"/-! IO.println\\""}"1macro',
         '#simp\'"\' -- "}"1macro',
+        # a second run (seed 2026, 1.4 million soups): a bracket where an attribute's name
+        # is due had been read as an argument (the reference reads no name there)
+        "+native#[@[(\nimplemented_bythrowError]deprecated]\"}\"{'\\''»«native»⟩''r\"max"
+        'HeartbeatsIO.printlnbyx#simpmacro 2.5r"1,throwError',
     ):
         check(text)
         assert scan(text).refused, text

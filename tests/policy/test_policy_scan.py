@@ -93,6 +93,10 @@ REFUSED = [
     ('@[deprecated "]", implemented_by g] def f := 1', "attribute implemented_by", 1, 18),
     ("@[deprecated /- ] -/, implemented_by g] def f := 1", "attribute implemented_by", 1, 22),
     ("@[my_code_attr] def f := 1", "attribute my_code_attr", 1, 2),
+    # The long fuzzer (2026-12-06): a bracket where a name is due had been read as the
+    # argument of a name yet to come, and a closer as any opener's.
+    ("@[(implemented_by g)] def f := 1", "attribute", 1, 2),
+    ("@[simp (x]] def f := 1", "attribute", 1, 9),
     ("def b := 1'\"'\n#eval IO.println 1 -- \"", "#eval", 2, 0),
     ("def «b» := «b»'\"'\n#eval IO.println 1 -- \"", "#eval", 2, 0),
     ("#checkIO 1", "#checkIO", 1, 0),
@@ -116,6 +120,8 @@ REFUSED = [
         54,
     ),
     ("x #check' x #eval 1", UNREADABLE, 1, 8),
+    # (Where the word is no token, Lean reads `#`, a name with a prime, then a string.)
+    ("#align'\"' -- \" #eval IO.println 1", UNREADABLE, 1, 6),
     ("def x := a +'\"'\n#eval 1", UNREADABLE, 1, 12),
     ("theorem t : True := trivial\n\t#eval 1", UNREADABLE, 2, 0),
     ("/- unterminated #eval 1", UNREADABLE, 1, 0),

@@ -28,7 +28,9 @@ Refused, from the lists in leanrpc.policy.lists:
   commands generated from Lean's and Mathlib's sources (`polyrith`,
   `plausible`, `by_elab`, `eval%` where the identifier `eval` is glued to
   `%` as Lean's longest-match rule reads it);
-- an attribute name, in `@[…]` or `attribute […]`, outside the allow-list;
+- an attribute name, in `@[…]` or `attribute […]`, outside the allow-list,
+  and a list it cannot read: a bracket where a name is due, a closer that
+  is not its opener's;
 - `set_option` with an option outside the allow-list;
 - a token-adding command (`notation`, `infix`, …) whose atom could change
   how later text lexes (a quote, `«`, `»`, `#`, a backtick, or a `-`/`/`
@@ -91,6 +93,7 @@ class Scan:
 ALLOWED = Scan()
 UNREADABLE = "text the policy cannot read for certain"
 _RUNS = "runs the snippet's own code while Lean elaborates (or weakens checking)"
+_CLOSER = {"[": "]", "(": ")", "{": "}", "⟨": "⟩"}  # an attribute argument's brackets
 
 # Every construct the policy looks at contains one of these (a keyword,
 # `#`, `@[`, a native name): one C-speed pass finds them, and only the text
@@ -255,8 +258,12 @@ class _Reader:
     def attributes(self, i: int) -> Scan | None:
         """The attribute list after `@[` or `attribute [` (token `i` is its
         first): each instance's name, after `local`/`scoped`/`-`, must be
-        allowed; a nested bracket or string is the instance's argument."""
+        allowed; a nested bracket or string is the instance's argument. A
+        bracket where a name is due, or a closer that does not match its
+        opener, is a list the policy cannot read (fail closed: where its end
+        is in Lean's reading is not certain)."""
         lexer, text = self.lexer, self.text
+        closers: list[str] = []  # the open brackets' closers, innermost last
         depth = 0
         expect_name = True
         while True:
@@ -264,12 +271,21 @@ class _Reader:
             if token is None:
                 return self.refused("attribute", len(text), "an attribute list that does not end")
             word = text[token.start : token.end]
-            if token.kind == SYMBOL and word in ("[", "(", "{", "⟨"):
+            if token.kind == SYMBOL and word in _CLOSER:
+                if depth == 0 and expect_name:
+                    return self.refused(
+                        "attribute", token.start, "an attribute the policy cannot read"
+                    )
+                closers.append(_CLOSER[word])
                 depth += 1
             elif token.kind == SYMBOL and word in ("]", ")", "}", "⟩"):
                 if depth == 0:
                     if word == "]" and not expect_name:
                         return None
+                    return self.refused(
+                        "attribute", token.start, "an attribute list the policy cannot read"
+                    )
+                if closers.pop() != word:
                     return self.refused(
                         "attribute", token.start, "an attribute list the policy cannot read"
                     )
