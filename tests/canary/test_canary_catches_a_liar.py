@@ -11,34 +11,15 @@ fresh worker and gets its true verdict.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-from cache_support import TEST_SECRET, cached_config, theorem
+from cache_support import TEST_SECRET, theorem
+from canary_support import TOKENS, TRAPDOOR, WRONG, trapdoor_config
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 from testkit import wait_until
 
 pytestmark = pytest.mark.timeout(180)
-
-TRAPDOOR = [
-    sys.executable,
-    str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"),
-]
-TOKENS = ["alice-token-1", "bob-token-2"]
-WRONG = "exact Nat.nonexistent_lemma x"  # the stand-in's unknown identifier: INVALID
-
-
-def _config(tmp_path, command, **canary):
-    config = cached_config(1, cache_dir=str(tmp_path / "cache"))
-    config.repl.command = command
-    config.sandbox.mode = "off"
-    config.server.auth_tokens = TOKENS
-    for key, value in canary.items():
-        setattr(config.canary, key, value)
-    return config
 
 
 async def test_a_canary_poisons_a_liar_before_it_serves_another_client(tmp_path, monkeypatch):
@@ -46,7 +27,7 @@ async def test_a_canary_poisons_a_liar_before_it_serves_another_client(tmp_path,
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     log = tmp_path / "liar.log"
     # rate 0: only the canary before another client's job can catch it.
-    config = _config(tmp_path, [*TRAPDOOR, "lie-after-trap", f"log={log}"], rate=0.0)
+    config = trapdoor_config(tmp_path, [*TRAPDOOR, "lie-after-trap", f"log={log}"], rate=0.0)
     app = await create_server(config)
     address = f"127.0.0.1:{app.port}"
     alice = AsyncClient(address, token=TOKENS[0], max_retries=0)
@@ -94,7 +75,7 @@ async def test_canaries_on_an_honest_worker_pass_and_are_never_a_clients_work(
 ):
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
-    config = _config(tmp_path, config_command(), rate=1.0)  # a canary before every job
+    config = trapdoor_config(tmp_path, config_command(), rate=1.0)  # a canary before every job
     config.pool.pipeline_bodies = 1  # one job per attempt (a pipelined group is one attempt)
     app = await create_server(config)
     alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
@@ -117,7 +98,7 @@ async def test_canaries_on_an_honest_worker_pass_and_are_never_a_clients_work(
 async def test_a_pipelined_group_gets_its_canary_before_its_one_exchange(tmp_path, monkeypatch):
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
-    config = _config(tmp_path, config_command(), rate=1.0)
+    config = trapdoor_config(tmp_path, config_command(), rate=1.0)
     config.pool.pipeline_bodies = 8
     app = await create_server(config)
     alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)

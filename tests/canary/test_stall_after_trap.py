@@ -21,86 +21,57 @@ What must hold (docs/SECURITY.md, "Pipelined bodies"):
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from cache_support import TEST_SECRET, cached_config, theorem
-from leanrpc.app import create_server
-from leanrpc.client import AsyncClient
+from cache_support import theorem
+from canary_support import TRAPDOOR, WRONG, serving, trapdoor_config
 
 pytestmark = pytest.mark.timeout(240)
 
-TRAPDOOR = [
-    sys.executable,
-    str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"),
-]
-TOKENS = ["alice-token-1", "bob-token-2"]
-WRONG = "exact Nat.nonexistent_lemma x"  # the stand-in's unknown identifier: INVALID
 LIMIT_S = 2.0  # the snippets' time limit; the stall holds a command three times as long
 
 
 def _config(tmp_path, log: Path, pipeline_bodies: int):
-    config = cached_config(1, cache_dir=str(tmp_path / "cache"))
-    config.repl.command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:2", f"log={log}"]
-    config.sandbox.mode = "off"
-    config.server.auth_tokens = TOKENS
-    config.canary.rate = 0.0  # only the canary before another client's job
-    config.canary.timeout_s = LIMIT_S  # a canary's own limit (its default is a minute)
+    # Only the canary before another client's job, with a limit of its own (a minute by default).
+    command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:2", f"log={log}"]
+    config = trapdoor_config(tmp_path, command, rate=0.0, timeout_s=LIMIT_S)
     config.pool.pipeline_bodies = pipeline_bodies
     return config
 
 
 async def test_a_stall_left_in_a_group_times_out_at_most_two_siblings(tmp_path, monkeypatch):
-    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
-    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     log = tmp_path / "trap.log"
-    app = await create_server(_config(tmp_path, log, pipeline_bodies=8))
-    alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
-    try:
+    config = _config(tmp_path, log, pipeline_bodies=8)
+    async with serving(config, monkeypatch) as (app, (alice, _bob)):
         truth = {f"s{i}": "VALID" if i % 2 else "INVALID" for i in range(8)}
         codes = [(sid, theorem(i, "rfl" if i % 2 else WRONG)) for i, sid in enumerate(truth)]
         codes[3] = ("s3", theorem(3) + "-- TRAPDOOR\n")
         results = await alice.verify(codes, timeout_s=LIMIT_S)
-        assert [r.id for r in results] == list(truth)  # exactly one answer each
         stats = app.pool.stats
-        assert stats.pipelined_groups >= 1 and stats.pipelined_rider_timeouts >= 1, stats
-        timed_out = [r.id for r in results if r.status == "TIMEOUT"]
-        assert "stalled" in log.read_text()
-        assert 1 <= len(timed_out) <= 2, [(r.id, r.status) for r in results]
-        for r in results:
-            if r.id not in timed_out:
-                assert r.status == truth[r.id], (r.id, r.status, r.error)
-        assert all(r.status != "VALID" for r in results if truth[r.id] == "INVALID")
-    finally:
-        await alice.close()
-        await app.stop(2.0)
+    assert [r.id for r in results] == list(truth)  # exactly one answer each
+    assert stats.pipelined_groups >= 1 and stats.pipelined_rider_timeouts >= 1, stats
+    assert "stalled" in log.read_text()
+    timed_out = [r.id for r in results if r.status == "TIMEOUT"]
+    assert 1 <= len(timed_out) <= 2, [(r.id, r.status) for r in results]
+    for r in results:
+        if r.id not in timed_out:
+            assert r.status == truth[r.id], (r.id, r.status, r.error)
+    assert all(r.status != "VALID" for r in results if truth[r.id] == "INVALID")
 
 
 async def test_another_clients_canary_takes_the_stall_and_its_job_runs_fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
-    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     log = tmp_path / "trap.log"
-    app = await create_server(_config(tmp_path, log, pipeline_bodies=1))
-    address = f"127.0.0.1:{app.port}"
-    alice = AsyncClient(address, token=TOKENS[0], max_retries=0)
-    bob = AsyncClient(address, token=TOKENS[1], max_retries=0)
-    canaries = app.pool.runner.canaries
-    try:
+    config = _config(tmp_path, log, pipeline_bodies=1)
+    async with serving(config, monkeypatch) as (app, (alice, bob)):
         [trap] = await alice.verify([("trap", theorem(7) + "-- TRAPDOOR\n")], timeout_s=LIMIT_S)
         assert trap.status == "VALID" and "stall armed" in log.read_text()
         # The next command on that process is bob's canary: it stalls, and is lost.
         [other] = await bob.verify([("other", theorem(9, WRONG))], timeout_s=LIMIT_S)
         assert "stalled" in log.read_text()
-        assert canaries.stats.lost == 1 and canaries.stats.sent == 1, canaries.stats
-        assert other.status == "INVALID" and other.worker != trap.worker, (
-            other.status,
-            other.error,
-        )
+        stats = app.pool.runner.canaries.stats
+        assert stats.lost == 1 and stats.sent == 1, stats
+        assert (other.status, other.worker != trap.worker) == ("INVALID", True), other.error
         [mine] = await bob.verify([("mine", theorem(10))], timeout_s=LIMIT_S)
         assert mine.status == "VALID"
-    finally:
-        await alice.close()
-        await bob.close()
-        await app.stop(2.0)
