@@ -42,6 +42,9 @@ CAUSES = {
     # the long fuzzer's find (2026-12-06): where `#align` is no token, Lean reads `#`, the
     # identifier `align'` and a string, and then the `#eval`
     "' after a #-word": "#align'\"' -- \" #eval IO.println 1\n" + WRONG,
+    ".r after a #-word": '#align.r#" " #eval IO.println 1 -- "#\n' + WRONG,
+    # a hole that does not parse: Lean's recovery reads the rest of the string as code
+    "code after a hole": 'def m := s!"{‹.x#⟨} #eval IO.println 1 -- "\n' + WRONG,
     "decide +«native»": "theorem t : 2 + 2 = 5 := by decide +«native»\n",
     "config native": "theorem t : 2 + 2 = 5 := by decide (config := {«native» := true})\n",
 }

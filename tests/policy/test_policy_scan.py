@@ -81,7 +81,8 @@ REFUSED = [
     ('def x := s!"a{"}"}"\n#eval 1', UNREADABLE, 1, 11),
     # Issue 43: read as Lean's tokenizer reads it (longest match, `«»` glued
     # to a keyword, a `]` inside a string or comment, chars after `»`/digits).
-    ('#evalIO.println "x"', "#evalIO", 1, 0),
+    # (glued to more of a name: `#evalIO` if `#eval` were no token; refused either way)
+    ('#evalIO.println "x"', UNREADABLE, 1, 7),
     ('theorem t : True := trivial#eval IO.println "x"', "#eval", 1, 27),
     ('run_cmd«IO».println "x"', "run_cmd", 1, 0),
     (
@@ -120,8 +121,14 @@ REFUSED = [
         54,
     ),
     ("x #check' x #eval 1", UNREADABLE, 1, 8),
-    # (Where the word is no token, Lean reads `#`, a name with a prime, then a string.)
+    # (Where the word is no token, Lean reads `#`, a name with a prime, then a string;
+    # or the name `align.r`, `#`, then a string where the policy read a raw string.)
     ("#align'\"' -- \" #eval IO.println 1", UNREADABLE, 1, 6),
+    ('#align.r#" " #eval IO.println 1 -- "#', UNREADABLE, 1, 6),
+    # (Should a hole not parse, Lean reads on from inside the string: a `#eval` there, and
+    # any construct after it, even an allowed one, is refused.)
+    ('def m := s!"{‹.x#⟨} #eval IO.println 1 -- "', UNREADABLE, 1, 20),
+    ('def x := s!"{n} and {m}"\n#check x', UNREADABLE, 2, 0),
     ("def x := a +'\"'\n#eval 1", UNREADABLE, 1, 12),
     ("theorem t : True := trivial\n\t#eval 1", UNREADABLE, 2, 0),
     ("/- unterminated #eval 1", UNREADABLE, 1, 0),
@@ -172,7 +179,7 @@ ALLOWED = [
     "theorem t : #S ≤ 1 := by simp",  # Mathlib's cardinal notation is not a command
     "theorem t (s s' : Finset ℕ) : #s' + #s = #s + #s' := add_comm _ _",  # Finset.card
     "example : #v[1, 2].size = 2 := rfl",  # core's Vector literal
-    'def x := s!"{n} and {m}"\n#check x',  # interpolation both readings agree on
+    'def x := s!"{n} and {m}"',  # interpolation both readings agree on
     'def x := "{x}" -- #eval in a comment\n#check x',
     'def x := s!"{n}" ++ "}"\ntheorem t : True := trivial',
     'theorem s : "{" ++ "}" = "{}" := rfl',  # issue 43: a brace string after an operator

@@ -26,14 +26,18 @@ Port, function by function (Basic.lean):
   places, the string is read plainly only after a token that no
   interpolating parser follows (an operator or opening bracket), and is an
   error ("ambiguous") anywhere else. Where both agree, the holes' tokens are
-  emitted too (they may be code).
+  emitted too (they may be code), and, unless the string follows such a
+  token, the offsets of its pieces after a hole are kept (`after_hole`:
+  should a hole not parse, Lean reads on from inside the string, and the
+  policy refuses what it would find there).
 
 The token table is Lean's plus Mathlib's and not known here, so keywords come
 out as `ident` tokens (the policy compares names), `#` and a lowercase word
 of two or more characters glued to it as one `hash` token (the policy allows
 only exact read-only commands; `#` and one letter is `#`, then the letter's
-own token; a `'` glued after such a word is an error, since whether it opens
-a char literal or ends an identifier depends on whether the word is a token),
+own token; such a word followed by more of an identifier (a `'`, `.` and a
+letter, a non-ASCII letter) is an error, since where the identifier after `#`
+ends, when the word is no token, decides which literal follows),
 and symbols one character each, except where a longer table token
 could change the lexing that follows: a `'` after `∑`, `⁻¹`, … (`PRIME_TOKENS`:
 Mathlib's `∑'`, `⁻¹'`, core's `Σ'`) or `'` (`''`) that is no char literal is
@@ -149,7 +153,7 @@ class Lexer:
     """Lexes `text` lazily: `fill(offset)` reads on until a token starts at
     or after `offset` (or the text ends); `out` holds the tokens read so far."""
 
-    __slots__ = ("text", "n", "out", "pos", "marks", "mark", "run_end")
+    __slots__ = ("text", "n", "out", "pos", "marks", "mark", "run_end", "after_hole")
 
     def __init__(self, text: str, marks: list[int] | None = None) -> None:
         self.text = text
@@ -164,6 +168,9 @@ class Lexer:
         self.marks = marks
         self.mark = 0
         self.run_end = -1  # where the last run of plain tokens ended (spaces included)
+        # Where a piece after a hole starts (its `}`), in strings an interpolating parser
+        # may read (string()).
+        self.after_hole: list[int] = []
 
     def fill(self, offset: int) -> None:
         out, n = self.out, self.n
@@ -331,12 +338,14 @@ class Lexer:
             if nxt == "_" or "a" <= nxt <= "z":
                 word_end = _HASH_WORD.match(text, end).end()
                 if word_end > end + 1 or nxt == "_":
-                    if text[word_end : word_end + 1] == "'":
-                        # A command token, then a char literal; or, where the word is no
-                        # token (its command not imported), `#` and an identifier whose
-                        # prime is its own, then whatever the quote after it opens: which
-                        # literals and comments follow depends on the token table.
-                        raise LexError("a `'` glued to a `#`-word (table-dependent)", word_end)
+                    if ident_end(text, end) != word_end:
+                        # Where the word is a token, it ends here; where it is not (its
+                        # command not imported), `#` and an identifier that reads on
+                        # (`#check'"'`: a prime; `#norm_num.r#"`: `.r`), so what follows
+                        # (a char literal, a raw string) depends on the token table.
+                        raise LexError(
+                            "a `#`-word glued to more of a name (table-dependent)", word_end
+                        )
                     return self.emit(HASH, pos, word_end)
             return self.emit(HASH, pos, end)
         if c == "'":  # `''` (Mathlib's image): not a char literal (tokenFnAux)
@@ -374,7 +383,16 @@ class Lexer:
         except LexError:
             interp_end = -1
         if interp_end == plain_end:
-            return plain_end  # both readings agree: pieces and hole tokens emitted
+            # Both readings agree: pieces and hole tokens emitted. Where an interpolating
+            # parser may read it, the pieces after a hole are `after_hole`: should a hole
+            # not parse, Lean's recovery reads on from inside the string.
+            if not self.plain_context(mark, pos):
+                self.after_hole.extend(
+                    t.start
+                    for t in self.out[mark:]
+                    if t.kind == PIECE and self.text[t.start] == "}"
+                )
+            return plain_end
         del self.out[mark:]
         if self.plain_context(mark, pos):
             return self.emit(STR, pos, plain_end)

@@ -48,9 +48,22 @@ May import: leanrpc.core.lexer, leanrpc.core.needles, leanrpc.policy.lists.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 
-from ..core.lexer import DOC, HASH, IDENT, STR, SYMBOL, Lexer, LexError, Token, ident_name, line_col
+from ..core.lexer import (
+    DOC,
+    HASH,
+    IDENT,
+    PIECE,
+    STR,
+    SYMBOL,
+    Lexer,
+    LexError,
+    Token,
+    ident_name,
+    line_col,
+)
 from ..core.needles import positions
 from .lists import (
     ALLOWED_ATTRIBUTES,
@@ -192,6 +205,10 @@ class _Reader:
                 verdict = self.ident(i, token)
                 if verdict is not None:
                     return verdict
+            elif kind == PIECE and token.start in lexer.after_hole:
+                verdict = self.after_hole(token.start)
+                if verdict is not None:
+                    return verdict
             elif kind == SYMBOL and text[token.start] == "@":
                 nxt = lexer.get(i + 1, exact=True)
                 if nxt is not None and nxt.start == token.end and text[nxt.start] == "[":
@@ -202,6 +219,24 @@ class _Reader:
         if self.native:
             return Scan(native=self.native, native_line=line_col(text, self.native_at)[0])
         return ALLOWED
+
+    def after_hole(self, at: int) -> Scan | None:
+        """A string piece after an interpolation hole (its `}` at `at`), in a string an
+        interpolating parser may read (core.lexer `Lexer.after_hole`: not after an
+        operator or opener). Should the hole not parse as a term, Lean's `parseCommand`
+        resumes at the error, inside the string, and reads what follows as commands:
+        so no construct the policy looks at (no candidate needle) may come after it,
+        in the string or past it."""
+        marks = self.lexer.marks or ()
+        later = bisect.bisect_right(marks, at)
+        if later == len(marks):
+            return None
+        return self.refused(
+            UNREADABLE,
+            marks[later],
+            "a construct after a string's interpolation hole (should the hole not parse, "
+            "Lean reads on from inside the string)",
+        )
 
     def ident(self, i: int, token: Token) -> Scan | None:
         text = self.text
