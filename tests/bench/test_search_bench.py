@@ -122,7 +122,9 @@ def test_kill_run_rebuilds_states_and_every_search_ends():
     killed = out["runs"][-1]
     assert killed["totals"]["expansions"] >= 80
     assert killed["kills"] >= 1
-    assert len(killed["searches"]) == 30 and not [s for s in killed["searches"] if s.get("error")]
+    assert len(killed["searches"]) == 30
+    errors = [(s["name"], s["error"]) for s in killed["searches"] if s.get("error")]
+    assert not errors, errors  # the whole text: CI's one failure here (2026-12-06) cut it off
     assert killed["totals"]["rebuilt"] >= 1
 
 

@@ -22,7 +22,7 @@ from leanrpc.client import Client
 from leanrpc.commands.exits import UserError
 from leanrpc.commands.serve import loop_factory
 from leanrpc.config import Config
-from leanrpc.worker.pipes import spawn_with_pipes
+from leanrpc.worker.pipes import spawn_with_pipes, write_input
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_support import Served  # noqa: E402
@@ -98,6 +98,43 @@ def test_every_end_closes_when_the_child_exits(loop):
     assert process.pipe_transport(1).is_closing() and process.pipe_transport(2).is_closing()
     process.close_pipes()
     assert process.pipe_transport(0).is_closing()
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_a_write_to_a_closed_input_is_a_broken_pipe_on_every_loop(loop):
+    """The child closes its input and lives on (as a killed REPL's pipe closes before its
+    exit is seen): uvloop's transport raises RuntimeError on the next write, asyncio's
+    drops it; `write_input` says BrokenPipeError on both, which the channel reads as
+    the worker gone (a search killed under uvloop got UNKNOWN from that RuntimeError)."""
+
+    async def go():
+        process = await spawn_with_pipes(
+            [sys.executable, "-c", "import os, time; os.close(0); time.sleep(30)"],
+            cwd=None,
+            env={},
+        )
+        try:
+            stdin = process.stdin
+            for _ in range(3000):  # the loop sees the peer's close (at most 30 s)
+                if stdin.transport.is_closing():
+                    break
+                await asyncio.sleep(0.01)
+            assert stdin.transport.is_closing() and process.returncode is None
+            raw = None
+            try:
+                stdin.write(b"{}\n\n")
+            except RuntimeError as exc:
+                raw = exc
+            with pytest.raises(BrokenPipeError):
+                write_input(stdin, b"{}\n\n")
+            return raw
+        finally:
+            process.kill()
+            await process.wait()
+            process.close_pipes()
+
+    raw = _run(loop, go)
+    assert (raw is not None) == (loop == "uvloop"), raw  # what write_input stands in front of
 
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))

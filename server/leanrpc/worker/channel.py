@@ -18,7 +18,8 @@ so no result is ever delivered unconfirmed.
 May import: leanrpc.repl, leanrpc.core.framing, leanrpc.errors, leanrpc.worker.fence (how much it checks),
 leanrpc.worker.process, leanrpc.worker.audit, leanrpc.worker.ledger (the id counters),
 leanrpc.worker.stdout (the bytes, in the callback that read them), leanrpc.worker.pending
-(the pending exchange and which frame is which). Knows no worker states.
+(the pending exchange and which frame is which), leanrpc.worker.pipes (`write_input`).
+Knows no worker states.
 Why one room: the pending exchange, its fence, the audit and poisoning on doubt are one
 protocol: a byte's meaning depends on all of them at once, and splitting them would put
 "any doubt poisons" in two places (the frame rule and the id counters are already out).
@@ -48,6 +49,7 @@ from . import stdout
 from .audit import PipeAudit, ProcessGone, audit_available
 from .fence import FenceSettings
 from .ledger import Ledger
+from .pipes import write_input
 from .process import ReplProcess
 
 log = logging.getLogger("leanrpc.worker")
@@ -156,7 +158,7 @@ class Channel:
         started = loop.time()
         try:
             stdin = self._process.process.stdin
-            stdin.write(data)
+            write_input(stdin, data)
             if stdin.transport.get_write_buffer_size():
                 await asyncio.wait_for(
                     self._send_and_wait(stdin, pending.future),
@@ -248,7 +250,7 @@ class Channel:
         timer[0] = loop.call_later(timeout if end is None else min(timeout, total), check_time)
         try:
             stdin = self._process.process.stdin
-            stdin.write(data)
+            write_input(stdin, data)
             if stdin.transport.get_write_buffer_size():
                 await asyncio.wait_for(
                     self._send_and_wait(stdin, pending.future),

@@ -33,9 +33,26 @@ import signal
 import subprocess
 from typing import Callable
 
-__all__ = ["PipedProcess", "spawn_with_pipes"]
+__all__ = ["PipedProcess", "spawn_with_pipes", "write_input"]
 
 STREAM_LIMIT = 2**20
+
+
+def write_input(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    """Writes `data` to a child's input pipe; BrokenPipeError once that pipe is closed.
+
+    Why: once the child is gone, asyncio's loop drops a write to the closed pipe
+    transport, while uvloop raises RuntimeError ("the handler is closed"), which had
+    reached a client as UNKNOWN (a search killed under it, 2026-12-06). A closed input
+    is the worker gone on every loop, and the callers say so (WorkerCrashed)."""
+    if stdin.transport.is_closing():
+        raise BrokenPipeError("the child's input pipe is closed")
+    try:
+        stdin.write(data)
+    except RuntimeError as exc:  # uvloop: the transport closed under the write
+        if stdin.transport.is_closing():
+            raise BrokenPipeError(f"the child's input pipe is closed: {exc}") from None
+        raise
 
 
 class _WriteProtocol(asyncio.streams.FlowControlMixin):
@@ -184,7 +201,7 @@ class PipedProcess:
                 return
             try:
                 if input:
-                    self.stdin.write(input)
+                    write_input(self.stdin, input)
                     await self.stdin.drain()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the child did not read it all: its output says why
