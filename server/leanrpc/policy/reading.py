@@ -107,6 +107,7 @@ ALLOWED = Scan()
 UNREADABLE = "text the policy cannot read for certain"
 _RUNS = "runs the snippet's own code while Lean elaborates (or weakens checking)"
 _CLOSER = {"[": "]", "(": ")", "{": "}", "⟨": "⟩"}  # an attribute argument's brackets
+_CLOSERS = frozenset(_CLOSER.values())
 
 # Every construct the policy looks at contains one of these (a keyword,
 # `#`, `@[`, a native name): one C-speed pass finds them, and only the text
@@ -298,8 +299,7 @@ class _Reader:
         opener, is a list the policy cannot read (fail closed: where its end
         is in Lean's reading is not certain)."""
         lexer, text = self.lexer, self.text
-        closers: list[str] = []  # the open brackets' closers, innermost last
-        depth = 0
+        closers: list[str] = []  # the open brackets' closers, innermost last (the depth)
         expect_name = True
         while True:
             token = lexer.get(i, exact=True)
@@ -307,27 +307,21 @@ class _Reader:
                 return self.refused("attribute", len(text), "an attribute list that does not end")
             word = text[token.start : token.end]
             if token.kind == SYMBOL and word in _CLOSER:
-                if depth == 0 and expect_name:
+                if not closers and expect_name:
                     return self.refused(
                         "attribute", token.start, "an attribute the policy cannot read"
                     )
                 closers.append(_CLOSER[word])
-                depth += 1
-            elif token.kind == SYMBOL and word in ("]", ")", "}", "⟩"):
-                if depth == 0:
-                    if word == "]" and not expect_name:
-                        return None
+            elif token.kind == SYMBOL and word in _CLOSERS:
+                if not closers and word == "]" and not expect_name:
+                    return None
+                if not closers or closers.pop() != word:
                     return self.refused(
                         "attribute", token.start, "an attribute list the policy cannot read"
                     )
-                if closers.pop() != word:
-                    return self.refused(
-                        "attribute", token.start, "an attribute list the policy cannot read"
-                    )
-                depth -= 1
-            elif depth == 0 and token.kind == SYMBOL and word == ",":
+            elif not closers and token.kind == SYMBOL and word == ",":
                 expect_name = True
-            elif depth == 0 and expect_name:
+            elif not closers and expect_name:
                 if token.kind == SYMBOL and word == "-":  # `attribute [-simp] f` erases
                     i += 1
                     continue
