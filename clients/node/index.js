@@ -89,6 +89,9 @@ class LeanrpcClient {
       // channel's own reconnect backoff has grown to minutes.
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 1000,
+      // Each client owns its connection: grpc-js otherwise shares one per address
+      // (and its backoff) among all channels with the same options.
+      'grpc.use_local_subchannel_pool': 1,
       ...channelOptions,
     });
     this._token = token;

@@ -49,7 +49,10 @@ function loadProver() {
 class ProverClient {
   constructor(address = '127.0.0.1:50051', { token = '', credentials = null } = {}) {
     const v1 = loadProver();
-    this._stub = new v1.Prover(address, credentials || grpc.credentials.createInsecure());
+    // Its own connection, as the Verifier client's (index.js).
+    this._stub = new v1.Prover(address, credentials || grpc.credentials.createInsecure(), {
+      'grpc.use_local_subchannel_pool': 1,
+    });
     this._token = token;
     this._expand = null; // the Expand stream, opened by the first expand()
     this._pending = new Map(); // request_id -> {count, results, resolve, reject}

@@ -95,6 +95,12 @@ class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
         options = [
             ("grpc.max_receive_message_length", max_message_mb * 2**20),
             ("grpc.max_send_message_length", max_message_mb * 2**20),
+            # Each client owns its connection. gRPC otherwise shares one connection per
+            # address among every channel of the process with the same options, with
+            # its reconnect backoff: a client made after a server came back on the
+            # same port got UNAVAILABLE on every call while some older channel to the
+            # gone server waited out its backoff (1 s, growing to 2 minutes).
+            ("grpc.use_local_subchannel_pool", 1),
         ]
         if credentials is not None:
             self._channel = grpc.aio.secure_channel(address, credentials, options=options)
