@@ -283,7 +283,8 @@ def plan_axiom_check(
     `first_line`/`first_column` place the body in the user's text (the
     header split's body_start_line/body_start_column).
     """
-    nonce = nonce or secrets.token_hex(4)
+    # The nonce is drawn only for a body that needs a fresh name (an `example` or an anonymous
+    # `instance`): most bodies name every declaration, and os.urandom costs a system call.
     names: list[str] = []
     pieces: list[str] = []
     edits: list[tuple[int, int, int, int]] = []
@@ -294,6 +295,7 @@ def plan_axiom_check(
             names.append(declaration.print_name or declaration.name)
             names.extend(declaration.auxiliaries)
             continue
+        nonce = nonce or secrets.token_hex(4)
         fresh = f"_leanrpc_axiom_check_{nonce}_{number}"
         if declaration.kind == "example":
             start, removed, text = declaration.offset, len("example"), f"noncomputable def {fresh}"
