@@ -101,6 +101,11 @@ class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
             # same port got UNAVAILABLE on every call while some older channel to the
             # gone server waited out its backoff (1 s, growing to 2 minutes).
             ("grpc.use_local_subchannel_pool", 1),
+            # A server that comes back is noticed within a second, not after the
+            # channel's reconnect backoff has grown toward 2 minutes (the Node client's
+            # settings): a trainer's cached reward client gave no reward for that long.
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
         ]
         if credentials is not None:
             self._channel = grpc.aio.secure_channel(address, credentials, options=options)
