@@ -155,30 +155,8 @@ class Channel:
         # exchange): the pipe takes the command whole in the usual case, so
         # there is nothing to drain; a full pipe falls back to wait_for.
         timer = loop.call_later(timeout, pending_frames.expire, pending.future)
-        started = loop.time()
         try:
-            stdin = self._process.process.stdin
-            write_input(stdin, data)
-            if stdin.transport.get_write_buffer_size():
-                await asyncio.wait_for(
-                    self._send_and_wait(stdin, pending.future),
-                    max(0.0, timeout - (loop.time() - started)),
-                )
-            else:
-                await pending.future
-        except asyncio.TimeoutError:
-            over = self._over_memory()
-            self._process.kill()
-            raise over or WorkerTimeout(
-                f"no answer within {timeout:.3g} s; worker {self.name} killed",
-                stderr_tail=self._process.stderr_tail(),
-            ) from None
-        except (ConnectionResetError, BrokenPipeError) as exc:
-            self._process.kill()
-            raise WorkerCrashed(
-                f"worker {self.name} closed its input: {exc}{await self._process.exit_description(2.0)}",
-                stderr_tail=self._process.stderr_tail(),
-            ) from None
+            await self._send(data, pending, timeout, timeout)
         finally:
             timer.cancel()
             self._pending = None
@@ -249,36 +227,8 @@ class Channel:
 
         timer[0] = loop.call_later(timeout if end is None else min(timeout, total), check_time)
         try:
-            stdin = self._process.process.stdin
-            write_input(stdin, data)
-            if stdin.transport.get_write_buffer_size():
-                await asyncio.wait_for(
-                    self._send_and_wait(stdin, pending.future),
-                    timeout * len(requests) if end is None else max(0.0, end - loop.time()),
-                )
-            else:
-                await pending.future
-        except asyncio.TimeoutError:
-            over = self._over_memory()
-            self._process.kill()
-            at = len(pending.frames)  # the command not answered (len(requests): the fence)
-            raise over or WorkerTimeout(
-                # The batch (a snippet and its own checks) is internal: not named.
-                f"no answer within {timeout:.3g} s; worker {self.name} killed",
-                stderr_tail=self._process.stderr_tail(),
-                batch_index=at,
-            ) from None
-        except (ConnectionResetError, BrokenPipeError) as exc:
-            self._process.kill()
-            raise WorkerCrashed(
-                f"worker {self.name} closed its input: {exc}{await self._process.exit_description(2.0)}",
-                stderr_tail=self._process.stderr_tail(),
-                batch_index=len(pending.frames),
-            ) from None
-        except WorkerError as exc:  # a crash, poison or memory verdict while answers came
-            if getattr(exc, "batch_index", None) is None:
-                exc.batch_index = len(pending.frames)
-            raise
+            drain = timeout * len(requests) if end is None else max(0.0, end - loop.time())
+            await self._send(data, pending, timeout, drain, batch=True)
         finally:
             timer[0].cancel()
             self._pending = None
@@ -309,6 +259,49 @@ class Channel:
         pending = self._pending
         if pending is not None and not pending.future.done():
             pending.future.set_exception(error)
+
+    async def _send(
+        self,
+        data: bytes,
+        pending: pending_frames.Exchange,
+        timeout: float,
+        drain: float,
+        *,
+        batch: bool = False,
+    ) -> None:
+        """Writes `data` and waits for `pending`'s answer: the part both exchanges share
+        (their timers are their own). `drain`: how long a full pipe may take to drain,
+        answer included. With `batch`, an error says which command it came during
+        (`batch_index`: the answers before it came, unconfirmed; len(requests) is the
+        fence); the batch itself (a snippet and its own checks) is internal: not named.
+        Raises WorkerTimeout (or the memory verdict), WorkerCrashed; the process is
+        already being killed then."""
+        try:
+            stdin = self._process.process.stdin
+            write_input(stdin, data)
+            if stdin.transport.get_write_buffer_size():
+                await asyncio.wait_for(self._send_and_wait(stdin, pending.future), drain)
+            else:
+                await pending.future
+        except asyncio.TimeoutError:
+            over = self._over_memory()
+            self._process.kill()
+            raise over or WorkerTimeout(
+                f"no answer within {timeout:.3g} s; worker {self.name} killed",
+                stderr_tail=self._process.stderr_tail(),
+                batch_index=len(pending.frames) if batch else None,
+            ) from None
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            self._process.kill()
+            raise WorkerCrashed(
+                f"worker {self.name} closed its input: {exc}{await self._process.exit_description(2.0)}",
+                stderr_tail=self._process.stderr_tail(),
+                batch_index=len(pending.frames) if batch else None,
+            ) from None
+        except WorkerError as exc:  # a crash, poison or memory verdict while answers came
+            if batch and getattr(exc, "batch_index", None) is None:
+                exc.batch_index = len(pending.frames)
+            raise
 
     async def _send_and_wait(self, stdin, future: asyncio.Future):
         await stdin.drain()
