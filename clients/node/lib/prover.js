@@ -49,8 +49,10 @@ function loadProver() {
 class ProverClient {
   constructor(address = '127.0.0.1:50051', { token = '', credentials = null } = {}) {
     const v1 = loadProver();
-    // Its own connection, as the Verifier client's (index.js).
+    // Its own connection and a short reconnect backoff, as the Verifier client's (index.js).
     this._stub = new v1.Prover(address, credentials || grpc.credentials.createInsecure(), {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1000,
       'grpc.use_local_subchannel_pool': 1,
     });
     this._token = token;
