@@ -11,7 +11,14 @@ const { loadVerifier, richDetails } = require('./lib/proto');
 const {
   COMMAND_OPTIONS, commandOptions, resultFromPb, sessionResultFromPb, verifyOptions, checkSnippets, checkOptions,
 } = require('./lib/convert');
-const { MAX_BACKOFF_MS, backoffMs, isRetryable, resendHintMs, sleep } = require('./lib/retry');
+const {
+  CHANNEL_OPTIONS,
+  MAX_BACKOFF_MS,
+  backoffMs,
+  isRetryable,
+  resendHintMs,
+  sleep,
+} = require('./lib/retry');
 
 const HEADER_HASH_KEY = 'x-leanrpc-header-hash';
 
@@ -85,13 +92,7 @@ class LeanrpcClient {
   ) {
     const v1 = loadVerifier();
     this._stub = new v1.Verifier(address, credentials || grpc.credentials.createInsecure(), {
-      // A server that comes back is noticed within a second, not after the
-      // channel's own reconnect backoff has grown to minutes.
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1000,
-      // Each client owns its connection: grpc-js otherwise shares one per address
-      // (and its backoff) among all channels with the same options.
-      'grpc.use_local_subchannel_pool': 1,
+      ...CHANNEL_OPTIONS, // lib/retry.js: a short reconnect backoff, a connection of its own
       ...channelOptions,
     });
     this._token = token;

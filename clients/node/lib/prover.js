@@ -12,6 +12,7 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { protoRoot } = require('./proto');
 const { duration, seconds } = require('./convert');
+const { CHANNEL_OPTIONS } = require('./retry');
 
 // Request fields: a Duration only when seconds are given (unset = server default).
 function durations(fields) {
@@ -49,11 +50,9 @@ function loadProver() {
 class ProverClient {
   constructor(address = '127.0.0.1:50051', { token = '', credentials = null } = {}) {
     const v1 = loadProver();
-    // Its own connection and a short reconnect backoff, as the Verifier client's (index.js).
+    // The Verifier client's channel options (lib/retry.js).
     this._stub = new v1.Prover(address, credentials || grpc.credentials.createInsecure(), {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1000,
-      'grpc.use_local_subchannel_pool': 1,
+      ...CHANNEL_OPTIONS,
     });
     this._token = token;
     this._expand = null; // the Expand stream, opened by the first expand()

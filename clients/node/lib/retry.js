@@ -3,13 +3,25 @@
 // the Python client's _retry.py. Owns: which gRPC codes are retried, which
 // per-snippet REJECTED results are re-sent (those with a retry hint: queue
 // full, server shutting down) and the backoff with the server's hint as a
-// floor. May import: @grpc/grpc-js, lib/proto.
+// floor; and the channel options both clients (Verifier and Prover) connect with,
+// their connection's own reconnect backoff among them. May import: @grpc/grpc-js,
+// lib/proto.
 
 const { status } = require('@grpc/grpc-js');
 
 const { richDetails } = require('./proto');
 
 const RETRYABLE_CODES = new Set([status.UNAVAILABLE, status.RESOURCE_EXHAUSTED]);
+
+// Every client's channel: a server that comes back is noticed within a second,
+// not after the channel's own reconnect backoff has grown to minutes; and each
+// client owns its connection (grpc-js otherwise shares one per address, and its
+// backoff, among all channels with the same options).
+const CHANNEL_OPTIONS = Object.freeze({
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1000,
+  'grpc.use_local_subchannel_pool': 1,
+});
 
 // Milliseconds to wait before re-sending this snippet, or null if the result
 // is final. A REJECTED result is re-sendable when the server says so with
@@ -40,4 +52,4 @@ function backoffMs(baseMs, attempt, hintMs = 0, error = null) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-module.exports = { RETRYABLE_CODES, MAX_BACKOFF_MS, resendHintMs, isRetryable, backoffMs, sleep };
+module.exports = { CHANNEL_OPTIONS, RETRYABLE_CODES, MAX_BACKOFF_MS, resendHintMs, isRetryable, backoffMs, sleep };
