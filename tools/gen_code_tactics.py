@@ -35,7 +35,14 @@ How a name is found, file by file (Lean source text, comments removed):
   (the first string atom after the name, so `withPosition("#loogle" …)` reads
   `#loogle`); where the name is declared in no file read, the first atom of
   the elaborator's own quotation pattern (`` `(#eval%$tk $t) `` reads `#eval`);
-- the first token of every evaluating elaborator is written out.
+- the first token of every evaluating elaborator is written out;
+- then, to a fixed point over all the files read, a declaration whose
+  quotations (after its first `` `( ``) name a token already found runs code
+  too: a macro that expands into a code-running tactic (Mathlib's
+  `macro "run_conv" e:doSeq : conv => `(conv| tactic' => run_tac $e)`), or an
+  elaborator that builds `#eval …` syntax and elaborates it. A macro that
+  expands into one with fixed code is found as well (failing closed: it is
+  refused, not weighed).
 A syntax name whose token is not in the files read is listed as unresolved.
 Standard library only (runs wherever Python does, no install).
 """
@@ -45,6 +52,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 EVALUATES = re.compile(
@@ -101,10 +109,23 @@ def strip_comments(text: str) -> str:
 CONFIG_VALUE = re.compile(r"\s+\(?[\w.`]*Config\b")
 
 
-def evaluates(chunk: str) -> bool:
+def evaluates(chunk: str, code: re.Pattern[str] | None = None) -> bool:
     """Whether a declaration calls the evaluator or the outside world, other
-    than to evaluate a configuration structure."""
-    return any(not CONFIG_VALUE.match(chunk, m.end()) for m in EVALUATES.finditer(chunk))
+    than to evaluate a configuration structure; with `code` (the tokens found
+    so far, `code_pattern`), also whether a quotation in it names one of them."""
+    if any(not CONFIG_VALUE.match(chunk, m.end()) for m in EVALUATES.finditer(chunk)):
+        return True
+    quoted = chunk.find("`(")
+    return code is not None and quoted >= 0 and code.search(chunk, quoted) is not None
+
+
+def code_pattern(tokens: Iterable[str]) -> re.Pattern[str] | None:
+    """A token as Lean would read it in a quotation: not glued to a longer name."""
+    words = sorted({t for t in tokens if t}, key=len, reverse=True)
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![\w.'#])(?:{alternatives})(?![\w'!?])")
 
 
 def declarations(text: str) -> list[str]:
@@ -132,17 +153,18 @@ def _last(name: str) -> str:
 Found = tuple[str | None, str | None, str | None]
 
 
-def read_file(text: str, names: dict[str, str]) -> list[Found]:
+def read_file(text: str, names: dict[str, str], code: re.Pattern[str] | None = None) -> list[Found]:
     """Record `name -> token` in `names`; return (token, syntax name, the
     first atom of its quotation pattern) per evaluating elaborator of this
-    file."""
+    file (`code`: the tokens found so far, whose quotation makes a declaration
+    evaluating too)."""
     chunks = declarations(strip_comments(text))
     for chunk in chunks:
         for pattern in (SYNTAX_NAMED, LEADING_PARSER):
             for name, token in pattern.findall(chunk):
                 names.setdefault(_last(name), token)
     defined = {_last(m.group(1)): k for k, c in enumerate(chunks) if (m := DEF_NAME.search(c))}
-    hot = {k for k, c in enumerate(chunks) if evaluates(c)}
+    hot = {k for k, c in enumerate(chunks) if evaluates(c, code)}
     changed = True
     while changed:  # a declaration naming an evaluating one of this file evaluates too
         changed = False
@@ -194,22 +216,33 @@ def check_tree(root: Path, rows: list[tuple[str, str, str, str]]) -> list[str]:
 
 def generate(root: Path, rows: list[tuple[str, str, str, str]]) -> tuple[dict[str, str], list[str]]:
     """`token -> "repo:path"` for every evaluating elaborator, and the
-    unresolved syntax names."""
-    names: dict[str, str] = {}
-    pending: list[tuple[str | None, str | None, str | None, str]] = []
-    for repo, _, path, _ in rows:
-        text = (root / repo / path).read_text(encoding="utf-8", errors="replace")
-        where = f"{repo}:{path}"
-        pending += [(tok, name, quoted, where) for tok, name, quoted in read_file(text, names)]
+    unresolved syntax names. The files are read again while the last reading
+    found a token the one before did not (a macro over a macro over a
+    code-running tactic takes one reading per level)."""
+    texts = [
+        (f"{repo}:{path}", (root / repo / path).read_text(encoding="utf-8", errors="replace"))
+        for repo, _, path, _ in rows
+    ]
     tokens: dict[str, str] = {}
-    unresolved: list[str] = []
-    for tok, name, quoted, where in pending:
-        tok = tok if tok is not None else names.get(name or "", quoted)
-        if tok is None:
-            unresolved.append(f"{name} ({where})")
-        else:
-            tokens.setdefault(tok.strip(), where)
-    return dict(sorted(tokens.items())), sorted(set(unresolved))
+    while True:
+        code = code_pattern(tokens)
+        names: dict[str, str] = {}
+        pending: list[tuple[str | None, str | None, str | None, str]] = []
+        for where, text in texts:
+            pending += [
+                (tok, name, quoted, where) for tok, name, quoted in read_file(text, names, code)
+            ]
+        found: dict[str, str] = dict(tokens)
+        unresolved: list[str] = []
+        for tok, name, quoted, where in pending:
+            tok = tok if tok is not None else names.get(name or "", quoted)
+            if tok is None:
+                unresolved.append(f"{name} ({where})")
+            else:
+                found.setdefault(tok.strip(), where)
+        if found.keys() == tokens.keys():
+            return dict(sorted(found.items())), sorted(set(unresolved))
+        tokens = found
 
 
 def render(

@@ -177,3 +177,46 @@ def test_generator_refuses_a_tree_unlike_its_manifest(tmp_path: Path) -> None:
         _generator().main(["--root", str(root), "--manifest", str(manifest)])
     with pytest.raises(SystemExit):
         _generator().main(["--root", str(tmp_path / "no"), "--manifest", str(manifest)])
+
+
+def test_generator_follows_macros_into_code_running_tactics(tmp_path: Path) -> None:
+    """A macro that expands into a code-running tactic runs code too (Mathlib's
+    `run_conv`, a conv macro over `run_tac`, which the first reading missed), and so
+    does one over that macro, and an elaborator that builds `#eval` syntax and
+    elaborates it; a macro over a plain tactic does not."""
+    fixture = {
+        "Mathlib/Tactic/RunCmd.lean": """
+elab "run_tac " e:doSeq : tactic => do
+  ← unsafe evalTerm (TacticM Unit) (mkApp (mkConst ``TacticM) (mkConst ``Unit)) e
+""",
+        "Mathlib/Tactic/Conv.lean": """
+macro "run_conv" e:doSeq : conv => `(conv| tactic' => run_tac $e)
+
+macro "conv_lhs_simp" : conv => `(conv| lhs; simp)
+""",
+        "Mathlib/Tactic/Over.lean": """
+syntax (name := deeper) "deeper " doSeq : conv
+macro_rules
+  | `(conv| deeper $e) => `(conv| run_conv%$e $e)
+
+/-- `run_tac` in a comment names nothing. -/
+macro "mentions" : tactic => `(tactic| trivial)
+
+elab "#shows " t:term : command => do
+  elabCommand (← `(command| #eval $t))
+
+elab "#eval " t:term : command => do
+  let _ ← unsafe evalExpr Nat (mkConst ``Nat) (← Term.elabTerm t none)
+""",
+    }
+    root = tmp_path / "src"
+    rows = []
+    for rel, text in fixture.items():
+        path = root / "leanprover-community" / "mathlib4" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        rows.append(("leanprover-community/mathlib4", COMMIT, rel, "whole"))
+    tokens, unresolved = _generator().generate(root, rows)
+    assert set(tokens) == {"run_tac", "run_conv", "deeper", "#shows", "#eval"}
+    assert tokens["run_conv"].endswith("Mathlib/Tactic/Conv.lean")
+    assert unresolved == []

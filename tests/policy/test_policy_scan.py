@@ -19,6 +19,10 @@ REFUSED = [
     ("run_elab pure ()", "run_elab", 1, 0),
     ("run_meta pure ()", "run_meta", 1, 0),
     ("theorem t : True := by\n  run_tac pure ()\n  trivial", "run_tac", 2, 2),
+    # Mathlib's conv-mode macro over `run_tac`: the snippet's own TacticM code, IO included.
+    ("theorem t : 1 = 1 := by\n  conv => run_conv pure ()", "run_conv", 2, 10),
+    ("theorem t : 1 = 1 := by\n  conv =>\n    run_conv (IO.println 1 : IO Unit)", "run_conv", 3, 4),
+    ("declare_aesop_rule_sets [Foo]", "declare_aesop_rule_sets", 1, 0),
     ('elab "x" : tactic => pure ()', "elab", 1, 0),
     ("elab_rules : tactic | `(tactic| x) => pure ()", "elab_rules", 1, 0),
     ('macro "x" : tactic => `(tactic| trivial)', "macro", 1, 0),

@@ -75,6 +75,7 @@ CLASSES = {
     "initialize": _RUNS + " (an IO initializer)",
     "register_option": _RUNS + " (an initializer)",
     "register_label_attr": _RUNS + " (an initializer)",
+    "declare_aesop_rule_sets": _RUNS + " (Aesop's rule sets: it expands into `initialize`)",
     "declare_config_elab": _REGISTERS,
     "elab": _REGISTERS,
     "elab_rules": _REGISTERS,
@@ -144,7 +145,7 @@ def test_every_refusal_in_real_files_is_classified() -> None:
     unclassified = sorted({c for *_, found in rows for c in _constructs(found) if c not in CLASSES})
     assert not unclassified, unclassified
     clean = sum(found == "-" for *_, found in rows)
-    assert clean > 1100, clean  # 1,119 of 1,504 texts at the recorded commits
+    assert clean > 1100, clean  # 1,114 of 1,504 texts at the recorded commits
 
 
 HONEST = [

@@ -197,6 +197,14 @@ _TYPED_COMMANDS = frozenset(
         "register_simp_attr",
         "register_label_attr",
         "declare_simp_like_tactic",
+        # Macros over code-running syntax, which the generated list's first reading
+        # missed (tools/gen_code_tactics.py now follows such macros; the full Mathlib
+        # tree it reads was not at hand to run it again): Mathlib's conv-mode
+        # `macro "run_conv" e:doSeq : conv => `(conv| tactic' => run_tac $e)`
+        # (Mathlib/Tactic/Conv.lean) runs the snippet's own TacticM code, IO
+        # included; Aesop's `declare_aesop_rule_sets` expands into `initialize`.
+        "run_conv",
+        "declare_aesop_rule_sets",
     }
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*")
