@@ -23,6 +23,49 @@ REFUSED = [
     ("theorem t : 1 = 1 := by\n  conv => run_conv pure ()", "run_conv", 2, 10),
     ("theorem t : 1 = 1 := by\n  conv =>\n    run_conv (IO.println 1 : IO Unit)", "run_conv", 3, 4),
     ("declare_aesop_rule_sets [Foo]", "declare_aesop_rule_sets", 1, 0),
+    # A rule added in an Aesop call may name a constant of tactic type, which Aesop's
+    # `tactic` builder (tried by its default builder too) evaluates: the snippet's own code.
+    (
+        "def evil : Lean.Elab.Tactic.TacticM Unit := pure ()\n"
+        "example : True := by aesop (add safe evil)",
+        "aesop (add …)",
+        2,
+        21,
+    ),
+    (
+        "example : True := by aesop? (config := {}) (add unsafe 50% tactic evil)",
+        "aesop? (add …)",
+        1,
+        21,
+    ),
+    ("example : True := by\n  aesop_cat\n    -- c\n    (add safe evil)", "aesop_cat (add …)", 2, 2),
+    # Configurations that hold code the tactic runs (linarith's `discharger`, its
+    # preprocessors; solve_by_elim's `discharge`, `proc`): evaluated, then run.
+    (
+        "example (h : 0 < x) : 0 < x := by linarith (config := {discharger := pure ()})",
+        "linarith (config := …)",
+        1,
+        34,
+    ),
+    (
+        "example (h : 0 < x) : 0 < x := by\n  nlinarith! +splitNe\n    (discharger := pure ())",
+        "nlinarith! (discharger := …)",
+        2,
+        2,
+    ),
+    (
+        "example (h : 0 < x) : 0 < x := by linarith /- c -/ (config := {})",
+        "linarith (config := …)",
+        1,
+        34,
+    ),
+    (
+        "example : True := by solve_by_elim* (discharge := fun _ => pure none)",
+        "solve_by_elim (discharge := …)",
+        1,
+        21,
+    ),
+    ("example : True := by apply_rules (config := {}) [h]", "apply_rules (config := …)", 1, 21),
     ('elab "x" : tactic => pure ()', "elab", 1, 0),
     ("elab_rules : tactic | `(tactic| x) => pure ()", "elab_rules", 1, 0),
     ('macro "x" : tactic => `(tactic| trivial)', "macro", 1, 0),
@@ -191,6 +234,12 @@ ALLOWED = [
     "theorem t : ∑' i : ℕ, (0 : ℝ) = 0 := by simp\n#check f ⁻¹' s",
     "theorem t (h : a ∧ b ∧ c) : c := h.2.2\ntheorem u (p : ℕ × ℕ) : p.1.succ = p.1 + 1 := rfl",
     "@[simp, local ext] theorem t : 1 = 1 := rfl\nattribute [-simp] t\nset_option maxHeartbeats 400000 in\ntheorem u : True := trivial",
+    # the code-holding tactics with their plain arguments, flags and Aesop's other clauses
+    "example (h : 0 < x) : 0 < x := by linarith [h]\nexample : 0 < 1 := by nlinarith [sq_nonneg (x - 1)]",
+    "example (h : 0 < x) : 0 < x := by linarith only [h]\nexample : 0 < 1 := by linarith +splitNe",
+    "example (h : 0 < x) : 0 < x := by\n  linarith\n  -- (config := {}) in a comment\n  exact h",
+    "example : True := by aesop\nexample : True := by aesop (rule_sets := [-builtin]) (config := {})",
+    "example : True := by solve_by_elim [h]\nexample : True := by (linarith)",
 ]
 
 

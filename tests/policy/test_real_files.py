@@ -76,6 +76,12 @@ CLASSES = {
     "register_option": _RUNS + " (an initializer)",
     "register_label_attr": _RUNS + " (an initializer)",
     "declare_aesop_rule_sets": _RUNS + " (Aesop's rule sets: it expands into `initialize`)",
+    # fail-closed: whole clauses refused where a part of them may run code
+    "aesop (add …)": "fail-closed: a rule added in an Aesop call may name a constant of tactic "
+    "type, which Aesop evaluates (its `tactic` builder, tried by the default builder too)",
+    "aesop? (add …)": "fail-closed: as `aesop (add …)`",
+    "solve_by_elim (maxDepth := …)": "fail-closed: any configuration of a tactic whose "
+    "configuration holds code it runs (BacktrackConfig's `discharge`, `proc`, `suspend`)",
     "declare_config_elab": _REGISTERS,
     "elab": _REGISTERS,
     "elab_rules": _REGISTERS,
@@ -145,7 +151,7 @@ def test_every_refusal_in_real_files_is_classified() -> None:
     unclassified = sorted({c for *_, found in rows for c in _constructs(found) if c not in CLASSES})
     assert not unclassified, unclassified
     clean = sum(found == "-" for *_, found in rows)
-    assert clean > 1100, clean  # 1,114 of 1,504 texts at the recorded commits
+    assert clean > 1080, clean  # 1,098 of 1,504 texts at the recorded commits
 
 
 HONEST = [

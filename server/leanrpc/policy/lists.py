@@ -225,6 +225,29 @@ NOTATION_COMMANDS = frozenset(
     {"notation", "notation3", "infix", "infixl", "infixr", "prefix", "postfix"}
 )
 
+# Tactics whose configuration holds code the tactic runs: Mathlib's `LinarithConfig`
+# (`discharger : TacticM Unit`, `preprocessors`, `oracle`) and core's `BacktrackConfig`
+# (`proc`, `suspend`, `discharge`: MetaM functions) behind `solve_by_elim`,
+# `apply_rules` and `apply_assumption`. Their configuration is evaluated, so a config
+# item there, `(config := …)` or `(field := …)`, runs whatever the snippet writes into it.
+CODE_CONFIG_TACTICS = frozenset(
+    {
+        "linarith",
+        "linarith!",
+        "nlinarith",
+        "nlinarith!",
+        "solve_by_elim",
+        "apply_rules",
+        "apply_assumption",
+    }
+)
+# Aesop and Mathlib's wrappers over it (`aesop?`, `aesop_cat`, `aesop_graph`, …: every
+# tactic whose name starts so) take `(add …)` clauses, whose rules may name a constant of
+# tactic type (`TacticM Unit`, `RuleTac`, …): Aesop's `tactic` builder, tried by its
+# default builder too, evaluates it (evalConst), so a rule added in the call runs the
+# snippet's own code.
+AESOP_PREFIX = "aesop"
+
 NATIVE_NAMES = frozenset(
     {"native_decide", "reduceBool", "reduceNat", "ofReduceBool", "ofReduceNat", "native"}
 )

@@ -34,7 +34,11 @@ Refused, from the lists in leanrpc.policy.lists:
 - `set_option` with an option outside the allow-list;
 - a token-adding command (`notation`, `infix`, …) whose atom could change
   how later text lexes (a quote, `«`, `»`, `#`, a backtick, or a `-`/`/`
-  inside a longer atom: comment openers).
+  inside a longer atom: comment openers);
+- a configuration item (`(config := …)`, `(field := …)`) after a tactic whose
+  configuration holds code it runs (`linarith`, `solve_by_elim`, …:
+  lists.CODE_CONFIG_TACTICS), and an `(add …)` clause after an Aesop tactic (a rule
+  naming a constant of tactic type is evaluated): both run what the snippet wrote.
 Native evaluation (`native_decide`, any `native` name: `decide +native`,
 `+«native»`, `(config := {«native» := true})`; `decide (config := …)` with
 any config; `Lean.reduceBool`, `ofReduceBool`, …) is reported, not
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import re
 
 from ..core.lexer import (
     DOC,
@@ -66,10 +71,12 @@ from ..core.lexer import (
 )
 from ..core.needles import positions
 from .lists import (
+    AESOP_PREFIX,
     ALLOWED_ATTRIBUTES,
     ALLOWED_HASH,
     ALLOWED_OPTIONS,
     ATTRIBUTE_MODIFIERS,
+    CODE_CONFIG_TACTICS,
     GLUED_COMMANDS,
     NATIVE_NAMES,
     NOTATION_COMMANDS,
@@ -136,6 +143,10 @@ CANDIDATES = (
     "prefix",
     "postfix",
 )
+# Tactics read in context (`_Reader.tactic_options`): marked only where something other
+# than an end or a plain argument follows them (`_OPTIONS_MAY_FOLLOW`), so the usual
+# `nlinarith [sq_nonneg x]` costs no lexing.
+CONTEXT_TACTICS = tuple(sorted({t.rstrip("!") for t in CODE_CONFIG_TACTICS} | {AESOP_PREFIX}))
 # The generated words no needle above finds (`polyrith`, `plausible`, `eval`).
 CANDIDATES += tuple(
     sorted(
@@ -150,17 +161,20 @@ assert all(any(needle in word for needle in CANDIDATES) for word in REFUSED_COMM
 def scan(text: str) -> Scan:
     """The policy's verdict on one snippet (or tactic, or reference)."""
     found = positions(text, CANDIDATES)
+    context = [m.start() for m in _CONTEXT.finditer(text)]
     # A string with a `{` may end where only interpolation says (core.lexer):
     # then the whole text is read, since what such a string hides could also
     # be a declaration the axiom check must see (core/declarations.py).
     braces = '"' in text and "{" in text
-    if not found and not braces:
+    if not found and not braces and not context:
         return ALLOWED
     if any(text.startswith("config", at) for at in found):
         # `decide (config := …)`: the `decide` before it matters. (`config`
         # is a candidate: the offsets found say whether the text holds one,
         # without another pass over a text of wide characters.)
         found = sorted(found + positions(text, ("decide",)))
+    if context:
+        found = sorted(set(found + context))
     reader = _Reader(text, found)
     try:
         return reader.read(len(text) if braces else found[-1] + 1)
@@ -260,6 +274,14 @@ class _Reader:
             return None
         if raw in NOTATION_COMMANDS:
             return self.notation(i + 1)
+        if raw in CODE_CONFIG_TACTICS:
+            verdict = self.tactic_options(i + 1, raw, token.start, clause=None)
+            if verdict is not None:
+                return verdict
+        elif raw.startswith(AESOP_PREFIX):
+            verdict = self.tactic_options(i + 1, raw, token.start, clause="add")
+            if verdict is not None:
+                return verdict
         name = ident_name(text, token)
         last = name.rsplit(".", 1)[-1]
         if last in NATIVE_NAMES or (raw == "decide" and self.has_config(i + 1)):
@@ -278,6 +300,79 @@ class _Reader:
         return self.text[first.start : first.end] == "(" and (
             self.text[second.start : second.end] == "config"
         )
+
+    def tactic_options(self, i: int, tactic: str, at: int, clause: str | None) -> Scan | None:
+        """The options right after a tactic (token `i` on): flags (`+x`, `-x`, `*`) are
+        passed over, and so are parenthesized groups; with `clause` None, a group that
+        opens a configuration item (`(name :=`) is refused, with `clause`, a group whose
+        first word is it (Aesop's `(add …)`), named at the tactic (`at`). Stops at anything
+        else."""
+        lexer, text = self.lexer, self.text
+        while True:
+            token = lexer.get(i, exact=True)
+            if token is None:
+                return None
+            word = text[token.start : token.end]
+            if token.kind == SYMBOL and word in ("+", "-", "*"):
+                i += 1
+                continue
+            if token.kind == IDENT and i > 0:
+                before = lexer.get(i - 1, exact=True)
+                if before is not None and before.kind == SYMBOL and before.end == token.start:
+                    if text[before.start : before.end] in ("+", "-"):
+                        i += 1  # a flag's name
+                        continue
+            if token.kind != SYMBOL or word != "(":
+                return None
+            first = lexer.get(i + 1, exact=True)
+            if first is None:
+                return None
+            head = text[first.start : first.end]
+            if clause is None:
+                colon = lexer.get(i + 2, exact=True)
+                equals = lexer.get(i + 3, exact=True)
+                if (
+                    first.kind == IDENT
+                    and colon is not None
+                    and equals is not None
+                    and text[colon.start : colon.end] == ":"
+                    and text[equals.start : equals.end] == "="
+                    and equals.start == colon.end
+                ):
+                    return self.refused(
+                        f"{tactic} ({head} := …)",
+                        at,
+                        "a configuration of a tactic whose configuration holds code it runs "
+                        "(evaluated while Lean elaborates)",
+                    )
+            elif first.kind == IDENT and head == clause:
+                return self.refused(
+                    f"{tactic} ({clause} …)",
+                    at,
+                    "an Aesop rule added in the call (a constant of tactic type is evaluated)",
+                )
+            i = self.closing(i + 1)
+            if i is None:
+                return None
+            i += 1
+
+    def closing(self, i: int) -> int | None:
+        """The index of the `)` closing the group whose first token is `i` (None at the end)."""
+        lexer, text = self.lexer, self.text
+        depth = 1
+        while True:
+            token = lexer.get(i, exact=True)
+            if token is None:
+                return None
+            if token.kind == SYMBOL:
+                word = text[token.start : token.end]
+                if word == "(":
+                    depth += 1
+                elif word == ")":
+                    depth -= 1
+                    if depth == 0:
+                        return i
+            i += 1
 
     def option(self, i: int) -> Scan | None:
         token = self.lexer.get(i, exact=True)
@@ -361,6 +456,19 @@ class _Reader:
                     f"notation {word}", token.start, "a token that could change how Lean lexes"
                 )
             i += 1
+
+
+# Where a context tactic may take options: its name, then (over spaces, line breaks and
+# line comments, as Lean reads them: it takes options on the next lines too, indented
+# further) a character that may begin an option, a clause or a block comment before one.
+# Anything else (a `[` term list, `only`, `<;>`, the next tactic, the end) shows that none
+# follows, so the usual `nlinarith [sq_nonneg x]` costs no lexing. This only chooses where
+# the lexer looks (as the needle search does); what is there is the lexer's reading.
+_CONTEXT = re.compile(
+    "(?:"
+    + "|".join(re.escape(t) for t in CONTEXT_TACTICS)
+    + r")[\w!?'.]*+[ \t\r\n]*+(?:--[^\n]*+\n[ \t\r\n]*+)*+(?=[(+\-*/])"
+)
 
 
 def _hash_allowed(word: str) -> bool:
