@@ -161,7 +161,8 @@ assert all(any(needle in word for needle in CANDIDATES) for word in REFUSED_COMM
 def scan(text: str) -> Scan:
     """The policy's verdict on one snippet (or tactic, or reference)."""
     found = positions(text, CANDIDATES)
-    context = [m.start() for m in _CONTEXT.finditer(text)]
+    match = _OPTIONS_FOLLOW.match
+    context = [at for at in positions(text, CONTEXT_TACTICS) if match(text, at)]
     # A string with a `{` may end where only interpolation says (core.lexer):
     # then the whole text is read, since what such a string hides could also
     # be a declaration the axiom check must see (core/declarations.py).
@@ -458,17 +459,14 @@ class _Reader:
             i += 1
 
 
-# Where a context tactic may take options: its name, then (over spaces, line breaks and
-# line comments, as Lean reads them: it takes options on the next lines too, indented
-# further) a character that may begin an option, a clause or a block comment before one.
+# Where a context tactic (found by the needle search) may take options: the rest of its
+# name, then (over spaces, line breaks and line comments, as Lean reads them: it takes
+# options on the next lines too, indented further) a character that may begin an option,
+# a clause or a block comment before one.
 # Anything else (a `[` term list, `only`, `<;>`, the next tactic, the end) shows that none
 # follows, so the usual `nlinarith [sq_nonneg x]` costs no lexing. This only chooses where
 # the lexer looks (as the needle search does); what is there is the lexer's reading.
-_CONTEXT = re.compile(
-    "(?:"
-    + "|".join(re.escape(t) for t in CONTEXT_TACTICS)
-    + r")[\w!?'.]*+[ \t\r\n]*+(?:--[^\n]*+\n[ \t\r\n]*+)*+(?=[(+\-*/])"
-)
+_OPTIONS_FOLLOW = re.compile(r"[\w!?'.]*+[ \t\r\n]*+(?:--[^\n]*+\n[ \t\r\n]*+)*+[(+\-*/]")
 
 
 def _hash_allowed(word: str) -> bool:
