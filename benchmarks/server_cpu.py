@@ -5,6 +5,7 @@
     python -m benchmarks.profile_share benchmarks/out/spy.txt
     python -m benchmarks.server_cpu --requests 320 --rpc batch --batch 16 --checks default \
         --cprofile benchmarks/out/serve.prof    # then: python -m pstats benchmarks/out/serve.prof
+    python -m benchmarks.server_cpu --requests 160 --rpc batch --batch 16 --waiting 20
 
 One `leanrpc serve` subprocess on the stand-in REPL (result cache off, `--workers` workers),
 a warm-up, then the server process's CPU (user + system, its REPLs not counted) is read
@@ -12,7 +13,9 @@ before and after `--requests` miniF2F snippets sent with `--concurrency` in flig
 `Verify` calls of one snippet, `Verify` calls of `--batch` snippets (`--rpc batch`: a GRPO
 group sent at once), or over one `VerifyStream`. The idle rate (server CPU per second with nothing
 to do, over `--idle` seconds) is printed apart, so a reader can tell the per-request cost from
-timers. `--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
+timers; so is, with `--waiting S`, the rate while every worker holds one command that answers
+nothing for S seconds (the memory watch polls busy workers: a cost per second, which the
+figure per request pays in proportion to how long each request keeps a worker busy). `--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
 the figure is the one `benchmarks.load compare` reports; a smaller scale runs faster, with
 more answers per wakeup and so a lower figure). CPU time, not wall time: less sensitive to
 other load on the machine than throughput, not immune to it (cache misses, fewer answers per
@@ -66,6 +69,20 @@ def main_thread_seconds(process: psutil.Process) -> float:
         if thread.id == process.pid:
             return thread.user_time + thread.system_time
     return 0.0
+
+
+def main_thread_sleeps(pid: int) -> int:
+    """How many times the main thread went to sleep and was woken (its voluntary context
+    switches): each answer, timer or call it waits for after a pause is one, and each
+    costs CPU before any work is done (benchmarks/wake_cost.py)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: int = 8) -> int:
@@ -124,6 +141,45 @@ async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: 
     return valid
 
 
+async def waiting_cpu(
+    port: int, process: psutil.Process, workers: int, seconds: float
+) -> tuple[float, int]:
+    """Server CPU per second (ms) while each of `workers` workers holds one command that
+    answers nothing for longer than `seconds` (a stand-in burn): what watching busy
+    workers costs with no answer to read (the memory watch's polls, issue 38 item 6);
+    and how many held calls were answered before the window closed (0 when it measured
+    what it says). The held calls are cancelled afterwards (their workers are replaced)."""
+    import grpc
+
+    from leanrpc.v1 import verifier_pb2 as pb
+    from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
+
+    code = f"theorem t : True := by\n  trivial\n--@standin: burn={seconds + 10:g}\n"
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    stub = pb_grpc.VerifierStub(channel)
+    options = pb.VerifyOptions()
+    options.timeout.FromSeconds(int(seconds) + 60)
+    calls = [
+        asyncio.ensure_future(
+            stub.Verify(
+                pb.VerifyRequest(snippets=[pb.Snippet(id=f"hold-{n}", code=code)], options=options)
+            )
+        )
+        for n in range(workers)
+    ]
+    try:
+        await asyncio.sleep(2.0)  # every held command reached its worker
+        cpu0 = cpu_seconds(process)
+        await asyncio.sleep(seconds)
+        cpu = cpu_seconds(process) - cpu0
+        return 1000 * cpu / seconds, sum(call.done() for call in calls)
+    finally:
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        await channel.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400)
@@ -147,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
         "--idle", type=float, default=3.0, help="seconds of idle CPU measured (0: none)"
+    )
+    parser.add_argument(
+        "--waiting",
+        type=float,
+        default=0.0,
+        help="seconds of server CPU measured, after the rounds, while each worker holds one "
+        "command that answers nothing meanwhile (the memory watch's polls; 0: none)",
     )
     parser.add_argument(
         "--py-spy", default="", metavar="FILE", help="py-spy raw profile of the measured rounds"
@@ -189,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     server, port = serve_leanrpc(table, tmp, wrapper)
     spy = None
     rows = []
+    waiting_ms_per_s = None
+    waiting_answered = None
     try:
         asyncio.run(wait_port(port, server, 60, "leanrpc serve"))
         process = psutil.Process(server.pid)
@@ -226,9 +291,11 @@ def main(argv: list[str] | None = None) -> int:
             load = os.getloadavg()[0]
             cpu0, t0 = cpu_seconds(process), time.perf_counter()
             main0 = main_thread_seconds(process)
+            sleeps0 = main_thread_sleeps(server.pid)
             valid = asyncio.run(drive(port, codes, args.rpc, args.concurrency, args.batch))
             cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - t0
             main_cpu = main_thread_seconds(process) - main0
+            sleeps = main_thread_sleeps(server.pid) - sleeps0
             rows.append(
                 {
                     "round": n + 1,
@@ -241,8 +308,13 @@ def main(argv: list[str] | None = None) -> int:
                     "req_per_s": round(len(codes) / wall, 1),
                     "server_cpu_ms_per_request": round(1000 * cpu / len(codes), 3),
                     "main_thread_ms_per_request": round(1000 * main_cpu / len(codes), 3),
+                    "wakeups_per_request": round(sleeps / len(codes), 2),
                     "loadavg_at_start": round(load, 2),
                 }
+            )
+        if args.waiting > 0:
+            waiting_ms_per_s, waiting_answered = asyncio.run(
+                waiting_cpu(port, process, args.workers, args.waiting)
             )
         if args.cprofile:
             server.send_signal(signal.SIGUSR2)
@@ -270,19 +342,35 @@ def main(argv: list[str] | None = None) -> int:
             else "idle not measured"
         )
     )
+    if waiting_ms_per_s is not None:
+        print(
+            f"# waiting: {waiting_ms_per_s:.2f} ms/s of server CPU while each of the "
+            f"{args.workers} workers held one command for {args.waiting:g} s"
+            + (f" ({waiting_answered} answered meanwhile)" if waiting_answered else "")
+        )
     print(
         "| round | requests | valid | wall s | req/s | server CPU ms/request "
-        "| of it, main thread | load avg |"
+        "| of it, main thread | its wakeups per request | load avg |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['round']} | {r['requests']} | {r['valid']} | {r['wall_s']} | {r['req_per_s']} | "
             f"{r['server_cpu_ms_per_request']} | {r['main_thread_ms_per_request']} | "
-            f"{r['loadavg_at_start']} |"
+            f"{r['wakeups_per_request']} | {r['loadavg_at_start']} |"
         )
     if args.json:
-        args.json.write_text(json.dumps({"idle_ms_per_s": idle_ms_per_s, "rounds": rows}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "idle_ms_per_s": idle_ms_per_s,
+                    "waiting_ms_per_s": waiting_ms_per_s,
+                    "waiting_answered": waiting_answered,
+                    "rounds": rows,
+                },
+                indent=1,
+            )
+        )
     return 0 if rows else 1
 
 

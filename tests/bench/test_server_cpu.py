@@ -39,6 +39,9 @@ def test_server_cpu_measures_a_round(tmp_path, rpc):
     # A figure, never missing; 6 requests may read 0: the kernel counts a process's CPU in
     # clock ticks (10 ms), and a fast machine serves them within one (failed so on a CI run).
     assert row["server_cpu_ms_per_request"] >= 0
+    # The server's main thread slept between calls and was woken for each (its voluntary
+    # context switches): a count, never missing.
+    assert row["wakeups_per_request"] > 0
     assert "server CPU ms/request" in done.stdout
 
 
@@ -57,3 +60,13 @@ def test_server_cpu_cprofile_holds_the_measured_requests(tmp_path):
         if path.endswith("services/resolve.py")
     }
     assert calls.get("resolve") == 5, calls
+
+
+def test_server_cpu_waiting_holds_every_worker_for_the_window(tmp_path):
+    """`--waiting S`: the rate is measured while the held commands are still unanswered
+    (none of them came back inside the window), and is reported as a number."""
+    out = tmp_path / "cpu.json"
+    _server_cpu(2, "unary", "--waiting", "1.5", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert report["waiting_answered"] == 0
+    assert report["waiting_ms_per_s"] >= 0
