@@ -3,25 +3,13 @@ each row has a CPU figure per line."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from benchmarks.config import REPO
+from benchmarks import wake_cost
 
 
-def test_wake_cost_reads_every_line_at_both_paces():
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.wake_cost", "--frames", "20", "--rounds", "1"]
-        + ["--gap", "0.01", "--hot-gap", "0.001"],
-        cwd=REPO,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines()[2:]]
+def test_wake_cost_reads_every_line_at_both_paces(capsys):
+    argv = ["--frames", "20", "--rounds", "1", "--gap", "0.01", "--hot-gap", "0.001"]
+    assert wake_cost.main(argv) == 0
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines()[2:]]
     assert [float(r[1]) for r in rows] == [0.01, 0.001]
     for _round, _gap, reads, per_line in rows:
         # The pipe may join lines that come close together, never lose one.

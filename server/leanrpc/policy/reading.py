@@ -359,21 +359,15 @@ class _Reader:
 
     def closing(self, i: int) -> int | None:
         """The index of the `)` closing the group whose first token is `i` (None at the end)."""
-        lexer, text = self.lexer, self.text
         depth = 1
-        while True:
-            token = lexer.get(i, exact=True)
-            if token is None:
-                return None
-            if token.kind == SYMBOL:
-                word = text[token.start : token.end]
-                if word == "(":
-                    depth += 1
-                elif word == ")":
-                    depth -= 1
-                    if depth == 0:
-                        return i
-            i += 1
+        for at, token, word in self.exact_tokens(i):
+            if token.kind == SYMBOL and word == "(":
+                depth += 1
+            elif token.kind == SYMBOL and word == ")":
+                depth -= 1
+                if depth == 0:
+                    return at
+        return None
 
     def option(self, i: int) -> Scan | None:
         token = self.lexer.get(i, exact=True)
@@ -441,13 +435,9 @@ class _Reader:
     def notation(self, i: int) -> Scan | None:
         """The atoms (string literals) of a token-adding command, up to its `=>`."""
         lexer, text = self.lexer, self.text
-        while True:
-            token = lexer.get(i, exact=True)
-            if token is None:
-                return None
-            word = text[token.start : token.end]
+        for at, token, word in self.exact_tokens(i):
             if token.kind == SYMBOL and word == "=":
-                nxt = lexer.get(i + 1, exact=True)
+                nxt = lexer.get(at + 1, exact=True)
                 if nxt is not None and nxt.start == token.end and text[nxt.start] == ">":
                     return None
             if token.kind == SYMBOL and word == "⇒":
@@ -456,6 +446,16 @@ class _Reader:
                 return self.refused(
                     f"notation {word}", token.start, "a token that could change how Lean lexes"
                 )
+        return None
+
+    def exact_tokens(self, i: int):
+        """(index, token, its text) of every token from `i` on, as the lexer reads them all."""
+        lexer, text = self.lexer, self.text
+        while True:
+            token = lexer.get(i, exact=True)
+            if token is None:
+                return
+            yield i, token, text[token.start : token.end]
             i += 1
 
 
