@@ -71,6 +71,8 @@ def refusals(text: str, limit: int = 400) -> list[str]:
         at = _offset(text, verdict.line, verdict.column)
         kind, _, name = construct.partition(" ")
         word = name if kind in ("attribute", "set_option") and name else kind
+        if kind.startswith("("):  # `(add …)`: named at its word, after the `(`
+            word = kind[1:]
         if not name and kind in ("attribute", "set_option", "notation"):
             return found + [STOP]
         if (

@@ -23,49 +23,6 @@ REFUSED = [
     ("theorem t : 1 = 1 := by\n  conv => run_conv pure ()", "run_conv", 2, 10),
     ("theorem t : 1 = 1 := by\n  conv =>\n    run_conv (IO.println 1 : IO Unit)", "run_conv", 3, 4),
     ("declare_aesop_rule_sets [Foo]", "declare_aesop_rule_sets", 1, 0),
-    # A rule added in an Aesop call may name a constant of tactic type, which Aesop's
-    # `tactic` builder (tried by its default builder too) evaluates: the snippet's own code.
-    (
-        "def evil : Lean.Elab.Tactic.TacticM Unit := pure ()\n"
-        "example : True := by aesop (add safe evil)",
-        "aesop (add …)",
-        2,
-        21,
-    ),
-    (
-        "example : True := by aesop? (config := {}) (add unsafe 50% tactic evil)",
-        "aesop? (add …)",
-        1,
-        21,
-    ),
-    ("example : True := by\n  aesop_cat\n    -- c\n    (add safe evil)", "aesop_cat (add …)", 2, 2),
-    # Configurations that hold code the tactic runs (linarith's `discharger`, its
-    # preprocessors; solve_by_elim's `discharge`, `proc`): evaluated, then run.
-    (
-        "example (h : 0 < x) : 0 < x := by linarith (config := {discharger := pure ()})",
-        "linarith (config := …)",
-        1,
-        34,
-    ),
-    (
-        "example (h : 0 < x) : 0 < x := by\n  nlinarith! +splitNe\n    (discharger := pure ())",
-        "nlinarith! (discharger := …)",
-        2,
-        2,
-    ),
-    (
-        "example (h : 0 < x) : 0 < x := by linarith /- c -/ (config := {})",
-        "linarith (config := …)",
-        1,
-        34,
-    ),
-    (
-        "example : True := by solve_by_elim* (discharge := fun _ => pure none)",
-        "solve_by_elim (discharge := …)",
-        1,
-        21,
-    ),
-    ("example : True := by apply_rules (config := {}) [h]", "apply_rules (config := …)", 1, 21),
     ('elab "x" : tactic => pure ()', "elab", 1, 0),
     ("elab_rules : tactic | `(tactic| x) => pure ()", "elab_rules", 1, 0),
     ('macro "x" : tactic => `(tactic| trivial)', "macro", 1, 0),
@@ -200,6 +157,48 @@ def test_each_construct_is_refused_with_its_line_and_column(text, construct, lin
     assert f"{construct} at line {line}, column {column}" in found.message
 
 
+# Code a standard tactic runs because the snippet hands it over (docs/SECURITY.md): a rule
+# added in an Aesop call (a constant of tactic type, evaluated by Aesop's `tactic` builder,
+# which its default builder tries too), after `aesop…` or any tactic built on Aesop, the
+# command form of the `@[aesop]` attribute, and configurations that hold code the tactic
+# runs (linarith's `discharger` and preprocessors; solve_by_elim's `discharge`, `proc`).
+# text -> (construct, line, column)
+HANDED_OVER = {
+    "def evil : TacticM Unit := pure ()\nexample := by aesop (add safe evil)": (
+        "aesop (add …)",
+        2,
+        14,
+    ),
+    "example := by aesop? (config := {}) (add unsafe 50% tactic evil)": ("aesop? (add …)", 1, 14),
+    "example : True := by\n  aesop_cat\n    -- c\n    (add safe evil)": ("aesop_cat (add …)", 2, 2),
+    "example : True := by finiteness (add safe evil)": ("(add …)", 1, 33),
+    "example : True := by restrict_tac (\n  /- c -/ add safe evil)": ("(add …)", 2, 10),
+    "example : True := by finiteness (-- c\n    add safe evil)": ("(add …)", 2, 4),
+    "example : True := by finiteness (add 50% evil)": ("(add …)", 1, 33),
+    "add_aesop_rules safe tactic evil": ("add_aesop_rules", 1, 0),
+    "example := by linarith (config := {discharger := pure ()})": ("linarith (config := …)", 1, 14),
+    "example := by\n  nlinarith! +splitNe\n    (discharger := t)": (
+        "nlinarith! (discharger := …)",
+        2,
+        2,
+    ),
+    "example := by linarith /- c -/ (config := {})": ("linarith (config := …)", 1, 14),
+    "example := by solve_by_elim* (discharge := fun _ => t)": (
+        "solve_by_elim (discharge := …)",
+        1,
+        14,
+    ),
+    "example : True := by apply_rules (config := {}) [h]": ("apply_rules (config := …)", 1, 21),
+}
+
+
+@pytest.mark.parametrize("text", list(HANDED_OVER))
+def test_code_handed_to_a_tactic_is_refused_at_the_tactic(text):
+    construct, line, column = HANDED_OVER[text]
+    found = scan(text)
+    assert (found.refused, found.line, found.column) == (construct, line, column)
+
+
 ALLOWED = [
     "-- #eval 1\ntheorem t : True := trivial",
     "/- #eval 1 /- run_cmd -/ elab -/ theorem t : True := trivial",
@@ -240,6 +239,12 @@ ALLOWED = [
     "example (h : 0 < x) : 0 < x := by\n  linarith\n  -- (config := {}) in a comment\n  exact h",
     "example : True := by aesop\nexample : True := by aesop (rule_sets := [-builtin]) (config := {})",
     "example : True := by solve_by_elim [h]\nexample : True := by (linarith)",
+    # `add` as a named argument, a case name, a field: no Aesop clause
+    "theorem t : x := foo (zero := by simp)\n  (add := ?_) (smul := ?_) hu",
+    "theorem t : x := by\n  induction x with\n  | zero => simp\n  | add a b _ _ ha hb => simp",
+    "theorem t : x := by\n  have h4 := (h1.sub h2).add h3\n  simp [mul_add, add_mul] at h4",
+    '-- (add safe evil)\ntheorem t : True := trivial\ndef s := "(add safe evil)"',
+    "theorem t (a b : P) : (add a b).x = a.x + b.x := rfl",  # a function named `add`
 ]
 
 

@@ -205,6 +205,9 @@ _TYPED_COMMANDS = frozenset(
         # included; Aesop's `declare_aesop_rule_sets` expands into `initialize`.
         "run_conv",
         "declare_aesop_rule_sets",
+        # Aesop's command form of the `@[aesop]` attribute (refused as an attribute):
+        # `add_aesop_rules safe tactic evil` makes every later `aesop` evaluate `evil`.
+        "add_aesop_rules",
     }
 )
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_'!?]*")

@@ -147,6 +147,20 @@ CANDIDATES = (
 # than an end or a plain argument follows them (`_OPTIONS_MAY_FOLLOW`), so the usual
 # `nlinarith [sq_nonneg x]` costs no lexing.
 CONTEXT_TACTICS = tuple(sorted({t.rstrip("!") for t in CODE_CONFIG_TACTICS} | {AESOP_PREFIX}))
+# Aesop's `(add …)` clause after any tactic built on Aesop (`finiteness`, `aesop_graph`,
+# Mathlib's wrappers that take its clauses): the word `add` right after a `(`
+# (`_add_clause`), in a group that holds what marks an Aesop rule
+# (`_Reader.aesop_rule_within`); a named
+# argument `(add := …)` and a term `(add a b)` are not clauses.
+# (A look-behind in the pattern would cost Python's search its literal start: 117 µs per
+# real proof against 5; the character before is checked after the match.)
+_ADD = re.compile(r"add(?![\w'!?])")
+# What marks an Aesop rule (Aesop/Frontend/RuleExpr.lean): a phase, a builder, or a
+# percent priority (`50%`, which stands for the `unsafe` phase); a term has none of them.
+_AESOP_RULE_WORDS = frozenset(
+    {"safe", "norm", "unsafe", "tactic", "apply", "forward", "destruct", "constructors"}
+    | {"cases", "cases_type", "unfold", "simp"}
+)
 # The generated words no needle above finds (`polyrith`, `plausible`, `eval`).
 CANDIDATES += tuple(
     sorted(
@@ -163,6 +177,8 @@ def scan(text: str) -> Scan:
     found = positions(text, CANDIDATES)
     match = _OPTIONS_FOLLOW.match
     context = [at for at in positions(text, CONTEXT_TACTICS) if match(text, at)]
+    if "add" in text:
+        context += [m.start() for m in _ADD.finditer(text) if _add_clause(text, m.start())]
     # A string with a `{` may end where only interpolation says (core.lexer):
     # then the whole text is read, since what such a string hides could also
     # be a declaration the axiom check must see (core/declarations.py).
@@ -275,6 +291,17 @@ class _Reader:
             return None
         if raw in NOTATION_COMMANDS:
             return self.notation(i + 1)
+        if (
+            raw == "add"
+            and _add_clause(text, token.start)
+            and not self.named(i + 1)
+            and self.aesop_rule_within(i + 1)
+        ):
+            return self.refused(
+                "(add …)",
+                token.start,
+                "an Aesop rule added in the call (a constant of tactic type is evaluated)",
+            )
         if raw in CODE_CONFIG_TACTICS:
             verdict = self.tactic_options(i + 1, raw, token.start, clause=None)
             if verdict is not None:
@@ -300,6 +327,29 @@ class _Reader:
             return False
         return self.text[first.start : first.end] == "(" and (
             self.text[second.start : second.end] == "config"
+        )
+
+    def aesop_rule_within(self, i: int) -> bool:
+        """The group that token `i` is in, up to its `)`, holds what marks an Aesop rule
+        (`_AESOP_RULE_WORDS`, or a `%`): every rule Aesop adds has a phase, a percent
+        priority or a builder, and a term such as `(add a b)` has none of them. True
+        where the group does not end (fail closed)."""
+        for _at, token, word, closes in self.group(i):
+            if closes:
+                return False
+            if (token.kind == IDENT and word in _AESOP_RULE_WORDS) or word == "%":
+                return True
+        return True
+
+    def named(self, i: int) -> bool:
+        """Tokens `i` and `i + 1` are `:=` (a named argument's)."""
+        colon, equals = self.lexer.get(i, exact=True), self.lexer.get(i + 1, exact=True)
+        return (
+            colon is not None
+            and equals is not None
+            and self.text[colon.start : colon.end] == ":"
+            and self.text[equals.start : equals.end] == "="
+            and equals.start == colon.end
         )
 
     def tactic_options(self, i: int, tactic: str, at: int, clause: str | None) -> Scan | None:
@@ -330,16 +380,7 @@ class _Reader:
                 return None
             head = text[first.start : first.end]
             if clause is None:
-                colon = lexer.get(i + 2, exact=True)
-                equals = lexer.get(i + 3, exact=True)
-                if (
-                    first.kind == IDENT
-                    and colon is not None
-                    and equals is not None
-                    and text[colon.start : colon.end] == ":"
-                    and text[equals.start : equals.end] == "="
-                    and equals.start == colon.end
-                ):
+                if first.kind == IDENT and self.named(i + 2):
                     return self.refused(
                         f"{tactic} ({head} := …)",
                         at,
@@ -359,15 +400,23 @@ class _Reader:
 
     def closing(self, i: int) -> int | None:
         """The index of the `)` closing the group whose first token is `i` (None at the end)."""
+        for at, _token, _word, closes in self.group(i):
+            if closes:
+                return at
+        return None
+
+    def group(self, i: int):
+        """(index, token, text, whether it closes the group) of each token from `i` on, up
+        to the `)` that closes the group `i` is in; to the end of the text if none does."""
         depth = 1
         for at, token, word in self.exact_tokens(i):
             if token.kind == SYMBOL and word == "(":
                 depth += 1
             elif token.kind == SYMBOL and word == ")":
                 depth -= 1
-                if depth == 0:
-                    return at
-        return None
+            yield at, token, word, depth == 0
+            if depth == 0:
+                return
 
     def option(self, i: int) -> Scan | None:
         token = self.lexer.get(i, exact=True)
@@ -467,6 +516,28 @@ class _Reader:
 # follows, so the usual `nlinarith [sq_nonneg x]` costs no lexing. This only chooses where
 # the lexer looks (as the needle search does); what is there is the lexer's reading.
 _OPTIONS_FOLLOW = re.compile(r"[\w!?'.]*+[ \t\r\n]*+(?:--[^\n]*+\n[ \t\r\n]*+)*+[(+\-*/]")
+
+
+def _add_clause(text: str, at: int) -> bool:
+    """Whether the `add` at `at` may open an Aesop clause: what comes before it (over
+    spaces and line breaks) is a `(`, or may be a comment that follows one (a block
+    comment's `/`, or a line break after a line holding `--`). Fail-closed: a division by
+    a variable named `add` is read as a clause too."""
+    k = at - 1
+    if k >= 0 and (text[k].isalnum() or text[k] in "_.'!?"):
+        return False  # the end of a longer name (`mul_add`, `h.add`)
+    crossed = False
+    while k >= 0 and text[k] in " \t\r\n":
+        crossed = crossed or text[k] == "\n"
+        k -= 1
+    if k < 0:
+        return False
+    if text[k] in "(/":
+        return True
+    if crossed:
+        line = text.rfind("\n", 0, k + 1)
+        return "--" in text[line + 1 : k + 1]
+    return False
 
 
 def _hash_allowed(word: str) -> bool:
