@@ -30,6 +30,7 @@ NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchar
 COMPILED_PYTHON = [
     ("core", "lexing"),
     ("policy", "reading"),
+    ("policy", "handover"),
     ("core", "blanking"),
     ("core", "declaring"),
 ]

@@ -35,10 +35,8 @@ Refused, from the lists in leanrpc.policy.lists:
 - a token-adding command (`notation`, `infix`, …) whose atom could change
   how later text lexes (a quote, `«`, `»`, `#`, a backtick, or a `-`/`/`
   inside a longer atom: comment openers);
-- a configuration item (`(config := …)`, `(field := …)`) after a tactic whose
-  configuration holds code it runs (`linarith`, `solve_by_elim`, …:
-  lists.CODE_CONFIG_TACTICS), and an `(add …)` clause after an Aesop tactic (a rule
-  naming a constant of tactic type is evaluated): both run what the snippet wrote.
+- code handed to a standard tactic (policy.handover: a configuration that holds
+  code, an Aesop `(add …)` clause), read in context after the tactic.
 Native evaluation (`native_decide`, any `native` name: `decide +native`,
 `+«native»`, `(config := {«native» := true})`; `decide (config := …)` with
 any config; `Lean.reduceBool`, `ofReduceBool`, …) is reported, not
@@ -47,15 +45,16 @@ refused: the verify service answers it by the axiom rule (services.verify).
 Only the text up to the last place where a construct could be (a C-speed
 needle search, leanrpc.core.needles.positions) is lexed: text after it
 holds none, whatever its reading. Text in, verdict out.
-May import: leanrpc.core.lexer, leanrpc.core.needles, leanrpc.policy.lists.
+May import: leanrpc.core.lexer, leanrpc.core.needles, leanrpc.core._impl,
+leanrpc.policy.lists, leanrpc.policy.handover (or its compiled build, handover_c).
 """
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import re
 
+from ..core._impl import extensions_disabled
 from ..core.lexer import (
     DOC,
     HASH,
@@ -83,6 +82,11 @@ from .lists import (
     REFUSED_COMMANDS,
     REFUSED_OPTION_PREFIXES,
 )
+
+if extensions_disabled():
+    from .handover import context_marks, exact_tokens, handed_over
+else:  # the same source, compiled (setup.py), as this module is on the hot path
+    from .handover_c import context_marks, exact_tokens, handed_over  # type: ignore
 
 __all__ = ["Scan", "scan", "CANDIDATES", "UNREADABLE"]
 
@@ -143,24 +147,6 @@ CANDIDATES = (
     "prefix",
     "postfix",
 )
-# Tactics read in context (`_Reader.tactic_options`): marked only where something other
-# than an end or a plain argument follows them (`_OPTIONS_MAY_FOLLOW`), so the usual
-# `nlinarith [sq_nonneg x]` costs no lexing.
-CONTEXT_TACTICS = tuple(sorted({t.rstrip("!") for t in CODE_CONFIG_TACTICS} | {AESOP_PREFIX}))
-# Aesop's `(add …)` clause after any tactic built on Aesop (`finiteness`, `aesop_graph`,
-# Mathlib's wrappers that take its clauses): the word `add` right after a `(`
-# (`_add_clause`), in a group that holds what marks an Aesop rule
-# (`_Reader.aesop_rule_within`); a named
-# argument `(add := …)` and a term `(add a b)` are not clauses.
-# (A look-behind in the pattern would cost Python's search its literal start: 117 µs per
-# real proof against 5; the character before is checked after the match.)
-_ADD = re.compile(r"add(?![\w'!?])")
-# What marks an Aesop rule (Aesop/Frontend/RuleExpr.lean): a phase, a builder, or a
-# percent priority (`50%`, which stands for the `unsafe` phase); a term has none of them.
-_AESOP_RULE_WORDS = frozenset(
-    {"safe", "norm", "unsafe", "tactic", "apply", "forward", "destruct", "constructors"}
-    | {"cases", "cases_type", "unfold", "simp"}
-)
 # The generated words no needle above finds (`polyrith`, `plausible`, `eval`).
 CANDIDATES += tuple(
     sorted(
@@ -175,10 +161,7 @@ assert all(any(needle in word for needle in CANDIDATES) for word in REFUSED_COMM
 def scan(text: str) -> Scan:
     """The policy's verdict on one snippet (or tactic, or reference)."""
     found = positions(text, CANDIDATES)
-    match = _OPTIONS_FOLLOW.match
-    context = [at for at in positions(text, CONTEXT_TACTICS) if match(text, at)]
-    if "add" in text:
-        context += [m.start() for m in _ADD.finditer(text) if _add_clause(text, m.start())]
+    context = context_marks(text)
     # A string with a `{` may end where only interpolation says (core.lexer):
     # then the whole text is read, since what such a string hides could also
     # be a declaration the axiom check must see (core/declarations.py).
@@ -291,25 +274,11 @@ class _Reader:
             return None
         if raw in NOTATION_COMMANDS:
             return self.notation(i + 1)
-        if (
-            raw == "add"
-            and _add_clause(text, token.start)
-            and not self.named(i + 1)
-            and self.aesop_rule_within(i + 1)
-        ):
-            return self.refused(
-                "(add …)",
-                token.start,
-                "an Aesop rule added in the call (a constant of tactic type is evaluated)",
-            )
-        if raw in CODE_CONFIG_TACTICS:
-            verdict = self.tactic_options(i + 1, raw, token.start, clause=None)
-            if verdict is not None:
-                return verdict
-        elif raw.startswith(AESOP_PREFIX):
-            verdict = self.tactic_options(i + 1, raw, token.start, clause="add")
-            if verdict is not None:
-                return verdict
+        if raw == "add" or raw in CODE_CONFIG_TACTICS or raw.startswith(AESOP_PREFIX):
+            handed = handed_over(self.lexer, text, i, raw)
+            if handed is not None:
+                construct, reason = handed
+                return self.refused(construct, token.start, reason)
         name = ident_name(text, token)
         last = name.rsplit(".", 1)[-1]
         if last in NATIVE_NAMES or (raw == "decide" and self.has_config(i + 1)):
@@ -328,95 +297,6 @@ class _Reader:
         return self.text[first.start : first.end] == "(" and (
             self.text[second.start : second.end] == "config"
         )
-
-    def aesop_rule_within(self, i: int) -> bool:
-        """The group that token `i` is in, up to its `)`, holds what marks an Aesop rule
-        (`_AESOP_RULE_WORDS`, or a `%`): every rule Aesop adds has a phase, a percent
-        priority or a builder, and a term such as `(add a b)` has none of them. True
-        where the group does not end (fail closed)."""
-        for _at, token, word, closes in self.group(i):
-            if closes:
-                return False
-            if (token.kind == IDENT and word in _AESOP_RULE_WORDS) or word == "%":
-                return True
-        return True
-
-    def named(self, i: int) -> bool:
-        """Tokens `i` and `i + 1` are `:=` (a named argument's)."""
-        colon, equals = self.lexer.get(i, exact=True), self.lexer.get(i + 1, exact=True)
-        return (
-            colon is not None
-            and equals is not None
-            and self.text[colon.start : colon.end] == ":"
-            and self.text[equals.start : equals.end] == "="
-            and equals.start == colon.end
-        )
-
-    def tactic_options(self, i: int, tactic: str, at: int, clause: str | None) -> Scan | None:
-        """The options right after a tactic (token `i` on): flags (`+x`, `-x`, `*`) are
-        passed over, and so are parenthesized groups; with `clause` None, a group that
-        opens a configuration item (`(name :=`) is refused, with `clause`, a group whose
-        first word is it (Aesop's `(add …)`), named at the tactic (`at`). Stops at anything
-        else."""
-        lexer, text = self.lexer, self.text
-        while True:
-            token = lexer.get(i, exact=True)
-            if token is None:
-                return None
-            word = text[token.start : token.end]
-            if token.kind == SYMBOL and word in ("+", "-", "*"):
-                i += 1
-                continue
-            if token.kind == IDENT and i > 0:
-                before = lexer.get(i - 1, exact=True)
-                if before is not None and before.kind == SYMBOL and before.end == token.start:
-                    if text[before.start : before.end] in ("+", "-"):
-                        i += 1  # a flag's name
-                        continue
-            if token.kind != SYMBOL or word != "(":
-                return None
-            first = lexer.get(i + 1, exact=True)
-            if first is None:
-                return None
-            head = text[first.start : first.end]
-            if clause is None:
-                if first.kind == IDENT and self.named(i + 2):
-                    return self.refused(
-                        f"{tactic} ({head} := …)",
-                        at,
-                        "a configuration of a tactic whose configuration holds code it runs "
-                        "(evaluated while Lean elaborates)",
-                    )
-            elif first.kind == IDENT and head == clause:
-                return self.refused(
-                    f"{tactic} ({clause} …)",
-                    at,
-                    "an Aesop rule added in the call (a constant of tactic type is evaluated)",
-                )
-            i = self.closing(i + 1)
-            if i is None:
-                return None
-            i += 1
-
-    def closing(self, i: int) -> int | None:
-        """The index of the `)` closing the group whose first token is `i` (None at the end)."""
-        for at, _token, _word, closes in self.group(i):
-            if closes:
-                return at
-        return None
-
-    def group(self, i: int):
-        """(index, token, text, whether it closes the group) of each token from `i` on, up
-        to the `)` that closes the group `i` is in; to the end of the text if none does."""
-        depth = 1
-        for at, token, word in self.exact_tokens(i):
-            if token.kind == SYMBOL and word == "(":
-                depth += 1
-            elif token.kind == SYMBOL and word == ")":
-                depth -= 1
-            yield at, token, word, depth == 0
-            if depth == 0:
-                return
 
     def option(self, i: int) -> Scan | None:
         token = self.lexer.get(i, exact=True)
@@ -484,7 +364,7 @@ class _Reader:
     def notation(self, i: int) -> Scan | None:
         """The atoms (string literals) of a token-adding command, up to its `=>`."""
         lexer, text = self.lexer, self.text
-        for at, token, word in self.exact_tokens(i):
+        for at, token, word in exact_tokens(lexer, text, i):
             if token.kind == SYMBOL and word == "=":
                 nxt = lexer.get(at + 1, exact=True)
                 if nxt is not None and nxt.start == token.end and text[nxt.start] == ">":
@@ -496,48 +376,6 @@ class _Reader:
                     f"notation {word}", token.start, "a token that could change how Lean lexes"
                 )
         return None
-
-    def exact_tokens(self, i: int):
-        """(index, token, its text) of every token from `i` on, as the lexer reads them all."""
-        lexer, text = self.lexer, self.text
-        while True:
-            token = lexer.get(i, exact=True)
-            if token is None:
-                return
-            yield i, token, text[token.start : token.end]
-            i += 1
-
-
-# Where a context tactic (found by the needle search) may take options: the rest of its
-# name, then (over spaces, line breaks and line comments, as Lean reads them: it takes
-# options on the next lines too, indented further) a character that may begin an option,
-# a clause or a block comment before one.
-# Anything else (a `[` term list, `only`, `<;>`, the next tactic, the end) shows that none
-# follows, so the usual `nlinarith [sq_nonneg x]` costs no lexing. This only chooses where
-# the lexer looks (as the needle search does); what is there is the lexer's reading.
-_OPTIONS_FOLLOW = re.compile(r"[\w!?'.]*+[ \t\r\n]*+(?:--[^\n]*+\n[ \t\r\n]*+)*+[(+\-*/]")
-
-
-def _add_clause(text: str, at: int) -> bool:
-    """Whether the `add` at `at` may open an Aesop clause: what comes before it (over
-    spaces and line breaks) is a `(`, or may be a comment that follows one (a block
-    comment's `/`, or a line break after a line holding `--`). Fail-closed: a division by
-    a variable named `add` is read as a clause too."""
-    k = at - 1
-    if k >= 0 and (text[k].isalnum() or text[k] in "_.'!?"):
-        return False  # the end of a longer name (`mul_add`, `h.add`)
-    crossed = False
-    while k >= 0 and text[k] in " \t\r\n":
-        crossed = crossed or text[k] == "\n"
-        k -= 1
-    if k < 0:
-        return False
-    if text[k] in "(/":
-        return True
-    if crossed:
-        line = text.rfind("\n", 0, k + 1)
-        return "--" in text[line + 1 : k + 1]
-    return False
 
 
 def _hash_allowed(word: str) -> bool:
