@@ -15,7 +15,8 @@ group sent at once), or over one `VerifyStream`. The idle rate (server CPU per s
 to do, over `--idle` seconds) is printed apart, so a reader can tell the per-request cost from
 timers; so is, with `--waiting S`, the rate while every worker holds one command that answers
 nothing for S seconds (the memory watch polls busy workers: a cost per second, which the
-figure per request pays in proportion to how long each request keeps a worker busy). `--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
+figure per request pays in proportion to how long each request keeps a worker busy).
+`--scale` is the stand-in's elaboration cost scale (default: the load harness's, so
 the figure is the one `benchmarks.load compare` reports; a smaller scale runs faster, with
 more answers per wakeup and so a lower figure). CPU time, not wall time: less sensitive to
 other load on the machine than throughput, not immune to it (cache misses, fewer answers per

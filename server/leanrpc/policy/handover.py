@@ -4,7 +4,8 @@ a tactic's options and clauses in context (docs/SECURITY.md, "The code policy").
 Owns: `context_marks` (where such a tactic or clause may be, for the lexer to look),
 `handed_over` (the verdict on one identifier token: construct and reason, or None) and
 the exact-token walks it reads with (`exact_tokens`, `group`). policy/reading.py's reader
-calls it for each identifier it reads and turns a verdict into its refusal.
+asks it at the identifiers it concerns (`add`, lists.CODE_CONFIG_TACTICS, a name starting
+with lists.AESOP_PREFIX) and turns a verdict into its refusal.
 
 What is refused, read after the tactic's name (Lean takes options on the next lines too):
 - any configuration item, `(config := …)` or `(field := …)`, of a tactic whose
@@ -18,9 +19,9 @@ What is refused, read after the tactic's name (Lean takes options on the next li
   `(add := …)` and a term `(add a b)` are not clauses.
 
 setup.py compiles this file unchanged with Cython as policy.handover_c (its marks run on
-every snippet); policy/reading.py picks the build. Why not the generated list: these tactics run fixed code unless handed some, so their
-names cannot be refused (real proofs use `nlinarith` everywhere); only what is handed
-over is. Text in, verdict out. May import: re, leanrpc.core.lexer, leanrpc.core.needles,
+every snippet); policy/reading.py picks the build. Why not the generated list: these
+tactics run fixed code unless handed some, so their names cannot be refused (real proofs
+use `nlinarith` everywhere); only what is handed over is. Text in, verdict out. May import: re, leanrpc.core.lexer, leanrpc.core.needles,
 leanrpc.policy.lists.
 """
 
