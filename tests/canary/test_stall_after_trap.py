@@ -2,8 +2,9 @@
 
 The REPL is tests/hostile/trapdoor_repl.py in `stall-after-trap` mode: an honest stand-in
 until a command holding `TRAPDOOR` is answered (code that got past the policy), after which
-the second command that follows it (the first is the trap's own `#print axioms`) is held
-longer than the time limit, as a thread the trap left behind parking the REPL's main loop.
+the command that follows it (the trap's own `#print axioms` rides in the trap's command,
+repl/trailing.py) is held longer than the time limit, as a thread the trap left behind
+parking the REPL's main loop.
 That command times out, and whoever sent it is answered TIMEOUT, since a timeout during a
 body's own commands is that body's (pool/pipeline.py `Group.owner`, as for a lone job).
 
@@ -35,7 +36,7 @@ LIMIT_S = 2.0  # the snippets' time limit; the stall holds a command three times
 
 def _config(tmp_path, log: Path, pipeline_bodies: int):
     # Only the canary before another client's job, with a limit of its own (a minute by default).
-    command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:2", f"log={log}"]
+    command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:1", f"log={log}"]
     config = trapdoor_config(tmp_path, command, rate=0.0, timeout_s=LIMIT_S)
     config.pool.pipeline_bodies = pipeline_bodies
     return config

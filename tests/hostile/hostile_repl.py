@@ -72,13 +72,14 @@ def answer(obj):
                 "data": '"4.33.0-rc2 (hostile fake)"',
             }
         )
-    for line, name in enumerate(re.findall(r"^#print axioms (\S+)", cmd, re.M)):
+    for found in re.finditer(r"^#print axioms (\S+)", cmd, re.M):
+        line = cmd.count("\n", 0, found.start()) + 1  # placed where Lean places it
         messages.append(
             {
                 "severity": "info",
-                "pos": {"line": line + 1, "column": 0},
-                "endPos": {"line": line + 1, "column": 6},
-                "data": f"'{name}' does not depend on any axioms",
+                "pos": {"line": line, "column": 0},
+                "endPos": {"line": line, "column": 6},
+                "data": f"'{found[1]}' does not depend on any axioms",
             }
         )
     if "bad" in cmd:

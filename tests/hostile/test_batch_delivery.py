@@ -1,9 +1,10 @@
 """Issue 26 item 2, "a result is delivered only after nothing newer can poison
 its worker", where the exchange order allows it: Verify sends the body and its
-`#print axioms` follow-up as one pipelined batch with one fence and one /proc
-audit at its end (worker/channel.py exchange_batch). A thread the body left
-behind that is caught by that audit poisons the worker, and the body's own
-answer (VALID on its own) is never delivered."""
+`#print axioms` check in one exchange (the check's lines in the body's own
+command, repl/trailing.py; they were one pipelined batch before) with one fence
+and one /proc audit at its end. A thread the body left behind that is caught by
+that audit poisons the worker, and the body's own answer (VALID on its own) is
+never delivered."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ async def test_a_thief_caught_by_the_batchs_audit_withholds_the_bodys_answer():
 
 
 async def test_the_same_batch_without_the_thief_is_valid():
-    """The control: this fake answers the body and its axiom check as one batch."""
+    """The control: this fake answers the body and its axiom check in one exchange."""
     service = await start_service(workers=1, pool__max_retries=0)
     try:
         result = await service.verify(
@@ -43,6 +44,13 @@ async def test_the_same_batch_without_the_thief_is_valid():
         )
         assert result.status is Status.VALID and result.axioms_checked, result.error
         [worker] = service.pool.workers
-        assert worker._channel.batches == 1  # the body and its #print axioms: one fence, one audit
+        channel = worker._channel
+        before = channel.exchanges  # the worker's boot and header, and the first body
+        again = await service.verify(
+            "b", HEADER + GOOD.replace(" t ", " u "), VerifyOptions(timeout_s=20, check_axioms=True)
+        )
+        assert again.status is Status.VALID and again.axioms_checked, again.error
+        # The body and its #print axioms: one command, one fence, one audit.
+        assert channel.batches == 0 and channel.exchanges == before + 1
     finally:
         await service.pool.close(2.0)

@@ -16,7 +16,13 @@ HEADER = "import Mathlib\n\n"
 _LOOP = asyncio.new_event_loop()  # futures only: nothing runs on it
 
 
-def _job(body: str, *, axioms: bool = True, timeout_s: float = 10, **fields) -> BodyJob:
+def _job(
+    body: str, *, axioms: bool = True, timeout_s: float = 10, inline: bool = False, **fields
+) -> BodyJob:
+    """A body job; its checks are commands of their own unless `inline` (an infotree
+    asked for keeps them apart: BodyJob.inline)."""
+    if not inline:
+        fields.setdefault("infotree", "original")
     return BodyJob(
         split=split_header(HEADER + body),
         timeout_s=timeout_s,
@@ -43,6 +49,39 @@ def test_the_checks_name_the_env_each_body_will_get():
     payloads = group.payloads(["A", "B", "C"])
     assert payloads[0] == "A" and payloads[2] == "B" and payloads[3] == "C"
     assert [payloads[1].env, payloads[4].env] == [5, 8]
+
+
+def test_checks_riding_in_their_bodys_command_take_no_command_or_env_of_their_own():
+    jobs = [_job(f"theorem t{i} : True := trivial", inline=True) for i in range(3)]
+    jobs.append(_job("theorem r : True := trivial", inline=True, reference_query="#check @r"))
+    assert all(job.inline and job.follow() for job in jobs)
+    group = Group(jobs, first_env=5)
+    assert group.predicted == [5, 6, 7, 8]
+    assert group.payloads(["A", "B", "C", "D"]) == ["A", "B", "C", "D"]
+    # Each body's command holds its checks, each on lines after the body's.
+    text = jobs[3].sent_text()
+    assert text.startswith(jobs[3].text) and text.endswith("\n#print axioms t\n#check @r")
+    # An answer split back: the body's messages, each check's, placed as if on its own.
+    at = text.split("\n").index("#print axioms t") + 1  # the first check's line
+    response = repl.Response(
+        env=8,
+        messages=[
+            repl.ReplMessage(
+                severity="info", pos=repl.Pos(3, 0), data="'t' does not depend on any axioms"
+            ),
+            repl.ReplMessage(
+                severity="info", pos=repl.Pos(at, 0), data="'t' does not depend on any axioms"
+            ),
+            repl.ReplMessage(severity="info", pos=repl.Pos(at + 1, 0), data="r : True"),
+        ],
+    )
+    body, [after, reference] = jobs[3].split_answer(response)
+    assert [m.pos.line for m in body.messages] == [3]  # a body's own "answer" stays its own
+    assert [(m.pos.line, m.data) for m in after.messages] == [
+        (1, "'t' does not depend on any axioms")
+    ]
+    assert [(m.pos.line, m.data) for m in reference.messages] == [(1, "r : True")]
+    assert body.env == after.env == reference.env == 8
 
 
 def test_a_body_refused_an_env_keeps_its_answer_and_the_next_goes_alone():

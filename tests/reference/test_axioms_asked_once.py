@@ -159,7 +159,7 @@ async def test_the_repl_is_asked_once_per_name(monkeypatch):
         asked = [line for cmd in sent for line in cmd.splitlines() if "#print axioms" in line]
         # The reference's own elaboration asks once, the snippet's query once,
         # the axiom command only for the helper.
-        assert asked.count("#print axioms target") == 2, asked
+        assert asked.count("#print axioms _root_.target") == 2, asked  # the query's exact name
         assert asked.count("#print axioms helper") == 1, asked
         # Without the reference, the axiom command asks both.
         sent.clear()

@@ -121,16 +121,46 @@ async def test_the_fake_answers_an_honest_batch():
         await worker.stop(2.0)
 
 
-async def test_verify_sends_the_body_and_its_axiom_check_as_one_batch():
+async def test_verify_sends_the_axiom_check_in_the_bodys_own_command():
+    """One exchange per checked body (repl/trailing.py): the check's lines ride in
+    the body's command, one fence and one audit, and no env of its own."""
+    from leanrpc.services.verify import VerifyOptions
+    from workers_support import start_service
+
+    service = await start_service(workers=1)
+    try:
+        first = await service.verify(
+            "a", "import Mathlib\n\ntheorem t : True := trivial\n", VerifyOptions(check_axioms=True)
+        )
+        assert first.status.name == "VALID" and first.axioms_checked, first.error
+        [worker] = service.pool.workers
+        channel, env = worker._channel, worker.next_env
+        exchanges = channel.exchanges
+        result = await service.verify(
+            "b", "import Mathlib\n\ntheorem u : True := trivial\n", VerifyOptions(check_axioms=True)
+        )
+        assert result.status.name == "VALID" and result.axioms_checked, result.error
+        assert result.axioms == [] and not result.messages  # the check's answer is not the body's
+        assert channel.exchanges == exchanges + 1 and channel.batches == 0
+        assert worker.next_env == env + 1  # one env for the body and its check
+    finally:
+        await service.pool.close(2.0)
+
+
+async def test_a_body_asking_for_an_infotree_sends_its_axiom_check_as_one_batch():
+    """The check's lines would be in the infotree: it goes as a command of its own,
+    pipelined with the body (one fence)."""
     from leanrpc.services.verify import VerifyOptions
     from workers_support import start_service
 
     service = await start_service(workers=1)
     try:
         result = await service.verify(
-            "a", "import Mathlib\n\ntheorem t : True := trivial\n", VerifyOptions(check_axioms=True)
+            "a",
+            "import Mathlib\n\ntheorem t : True := trivial\n",
+            VerifyOptions(check_axioms=True, infotree="original"),
         )
-        assert result.status.name == "VALID", result.error
+        assert result.status.name == "VALID" and result.axioms_checked, result.error
         [worker] = service.pool.workers
         assert worker._channel.batches == 1  # body + #print axioms: one fence
     finally:

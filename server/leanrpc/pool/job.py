@@ -127,6 +127,19 @@ class _CommandJob(Job):
     # Command run on the command's env right after it (e.g. `#print axioms`).
     after_body: str | None = None
 
+    def apart(self) -> list[str]:
+        """The after-body commands sent as commands of their own, in the order their answers come."""
+        return [self.after_body] if self.after_body else []
+
+    def sent_text(self) -> str:
+        """The command text sent for it."""
+        return self.text
+
+    def split_answer(self, response: repl.Response) -> tuple[repl.Response, list | None]:
+        """(its own answer, [after_body's answer, reference_query's answer]) from the
+        answer to `sent_text()`; None for the second when no command rode in it."""
+        return response, None
+
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class BodyJob(_CommandJob):
@@ -135,6 +148,37 @@ class BodyJob(_CommandJob):
     # The statement queries of a reference check (leanrpc.reference), run
     # on the body's env after `after_body`; its answer is kept apart.
     reference_query: str | None = None
+
+    @property
+    def inline(self) -> bool:
+        """Its after-body commands ride in its own command (repl.trailing: one exchange
+        and one env per body) rather than as commands of their own: a body whose
+        answer is only messages and sorries. An infotree, tactics, root goals or
+        declarations asked for would take in the checks' commands too."""
+        return not (self.infotree or self.all_tactics or self.root_goals or self.declarations)
+
+    def follow(self) -> list[str]:
+        """The commands run on the body's env after it, in the order their answers
+        come: `after_body`, then `reference_query`."""
+        return [text for text in (self.after_body, self.reference_query) if text]
+
+    def apart(self) -> list[str]:
+        return [] if self.inline else self.follow()
+
+    def sent_text(self) -> str:
+        """`text`, with its after-body commands on the lines after it where they ride inline."""
+        follow = self.follow()
+        if not follow or not self.inline:
+            return self.text
+        return repl.trailing.append(self.text, follow)[0]
+
+    def split_answer(self, response: repl.Response) -> tuple[repl.Response, list | None]:
+        follow = self.follow()
+        if not follow or not self.inline:
+            return response, None
+        body, answers = repl.trailing.split(response, repl.trailing.append(self.text, follow)[1])
+        after = answers.pop(0) if self.after_body else None
+        return body, [after, answers.pop(0) if self.reference_query else None]
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)

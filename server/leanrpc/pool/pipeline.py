@@ -13,8 +13,9 @@ tickets' bookkeeping (attempts, uncharged, solo, future). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
 
     lead (dispatched) + riders (same client, stream, header, preamble, limits)
-      -> [body 0, its checks, body 1, its checks, ...] + ONE fence -> one audit
-      -> each body's answer and checks -> its own job's outcome
+      -> [body 0 (its checks on its last lines), body 1, ...] + ONE fence -> one audit
+      -> each body's answer, cut from its checks' (BodyJob.split_answer) -> its job's outcome
+    (a body asking for an infotree: [body 0, its checks, body 1, ...], each check a command)
 
 Why it is safe (docs/SECURITY.md, "Pipelined bodies"):
 
@@ -23,8 +24,9 @@ Why it is safe (docs/SECURITY.md, "Pipelined bodies"):
   answer, and checks the env and proof-state counters answer by answer; a
   missing, extra or forged frame poisons the worker and NO answer of the
   group is delivered (the audit vouches for the whole group or for none).
-* A body's checks are believed only when the body got the env predicted for
-  it: the checks name that env, so they are about that body. When an earlier
+* A body's checks in its own command are about it (repl/trailing.py). Checks
+  sent as commands of their own are believed only when the body got the env
+  predicted for it: the checks name that env, so they are about that body. When an earlier
   body broke the count (it was refused an env), a later body's checks named
   another env: that body goes again alone, never gets a verdict from them.
 * A failure of one body never becomes another body's verdict. A failure in
@@ -190,7 +192,7 @@ class Group:
 
     def __init__(self, jobs: list[BodyJob], first_env: int) -> None:
         self.jobs = jobs
-        self.follow = [_follow(job) for job in jobs]
+        self.follow = [job.apart() for job in jobs]
         # The env each body will get when every command before it got one.
         self.predicted = []
         env = first_env
@@ -253,11 +255,6 @@ class Group:
             before = checks_done
             at += 1 + len(follow)
         return pieces
-
-
-def _follow(job: BodyJob) -> list[str]:
-    """The after-body checks, in the order their answers come (as pool/runner.py `_follow`)."""
-    return [text for text in (job.after_body, job.reference_query) if text]
 
 
 async def run_group(
@@ -349,14 +346,20 @@ def _answer(
         pool.index.remember(
             worker.name, job.scope, job.text, attempt.remembered() if first else None
         )
-        if not piece.in_step and _follow(job):
+        if not piece.in_step and job.apart():
             again(pool, ticket, alone=True)  # its checks named another body's env
             handled.add(id(ticket))
             continue
         early = list(piece.early)
+        response, inline = job.split_answer(piece.response)  # checks in it: about it
+        if inline is not None:
+            after, reference = inline
+        else:
+            after = early.pop(0) if early and job.after_body else None
+            reference = early.pop(0) if early and job.reference_query else None
         done = BodyOutcome(
-            response=piece.response,
-            after_response=early.pop(0) if early and job.after_body else None,
+            response=response,
+            after_response=after,
             worker=worker.name,
             warm_header=prepared.warm,
             reused_prefix_chars=reused,
@@ -366,7 +369,7 @@ def _answer(
             body_s=piece.body_s,
             attempts=ticket.attempts,
             preamble_messages=prepared.preamble_messages,
-            reference_response=early.pop(0) if early and job.reference_query else None,
+            reference_response=reference,
             reference_s=piece.reference_s,
         )
         if first:

@@ -310,7 +310,7 @@ class Runner:
             pool.stats.prefix_routed += 1
             pool.stats.prefix_reused_chars += reused
         payload = repl.command(
-            body,
+            job.sent_text(),
             env,
             infotree=job.infotree,
             all_tactics=job.all_tactics,
@@ -330,7 +330,7 @@ class Runner:
         body = job.text
         payload, reused = self._command(job, worker, env)
         started = time.monotonic()
-        follow = _follow(job)
+        follow = job.apart()
         pipelined = bool(follow) and worker.fenced
         early: list = []
         if pipelined:
@@ -346,12 +346,13 @@ class Runner:
                 early = []  # no env (a refusal): the checks' answers are not about this body
         else:
             response = await worker.request(payload, _bounded(job.timeout_s, job))
+        response, inline = job.split_answer(response)  # the checks that rode in it
         body_s = time.monotonic() - started
         worker.requests_served += 1
         pool.cost.observe(body_s, len(body) - reused)
         # The history owns the in-flight entry now.
         pool.index.remember(worker.name, job.scope, body, attempt.remembered())
-        return _Sent(response, early, pipelined, reused, body_s)
+        return _Sent(response, early, pipelined, reused, body_s, inline)
 
     async def _follow_up(self, job: BodyJob | SessionJob, worker: Worker, sent: _Sent):
         """The after-body checks' answers: (after, reference, reference_s),
@@ -360,6 +361,8 @@ class Runner:
         reference_s = 0.0
         early = list(sent.early)
         query = job.reference_query if isinstance(job, BodyJob) else None
+        if sent.inline is not None:
+            return (*sent.inline, 0.0)
         if early:
             if job.after_body:
                 after = early.pop(0)
@@ -397,12 +400,7 @@ class _Sent(NamedTuple):
     pipelined: bool
     reused: int
     body_s: float
-
-
-def _follow(job: BodyJob | SessionJob) -> list[str]:
-    """The after-body checks, in the order their answers come."""
-    query = job.reference_query if isinstance(job, BodyJob) else None
-    return [text for text in (job.after_body, query) if text]
+    inline: list | None  # [after, reference] that rode in the command (repl.trailing), or None
 
 
 def _record_session(job: SessionJob, slot: Slot, response: repl.Response) -> int | None:

@@ -69,12 +69,20 @@ class DeclAnswer:
 
 
 def query_command(names: list[str]) -> str:
-    """One REPL command asking the statement queries for every name."""
+    """One REPL command asking the statement queries for every name.
+
+    Each name is asked as `_root_.NAME` (Lean's `resolveExact`,
+    src/Lean/ResolveName.lean: the root-namespace prefix names the declaration
+    NAME exactly), so the answer is about the same declaration whatever
+    namespaces the text before it left open: the REPL runs the query in the
+    scopes the body ended in, and there a bare `X` names `N.X` first when a
+    `namespace N` is still open (a reference cut after its last statement)."""
     lines = []
     for name in names:
-        lines.append(f"set_option pp.all true in #check @{name}")
-        lines.append(f"set_option pp.all true in #print {name}")
-        lines.append(f"#print axioms {name}")
+        exact = f"_root_.{name}"
+        lines.append(f"set_option pp.all true in #check @{exact}")
+        lines.append(f"set_option pp.all true in #print {exact}")
+        lines.append(f"#print axioms {exact}")
     return "\n".join(lines)
 
 

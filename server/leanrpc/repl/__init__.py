@@ -8,6 +8,7 @@ May import: leanrpc.core (framing), leanrpc.errors, leanrpc.results, msgspec.
 Used by: worker/, pool/, services/, formalize/. Never imports them.
 """
 
+from . import trailing
 from .outcome import (
     STANDARD_AXIOMS,
     apply_axiom_check,
@@ -57,6 +58,7 @@ from .protocol import (
 )
 
 __all__ = [
+    "trailing",
     "FENCE_DIR",
     "FORK_PROBE",
     "HEADER_PROBE",

@@ -132,7 +132,8 @@ class _Context:
         self.pos = pos
         self.P = pos.pos
         self.lookup = lookup
-        self.local: dict[str, tuple] = {}
+        self.local: dict[str, tuple] = {}  # this text's declarations by full name
+        self.short: dict[str, tuple] = {}  # and by the name they were declared with
         self.variables = list(variables)
         self.ns: list[str] = []
         self.lean_version = lean_version
@@ -147,7 +148,18 @@ class _Context:
         self.context: list[str] = []  # instance/notation commands so far (standin.statements)
 
     def find(self, name):
-        return self.local.get(name) or self.lookup(name)
+        """What `name` names, resolved as Lean does within one command text: the
+        innermost open namespace first, then outward to the root; then a name
+        declared by its last atom in this text (the stand-in's `open`); then the env."""
+        if name.startswith("_root_."):  # exactly the root-level name (Lean's resolveExact)
+            name = name[7:]
+            return self.local.get(name) or self.lookup(name)
+        ns = self.ns
+        for depth in range(len(ns), -1, -1):
+            info = self.local.get(".".join([*ns[:depth], name]) if depth else name)
+            if info is not None:
+                return info
+        return self.short.get(name) or self.lookup(name)
 
     def error(self, tok, data: str, severity: str = "error") -> None:
         self.out.messages.append(message(severity, self.P(tok.start), self.P(tok.end), data))
@@ -192,7 +204,7 @@ def _cmd_check(ctx: _Context, cmd: Command) -> list:
     info = ctx.find(tok.text)
     at = next(t for t in cmd.toks if t.text == "#check")
     if info is not None:
-        ctx.error(at, render_check(tok.text, info, pp_all), "info")
+        ctx.error(at, render_check(tok.text.removeprefix("_root_."), info, pp_all), "info")
     elif tok.text in BUILTIN_SIGNATURES:
         ctx.error(at, BUILTIN_SIGNATURES[tok.text], "info")
     elif explicit:
@@ -202,10 +214,10 @@ def _cmd_check(ctx: _Context, cmd: Command) -> list:
 
 def _cmd_print(ctx: _Context, cmd: Command) -> list:
     if len(cmd.toks) > 2 and cmd.toks[1].text == "axioms":
-        name = cmd.toks[2].text
-        info = ctx.find(name)
+        info = ctx.find(cmd.toks[2].text)
+        name = cmd.toks[2].text.removeprefix("_root_.")  # Lean names the constant it resolved
         if info is None:
-            ctx.error(cmd.toks[2], f"Unknown constant `{name}`")
+            ctx.error(cmd.toks[2], f"Unknown constant `{cmd.toks[2].text}`")
         else:
             # Lean names the constant it resolved, a private one with its prefix
             # (`mkPrivateName`: `_private.<main module>.0 ++ n`; the REPL's main
@@ -225,7 +237,7 @@ def _cmd_print(ctx: _Context, cmd: Command) -> list:
         info = ctx.find(tok.text)
         at = next(t for t in cmd.toks if t.text == "#print")
         if info is not None and len(info) >= 5:
-            ctx.error(at, render_print(tok.text, info), "info")
+            ctx.error(at, render_print(tok.text.removeprefix("_root_."), info), "info")
         elif info is None:
             ctx.error(tok, f"unknown constant '{tok.text}'")
     return []
@@ -293,7 +305,7 @@ def _cmd_declaration(ctx: _Context, cmd: Command) -> list:
             goals = after
     if d.name:
         full = ".".join(ctx.ns + [d.name])
-        ctx.local[full] = ctx.local[d.name] = decl_info(
+        ctx.local[full] = ctx.short[d.name] = decl_info(
             d, text, full, ctx.find, ctx.variables, ctx.context
         )
     if ctx.declarations:
