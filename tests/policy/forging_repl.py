@@ -1,6 +1,7 @@
 """A hostile REPL for the code policy: it answers honestly (a command with
-`bad` gets an error, `sorry` a sorry with a proof state, each command the next
-env id, `{"path": …}` the IO error the fence expects), except that whenever a
+`bad` gets an error, `sorry` a sorry with a proof state, each `#print axioms`
+line the standard axioms placed on its line, each command the next env id,
+`{"path": …}` the IO error the fence expects), except that whenever a
 command or tactic contains code-running text it does what such code could do
 inside real Lean on the REPL's main thread: it answers VALID for it (fence
 and all) and appends the offending text to the file named by its first
@@ -59,7 +60,10 @@ def answer(obj: dict) -> dict:
             STATE["proof_state"] += 1
             return {"proofState": STATE["proof_state"], "goals": [], "proofStatus": "Completed"}
         env, STATE["env"] = STATE["env"], STATE["env"] + 1
-        return {"env": env}  # the forged verdict: clean, whatever the snippet proves
+        out = {"env": env}  # the forged verdict: clean, whatever the snippet proves
+        if checks := _axiom_answers(text):  # its checks answered clean too, as a forger would
+            out["messages"] = checks
+        return out
     if "tactic" in obj:
         STATE["proof_state"] += 1
         if "bad" in text:
@@ -69,36 +73,25 @@ def answer(obj: dict) -> dict:
         return {"message": "Unknown environment."}
     env, STATE["env"] = STATE["env"], STATE["env"] + 1
     out = {"env": env}
-    if (
-        STICKY
-        and STATE["fired"]
-        and "Lean.versionString" not in text
-        and not text.startswith("#print axioms")
-    ):
-        return out  # still lying for whatever comes next
-    asked = re.findall(r"^#print axioms (\S+)", text, re.M)
-    if asked:  # the axiom check's own command: every name asked, standard axioms
-        out["messages"] = [
-            {
-                "severity": "info",
-                "pos": {"line": n + 1, "column": 0},
-                "endPos": {"line": n + 1, "column": 6},
-                "data": f"'{name.replace('«', '').replace('»', '')}' depends on axioms: [propext]",
-            }
-            for n, name in enumerate(asked)
-        ]
-    elif "Lean.versionString" in text:
+    checks = _axiom_answers(text)
+    if checks:  # the axiom check, alone or on the lines after the body in its command
+        out["messages"] = checks
+    if STICKY and STATE["fired"] and "Lean.versionString" not in text:
+        return out  # still lying for whatever comes next (its checks answered clean)
+    body = text[: _first_check(text)]
+    if "Lean.versionString" in text:
         out["messages"] = version_messages("4.19.0 (forging fake)")
-    elif "bad" in text:
+    elif "bad" in body:
         out["messages"] = [
+            *checks,
             {
                 "severity": "error",
                 "pos": {"line": 1, "column": 0},
                 "endPos": {"line": 1, "column": 3},
                 "data": "type mismatch (forging fake)",
-            }
+            },
         ]
-    elif "sorry" in text:
+    elif "sorry" in body:
         state = STATE["proof_state"]
         STATE["proof_state"] += 1
         out["sorries"] = [
@@ -110,14 +103,38 @@ def answer(obj: dict) -> dict:
             }
         ]
         out["messages"] = [
+            *checks,
             {
                 "severity": "warning",
                 "pos": {"line": 1, "column": 8},
                 "endPos": {"line": 1, "column": 13},
                 "data": "declaration uses 'sorry'",
-            }
+            },
         ]
     return out
+
+
+_ASKED = re.compile(r"^#print axioms (\S+)", re.M)
+
+
+def _first_check(text: str) -> int:
+    """Where the first `#print axioms` line starts (the end of the body), or the text's end."""
+    found = _ASKED.search(text)
+    return len(text) if found is None else found.start()
+
+
+def _axiom_answers(text: str) -> list:
+    """Every name asked by a `#print axioms` line, standard axioms, placed on its line."""
+    return [
+        {
+            "severity": "info",
+            "pos": {"line": line, "column": 0},
+            "endPos": {"line": line, "column": 6},
+            "data": f"'{found[1].replace('«', '').replace('»', '')}' depends on axioms: [propext]",
+        }
+        for found in _ASKED.finditer(text)
+        for line in [text.count("\n", 0, found.start()) + 1]
+    ]
 
 
 def main() -> None:

@@ -170,13 +170,13 @@ class BodyJob(_CommandJob):
         follow = self.follow()
         if not follow or not self.inline:
             return self.text
-        return repl.trailing.append(self.text, follow)[0]
+        return repl.trailing.append(self.text, follow)
 
     def split_answer(self, response: repl.Response) -> tuple[repl.Response, list | None]:
         follow = self.follow()
         if not follow or not self.inline:
             return response, None
-        body, answers = repl.trailing.split(response, repl.trailing.append(self.text, follow)[1])
+        body, answers = repl.trailing.split(response, repl.trailing.starts(self.text, follow))
         after = answers.pop(0) if self.after_body else None
         return body, [after, answers.pop(0) if self.reference_query else None]
 

@@ -1,8 +1,8 @@
 """Checks that ride in a body's own command: their lines appended, their answers cut back out.
 
-Owns: `append` (the command text: the body, a line break, then the check lines) and
-`split` (the answer to that command, cut by position into the body's answer and the
-checks'). May import: repl.protocol only.
+Owns: `append` (the command text: the body, a line break, then the check lines),
+`starts` (the line each check starts on) and `split` (the answer to that command, cut
+by position into the body's answer and each check's). May import: repl.protocol only.
 
 Why one command: a body checked with `#print axioms` as a command of its own costs the
 REPL a second exchange and a second env (kept for the process's life), and the server
@@ -30,24 +30,30 @@ from __future__ import annotations
 
 from .protocol import Pos, ReplMessage, Response
 
-__all__ = ["append", "split"]
+__all__ = ["append", "split", "starts"]
 
 
-def append(body: str, checks: list[str]) -> tuple[str, list[int]]:
-    """The command text (`body`, a line break where it does not end with one, then
-    each check on its own lines) and the line (1-based, as Lean counts: `\\n` ends a
-    line) each check starts on."""
+def append(body: str, checks: list[str]) -> str:
+    """The command text: `body`, a line break where it does not end with one, then
+    each check on its own lines."""
     text = body if not body or body.endswith("\n") else body + "\n"
-    line = text.count("\n") + 1
-    starts = []
+    return text + "\n".join(checks)
+
+
+def starts(body: str, checks: list[str]) -> list[int]:
+    """The line (1-based, as Lean counts: `\\n` ends a line) each check starts on in
+    `append(body, checks)`."""
+    line = body.count("\n") + (1 if not body or body.endswith("\n") else 2)
+    out = []
     for check in checks:
-        starts.append(line)
+        out.append(line)
         line += check.count("\n") + 1
-    return text + "\n".join(checks), starts
+    return out
 
 
 def split(response: Response, starts: list[int]) -> tuple[Response, list[Response]]:
-    """(the body's answer, each check's answer) of a command built by `append`.
+    """(the body's answer, each check's answer) of a command built by `append`, its
+    checks starting on the lines `starts` gave.
 
     A message placed on a check's lines (the last check's: on or after its first
     line) is that check's, its position renumbered as if the check were a command of

@@ -24,6 +24,7 @@ __all__ = ["body_start_line", "core_of", "kimina_pairs", "kimina_response", "mat
 
 _OPEN_OR_OPTION = re.compile(r"^(open|set_option)\b")
 _TRAILING_IN = re.compile(r"\bin\s*$")
+_QUERY_LINE = re.compile(r"(?:set_option \S+ \S+ in )?#(?:print|check)\b")
 
 
 def core_of(text: str) -> tuple[str, int]:
@@ -128,18 +129,34 @@ def record(root: str, problems: list) -> dict:
 
 
 def match(table: dict, text: str):
-    """(messages with user line numbers, recorded seconds) or None."""
+    """(messages with user line numbers, recorded seconds, the line the trailing
+    queries start on or None) or None.
+
+    A text that is a recorded proof followed by query lines (`#print axioms`,
+    `#check`, `#print`, each maybe under `set_option … in`: the checks a server
+    writes after a body, in the body's command) matches that proof; the queries'
+    answers are not recorded, so they are the caller's to give (its elaboration)."""
     core, line = core_of(text)
     if not core:
         return None
     hit = table.get(core)
+    tail = None
     if hit is None:
-        return None
+        lines = core.split("\n")
+        kept = len(lines)
+        while kept > 1 and _QUERY_LINE.match(lines[kept - 1]):
+            kept -= 1
+            hit = table.get("\n".join(lines[:kept]).rstrip())
+            if hit is not None:
+                tail = line + kept
+                break
+        if hit is None:
+            return None
     messages, core_line, cost = hit
     shift = line - core_line
     if shift:
         messages = [_shift_message(m, shift) for m in messages]
-    return messages, cost
+    return messages, cost, tail
 
 
 def _shift_message(m: dict, shift: int) -> dict:

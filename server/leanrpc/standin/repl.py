@@ -269,9 +269,12 @@ class Repl:
             resp["sorries"] = sorries
         messages = el.messages
         if kimina is not None:
-            messages, cost = kimina
+            messages, cost, tail = kimina
             if line_map is not None:
                 messages = map_lines(messages, line_map)
+                tail = None if tail is None else line_map[tail - 1]
+            if tail is not None:  # queries after the recorded proof: answered as elaborated
+                messages = [*messages, *(m for m in el.messages if m["pos"]["line"] >= tail)]
             self.costs.replayed(cost)
         if messages:
             resp["messages"] = messages
