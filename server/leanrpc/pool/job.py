@@ -76,9 +76,9 @@ class WorkerCall(Protocol[T_co]):
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class Job:
-    """What every kind shares, frozen: what a service asks for. `text` and
-    `scope` are computed once at construction: routing reads them many times
-    per dispatch pass over up to 256 queued jobs."""
+    """What every kind shares, frozen: what a service asks for. `text`, `scope`
+    and `import_key` are computed once at construction: routing reads them many
+    times per dispatch pass over up to 256 queued jobs."""
 
     KIND = JobKind.BODY
 
@@ -97,18 +97,16 @@ class Job:
     avoid_worker: str = ""
     text: str = dataclasses.field(init=False)
     scope: str = dataclasses.field(init=False)
+    # The header as the pool keys it: its imports, qualified by the profile (envs of
+    # different toolchains never mix).
+    import_key: str = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         # The command this job elaborates, and what it is elaborated on in
         # worker-independent terms (derived fields of a frozen job: set once here).
         object.__setattr__(self, "text", self.split.padded_body)
+        object.__setattr__(self, "import_key", profile_key(self.profile, self.split.import_key))
         object.__setattr__(self, "scope", f"{self.import_key}\x01{self.split.preamble_key}")
-
-    @property
-    def import_key(self) -> str:
-        """The header as the pool keys it: its imports, qualified by the
-        profile (envs of different toolchains never mix)."""
-        return profile_key(self.profile, self.split.import_key)
 
     def char_s(self) -> float | None:
         """Seconds per character of `text` for routing; None: the body cost model's."""
@@ -148,6 +146,17 @@ class BodyJob(_CommandJob):
     # The statement queries of a reference check (leanrpc.reference), run
     # on the body's env after `after_body`; its answer is kept apart.
     reference_query: str | None = None
+    # The command text sent, and the line each after-body command starts on in it
+    # when they ride inline (derived once, at construction).
+    _sent: str = dataclasses.field(init=False, repr=False)
+    _check_lines: tuple[int, ...] = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        follow = self.follow() if self.inline else []
+        sent = repl.trailing.append(self.text, follow) if follow else self.text
+        object.__setattr__(self, "_sent", sent)
+        object.__setattr__(self, "_check_lines", tuple(repl.trailing.starts(self.text, follow)))
 
     @property
     def inline(self) -> bool:
@@ -167,16 +176,12 @@ class BodyJob(_CommandJob):
 
     def sent_text(self) -> str:
         """`text`, with its after-body commands on the lines after it where they ride inline."""
-        follow = self.follow()
-        if not follow or not self.inline:
-            return self.text
-        return repl.trailing.append(self.text, follow)
+        return self._sent
 
     def split_answer(self, response: repl.Response) -> tuple[repl.Response, list | None]:
-        follow = self.follow()
-        if not follow or not self.inline:
+        if not self._check_lines:
             return response, None
-        body, answers = repl.trailing.split(response, repl.trailing.starts(self.text, follow))
+        body, answers = repl.trailing.split(response, self._check_lines)
         after = answers.pop(0) if self.after_body else None
         return body, [after, answers.pop(0) if self.reference_query else None]
 

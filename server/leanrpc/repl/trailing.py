@@ -2,7 +2,7 @@
 
 Owns: `append` (the command text: the body, a line break, then the check lines),
 `starts` (the line each check starts on) and `split` (the answer to that command, cut
-by position into the body's answer and each check's). May import: repl.protocol only.
+by position into the body's answer and each check's). May import: repl.protocol and msgspec.
 
 Why one command: a body checked with `#print axioms` as a command of its own costs the
 REPL a second exchange and a second env (kept for the process's life), and the server
@@ -28,6 +28,8 @@ they are placed (a check asks for none): a sorry never leaves the body's verdict
 
 from __future__ import annotations
 
+import msgspec
+
 from .protocol import Pos, ReplMessage, Response
 
 __all__ = ["append", "split", "starts"]
@@ -51,7 +53,7 @@ def starts(body: str, checks: list[str]) -> list[int]:
     return out
 
 
-def split(response: Response, starts: list[int]) -> tuple[Response, list[Response]]:
+def split(response: Response, starts) -> tuple[Response, list[Response]]:
     """(the body's answer, each check's answer) of a command built by `append`, its
     checks starting on the lines `starts` gave.
 
@@ -73,17 +75,7 @@ def split(response: Response, starts: list[int]) -> tuple[Response, list[Respons
         while starts[index] > pos.line:
             index -= 1
         checks[index].append(_moved(message, starts[index] - 1))
-    body = Response(
-        env=response.env,
-        message=response.message,
-        messages=body_messages,
-        sorries=response.sorries,
-        tactics=response.tactics,
-        infotree=response.infotree,
-        declarations=response.declarations,
-        proof_state=response.proof_state,
-        proof_status=response.proof_status,
-    )
+    body = msgspec.structs.replace(response, messages=body_messages)
     return body, [Response(env=response.env, messages=messages) for messages in checks]
 
 

@@ -6,9 +6,11 @@ comment, an import, or an ``open``/``set_option`` line (see ``core_of``); a
 text whose core was recorded gets the recorded messages back, their lines
 shifted to where the core starts in the new text.
 
-Owns: reading the Kimina pairs, the table of recorded outputs (``record``)
-and matching a text against it (``match``).
-May import: leanrpc.core, the stand-in's ``elab`` and the standard library.
+Owns: reading the Kimina pairs, the table of recorded outputs (``record``),
+matching a text against it (``match``) and a match's messages for the text
+(``replayed``).
+May import: leanrpc.core, the stand-in's ``elab`` and ``state`` (``map_lines``), and
+the standard library.
 """
 
 from __future__ import annotations
@@ -19,8 +21,17 @@ import re
 
 from ..core.leantext import find_block_comment_end
 from . import elab
+from .state import map_lines
 
-__all__ = ["body_start_line", "core_of", "kimina_pairs", "kimina_response", "match", "record"]
+__all__ = [
+    "body_start_line",
+    "core_of",
+    "kimina_pairs",
+    "kimina_response",
+    "match",
+    "record",
+    "replayed",
+]
 
 _OPEN_OR_OPTION = re.compile(r"^(open|set_option)\b")
 _TRAILING_IN = re.compile(r"\bin\s*$")
@@ -157,6 +168,20 @@ def match(table: dict, text: str):
     if shift:
         messages = [_shift_message(m, shift) for m in messages]
     return messages, cost, tail
+
+
+def replayed(hit, elaborated: list, line_map: list[int] | None) -> tuple[list, float]:
+    """A `match`'s messages, in the text's lines where the match read the text with
+    its fault directives stripped (`line_map`: stripped line -> the text's), then the
+    elaborated answers (`elaborated`, the text's lines) of the queries after the
+    recorded proof; and the proof's recorded seconds."""
+    messages, cost, tail = hit
+    if line_map is not None:
+        messages = map_lines(messages, line_map)
+        tail = None if tail is None else line_map[tail - 1]
+    if tail is not None:
+        messages = [*messages, *(m for m in elaborated if m["pos"]["line"] >= tail)]
+    return messages, cost
 
 
 def _shift_message(m: dict, shift: int) -> dict:

@@ -29,6 +29,7 @@ import json
 from . import elab, escapes, faults
 from .costs import Costs
 from .files import Files
+from .kimina import replayed
 from .state import PICKLE_FORMAT, Env, Options, ProofState, io_error_text, lineage, map_lines
 from .wire import classify, decode
 
@@ -269,12 +270,7 @@ class Repl:
             resp["sorries"] = sorries
         messages = el.messages
         if kimina is not None:
-            messages, cost, tail = kimina
-            if line_map is not None:
-                messages = map_lines(messages, line_map)
-                tail = None if tail is None else line_map[tail - 1]
-            if tail is not None:  # queries after the recorded proof: answered as elaborated
-                messages = [*messages, *(m for m in el.messages if m["pos"]["line"] >= tail)]
+            messages, cost = replayed(kimina, el.messages, line_map)
             self.costs.replayed(cost)
         if messages:
             resp["messages"] = messages
