@@ -6,6 +6,7 @@
     python -m benchmarks.server_cpu --requests 320 --rpc batch --batch 16 --checks default \
         --cprofile benchmarks/out/serve.prof    # then: python -m pstats benchmarks/out/serve.prof
     python -m benchmarks.server_cpu --requests 160 --rpc batch --batch 16 --waiting 20
+    python -m benchmarks.server_cpu --requests 640 --rpc batch --batch 16 --checks default --pin
 
 One `leanrpc serve` subprocess on the stand-in REPL (result cache off, `--workers` workers),
 a warm-up, then the server process's CPU (user + system, its REPLs not counted) is read
@@ -25,7 +26,8 @@ server for the measured requests only (no start-up, no warm-up; py-spy comes wit
 `pip install -e ".[bench]"`); `--cprofile FILE` runs the
 server under cProfile (benchmarks.cprofile_serve: where py-spy is missing), switched on after
 the warm-up and written after the last round.
-May import: benchmarks.targets.common, benchmarks.workloads, leanrpc.v1, grpc, psutil.
+May import: benchmarks.targets.common, benchmarks.workloads, benchmarks.reference_bench
+(`--pin`), leanrpc.v1, grpc, psutil.
 """
 
 from __future__ import annotations
@@ -86,10 +88,18 @@ def main_thread_sleeps(pid: int) -> int:
     return 0
 
 
-async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: int = 8) -> int:
+async def drive(
+    port: int,
+    codes: list[str],
+    rpc: str,
+    concurrency: int,
+    batch: int = 8,
+    references: dict[str, str] | None = None,
+) -> int:
     """Sends `codes` over `concurrency` lanes: one unary Verify per snippet ("unary"), Verify
     calls of `batch` snippets ("batch"), or one VerifyStream with as many in flight ("stream");
-    returns how many were VALID."""
+    each pinned to `references[code]` where given; returns how many were VALID (and, when
+    pinned, passed their reference check)."""
     import grpc
 
     from leanrpc.v1 import verifier_pb2 as pb
@@ -98,6 +108,15 @@ async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: 
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     stub = pb_grpc.VerifierStub(channel)
     options = pb.VerifyOptions(reuse=True)
+    references = references or {}
+
+    def snippet(n: int, code: str):
+        return pb.Snippet(id=str(n), code=code, reference=references.get(code, ""))
+
+    def ok(result, code: str) -> bool:
+        pinned = bool(references.get(code))
+        return result.status == pb.STATUS_VALID and (not pinned or result.reference.passed)
+
     valid = 0
     try:
         if rpc == "stream":
@@ -108,15 +127,13 @@ async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: 
             async def send() -> None:
                 for n, code in enumerate(codes):
                     await window.acquire()
-                    await call.write(
-                        pb.VerifyStreamRequest(snippet=pb.Snippet(id=str(n), code=code))
-                    )
+                    await call.write(pb.VerifyStreamRequest(snippet=snippet(n, code)))
                 await call.done_writing()
 
             sender = asyncio.ensure_future(send())
             async for response in call:
                 window.release()
-                valid += response.result.status == pb.STATUS_VALID
+                valid += ok(response.result, codes[int(response.result.id)])
             await sender
         else:
             queue = list(enumerate(codes))[::-1]
@@ -129,12 +146,12 @@ async def drive(port: int, codes: list[str], rpc: str, concurrency: int, batch: 
                     taken = [queue.pop() for _ in range(min(size, len(queue)))]
                     response = await stub.Verify(
                         pb.VerifyRequest(
-                            snippets=[pb.Snippet(id=str(n), code=code) for n, code in taken],
+                            snippets=[snippet(n, code) for n, code in taken],
                             options=options,
                         ),
                         timeout=120,
                     )
-                    valid += sum(r.status == pb.STATUS_VALID for r in response.results)
+                    valid += sum(ok(r, code) for r, (_n, code) in zip(response.results, taken))
 
             await asyncio.gather(*(lane() for _ in range(concurrency)))
     finally:
@@ -199,6 +216,13 @@ def main(argv: list[str] | None = None) -> int:
         default="off",
         help="off: no axiom check, code policy `trusted` (the rows compared with peers)",
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin each snippet to its own statement (Snippet.reference: the proof cut at its last "
+        "theorem's `:= by`, closed with `sorry`), as the reward door does by default; every "
+        "reference is elaborated once in the warm-up, so the rounds read its cached answers",
+    )
     parser.add_argument("--workload", default="minif2f")
     parser.add_argument("--scale", type=float, default=workloads.DEFAULT_SCALE)
     parser.add_argument("--rounds", type=int, default=2)
@@ -258,8 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(wait_port(port, server, 60, "leanrpc serve"))
         process = psutil.Process(server.pid)
+        references = None
+        warm = codes[: 4 * args.concurrency]
+        if args.pin:
+            from .reference_bench import pinned_statement
+
+            warm = list(dict.fromkeys(codes))  # every reference elaborated (and cached) once
+            references = {code: pinned_statement(code) or "" for code in warm}
         asyncio.run(
-            drive(port, codes[: 4 * args.concurrency], args.rpc, args.concurrency, args.batch)
+            drive(port, warm, args.rpc, args.concurrency, args.batch, references)
         )  # warm-up
         idle_ms_per_s = None
         if args.idle > 0:
@@ -293,7 +324,9 @@ def main(argv: list[str] | None = None) -> int:
             cpu0, t0 = cpu_seconds(process), time.perf_counter()
             main0 = main_thread_seconds(process)
             sleeps0 = main_thread_sleeps(server.pid)
-            valid = asyncio.run(drive(port, codes, args.rpc, args.concurrency, args.batch))
+            valid = asyncio.run(
+                drive(port, codes, args.rpc, args.concurrency, args.batch, references)
+            )
             cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - t0
             main_cpu = main_thread_seconds(process) - main0
             sleeps = main_thread_sleeps(server.pid) - sleeps0
@@ -303,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                     "rpc": args.rpc,
                     "batch": args.batch if args.rpc == "batch" else 1,
                     "checks": args.checks,
+                    "pinned": sum(bool((references or {}).get(code)) for code in codes),
                     "requests": len(codes),
                     "valid": valid,
                     "wall_s": round(wall, 2),
@@ -335,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         f"# server_cpu: {args.workload}, {args.requests} requests per round, {args.rpc}"
         + (f" of {args.batch}" if args.rpc == "batch" else "")
         + ", "
-        f"checks {args.checks}, "
+        f"checks {args.checks}{' and each snippet pinned to its statement' if args.pin else ''}, "
         f"{args.workers} workers, {args.concurrency} in flight, scale {args.scale:g}; "
         + (
             f"idle server CPU {idle_ms_per_s:.2f} ms/s"

@@ -45,6 +45,15 @@ def test_server_cpu_measures_a_round(tmp_path, rpc):
     assert "server CPU ms/request" in done.stdout
 
 
+def test_server_cpu_pins_each_snippet_to_its_own_statement(tmp_path):
+    """`--pin`: every snippet carries its own statement as its reference, and a round
+    counts a snippet only when it is VALID and passed that check."""
+    out = tmp_path / "cpu.json"
+    _server_cpu(6, "batch", "--batch", "3", "--checks", "default", "--pin", "--json", str(out))
+    [row] = json.loads(out.read_text())["rounds"]
+    assert row["pinned"] == row["requests"] == row["valid"] == 6, row
+
+
 def test_server_cpu_cprofile_holds_the_measured_requests(tmp_path):
     """`--cprofile FILE`: the server ran under cProfile (benchmarks.cprofile_serve), and the
     stats it wrote after the rounds hold the request path (the resolver ran once per

@@ -29,6 +29,11 @@ INVALID):
                 the theft always wins, and sleep (not read) between thefts so
                 no thread but the main one is seen reading
   threads=N     leave N sleeping threads behind
+
+One directive changes the answer itself rather than starting a thread:
+
+  mute-after    `#print axioms` lines after the directive's line get no answer
+                (a check the body's own syntax took in, so Lean answered none)
 """
 
 import json
@@ -72,7 +77,10 @@ def answer(obj):
                 "data": '"4.33.0-rc2 (hostile fake)"',
             }
         )
+    mute = re.search(r"^--@hostile: mute-after$", cmd, re.M)
     for found in re.finditer(r"^#print axioms (\S+)", cmd, re.M):
+        if mute is not None and found.start() > mute.start():
+            continue  # a check this REPL never answers (body syntax took it in)
         line = cmd.count("\n", 0, found.start()) + 1  # placed where Lean places it
         messages.append(
             {

@@ -54,3 +54,21 @@ async def test_the_same_batch_without_the_thief_is_valid():
         assert channel.batches == 0 and channel.exchanges == before + 1
     finally:
         await service.pool.close(2.0)
+
+
+async def test_a_bodys_own_answer_never_stands_for_its_unanswered_check():
+    """The body asks `#print axioms t` itself (answered, clean, on its own line) and its
+    check, on the lines after it in the same command, gets no answer: the body's
+    answer is the body's (repl/trailing.py), so the check is missing, never VALID."""
+    service = await start_service(workers=1, pool__max_retries=0)
+    try:
+        code = HEADER + GOOD + "#print axioms t\n--@hostile: mute-after\n"
+        result = await service.verify("a", code, VerifyOptions(timeout_s=20, check_axioms=True))
+        assert result.status is Status.REJECTED, (result.status, result.error)
+        assert "no answer for t" in result.error
+        # The same body whose check is answered is VALID: the test can fail.
+        plain = HEADER + GOOD + "#print axioms t\n"
+        result = await service.verify("b", plain, VerifyOptions(timeout_s=20, check_axioms=True))
+        assert result.status is Status.VALID and result.axioms_checked, result.error
+    finally:
+        await service.pool.close(2.0)
