@@ -70,7 +70,7 @@ def test_plan_renames_anonymous_declarations():
     assert check.names == ["N._leanrpc_axiom_check_abc_0", "_leanrpc_axiom_check_abc_1", "t"]
     assert "noncomputable def _leanrpc_axiom_check_abc_0 : 2 + 2 = 4" in check.body
     assert "instance _leanrpc_axiom_check_abc_1 : Inhabited Nat" in check.body
-    assert check.print_command == "\n".join(f"#print axioms {n}" for n in check.names)
+    assert check.print_command == "\n".join(f"#print axioms _root_.{n}" for n in check.names)
     # Positions after a rename map back to the user's columns; other lines are untouched.
     renamed = "noncomputable def _leanrpc_axiom_check_abc_0 "
     assert check.original_position(4, len(renamed)) == (4, len("example "))

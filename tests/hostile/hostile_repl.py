@@ -87,7 +87,7 @@ def answer(obj):
                 "severity": "info",
                 "pos": {"line": line, "column": 0},
                 "endPos": {"line": line, "column": 6},
-                "data": f"'{found[1]}' does not depend on any axioms",
+                "data": f"'{found[1].removeprefix('_root_.')}' does not depend on any axioms",
             }
         )
     if "bad" in cmd:

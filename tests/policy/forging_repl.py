@@ -123,6 +123,11 @@ def _first_check(text: str) -> int:
     return len(text) if found is None else found.start()
 
 
+def _resolved(name: str) -> str:
+    """The name Lean prints for the constant `name` resolves to (no `_root_.`, no `«»`)."""
+    return name.removeprefix("_root_.").replace("«", "").replace("»", "")
+
+
 def _axiom_answers(text: str) -> list:
     """Every name asked by a `#print axioms` line, standard axioms, placed on its line."""
     return [
@@ -130,7 +135,7 @@ def _axiom_answers(text: str) -> list:
             "severity": "info",
             "pos": {"line": line, "column": 0},
             "endPos": {"line": line, "column": 6},
-            "data": f"'{found[1].replace('«', '').replace('»', '')}' depends on axioms: [propext]",
+            "data": f"'{_resolved(found[1])}' depends on axioms: [propext]",
         }
         for found in _ASKED.finditer(text)
         for line in [text.count("\n", 0, found.start()) + 1]

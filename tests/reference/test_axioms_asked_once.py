@@ -48,16 +48,16 @@ def _verdict(check, after, query, reference_names=("target",)) -> VerifyResult:
 def test_the_axiom_command_leaves_out_the_names_the_statement_query_asks():
     check = _check("helper", "target", "Foo.«bar»")
     assert axioms.after_command(check) == (
-        "#print axioms helper\n#print axioms target\n#print axioms Foo.«bar»"
+        "#print axioms _root_.helper\n#print axioms _root_.target\n#print axioms _root_.Foo.«bar»"
     )
     assert axioms.after_command(check, ["target"]) == (
-        "#print axioms helper\n#print axioms Foo.«bar»"
+        "#print axioms _root_.helper\n#print axioms _root_.Foo.«bar»"
     )
     # Names compare atom by atom, as the answers are matched: `«bar»` is `bar`.
-    assert axioms.after_command(check, ["target", "Foo.bar"]) == "#print axioms helper"
+    assert axioms.after_command(check, ["target", "Foo.bar"]) == "#print axioms _root_.helper"
     assert axioms.after_command(check, ["helper", "target", "Foo.bar"]) is None
     # `Foo.bar` (two atoms) is not `«Foo.bar»` (one): still asked.
-    assert axioms.after_command(_check("Foo.bar"), ["«Foo.bar»"]) == "#print axioms Foo.bar"
+    assert axioms.after_command(_check("Foo.bar"), ["«Foo.bar»"]) == "#print axioms _root_.Foo.bar"
 
 
 def test_the_verdict_takes_the_statement_querys_answer_for_a_shared_name():
@@ -160,10 +160,10 @@ async def test_the_repl_is_asked_once_per_name(monkeypatch):
         # The reference's own elaboration asks once, the snippet's query once,
         # the axiom command only for the helper.
         assert asked.count("#print axioms _root_.target") == 2, asked  # the query's exact name
-        assert asked.count("#print axioms helper") == 1, asked
+        assert asked.count("#print axioms _root_.helper") == 1, asked
         # Without the reference, the axiom command asks both.
         sent.clear()
         [plain] = await client.verify_batch([SNIPPET])
         assert plain.status == "VALID"
         asked = [line for cmd in sent for line in cmd.splitlines() if "#print axioms" in line]
-        assert sorted(asked) == ["#print axioms helper", "#print axioms target"]
+        assert sorted(asked) == ["#print axioms _root_.helper", "#print axioms _root_.target"]

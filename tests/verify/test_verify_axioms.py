@@ -44,3 +44,24 @@ async def test_axiom_check_rejects_native_decide_and_own_axioms():
         # The option also works per stream (options message before snippets).
         streamed = await client.verify([("c", CLEAN), ("n", NATIVE)], check_axioms=True)
         assert [(r.id, r.status) for r in streamed] == [("c", "VALID"), ("n", "REJECTED")]
+
+
+# A body that ends inside `namespace N`, declaring `X` at the root and `N.X` in it: the
+# check asks `#print axioms _root_.X` and `_root_.N.X`, each the declaration it names.
+# A bare `X` asked there names `N.X` first (Lean resolves the open namespace first):
+# its answer would name `N.X`, and `X` would go unanswered (REJECTED, wrongly).
+SHADOWED = (
+    HEADER
+    + "theorem X : True := trivial\n\nnamespace N\n\ntheorem X : 1 + 1 = 2 := by\n  sorry\n"
+)
+
+
+async def test_each_check_names_its_declaration_whatever_namespace_the_body_left_open():
+    async with running_server() as (_app, client):
+        [shadowed] = await client.verify_batch([SHADOWED], check_axioms=True)
+        # The sorry is `N.X`'s, the root `X` is clean: both were asked and answered.
+        assert shadowed.status == "SORRY", (shadowed.status, shadowed.error)
+        assert "sorryAx" in shadowed.axioms and "check_axioms could not" not in shadowed.error
+        fixed = SHADOWED.replace("  sorry\n", "  rfl\n")
+        [clean] = await client.verify_batch([fixed], check_axioms=True)
+        assert (clean.status, clean.error) == ("VALID", ""), clean.error

@@ -146,8 +146,12 @@ class AxiomCheck:
 
 
 def print_axioms_command(names: list[str]) -> str | None:
-    """One `#print axioms NAME` line per name, as one command; None for no names."""
-    return "\n".join(f"#print axioms {name}" for name in names) if names else None
+    """One `#print axioms _root_.NAME` line per name, as one command; None for no names.
+
+    `_root_.` names the declaration exactly (Lean's `resolveExact`, src/Lean/ResolveName.lean,
+    private declarations included), whatever namespaces the body left open: the command runs
+    in the scopes the body ended in, where a bare `X` would name `N.X` first."""
+    return "\n".join(f"#print axioms _root_.{name}" for name in names) if names else None
 
 
 def declarations(body: str, *, types: bool = False, masked: str | None = None) -> list[Declaration]:

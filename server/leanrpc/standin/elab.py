@@ -148,18 +148,23 @@ class _Context:
         self.context: list[str] = []  # instance/notation commands so far (standin.statements)
 
     def find(self, name):
-        """What `name` names, resolved as Lean does within one command text: the
-        innermost open namespace first, then outward to the root; then a name
-        declared by its last atom in this text (the stand-in's `open`); then the env."""
+        return self.resolve(name)[1]
+
+    def resolve(self, name):
+        """(the name `name` resolves to, what it names), as Lean resolves it within one
+        command text: the innermost open namespace first, then outward to the root;
+        then a name declared by its last atom in this text (the stand-in's `open`);
+        then the env (those two: the name as written)."""
         if name.startswith("_root_."):  # exactly the root-level name (Lean's resolveExact)
             name = name[7:]
-            return self.local.get(name) or self.lookup(name)
+            return name, self.local.get(name) or self.lookup(name)
         ns = self.ns
         for depth in range(len(ns), -1, -1):
-            info = self.local.get(".".join([*ns[:depth], name]) if depth else name)
+            full = ".".join([*ns[:depth], name]) if depth else name
+            info = self.local.get(full)
             if info is not None:
-                return info
-        return self.short.get(name) or self.lookup(name)
+                return full, info
+        return name, self.short.get(name) or self.lookup(name)
 
     def error(self, tok, data: str, severity: str = "error") -> None:
         self.out.messages.append(message(severity, self.P(tok.start), self.P(tok.end), data))
@@ -214,8 +219,7 @@ def _cmd_check(ctx: _Context, cmd: Command) -> list:
 
 def _cmd_print(ctx: _Context, cmd: Command) -> list:
     if len(cmd.toks) > 2 and cmd.toks[1].text == "axioms":
-        info = ctx.find(cmd.toks[2].text)
-        name = cmd.toks[2].text.removeprefix("_root_.")  # Lean names the constant it resolved
+        name, info = ctx.resolve(cmd.toks[2].text)  # Lean names the constant it resolved
         if info is None:
             ctx.error(cmd.toks[2], f"Unknown constant `{cmd.toks[2].text}`")
         else:
