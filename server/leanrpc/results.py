@@ -187,7 +187,8 @@ class ReferenceCheck:
     detail: str = ""
     declarations: list[str] = dataclasses.field(default_factory=list)  # every one checked
     cached_reference: bool = False  # the reference's types came from the cache
-    # REPL seconds of the snippet's statement queries (not on the wire; benchmarks).
+    # REPL seconds of the snippet's statement queries (not on the wire; benchmarks); 0 when
+    # they rode in the body's command (repl/trailing.py): their time is the body's then.
     query_s: float = 0.0
 
 
