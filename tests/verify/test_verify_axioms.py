@@ -51,8 +51,7 @@ async def test_axiom_check_rejects_native_decide_and_own_axioms():
 # A bare `X` asked there names `N.X` first (Lean resolves the open namespace first):
 # its answer would name `N.X`, and `X` would go unanswered (REJECTED, wrongly).
 SHADOWED = (
-    HEADER
-    + "theorem X : True := trivial\n\nnamespace N\n\ntheorem X : 1 + 1 = 2 := by\n  sorry\n"
+    HEADER + "theorem X : True := trivial\n\nnamespace N\n\ntheorem X : 1 + 1 = 2 := by\n  sorry\n"
 )
 
 
