@@ -64,12 +64,7 @@ def context_marks(text: str) -> list[int]:
     match = _OPTIONS_FOLLOW.match
     marks = [at for at in positions(text, CONTEXT_TACTICS) if match(text, at)]
     if "add" in text:
-        for m in _ADD.finditer(text):
-            at = m.start()
-            if at and (text[at - 1].isalnum() or text[at - 1] in "_.'!?"):
-                continue  # the end of a longer name (`mul_add`), without a call
-            if _add_clause(text, at):
-                marks.append(at)
+        marks.extend(at for m in _ADD.finditer(text) if _add_clause(text, at := m.start()))
     return marks
 
 

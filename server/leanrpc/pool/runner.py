@@ -357,12 +357,12 @@ class Runner:
     async def _follow_up(self, job: BodyJob | SessionJob, worker: Worker, sent: _Sent):
         """The after-body checks' answers: (after, reference, reference_s),
         from the pipelined batch, or asked now when the channel is not fenced."""
+        if sent.inline is not None:  # they rode in the command: answered with it
+            return (*sent.inline, 0.0)
         after = reference = None
         reference_s = 0.0
         early = list(sent.early)
         query = job.reference_query if isinstance(job, BodyJob) else None
-        if sent.inline is not None:
-            return (*sent.inline, 0.0)
         if early:
             if job.after_body:
                 after = early.pop(0)
