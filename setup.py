@@ -23,7 +23,7 @@ DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 # trie_nodes before trie: trie cimports it. The .pxd files that modules share
 # live in the package (server/leanrpc/_native/), so that cimport resolves them
 # by their module name and the runtime import finds the module.
-NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars"]
+NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars", "memwatch"]
 # (package, module): the one lexer, the policy's rules, and the axiom plan's
 # masking and declaration scan, compiled from their own Python source as
 # leanrpc.<package>.<module>_c (the hot path of every snippet).

@@ -38,8 +38,22 @@ and the poll is answered without reading `status`; otherwise the exact sum is
 read and decides. The verdict is the same either way; only a tree whose mmapped
 files bring it over the limit pays both reads.
 
+The system's `Shmem` is read with one `sysinfo(2)` call (its `sharedram`, the same
+kernel counter NR_SHMEM; leanrpc._native.memwatch), /proc/meminfo only where the
+extensions are off: the kernel composes all of meminfo for one line, and one source
+per process keeps a base and a later reading comparable. The counter is the kernel's
+whole one, inside a container too (where meminfo may be a per-container view): it
+can only grow more than the tree's own shared memory, so it asks for more scans,
+never fewer.
+
+`native_plan` hands the poll's fast path to the watch's C thread
+(native/memwatch.pyx): the statm files, the held shared-memory bytes, the Shmem base
+and when the next list refresh or fd scan is due, which is all that path reads.
+
 Owns memory measurement and the default per-worker limit; may import only
-the standard library, psutil and worker.proctree (the one /proc tree walk).
+the standard library, psutil, core._impl and _native.memwatch (the build
+chosen), worker.proctree (the one /proc tree walk) and worker.cgroupmem (what a
+worker's own cgroup says).
 """
 
 from __future__ import annotations
@@ -47,10 +61,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import psutil
 
+from ..core._impl import extensions_disabled
 from . import proctree
+from .cgroupmem import cgroup_memory_bytes, worker_cgroup_dir
+
+if extensions_disabled():
+    _native = None
+else:
+    from .._native import memwatch as _native
 
 # fd link targets that are shared memory (RAM) rather than a file on disk.
 _SHMEM_LINKS = ("/memfd:", "/dev/shm/", "/SYSV")
@@ -123,13 +145,26 @@ def tree_memory_of(root: psutil.Process, children: Iterable[psutil.Process]) -> 
 
 
 SHMEM_STEP = 16 << 20  # system Shmem growth that forces an fd scan
+NATIVE_MAX_PROCESSES = 32  # native/memwatch.pyx's MAX_FDS
+
+
+class NativePlan(NamedTuple):
+    """A tree's numbers for the watch's C thread (`TreeMemory.native_plan`)."""
+
+    statm_fds: tuple[int, ...]  # each process's /proc/<pid>/statm, held open
+    held: int  # bytes of the shared-memory files the tree holds open
+    shmem_base: int  # the system's Shmem at the last fd scan (or lower since)
+    shmem_step: int  # growth over the base that asks for an fd scan
+    due: float  # time.monotonic() when the process list or the fd scan is due
+
+
 _SCAN_EVERY_S = 1.0  # fd scan and process list refresh, at least this often
 _STATUS_KEYS = (b"RssAnon:", b"RssShmem:")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _read(path: str, dir_fd: int | None = None) -> bytes:
-    fd = os.open(path, os.O_RDONLY, dir_fd=dir_fd)
+def _read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
     try:
         return os.read(fd, 8192)
     finally:
@@ -185,58 +220,6 @@ def _psutil_tree(root: int) -> list[int]:
         return [root, *(p.pid for p in psutil.Process(root).children(recursive=True))]
     except psutil.Error:
         return [root]
-
-
-def worker_cgroup_dir(pid: int) -> str | None:
-    """The cgroup v2 directory of `pid` when it is its own worker cgroup
-    (below the server's, named by security/cgroups.py), else None."""
-    try:
-        theirs = next(
-            (
-                line[3:].strip()
-                for line in _read(f"/proc/{pid}/cgroup").decode().splitlines()
-                if line.startswith("0::")
-            ),
-            None,
-        )
-        ours = next(
-            (
-                line[3:].strip()
-                for line in _read("/proc/self/cgroup").decode().splitlines()
-                if line.startswith("0::")
-            ),
-            None,
-        )
-        mounts = [
-            line.partition(" - ")[0].split()[4]
-            for line in _read("/proc/self/mountinfo", None).decode().splitlines()
-            if line.partition(" - ")[2].split()[:1] == ["cgroup2"]
-        ]
-    except (OSError, IndexError, ValueError):
-        return None
-    if not theirs or not ours or theirs == ours or "/leanrpc-" not in theirs:
-        return None
-    if not theirs.startswith(ours.rstrip("/") + "/"):
-        return None
-    for mount in mounts:
-        path = mount.rstrip("/") + theirs
-        if os.path.exists(path + "/memory.stat"):
-            return path
-    return None
-
-
-def cgroup_memory_bytes(path: str) -> int | None:
-    """`anon` + `shmem` of a cgroup's memory.stat, None if unreadable."""
-    try:
-        data = _read(path + "/memory.stat")
-    except OSError:
-        return None
-    total = 0
-    for line in data.splitlines():
-        key, _, value = line.partition(b" ")
-        if key in (b"anon", b"shmem"):
-            total += int(value)
-    return total
 
 
 class TreeMemory:
@@ -309,12 +292,45 @@ class TreeMemory:
         return total
 
     def _system_shmem(self) -> int:
+        if _native is not None:
+            return _native.shared_memory_bytes()
         try:
             if self._meminfo_fd is None:
                 self._meminfo_fd = os.open("/proc/meminfo", os.O_RDONLY | os.O_CLOEXEC)
             return system_shmem_bytes(os.pread(self._meminfo_fd, 8192, 0))
         except OSError:
             return 0
+
+    def native_plan(self) -> NativePlan | None:
+        """What the watch's C thread needs to answer the poll as `sample(limit=...)` would
+        while the tree stays within it (native/memwatch.pyx), or None where only a Python
+        sample can: the worker's own cgroup, shared-memory files seen (every sample scans
+        then), a tree of more than NATIVE_MAX_PROCESSES, or the extensions off."""
+        if (
+            _native is None
+            or self.cgroup_dir is not None
+            or self.shmem_seen
+            or len(self._pids) > NATIVE_MAX_PROCESSES
+        ):
+            return None
+        fds = []
+        for pid in self._pids:
+            fd = self._statm_fds.get(pid)
+            if fd is None:
+                try:
+                    fd = self._statm_fds[pid] = os.open(
+                        f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC
+                    )
+                except OSError:
+                    continue  # gone: counts nothing, as in `_resident`
+            fds.append(fd)
+        return NativePlan(
+            statm_fds=tuple(fds),
+            held=sum(self._held.values()),
+            shmem_base=self._shmem_base,
+            shmem_step=SHMEM_STEP,
+            due=min(self._listed_at, self._scanned_at) + _SCAN_EVERY_S,
+        )
 
     def _list(self, now: float) -> None:
         self._pids, self._listed_at = tree_pids(self._root), now

@@ -6,8 +6,9 @@ out; `start`/`stop`, around the worker's serving life; `exchanging`, around each
 exchange) and the one poll timer the watches of an event loop share (`_Ticker`). What the
 tree's memory is, is worker/memory.py's (through the sample function it is given: asked
 with the limit, it may answer an upper bound that is within it); what happens when the tree
-is over, the worker's (`on_over`). May import: leanrpc.config, leanrpc.errors, asyncio,
-weakref.
+is over, the worker's (`on_over`). May import: leanrpc.config, leanrpc.errors,
+leanrpc.core._impl and leanrpc._native.memwatch (the build chosen), asyncio, itertools,
+os, weakref.
 
 One timer per event loop and poll period (no task), shared by every watch (issue 38 item
 6: one wakeup per period for all workers, not one per worker): a watch joins it when a
@@ -18,18 +19,47 @@ first look at the timer's next tick, within `memory_poll_s` (never later than a 
 its own would have looked). Between commands the tree is measured at release
 (Pool.release) and when a command's time runs out, so a short-request workload (tactics)
 pays one cheap sample per request and no task churn. Boot probes are not watched.
+
+Off the event loop where it can be (`_NativeTicker`, issue 38 item 6): a look on the loop
+woke the server and ran Python and /proc reads cold, about 0.2 ms of the main thread per
+tick. A watch whose tree has a plan (`tree_plan`: the statm files and the rest of the poll's
+fast path, worker/memory.py `TreeMemory.native_plan`) is armed on one C thread per process and
+period (leanrpc._native.memwatch: no GIL while it looks) from the start of each exchange
+to its end, and the loop is woken only for a tree that thread cannot answer "within"
+for (over the bound, Shmem grown, its list refresh or fd scan due): that tree gets the
+whole Python look (`_look`, the same verdict as on the loop ticker) and is armed again.
+Where no plan is given, the extensions are off, or the plan is None (own cgroup,
+shared-memory files seen), the loop ticker below looks, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import weakref
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..config import LimitsConfig
+from ..core._impl import extensions_disabled
 from ..errors import WorkerOutOfMemory
 
-__all__ = ["MemoryWatch"]
+if extensions_disabled():
+    _native = None
+else:
+    from .._native import memwatch as _native
+
+__all__ = ["MeasuredTree", "MemoryWatch"]
+
+
+class MeasuredTree(Protocol):
+    """The watch's port to a worker's tree (worker/process.py `ReplProcess`)."""
+
+    def tree_within(self, limit: int) -> int:
+        """The tree's memory in bytes, or an upper bound of it that is within `limit`."""
+
+    def tree_plan(self):
+        """The poll's numbers for the C thread (worker/memory.py `NativePlan`), or None."""
 
 
 class MemoryWatch:
@@ -37,19 +67,21 @@ class MemoryWatch:
         self,
         name: str,
         limits: LimitsConfig,
-        tree_memory: Callable[[int], int],
+        tree: MeasuredTree,
         stderr_tail: Callable[[], str],
         *,
         on_over: Callable[[WorkerOutOfMemory], None],
     ) -> None:
         self._name = name
         self._limits = limits
-        self._tree_memory = tree_memory  # (limit in bytes) -> bytes, or a bound within it
+        self._tree_memory = tree.tree_within  # (limit in bytes) -> bytes, or a bound within it
         self._stderr_tail = stderr_tail
         self._on_over = on_over
         self._watching = False  # the watch runs (after the handshake)
         self._ticker: _Ticker | None = None  # the shared timer, while this watch is on it
         self._exchanging = False  # a command is in flight (the watch looks then)
+        self._native_plan = tree.tree_plan  # the tree's numbers for the C thread, or None
+        self._native: _NativeTicker | None = None  # the C thread's, while armed on it
 
     def verdict(self) -> WorkerOutOfMemory | None:
         """WorkerOutOfMemory if the tree is over its limit now, else None."""
@@ -75,13 +107,39 @@ class MemoryWatch:
         if self._ticker is not None:
             self._ticker.leave(self)
             self._ticker = None
+        self._leave_native()
 
     def exchanging(self, active: bool) -> None:
-        """A command (or batch) starts or ends; the first start joins the shared timer."""
+        """A command (or batch) starts or ends. A start arms the C thread (or joins the
+        loop's shared timer); an end disarms the C thread at once (the loop's timer is
+        left at its next look)."""
         self._exchanging = active
-        if active and self._watching and self._ticker is None:
-            self._ticker = _Ticker.of(asyncio.get_running_loop(), self._limits.memory_poll_s)
-            self._ticker.join(self)
+        if not active:
+            self._leave_native()
+        elif self._watching and self._ticker is None and self._native is None:
+            self._join()
+
+    def _join(self) -> None:
+        """On the C thread where the tree has a plan for it, else on the loop's timer."""
+        if _native is not None:
+            native = _NativeTicker.of(self._limits.memory_poll_s)
+            if native.arm(self, self._limits.max_worker_rss_mb * 2**20):
+                self._native = native
+                return
+        self._ticker = _Ticker.of(asyncio.get_running_loop(), self._limits.memory_poll_s)
+        self._ticker.join(self)
+
+    def _leave_native(self) -> None:
+        if self._native is not None:
+            self._native.disarm(self)
+            self._native = None
+
+    def _looked_natively(self) -> None:
+        """The C thread could not answer for this tree: the whole look, here on the loop,
+        then armed again (or on the loop's timer) while commands are still in flight."""
+        self._native = None
+        if self._look() and self._exchanging and self._watching and self._ticker is None:
+            self._join()
 
     def _look(self) -> bool:
         """One look (the ticker's); False when the watch leaves the timer."""
@@ -145,3 +203,91 @@ class _Ticker:
                 self._watches.pop(watch, None)
         if self._watches and self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._period, self._tick)
+
+
+class _NativeTicker:
+    """The C thread of a process and poll period (leanrpc._native.memwatch.Watcher), shared by
+    the watches of every event loop: each armed watch is looked at there every period, and
+    handed back to its own loop when that look cannot answer "within"."""
+
+    _of: dict[float, _NativeTicker] = {}
+    _pid = os.getpid()
+
+    def __init__(self, period: float) -> None:
+        self._keys = itertools.count(1)  # a fresh key per arming: a late hand-back is ignored
+        self._armed: dict[int, tuple[asyncio.AbstractEventLoop, MemoryWatch]] = {}
+        self._key_of: dict[MemoryWatch, int] = {}
+        self._watcher = _native.Watcher(period, self._notify, os.sysconf("SC_PAGE_SIZE"))
+
+    @classmethod
+    def of(cls, period: float) -> _NativeTicker:
+        if os.getpid() != cls._pid:  # a forked child: the parent's thread is not here
+            cls._of, cls._pid = {}, os.getpid()
+        ticker = cls._of.get(period)
+        if ticker is None:
+            ticker = cls._of[period] = cls(period)
+        return ticker
+
+    def arm(self, watch: MemoryWatch, limit: int) -> bool:
+        """True when the watch is armed on the C thread (False: the loop's timer must look)."""
+        plan = watch._native_plan()
+        if plan is None:
+            return False
+        key = next(self._keys)
+        try:
+            self._watcher.arm(
+                key,
+                plan.statm_fds,
+                plan.held,
+                limit,
+                plan.shmem_base,
+                plan.shmem_step,
+                plan.due,
+            )
+        except (ValueError, OSError, MemoryError):
+            return False
+        self._drop(watch)
+        self._armed[key] = (asyncio.get_running_loop(), watch)
+        self._key_of[watch] = key
+        return True
+
+    def disarm(self, watch: MemoryWatch) -> None:
+        key = self._drop(watch)
+        if key is not None:
+            self._watcher.disarm(key)
+
+    def _drop(self, watch: MemoryWatch) -> int | None:
+        key = self._key_of.pop(watch, None)
+        if key is not None:
+            self._armed.pop(key, None)
+        return key
+
+    def _notify(self, keys: list[int]) -> None:
+        """On the C thread (GIL held): each key's look goes to its own loop."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[int]] = {}
+        for key in keys:
+            armed = self._armed.get(key)
+            if armed is not None:
+                by_loop.setdefault(armed[0], []).append(key)
+        for loop, those in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(self._looks, those)
+            except RuntimeError:  # the loop is closed: nobody is left to look
+                for key in those:
+                    watch = self._armed.pop(key, (None, None))[1]
+                    self._key_of.pop(watch, None)
+
+    def _looks(self, keys: list[int]) -> None:
+        """On the watches' loop: the whole look at each tree handed back."""
+        for key in keys:
+            armed = self._armed.get(key)
+            if armed is None:
+                continue  # disarmed (or armed again) since
+            watch = armed[1]
+            self._drop(watch)
+            try:
+                watch._looked_natively()
+            except Exception as exc:  # noqa: BLE001 - one watch's failure stops only that watch
+                asyncio.get_running_loop().call_exception_handler(
+                    {"message": "memory watch look failed", "exception": exc}
+                )

@@ -225,6 +225,12 @@ class ReplProcess:
         """The memory watch's poll: `tree_rss` asked with the limit (a bound within it, or exact)."""
         return self.tree_rss(limit=limit)
 
+    def tree_plan(self):
+        """The poll's numbers for the watch's C thread (TreeMemory.native_plan), or None."""
+        if self.memory is None or self._psutil is None:
+            return None
+        return self.memory.native_plan()
+
 
 def describe_status(code: int | None) -> str:
     if code is None:

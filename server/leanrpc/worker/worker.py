@@ -85,7 +85,7 @@ class Worker:
         self.state = S.SPAWNING
         self._process = ReplProcess(name, spec, launcher)
         self._memory = MemoryWatch(
-            name, limits, self._process.tree_within, self.stderr_tail, on_over=self._out_of_memory
+            name, limits, self._process, self.stderr_tail, on_over=self._out_of_memory
         )
         self._channel = Channel(
             name,

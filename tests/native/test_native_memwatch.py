@@ -1,0 +1,185 @@
+"""The memory watch's C thread (native/memwatch.pyx, issue 38 item 6): it answers "within"
+for an armed tree exactly while the poll's fast path would (statm bound plus held bytes
+within the limit, the system's Shmem not grown by the step, nothing due), and hands every
+other tree back, disarmed; it sleeps while nothing is armed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from leanrpc._native import memwatch
+
+PERIOD_S = 0.02
+PAGE = os.sysconf("SC_PAGE_SIZE")
+FAR = 1 << 40  # a limit no test process reaches
+STEP = 16 << 20
+
+
+class Handed:
+    """What the watcher handed back, and when."""
+
+    def __init__(self) -> None:
+        self.keys: list[int] = []
+        self.threads: set[str] = set()
+        self.event = threading.Event()
+
+    def __call__(self, keys: list[int]) -> None:
+        self.keys.extend(keys)
+        self.threads.add(threading.current_thread().name)
+        self.event.set()
+
+    def wait(self, within_s: float = 5.0) -> list[int]:
+        assert self.event.wait(within_s), "nothing was handed back"
+        return self.keys
+
+
+@pytest.fixture
+def child():
+    """A process holding 40 MB it touched (its statm file, held open)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; x = bytearray(40 << 20); sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 10
+    fd = os.open(f"/proc/{process.pid}/statm", os.O_RDONLY)
+    while _resident(fd) < (40 << 20) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield process, fd
+    os.close(fd)
+    process.kill()
+    process.wait()
+
+
+def _resident(fd: int) -> int:
+    return int(os.pread(fd, 256, 0).split()[1]) * PAGE
+
+
+@pytest.fixture
+def handed():
+    return Handed()
+
+
+@pytest.fixture
+def watcher(handed):
+    made = memwatch.Watcher(PERIOD_S, handed, PAGE)
+    yield made
+    made.close()
+
+
+def _later(seconds: float = 60.0) -> float:
+    return time.monotonic() + seconds
+
+
+def test_a_tree_within_its_limit_is_looked_at_each_period_and_never_handed_back(
+    watcher, handed, child
+):
+    _process, fd = child
+    watcher.arm(1, [fd], 0, FAR, memwatch.shared_memory_bytes(), STEP, _later())
+    time.sleep(PERIOD_S * 10)
+    assert watcher.ticks >= 4 and watcher.armed == 1
+    assert handed.keys == []
+
+
+def test_a_tree_over_its_limit_is_handed_back_once_and_disarmed(watcher, handed, child):
+    _process, fd = child
+    resident = _resident(fd)
+    # The held shared-memory bytes count too: the pages alone are within, pages + held are not.
+    watcher.arm(
+        7, [fd], 8 << 20, resident + (4 << 20), memwatch.shared_memory_bytes(), STEP, _later()
+    )
+    assert handed.wait() == [7]
+    assert watcher.armed == 0
+    assert handed.threads == {f"leanrpc-memwatch-{PERIOD_S:g}s"}  # its own thread
+    time.sleep(PERIOD_S * 5)
+    assert handed.keys == [7]  # once
+
+
+def test_a_tree_whose_list_or_fd_scan_is_due_is_handed_back(watcher, handed, child):
+    _process, fd = child
+    watcher.arm(3, [fd], 0, FAR, memwatch.shared_memory_bytes(), STEP, time.monotonic())
+    assert handed.wait() == [3]
+
+
+def test_shared_memory_grown_by_the_step_over_the_lowest_base_hands_the_tree_back(
+    watcher, handed, child
+):
+    _process, fd = child
+    # A base above today's Shmem is lowered to what the thread reads (as the sample does),
+    # so a growth of one step from there counts, not from the stale base.
+    watcher.arm(5, [fd], 0, FAR, memwatch.shared_memory_bytes() + (64 << 20), STEP, _later())
+    time.sleep(PERIOD_S * 5)
+    assert handed.keys == []
+    grown = os.memfd_create("leanrpc-native-watch-test")
+    try:
+        for _ in range(3):
+            os.write(grown, b"x" * (8 << 20))  # 24 MB of Shmem that no RSS shows
+        assert handed.wait() == [5]
+    finally:
+        os.close(grown)
+
+
+def test_a_gone_process_counts_nothing_and_a_file_that_is_no_statm_is_handed_back(
+    watcher, handed, child, tmp_path
+):
+    process, fd = child
+    process.kill()
+    process.wait()
+    watcher.arm(1, [fd], 0, 1, memwatch.shared_memory_bytes(), STEP, _later())
+    time.sleep(PERIOD_S * 5)
+    assert handed.keys == [] and watcher.armed == 1  # 0 bytes: within even 1
+    odd = tmp_path / "statm"
+    odd.write_text("12 x 3\n")
+    odd_fd = os.open(odd, os.O_RDONLY)
+    try:
+        watcher.arm(2, [odd_fd], 0, FAR, memwatch.shared_memory_bytes(), STEP, _later())
+    finally:
+        os.close(odd_fd)  # the watcher holds its own copy
+    assert handed.wait() == [2]
+
+
+def test_nothing_armed_means_no_look_and_a_disarmed_tree_is_never_handed_back(
+    watcher, handed, child
+):
+    _process, fd = child
+    time.sleep(PERIOD_S * 5)
+    assert watcher.ticks == 0
+    watcher.arm(4, [fd], 0, 1, memwatch.shared_memory_bytes(), STEP, _later())
+    watcher.disarm(4)
+    time.sleep(PERIOD_S * 5)
+    assert handed.keys == [] and watcher.armed == 0 and watcher.ticks == 0
+
+
+def test_arming_again_replaces_the_tree_and_too_many_processes_are_refused(watcher, handed, child):
+    _process, fd = child
+    base = memwatch.shared_memory_bytes()
+    watcher.arm(9, [fd], 0, FAR, base, STEP, _later())
+    watcher.arm(9, [fd], 0, 1 << 20, base, STEP, _later())  # now over
+    assert handed.wait() == [9]
+    with pytest.raises(ValueError):
+        watcher.arm(10, [fd] * 33, 0, FAR, base, STEP, _later())
+    assert watcher.armed == 0
+
+
+def test_shared_memory_bytes_is_the_kernels_shmem_counter():
+    # NR_SHMEM as /proc/vmstat prints it (in pages; /proc/meminfo's `Shmem` is the same
+    # counter, but lxcfs may serve a container its own view of meminfo), a moment apart.
+    with open("/proc/vmstat") as f:
+        pages = next(int(line.split()[1]) for line in f if line.startswith("nr_shmem "))
+    assert abs(memwatch.shared_memory_bytes() - pages * PAGE) < (8 << 20)
+
+
+def test_close_stops_the_thread_at_once():
+    period = 0.0173  # a thread name no other watcher of the run has
+    made = memwatch.Watcher(period, Handed(), PAGE)
+    name = f"leanrpc-memwatch-{period:g}s"
+    assert any(t.name == name for t in threading.enumerate())
+    started = time.monotonic()
+    made.close()
+    assert time.monotonic() - started < 1.0
+    assert not any(t.name == name and t.is_alive() for t in threading.enumerate())
