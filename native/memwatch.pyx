@@ -23,7 +23,9 @@ why it is sound): for an armed tree,
     `step` over the tree's base (lowered to the least seen, as the sample
     does), and
   * the tree's next process-list refresh or fd scan is not due.
-Anything else (over, grown, due, a file that does not read as statm) is
+A tree in a worker cgroup of its own is armed with its `memory.stat` instead (the
+sample reads that file alone then): `anon` + `shmem` within the limit, parsed here.
+Anything else (over, grown, due, a file that does not read as statm or memory.stat) is
 "look": the tree is disarmed and its key handed to `notify` (with the GIL,
 on this thread); the caller then runs the whole Python sample and arms the
 tree again. A file that cannot be read (its process is gone) counts 0, as
@@ -74,6 +76,7 @@ DEF MAX_FDS = 32  # processes per tree; a larger tree is watched by the Python t
 cdef struct Entry:
     long long key
     int armed
+    int cgroup_fd  # memory.stat of the tree's own cgroup (dup'd), or -1: the statm files
     int nfds
     int fds[MAX_FDS]
     long long held
@@ -119,6 +122,39 @@ cdef inline long long _statm_pages(int fd) noexcept nogil:
     if digits == 0 or digits > 15 or i >= n or (buf[i] != 32 and buf[i] != 10):
         return -1
     return value
+
+
+cdef inline long long _cgroup_bytes(int fd) noexcept nogil:
+    """`anon` + `shmem` of a memory.stat file in bytes; -1 when unreadable or either is missing."""
+    cdef char buf[16384]
+    cdef ssize_t n = pread(fd, buf, 16383, 0)
+    cdef ssize_t i = 0
+    cdef long long total = 0, value
+    cdef int found = 0, digits
+    if n <= 0 or n >= 16383:
+        return -1
+    while i < n:  # at a line's start
+        if n - i > 5 and buf[i] == 97 and buf[i + 1] == 110 and buf[i + 2] == 111 and buf[i + 3] == 110 and buf[i + 4] == 32:
+            i += 5  # "anon "
+        elif n - i > 6 and buf[i] == 115 and buf[i + 1] == 104 and buf[i + 2] == 109 and buf[i + 3] == 101 and buf[i + 4] == 109 and buf[i + 5] == 32:
+            i += 6  # "shmem "
+        else:
+            while i < n and buf[i] != 10:
+                i += 1
+            i += 1
+            continue
+        value = 0
+        digits = 0
+        while i < n and buf[i] >= 48 and buf[i] <= 57:
+            value = value * 10 + (buf[i] - 48)
+            digits += 1
+            i += 1
+        if digits == 0 or digits > 18 or (i < n and buf[i] != 10):
+            return -1
+        total += value
+        found += 1
+        i += 1
+    return total if found == 2 else -1
 
 
 cdef class Watcher:
@@ -167,9 +203,7 @@ cdef class Watcher:
         cdef int i, j
         if self._entries != NULL:
             for i in range(self._size):
-                if self._entries[i].armed:
-                    for j in range(self._entries[i].nfds):
-                        close(self._entries[i].fds[j])
+                self._release(i)
             free(self._entries)
         if self._out != NULL:
             free(self._out)
@@ -178,16 +212,22 @@ cdef class Watcher:
         pthread_mutex_destroy(&self._mutex)
 
     def arm(self, long long key, fds, long long held, long long limit, long long shmem_base,
-            long long step, double due):
+            long long step, double due, int cgroup_fd=-1):
         """Watch tree `key` from the next tick on: `fds` its processes' statm files (dup'd
         here), `held` its shared-memory files' bytes, `due` (time.monotonic) when Python must
-        look again. Replaces an earlier arming of `key`. ValueError for too many processes."""
+        look again; or, with `cgroup_fd` (dup'd), its cgroup's memory.stat alone. Replaces
+        an earlier arming of `key`. ValueError for too many processes."""
         cdef int count = len(fds)
         cdef int copies[MAX_FDS]
-        cdef int i, slot = -1
+        cdef int i, slot = -1, stat_copy = -1
         cdef bint was_idle
         if count > MAX_FDS:
             raise ValueError(f"more than {MAX_FDS} processes")
+        if cgroup_fd >= 0:
+            count = 0
+            stat_copy = dup(cgroup_fd)
+            if stat_copy < 0:
+                raise OSError("dup failed")
         for i in range(count):
             copies[i] = dup(<int>fds[i])
             if copies[i] < 0:
@@ -202,9 +242,12 @@ cdef class Watcher:
             if slot < 0:
                 for i in range(count):
                     close(copies[i])
+                if stat_copy >= 0:
+                    close(stat_copy)
                 raise MemoryError()
             self._release(slot)
             self._entries[slot].key = key
+            self._entries[slot].cgroup_fd = stat_copy
             self._entries[slot].nfds = count
             for i in range(count):
                 self._entries[slot].fds[i] = copies[i]
@@ -275,6 +318,9 @@ cdef class Watcher:
         if self._entries[slot].armed:
             for j in range(self._entries[slot].nfds):
                 close(self._entries[slot].fds[j])
+            if self._entries[slot].cgroup_fd >= 0:
+                close(self._entries[slot].cgroup_fd)
+                self._entries[slot].cgroup_fd = -1
             self._entries[slot].armed = 0
             self._entries[slot].nfds = 0
             self._armed -= 1
@@ -346,30 +392,40 @@ cdef class Watcher:
         `out` (room for `_size`)."""
         cdef c_sysinfo info
         cdef long long shmem = -1
-        cdef long long total, pages
-        cdef int i, j, found = 0
+        cdef long long total
+        cdef int i, found = 0
         cdef bint look
         if get_sysinfo(&info) == 0:
             shmem = <long long>info.sharedram * <long long>info.mem_unit
         for i in range(self._size):
             if not self._entries[i].armed:
                 continue
-            look = shmem < 0 or now >= self._entries[i].due
-            if not look:
-                if shmem < self._entries[i].shmem_base:
-                    self._entries[i].shmem_base = shmem
-                look = shmem - self._entries[i].shmem_base >= self._entries[i].step
-            if not look:
-                total = self._entries[i].held
-                for j in range(self._entries[i].nfds):
-                    pages = _statm_pages(self._entries[i].fds[j])
-                    if pages < 0:
-                        look = True
-                        break
-                    total += pages * self._page
-                look = look or total > self._entries[i].limit
+            if self._entries[i].cgroup_fd >= 0:
+                total = _cgroup_bytes(self._entries[i].cgroup_fd)
+                look = total < 0 or total > self._entries[i].limit
+            else:
+                look = self._statm_look(&self._entries[i], shmem, now)
             if look:
                 out[found] = self._entries[i].key
                 found += 1
                 self._release(i)
         return found
+
+    cdef bint _statm_look(self, Entry *entry, long long shmem, double now) noexcept nogil:
+        """Whether Python must look at a tree watched by its statm files."""
+        cdef long long total, pages
+        cdef int j
+        cdef bint look = shmem < 0 or now >= entry.due
+        if not look:
+            if shmem < entry.shmem_base:
+                entry.shmem_base = shmem
+            look = shmem - entry.shmem_base >= entry.step
+        if not look:
+            total = entry.held
+            for j in range(entry.nfds):
+                pages = _statm_pages(entry.fds[j])
+                if pages < 0:
+                    return True
+                total += pages * self._page
+            look = total > entry.limit
+        return look

@@ -111,15 +111,36 @@ async def test_an_exchange_end_disarms_at_once_and_the_next_start_arms_again(gro
     assert native._watcher.armed == armed
 
 
-async def test_a_tree_the_c_thread_cannot_answer_for_is_on_the_loops_timer(grower, tmp_path):
-    """A worker in its own cgroup (or any tree, with the extensions off) has no plan for
-    the C thread: the loop's shared timer looks, and still stops a tree over its limit."""
+async def test_a_tree_in_its_own_cgroup_is_watched_by_its_memory_stat(grower, tmp_path):
+    """The sample reads the worker cgroup's memory.stat alone: so does the C thread (or,
+    with the extensions off, the loop's timer), and a tree over its limit is stopped."""
     loop = asyncio.get_running_loop()
-    (tmp_path / "memory.stat").write_text("anon 1000\nshmem 0\n")
+    (tmp_path / "memory.stat").write_text("anon 1000\nfile 99999999999\nshmem 0\n")
     watched = Watched(grower.pid, cgroup_dir=str(tmp_path))
+    watched.watch.exchanging(True)
+    if memwatch._native is not None:
+        assert watched.watch._native is not None and _timers(loop) == 0
+        await asyncio.sleep(POLL_S * 5)
+        assert watched.samples == 0  # never handed back: within, by memory.stat
+    else:
+        assert _timers(loop) == 1
+        await _until(lambda: watched.samples >= 3)
+    (tmp_path / "memory.stat").write_text(f"anon {(LIMIT_MB - 1) << 20}\nshmem {2 << 20}\n")
+    await _until(lambda: watched.killed)
+    assert _timers(loop) == 0 and watched.watch._native is None
+
+
+async def test_a_tree_the_c_thread_cannot_answer_for_is_on_the_loops_timer(grower):
+    """Shared-memory files seen in the tree: every sample scans them, so no plan for the C
+    thread; the loop's shared timer looks, and still stops a tree over its limit."""
+    loop = asyncio.get_running_loop()
+    watched = Watched(grower.pid)
+    watched.tree.shmem_seen = True
     watched.watch.exchanging(True)
     assert watched.watch._native is None and _timers(loop) == 1
     await _until(lambda: watched.samples >= 3)
-    (tmp_path / "memory.stat").write_text(f"anon {(LIMIT_MB + 1) << 20}\nshmem 0\n")
+    grower.stdin.write("grow\n")
+    grower.stdin.flush()
+    assert grower.stdout.readline().strip() == "grown"
     await _until(lambda: watched.killed)
     assert _timers(loop) == 0

@@ -166,6 +166,25 @@ def test_arming_again_replaces_the_tree_and_too_many_processes_are_refused(watch
     assert watcher.armed == 0
 
 
+def test_a_tree_in_its_own_cgroup_is_read_from_its_memory_stat(watcher, handed, tmp_path):
+    stat = tmp_path / "memory.stat"
+    stat.write_text("anon 4096\nfile 999999999999\nkernel 5\nshmem 4096\nfile_mapped 7\n")
+    fd = os.open(stat, os.O_RDONLY)
+    try:
+        # anon + shmem (page cache left out), within 8 KiB: the statm arguments are unused.
+        watcher.arm(1, [], 0, 8192, 0, 0, 0.0, fd)
+        time.sleep(PERIOD_S * 5)
+        assert handed.keys == [] and watcher.armed == 1
+        stat.write_text("anon 4096\nfile 0\nshmem 4097\n")  # over by one byte
+        assert handed.wait() == [1]
+        handed.event.clear()
+        stat.write_text("anon 4096\nfile 0\n")  # no shmem line: not read for certain
+        watcher.arm(2, [], 0, 1 << 40, 0, 0, 0.0, fd)
+        assert handed.wait() == [1, 2]
+    finally:
+        os.close(fd)
+
+
 def test_shared_memory_bytes_is_the_kernels_shmem_counter():
     # NR_SHMEM as /proc/vmstat prints it (in pages; /proc/meminfo's `Shmem` is the same
     # counter, but lxcfs may serve a container its own view of meminfo), a moment apart.

@@ -156,6 +156,7 @@ class NativePlan(NamedTuple):
     shmem_base: int  # the system's Shmem at the last fd scan (or lower since)
     shmem_step: int  # growth over the base that asks for an fd scan
     due: float  # time.monotonic() when the process list or the fd scan is due
+    cgroup_fd: int = -1  # the worker cgroup's memory.stat, held open: read alone instead
 
 
 _SCAN_EVERY_S = 1.0  # fd scan and process list refresh, at least this often
@@ -239,6 +240,7 @@ class TreeMemory:
         self._statm_fds: dict[int, int] = {}  # pid -> its /proc/<pid>/statm (the poll's bound)
         self.exact_reads = 0  # samples that read the status files (for tests)
         self._meminfo_fd: int | None = None
+        self._cgroup_fd: int | None = None  # memory.stat, held for the C thread (native_plan)
 
     def close(self) -> None:
         """Closes the files held open (the tree is gone)."""
@@ -246,9 +248,11 @@ class TreeMemory:
             for fd in fds.values():
                 os.close(fd)
             fds.clear()
-        if self._meminfo_fd is not None:
-            os.close(self._meminfo_fd)
-            self._meminfo_fd = None
+        for name in ("_meminfo_fd", "_cgroup_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
 
     def __del__(self) -> None:
         self.close()
@@ -304,14 +308,21 @@ class TreeMemory:
     def native_plan(self) -> NativePlan | None:
         """What the watch's C thread needs to answer the poll as `sample(limit=...)` would
         while the tree stays within it (native/memwatch.pyx), or None where only a Python
-        sample can: the worker's own cgroup, shared-memory files seen (every sample scans
-        then), a tree of more than NATIVE_MAX_PROCESSES, or the extensions off."""
-        if (
-            _native is None
-            or self.cgroup_dir is not None
-            or self.shmem_seen
-            or len(self._pids) > NATIVE_MAX_PROCESSES
-        ):
+        sample can: shared-memory files seen (every sample scans then), a tree of more
+        than NATIVE_MAX_PROCESSES, or the extensions off. A tree in its own cgroup is
+        watched by its memory.stat alone, as the sample reads it."""
+        if _native is None:
+            return None
+        if self.cgroup_dir is not None:
+            try:
+                if self._cgroup_fd is None:
+                    self._cgroup_fd = os.open(
+                        self.cgroup_dir + "/memory.stat", os.O_RDONLY | os.O_CLOEXEC
+                    )
+            except OSError:
+                return None
+            return NativePlan((), 0, 0, 0, float("inf"), self._cgroup_fd)
+        if self.shmem_seen or len(self._pids) > NATIVE_MAX_PROCESSES:
             return None
         fds = []
         for pid in self._pids:
