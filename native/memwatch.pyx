@@ -332,8 +332,10 @@ cdef class Watcher:
     def _run(self):
         cdef int count
         while True:
-            with nogil:
-                count = self._wait_and_look()
+            with nogil:  # the GIL is taken only to hand keys back (or to stop)
+                count = 0
+                while count == 0:
+                    count = self._wait_and_look()
             if count < 0:
                 return
             if count:
