@@ -22,33 +22,43 @@ why it is sound): for an armed tree,
     NR_SHMEM, the counter /proc/meminfo prints as `Shmem`) has not grown by
     `step` over the tree's base (lowered to the least seen, as the sample
     does), and
-  * the tree's next process-list refresh or fd scan is not due.
+  * the tree's next process-list refresh or fd scan is not due; when it is, it is made
+    here: no process of the tree has a child the tree does not know
+    (`/proc/<pid>/task/<tid>/children`, every thread's, as worker/proctree.py walks) and
+    none holds a shared-memory file (`/proc/<pid>/fd` links to `/memfd:`, `/dev/shm/`,
+    `/SYSV`, as worker/memory.py scans); then the next one is due a rescan period later
+    and the Shmem base is today's (as after the sample's scan).
 A tree in a worker cgroup of its own is armed with its `memory.stat` instead (the
 sample reads that file alone then): `anon` + `shmem` within the limit, parsed here.
-Anything else (over, grown, due, a file that does not read as statm or memory.stat) is
+Anything else (over, grown, a new child, a shared-memory file held, a file or folder that
+does not read as expected) is
 "look": the tree is disarmed and its key handed to `notify` (with the GIL,
 on this thread); the caller then runs the whole Python sample and arms the
 tree again. A file that cannot be read (its process is gone) counts 0, as
 in the sample. With no tree armed the thread sleeps in poll(2) until one
 is: an idle server pays no wakeup.
 
-Owns: `Watcher` (`arm`, `disarm`, `close`) and `shared_memory_bytes`.
-May import: the C library and CPython only.
+Owns: `Watcher` (`arm`, `disarm`, `close`) and `shared_memory_bytes`; what each /proc
+and cgroup file says is read by leanrpc/_native/proc_reads.pxd (inline, cimported).
+May import: the C library, CPython and leanrpc._native.proc_reads (cimport).
 """
 
 from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
-from posix.unistd cimport close, dup, pread, read, write
+from posix.unistd cimport close, dup, read, write
+
+from leanrpc._native.proc_reads cimport (
+    c_sysinfo,
+    cgroup_bytes,
+    get_sysinfo,
+    holds_shared_memory,
+    new_child,
+    statm_pages,
+)
 
 import os
 import threading
-
-cdef extern from "<sys/sysinfo.h>" nogil:
-    struct c_sysinfo "sysinfo":
-        unsigned long sharedram
-        unsigned int mem_unit
-    int get_sysinfo "sysinfo" (c_sysinfo *info)
 
 cdef extern from "<sys/eventfd.h>" nogil:
     int eventfd(unsigned int initval, int flags)
@@ -79,6 +89,8 @@ cdef struct Entry:
     int cgroup_fd  # memory.stat of the tree's own cgroup (dup'd), or -1: the statm files
     int nfds
     int fds[MAX_FDS]
+    int pids[MAX_FDS]  # the process of each statm file (the tree's list, root first)
+    double rescan_s  # how long a list refresh and fd scan stay good
     long long held
     long long limit
     long long shmem_base
@@ -99,62 +111,6 @@ cdef inline double _now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec + ts.tv_nsec * 1e-9
-
-
-cdef inline long long _statm_pages(int fd) noexcept nogil:
-    """Resident pages (statm's second field); 0 when unreadable (gone), -1 when malformed."""
-    cdef char buf[256]
-    cdef ssize_t n = pread(fd, buf, 255, 0)
-    cdef ssize_t i = 0
-    cdef long long value = 0
-    cdef int digits = 0
-    if n <= 0:
-        return 0
-    while i < n and buf[i] >= 48 and buf[i] <= 57:
-        i += 1
-    if i == 0 or i >= n or buf[i] != 32:
-        return -1
-    i += 1
-    while i < n and buf[i] >= 48 and buf[i] <= 57:
-        value = value * 10 + (buf[i] - 48)
-        digits += 1
-        i += 1
-    if digits == 0 or digits > 15 or i >= n or (buf[i] != 32 and buf[i] != 10):
-        return -1
-    return value
-
-
-cdef inline long long _cgroup_bytes(int fd) noexcept nogil:
-    """`anon` + `shmem` of a memory.stat file in bytes; -1 when unreadable or either is missing."""
-    cdef char buf[16384]
-    cdef ssize_t n = pread(fd, buf, 16383, 0)
-    cdef ssize_t i = 0
-    cdef long long total = 0, value
-    cdef int found = 0, digits
-    if n <= 0 or n >= 16383:
-        return -1
-    while i < n:  # at a line's start
-        if n - i > 5 and buf[i] == 97 and buf[i + 1] == 110 and buf[i + 2] == 111 and buf[i + 3] == 110 and buf[i + 4] == 32:
-            i += 5  # "anon "
-        elif n - i > 6 and buf[i] == 115 and buf[i + 1] == 104 and buf[i + 2] == 109 and buf[i + 3] == 101 and buf[i + 4] == 109 and buf[i + 5] == 32:
-            i += 6  # "shmem "
-        else:
-            while i < n and buf[i] != 10:
-                i += 1
-            i += 1
-            continue
-        value = 0
-        digits = 0
-        while i < n and buf[i] >= 48 and buf[i] <= 57:
-            value = value * 10 + (buf[i] - 48)
-            digits += 1
-            i += 1
-        if digits == 0 or digits > 18 or (i < n and buf[i] != 10):
-            return -1
-        total += value
-        found += 1
-        i += 1
-    return total if found == 2 else -1
 
 
 cdef class Watcher:
@@ -212,17 +168,21 @@ cdef class Watcher:
         pthread_mutex_destroy(&self._mutex)
 
     def arm(self, long long key, fds, long long held, long long limit, long long shmem_base,
-            long long step, double due, int cgroup_fd=-1):
+            long long step, double due, int cgroup_fd=-1, pids=(), double rescan_s=1.0):
         """Watch tree `key` from the next tick on: `fds` its processes' statm files (dup'd
-        here), `held` its shared-memory files' bytes, `due` (time.monotonic) when Python must
-        look again; or, with `cgroup_fd` (dup'd), its cgroup's memory.stat alone. Replaces
-        an earlier arming of `key`. ValueError for too many processes."""
+        here) and `pids` those processes (root first), `held` its shared-memory files'
+        bytes, `due` (time.monotonic) when its list refresh and fd scan are next made (then
+        every `rescan_s`); or, with `cgroup_fd` (dup'd), its cgroup's memory.stat alone.
+        Replaces an earlier arming of `key`. ValueError for too many processes, or pids
+        that do not match the files."""
         cdef int count = len(fds)
         cdef int copies[MAX_FDS]
         cdef int i, slot = -1, stat_copy = -1
         cdef bint was_idle
         if count > MAX_FDS:
             raise ValueError(f"more than {MAX_FDS} processes")
+        if cgroup_fd < 0 and len(pids) != count:
+            raise ValueError("one pid per statm file")
         if cgroup_fd >= 0:
             count = 0
             stat_copy = dup(cgroup_fd)
@@ -251,6 +211,8 @@ cdef class Watcher:
             self._entries[slot].nfds = count
             for i in range(count):
                 self._entries[slot].fds[i] = copies[i]
+                self._entries[slot].pids[i] = pids[i]
+            self._entries[slot].rescan_s = rescan_s
             self._entries[slot].held = held
             self._entries[slot].limit = limit
             self._entries[slot].shmem_base = shmem_base
@@ -403,7 +365,7 @@ cdef class Watcher:
             if not self._entries[i].armed:
                 continue
             if self._entries[i].cgroup_fd >= 0:
-                total = _cgroup_bytes(self._entries[i].cgroup_fd)
+                total = cgroup_bytes(self._entries[i].cgroup_fd)
                 look = total < 0 or total > self._entries[i].limit
             else:
                 look = self._statm_look(&self._entries[i], shmem, now)
@@ -417,7 +379,12 @@ cdef class Watcher:
         """Whether Python must look at a tree watched by its statm files."""
         cdef long long total, pages
         cdef int j
-        cdef bint look = shmem < 0 or now >= entry.due
+        cdef bint look = shmem < 0
+        if not look and now >= entry.due:  # the list refresh and fd scan, made here
+            if new_child(entry.pids, entry.nfds) or holds_shared_memory(entry.pids, entry.nfds):
+                return True
+            entry.due = now + entry.rescan_s
+            entry.shmem_base = shmem
         if not look:
             if shmem < entry.shmem_base:
                 entry.shmem_base = shmem
@@ -425,7 +392,7 @@ cdef class Watcher:
         if not look:
             total = entry.held
             for j in range(entry.nfds):
-                pages = _statm_pages(entry.fds[j])
+                pages = statm_pages(entry.fds[j])
                 if pages < 0:
                     return True
                 total += pages * self._page

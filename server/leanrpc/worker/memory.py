@@ -47,8 +47,11 @@ can only grow more than the tree's own shared memory, so it asks for more scans,
 never fewer.
 
 `native_plan` hands the poll's fast path to the watch's C thread
-(native/memwatch.pyx): the statm files, the held shared-memory bytes, the Shmem base
-and when the next list refresh or fd scan is due, which is all that path reads.
+(native/memwatch.pyx): the statm files and their processes, the held shared-memory
+bytes, the Shmem base and when the next list refresh and fd scan are due. The thread
+makes those itself once a second (a child the list lacks, or a shared-memory file
+held, hands the tree back to this sample), so a busy tree within its limit costs the
+event loop nothing.
 
 Owns memory measurement and the default per-worker limit; may import only
 the standard library, psutil, core._impl and _native.memwatch (the build
@@ -155,8 +158,11 @@ class NativePlan(NamedTuple):
     held: int  # bytes of the shared-memory files the tree holds open
     shmem_base: int  # the system's Shmem at the last fd scan (or lower since)
     shmem_step: int  # growth over the base that asks for an fd scan
-    due: float  # time.monotonic() when the process list or the fd scan is due
+    due: float  # time.monotonic() when the process list and the fd scan are due (then each
+    # `rescan_s`: the C thread makes them, and hands the tree back for what it finds)
     cgroup_fd: int = -1  # the worker cgroup's memory.stat, held open: read alone instead
+    pids: tuple[int, ...] = ()  # the process of each statm file, the root first
+    rescan_s: float = 1.0
 
 
 _SCAN_EVERY_S = 1.0  # fd scan and process list refresh, at least this often
@@ -324,7 +330,7 @@ class TreeMemory:
             return NativePlan((), 0, 0, 0, float("inf"), self._cgroup_fd)
         if self.shmem_seen or len(self._pids) > NATIVE_MAX_PROCESSES:
             return None
-        fds = []
+        fds, pids = [], []
         for pid in self._pids:
             fd = self._statm_fds.get(pid)
             if fd is None:
@@ -335,12 +341,17 @@ class TreeMemory:
                 except OSError:
                     continue  # gone: counts nothing, as in `_resident`
             fds.append(fd)
+            pids.append(pid)
+        if not pids or pids[0] != self._root:
+            return None  # the root is gone: the sample says what is left
         return NativePlan(
             statm_fds=tuple(fds),
             held=sum(self._held.values()),
             shmem_base=self._shmem_base,
             shmem_step=SHMEM_STEP,
             due=min(self._listed_at, self._scanned_at) + _SCAN_EVERY_S,
+            pids=tuple(pids),
+            rescan_s=_SCAN_EVERY_S,
         )
 
     def _list(self, now: float) -> None:

@@ -26,7 +26,8 @@ tick. A watch whose tree has a plan (`tree_plan`: the statm files and the rest o
 fast path, worker/memory.py `TreeMemory.native_plan`) is armed on one C thread per process and
 period (leanrpc._native.memwatch: no GIL while it looks) from the start of each exchange
 to its end, and the loop is woken only for a tree that thread cannot answer "within"
-for (over the bound, Shmem grown, its list refresh or fd scan due, a file unreadable): that tree gets the
+for (over the bound, Shmem grown, a child its list lacks or a shared-memory file held at the
+thread's own once-a-second list refresh and fd scan, a file unreadable): that tree gets the
 whole Python look (`_look`, the same verdict as on the loop ticker) and is armed again.
 A tree in its own cgroup is armed with its memory.stat. Where the extensions are off, or
 the plan is None (shared-memory files seen, a large tree), the loop ticker below looks,
@@ -245,6 +246,8 @@ class _NativeTicker:
                 plan.shmem_step,
                 plan.due,
                 plan.cgroup_fd,
+                plan.pids,
+                plan.rescan_s,
             )
         except (ValueError, OSError, MemoryError):
             return False
