@@ -96,6 +96,21 @@ cdef inline bint _known(const int *pids, int count, long long pid) noexcept nogi
     return False
 
 
+cdef inline DIR *_proc_folder(int pid, const char *leaf) noexcept nogil:
+    """/proc/<pid>/<leaf>, opened (NULL when the process is gone)."""
+    cdef char path[64]
+    snprintf(path, sizeof(path), "/proc/%d/%s", pid, leaf)
+    return opendir(path)
+
+
+cdef inline dirent *_next_entry(DIR *folder) noexcept nogil:
+    """The folder's next entry but `.` and `..`; NULL at its end."""
+    cdef dirent *entry = readdir(folder)
+    while entry != NULL and entry.d_name[0] == 46:
+        entry = readdir(folder)
+    return entry
+
+
 cdef inline bint new_child(const int *pids, int count) noexcept nogil:
     """Whether a process of the tree has a child the tree does not know (or the root's
     children cannot be read: the sample's own fallback decides then)."""
@@ -108,20 +123,16 @@ cdef inline bint new_child(const int *pids, int count) noexcept nogil:
     cdef long long child
     cdef bint digits, root_read
     for j in range(count):
-        snprintf(path, sizeof(path), "/proc/%d/task", pids[j])
-        tasks = opendir(path)
+        tasks = _proc_folder(pids[j], "task")
         if tasks == NULL:
             if j == 0:
                 return True
             continue  # ended meanwhile: its statm reads count 0
         root_read = False
-        while True:
-            task = readdir(tasks)
-            if task == NULL:
-                break
-            if task.d_name[0] == 46:  # "." and ".."
-                continue
+        task = _next_entry(tasks)
+        while task != NULL:
             snprintf(path, sizeof(path), "/proc/%d/task/%s/children", pids[j], task.d_name)
+            task = _next_entry(tasks)
             fd = c_open(path, O_RDONLY | O_CLOEXEC)
             if fd < 0:
                 continue  # a thread that ended meanwhile
@@ -154,26 +165,21 @@ cdef inline bint new_child(const int *pids, int count) noexcept nogil:
 cdef inline bint holds_shared_memory(const int *pids, int count) noexcept nogil:
     """Whether a process of the tree holds a shared-memory file open (or the root's fds
     cannot be listed)."""
-    cdef char path[64]
     cdef char link[256]
     cdef DIR *fds
     cdef dirent *fd
     cdef ssize_t n
     cdef int j
     for j in range(count):
-        snprintf(path, sizeof(path), "/proc/%d/fd", pids[j])
-        fds = opendir(path)
+        fds = _proc_folder(pids[j], "fd")
         if fds == NULL:
             if j == 0:
                 return True
             continue
-        while True:
-            fd = readdir(fds)
-            if fd == NULL:
-                break
-            if fd.d_name[0] == 46:
-                continue
+        fd = _next_entry(fds)
+        while fd != NULL:
             n = readlinkat(dirfd(fds), fd.d_name, link, sizeof(link) - 1)
+            fd = _next_entry(fds)
             if n <= 0:
                 continue  # closed meanwhile
             link[n] = 0
