@@ -144,3 +144,18 @@ async def test_a_tree_the_c_thread_cannot_answer_for_is_on_the_loops_timer(growe
     assert grower.stdout.readline().strip() == "grown"
     await _until(lambda: watched.killed)
     assert _timers(loop) == 0
+
+
+async def test_without_a_thread_the_loops_timer_looks(grower, monkeypatch):
+    """The C thread cannot be started (eventfd refused): the request is still watched."""
+    loop = asyncio.get_running_loop()
+
+    def refused(period: float):
+        raise OSError("eventfd failed")
+
+    monkeypatch.setattr(memwatch._NativeTicker, "of", classmethod(lambda cls, p: refused(p)))
+    watched = Watched(grower.pid)
+    watched.watch.exchanging(True)
+    assert watched.watch._native is None and _timers(loop) == 1
+    await _until(lambda: watched.samples >= 2)
+    watched.watch.exchanging(False)

@@ -124,8 +124,11 @@ class MemoryWatch:
     def _join(self) -> None:
         """On the C thread where the tree has a plan for it, else on the loop's timer."""
         if _native is not None:
-            native = _NativeTicker.of(self._limits.memory_poll_s)
-            if native.arm(self, self._limits.max_worker_rss_mb * 2**20):
+            try:
+                native = _NativeTicker.of(self._limits.memory_poll_s)
+            except OSError:  # no thread (eventfd refused): the loop's timer looks instead
+                native = None
+            if native is not None and native.arm(self, self._limits.max_worker_rss_mb * 2**20):
                 self._native = native
                 return
         self._ticker = _Ticker.of(asyncio.get_running_loop(), self._limits.memory_poll_s)
