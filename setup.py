@@ -9,6 +9,7 @@ macro yet, so none is defined; add one with the first invariant check.
 
 import os
 import pathlib
+import sys
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
@@ -23,7 +24,11 @@ DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 # trie_nodes before trie: trie cimports it. The .pxd files that modules share
 # live in the package (server/leanrpc/_native/), so that cimport resolves them
 # by their module name and the runtime import finds the module.
-NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars", "memwatch"]
+NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars"]
+# The memory watch's poll thread reads /proc and calls eventfd(2) and sysinfo(2): Linux only
+# (elsewhere the watch looks from the event loop; worker/memwatch.py).
+if sys.platform.startswith("linux"):
+    NATIVE_MODULES.append("memwatch")
 # (package, module): the one lexer, the policy's rules, and the axiom plan's
 # masking and declaration scan, compiled from their own Python source as
 # leanrpc.<package>.<module>_c (the hot path of every snippet).

@@ -62,6 +62,7 @@ worker's own cgroup says).
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -72,8 +73,8 @@ from ..core._impl import extensions_disabled
 from . import proctree
 from .cgroupmem import cgroup_memory_bytes, worker_cgroup_dir
 
-if extensions_disabled():
-    _native = None
+if extensions_disabled() or not sys.platform.startswith("linux"):
+    _native = None  # the poll thread is built on Linux only (setup.py)
 else:
     from .._native import memwatch as _native
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import sys
 import weakref
 from typing import Callable, Protocol
 
@@ -46,8 +47,8 @@ from ..config import LimitsConfig
 from ..core._impl import extensions_disabled
 from ..errors import WorkerOutOfMemory
 
-if extensions_disabled():
-    _native = None
+if extensions_disabled() or not sys.platform.startswith("linux"):
+    _native = None  # the poll thread is built on Linux only (setup.py)
 else:
     from .._native import memwatch as _native
 
