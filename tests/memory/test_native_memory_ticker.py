@@ -97,18 +97,26 @@ async def test_the_c_thread_watches_a_real_tree_and_stops_it_over_its_limit(grow
 
 
 @pytest.mark.skipif(memwatch._native is None, reason="the extensions are off (next test)")
-async def test_an_exchange_end_disarms_at_once_and_the_next_start_arms_again(grower):
+async def test_an_exchange_end_pauses_the_arming_and_the_next_start_resumes_it(grower):
+    """Back-to-back exchanges keep one arming; one that ends with no exchange after it is
+    released at the thread's next tick; a stopped worker is disarmed at once."""
     watched = Watched(grower.pid)
     native = memwatch._NativeTicker.of(POLL_S)
     armed = native._watcher.armed
     watched.watch.exchanging(True)
+    key = native._key_of[watched.watch]
     assert native._watcher.armed == armed + 1
     watched.watch.exchanging(False)
-    assert native._watcher.armed == armed and watched.watch._native is None
-    watched.watch.exchanging(True)
-    assert native._watcher.armed == armed + 1
+    watched.watch.exchanging(True)  # before the next tick: the same arming, resumed
+    assert native._key_of[watched.watch] == key and native._watcher.armed == armed + 1
+    await asyncio.sleep(POLL_S * 4)
+    assert native._watcher.armed == armed + 1  # looked at, not released
+    watched.watch.exchanging(False)
+    await _until(lambda: native._watcher.armed == armed)  # released at a tick
+    watched.watch.exchanging(True)  # armed afresh
+    assert native._key_of[watched.watch] != key and native._watcher.armed == armed + 1
     watched.watch.stop()  # the worker is gone
-    assert native._watcher.armed == armed
+    assert native._watcher.armed == armed and watched.watch._native is None
 
 
 async def test_a_tree_in_its_own_cgroup_is_watched_by_its_memory_stat(grower, tmp_path):

@@ -221,6 +221,19 @@ def test_nothing_armed_means_no_look_and_a_disarmed_tree_is_never_handed_back(
     assert handed.keys == [] and watcher.armed == 0 and watcher.ticks == 0
 
 
+def test_a_paused_tree_is_released_at_the_next_tick_unless_resumed(watcher, handed, child):
+    _arm(watcher, 8, *child, limit=1 << 20)  # over: handed back at a tick, unless paused
+    watcher.pause(8)
+    assert watcher.resume(8)  # its next exchange came first
+    assert handed.wait() == [8]
+    handed.event.clear()
+    _arm(watcher, 9, *child)
+    watcher.pause(9)  # no exchange follows: released
+    time.sleep(PERIOD_S * 5)
+    assert handed.keys == [8] and watcher.armed == 0
+    assert not watcher.resume(9)  # gone: the next exchange arms afresh
+
+
 def test_arming_again_replaces_the_tree_and_bad_arguments_are_refused(watcher, handed, child):
     process, fd = child
     _arm(watcher, 9, *child)

@@ -25,7 +25,8 @@ woke the server and ran Python and /proc reads cold, about 0.2 ms of the main th
 tick. A watch whose tree has a plan (`tree_plan`: the statm files and the rest of the poll's
 fast path, worker/memory.py `TreeMemory.native_plan`) is armed on one C thread per process and
 period (leanrpc._native.memwatch: no GIL while it looks) from the start of each exchange
-to its end, and the loop is woken only for a tree that thread cannot answer "within"
+to its end (then paused, and released at the thread's next tick unless the next exchange
+resumes it: back-to-back exchanges cost no system call), and the loop is woken only for a tree that thread cannot answer "within"
 for (over the bound, Shmem grown, a child its list lacks or a shared-memory file held at the
 thread's own once-a-second list refresh and fd scan, a file unreadable): that tree gets the
 whole Python look (`_look`, the same verdict as on the loop ticker) and is armed again.
@@ -113,13 +114,18 @@ class MemoryWatch:
         self._leave_native()
 
     def exchanging(self, active: bool) -> None:
-        """A command (or batch) starts or ends. A start arms the C thread (or joins the
-        loop's shared timer); an end disarms the C thread at once (the loop's timer is
-        left at its next look)."""
+        """A command (or batch) starts or ends. A start arms the C thread (or resumes its
+        arming, or joins the loop's shared timer); an end pauses the C thread's arming,
+        released at its next tick unless the next exchange comes first (the loop's timer
+        is left at its next look)."""
         self._exchanging = active
         if not active:
-            self._leave_native()
-        elif self._watching and self._ticker is None and self._native is None:
+            if self._native is not None:
+                self._native.pause(self)
+        elif self._watching and self._ticker is None:
+            if self._native is not None and self._native.resume(self):
+                return
+            self._native = None
             self._join()
 
     def _join(self) -> None:
@@ -236,6 +242,7 @@ class _NativeTicker:
 
     def arm(self, watch: MemoryWatch, limit: int) -> bool:
         """True when the watch is armed on the C thread (False: the loop's timer must look)."""
+        self.disarm(watch)  # an earlier arming, released by the thread or not
         plan = watch._native_plan()
         if plan is None:
             return False
@@ -264,6 +271,16 @@ class _NativeTicker:
         key = self._drop(watch)
         if key is not None:
             self._watcher.disarm(key)
+
+    def pause(self, watch: MemoryWatch) -> None:
+        key = self._key_of.get(watch)
+        if key is not None:
+            self._watcher.pause(key)
+
+    def resume(self, watch: MemoryWatch) -> bool:
+        """True when the watch's arming was still there (now looked at again)."""
+        key = self._key_of.get(watch)
+        return key is not None and self._watcher.resume(key)
 
     def _drop(self, watch: MemoryWatch) -> int | None:
         key = self._key_of.pop(watch, None)
