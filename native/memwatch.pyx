@@ -43,6 +43,9 @@ is: an idle server pays no wakeup.
 Owns: `Watcher` (`arm`, `disarm`, `close`) and `shared_memory_bytes`; what each /proc
 and cgroup file says is read by leanrpc/_native/proc_reads.pxd (inline, cimported).
 May import: the C library, CPython and leanrpc._native.proc_reads (cimport).
+Why one room: the table of armed trees, its mutex and the thread that looks at it are one
+lifecycle (arm, pause, look, hand back, release); the readers of what it looks at are
+already apart (proc_reads.pxd).
 """
 
 from libc.stdlib cimport free, realloc
@@ -180,22 +183,26 @@ cdef class Watcher:
         that do not match the files."""
         cdef int count = len(fds)
         cdef int copies[MAX_FDS]
-        cdef int i, slot = -1, stat_copy = -1
+        cdef int pid_of[MAX_FDS]
+        cdef int i, j, slot = -1, stat_copy = -1
         cdef bint was_idle
         if count > MAX_FDS:
             raise ValueError(f"more than {MAX_FDS} processes")
-        if cgroup_fd < 0 and len(pids) != count:
-            raise ValueError("one pid per statm file")
         if cgroup_fd >= 0:
             count = 0
+        elif len(pids) != count:
+            raise ValueError("one pid per statm file")
+        for i in range(count):  # read before any file is copied: nothing to undo after
+            pid_of[i] = pids[i]
+        if cgroup_fd >= 0:
             stat_copy = dup(cgroup_fd)
             if stat_copy < 0:
                 raise OSError("dup failed")
         for i in range(count):
             copies[i] = dup(<int>fds[i])
             if copies[i] < 0:
-                for slot in range(i):
-                    close(copies[slot])
+                for j in range(i):
+                    close(copies[j])
                 raise OSError("dup failed")
         pthread_mutex_lock(&self._mutex)
         try:
@@ -214,7 +221,7 @@ cdef class Watcher:
             self._entries[slot].nfds = count
             for i in range(count):
                 self._entries[slot].fds[i] = copies[i]
-                self._entries[slot].pids[i] = pids[i]
+                self._entries[slot].pids[i] = pid_of[i]
             self._entries[slot].rescan_s = rescan_s
             self._entries[slot].held = held
             self._entries[slot].limit = limit

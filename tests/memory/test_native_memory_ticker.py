@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from leanrpc.config import LimitsConfig
-from leanrpc.worker import memwatch
+from leanrpc.worker import memory, memwatch
 from leanrpc.worker.memory import TreeMemory
 from leanrpc.worker.memwatch import MemoryWatch
 
@@ -76,7 +76,7 @@ async def _until(condition, within_s: float = 10.0) -> None:
         await asyncio.sleep(POLL_S / 4)
 
 
-@pytest.mark.skipif(memwatch._native is None, reason="the extensions are off (next test)")
+@pytest.mark.skipif(memory._native is None, reason="the extensions are off (next test)")
 async def test_the_c_thread_watches_a_real_tree_and_stops_it_over_its_limit(grower):
     loop = asyncio.get_running_loop()
     watched = Watched(grower.pid)
@@ -96,7 +96,7 @@ async def test_the_c_thread_watches_a_real_tree_and_stops_it_over_its_limit(grow
     assert watched.watch._native is None and _timers(loop) == 0  # not armed again
 
 
-@pytest.mark.skipif(memwatch._native is None, reason="the extensions are off (next test)")
+@pytest.mark.skipif(memory._native is None, reason="the extensions are off (next test)")
 async def test_an_exchange_end_pauses_the_arming_and_the_next_start_resumes_it(grower):
     """Back-to-back exchanges keep one arming; one that ends with no exchange after it is
     released at the thread's next tick; a stopped worker is disarmed at once."""
@@ -126,7 +126,7 @@ async def test_a_tree_in_its_own_cgroup_is_watched_by_its_memory_stat(grower, tm
     (tmp_path / "memory.stat").write_text("anon 1000\nfile 99999999999\nshmem 0\n")
     watched = Watched(grower.pid, cgroup_dir=str(tmp_path))
     watched.watch.exchanging(True)
-    if memwatch._native is not None:
+    if memory._native is not None:
         assert watched.watch._native is not None and _timers(loop) == 0
         await asyncio.sleep(POLL_S * 5)
         assert watched.samples == 0  # never handed back: within, by memory.stat

@@ -73,6 +73,8 @@ from ..core._impl import extensions_disabled
 from . import proctree
 from .cgroupmem import cgroup_memory_bytes, worker_cgroup_dir
 
+# Chosen here, once: `native_plan` gives a plan only where this is the compiled build, and
+# worker/memwatch.py starts the thread only for a tree with a plan.
 if extensions_disabled() or not sys.platform.startswith("linux"):
     _native = None  # the poll thread is built on Linux only (setup.py)
 else:
@@ -275,16 +277,18 @@ class TreeMemory:
         except OSError:
             return 0  # gone (or never there): counts nothing
 
+    def _statm_fd(self, pid: int) -> int:
+        """`pid`'s /proc/<pid>/statm, held open (OSError when it is gone)."""
+        fd = self._statm_fds.get(pid)
+        if fd is None:
+            fd = self._statm_fds[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC)
+        return fd
+
     def _resident(self, pid: int) -> int | None:
         """Resident pages of `pid` in bytes (statm: anonymous + file + shared
         memory), 0 if it is gone, None if its file cannot be read as expected."""
-        fd = self._statm_fds.get(pid)
         try:
-            if fd is None:
-                fd = self._statm_fds[pid] = os.open(
-                    f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC
-                )
-            data = os.pread(fd, 256, 0)
+            data = os.pread(self._statm_fd(pid), 256, 0)
         except OSError:
             return 0  # gone (or never there): counts nothing, as in `_status`
         try:
@@ -333,15 +337,10 @@ class TreeMemory:
             return None
         fds, pids = [], []
         for pid in self._pids:
-            fd = self._statm_fds.get(pid)
-            if fd is None:
-                try:
-                    fd = self._statm_fds[pid] = os.open(
-                        f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC
-                    )
-                except OSError:
-                    continue  # gone: counts nothing, as in `_resident`
-            fds.append(fd)
+            try:
+                fds.append(self._statm_fd(pid))
+            except OSError:
+                continue  # gone: counts nothing, as in `_resident`
             pids.append(pid)
         if not pids or pids[0] != self._root:
             return None  # the root is gone: the sample says what is left

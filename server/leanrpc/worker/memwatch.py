@@ -7,8 +7,8 @@ exchange) and the one poll timer the watches of an event loop share (`_Ticker`).
 tree's memory is, is worker/memory.py's (through the sample function it is given: asked
 with the limit, it may answer an upper bound that is within it); what happens when the tree
 is over, the worker's (`on_over`). May import: leanrpc.config, leanrpc.errors,
-leanrpc.core._impl and leanrpc._native.memwatch (the build chosen), asyncio, itertools,
-os, weakref.
+leanrpc._native.memwatch (only once a tree has a plan: worker/memory.py chose that build),
+asyncio, itertools, os, weakref.
 
 One timer per event loop and poll period (no task), shared by every watch (issue 38 item
 6: one wakeup per period for all workers, not one per worker): a watch joins it when a
@@ -40,18 +40,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import sys
 import weakref
 from typing import Callable, Protocol
 
 from ..config import LimitsConfig
-from ..core._impl import extensions_disabled
 from ..errors import WorkerOutOfMemory
-
-if extensions_disabled() or not sys.platform.startswith("linux"):
-    _native = None  # the poll thread is built on Linux only (setup.py)
-else:
-    from .._native import memwatch as _native
 
 __all__ = ["MeasuredTree", "MemoryWatch"]
 
@@ -130,12 +123,15 @@ class MemoryWatch:
 
     def _join(self) -> None:
         """On the C thread where the tree has a plan for it, else on the loop's timer."""
-        if _native is not None:
+        plan = self._native_plan()
+        if plan is not None:
             try:
                 native = _NativeTicker.of(self._limits.memory_poll_s)
             except OSError:  # no thread (eventfd refused): the loop's timer looks instead
                 native = None
-            if native is not None and native.arm(self, self._limits.max_worker_rss_mb * 2**20):
+            if native is not None and native.arm(
+                self, self._limits.max_worker_rss_mb * 2**20, plan
+            ):
                 self._native = native
                 return
         self._ticker = _Ticker.of(asyncio.get_running_loop(), self._limits.memory_poll_s)
@@ -226,10 +222,14 @@ class _NativeTicker:
     _pid = os.getpid()
 
     def __init__(self, period: float) -> None:
+        # Imported here: a tree has a plan only where worker/memory.py chose this compiled
+        # build (Linux, extensions on), and only a tree with a plan starts a thread.
+        from .._native import memwatch as native
+
         self._keys = itertools.count(1)  # a fresh key per arming: a late hand-back is ignored
         self._armed: dict[int, tuple[asyncio.AbstractEventLoop, MemoryWatch]] = {}
         self._key_of: dict[MemoryWatch, int] = {}
-        self._watcher = _native.Watcher(period, self._notify, os.sysconf("SC_PAGE_SIZE"))
+        self._watcher = native.Watcher(period, self._notify, os.sysconf("SC_PAGE_SIZE"))
 
     @classmethod
     def of(cls, period: float) -> _NativeTicker:
@@ -240,12 +240,10 @@ class _NativeTicker:
             ticker = cls._of[period] = cls(period)
         return ticker
 
-    def arm(self, watch: MemoryWatch, limit: int) -> bool:
-        """True when the watch is armed on the C thread (False: the loop's timer must look)."""
+    def arm(self, watch: MemoryWatch, limit: int, plan) -> bool:
+        """True when the watch is armed on the C thread with its tree's `plan`
+        (worker/memory.py `NativePlan`); False: the loop's timer must look."""
         self.disarm(watch)  # an earlier arming, released by the thread or not
-        plan = watch._native_plan()
-        if plan is None:
-            return False
         key = next(self._keys)
         try:
             self._watcher.arm(
@@ -262,7 +260,6 @@ class _NativeTicker:
             )
         except (ValueError, OSError, MemoryError):
             return False
-        self._drop(watch)
         self._armed[key] = (asyncio.get_running_loop(), watch)
         self._key_of[watch] = key
         return True
@@ -300,8 +297,7 @@ class _NativeTicker:
                 loop.call_soon_threadsafe(self._looks, those)
             except RuntimeError:  # the loop is closed: nobody is left to look
                 for key in those:
-                    watch = self._armed.pop(key, (None, None))[1]
-                    self._key_of.pop(watch, None)
+                    self._drop(self._armed[key][1])
 
     def _looks(self, keys: list[int]) -> None:
         """On the watches' loop: the whole look at each tree handed back."""
