@@ -25,10 +25,11 @@ DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 # live in the package (server/leanrpc/_native/), so that cimport resolves them
 # by their module name and the runtime import finds the module.
 NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars"]
-# The memory watch's poll thread reads /proc and calls eventfd(2) and sysinfo(2): Linux only
-# (elsewhere the watch looks from the event loop; worker/memwatch.py).
+# The memory watch's poll thread reads /proc and calls eventfd(2) and sysinfo(2), and the
+# stdout reader thread eventfd(2) and poll(2): Linux only (elsewhere the watch looks from the
+# event loop, worker/memwatch.py, and the loop reads the REPLs' stdout, worker/stdout.py).
 if sys.platform.startswith("linux"):
-    NATIVE_MODULES.append("memwatch")
+    NATIVE_MODULES += ["memwatch", "gather"]
 # (package, module): the one lexer, the policy's rules, and the axiom plan's
 # masking and declaration scan, compiled from their own Python source as
 # leanrpc.<package>.<module>_c (the hot path of every snippet).

@@ -98,3 +98,15 @@ async def test_without_a_fence_the_frames_owed_complete_it():
     assert take(pending, ANSWER, _clock) is None and pending.progress_at == 7.0
     assert take(pending, OTHER, _clock) is None
     assert pending.future.result() == [ANSWER, OTHER]
+
+
+async def test_an_answer_read_earlier_by_the_reader_thread_keeps_its_read_time():
+    """worker/gathered.py hands answers over once per exchange: each keeps the time.monotonic()
+    its read came (`at`), and the timer's progress is that moment on the loop's clock."""
+    pending = await _exchange(expected=3)
+    read_at = time.monotonic() - 0.25
+    assert take(pending, ANSWER, _clock, read_at) is None
+    assert pending.arrivals == [read_at]
+    assert (
+        6.5 < pending.progress_at <= 6.75
+    )  # the loop's 7.0, less the 0.25 s (and more) since the read

@@ -3,7 +3,8 @@ answers honestly (each command the next env, each tactic the next proof state),
 except for commands whose text names a misdeed: `drop` gets no answer, `extra`
 two, `forge` a forged clean answer before its own, `hold` is answered only after
 the next request's answer (out of order), `fence` makes the fence answer come
-before this command's own. The same words in a tactic do the same in tactic
+before this command's own, `pace` is answered after 0.05 s, `slow` after 0.3 s, and
+`stall` never (the process sleeps). The same words in a tactic do the same in tactic
 mode (`forge`: a forged "Completed" with the next proof state id; `extra`: the
 answer twice). A command with `sorry` gets one proof state per sorry (so the
 Prover can start a proof on this fake: tests/prover/test_prover_expand_batch.py);
@@ -12,6 +13,7 @@ an honest tactic leaves one goal open."""
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from fake_repl_loop import fence_answer, version_messages  # noqa: E402
@@ -79,6 +81,8 @@ def main() -> None:
                 },
                 honest(obj),
             ]
+        elif "stall" in text:
+            time.sleep(3600)
         elif "drop" in text:
             honest(obj)
         elif "extra" in text:
@@ -93,6 +97,8 @@ def main() -> None:
         elif "hold" in text:
             held = honest(obj)
         else:
+            if "pace" in text or "slow" in text:
+                time.sleep(0.05 if "pace" in text else 0.3)
             replies = [honest(obj)]
             if held is not None:
                 replies.append(held)

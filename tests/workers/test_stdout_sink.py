@@ -1,5 +1,6 @@
 """The REPL's stdout goes to the channel in the pipe's read callback (issue 28:
-no call_soon hop, StreamReader or reader task per chunk); every byte once, in
+no call_soon hop, StreamReader or reader task per chunk), or from the reader thread
+(worker/gathered.py, where the compiled build has it); every byte once, in
 order, and the end once, and the process still finishes (wait() returns). A
 process without pipe transports is read by a task instead."""
 
@@ -9,7 +10,9 @@ import asyncio
 import sys
 from types import SimpleNamespace
 
-from leanrpc.worker import stdout
+import pytest
+
+from leanrpc.worker import gathered, stdout
 from leanrpc.worker.pipes import spawn_with_pipes
 
 _WRITER = "import sys\nfor k in range(200):\n    sys.stdout.write(f'{k:05d}\\n' * 50)\n    sys.stdout.flush()\n"
@@ -23,17 +26,22 @@ async def _collect(process) -> tuple[bytes, int, object]:
         ends.append(1)
         closed.set()
 
-    task = stdout.attach(process, got.extend, on_close, "t")
+    reading = stdout.attach(process, lambda data, at: got.extend(data), on_close, "t")
     await asyncio.wait_for(closed.wait(), 30)
     await asyncio.sleep(0.05)  # a second end would come now
-    return bytes(got), len(ends), task
+    return bytes(got), len(ends), reading
 
 
-async def test_a_child_s_stdout_arrives_whole_without_a_reader_task():
+@pytest.mark.parametrize("thread", [True, False], ids=["reader-thread-where-built", "loop"])
+async def test_a_child_s_stdout_arrives_whole_without_a_reader_task(thread, monkeypatch):
+    if not thread:
+        monkeypatch.setattr(gathered, "_native", None)
+    thread = gathered._native is not None  # built on Linux with the extensions on (setup.py)
     process = await spawn_with_pipes([sys.executable, "-c", _WRITER], cwd=None, env={})
-    got, ends, task = await _collect(process)
+    got, ends, reading = await _collect(process)
     await process.wait()
-    assert task is None  # straight from the pipe transport
+    assert reading.task is None  # straight from the pipe transport, or the thread
+    assert reading.gathered is thread
     assert got == b"".join(f"{k:05d}\n".encode() * 50 for k in range(200)) and ends == 1
 
 
@@ -43,8 +51,8 @@ async def test_without_the_protocol_a_task_reads_the_same():
     for k in range(3):
         reader.feed_data(f"{k}\n".encode())
     reader.feed_eof()
-    got, ends, task = await _collect(fake)
-    assert task is not None and task.done()
+    got, ends, reading = await _collect(fake)
+    assert reading.task is not None and reading.task.done() and not reading.gathered
     assert got == b"0\n1\n2\n" and ends == 1
 
 
@@ -60,7 +68,7 @@ async def test_bytes_that_arrived_before_attach_are_read_by_the_task_not_lost():
             break
         await asyncio.sleep(0.01)
     assert protocol.received == len(b"early\n")
-    got, ends, task = await _collect(process)
+    got, ends, reading = await _collect(process)
     await process.wait()
-    assert task is not None  # the reader already held bytes: no direct path
+    assert reading.task is not None  # the reader already held bytes: no direct path
     assert got == b"early\nlate\n" and ends == 1

@@ -78,7 +78,7 @@ class Channel:
         self.settings = settings
         self._on_poison = on_poison
         self._pending: pending_frames.Exchange | None = None
-        self._reader: asyncio.Task | None = None  # the stdout reader task, where one is needed
+        self._stdout = stdout.Reading()  # the stdout reading (worker/stdout.py), once started
         self._closed: asyncio.Future | None = None  # the end of stdout, handled (_on_eof)
         self.poisoned: str | None = None  # why, once poisoned
         self.eof = asyncio.Event()
@@ -89,7 +89,7 @@ class Channel:
         self._audit: PipeAudit | None = None
 
     def start(self) -> None:
-        self._reader = stdout.attach(
+        self._stdout = stdout.attach(
             self._process.process, self._on_chunk, self._on_stdout_closed, self.name
         )
 
@@ -154,7 +154,7 @@ class Channel:
         # One timer on the pending future instead of wait_for (a task per
         # exchange): the pipe takes the command whole in the usual case, so
         # there is nothing to drain; a full pipe falls back to wait_for.
-        timer = loop.call_later(timeout, pending_frames.expire, pending.future)
+        timer = loop.call_later(timeout, self._expire, pending.future)
         try:
             await self._send(data, pending, timeout, timeout)
         finally:
@@ -214,6 +214,7 @@ class Channel:
         timer = [None]
 
         def check_time() -> None:
+            self._stdout.flush()  # the answers read so far: each one restarts the timer
             if pending.future.done():
                 return
             due = pending.progress_at + timeout
@@ -255,7 +256,9 @@ class Channel:
             self._poison_raise(problem)
 
     def fail_pending(self, error: WorkerError) -> None:
-        """Fails the exchange in flight (memory watch, kill by the worker)."""
+        """Fails the exchange in flight (memory watch, kill by the worker), after the answers
+        read so far (a batch's error names the command it came during by their count)."""
+        self._stdout.flush()
         pending = self._pending
         if pending is not None and not pending.future.done():
             pending.future.set_exception(error)
@@ -276,6 +279,7 @@ class Channel:
         fence); the batch itself (a snippet and its own checks) is internal: not named.
         Raises WorkerTimeout (or the memory verdict), WorkerCrashed; the process is
         already being killed then."""
+        self._stdout.expect(pending.nonce)  # the loop is woken when the fence's answer came
         try:
             stdin = self._process.process.stdin
             write_input(stdin, data)
@@ -302,6 +306,8 @@ class Channel:
             if batch and getattr(exc, "batch_index", None) is None:
                 exc.batch_index = len(pending.frames)
             raise
+        finally:
+            self._stdout.expect(None)  # between exchanges every byte is seen as it comes
 
     async def _send_and_wait(self, stdin, future: asyncio.Future):
         await stdin.drain()
@@ -369,14 +375,20 @@ class Channel:
 
     # -- stdout ----------------------------------------------------------------
 
-    def _on_chunk(self, chunk: bytes) -> None:
-        """Bytes from the REPL's stdout, in the loop callback that read them."""
+    def _expire(self, future: asyncio.Future) -> None:
+        """A single exchange's timer: the bytes read so far first (the answer may be in them)."""
+        self._stdout.flush()
+        pending_frames.expire(future)
+
+    def _on_chunk(self, chunk: bytes, at: float | None = None) -> None:
+        """Bytes from the REPL's stdout, on the loop; `at`: the time.monotonic() they were
+        read (by the reader thread, worker/gathered.py), None: now."""
         self.stdout_bytes += len(chunk)
         if self.poisoned is not None:
             return  # drain until EOF; nothing more is believed
         try:
             for frame in self._decoder.feed(chunk):
-                self._on_frame(repl.decode(frame))
+                self._on_frame(repl.decode(frame), at)
         except FramingError as exc:
             self.poison(f"unparseable output: {exc}", cause="garbage")
         except Exception as exc:  # pragma: no cover - defensive
@@ -386,8 +398,8 @@ class Channel:
     def _on_stdout_closed(self) -> None:
         self._closed = asyncio.ensure_future(self._on_eof())
 
-    def _on_frame(self, response: repl.Response) -> None:
-        verdict = pending_frames.take(self._pending, response, _loop_time)
+    def _on_frame(self, response: repl.Response, at: float | None) -> None:
+        verdict = pending_frames.take(self._pending, response, _loop_time, at)
         if verdict is not None:
             self.poison(verdict[0], cause=verdict[1])
 
@@ -415,8 +427,8 @@ class Channel:
             pending.future.set_exception(error)
 
     async def wait_reader(self) -> None:
-        if self._reader is not None:
-            await asyncio.shield(self._reader)
+        if self._stdout.task is not None:
+            await asyncio.shield(self._stdout.task)
         if self._closed is not None:
             await asyncio.shield(self._closed)
 

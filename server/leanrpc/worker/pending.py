@@ -44,10 +44,15 @@ class Exchange:
 
 
 def take(
-    pending: Exchange | None, response: repl.Response, now: Callable[[], float]
+    pending: Exchange | None,
+    response: repl.Response,
+    now: Callable[[], float],
+    at: float | None = None,
 ) -> tuple[str, str] | None:
     """Files one frame; None when it is accounted for, else (why, cause) to poison with.
-    `now` gives the loop's time, read only when a batch's progress is recorded."""
+    `now` gives the loop's time, read only when a batch's progress is recorded; `at`, the
+    time.monotonic() the frame was read where that was earlier than now (worker/gathered.py),
+    else None."""
     if pending is not None and pending.future.cancelled():
         # Cancelled before the exchange saw the cancellation (both came in one loop
         # iteration): believed no more than garbage, counted apart.
@@ -58,11 +63,11 @@ def take(
     if pending.nonce is None:
         frames.append(response)
         if pending.expected > 1:
-            pending.arrivals.append(time.monotonic())
+            pending.arrivals.append(time.monotonic() if at is None else at)
         if len(frames) == pending.expected:
             pending.future.set_result(frames[0] if pending.expected == 1 else frames)
         else:
-            pending.progress_at = now()
+            pending.progress_at = _when(now, at)
         return None
     if repl.is_fence_answer(response, pending.nonce):
         if len(frames) != pending.expected:
@@ -79,9 +84,14 @@ def take(
         )
     frames.append(response)
     if pending.expected > 1:
-        pending.progress_at = now()
-        pending.arrivals.append(time.monotonic())
+        pending.progress_at = _when(now, at)
+        pending.arrivals.append(time.monotonic() if at is None else at)
     return None
+
+
+def _when(now: Callable[[], float], at: float | None) -> float:
+    """The loop's time of a read at time.monotonic() `at` (None: now)."""
+    return now() if at is None else now() - max(0.0, time.monotonic() - at)
 
 
 def expire(future: asyncio.Future) -> None:

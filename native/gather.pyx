@@ -1,0 +1,358 @@
+# cython: language_level=3
+"""The REPLs' stdout read on a thread of its own that holds no GIL, and handed to the event
+loop once per exchange, not once per answer (issue 38 item 6).
+
+Why: a pipelined batch (worker/channel.py `exchange_batch`) writes a group's commands at
+once, and the REPL answers them one at a time, each in its own write. Read on the event
+loop, every answer woke the server: at the benchmark's pace about 1.3 wakeups per snippet,
+each paid cold (epoll, the loop, Python) while the REPLs held both cores. Nothing is done
+with an answer before the fence's answer comes (the channel returns a batch only after its
+fence and audit), so waking for each bought nothing. Here a C loop reads every watched pipe
+as bytes come, keeps them with the time each read came (CLOCK_MONOTONIC, the clock of
+Python's `time.monotonic`), and wakes the loop's door (an eventfd the loop reads) only when
+the loop has something to do:
+  * the exchange's needle (its fence nonce) is in what was read since the last hand-over:
+    the fence's answer came (a forged one that names the nonce wakes it too: the channel
+    then reads everything in order, as before, and poisons);
+  * no needle is set (between exchanges, or a channel without a fence): every read, as
+    the loop's own reader did, so unsolicited output is seen as soon as it was;
+  * `cap` bytes are waiting (the loop decodes them; memory stays bounded);
+  * the pipe ended, failed, or this loop could not keep its bytes: the pipe is `ended`,
+    read here no more, and the caller hands it back to the loop's own transport.
+`take` also hands over at any time (the channel's timers call it before they decide).
+Nothing is decided here: every byte reaches the channel, in order, with its time.
+
+The watched file is a `dup` of the pipe's read end (close-on-exec: no child inherits it),
+read non-blocking under the table's mutex, so once `unwatch` returns the thread never reads it again, and a closed and
+reused descriptor number is never read for an entry it does not belong to.
+
+Owns: `Gatherer` (`watch`, `expect`, `take`, `ready`, `unwatch`, `close`): the table of
+watched pipes, its mutex, the thread and the doors; one pipe's bytes, reads and needle search
+are leanrpc/_native/pipe_buffer.pxd's (inline, cimported).
+May import: the C library, CPython and leanrpc._native.pipe_buffer (cimport).
+"""
+
+from libc.errno cimport errno
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
+from posix.fcntl cimport F_GETFL, F_SETFL, O_NONBLOCK, fcntl
+from posix.unistd cimport close, read, write
+
+from leanrpc._native.pipe_buffer cimport (
+    NEEDLE_MAX,
+    Entry,
+    Taken,
+    entry_read,
+    entry_release,
+    entry_search,
+    entry_steal,
+    taken_chunks,
+)
+
+import threading
+
+cdef extern from "<fcntl.h>" nogil:
+    int F_DUPFD_CLOEXEC
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int initval, int flags)
+    int EFD_CLOEXEC
+    int EFD_NONBLOCK
+
+cdef extern from "<poll.h>" nogil:
+    struct pollfd:
+        int fd
+        short events
+        short revents
+    int poll(pollfd *fds, unsigned long nfds, int timeout)
+    short POLLIN
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t *mutex, void *attr)
+    int pthread_mutex_lock(pthread_mutex_t *mutex)
+    int pthread_mutex_unlock(pthread_mutex_t *mutex)
+    int pthread_mutex_destroy(pthread_mutex_t *mutex)
+
+cdef class Gatherer:
+    """One reader thread for every watched pipe of a process (see the module docstring)."""
+
+    cdef pthread_mutex_t _mutex
+    cdef Entry *_entries
+    cdef int _size
+    cdef int _capacity
+    cdef pollfd *_polled
+    cdef int _polled_capacity
+    cdef int _wake
+    cdef bint _stop
+    cdef size_t _cap
+    cdef object _thread
+    cdef readonly long long reads  # the thread's read calls that moved bytes (for tests)
+    cdef readonly long long signals  # door writes (for tests and benchmarks)
+
+    def __cinit__(self):
+        pthread_mutex_init(&self._mutex, NULL)
+        self._entries = NULL
+        self._polled = NULL
+        self._wake = -1
+
+    def __init__(self, size_t cap=1 << 20):
+        """`cap`: bytes kept for one pipe before the loop is woken to take them."""
+        if cap < 1:
+            raise ValueError("the cap must be positive")
+        self._cap = cap
+        self._polled = <pollfd *>malloc(8 * sizeof(pollfd))
+        if self._polled == NULL:
+            raise MemoryError()
+        self._polled_capacity = 8
+        self._wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
+        if self._wake < 0:
+            raise OSError(errno, "eventfd failed")
+        self._thread = threading.Thread(target=self._run, name="leanrpc-stdout", daemon=True)
+        self._thread.start()
+
+    def __dealloc__(self):
+        cdef int i
+        if self._entries != NULL:
+            for i in range(self._size):
+                entry_release(&self._entries[i])
+            free(self._entries)
+        if self._polled != NULL:
+            free(self._polled)
+        if self._wake >= 0:
+            close(self._wake)
+        pthread_mutex_destroy(&self._mutex)
+
+    def watch(self, long long key, int fd, int door, long long door_tag):
+        """Reads pipe `fd` (dup'd, made non-blocking) from now on for `key`, and writes
+        eventfd `door` (dup'd) when its bytes are to be taken; `ready(door_tag)` names them.
+        Starts with no needle. Replaces an earlier watch of `key`."""
+        cdef int pipe_copy, door_copy, flags
+        cdef Entry *entry
+        pipe_copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)  # no child ever inherits it
+        if pipe_copy < 0:
+            raise OSError(errno, "dup failed")
+        door_copy = fcntl(door, F_DUPFD_CLOEXEC, 0)
+        if door_copy < 0:
+            close(pipe_copy)
+            raise OSError(errno, "dup failed")
+        flags = fcntl(pipe_copy, F_GETFL)
+        if flags < 0 or fcntl(pipe_copy, F_SETFL, flags | O_NONBLOCK) < 0:
+            close(pipe_copy)
+            close(door_copy)
+            raise OSError(errno, "fcntl failed")
+        pthread_mutex_lock(&self._mutex)
+        try:
+            entry = self._find(key)
+            if entry == NULL:
+                entry = self._slot()
+            if entry == NULL:
+                close(pipe_copy)
+                close(door_copy)
+                raise MemoryError()
+            entry_release(entry)
+            entry.key = key
+            entry.fd = pipe_copy
+            entry.door = door_copy
+            entry.door_tag = door_tag
+            entry.used = 1
+        finally:
+            pthread_mutex_unlock(&self._mutex)
+        self._signal_thread()
+
+    def expect(self, long long key, needle):
+        """Wakes the door for `key` only once `needle` (bytes, at most 64) was read since the
+        last hand-over (or the pipe ended, or `cap` bytes wait); None: at every read. Bytes
+        already waiting are searched now."""
+        cdef const unsigned char[:] view
+        cdef Py_ssize_t length = 0
+        cdef Entry *entry
+        if needle is not None:
+            view = needle
+            length = view.shape[0]
+            if length < 1 or length > NEEDLE_MAX:
+                raise ValueError(f"a needle is 1 to {NEEDLE_MAX} bytes")
+        pthread_mutex_lock(&self._mutex)
+        try:
+            entry = self._find(key)
+            if entry == NULL:
+                return
+            entry.needle_len = <int>length
+            if length:
+                memcpy(entry.needle, &view[0], length)
+            entry.searched = 0
+            entry.found = 0
+            self._settle(entry)
+        finally:
+            pthread_mutex_unlock(&self._mutex)
+
+    def take(self, long long key):
+        """(chunks, ended): the bytes read for `key` since the last hand-over, one
+        `(bytes, time.monotonic() when read)` per read, in order; `ended` once the pipe is
+        read here no more (its end, an error, or no memory for it), and the watch is gone
+        then. ([], True) for a key not watched."""
+        cdef Taken taken
+        cdef Entry *entry
+        cdef bint ended = True, was_full = False
+        memset(&taken, 0, sizeof(Taken))
+        pthread_mutex_lock(&self._mutex)
+        entry = self._find(key)
+        if entry != NULL:
+            was_full = entry.size >= self._cap
+            entry_steal(entry, &taken)
+            ended = entry.ended
+            if ended:
+                entry_release(entry)
+        pthread_mutex_unlock(&self._mutex)
+        if was_full:
+            self._signal_thread()  # polled again
+        return taken_chunks(&taken), ended
+
+    def ready(self, long long door_tag):
+        """The keys of door `door_tag` whose bytes are to be taken."""
+        cdef long long *found = NULL
+        cdef int i, count = 0
+        pthread_mutex_lock(&self._mutex)
+        if self._size:
+            found = <long long *>malloc(self._size * sizeof(long long))
+        if found != NULL:
+            for i in range(self._size):
+                if (self._entries[i].used and self._entries[i].signalled
+                        and self._entries[i].door_tag == door_tag):
+                    found[count] = self._entries[i].key
+                    count += 1
+        pthread_mutex_unlock(&self._mutex)
+        try:
+            return [found[i] for i in range(count)]
+        finally:
+            free(found)
+
+    def unwatch(self, long long key):
+        """Stops reading for `key` (never again once this returns); the bytes still
+        waiting, as `take` gives them."""
+        cdef Taken taken
+        cdef Entry *entry
+        memset(&taken, 0, sizeof(Taken))
+        pthread_mutex_lock(&self._mutex)
+        entry = self._find(key)
+        if entry != NULL:
+            entry_steal(entry, &taken)
+            entry_release(entry)
+        pthread_mutex_unlock(&self._mutex)
+        self._signal_thread()
+        return taken_chunks(&taken)
+
+    @property
+    def watched(self):
+        cdef int i, count = 0
+        pthread_mutex_lock(&self._mutex)
+        for i in range(self._size):
+            count += self._entries[i].used
+        pthread_mutex_unlock(&self._mutex)
+        return count
+
+    def close(self, double timeout=1.0):
+        """Stops the thread (idempotent); the watches stay until unwatched."""
+        pthread_mutex_lock(&self._mutex)
+        self._stop = True
+        pthread_mutex_unlock(&self._mutex)
+        self._signal_thread()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    # -- the table (the mutex held) ---------------------------------------------
+
+    cdef Entry *_find(self, long long key) noexcept nogil:
+        cdef int i
+        for i in range(self._size):
+            if self._entries[i].used and self._entries[i].key == key:
+                return &self._entries[i]
+        return NULL
+
+    cdef Entry *_slot(self) noexcept nogil:
+        cdef int i
+        cdef Entry *grown
+        for i in range(self._size):
+            if not self._entries[i].used:
+                return &self._entries[i]
+        if self._size == self._capacity:
+            grown = <Entry *>realloc(self._entries, (self._capacity * 2 + 4) * sizeof(Entry))
+            if grown == NULL:
+                return NULL
+            self._entries = grown
+            self._capacity = self._capacity * 2 + 4
+        memset(&self._entries[self._size], 0, sizeof(Entry))
+        self._entries[self._size].fd = -1
+        self._entries[self._size].door = -1
+        self._size += 1
+        return &self._entries[self._size - 1]
+
+    cdef void _settle(self, Entry *entry) noexcept nogil:
+        """Searches the new bytes for the needle; writes the door if they are to be taken."""
+        cdef unsigned long long one = 1
+        cdef bint due
+        entry_search(entry)
+        due = entry.ended or entry.size >= self._cap or (
+            entry.size > 0 and (entry.needle_len == 0 or entry.found)
+        )
+        if due and not entry.signalled:
+            entry.signalled = 1
+            self.signals += 1
+            write(entry.door, &one, sizeof(one))
+
+    cdef void _signal_thread(self) noexcept nogil:
+        cdef unsigned long long one = 1
+        write(self._wake, &one, sizeof(one))
+
+    # -- the thread --------------------------------------------------------------
+
+    def _run(self):
+        with nogil:
+            self._loop()
+
+    cdef void _loop(self) noexcept nogil:
+        cdef int count, i, j, ready
+        cdef unsigned long long drained
+        cdef pollfd *grown
+        while True:
+            pthread_mutex_lock(&self._mutex)
+            if self._stop:
+                pthread_mutex_unlock(&self._mutex)
+                return
+            if self._polled_capacity < self._size + 1:
+                grown = <pollfd *>realloc(self._polled, (self._size + 1) * sizeof(pollfd))
+                if grown != NULL:
+                    self._polled = grown
+                    self._polled_capacity = self._size + 1
+            count = 1
+            self._polled[0].fd = self._wake
+            self._polled[0].events = POLLIN
+            self._polled[0].revents = 0
+            for i in range(self._size):
+                if count == self._polled_capacity:
+                    break
+                # A pipe whose bytes reached the cap waits until they are taken.
+                if (self._entries[i].used and not self._entries[i].ended
+                        and self._entries[i].size < self._cap):
+                    self._polled[count].fd = self._entries[i].fd
+                    self._polled[count].events = POLLIN
+                    self._polled[count].revents = 0
+                    count += 1
+            pthread_mutex_unlock(&self._mutex)
+            ready = poll(self._polled, count, -1)
+            if ready < 0:
+                continue  # EINTR
+            if self._polled[0].revents:
+                read(self._wake, &drained, sizeof(drained))
+            pthread_mutex_lock(&self._mutex)
+            for i in range(1, count):
+                if not self._polled[i].revents:
+                    continue
+                for j in range(self._size):  # the entry that holds this descriptor now
+                    if (self._entries[j].used and self._entries[j].fd == self._polled[i].fd
+                            and not self._entries[j].ended):
+                        self.reads += entry_read(&self._entries[j], self._cap)
+                        self._settle(&self._entries[j])
+                        break
+            pthread_mutex_unlock(&self._mutex)

@@ -1,0 +1,189 @@
+"""The REPL's stdout read on a C thread and handed to the event loop once per exchange
+(issue 38 item 6).
+
+Owns: `gather(pipe, on_data)`, which moves a stdout pipe's reading from the loop's pipe
+transport (paused) to the one reader thread of the process (leanrpc._native.gather,
+`Gatherer`: no GIL while it reads), and `Gathered`, what the channel then holds: `expect`
+(the exchange's fence nonce: the loop is woken when the fence's answer came, not at each
+answer before it; None between exchanges: woken at every read, as before), `flush` (every
+byte read so far, now: the channel's timers call it before they decide) and `close`. Also
+the door of each event loop (`_Door`: one eventfd the loop reads, shared by that loop's
+pipes) and the one thread per process (a forked child starts its own).
+
+Every byte still reaches `on_data` on the loop, in order, with the time.monotonic() its read
+came (the channel's per-answer timer and a body's time are read from those), and all of
+them before the exchange can finish: the fence's answer is among them. When the thread
+reads a pipe no more (its end, a read error, or no memory for it), what it read is
+delivered and the transport reads again: the end, and any error, reach the channel the
+way they always did. Where the compiled build is missing (extensions off, not Linux), the
+loop cannot watch a file, or the thread cannot start, `gather` answers None and the
+transport reads, as before.
+
+May import: the standard library, leanrpc.core._impl (whether the extensions are on) and
+leanrpc._native.gather (chosen here, once; its thread starts at the first `gather`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import sys
+import weakref
+from typing import Callable
+
+from ..core._impl import extensions_disabled
+
+# Chosen here, once (setup.py builds the thread on Linux only).
+if extensions_disabled() or not sys.platform.startswith("linux"):
+    _native = None
+else:
+    from .._native import gather as _native
+
+log = logging.getLogger("leanrpc.worker")
+
+__all__ = ["Gathered", "gather"]
+
+
+class _Process:
+    """The process's one reader thread (made at the first `gather`; again in a forked
+    child, where the parent's thread does not run)."""
+
+    pid: int | None = None
+    gatherer = None
+
+    @classmethod
+    def gatherer_now(cls):
+        if cls.pid != os.getpid():
+            cls.pid, cls.gatherer = os.getpid(), None
+            try:
+                cls.gatherer = _native.Gatherer()
+            except OSError as exc:  # no eventfd: the loops read, as before
+                log.warning("the stdout reader thread cannot start (%s); the loop reads", exc)
+        return cls.gatherer
+
+
+class _Door:
+    """The eventfd one event loop reads for all of its gathered pipes."""
+
+    _of: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Door] = weakref.WeakKeyDictionary()
+    _tags = itertools.count(1)
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, gatherer) -> None:
+        self._loop = loop
+        self.fd = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+        self.tag = next(self._tags)
+        self.gatherer = gatherer
+        self.readings: dict[int, Gathered] = {}
+        try:
+            loop.add_reader(self.fd, self._wake)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self._close_fd = weakref.finalize(self, os.close, self.fd)  # or collected with the loop
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop, gatherer) -> _Door | None:
+        door = cls._of.get(loop)
+        if door is None or door.gatherer is not gatherer or not door._close_fd.alive:
+            try:
+                door = cls._of[loop] = cls(loop, gatherer)
+            except (NotImplementedError, OSError, RuntimeError):  # a loop that cannot watch it
+                return None
+        return door
+
+    def leave(self, key: int) -> None:
+        """Reading `key` is over; the door closes with its last reading (so a door's
+        descriptor lives exactly as long as the pipes it serves)."""
+        self.readings.pop(key, None)
+        if self.readings or not self._close_fd.alive:
+            return
+        if self._of.get(self._loop) is self:
+            del self._of[self._loop]
+        try:
+            self._loop.remove_reader(self.fd)
+        except (RuntimeError, ValueError, OSError):  # the loop is closed: nothing watches it
+            pass
+        self._close_fd()
+
+    def _wake(self) -> None:
+        try:
+            os.eventfd_read(self.fd)
+        except BlockingIOError:
+            pass
+        for key in self.gatherer.ready(self.tag):
+            reading = self.readings.get(key)
+            if reading is not None:
+                reading.deliver()
+
+
+class Gathered:
+    """One stdout pipe read by the thread; its bytes go to `on_data(chunk, at)`."""
+
+    _keys = itertools.count(1)
+
+    def __init__(self, door: _Door, pipe: asyncio.ReadTransport, on_data) -> None:
+        self._door = door
+        self._gatherer = door.gatherer
+        self._pipe = pipe
+        self._on_data = on_data
+        self._key = next(self._keys)
+        self._done = False
+        self._delivering = False
+        self._gatherer.watch(self._key, pipe.get_extra_info("pipe").fileno(), door.fd, door.tag)
+        door.readings[self._key] = self
+        pipe.pause_reading()
+
+    def expect(self, nonce: str | None) -> None:
+        """The exchange's fence nonce: the loop is woken once it was read (None: at every read)."""
+        if not self._done:
+            self._gatherer.expect(self._key, None if nonce is None else nonce.encode())
+
+    def flush(self) -> None:
+        """Every byte read so far, to `on_data` now."""
+        self.deliver()
+
+    def deliver(self) -> None:
+        if self._done or self._delivering:
+            return  # (a poison while delivering fails the exchange: no second delivery then)
+        self._delivering = True
+        try:
+            chunks, ended = self._gatherer.take(self._key)
+            for data, at in chunks:
+                self._on_data(data, at)
+        finally:
+            self._delivering = False
+        if ended and not self._done:
+            # Read here no more: the transport reads the rest, and meets the end itself.
+            self._done = True
+            self._door.leave(self._key)
+            if not self._pipe.is_closing():
+                self._pipe.resume_reading()
+
+    def close(self) -> None:
+        """The transport is gone: the thread stops reading (what it still held is dropped;
+        nothing is believed after the end)."""
+        if not self._done:
+            self._done = True
+            self._gatherer.unwatch(self._key)
+            self._door.leave(self._key)
+
+
+def gather(pipe: asyncio.ReadTransport, on_data: Callable[[bytes, float], None]) -> Gathered | None:
+    """The pipe read by the process's reader thread from now on, or None (the transport
+    reads, as before). Call it before anything is sent to the child."""
+    if _native is None or not hasattr(pipe, "pause_reading") or pipe.get_extra_info("pipe") is None:
+        return None
+    gatherer = _Process.gatherer_now()
+    if gatherer is None:
+        return None
+    door = _Door.of(asyncio.get_running_loop(), gatherer)
+    if door is None:
+        return None
+    try:
+        return Gathered(door, pipe, on_data)
+    except (OSError, MemoryError) as exc:
+        log.warning("cannot gather a REPL's stdout (%s); the loop reads it", exc)
+        door.leave(0)  # closed again if it serves nothing else
+        return None

@@ -1,0 +1,195 @@
+"""The stdout reader thread (native/gather.pyx, issue 38 item 6): it reads every watched
+pipe as bytes come and keeps each read with its time; it writes the door only when the
+loop has something to do (every read while no needle is set; with one, once the needle was
+read, across reads too; `cap` bytes waiting; the pipe's end); `take` hands everything over
+in order, `unwatch` stops the reading for good."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from leanrpc._native import gather
+
+TAG = 5
+
+
+def _until(predicate, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+def _doorbell(door: int) -> int:
+    try:
+        return os.eventfd_read(door)
+    except BlockingIOError:
+        return 0
+
+
+@pytest.fixture
+def rig():
+    g = gather.Gatherer(cap=1000)
+    door = os.eventfd(0, os.EFD_NONBLOCK)
+    r, w = os.pipe()
+    g.watch(1, r, door, TAG)
+    yield g, door, r, w
+    g.unwatch(1)
+    g.close()
+    for fd in (door, r, w):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def test_without_a_needle_every_read_rings_the_door(rig):
+    g, door, _, w = rig
+    os.write(w, b"one\n")
+    _until(lambda: g.ready(TAG) == [1])
+    assert _doorbell(door) == 1
+    before = time.monotonic()
+    chunks, ended = g.take(1)
+    assert [c for c, _ in chunks] == [b"one\n"] and not ended
+    assert chunks[0][1] <= before  # the time it was read, on time.monotonic's clock
+    assert g.ready(TAG) == [] and g.take(1) == ([], False)
+
+
+def test_with_a_needle_the_door_rings_once_it_was_read_even_split_across_reads(rig):
+    g, door, _, w = rig
+    g.expect(1, b"NONCE42")
+    os.write(w, b"answer 1\n")
+    _until(lambda: g.reads == 1)
+    os.write(w, b"answer 2 NON")
+    _until(lambda: g.reads == 2)
+    time.sleep(0.02)
+    assert g.ready(TAG) == [] and _doorbell(door) == 0  # read, kept, nobody woken
+    os.write(w, b"CE42 fence\n")
+    _until(lambda: g.ready(TAG) == [1])
+    assert _doorbell(door) == 1 and g.signals == 1
+    chunks, _ = g.take(1)
+    assert [c for c, _ in chunks] == [b"answer 1\n", b"answer 2 NON", b"CE42 fence\n"]
+    times = [t for _, t in chunks]
+    assert times == sorted(times)
+
+
+def test_a_needle_already_waiting_rings_at_once_and_none_hands_over_what_waits(rig):
+    g, door, _, w = rig
+    g.expect(1, b"XYZ")
+    os.write(w, b"abc XYZ")
+    _until(lambda: g.ready(TAG) == [1])
+    g.take(1)
+    os.write(w, b"before the needle was set")
+    _until(lambda: g.reads == 2)
+    g.expect(1, b"absent")  # searched in what waits: not there
+    assert g.ready(TAG) == []
+    g.expect(1, b"needle was")
+    assert g.ready(TAG) == [1]
+    g.take(1)
+    g.expect(1, b"QQQ")
+    os.write(w, b"no needle")
+    _until(lambda: g.reads == 3)
+    assert g.ready(TAG) == []
+    g.expect(1, None)  # the exchange ended: what waits is to be taken now
+    assert g.ready(TAG) == [1]
+
+
+def test_cap_bytes_waiting_ring_the_door(rig):
+    g, _, _, w = rig
+    g.expect(1, b"never")
+    os.write(w, b"x" * 1500)
+    _until(lambda: g.ready(TAG) == [1])
+    chunks, ended = g.take(1)
+    assert sum(len(c) for c, _ in chunks) == 1500 and not ended
+
+
+def test_the_pipe_s_end_is_handed_over_and_the_watch_is_gone(rig):
+    g, _, _, w = rig
+    g.expect(1, b"never")
+    os.write(w, b"last words")
+    os.close(w)
+    _until(lambda: g.ready(TAG) == [1])
+    chunks, ended = g.take(1)
+    assert [c for c, _ in chunks] == [b"last words"] and ended
+    assert g.watched == 0 and g.take(1) == ([], True)
+
+
+def test_after_unwatch_the_pipe_is_never_read_again(rig):
+    g, _, r, w = rig
+    os.write(w, b"taken")
+    _until(lambda: g.reads == 1)
+    assert [c for c, _ in g.unwatch(1)] == [b"taken"]
+    os.write(w, b"left in the pipe")
+    time.sleep(0.05)
+    assert os.read(r, 100) == b"left in the pipe" and g.reads == 1 and g.watched == 0
+
+
+def test_doors_are_apart_and_a_reused_descriptor_is_read_for_its_new_watch():
+    g = gather.Gatherer()
+    doors = [os.eventfd(0, os.EFD_NONBLOCK) for _ in range(2)]
+    first = os.pipe()
+    try:
+        g.watch(1, first[0], doors[0], 1)
+        g.unwatch(1)
+        second = os.pipe()
+        g.watch(2, second[0], doors[1], 2)  # may get the same dup'd number the first had
+        os.write(first[1], b"old pipe")
+        os.write(second[1], b"new pipe")
+        _until(lambda: g.ready(2) == [2])
+        assert g.ready(1) == [] and _doorbell(doors[0]) == 0
+        assert [c for c, _ in g.take(2)[0]] == [b"new pipe"]
+        assert os.read(first[0], 100) == b"old pipe"
+        g.unwatch(2)
+        for fd in second:
+            os.close(fd)
+    finally:
+        g.close()
+        for fd in (*doors, *first):
+            os.close(fd)
+
+
+def test_a_needle_must_be_1_to_64_bytes(rig):
+    g = rig[0]
+    with pytest.raises(ValueError):
+        g.expect(1, b"")
+    with pytest.raises(ValueError):
+        g.expect(1, b"x" * 65)
+    g.expect(99, b"unknown key: nothing to do")
+
+
+def test_close_stops_the_thread():
+    g = gather.Gatherer()
+    g.close()
+    g.close()  # idempotent
+    r, w = os.pipe()
+    door = os.eventfd(0, os.EFD_NONBLOCK)
+    try:
+        g.watch(1, r, door, 1)
+        os.write(w, b"nobody reads")
+        time.sleep(0.05)
+        assert g.reads == 0
+        g.unwatch(1)
+    finally:
+        for fd in (r, w, door):
+            os.close(fd)
+
+
+def test_the_thread_s_copy_of_a_pipe_is_never_inherited_by_a_child(rig):
+    """A REPL started later must not hold another worker's stdout: the copy is close-on-exec
+    (the door's copy is made the same way)."""
+    import fcntl
+
+    r, w = rig[2], rig[3]
+    target = os.readlink(f"/proc/self/fd/{r}")  # pipe:[inode], this pipe's alone (both ends)
+    copies = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if int(name) not in (r, w) and os.readlink(f"/proc/self/fd/{name}") == target:
+                copies.append(int(name))
+        except OSError:
+            continue
+    assert len(copies) == 1  # the thread's
+    assert fcntl.fcntl(copies[0], fcntl.F_GETFD) & fcntl.FD_CLOEXEC
