@@ -7,26 +7,29 @@ once, and the REPL answers them one at a time, each in its own write. Read on th
 loop, every answer woke the server: at the benchmark's pace about 1.3 wakeups per snippet,
 each paid cold (epoll, the loop, Python) while the REPLs held both cores. Nothing is done
 with an answer before the fence's answer comes (the channel returns a batch only after its
-fence and audit), so waking for each bought nothing. Here a C loop reads every watched pipe
-as bytes come, keeps them with the time each read came (CLOCK_MONOTONIC, the clock of
-Python's `time.monotonic`), and wakes the loop's door (an eventfd the loop reads) only when
-the loop has something to do:
-  * the exchange's needle (its fence nonce) is in what was read since the last hand-over:
+fence and audit), so waking for each bought nothing. A watched pipe is parked (the loop's
+own reader has it) but from a `gather` to the next `park`, around a batch; in between, a C
+loop reads it as bytes come, keeps them with the time each read came (CLOCK_MONOTONIC, the
+clock of Python's `time.monotonic`), and wakes the loop's door (an eventfd the loop reads)
+only when the loop has something to do:
+  * the batch's needle (its fence nonce) is in what was read since the last hand-over:
     the fence's answer came (a forged one that names the nonce wakes it too: the channel
     then reads everything in order, as before, and poisons);
-  * no needle is set (between exchanges, or a channel without a fence): every read, as
-    the loop's own reader did, so unsolicited output is seen as soon as it was;
+  * no needle is set (a channel without a fence): every read, as the loop's reader did;
   * `cap` bytes are waiting (the loop decodes them; memory stays bounded);
   * the pipe ended, failed, or this loop could not keep its bytes: the pipe is `ended`,
     read here no more, and the caller hands it back to the loop's own transport.
-`take` also hands over at any time (the channel's timers call it before they decide).
-Nothing is decided here: every byte reaches the channel, in order, with its time.
+`take` also hands over at any time (the channel's timers call it before they decide), and
+`park` hands over what waits as it parks. Nothing is decided here: every byte reaches the
+channel, in order, with its time. One snippet per call never comes here: the thread would
+add its own wakeups to the loop's one.
 
 The watched file is a `dup` of the pipe's read end (close-on-exec: no child inherits it),
-read non-blocking under the table's mutex, so once `unwatch` returns the thread never reads it again, and a closed and
-reused descriptor number is never read for an entry it does not belong to.
+read non-blocking under the table's mutex, so once `park` or `unwatch` returns the thread
+never reads it again (until the next `gather`), and a closed and reused descriptor number is
+never read for an entry it does not belong to.
 
-Owns: `Gatherer` (`watch`, `expect`, `take`, `ready`, `unwatch`, `close`): the table of
+Owns: `Gatherer` (`watch`, `gather`, `park`, `take`, `ready`, `unwatch`, `close`): the table of
 watched pipes, its mutex, the thread and the doors; one pipe's bytes, reads and needle search
 are leanrpc/_native/pipe_buffer.pxd's (inline, cimported).
 May import: the C library, CPython and leanrpc._native.pipe_buffer (cimport).
@@ -125,9 +128,9 @@ cdef class Gatherer:
         pthread_mutex_destroy(&self._mutex)
 
     def watch(self, long long key, int fd, int door, long long door_tag):
-        """Reads pipe `fd` (dup'd, made non-blocking) from now on for `key`, and writes
-        eventfd `door` (dup'd) when its bytes are to be taken; `ready(door_tag)` names them.
-        Starts with no needle. Replaces an earlier watch of `key`."""
+        """Pipe `fd` (dup'd, made non-blocking) for `key`, parked: read only between a
+        `gather` and the next `park`; eventfd `door` (dup'd) is written when its bytes are to
+        be taken, and `ready(door_tag)` names them. Replaces an earlier watch of `key`."""
         cdef int pipe_copy, door_copy, flags
         cdef Entry *entry
         pipe_copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)  # no child ever inherits it
@@ -156,15 +159,15 @@ cdef class Gatherer:
             entry.fd = pipe_copy
             entry.door = door_copy
             entry.door_tag = door_tag
+            entry.parked = 1
             entry.used = 1
         finally:
             pthread_mutex_unlock(&self._mutex)
-        self._signal_thread()
 
-    def expect(self, long long key, needle):
-        """Wakes the door for `key` only once `needle` (bytes, at most 64) was read since the
-        last hand-over (or the pipe ended, or `cap` bytes wait); None: at every read. Bytes
-        already waiting are searched now."""
+    def gather(self, long long key, needle):
+        """Reads `key`'s pipe from now on, and wakes its door only once `needle` (bytes, at
+        most 64) was read since the last hand-over (or the pipe ended, or `cap` bytes wait);
+        None: at every read."""
         cdef const unsigned char[:] view
         cdef Py_ssize_t length = 0
         cdef Entry *entry
@@ -183,9 +186,28 @@ cdef class Gatherer:
                 memcpy(entry.needle, &view[0], length)
             entry.searched = 0
             entry.found = 0
+            entry.parked = 0
             self._settle(entry)
         finally:
             pthread_mutex_unlock(&self._mutex)
+        self._signal_thread()  # polled from now on
+
+    def park(self, long long key):
+        """Stops reading `key`'s pipe (never again once this returns, until the next
+        `gather`): the caller's own reader takes over. The bytes still waiting, as `take`
+        gives them."""
+        cdef Taken taken
+        cdef Entry *entry
+        memset(&taken, 0, sizeof(Taken))
+        pthread_mutex_lock(&self._mutex)
+        entry = self._find(key)
+        if entry != NULL and not entry.parked:
+            entry_steal(entry, &taken)
+            entry.parked = 1
+            entry.needle_len = 0
+        pthread_mutex_unlock(&self._mutex)
+        self._signal_thread()  # out of the poll set before the caller's reader polls it
+        return taken_chunks(&taken)
 
     def take(self, long long key):
         """(chunks, ended): the bytes read for `key` since the last hand-over, one
@@ -334,7 +356,7 @@ cdef class Gatherer:
                     break
                 # A pipe whose bytes reached the cap waits until they are taken.
                 if (self._entries[i].used and not self._entries[i].ended
-                        and self._entries[i].size < self._cap):
+                        and not self._entries[i].parked and self._entries[i].size < self._cap):
                     self._polled[count].fd = self._entries[i].fd
                     self._polled[count].events = POLLIN
                     self._polled[count].revents = 0
@@ -351,7 +373,7 @@ cdef class Gatherer:
                     continue
                 for j in range(self._size):  # the entry that holds this descriptor now
                     if (self._entries[j].used and self._entries[j].fd == self._polled[i].fd
-                            and not self._entries[j].ended):
+                            and not self._entries[j].ended and not self._entries[j].parked):
                         self.reads += entry_read(&self._entries[j], self._cap)
                         self._settle(&self._entries[j])
                         break

@@ -1,8 +1,8 @@
-"""The stdout reader thread (native/gather.pyx, issue 38 item 6): it reads every watched
-pipe as bytes come and keeps each read with its time; it writes the door only when the
-loop has something to do (every read while no needle is set; with one, once the needle was
-read, across reads too; `cap` bytes waiting; the pipe's end); `take` hands everything over
-in order, `unwatch` stops the reading for good."""
+"""The stdout reader thread (native/gather.pyx, issue 38 item 6): a watched pipe is read
+only between `gather` and `park`, as bytes come, each read kept with its time; the door is
+written only when the loop has something to do (every read while no needle is set; with
+one, once the needle was read, across reads too; `cap` bytes waiting; the pipe's end);
+`take` hands everything over in order, `park` and `unwatch` stop the reading."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ def rig():
     door = os.eventfd(0, os.EFD_NONBLOCK)
     r, w = os.pipe()
     g.watch(1, r, door, TAG)
+    g.gather(1, None)
     yield g, door, r, w
     g.unwatch(1)
     g.close()
@@ -60,7 +61,7 @@ def test_without_a_needle_every_read_rings_the_door(rig):
 
 def test_with_a_needle_the_door_rings_once_it_was_read_even_split_across_reads(rig):
     g, door, _, w = rig
-    g.expect(1, b"NONCE42")
+    g.gather(1, b"NONCE42")
     os.write(w, b"answer 1\n")
     _until(lambda: g.reads == 1)
     os.write(w, b"answer 2 NON")
@@ -78,28 +79,28 @@ def test_with_a_needle_the_door_rings_once_it_was_read_even_split_across_reads(r
 
 def test_a_needle_already_waiting_rings_at_once_and_none_hands_over_what_waits(rig):
     g, door, _, w = rig
-    g.expect(1, b"XYZ")
+    g.gather(1, b"XYZ")
     os.write(w, b"abc XYZ")
     _until(lambda: g.ready(TAG) == [1])
     g.take(1)
     os.write(w, b"before the needle was set")
     _until(lambda: g.reads == 2)
-    g.expect(1, b"absent")  # searched in what waits: not there
+    g.gather(1, b"absent")  # searched in what waits: not there
     assert g.ready(TAG) == []
-    g.expect(1, b"needle was")
+    g.gather(1, b"needle was")
     assert g.ready(TAG) == [1]
     g.take(1)
-    g.expect(1, b"QQQ")
+    g.gather(1, b"QQQ")
     os.write(w, b"no needle")
     _until(lambda: g.reads == 3)
     assert g.ready(TAG) == []
-    g.expect(1, None)  # the exchange ended: what waits is to be taken now
+    g.gather(1, None)  # no needle now: what waits is to be taken
     assert g.ready(TAG) == [1]
 
 
 def test_cap_bytes_waiting_ring_the_door(rig):
     g, _, _, w = rig
-    g.expect(1, b"never")
+    g.gather(1, b"never")
     os.write(w, b"x" * 1500)
     _until(lambda: g.ready(TAG) == [1])
     chunks, ended = g.take(1)
@@ -108,13 +109,45 @@ def test_cap_bytes_waiting_ring_the_door(rig):
 
 def test_the_pipe_s_end_is_handed_over_and_the_watch_is_gone(rig):
     g, _, _, w = rig
-    g.expect(1, b"never")
+    g.gather(1, b"never")
     os.write(w, b"last words")
     os.close(w)
     _until(lambda: g.ready(TAG) == [1])
     chunks, ended = g.take(1)
     assert [c for c, _ in chunks] == [b"last words"] and ended
     assert g.watched == 0 and g.take(1) == ([], True)
+
+
+def test_a_parked_pipe_is_not_read_and_park_hands_over_what_waits(rig):
+    g, _, r, w = rig
+    g.gather(1, b"never")
+    os.write(w, b"read by the thread")
+    _until(lambda: g.reads == 1)
+    assert [c for c, _ in g.park(1)] == [b"read by the thread"]
+    os.write(w, b"the caller's own reader's")
+    time.sleep(0.05)
+    assert g.reads == 1 and g.ready(TAG) == [] and g.park(1) == []
+    assert os.read(r, 100) == b"the caller's own reader's"
+    g.gather(1, None)  # read again from here
+    os.write(w, b"again")
+    _until(lambda: g.ready(TAG) == [1])
+    assert [c for c, _ in g.take(1)[0]] == [b"again"]
+
+
+def test_a_watch_starts_parked():
+    g = gather.Gatherer()
+    door = os.eventfd(0, os.EFD_NONBLOCK)
+    r, w = os.pipe()
+    try:
+        g.watch(1, r, door, 1)
+        os.write(w, b"not read")
+        time.sleep(0.05)
+        assert g.reads == 0 and os.read(r, 100) == b"not read"
+        g.unwatch(1)
+    finally:
+        g.close()
+        for fd in (door, r, w):
+            os.close(fd)
 
 
 def test_after_unwatch_the_pipe_is_never_read_again(rig):
@@ -133,9 +166,11 @@ def test_doors_are_apart_and_a_reused_descriptor_is_read_for_its_new_watch():
     first = os.pipe()
     try:
         g.watch(1, first[0], doors[0], 1)
+        g.gather(1, None)
         g.unwatch(1)
         second = os.pipe()
         g.watch(2, second[0], doors[1], 2)  # may get the same dup'd number the first had
+        g.gather(2, None)
         os.write(first[1], b"old pipe")
         os.write(second[1], b"new pipe")
         _until(lambda: g.ready(2) == [2])
@@ -154,10 +189,10 @@ def test_doors_are_apart_and_a_reused_descriptor_is_read_for_its_new_watch():
 def test_a_needle_must_be_1_to_64_bytes(rig):
     g = rig[0]
     with pytest.raises(ValueError):
-        g.expect(1, b"")
+        g.gather(1, b"")
     with pytest.raises(ValueError):
-        g.expect(1, b"x" * 65)
-    g.expect(99, b"unknown key: nothing to do")
+        g.gather(1, b"x" * 65)
+    g.gather(99, b"unknown key: nothing to do")
 
 
 def test_close_stops_the_thread():
@@ -168,6 +203,7 @@ def test_close_stops_the_thread():
     door = os.eventfd(0, os.EFD_NONBLOCK)
     try:
         g.watch(1, r, door, 1)
+        g.gather(1, None)
         os.write(w, b"nobody reads")
         time.sleep(0.05)
         assert g.reads == 0

@@ -124,3 +124,23 @@ async def test_a_verdict_mid_batch_counts_the_answers_the_thread_already_read():
         assert caught.value.batch_index == 1  # during the second command, not the first
     finally:
         await worker.stop(2.0)
+
+
+async def test_one_command_at_a_time_is_read_by_the_loop_and_the_thread_reads_no_byte():
+    """A single exchange (one snippet per call, a session's tactic) stays the loop's: the
+    thread would add its own wakeups to the loop's one. After a batch the loop reads again."""
+    worker = await _worker()
+    try:
+        gatherer = gathered._Process.gatherer_now()
+        reads = gatherer.reads
+        answer = await worker.request(repl.command("example : True := trivial", None), 30)
+        assert answer.env is not None and gatherer.reads == reads
+        await worker.request_batch(
+            [repl.command(f"example : True := trivial -- {k}", None) for k in range(3)], 30
+        )
+        after_batch = gatherer.reads
+        assert after_batch > reads
+        answer = await worker.request(repl.command("example : True := trivial", None), 30)
+        assert answer.env is not None and gatherer.reads == after_batch
+    finally:
+        await worker.stop(2.0)

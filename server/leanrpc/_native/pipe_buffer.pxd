@@ -41,6 +41,7 @@ cdef struct Entry:
     size_t searched  # bytes of `data` already searched for the needle
     int found
     int ended  # read here no more (end, error, no memory)
+    int parked  # not read now: the loop's own reader has the pipe
     int signalled  # the door was written since the last hand-over
 
 

@@ -279,7 +279,8 @@ class Channel:
         fence); the batch itself (a snippet and its own checks) is internal: not named.
         Raises WorkerTimeout (or the memory verdict), WorkerCrashed; the process is
         already being killed then."""
-        self._stdout.expect(pending.nonce)  # the loop is woken when the fence's answer came
+        if batch:
+            self._stdout.batch(pending.nonce)  # the loop is woken when the fence's answer came
         try:
             stdin = self._process.process.stdin
             write_input(stdin, data)
@@ -307,7 +308,8 @@ class Channel:
                 exc.batch_index = len(pending.frames)
             raise
         finally:
-            self._stdout.expect(None)  # between exchanges every byte is seen as it comes
+            if batch:
+                self._stdout.direct()  # between batches every byte is seen as it comes
 
     async def _send_and_wait(self, stdin, future: asyncio.Future):
         await stdin.drain()

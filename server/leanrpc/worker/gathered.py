@@ -1,12 +1,14 @@
 """The REPL's stdout read on a C thread and handed to the event loop once per exchange
 (issue 38 item 6).
 
-Owns: `gather(pipe, on_data)`, which moves a stdout pipe's reading from the loop's pipe
-transport (paused) to the one reader thread of the process (leanrpc._native.gather,
-`Gatherer`: no GIL while it reads), and `Gathered`, what the channel then holds: `expect`
-(the exchange's fence nonce: the loop is woken when the fence's answer came, not at each
-answer before it; None between exchanges: woken at every read, as before), `flush` (every
-byte read so far, now: the channel's timers call it before they decide) and `close`. Also
+Owns: `gather(pipe, on_data)`, which registers a stdout pipe with the one reader thread of
+the process (leanrpc._native.gather, `Gatherer`: no GIL while it reads), and `Gathered`, what
+the channel then holds: `begin` (a batch starts: the loop's pipe transport pauses and the
+thread reads, waking the loop when the fence's answer, `nonce`, came, not at each answer
+before it), `end` (the batch ended: what the thread holds is delivered and the transport
+reads again), `flush` (every byte read so far, now: the channel's timers and verdicts call
+it before they decide) and `close`. One snippet per call (a single exchange) is read by the
+transport as before: there the thread would add its wakeups to the loop's one. Also
 the door of each event loop (`_Door`: one eventfd the loop reads, shared by that loop's
 pipes) and the one thread per process (a forked child starts its own).
 
@@ -131,14 +133,31 @@ class Gathered:
         self._key = next(self._keys)
         self._done = False
         self._delivering = False
+        self._gathering = False
         self._gatherer.watch(self._key, pipe.get_extra_info("pipe").fileno(), door.fd, door.tag)
         door.readings[self._key] = self
-        pipe.pause_reading()
 
-    def expect(self, nonce: str | None) -> None:
-        """The exchange's fence nonce: the loop is woken once it was read (None: at every read)."""
-        if not self._done:
-            self._gatherer.expect(self._key, None if nonce is None else nonce.encode())
+    def begin(self, nonce: str | None) -> None:
+        """A batch starts: the thread reads the pipe until `end`, and wakes the loop once the
+        fence's answer (`nonce`) was read (None: at every read); the transport pauses."""
+        if self._done or self._gathering:
+            return
+        self._gathering = True
+        self._pipe.pause_reading()
+        self._gatherer.gather(self._key, None if nonce is None else nonce.encode())
+
+    def end(self) -> None:
+        """The batch ended: what the thread still holds is delivered, and the transport reads
+        again (between batches every byte is seen as it comes)."""
+        if not self._gathering:
+            return
+        self._gathering = False
+        if self._done:
+            return
+        chunks = self._gatherer.park(self._key)
+        self._hand(chunks)
+        if not self._done and not self._pipe.is_closing():
+            self._pipe.resume_reading()
 
     def flush(self) -> None:
         """Every byte read so far, to `on_data` now."""
@@ -147,19 +166,22 @@ class Gathered:
     def deliver(self) -> None:
         if self._done or self._delivering:
             return  # (a poison while delivering fails the exchange: no second delivery then)
-        self._delivering = True
-        try:
-            chunks, ended = self._gatherer.take(self._key)
-            for data, at in chunks:
-                self._on_data(data, at)
-        finally:
-            self._delivering = False
+        chunks, ended = self._gatherer.take(self._key)
+        self._hand(chunks)
         if ended and not self._done:
             # Read here no more: the transport reads the rest, and meets the end itself.
             self._done = True
             self._door.leave(self._key)
             if not self._pipe.is_closing():
                 self._pipe.resume_reading()
+
+    def _hand(self, chunks: list) -> None:
+        self._delivering = True
+        try:
+            for data, at in chunks:
+                self._on_data(data, at)
+        finally:
+            self._delivering = False
 
     def close(self) -> None:
         """The transport is gone: the thread stops reading (what it still held is dropped;
@@ -171,8 +193,8 @@ class Gathered:
 
 
 def gather(pipe: asyncio.ReadTransport, on_data: Callable[[bytes, float], None]) -> Gathered | None:
-    """The pipe read by the process's reader thread from now on, or None (the transport
-    reads, as before). Call it before anything is sent to the child."""
+    """The pipe watched by the process's reader thread (read there between a batch's `begin`
+    and `end`), or None (the transport always reads, as before)."""
     if _native is None or not hasattr(pipe, "pause_reading") or pipe.get_extra_info("pipe") is None:
         return None
     gatherer = _Process.gatherer_now()

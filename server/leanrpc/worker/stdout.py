@@ -4,10 +4,10 @@ thread until the exchange's fence.
 Owns: `attach(process, on_data, on_close)`: the bytes the child writes to
 stdout go to `on_data(chunk, at)` (`at`: the time.monotonic() of their read where the
 reader thread read them, else None: now) from the pipe transport's read callback itself,
-or from worker/gathered.py's thread once per exchange where it runs, and its end to
-`on_close()`, once. It returns the channel's `Reading`: `expect(nonce)` and `flush()`
-(worker/gathered.py `Gathered`; nothing to do where the loop reads), and the reader task
-of the fallback. A StreamReader would have a reader task
+or, during a pipelined batch, from worker/gathered.py's thread once per batch where it runs, and its end to
+`on_close()`, once. It returns the channel's `Reading`: `batch(nonce)`, `direct()` and
+`flush()` (worker/gathered.py `Gathered`; nothing to do where the loop reads), and the
+reader task of the fallback. A StreamReader would have a reader task
 wake up and copy each chunk out: more loop callbacks and a copy per chunk
 (issue 28: one loop callback per frame batch). Here the stdout pipe
 transport (worker/pipes.py, `pipe_transport(1)`) gets a protocol of ours in
@@ -43,10 +43,15 @@ class Reading:
         self.task = task
         self._gathered = gathered
 
-    def expect(self, nonce: str | None) -> None:
-        """An exchange waits for its fence's answer (`nonce`), or none is pending (None)."""
+    def batch(self, nonce: str | None) -> None:
+        """A pipelined batch waits for its fence's answer (`nonce`): read by the thread."""
         if self._gathered is not None:
-            self._gathered.expect(nonce)
+            self._gathered.begin(nonce)
+
+    def direct(self) -> None:
+        """The batch ended: the loop reads again, every byte as it comes."""
+        if self._gathered is not None:
+            self._gathered.end()
 
     def flush(self) -> None:
         """Every byte read so far delivered now (a timer is about to decide)."""
