@@ -32,7 +32,8 @@ never read for an entry it does not belong to.
 Owns: `Gatherer` (`watch`, `gather`, `park`, `take`, `ready`, `unwatch`, `close`): the table of
 watched pipes, its mutex, the thread and the doors; one pipe's bytes, reads and needle search
 are leanrpc/_native/pipe_buffer.pxd's (inline, cimported).
-May import: the C library, CPython and leanrpc._native.pipe_buffer (cimport).
+May import: the C library, CPython, leanrpc._native.pipe_buffer and
+leanrpc._native.thread_waits (cimport).
 """
 
 from libc.errno cimport errno
@@ -51,32 +52,25 @@ from leanrpc._native.pipe_buffer cimport (
     entry_steal,
     taken_chunks,
 )
+from leanrpc._native.thread_waits cimport (
+    EFD_CLOEXEC,
+    EFD_NONBLOCK,
+    POLLIN,
+    eventfd,
+    poll,
+    pollfd,
+    pthread_mutex_destroy,
+    pthread_mutex_init,
+    pthread_mutex_lock,
+    pthread_mutex_t,
+    pthread_mutex_unlock,
+)
 
 import threading
 
 cdef extern from "<fcntl.h>" nogil:
     int F_DUPFD_CLOEXEC
 
-cdef extern from "<sys/eventfd.h>" nogil:
-    int eventfd(unsigned int initval, int flags)
-    int EFD_CLOEXEC
-    int EFD_NONBLOCK
-
-cdef extern from "<poll.h>" nogil:
-    struct pollfd:
-        int fd
-        short events
-        short revents
-    int poll(pollfd *fds, unsigned long nfds, int timeout)
-    short POLLIN
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_mutex_t:
-        pass
-    int pthread_mutex_init(pthread_mutex_t *mutex, void *attr)
-    int pthread_mutex_lock(pthread_mutex_t *mutex)
-    int pthread_mutex_unlock(pthread_mutex_t *mutex)
-    int pthread_mutex_destroy(pthread_mutex_t *mutex)
 
 cdef class Gatherer:
     """One reader thread for every watched pipe of a process (see the module docstring)."""

@@ -42,7 +42,8 @@ is: an idle server pays no wakeup.
 
 Owns: `Watcher` (`arm`, `disarm`, `close`) and `shared_memory_bytes`; what each /proc
 and cgroup file says is read by leanrpc/_native/proc_reads.pxd (inline, cimported).
-May import: the C library, CPython and leanrpc._native.proc_reads (cimport).
+May import: the C library, CPython, leanrpc._native.proc_reads and
+leanrpc._native.thread_waits (cimport).
 Why one room: the table of armed trees, its mutex and the thread that looks at it are one
 lifecycle (arm, pause, look, hand back, release); the readers of what it looks at are
 already apart (proc_reads.pxd).
@@ -61,30 +62,23 @@ from leanrpc._native.proc_reads cimport (
     new_child,
     statm_pages,
 )
+from leanrpc._native.thread_waits cimport (
+    EFD_CLOEXEC,
+    EFD_NONBLOCK,
+    POLLIN,
+    eventfd,
+    poll,
+    pollfd,
+    pthread_mutex_destroy,
+    pthread_mutex_init,
+    pthread_mutex_lock,
+    pthread_mutex_t,
+    pthread_mutex_unlock,
+)
 
 import os
 import threading
 
-cdef extern from "<sys/eventfd.h>" nogil:
-    int eventfd(unsigned int initval, int flags)
-    int EFD_CLOEXEC
-    int EFD_NONBLOCK
-
-cdef extern from "<poll.h>" nogil:
-    struct pollfd:
-        int fd
-        short events
-        short revents
-    int poll(pollfd *fds, unsigned long nfds, int timeout)
-    short POLLIN
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_mutex_t:
-        pass
-    int pthread_mutex_init(pthread_mutex_t *mutex, void *attr)
-    int pthread_mutex_lock(pthread_mutex_t *mutex)
-    int pthread_mutex_unlock(pthread_mutex_t *mutex)
-    int pthread_mutex_destroy(pthread_mutex_t *mutex)
 
 DEF MAX_FDS = 32  # processes per tree; a larger tree is watched by the Python ticker
 

@@ -1,0 +1,27 @@
+# The system calls our native threads wait and lock with (native/memwatch.pyx,
+# native/gather.pyx): eventfd(2) to be woken, poll(2) to sleep, a pthread mutex for the table
+# the thread shares with the event loop's thread. Declarations only.
+#
+# Inline only: no runtime module leanrpc._native.thread_waits exists.
+# Owns: those declarations. May cimport: nothing (C headers only).
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int initval, int flags)
+    int EFD_CLOEXEC
+    int EFD_NONBLOCK
+
+cdef extern from "<poll.h>" nogil:
+    struct pollfd:
+        int fd
+        short events
+        short revents
+    int poll(pollfd *fds, unsigned long nfds, int timeout)
+    short POLLIN
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t *mutex, void *attr)
+    int pthread_mutex_lock(pthread_mutex_t *mutex)
+    int pthread_mutex_unlock(pthread_mutex_t *mutex)
+    int pthread_mutex_destroy(pthread_mutex_t *mutex)
