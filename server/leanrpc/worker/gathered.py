@@ -1,5 +1,5 @@
-"""The REPL's stdout read on a C thread and handed to the event loop once per exchange
-(issue 38 item 6).
+"""The REPL's stdout read on a C thread during a pipelined batch, and handed to the event
+loop once, when the batch's fence answer came (issue 38 item 6).
 
 Owns: `gather(pipe, on_data)`, which registers a stdout pipe with the one reader thread of
 the process (leanrpc._native.gather, `Gatherer`: no GIL while it reads), and `Gathered`, what

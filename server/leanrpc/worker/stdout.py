@@ -1,11 +1,11 @@
-"""The REPL's stdout, delivered in the loop callback that read it, or gathered by the reader
-thread until the exchange's fence.
+"""The REPL's stdout, delivered in the loop callback that read it, or, during a pipelined
+batch, gathered by the reader thread until the batch's fence answer.
 
 Owns: `attach(process, on_data, on_close)`: the bytes the child writes to
 stdout go to `on_data(chunk, at)` (`at`: the time.monotonic() of their read where the
 reader thread read them, else None: now) from the pipe transport's read callback itself,
-or, during a pipelined batch, from worker/gathered.py's thread once per batch where it runs, and its end to
-`on_close()`, once. It returns the channel's `Reading`: `batch(nonce)`, `direct()` and
+or, during a pipelined batch, from worker/gathered.py's thread once per batch where it
+runs, and its end to `on_close()`, once. It returns the channel's `Reading`: `batch(nonce)`, `direct()` and
 `flush()` (worker/gathered.py `Gathered`; nothing to do where the loop reads), and the
 reader task of the fallback. A StreamReader would have a reader task
 wake up and copy each chunk out: more loop callbacks and a copy per chunk
@@ -37,7 +37,7 @@ READ_CHUNK = 1 << 16  # the fallback reader's read size
 
 
 class Reading:
-    """What `attach` gives the channel: the exchange's hooks, and the fallback's task."""
+    """What `attach` gives the channel: a batch's hooks, and the fallback's task."""
 
     def __init__(self, task: asyncio.Task | None = None, gathered=None) -> None:
         self.task = task
@@ -114,9 +114,9 @@ def attach(
 ) -> Reading:
     """Sends `process`'s stdout to `on_data` and its end to `on_close`.
 
-    The reading is gathered by the reader thread where it runs, else the bytes come
-    straight from the pipe transport, else from the fallback's reader task. Call it
-    before anything is sent to the child."""
+    The bytes come straight from the pipe transport (during a pipelined batch from the
+    reader thread, where it runs), else from the fallback's reader task. Call it before
+    anything is sent to the child."""
     stdout = process.stdout
     pipe_transport = getattr(process, "pipe_transport", None)  # worker/pipes.PipedProcess
     pipe = pipe_transport(1) if pipe_transport is not None else None
