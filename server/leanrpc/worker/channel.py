@@ -273,8 +273,7 @@ class Channel:
         batch: bool = False,
     ) -> None:
         """Writes `data` and waits for `pending`'s answer: the part both exchanges share
-        (their timers are their own). `drain`: how long a full pipe may take to drain,
-        answer included. With `batch`, an error says which command it came during
+        (their timers are their own). `drain`: how long a full pipe may take to drain. With `batch`, an error says which command it came during
         (`batch_index`: the answers before it came, unconfirmed; len(requests) is the
         fence); the batch itself (a snippet and its own checks) is internal: not named.
         Raises WorkerTimeout (or the memory verdict), WorkerCrashed; the process is
@@ -285,10 +284,13 @@ class Channel:
             stdin = self._process.process.stdin
             write_input(stdin, data)
             if stdin.transport.get_write_buffer_size():
-                await asyncio.wait_for(self._send_and_wait(stdin, pending.future), drain)
-            else:
-                await pending.future
+                # The drain alone is bounded here: the answer's own timers (which take every
+                # byte read first) bound the rest, and the pending future is never cancelled.
+                await asyncio.wait_for(stdin.drain(), drain)
+            await pending.future
         except asyncio.TimeoutError:
+            if not pending.future.done():  # the drain's limit: the answers read so far count
+                self._stdout.flush()
             over = self._over_memory()
             self._process.kill()
             raise over or WorkerTimeout(
@@ -310,10 +312,6 @@ class Channel:
         finally:
             if batch:
                 self._stdout.direct()  # between batches every byte is seen as it comes
-
-    async def _send_and_wait(self, stdin, future: asyncio.Future):
-        await stdin.drain()
-        return await future
 
     async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""
