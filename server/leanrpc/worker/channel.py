@@ -380,7 +380,7 @@ class Channel:
         self._stdout.flush()
         pending_frames.expire(future)
 
-    def _on_chunk(self, chunk: bytes, at: float | None = None) -> None:
+    def _on_chunk(self, chunk: bytes, at: float | None) -> None:
         """Bytes from the REPL's stdout, on the loop; `at`: the time.monotonic() they were
         read (by the reader thread, worker/gathered.py), None: now."""
         self.stdout_bytes += len(chunk)

@@ -117,7 +117,7 @@ class _Door:
         for key in self.gatherer.ready(self.tag):
             reading = self.readings.get(key)
             if reading is not None:
-                reading.deliver()
+                reading.flush()
 
 
 class Gathered:
@@ -160,10 +160,8 @@ class Gathered:
             self._pipe.resume_reading()
 
     def flush(self) -> None:
-        """Every byte read so far, to `on_data` now."""
-        self.deliver()
-
-    def deliver(self) -> None:
+        """Every byte read so far, to `on_data` now (the door, the channel's timers and
+        verdicts)."""
         if self._done or self._delivering:
             return  # (a poison while delivering fails the exchange: no second delivery then)
         chunks, ended = self._gatherer.take(self._key)
