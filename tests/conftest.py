@@ -14,9 +14,18 @@ hostile REPL that forges VALID for such text; this hook holds the rest of
 the suite to it. `test_the_tripwire_fires` shows it can fail.
 Servers started as separate processes (the CLI tests) are not covered here:
 the doors they run are the same code.
+
+It also keeps the suite off the network: TRL's trainers send Hugging Face
+telemetry from a thread of their own unless `HF_HUB_DISABLE_TELEMETRY` is set
+(huggingface_hub reads it once, at import), and that thread's sockets and
+certificate files would land in the middle of other tests.
 """
 
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 import shutil
 import subprocess

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import os
 import time
 import zipfile
 from pathlib import Path
@@ -91,6 +92,23 @@ def descendants() -> set[int]:
         except psutil.NoSuchProcess:
             pass
     return pids
+
+
+def fds_on(*prefixes: str) -> int:
+    """How many of this process's fds are open on a path that starts with one
+    of `prefixes` ("/proc/1234/" also matches the folder "/proc/1234" itself,
+    never "/proc/12345"). A test that counts the files its own
+    object holds counts these, not every fd: other threads of the test process
+    open files of their own at any time (the memory watch's C thread lists
+    the trees it watches, a trainer's telemetry thread loads certificates)."""
+    held = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue  # closed meanwhile (the listing's own fd among them)
+        held += (target + "/").startswith(prefixes)
+    return held
 
 
 async def wait_until(predicate, timeout: float, what: str, interval: float = 0.02) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 from leanrpc.worker.audit import PipeAudit
+from leanrpc.worker.memory import tree_pids
+from testkit import fds_on
 
 # Reads lines; "fork" starts a child that inherits (and holds) the pipes.
 _REPL = """
@@ -32,10 +34,6 @@ for line in sys.stdin:
 """
 
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
 async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_dirs_closed():
     child = subprocess.Popen(
         [sys.executable, "-c", _REPL],
@@ -46,15 +44,19 @@ async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_d
         bufsize=1,
     )
     inodes = tuple(os.fstat(p.fileno()).st_ino for p in (child.stdin, child.stdout, child.stderr))
-    fds_before = _open_fds()
+    tree = {child.pid}  # every process the tree had: the audit's held folders are theirs
+    held = lambda: fds_on(*(f"/proc/{pid}/" for pid in tree))  # noqa: E731
+    assert held() == 0
     try:
         audit = PipeAudit(child.pid, inodes, settle_s=30.0)
         assert await audit.record_baseline() is None
+        assert held() > 0  # the REPL's /proc folders, held open
         assert await audit.check() is None  # the held directories read the same tree again
 
         def say(line: str) -> None:
             child.stdin.write(line + "\n")
             assert child.stdout.readline().strip() == "ok"
+            tree.update(tree_pids(child.pid))
 
         say("fork")
         problem = await audit.check()
@@ -67,7 +69,7 @@ async def test_a_process_joining_the_tree_after_the_baseline_is_caught_and_its_d
         assert "file descriptors on the REPL's pipes changed" in (await audit.check() or "")
         say("reap")
         audit.close()
-        assert _open_fds() == fds_before
+        assert held() == 0 and len(tree) == 3  # the REPL and two forks
     finally:
         child.kill()
         child.wait()

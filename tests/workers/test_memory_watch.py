@@ -10,10 +10,20 @@ import time
 
 from leanrpc.worker import memory
 from leanrpc.worker.memory import TreeMemory, tree_memory_bytes, tree_pids
+from testkit import fds_on
 
 # /proc/meminfo is held open only where the extensions are off (the system's Shmem is
 # otherwise one sysinfo(2) call: worker/memory.py).
 MEMINFO = 1 if memory._native is None else 0
+
+
+def _held_for(pids):
+    """Counts this process's fds on the tree's /proc files (and /proc/meminfo
+    where the watch holds it): the files a watch holds, whatever other
+    threads of the test process open meanwhile (testkit.fds_on)."""
+    prefixes = tuple(f"/proc/{pid}/" for pid in pids) + (("/proc/meminfo",) if MEMINFO else ())
+    return lambda: fds_on(*prefixes)
+
 
 # A child that holds a memfd written with write(2) (never mapped: no RSS shows
 # it) and grows it by 64 MB each time it reads a line.
@@ -123,24 +133,24 @@ def test_the_status_files_held_open_follow_the_tree_and_close():
             "import subprocess, time; subprocess.run(['sleep', '30']); time.sleep(30)",
         ]
     )
-    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
-    before = fds()
     try:
         deadline = time.monotonic() + 10
         while len(tree_pids(child.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.02)
+        held = _held_for(tree_pids(child.pid))
+        before = held()
         watch = TreeMemory(child.pid)
         first = watch.sample()
-        assert first > 0 and fds() == before + 2 + MEMINFO  # two status files (and meminfo)
-        assert watch.sample() > 0 and fds() == before + 2 + MEMINFO  # re-read, not reopened
+        assert first > 0 and held() == before + 2 + MEMINFO  # two status files (and meminfo)
+        assert watch.sample() > 0 and held() == before + 2 + MEMINFO  # re-read, not reopened
         grandchild = tree_pids(child.pid)[1]
         os.kill(grandchild, 9)
         while len(tree_pids(child.pid)) > 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         watch._listed_at = float("-inf")  # the next sample lists the tree again
-        assert watch.sample() > 0 and fds() == before + 1 + MEMINFO
+        assert watch.sample() > 0 and held() == before + 1 + MEMINFO
         watch.close()
-        assert fds() == before
+        assert held() == before
     finally:
         child.kill()
         child.wait()
@@ -202,15 +212,15 @@ def test_the_statm_files_held_open_follow_the_tree_and_close():
     child = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
     )
-    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
-    before = fds()
+    held = _held_for([child.pid])
+    before = held()
     try:
         watch = TreeMemory(child.pid)
-        assert watch.sample(limit=1 << 40) > 0 and fds() == before + 1 + MEMINFO  # statm
-        assert watch.sample(limit=1 << 40) > 0 and fds() == before + 1 + MEMINFO  # re-read
-        assert watch.sample(limit=1) > 1 and fds() == before + 2 + MEMINFO  # over: status too
+        assert watch.sample(limit=1 << 40) > 0 and held() == before + 1 + MEMINFO  # statm
+        assert watch.sample(limit=1 << 40) > 0 and held() == before + 1 + MEMINFO  # re-read
+        assert watch.sample(limit=1) > 1 and held() == before + 2 + MEMINFO  # over: status too
         watch.close()
-        assert fds() == before
+        assert held() == before
     finally:
         child.kill()
         child.wait()

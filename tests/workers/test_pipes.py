@@ -23,6 +23,7 @@ from leanrpc.commands.exits import UserError
 from leanrpc.commands.serve import loop_factory
 from leanrpc.config import Config
 from leanrpc.worker.pipes import spawn_with_pipes, write_input
+from testkit import fds_on
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_support import Served  # noqa: E402
@@ -164,14 +165,14 @@ def test_exit_hooks_run_on_the_zombie_then_it_is_reaped(loop):
 
 @pytest.mark.parametrize("loop", sorted(LOOPS))
 def test_a_child_that_cannot_start_leaves_no_fd_open(loop):
-    before = set(os.listdir("/proc/self/fd"))
+    before = fds_on("pipe:")  # the pipes: other threads open files of their own meanwhile
 
     async def go():
         with pytest.raises(FileNotFoundError):
             await spawn_with_pipes(["/nonexistent/repl"], cwd=None, env={})
 
     _run(loop, go)
-    assert set(os.listdir("/proc/self/fd")) == before
+    assert fds_on("pipe:") == before
 
 
 def test_serve_picks_its_loop_from_the_config(monkeypatch):
