@@ -27,7 +27,11 @@ add its own wakeups to the loop's one.
 The watched file is a `dup` of the pipe's read end (close-on-exec: no child inherits it),
 read non-blocking under the table's mutex, so once `park` or `unwatch` returns the thread
 never reads it again (until the next `gather`), and a closed and reused descriptor number is
-never read for an entry it does not belong to.
+never read for an entry it does not belong to. The thread sleeps in epoll_wait(2) on a set
+that holds exactly the pipes to be read now: `gather`, `park`, `take` and `unwatch` change
+the set themselves (epoll_ctl, under the mutex), so none of them wakes the thread, and a
+wakeup reads only the pipes that have bytes. (With poll(2), the set was rebuilt after a
+wakeup that each of them caused: two per exchange, besides one per answer.)
 
 Owns: `Gatherer` (`watch`, `gather`, `park`, `take`, `ready`, `unwatch`, `close`): the table of
 watched pipes, its mutex, the thread and the doors; one pipe's bytes, reads and needle search
@@ -55,10 +59,15 @@ from leanrpc._native.pipe_buffer cimport (
 from leanrpc._native.thread_waits cimport (
     EFD_CLOEXEC,
     EFD_NONBLOCK,
-    POLLIN,
+    EPOLL_CLOEXEC,
+    EPOLL_CTL_ADD,
+    EPOLL_CTL_DEL,
+    EPOLLIN,
+    epoll_create1,
+    epoll_ctl,
+    epoll_event,
+    epoll_wait,
     eventfd,
-    poll,
-    pollfd,
     pthread_mutex_destroy,
     pthread_mutex_init,
     pthread_mutex_lock,
@@ -79,33 +88,37 @@ cdef class Gatherer:
     cdef Entry *_entries
     cdef int _size
     cdef int _capacity
-    cdef pollfd *_polled
-    cdef int _polled_capacity
+    cdef int _epoll  # the thread's epoll set: the wake eventfd, and the pipes read now
     cdef int _wake
     cdef bint _stop
     cdef size_t _cap
     cdef object _thread
     cdef readonly long long reads  # the thread's read calls that moved bytes (for tests)
     cdef readonly long long signals  # door writes (for tests and benchmarks)
+    cdef readonly long long wakeups  # the thread's returns from epoll_wait (for tests)
 
     def __cinit__(self):
         pthread_mutex_init(&self._mutex, NULL)
         self._entries = NULL
-        self._polled = NULL
+        self._epoll = -1
         self._wake = -1
 
     def __init__(self, size_t cap=1 << 20):
         """`cap`: bytes kept for one pipe before the loop is woken to take them."""
         if cap < 1:
             raise ValueError("the cap must be positive")
+        cdef epoll_event event
         self._cap = cap
-        self._polled = <pollfd *>malloc(8 * sizeof(pollfd))
-        if self._polled == NULL:
-            raise MemoryError()
-        self._polled_capacity = 8
+        self._epoll = epoll_create1(EPOLL_CLOEXEC)
+        if self._epoll < 0:
+            raise OSError(errno, "epoll_create1 failed")
         self._wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
         if self._wake < 0:
             raise OSError(errno, "eventfd failed")
+        event.events = EPOLLIN
+        event.data.u64 = 0  # the wake; a pipe's event carries its slot plus one
+        if epoll_ctl(self._epoll, EPOLL_CTL_ADD, self._wake, &event) < 0:
+            raise OSError(errno, "epoll_ctl failed")
         self._thread = threading.Thread(target=self._run, name="leanrpc-stdout", daemon=True)
         self._thread.start()
 
@@ -115,8 +128,8 @@ cdef class Gatherer:
             for i in range(self._size):
                 entry_release(&self._entries[i])
             free(self._entries)
-        if self._polled != NULL:
-            free(self._polled)
+        if self._epoll >= 0:
+            close(self._epoll)
         if self._wake >= 0:
             close(self._wake)
         pthread_mutex_destroy(&self._mutex)
@@ -148,7 +161,7 @@ cdef class Gatherer:
                 close(pipe_copy)
                 close(door_copy)
                 raise MemoryError()
-            entry_release(entry)
+            self._release(entry)
             entry.key = key
             entry.fd = pipe_copy
             entry.door = door_copy
@@ -182,9 +195,9 @@ cdef class Gatherer:
             entry.found = 0
             entry.parked = 0
             self._settle(entry)
+            self._poll(entry)  # read from now on: no wakeup of the thread to ask for it
         finally:
             pthread_mutex_unlock(&self._mutex)
-        self._signal_thread()  # polled from now on
 
     def park(self, long long key):
         """Stops reading `key`'s pipe (never again once this returns, until the next
@@ -199,8 +212,8 @@ cdef class Gatherer:
             entry_steal(entry, &taken)
             entry.parked = 1
             entry.needle_len = 0
+            self._poll(entry)  # out of the epoll set before the caller's reader polls it
         pthread_mutex_unlock(&self._mutex)
-        self._signal_thread()  # out of the poll set before the caller's reader polls it
         return taken_chunks(&taken)
 
     def take(self, long long key):
@@ -210,19 +223,18 @@ cdef class Gatherer:
         then. ([], True) for a key not watched."""
         cdef Taken taken
         cdef Entry *entry
-        cdef bint ended = True, was_full = False
+        cdef bint ended = True
         memset(&taken, 0, sizeof(Taken))
         pthread_mutex_lock(&self._mutex)
         entry = self._find(key)
         if entry != NULL:
-            was_full = entry.size >= self._cap
             entry_steal(entry, &taken)
             ended = entry.ended
             if ended:
-                entry_release(entry)
+                self._release(entry)
+            else:
+                self._poll(entry)  # read again if it waited at the cap
         pthread_mutex_unlock(&self._mutex)
-        if was_full:
-            self._signal_thread()  # polled again
         return taken_chunks(&taken), ended
 
     def ready(self, long long door_tag):
@@ -254,9 +266,8 @@ cdef class Gatherer:
         entry = self._find(key)
         if entry != NULL:
             entry_steal(entry, &taken)
-            entry_release(entry)
+            self._release(entry)
         pthread_mutex_unlock(&self._mutex)
-        self._signal_thread()
         return taken_chunks(&taken)
 
     @property
@@ -317,6 +328,35 @@ cdef class Gatherer:
             self.signals += 1
             write(entry.door, &one, sizeof(one))
 
+    cdef void _poll(self, Entry *entry) noexcept nogil:
+        """Puts the entry's pipe in the thread's epoll set while it is to be read (watched,
+        gathering, not ended, under the cap) and takes it out otherwise, so that the thread
+        needs no wakeup to learn of it: an epoll set changed from another thread applies to a
+        wait in progress. A pipe that cannot be added is `ended`: handed back to the loop."""
+        cdef epoll_event event
+        cdef bint due = (entry.used and not entry.ended and not entry.parked
+                         and entry.size < self._cap)
+        if due == entry.polled:
+            return
+        if not due:
+            epoll_ctl(self._epoll, EPOLL_CTL_DEL, entry.fd, NULL)
+            entry.polled = 0
+            return
+        event.events = EPOLLIN
+        event.data.u64 = <unsigned long long>(entry - self._entries) + 1
+        if epoll_ctl(self._epoll, EPOLL_CTL_ADD, entry.fd, &event) < 0:
+            entry.ended = 1
+            self._settle(entry)
+            return
+        entry.polled = 1
+
+    cdef void _release(self, Entry *entry) noexcept nogil:
+        """Out of the epoll set (a registration outlives a closed copy while the pipe's other
+        descriptors stay open), then the entry's copies closed and its bytes freed."""
+        if entry.polled:
+            epoll_ctl(self._epoll, EPOLL_CTL_DEL, entry.fd, NULL)
+        entry_release(entry)
+
     cdef void _signal_thread(self) noexcept nogil:
         cdef unsigned long long one = 1
         write(self._wake, &one, sizeof(one))
@@ -328,47 +368,27 @@ cdef class Gatherer:
             self._loop()
 
     cdef void _loop(self) noexcept nogil:
-        cdef int count, i, j, ready
-        cdef unsigned long long drained
-        cdef pollfd *grown
+        cdef epoll_event events[16]
+        cdef int ready, i
+        cdef unsigned long long slot, drained
+        cdef Entry *entry
         while True:
+            ready = epoll_wait(self._epoll, events, 16, -1)  # < 0: EINTR, nothing ready
             pthread_mutex_lock(&self._mutex)
             if self._stop:
                 pthread_mutex_unlock(&self._mutex)
                 return
-            if self._polled_capacity < self._size + 1:
-                grown = <pollfd *>realloc(self._polled, (self._size + 1) * sizeof(pollfd))
-                if grown != NULL:
-                    self._polled = grown
-                    self._polled_capacity = self._size + 1
-            count = 1
-            self._polled[0].fd = self._wake
-            self._polled[0].events = POLLIN
-            self._polled[0].revents = 0
-            for i in range(self._size):
-                if count == self._polled_capacity:
-                    break
-                # A pipe whose bytes reached the cap waits until they are taken.
-                if (self._entries[i].used and not self._entries[i].ended
-                        and not self._entries[i].parked and self._entries[i].size < self._cap):
-                    self._polled[count].fd = self._entries[i].fd
-                    self._polled[count].events = POLLIN
-                    self._polled[count].revents = 0
-                    count += 1
-            pthread_mutex_unlock(&self._mutex)
-            ready = poll(self._polled, count, -1)
-            if ready < 0:
-                continue  # EINTR
-            if self._polled[0].revents:
-                read(self._wake, &drained, sizeof(drained))
-            pthread_mutex_lock(&self._mutex)
-            for i in range(1, count):
-                if not self._polled[i].revents:
+            self.wakeups += 1
+            for i in range(ready):
+                slot = events[i].data.u64
+                if slot == 0:
+                    read(self._wake, &drained, sizeof(drained))
                     continue
-                for j in range(self._size):  # the entry that holds this descriptor now
-                    if (self._entries[j].used and self._entries[j].fd == self._polled[i].fd
-                            and not self._entries[j].ended and not self._entries[j].parked):
-                        self.reads += entry_read(&self._entries[j], self._cap)
-                        self._settle(&self._entries[j])
-                        break
+                # An event collected before its pipe left the set (parked, unwatched, the
+                # slot reused) is read only if the slot's entry is to be read now.
+                entry = &self._entries[slot - 1]
+                if entry.polled:
+                    self.reads += entry_read(entry, self._cap)
+                    self._settle(entry)
+                    self._poll(entry)  # out at its end or at the cap
             pthread_mutex_unlock(&self._mutex)

@@ -107,6 +107,51 @@ def test_cap_bytes_waiting_ring_the_door(rig):
     assert sum(len(c) for c, _ in chunks) == 1500 and not ended
 
 
+def test_a_pipe_at_the_cap_is_not_read_until_taken_and_the_thread_does_not_spin(rig):
+    g, _, _, w = rig
+    g.gather(1, b"never")
+    os.write(w, b"x" * 1500)
+    _until(lambda: g.ready(TAG) == [1])
+    reads, wakeups = g.reads, g.wakeups
+    os.write(w, b"more")  # waits in the pipe: the thread's set no longer holds it
+    time.sleep(0.05)
+    assert g.reads == reads and g.wakeups == wakeups  # level-triggered: in the set, it would spin
+    chunks, ended = g.take(1)
+    assert sum(len(c) for c, _ in chunks) == 1500 and not ended
+    _until(lambda: g.reads == reads + 1)  # back in the set once taken
+    assert [c for c, _ in g.park(1)] == [b"more"]
+
+
+def test_gather_park_take_and_unwatch_never_wake_the_thread():
+    """The set holds exactly the pipes to be read now and is changed by the callers
+    themselves: a batch's start and end cost the thread no wakeup; only bytes do."""
+    g = gather.Gatherer()
+    door = os.eventfd(0, os.EFD_NONBLOCK)
+    r, w = os.pipe()
+    try:
+        g.watch(1, r, door, 1)
+        for _ in range(50):
+            g.gather(1, b"fence")
+            g.take(1)
+            g.park(1)
+        time.sleep(0.05)
+        assert g.wakeups == 0 and g.reads == 0
+        g.gather(1, b"fence")
+        os.write(w, b"an answer")
+        _until(lambda: g.reads == 1)
+        assert g.wakeups >= 1
+        wakeups = g.wakeups
+        assert [c for c, _ in g.park(1)] == [b"an answer"]
+        g.unwatch(1)
+        os.write(w, b"nobody's")
+        time.sleep(0.05)
+        assert g.wakeups == wakeups and os.read(r, 100) == b"nobody's"
+    finally:
+        g.close()
+        for fd in (door, r, w):
+            os.close(fd)
+
+
 def test_the_pipe_s_end_is_handed_over_and_the_watch_is_gone(rig):
     g, _, _, w = rig
     g.gather(1, b"never")

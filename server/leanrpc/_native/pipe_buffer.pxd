@@ -43,6 +43,7 @@ cdef struct Entry:
     int ended  # read here no more (end, error, no memory)
     int parked  # not read now: the loop's own reader has the pipe
     int signalled  # the door was written since the last hand-over
+    int polled  # in the reader thread's epoll set (gather.pyx keeps it so: read now)
 
 
 cdef struct Taken:
