@@ -3,8 +3,9 @@ answers honestly (each command the next env, each tactic the next proof state),
 except for commands whose text names a misdeed: `drop` gets no answer, `extra`
 two, `forge` a forged clean answer before its own, `hold` is answered only after
 the next request's answer (out of order), `fence` makes the fence answer come
-before this command's own, `pace` is answered after 0.05 s, `slow` after 0.3 s, and
-`stall` never (the process sleeps). The same words in a tactic do the same in tactic
+before this command's own, `pace` is answered after 0.05 s, `slow` after 0.3 s,
+`stall` never (the process sleeps), and `later` honestly, with a stray answer written 0.5 s
+later by a thread (after the batch's fence and audit: between exchanges). The same words in a tactic do the same in tactic
 mode (`forge`: a forged "Completed" with the next proof state id; `extra`: the
 answer twice). A command with `sorry` gets one proof state per sorry (so the
 Prover can start a proof on this fake: tests/prover/test_prover_expand_batch.py);
@@ -13,6 +14,7 @@ an honest tactic leaves one goal open."""
 import json
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -97,6 +99,9 @@ def main() -> None:
         elif "hold" in text:
             held = honest(obj)
         else:
+            if "later" in text:
+                stray = json.dumps({"env": 4242}).encode() + b"\n\n"
+                threading.Timer(0.5, os.write, (1, stray)).start()
             if "pace" in text or "slow" in text:
                 time.sleep(0.05 if "pace" in text else 0.3)
             replies = [honest(obj)]

@@ -2,7 +2,9 @@
 loop is woken once per exchange, when the fence's answer came, not once per answer; a
 batch's per-answer timer still restarts at each answer (the timer takes the bytes read so
 far before it decides, each with the time it was read), so a batch of slow answers is not a
-timeout and a stall after the first answer is timed out from that answer, not later."""
+timeout and a stall after the first answer is timed out from that answer, not later. Between
+batches the thread reads on and wakes the loop at every read: back-to-back batches never
+pause or resume the loop's reader, and output between exchanges is still seen at once."""
 
 from __future__ import annotations
 
@@ -142,5 +144,35 @@ async def test_one_command_at_a_time_is_read_by_the_loop_and_the_thread_reads_no
         assert after_batch > reads
         answer = await worker.request(repl.command("example : True := trivial", None), 30)
         assert answer.env is not None and gatherer.reads == after_batch
+    finally:
+        await worker.stop(2.0)
+
+
+async def test_between_batches_the_thread_reads_on_and_stray_output_poisons_at_once():
+    """After a batch the loop's reader stays paused and the thread wakes the loop at every
+    read (uvloop leaves a paused pipe in its epoll set until its next byte: a batch that paused
+    it afresh was woken for nothing at its first answer). Output between exchanges is seen as
+    it comes, as the loop's reader would see it: the worker is poisoned before any next
+    request."""
+    worker = await _worker()
+    try:
+        gatherer = gathered._Process.gatherer_now()
+        pipe = worker._channel._stdout._gathered._pipe
+        await worker.request_batch(
+            [repl.command(f"example : True := trivial -- {k}", None) for k in range(3)], 30
+        )
+        signals = gatherer.signals
+        assert not pipe.is_reading()  # the thread reads on between batches
+        await worker.request_batch(
+            [repl.command(f"example : True := trivial -- {k}", None) for k in range(3)], 30
+        )
+        assert gatherer.signals - signals == 1 and not pipe.is_reading()  # its fence's alone
+        await worker.request_batch(
+            [repl.command(f"example : True := trivial -- {k}", None) for k in ("later", "")], 30
+        )
+        deadline = time.monotonic() + 5
+        while worker._channel.poisoned is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert "unsolicited output" in (worker._channel.poisoned or "")
     finally:
         await worker.stop(2.0)

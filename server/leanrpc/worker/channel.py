@@ -135,6 +135,7 @@ class Channel:
         Raises WorkerTimeout, WorkerCrashed (WorkerPoisoned included) or
         WorkerOutOfMemory; the process is already being killed then.
         """
+        self._stdout.direct()  # the loop reads (the bytes read between batches go first: no exchange)
         if self.poisoned is not None:
             raise WorkerPoisoned(
                 f"worker {self.name} is poisoned: {self.poisoned}",
@@ -191,6 +192,7 @@ class Channel:
         """
         if len(requests) == 1:
             return [await self.exchange(requests[0], min(timeout, total) if total else timeout)]
+        self._stdout.flush()  # what was read between batches is no exchange's: it poisons
         if self.poisoned is not None:
             raise WorkerPoisoned(
                 f"worker {self.name} is poisoned: {self.poisoned}",
@@ -311,7 +313,7 @@ class Channel:
             raise
         finally:
             if batch:
-                self._stdout.direct()  # between batches every byte is seen as it comes
+                self._stdout.rest()  # between batches every byte is seen as it comes
 
     async def _confirm(self, request, response: repl.Response, sent: int, received: int) -> None:
         """Env counter and audit, after the fence answered."""

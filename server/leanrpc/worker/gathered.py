@@ -5,10 +5,12 @@ Owns: `gather(pipe, on_data)`, which registers a stdout pipe with the one reader
 the process (leanrpc._native.gather, `Gatherer`: no GIL while it reads), and `Gathered`, what
 the channel then holds: `begin` (a batch starts: the loop's pipe transport pauses and the
 thread reads, waking the loop when the fence's answer, `nonce`, came, not at each answer
-before it), `end` (the batch ended: what the thread holds is delivered and the transport
-reads again), `flush` (every byte read so far, now: the channel's timers and verdicts call
-it before they decide) and `close`. One snippet per call (a single exchange) is read by the
-transport as before: there the thread would add its wakeups to the loop's one. Also
+before it), `rest` (the batch ended: what the thread holds is delivered, and the thread goes
+on reading, waking the loop at every read until the next batch), `end` (the transport reads
+again: a single exchange starts), `flush` (every byte read so far, now: the channel's timers
+and verdicts call it before they decide) and `close`. One snippet per call (a single
+exchange) is read by the transport as before: there the thread would add its wakeups to the
+loop's one. Also
 the door of each event loop (`_Door`: one eventfd the loop reads, shared by that loop's
 pipes) and the one thread per process (a forked child starts its own).
 
@@ -138,17 +140,32 @@ class Gathered:
         door.readings[self._key] = self
 
     def begin(self, nonce: str | None) -> None:
-        """A batch starts: the thread reads the pipe until `end`, and wakes the loop once the
-        fence's answer (`nonce`) was read (None: at every read); the transport pauses."""
-        if self._done or self._gathering:
+        """A batch starts: the thread reads the pipe (the transport paused, if the loop read
+        it), and wakes the loop once the fence's answer (`nonce`) was read (None: at every
+        read)."""
+        if self._done:
             return
-        self._gathering = True
-        self._pipe.pause_reading()
+        if not self._gathering:
+            self._gathering = True
+            self._pipe.pause_reading()
         self._gatherer.gather(self._key, None if nonce is None else nonce.encode())
 
+    def rest(self) -> None:
+        """The batch ended: what the thread holds is delivered now, and from here every read
+        wakes the loop (between batches every byte is seen as it comes), the thread still
+        reading. Back-to-back batches then never pause or resume the transport: uvloop
+        leaves a paused pipe in its epoll set until the pipe's next byte, so a batch that
+        paused it woke the loop for nothing at its first answer (and cost two epoll_ctl)."""
+        if not self._gathering or self._done:
+            return
+        self.flush()
+        if not self._done:
+            self._gatherer.gather(self._key, None)
+
     def end(self) -> None:
-        """The batch ended: what the thread still holds is delivered, and the transport reads
-        again (between batches every byte is seen as it comes)."""
+        """The loop reads again (a single exchange is about to start, where the thread would
+        add its wakeups to the loop's one): the thread stops, and what it still holds is
+        delivered first."""
         if not self._gathering:
             return
         self._gathering = False

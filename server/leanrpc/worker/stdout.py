@@ -5,8 +5,8 @@ Owns: `attach(process, on_data, on_close)`: the bytes the child writes to
 stdout go to `on_data(chunk, at)` (`at`: the time.monotonic() of their read where the
 reader thread read them, else None: now) from the pipe transport's read callback itself,
 or, during a pipelined batch, from worker/gathered.py's thread once per batch where it
-runs, and its end to `on_close()`, once. It returns the channel's `Reading`: `batch(nonce)`, `direct()` and
-`flush()` (worker/gathered.py `Gathered`; nothing to do where the loop reads), and the
+runs, and its end to `on_close()`, once. It returns the channel's `Reading`: `batch(nonce)`,
+`rest()`, `direct()` and `flush()` (worker/gathered.py `Gathered`; nothing to do where the loop reads), and the
 reader task of the fallback. A StreamReader would have a reader task
 wake up and copy each chunk out: more loop callbacks and a copy per chunk
 (issue 28: one loop callback per frame batch). Here the stdout pipe
@@ -48,8 +48,14 @@ class Reading:
         if self._gathered is not None:
             self._gathered.begin(nonce)
 
+    def rest(self) -> None:
+        """The batch ended: every byte from here is delivered as it comes (still read by the
+        thread, so that the next batch needs no pause of the loop's reader)."""
+        if self._gathered is not None:
+            self._gathered.rest()
+
     def direct(self) -> None:
-        """The batch ended: the loop reads again, every byte as it comes."""
+        """A single exchange starts: the loop reads, every byte as it comes."""
         if self._gathered is not None:
             self._gathered.end()
 
