@@ -36,7 +36,7 @@ wakeup that each of them caused: two per exchange, besides one per answer.)
 Owns: `Gatherer` (`watch`, `gather`, `park`, `take`, `ready`, `unwatch`, `close`): the table of
 watched pipes, its mutex, the thread and the doors; one pipe's bytes, reads and needle search
 are leanrpc/_native/pipe_buffer.pxd's (inline, cimported).
-May import: the C library, CPython, leanrpc._native.pipe_buffer and
+May import: the C library, CPython, os and threading, leanrpc._native.pipe_buffer and
 leanrpc._native.thread_waits (cimport).
 """
 
@@ -75,10 +75,24 @@ from leanrpc._native.thread_waits cimport (
     pthread_mutex_unlock,
 )
 
+import os
 import threading
 
 cdef extern from "<fcntl.h>" nogil:
     int F_DUPFD_CLOEXEC
+
+# Forks seen by this process (os.register_at_fork). A forked child shares its parent's epoll
+# instance (a descriptor, copied) though not its thread: a Gatherer made before the fork never
+# changes that set from the child, or the parent's thread would stop hearing of its pipes.
+cdef long long _forks = 0
+
+
+def _count_fork():
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
 
 
 cdef class Gatherer:
@@ -96,6 +110,7 @@ cdef class Gatherer:
     cdef readonly long long reads  # the thread's read calls that moved bytes (for tests)
     cdef readonly long long signals  # door writes (for tests and benchmarks)
     cdef readonly long long wakeups  # the thread's returns from epoll_wait (for tests)
+    cdef long long _born  # `_forks` when made: another value means a forked child's copy
 
     def __cinit__(self):
         pthread_mutex_init(&self._mutex, NULL)
@@ -109,6 +124,7 @@ cdef class Gatherer:
             raise ValueError("the cap must be positive")
         cdef epoll_event event
         self._cap = cap
+        self._born = _forks
         self._epoll = epoll_create1(EPOLL_CLOEXEC)
         if self._epoll < 0:
             raise OSError(errno, "epoll_create1 failed")
@@ -336,7 +352,7 @@ cdef class Gatherer:
         cdef epoll_event event
         cdef bint due = (entry.used and not entry.ended and not entry.parked
                          and entry.size < self._cap)
-        if due == entry.polled:
+        if due == entry.polled or self._born != _forks:
             return
         if not due:
             epoll_ctl(self._epoll, EPOLL_CTL_DEL, entry.fd, NULL)
@@ -353,7 +369,7 @@ cdef class Gatherer:
     cdef void _release(self, Entry *entry) noexcept nogil:
         """Out of the epoll set (a registration outlives a closed copy while the pipe's other
         descriptors stay open), then the entry's copies closed and its bytes freed."""
-        if entry.polled:
+        if entry.polled and self._born == _forks:
             epoll_ctl(self._epoll, EPOLL_CTL_DEL, entry.fd, NULL)
         entry_release(entry)
 

@@ -152,6 +152,27 @@ def test_gather_park_take_and_unwatch_never_wake_the_thread():
             os.close(fd)
 
 
+def test_a_forked_child_never_changes_its_parent_s_epoll_set(rig):
+    """The child shares the parent's epoll instance (a copied descriptor), not its thread:
+    a gatherer the child inherited may park and unwatch there (its loop's objects closing),
+    and the parent's thread still reads its pipe."""
+    g, _, _, w = rig
+    pid = os.fork()
+    if pid == 0:  # the child: park and unwatch the inherited copy, then leave at once
+        code = 0
+        try:
+            g.park(1)
+            g.unwatch(1)
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    os.write(w, b"still ours")
+    _until(lambda: g.ready(TAG) == [1])
+    assert [c for c, _ in g.take(1)[0]] == [b"still ours"]
+
+
 def test_the_pipe_s_end_is_handed_over_and_the_watch_is_gone(rig):
     g, _, _, w = rig
     g.gather(1, b"never")
