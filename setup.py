@@ -26,7 +26,7 @@ DEBUG = os.environ.get("LEANRPC_DEBUG", "") not in ("", "0")
 # by their module name and the runtime import finds the module.
 NATIVE_MODULES = ["framing", "headers", "trie_nodes", "trie", "policy", "lexchars"]
 # The memory watch's poll thread reads /proc and calls eventfd(2) and sysinfo(2), and the
-# stdout reader thread eventfd(2) and poll(2): Linux only (elsewhere the watch looks from the
+# stdout reader thread eventfd(2) and epoll(7): Linux only (elsewhere the watch looks from the
 # event loop, worker/memwatch.py, and the loop reads the REPLs' stdout, worker/stdout.py).
 if sys.platform.startswith("linux"):
     NATIVE_MODULES += ["memwatch", "gather"]

@@ -8,10 +8,10 @@ loop, every answer woke the server: at the benchmark's pace about 1.3 wakeups pe
 each paid cold (epoll, the loop, Python) while the REPLs held both cores. Nothing is done
 with an answer before the fence's answer comes (the channel returns a batch only after its
 fence and audit), so waking for each bought nothing. A watched pipe is parked (the loop's
-own reader has it) but from a `gather` to the next `park`, around a batch; in between, a C
-loop reads it as bytes come, keeps them with the time each read came (CLOCK_MONOTONIC, the
-clock of Python's `time.monotonic`), and wakes the loop's door (an eventfd the loop reads)
-only when the loop has something to do:
+own reader has it) but from a `gather` to the next `park` (worker/gathered.py: from a batch's
+start to the next single exchange); in between, a C loop reads it as bytes come, keeps them
+with the time each read came (CLOCK_MONOTONIC, the clock of Python's `time.monotonic`), and
+wakes the loop's door (an eventfd the loop reads) only when the loop has something to do:
   * the batch's needle (its fence nonce) is in what was read since the last hand-over:
     the fence's answer came (a forged one that names the nonce wakes it too: the channel
     then reads everything in order, as before, and poisons);
