@@ -135,7 +135,8 @@ class Channel:
         Raises WorkerTimeout, WorkerCrashed (WorkerPoisoned included) or
         WorkerOutOfMemory; the process is already being killed then.
         """
-        self._stdout.direct()  # the loop reads (the bytes read between batches go first: no exchange)
+        # The loop reads; what the thread read between batches goes first, to no exchange.
+        self._stdout.direct()
         if self.poisoned is not None:
             raise WorkerPoisoned(
                 f"worker {self.name} is poisoned: {self.poisoned}",
@@ -275,9 +276,10 @@ class Channel:
         batch: bool = False,
     ) -> None:
         """Writes `data` and waits for `pending`'s answer: the part both exchanges share
-        (their timers are their own). `drain`: how long a full pipe may take to drain. With `batch`, an error says which command it came during
-        (`batch_index`: the answers before it came, unconfirmed; len(requests) is the
-        fence); the batch itself (a snippet and its own checks) is internal: not named.
+        (their timers are their own). `drain`: how long a full pipe may take to drain. With
+        `batch`, an error says which command it came during (`batch_index`: the answers
+        before it came, unconfirmed; len(requests) is the fence); the batch itself (a snippet
+        and its own checks) is internal: not named.
         Raises WorkerTimeout (or the memory verdict), WorkerCrashed; the process is
         already being killed then."""
         if batch:

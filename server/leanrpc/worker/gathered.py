@@ -1,5 +1,5 @@
-"""The REPL's stdout read on a C thread during a pipelined batch, and handed to the event
-loop once, when the batch's fence answer came (issue 38 item 6).
+"""The REPL's stdout read on a C thread from a pipelined batch to the next single exchange,
+and handed to the event loop once per batch, when its fence answer came (issue 38 item 6).
 
 Owns: `gather(pipe, on_data)`, which registers a stdout pipe with the one reader thread of
 the process (leanrpc._native.gather, `Gatherer`: no GIL while it reads), and `Gathered`, what
@@ -10,9 +10,8 @@ on reading, waking the loop at every read until the next batch), `end` (the tran
 again: a single exchange starts), `flush` (every byte read so far, now: the channel's timers
 and verdicts call it before they decide) and `close`. One snippet per call (a single
 exchange) is read by the transport as before: there the thread would add its wakeups to the
-loop's one. Also
-the door of each event loop (`_Door`: one eventfd the loop reads, shared by that loop's
-pipes) and the one thread per process (a forked child starts its own).
+loop's one. Also the door of each event loop (`_Door`: one eventfd the loop reads, shared by
+that loop's pipes) and the one thread per process (a forked child starts its own).
 
 Every byte still reaches `on_data` on the loop, in order, with the time.monotonic() its read
 came (the channel's per-answer timer and a body's time are read from those), and all of
@@ -208,8 +207,8 @@ class Gathered:
 
 
 def gather(pipe: asyncio.ReadTransport, on_data: Callable[[bytes, float], None]) -> Gathered | None:
-    """The pipe watched by the process's reader thread (read there between a batch's `begin`
-    and `end`), or None (the transport always reads, as before)."""
+    """The pipe watched by the process's reader thread (read there from a batch's `begin` to
+    the next `end`), or None (the transport always reads, as before)."""
     if _native is None or not hasattr(pipe, "pause_reading") or pipe.get_extra_info("pipe") is None:
         return None
     gatherer = _Process.gatherer_now()

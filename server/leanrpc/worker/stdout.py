@@ -1,14 +1,14 @@
-"""The REPL's stdout, delivered in the loop callback that read it, or, during a pipelined
-batch, gathered by the reader thread until the batch's fence answer.
+"""The REPL's stdout, delivered in the loop callback that read it, or, from a pipelined
+batch to the next single exchange, by the reader thread (once per batch, at its fence answer).
 
 Owns: `attach(process, on_data, on_close)`: the bytes the child writes to
 stdout go to `on_data(chunk, at)` (`at`: the time.monotonic() of their read where the
 reader thread read them, else None: now) from the pipe transport's read callback itself,
-or, during a pipelined batch, from worker/gathered.py's thread once per batch where it
-runs, and its end to `on_close()`, once. It returns the channel's `Reading`: `batch(nonce)`,
-`rest()`, `direct()` and `flush()` (worker/gathered.py `Gathered`; nothing to do where the loop reads), and the
-reader task of the fallback. A StreamReader would have a reader task
-wake up and copy each chunk out: more loop callbacks and a copy per chunk
+or, from a pipelined batch to the next single exchange, from worker/gathered.py's thread
+where it runs, and its end to `on_close()`, once. It returns the channel's `Reading`:
+`batch(nonce)`, `rest()`, `direct()` and `flush()` (worker/gathered.py `Gathered`; nothing to
+do where the loop reads), and the reader task of the fallback. A StreamReader would have a
+reader task wake up and copy each chunk out: more loop callbacks and a copy per chunk
 (issue 28: one loop callback per frame batch). Here the stdout pipe
 transport (worker/pipes.py, `pipe_transport(1)`) gets a protocol of ours in
 front of its StreamReaderProtocol (`set_protocol`, public transport API):
@@ -120,8 +120,9 @@ def attach(
 ) -> Reading:
     """Sends `process`'s stdout to `on_data` and its end to `on_close`.
 
-    The bytes come straight from the pipe transport (during a pipelined batch from the
-    reader thread, where it runs), else from the fallback's reader task. Call it before
+    The bytes come straight from the pipe transport (from a pipelined batch to the next
+    single exchange from the reader thread, where it runs), else from the fallback's reader
+    task. Call it before
     anything is sent to the child."""
     stdout = process.stdout
     pipe_transport = getattr(process, "pipe_transport", None)  # worker/pipes.PipedProcess
