@@ -119,6 +119,9 @@ def native_extensions():
             )
             for package, module in COMPILED_PYTHON
         ],
+        # A compiled module's augmenting declarations (core/lexing_c.pxd: `Lexer` a C-level
+        # class) are found by the module's full name under server/.
+        include_path=[str(STUB_ROOT)],
         compiler_directives={"language_level": 3, "linetrace": DEBUG},
         annotate=DEBUG,
     )
@@ -167,6 +170,7 @@ setup(
         "leanrpc": ["py.typed"],
         "leanrpc.v1": ["*.pyi"],
         "leanrpc._native": ["*.pyi", "*.pxd"],
+        "leanrpc.core": ["*.pxd"],
         "leanrpc.standin": ["data/*"],
     },
     ext_modules=native_extensions(),

@@ -3,7 +3,8 @@
 Owns nothing of its own: it chooses the build of core/lexing.py (Lean's
 tokenizer ported; its docstring is the lexer's) that runs. setup.py compiles
 that same file with Cython, unchanged (pure-Python mode), as
-`leanrpc.core.lexing_c`: one source, so one reading of Lean, with the
+`leanrpc.core.lexing_c`, with `Lexer` a C-level class declared beside it
+(core/lexing_c.pxd): one source, so one reading of Lean, with the
 interpreter's per-call overhead gone from the policy's hot path (every
 snippet lexes its candidates) and from the axiom plan's mask (every body).
 LEANRPC_NO_EXTENSIONS selects the interpreted module (core._impl).

@@ -1,3 +1,4 @@
+# cython: annotation_typing=False
 """The one Lean lexer: Lean 4's tokenizer (`src/Lean/Parser/Basic.lean`),
 ported, for every server-side reader of Lean text (the code policy first).
 
@@ -52,9 +53,11 @@ reading changed between Lean versions (Latin-1 and Latin Extended-A letters,
 Python, with the character classes and the runs read by them (spaces and
 line comments, identifier parts, a run of text with no literal or comment
 opener) in core.lexchars, whose twin is C (native/lexchars.pyx). setup.py
-also compiles this file unchanged with Cython as core.lexing_c; core.lexer,
-the module every reader imports, picks that build: the policy's budget per
-snippet is a few tens of microseconds. A second, independent
+also compiles this file unchanged with Cython as core.lexing_c, where
+core/lexing_c.pxd makes `Lexer` a C-level class (typed fields, methods called
+through its C table; the first line's directive leaves the annotations to
+that file); core.lexer, the module every reader imports, picks that build:
+the policy's budget per snippet is a few tens of microseconds. A second, independent
 transliteration used only by the fuzzer lives in
 tests/policy/lean_reference.py.
 
