@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import errno
-import gc
 import logging
 import signal
 import socket
@@ -376,31 +375,10 @@ def _say(config: Config, event: str, text: str, **fields) -> None:
     print(text, flush=True)
 
 
-# Net allocations between two collections of the cycle collector's youngest generation
-# (CPython's default is 700).
-_GC_YOUNG = 10_000
-
-
-def _settle_collector() -> None:
-    """The cycle collector's pace, once the server is built (issue 38 item 6): the youngest
-    generation is collected every 10,000 net allocations, not 700. Most of a request's
-    objects are freed by their reference counts before any collection, but a group's
-    objects alive at once crossed 700 again and again: over 2,400 snippets in groups of
-    16 the server ran 76 collections (one full) for 59 ms, about 25 us per snippet, and 2
-    for 7 ms at 10,000 (benchmarks/RESULTS.md). What a cycle holds waits for the next
-    collection, as before, only over more allocations. No
-    `gc.freeze()`: a frozen object is never collected, and the workers built at start-up
-    (cycles of callbacks) are retired later. Only `leanrpc serve`: an embedding process
-    keeps its own collector settings."""
-    _young, middle, old = gc.get_threshold()
-    gc.set_threshold(_GC_YOUNG, middle, old)
-
-
 async def serve(config: Config) -> signal.Signals:
     """Runs until SIGINT or SIGTERM, shuts down in order, says so on stdout;
     returns the signal that stopped it (the caller's exit status follows it)."""
     app = await create_server(config)
-    _settle_collector()
     stop = asyncio.Event()
     received: list[signal.Signals] = []
     loop = asyncio.get_running_loop()

@@ -1,4 +1,4 @@
-"""`leanrpc serve` paces the cycle collector once it is built (app._settle_collector).
+"""`leanrpc serve` paces the cycle collector (commands/serve.py `_settle_collector`).
 
 A real `leanrpc serve` runs in a child Python that prints `gc.get_threshold()` when it gets
 SIGUSR2: after "listening", the youngest generation's threshold is 10,000 and the older ones
