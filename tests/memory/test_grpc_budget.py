@@ -78,3 +78,32 @@ async def test_a_message_past_the_budget_is_refused_before_it_is_parsed():
             else:
                 raise AssertionError("the streamed 9 MB message passed an 8 MB budget")
             assert app.budget.refused["peer"] == 2 and app.budget.held_total == 0
+
+
+async def test_a_stream_past_the_budget_answers_what_it_accepted_then_ends_refused():
+    """The refusal ends the call from the handler's own task, after the snippet already
+    running is answered: no snippet accepted goes unanswered, and the status comes (an
+    abort from the stream's reader task, while that answer was still to be sent, left
+    the client waiting for its deadline in about one run in ten)."""
+    slow = OK + "--@standin: burn=0.5\n"
+    async with running_server(memory__in_flight_mb_per_peer=8) as (app, _client):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:
+            stub = verifier_pb2_grpc.VerifierStub(channel)
+
+            async def requests():
+                yield pb.VerifyStreamRequest(snippet=pb.Snippet(id="a", code=slow))
+                yield pb.VerifyStreamRequest(snippet=pb.Snippet(id="b", code="a" * 3 * 2**20))
+
+            answered = []
+            call = stub.VerifyStream(requests(), timeout=60)
+            try:
+                async for response in call:
+                    answered.append((response.result.id, response.result.status))
+            except grpc.aio.AioRpcError as exc:
+                assert exc.code() is grpc.StatusCode.RESOURCE_EXHAUSTED, exc
+                assert "memory.in_flight_mb_per_peer" in exc.details()
+                assert _retry_delay_ns(exc) > 0
+            else:
+                raise AssertionError("the streamed 9 MB message passed an 8 MB budget")
+            assert answered == [("a", pb.STATUS_VALID)]
+            assert app.budget.refused["peer"] == 1 and app.budget.held_total == 0

@@ -6,8 +6,10 @@ Owns: reading a stream of requests and answering it, with
   and not yet answered *and sent* (the in-flight cap), so a slow reader
   stalls only itself and gRPC flow control pushes back on its sender;
 * exactly one answer per accepted request: also when a later message is
-  invalid (reading stops, what was accepted is answered, then the call ends
-  with that error's status) and when the server shuts down;
+  invalid or past the byte budget (reading stops, what was accepted is
+  answered, then the call ends with that error's status, from the handler's
+  own task: edge/interceptors/budget.py says why) and when the server shuts
+  down;
 * the shutdown endings (`Shutdown.begin(grace)`): requests read from then on
   are answered at once, running ones get until the shutdown deadline, what
   is left is answered with the door's "shutting down" answer, reading stops
@@ -31,7 +33,7 @@ import dataclasses
 import time
 from typing import Any, Protocol
 
-from ..errors import RequestError
+from ..errors import LeanServiceError
 from .errors import abort_with
 
 __all__ = ["Answer", "Cancel", "Many", "Run", "Shutdown", "StreamCall", "StreamDoor"]
@@ -141,7 +143,7 @@ class StreamCall:
         # (response, holds a permit); None only wakes the writer.
         self._out: asyncio.Queue = asyncio.Queue()
         self._running: dict[str, asyncio.Task] = {}
-        self.read_error: RequestError | None = None
+        self.read_error: LeanServiceError | None = None
 
     async def responses(self, request_iterator):
         reader = asyncio.ensure_future(self._read(request_iterator))
@@ -203,7 +205,7 @@ class StreamCall:
                             task.cancel()
         except StopAsyncIteration:
             pass
-        except RequestError as exc:
+        except LeanServiceError as exc:  # bad input, or a message past the byte budget
             self.read_error = exc
         finally:
             self._out.put_nowait(None)

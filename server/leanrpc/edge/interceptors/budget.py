@@ -21,6 +21,15 @@ the Python strings the servicer reads from it (`decoded_bound`: 1x, 2x or
 a streamed one from its arrival until the servicer asks for the next message
 (what a stream holds after that is bounded by its own flow control).
 
+A refused unary request is aborted here, in the handler's own task. A refused
+streamed message is not: `BudgetExceeded` is raised to whoever reads the
+stream, and the servicer ends the call from its handler's task (VerifyStream
+and Expand: edge/streaming.py, after the requests already running are
+answered; Formalize: edge/formalizer.py). Their readers are tasks of their
+own, and grpc aio's `abort` from such a task, while the handler's task was
+sending an answer, left the client waiting out its deadline in about one run
+in ten (tests/memory/test_grpc_budget.py, 2026-12-07).
+
 May import: grpc, edge.budget, edge.errors.
 """
 
@@ -111,8 +120,9 @@ class BudgetInterceptor(grpc.aio.ServerInterceptor):
                 with budget.ticket(peer_address(context.peer())) as ticket:
                     async for raw in raw_messages:
                         ticket.close()  # the previous message was handed on
-                        if not await _charge(ticket, raw, context):
-                            return
+                        # Raised to the servicer's reader (BudgetExceeded), not aborted here:
+                        # see the module docstring.
+                        ticket.acquire(message_cost(raw))
                         message = deserialize(raw)
                         del raw
                         yield message
