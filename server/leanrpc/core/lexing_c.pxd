@@ -7,8 +7,6 @@
 # Issue 38 item 6: the mask of the axiom plan spent most of its lexing time on attribute and
 # method lookups (benchmarks/RESULTS.md). The fields are `public`: the policy's reader and the
 # tests read them from Python.
-cimport cython
-
 
 cdef class Lexer:
     cdef public str text
@@ -21,7 +19,6 @@ cdef class Lexer:
     cdef public list after_hole
 
     cpdef fill(self, Py_ssize_t offset)
-    @cython.locals(pos=Py_ssize_t, k=Py_ssize_t, limit=Py_ssize_t, end=Py_ssize_t, cut=Py_ssize_t)
     cpdef step(self, bint skip)
     cpdef Py_ssize_t whitespace(self, Py_ssize_t pos) except -1
     cpdef Py_ssize_t emit(self, str kind, Py_ssize_t start, Py_ssize_t end) except -1
