@@ -25,9 +25,13 @@ wakeup when the REPLs are starved). `--py-spy FILE` attaches `py-spy record --na
 server for the measured requests only (no start-up, no warm-up; py-spy comes with
 `pip install -e ".[bench]"`); `--cprofile FILE` runs the
 server under cProfile (benchmarks.cprofile_serve: where py-spy is missing), switched on after
-the warm-up and written after the last round.
+the warm-up and written after the last round. The driver's channel sends no HTTP/2 BDP
+probes, as leanrpc_client's does not (each probe is a PING the server's gRPC threads answer);
+`--client-bdp-probe` gives gRPC's default, a client that probes.
 May import: benchmarks.targets.common, benchmarks.workloads, benchmarks.reference_bench
 (`--pin`), leanrpc.v1, grpc, psutil.
+Why one room: one measurement, from its options through its driver's lanes to its table
+row; its server and workloads are already apart (benchmarks.targets, benchmarks.workloads).
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ async def drive(
     concurrency: int,
     batch: int = 8,
     references: dict[str, str] | None = None,
+    bdp_probe: bool = False,
 ) -> int:
     """Sends `codes` over `concurrency` lanes: one unary Verify per snippet ("unary"), Verify
     calls of `batch` snippets ("batch"), or one VerifyStream with as many in flight ("stream");
@@ -105,7 +110,10 @@ async def drive(
     from leanrpc.v1 import verifier_pb2 as pb
     from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    # As leanrpc_client's channel: no HTTP/2 BDP probing unless `bdp_probe` (gRPC's default).
+    channel = grpc.aio.insecure_channel(
+        f"127.0.0.1:{port}", options=[("grpc.http2.bdp_probe", int(bdp_probe))]
+    )
     stub = pb_grpc.VerifierStub(channel)
     options = pb.VerifyOptions(reuse=True)
     references = references or {}
@@ -245,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="cProfile stats of the measured rounds (benchmarks.cprofile_serve)",
     )
+    parser.add_argument(
+        "--client-bdp-probe",
+        action="store_true",
+        help="the driver's channel probes HTTP/2 BDP (gRPC's default; leanrpc_client does not)",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--set",
@@ -289,9 +302,21 @@ def main(argv: list[str] | None = None) -> int:
 
             warm = list(dict.fromkeys(codes))  # every reference elaborated (and cached) once
             references = {code: pinned_statement(code) or "" for code in warm}
-        asyncio.run(
-            drive(port, warm, args.rpc, args.concurrency, args.batch, references)
-        )  # warm-up
+
+        def run(codes: list[str]) -> int:  # the driver's lanes, as configured
+            return asyncio.run(
+                drive(
+                    port,
+                    codes,
+                    args.rpc,
+                    args.concurrency,
+                    args.batch,
+                    references,
+                    args.client_bdp_probe,
+                )
+            )
+
+        run(warm)  # warm-up
         idle_ms_per_s = None
         if args.idle > 0:
             cpu0 = cpu_seconds(process)
@@ -324,9 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu0, t0 = cpu_seconds(process), time.perf_counter()
             main0 = main_thread_seconds(process)
             sleeps0 = main_thread_sleeps(server.pid)
-            valid = asyncio.run(
-                drive(port, codes, args.rpc, args.concurrency, args.batch, references)
-            )
+            valid = run(codes)
             cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - t0
             main_cpu = main_thread_seconds(process) - main0
             sleeps = main_thread_sleeps(server.pid) - sleeps0

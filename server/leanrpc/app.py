@@ -178,6 +178,7 @@ async def _serve_pool(
             ("grpc.max_receive_message_length", max_bytes),
             ("grpc.max_send_message_length", max_bytes),
             ("grpc.so_reuseport", 0),
+            ("grpc.http2.bdp_probe", int(config.server.http2_bdp_probe)),
         ],
     )
     verifier = VerifierServicer(

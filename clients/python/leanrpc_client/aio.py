@@ -72,6 +72,32 @@ class _Notifying(dict):
             self._on_result(n, result)
 
 
+def channel_options(max_message_mb: int, http2_bdp_probe: bool = False) -> list[tuple[str, int]]:
+    """The gRPC channel options of every client of this package."""
+    return [
+        ("grpc.max_receive_message_length", max_message_mb * 2**20),
+        ("grpc.max_send_message_length", max_message_mb * 2**20),
+        # Each client owns its connection. gRPC otherwise shares one connection per
+        # address among every channel of the process with the same options, with
+        # its reconnect backoff: a client made after a server came back on the
+        # same port got UNAVAILABLE on every call while some older channel to the
+        # gone server waited out its backoff (1 s, growing to 2 minutes).
+        ("grpc.use_local_subchannel_pool", 1),
+        # A server that comes back is noticed within a second, not after the
+        # channel's reconnect backoff has grown toward 2 minutes (the Node client's
+        # settings): a trainer's cached reward client gave no reward for that long.
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+        # No HTTP/2 BDP probing unless asked (a PING per burst of data received, to
+        # grow the flow-control window toward the bandwidth-delay product): each
+        # message's own length opens the window once it is read, and every PING costs
+        # the server a wakeup of its gRPC threads to answer it (the server turns its
+        # own off too, `[server] http2_bdp_probe`; issue 38, benchmarks/RESULTS.md).
+        # A client far from its server that streams many small messages asks for it.
+        ("grpc.http2.bdp_probe", int(http2_bdp_probe)),
+    ]
+
+
 class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
     """asyncio client. Use as `async with AsyncClient(addr) as c:`."""
 
@@ -85,6 +111,7 @@ class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
         backoff_s: float = 0.2,
         max_message_mb: int = 64,
         warn_unchecked_token: bool = True,
+        http2_bdp_probe: bool = False,
     ) -> None:
         self._address = address
         # With a token, the first call asks once, without it, whether the server
@@ -92,21 +119,7 @@ class AsyncClient(ProverCalls, FormalizerCalls, SessionCalls):
         # process and address: where tokens are checked, the probe is one refused call.
         self._probe_token = bool(token) and warn_unchecked_token and address not in _PROBED
         _PROBED.add(address)
-        options = [
-            ("grpc.max_receive_message_length", max_message_mb * 2**20),
-            ("grpc.max_send_message_length", max_message_mb * 2**20),
-            # Each client owns its connection. gRPC otherwise shares one connection per
-            # address among every channel of the process with the same options, with
-            # its reconnect backoff: a client made after a server came back on the
-            # same port got UNAVAILABLE on every call while some older channel to the
-            # gone server waited out its backoff (1 s, growing to 2 minutes).
-            ("grpc.use_local_subchannel_pool", 1),
-            # A server that comes back is noticed within a second, not after the
-            # channel's reconnect backoff has grown toward 2 minutes (the Node client's
-            # settings): a trainer's cached reward client gave no reward for that long.
-            ("grpc.initial_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 1000),
-        ]
+        options = channel_options(max_message_mb, http2_bdp_probe)
         if credentials is not None:
             self._channel = grpc.aio.secure_channel(address, credentials, options=options)
         else:

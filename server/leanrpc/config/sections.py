@@ -153,6 +153,7 @@ class ServerConfig(_Section):
     port: Annotated[Port, msgspec.Meta(description="gRPC port (`serve --port`); 0 = any free port.")] = 50051
     max_message_mb: Annotated[PositiveInt, msgspec.Meta(description="Largest gRPC message, each way, in MB; also the REST gateway's largest request body.")] = 64
     max_snippets_per_batch: Annotated[PositiveInt, msgspec.Meta(description="Snippets in one Verify request or REST batch.")] = 10_000
+    http2_bdp_probe: Annotated[bool, msgspec.Meta(description="gRPC's HTTP/2 BDP probing (a PING per burst of data received, to grow the flow-control window to the bandwidth-delay product). Off: the window stays at gRPC's default and each message's own length opens it once its reader waits, so large messages still flow; the PINGs and their acknowledgements are gone (about a third of gRPC's own threads' CPU in groups of 16, benchmarks/RESULTS.md, issue 38). Turn it on for many small messages over a long, fast link.")] = False
     max_code_chars: Annotated[PositiveInt, msgspec.Meta(description="Longest snippet (and reference), in characters.")] = 1_000_000
     max_concurrent_per_client: Annotated[NonNegativeInt, msgspec.Meta(description="Calls one client may have running at once; 0 = unlimited.")] = 0
     max_stream_in_flight: Annotated[PositiveInt, msgspec.Meta(description="Snippets one VerifyStream may hold read but not yet answered and sent: past it the stream stops reading (gRPC flow control stalls that sender only).")] = 256
