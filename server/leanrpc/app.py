@@ -252,8 +252,8 @@ async def _serve_pool(
         except BaseException:
             await app.stop(0)
             raise
-    await _update_health(app)
-    app._health_task = asyncio.create_task(_health_loop(app), name="leanrpc-health")
+    published = await _update_health(app)
+    app._health_task = asyncio.create_task(_health_loop(app, published), name="leanrpc-health")
     log.info(
         "leanrpc serving on %s:%d (%s)",
         config.server.host,
@@ -344,24 +344,36 @@ class _UnavailableFormalizer(formalizer_pb2_grpc.FormalizerServicer):
         yield  # pragma: no cover - makes this an async generator
 
 
-async def _update_health(app: App) -> None:
-    serving = health_pb2.HealthCheckResponse.SERVING
-    not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
-    verifier_ok = app.pool.serving
-    await app.health.set(VERIFIER_SERVICE, serving if verifier_ok else not_serving)
-    await app.health.set("", serving if verifier_ok else not_serving)
-    await app.health.set(PROVER_SERVICE, serving if verifier_ok else not_serving)
+def _health_state(app: App) -> tuple[bool, bool]:
+    """(the verifier serves, the formalizer serves): what the health service publishes."""
     formalize_ok = False
     if app.formalize is not None and hasattr(app.formalize, "serving_status"):
         formalize_ok, _reason = app.formalize.serving_status()
+    return app.pool.serving, formalize_ok
+
+
+async def _update_health(app: App) -> tuple[bool, bool]:
+    """Publishes the health state; returns it."""
+    state = verifier_ok, formalize_ok = _health_state(app)
+    serving = health_pb2.HealthCheckResponse.SERVING
+    not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+    await app.health.set(VERIFIER_SERVICE, serving if verifier_ok else not_serving)
+    await app.health.set("", serving if verifier_ok else not_serving)
+    await app.health.set(PROVER_SERVICE, serving if verifier_ok else not_serving)
     await app.health.set(FORMALIZER_SERVICE, serving if formalize_ok else not_serving)
+    return state
 
 
-async def _health_loop(app: App) -> None:
+async def _health_loop(app: App, published: tuple[bool, bool]) -> None:
+    """Looks every half second; publishes only a change (issue 38 item 6: each
+    publication takes the health service's lock four times, on a server that is
+    otherwise asleep). A graceful shutdown's NOT_SERVING is final in the health
+    service itself, whatever is published after it."""
     while True:
         await asyncio.sleep(0.5)
         try:
-            await _update_health(app)
+            if _health_state(app) != published:
+                published = await _update_health(app)
         except Exception:  # pragma: no cover
             log.exception("health update failed")
 

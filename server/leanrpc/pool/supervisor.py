@@ -72,11 +72,16 @@ class Supervisor:
 
     async def run(self) -> None:
         pool = self._pool
+        loop = asyncio.get_running_loop()
         while not pool.closing:
+            # Woken by `_wake` or by the period's timer, whichever comes first: one
+            # timer handle per pass, where wait_for made a task, a waiter and a
+            # cancellation (issue 38 item 6: the pass runs twice a second, idle too).
+            timer = loop.call_later(_PERIOD_S, self._wake.set)
             try:
-                await asyncio.wait_for(self._wake.wait(), _PERIOD_S)
-            except asyncio.TimeoutError:
-                pass
+                await self._wake.wait()
+            finally:
+                timer.cancel()
             self._wake.clear()
             if pool.closing:
                 return
