@@ -50,8 +50,8 @@ class Recycler:
         ):
             reason = ExitCause.MAX_REQUESTS
         if reason is None and limits.max_worker_rss_mb > 0:
-            worker.rss_at_release = worker.memory_at_release()
-            if worker.rss_at_release > limits.max_worker_rss_mb * 2**20:
+            limit = limits.max_worker_rss_mb * 2**20
+            if worker.memory_at_release(limit) > limit:
                 reason = ExitCause.OUT_OF_MEMORY
         if reason is not None or self._pool.closing:
             self.recycle(worker, reason or ExitCause.SHUTDOWN)  # shutdown: no hooks

@@ -15,11 +15,10 @@ leanrpc.config, leanrpc.errors. Not the pool.
 Why one room: the state machine and the verbs that drive it are one lifecycle (every transition
 goes through `_set_state` here; the table is data in worker/states.py).
 
-A Worker lives exactly as long as its process: after a kill or a crash it is
-DEAD and the pool makes a new one. Any doubt (timeout, garbage or unsolicited
-output, a failed fence or audit, memory over the limit, a cancel mid-request)
-kills it; the REPL cannot cancel work or resynchronise, so a doubtful worker
-is never reused (STYLE.md lessons 4, 5, 13).
+A Worker lives exactly as long as its process: after a kill or a crash it is DEAD and the pool
+makes a new one. Any doubt (timeout, garbage or unsolicited output, a failed fence or audit,
+memory over the limit, a cancel mid-request) kills it; the REPL cannot cancel work or
+resynchronise, so a doubtful worker is never reused (STYLE.md lessons 4, 5, 13).
 
 The header envs it loads are written into the map it is given (`headers`): the pool's slot for
 this worker owns it and drops it at DEAD with every other REPL handle (pool/slot.py).
@@ -107,7 +106,7 @@ class Worker:
         self.import_key: str | None = None  # the header last loaded or used
         self.loading_key: str | None = None  # the header being loaded (routing counts it)
         self.imports_env: int | None = None  # the env of import_key
-        self.rss_at_release = 0  # tree memory at the last release (0: not measured)
+        self.rss_at_release = 0  # tree memory at the last exact release read (0: not measured)
         self.busy_since = 0.0  # routing estimate of the current job
         self.expected_busy_s = 0.0
         self.version_string = ""
@@ -188,10 +187,11 @@ class Worker:
     def tree_rss(self) -> int:
         return self._process.tree_rss()
 
-    def memory_at_release(self) -> int:
-        """The tree's memory for the pool's release decision: one cheap
-        sample, no fd scan unless memfds were seen (worker/memory.py)."""
-        return self._process.tree_rss(periodic_scan=False)
+    def memory_at_release(self, limit: int) -> int:
+        """Tree memory for the release decision (ReplProcess.memory_at_release): exact ones kept."""
+        value, exact = self._process.memory_at_release(limit, len(self.headers))
+        self.rss_at_release = value if exact else self.rss_at_release
+        return value
 
     # -- pool verbs --------------------------------------------------------------
 
