@@ -43,6 +43,27 @@ def test_quiesced_gives_up_at_its_bound(monkeypatch):
     assert now[0] < 0.01
 
 
+def test_a_shutdown_under_way_is_waited_for_past_the_bound(monkeypatch):
+    """gRPC's shutdown waits for its thread pool, whose lifeguard checks on a backoff
+    growing to a second: under load it took over 2 s (CI, 2026-12-07). While its thread
+    runs, the fork waits for it, up to `shutdown_s`."""
+    now = [0.0]
+
+    def nap(seconds: float) -> None:
+        now[0] += seconds
+
+    def threads() -> dict[int, str]:
+        return {8: "grpc_shutdown"} if now[0] < 3.0 else {}
+
+    monkeypatch.setattr(connection, "_native_threads", threads)
+    assert connection._quiesced(set(), 2.0, clock=lambda: now[0], nap=nap) is True
+    assert 3.0 <= now[0] < 3.01
+    monkeypatch.setattr(connection, "_native_threads", lambda: {8: "grpc_shutdown"})
+    now[0] = 0.0
+    assert connection._quiesced(set(), 2.0, clock=lambda: now[0], nap=nap, shutdown_s=5.0) is False
+    assert 5.0 <= now[0] < 5.01
+
+
 AFTER_SCORING = """
 import json, sys
 from leanrpc.client.rewards import connection

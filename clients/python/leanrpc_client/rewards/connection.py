@@ -6,11 +6,11 @@ for callers without one (TRL's sync reward functions, verl's executor threads,
 OpenRLHF's file form). Trainers fork workers (Ray, DataLoader, multiprocessing): a
 gRPC channel does not survive a fork, so every cache is keyed by the process id
 and a child builds its own on first use. Before a fork the parent's loop and channels
-close, and the fork waits (at most 2 s) until gRPC's core has shut down (`_quiesced`):
-closing the last channel hands the core's shutdown to a detached thread, and a child
-forked while that thread and the core's event-engine threads still run inherits their
-locks held and hangs in its first `insecure_channel` (seen 3 times in 600 forks under
-load, 2026-12-05). May import: the client (AsyncClient).
+close, and the fork waits (at most 2 s; 10 s while the core's shutdown thread runs) until
+gRPC's core has shut down (`_quiesced`): closing the last channel hands the core's shutdown
+to a detached thread, and a child forked while that thread and the core's event-engine
+threads still run inherits their locks held and hangs in its first `insecure_channel`
+(seen 3 times in 600 forks under load, 2026-12-05). May import: the client (AsyncClient).
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ _runner: "_Runner | None" = None
 # nothing is read and a fork does not wait).
 _CORE_THREADS = frozenset({"grpc_shutdown", "event_engine", "lifeguard", "grpc_global_tim"})
 _QUIESCE_S = 2.0
+# How long a fork waits once the core's shutdown thread is seen running: gRPC's shutdown waits
+# for its thread pool to quiesce, and the pool's lifeguard checks on a backoff that grows to a
+# second (grpc/grpc#39258), so under load a shutdown took over 2 s (CI, 2026-12-07).
+_SHUTDOWN_S = 10.0
 
 
 def async_client(address: str, token: str | None, retries: int) -> AsyncClient:
@@ -129,15 +133,26 @@ def _settled(before: set[int], now: dict[int, str]) -> bool:
     return all(tid in before and name not in _CORE_THREADS for tid, name in now.items())
 
 
-def _quiesced(before: set[int], bound_s: float, clock=time.monotonic, nap=time.sleep) -> bool:
+def _quiesced(
+    before: set[int],
+    bound_s: float,
+    clock=time.monotonic,
+    nap=time.sleep,
+    shutdown_s: float = _SHUTDOWN_S,
+) -> bool:
     """True once `_settled`, False at the bound: gRPC still in use elsewhere in the
-    process keeps its threads, and the fork then goes on as it would have without us."""
-    end = clock() + bound_s
-    while not _settled(before, _native_threads()):
-        if clock() >= end:
+    process keeps its threads, and the fork then goes on as it would have without us.
+    While the core's shutdown thread is seen running, the bound is `shutdown_s`: that
+    shutdown is under way, and a child forked before it ends may hang."""
+    start = clock()
+    while True:
+        threads = _native_threads()
+        if _settled(before, threads):
+            return True
+        shutting = "grpc_shutdown" in threads.values()
+        if clock() - start >= (shutdown_s if shutting else bound_s):
             return False
         nap(0.002)
-    return True
 
 
 os.register_at_fork(before=_before_fork)
