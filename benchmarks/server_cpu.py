@@ -30,8 +30,6 @@ probes, as leanrpc_client's does not (each probe is a PING the server's gRPC thr
 `--client-bdp-probe` gives gRPC's default, a client that probes.
 May import: benchmarks.targets.common, benchmarks.workloads, benchmarks.reference_bench
 (`--pin`), leanrpc.v1, grpc, psutil.
-Why one room: one measurement, from its options through its driver's lanes to its table
-row; its server and workloads are already apart (benchmarks.targets, benchmarks.workloads).
 """
 
 from __future__ import annotations
@@ -281,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     except workloads.SharedNotFound as exc:
         workloads.no_data(str(exc))
     codes = [items[k % len(items)].code for k in range(args.requests)]
+    lanes = (args.rpc, args.concurrency, args.batch)  # how drive() sends them
     tmp = Path(tempfile.mkdtemp(prefix="bench-server-cpu-"))
     table = measured_table(args.workers, args.checks, args.scale)
     apply_settings(table, args.set)  # e.g. repl.fence_audit=off, limits.max_worker_rss_mb=-1
@@ -302,21 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
             warm = list(dict.fromkeys(codes))  # every reference elaborated (and cached) once
             references = {code: pinned_statement(code) or "" for code in warm}
-
-        def run(codes: list[str]) -> int:  # the driver's lanes, as configured
-            return asyncio.run(
-                drive(
-                    port,
-                    codes,
-                    args.rpc,
-                    args.concurrency,
-                    args.batch,
-                    references,
-                    args.client_bdp_probe,
-                )
-            )
-
-        run(warm)  # warm-up
+        asyncio.run(drive(port, warm, *lanes, references, args.client_bdp_probe))  # warm-up
         idle_ms_per_s = None
         if args.idle > 0:
             cpu0 = cpu_seconds(process)
@@ -349,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu0, t0 = cpu_seconds(process), time.perf_counter()
             main0 = main_thread_seconds(process)
             sleeps0 = main_thread_sleeps(server.pid)
-            valid = run(codes)
+            valid = asyncio.run(drive(port, codes, *lanes, references, args.client_bdp_probe))
             cpu, wall = cpu_seconds(process) - cpu0, time.perf_counter() - t0
             main_cpu = main_thread_seconds(process) - main0
             sleeps = main_thread_sleeps(server.pid) - sleeps0
