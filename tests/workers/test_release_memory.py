@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 
 import psutil
 import pytest
@@ -25,7 +26,8 @@ GIB = 2**30
 def measured(monkeypatch):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     clock = [1000.0]
-    monkeypatch.setattr(process_module.time, "monotonic", lambda: clock[0])
+    # Only process.py's clock: the tree's own refresh clock (worker/memory.py) stays real.
+    monkeypatch.setattr(process_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     repl = ReplProcess("w", None, None)  # never launched: only its tree is measured
     repl.memory = TreeMemory(child.pid)
     repl._psutil = psutil.Process(child.pid)
