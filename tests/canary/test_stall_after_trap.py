@@ -8,6 +8,9 @@ parking the REPL's main loop.
 That command times out, and whoever sent it is answered TIMEOUT, since a timeout during a
 body's own commands is that body's (pool/pipeline.py `Group.owner`, as for a lone job).
 
+The group is made certain, not left to timing: the one worker is held on a gated command
+(the REPL's `gate=` mode) until the eight bodies are queued.
+
 What must hold (docs/SECURITY.md, "Pipelined bodies"):
 * In the trap's own group, the stall costs at most two honest siblings a TIMEOUT: the
   rider it hit, and the first job after the trap's run alone. The bodies answered before the
@@ -22,6 +25,8 @@ What must hold (docs/SECURITY.md, "Pipelined bodies"):
 
 from __future__ import annotations
 
+import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -36,10 +41,16 @@ LIMIT_S = 2.0  # the snippets' time limit; the stall holds a command three times
 
 def _config(tmp_path, log: Path, pipeline_bodies: int):
     # Only the canary before another client's job, with a limit of its own (a minute by default).
-    command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:1", f"log={log}"]
+    gate = tmp_path / "gate"
+    command = [*TRAPDOOR, f"stall-after-trap={3 * LIMIT_S}:1", f"log={log}", f"gate={gate}"]
     config = trapdoor_config(tmp_path, command, rate=0.0, timeout_s=LIMIT_S)
     config.pool.pipeline_bodies = pipeline_bodies
     return config
+
+
+async def _until(seen) -> None:
+    while not seen():
+        await asyncio.sleep(0.01)
 
 
 async def test_a_stall_left_in_a_group_times_out_at_most_two_siblings(tmp_path, monkeypatch):
@@ -49,13 +60,25 @@ async def test_a_stall_left_in_a_group_times_out_at_most_two_siblings(tmp_path, 
         truth = {f"s{i}": "VALID" if i % 2 else "INVALID" for i in range(8)}
         codes = [(sid, theorem(i, "rfl" if i % 2 else WRONG)) for i, sid in enumerate(truth)]
         codes[3] = ("s3", theorem(3) + "-- TRAPDOOR\n")
-        results = await alice.verify(codes, timeout_s=LIMIT_S)
+        # The one worker is held (another limit: it takes no riders) until all eight are
+        # queued, so they form one group whatever the machine's speed, and the command
+        # after the trap, the one that stalls, is a rider's.
+        hold = [("hold", theorem(99) + "-- GATE\n")]
+        held = asyncio.create_task(alice.verify(hold, timeout_s=10 * LIMIT_S))
+        await _until(lambda: log.exists() and "gate waiting" in log.read_text())
+        batch = asyncio.create_task(alice.verify(codes, timeout_s=LIMIT_S))
+        await _until(lambda: len(app.pool.admission) == len(codes))
+        (tmp_path / "gate").touch()
+        assert [r.status for r in await held] == ["VALID"]
+        results = await batch
         stats = app.pool.stats
     assert [r.id for r in results] == list(truth)  # exactly one answer each
-    assert stats.pipelined_groups >= 1 and stats.pipelined_rider_timeouts >= 1, stats
-    assert "stalled" in log.read_text()
+    assert stats.pipelined_rider_timeouts == 1, stats  # the stall hit the rider after the trap
+    # The queue's order among the eight is the order their checks finished in, so the rider
+    # after the trap is read from the REPL's own log: each stalled command names its theorem.
+    stalled = [f"s{i}" for i in re.findall(r"stalled '(?:\\n)*theorem t(\d+) ", log.read_text())]
     timed_out = [r.id for r in results if r.status == "TIMEOUT"]
-    assert 1 <= len(timed_out) <= 2, [(r.id, r.status) for r in results]
+    assert 1 <= len(stalled) <= 2 and sorted(timed_out) == sorted(stalled), (stalled, timed_out)
     for r in results:
         if r.id not in timed_out:
             assert r.status == truth[r.id], (r.id, r.status, r.error)

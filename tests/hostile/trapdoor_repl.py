@@ -23,6 +23,8 @@ Run as `python trapdoor_repl.py MODE... [-- STANDIN-ARGS...]`. Modes:
                  without `cmd` not counted) S seconds before relaying it: a
                  thread the trap left behind parking the REPL's main loop, so
                  a later command, whoever's, gets no answer in time
+  gate=PATH      hold a command containing `GATE` until PATH exists (a test holds
+                 the worker busy with it while it queues the jobs it wants grouped)
   log=PATH       append one line per misdeed to PATH (the test's proof that
                  it happened)
 """
@@ -41,6 +43,7 @@ standin_args = args[args.index("--") + 1 :] if "--" in args else []
 LIE_AFTER = next((int(m[10:]) for m in modes if m.startswith("lie-after=")), None)
 STALL = next((m[17:] for m in modes if m.startswith("stall-after-trap=")), None)
 STALL_S, STALL_AT = (float(STALL.split(":")[0]), int(STALL.split(":")[1])) if STALL else (0.0, 0)
+GATE = next((m[5:] for m in modes if m.startswith("gate=")), "")
 lying = False
 commands = 0
 stall_in = 0  # commands until the armed stall (0: none armed)
@@ -96,6 +99,11 @@ while True:
         if stall_in == 0:
             note(f"stalled {request['cmd'][:40]!r}")
             time.sleep(STALL_S)
+    if GATE and "GATE" in request.get("cmd", ""):
+        note("gate waiting")
+        while not os.path.exists(GATE):
+            time.sleep(0.01)
+        note("gate opened")
     child.stdin.write(raw.rstrip(b"\n") + b"\n\n")
     child.stdin.flush()
     answer = read_answer()
