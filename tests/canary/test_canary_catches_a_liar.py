@@ -100,6 +100,7 @@ async def test_a_pipelined_group_gets_its_canary_before_its_one_exchange(tmp_pat
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     config = trapdoor_config(tmp_path, config_command(), rate=1.0)
     config.pool.pipeline_bodies = 8
+    config.pool.pipeline_group_s = 3600.0  # only the count bounds the group, on any machine
     app = await create_server(config)
     alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
     try:

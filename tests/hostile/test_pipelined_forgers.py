@@ -29,7 +29,7 @@ async def _group(service, plan: list, stream: str) -> list:
 
 @pytest.mark.parametrize("directive", DIRECTIVES)
 async def test_a_forger_mid_group_gives_no_other_body_a_wrong_verdict(directive):
-    service = await start_service(workers=1, pool__pipeline_bodies=8)
+    service = await start_service(workers=1, pool__pipeline_bodies=8, pool__pipeline_group_s=3600.0)
     pool = service.pool
     try:
         plan = [(f"h{i}",) + honest(i, i % 2 == 0) for i in range(7)]

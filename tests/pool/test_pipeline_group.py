@@ -167,23 +167,67 @@ def _queued(count: int):
 
 def test_idle_workers_share_a_stream_and_busy_ones_take_none():
     from leanrpc.config import Config
+    from leanrpc.pool.cost import BodyCostModel
     from leanrpc.pool.pipeline import take_riders
     from leanrpc.pool.stats import PoolStats
 
     config = Config()
+    cost = BodyCostModel()  # nothing observed yet: only the count bounds a group
     most = config.pool.pipeline_bodies - 1
     here = _Worker("w1", reserved=True)  # the lead's worker, held for it
     # The other worker is idle: the stream is shared, about half each.
     admission, tickets = _queued(17)
-    riders = take_riders(admission, [here, _Worker("w2")], config, PoolStats(), tickets[0], here)
+    riders = take_riders(
+        admission, [here, _Worker("w2")], config, PoolStats(), cost, tickets[0], here
+    )
     assert len(riders) == min(most, 8) and tickets[0] not in riders
     # The other worker is busy with another job: the lead takes a full group.
-    admission, tickets = _queued(12)
+    admission, tickets = _queued(most + 5)
     busy = _Worker("w2", reserved=True)
-    riders = take_riders(admission, [here, busy], config, PoolStats(), tickets[0], here)
+    riders = take_riders(admission, [here, busy], config, PoolStats(), cost, tickets[0], here)
     assert len(riders) == most
     # A worker of another profile is no share of this stream.
-    admission, tickets = _queued(12)
+    admission, tickets = _queued(most + 5)
     other = _Worker("w3", profile="other")
-    riders = take_riders(admission, [here, other], config, PoolStats(), tickets[0], here)
+    riders = take_riders(admission, [here, other], config, PoolStats(), cost, tickets[0], here)
     assert len(riders) == most
+
+
+def test_a_group_takes_no_more_riders_than_fit_its_time():
+    from leanrpc.config import Config
+    from leanrpc.pool.cost import BodyCostModel
+    from leanrpc.pool.pipeline import take_riders, within_time
+    from leanrpc.pool.stats import PoolStats
+
+    config = Config()
+    config.pool.pipeline_group_s = 1.0
+    here = _Worker("w1", reserved=True)
+    cost = BodyCostModel()
+    for _ in range(3):
+        cost.observe(0.3, len(_ticket("theorem t1 : True := trivial").job.text))
+    # Bodies of about 0.3 s: the lead and two riders fit a second, a third does not.
+    admission, tickets = _queued(10)
+    riders = take_riders(admission, [here], config, PoolStats(), cost, tickets[0], here)
+    assert riders == tickets[1:3]
+    assert len(admission) == 7  # the others wait for the next group
+    # Fast bodies: the count bounds the group again.
+    fast = BodyCostModel()
+    fast.observe(0.002, 30)
+    admission, tickets = _queued(40)
+    riders = take_riders(admission, [here], config, PoolStats(), fast, tickets[0], here)
+    assert len(riders) == config.pool.pipeline_bodies - 1
+    # A lead over the time alone takes no rider; one that fits skips a rider too long for it.
+    slow = BodyCostModel()
+    slow.observe(2.0, 30)
+    assert not within_time(slow, 1.0, tickets[0])(tickets[1])
+    short, long = (
+        _ticket("theorem s : True := trivial"),
+        _ticket("theorem l : True := by\n" + "  trivial\n" * 300),
+    )
+    model = BodyCostModel()
+    model.observe(0.1, len(short.job.text))
+    model.observe(0.9, len(long.job.text))
+    model.observe(0.1, len(short.job.text))
+    in_time = within_time(model, 1.0, short)
+    assert model.seconds(len(long.job.text)) > 0.9 - model.seconds(len(short.job.text))
+    assert (in_time(long), in_time(short)) == (False, True)

@@ -13,6 +13,7 @@ from verify_support import running_server
 
 HEADER = "import Mathlib\n\n"
 STANDARD = ["Classical.choice", "Quot.sound", "propext"]
+_ANY_S = 3600.0  # pool.pipeline_group_s: only the count bounds a group, on any machine
 
 
 def _batch() -> list[tuple[str, str]]:
@@ -44,7 +45,10 @@ async def test_a_pipelined_batch_answers_as_one_body_per_exchange():
     async with running_server(1, pool__pipeline_bodies=1) as (app, client):
         alone = await client.verify_batch(snippets)
         assert app.pool.stats.pipelined_groups == 0
-    async with running_server(1, pool__pipeline_bodies=16) as (app, client):
+    async with running_server(1, pool__pipeline_bodies=16, pool__pipeline_group_s=_ANY_S) as (
+        app,
+        client,
+    ):
         piped = await client.verify_batch(snippets)
         stats = app.pool.stats
         # Nothing ran alone, and the 15 queued behind the first rode with a lead.
@@ -67,7 +71,9 @@ async def test_a_crash_in_the_middle_of_a_group_is_charged_to_its_own_body():
     crasher = 5
     sid, code = snippets[crasher]
     snippets[crasher] = (sid, code + "--@standin: crash=kill\n")
-    async with running_server(1, pool__pipeline_bodies=8, pool__max_retries=1) as (app, client):
+    async with running_server(
+        1, pool__pipeline_bodies=8, pool__pipeline_group_s=_ANY_S, pool__max_retries=1
+    ) as (app, client):
         results = await client.verify_batch(snippets)
         stats = app.pool.stats
         assert stats.pipelined_groups >= 1
@@ -92,7 +98,10 @@ async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
     hanger = 3
     sid, code = snippets[hanger]
     snippets[hanger] = (sid, code + "--@standin: hang\n")
-    async with running_server(1, pool__pipeline_bodies=6) as (app, client):
+    async with running_server(1, pool__pipeline_bodies=6, pool__pipeline_group_s=_ANY_S) as (
+        app,
+        client,
+    ):
         results = await client.verify_batch(snippets, timeout_s=2.0)
         stats = app.pool.stats
         assert stats.pipelined_groups >= 2  # the first, broken by the hang; then the two after it
@@ -108,3 +117,46 @@ async def test_a_timeout_in_the_middle_of_a_group_is_its_own_bodys():
         else:
             expected = ["VALID", "INVALID", "SORRY", "REJECTED", "VALID"][i % 5]
             assert result.status == expected, (i, result.status, result.error)
+
+
+async def _group_shape(tmp_path, group_s: float) -> tuple[int, int]:
+    """(groups, bodies pipelined) of five bodies of at least 0.15 s each, all queued behind
+    a held first body of the same cost (tests/hostile/trapdoor_repl.py `gate=`: the one
+    worker answers it once the five wait, so they are one stream's queue on any machine)."""
+    import asyncio
+    import sys
+    from pathlib import Path
+
+    gate, log = tmp_path / f"gate-{group_s}", tmp_path / f"log-{group_s}"
+    repl = Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"
+    overrides = {
+        "repl__command": [sys.executable, str(repl), f"gate={gate}", f"log={log}"],
+        "sandbox__mode": "off",
+        "pool__pipeline_bodies": 16,
+        "pool__pipeline_group_s": group_s,
+    }
+    slow = "--@standin: burn=0.15\n"
+    held = [("held", HEADER + "theorem h : True := trivial\n" + slow + "-- GATE\n")]
+    bodies = [(f"s{i}", HEADER + f"theorem t{i} : True := trivial\n" + slow) for i in range(5)]
+    async with running_server(1, **overrides) as (app, client):
+        first = asyncio.create_task(client.verify_batch(held, timeout_s=120))
+        while not (log.exists() and "gate waiting" in log.read_text()):
+            await asyncio.sleep(0.01)
+        rest = asyncio.create_task(client.verify_batch(bodies, timeout_s=60))
+        while len(app.pool.admission) < len(bodies):
+            await asyncio.sleep(0.01)
+        gate.touch()
+        results = [*(await first), *(await rest)]
+        stats = app.pool.stats
+    assert [r.status for r in results] == ["VALID"] * 6, [(r.status, r.error) for r in results]
+    return stats.pipelined_groups, stats.pipelined_bodies
+
+
+async def test_slow_bodies_ride_in_groups_no_longer_than_the_group_time(tmp_path):
+    """`pool.pipeline_group_s` bounds a group by its bodies' expected REPL time (the pool's
+    body cost model, which has seen the held body take at least 0.15 s), not only by their
+    count: at 0.35 s they ride at most two to a group, where the count alone puts all five
+    in one."""
+    groups, bodies = await _group_shape(tmp_path, 0.35)
+    assert bodies <= 2 * groups, (groups, bodies)
+    assert await _group_shape(tmp_path, _ANY_S) == (1, 5)

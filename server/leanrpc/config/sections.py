@@ -130,7 +130,8 @@ class PoolConfig(_Section):
     max_timeout_s: Annotated[PositiveFloat, msgspec.Meta(description="Largest time limit a request may ask for; above it the request is refused.")] = 3600.0
     header_timeout_s: Annotated[PositiveFloat, msgspec.Meta(description="Time limit of a worker boot and of loading an import header, in seconds.")] = 600.0
     max_retries: Annotated[NonNegativeInt, msgspec.Meta(description="Retries of a request whose worker crashed or printed garbage. A crash on a process that had run another request first is not counted: that request goes once more, on a process nothing ran on.")] = 1
-    pipeline_bodies: Annotated[PositiveInt, msgspec.Meta(description="Body jobs of one stream or batch run pipelined on one worker, at most this many per exchange (one fence, one audit; pool/pipeline.py); 1 turns it off.")] = 8
+    pipeline_bodies: Annotated[PositiveInt, msgspec.Meta(description="Body jobs of one stream or batch run pipelined on one worker, at most this many per exchange (one fence, one audit; pool/pipeline.py); 1 turns it off.")] = 16
+    pipeline_group_s: Annotated[PositiveFloat, msgspec.Meta(description="A pipelined group's expected REPL time, its bodies' by the pool's body cost model, at most this many seconds: another client waits for about this long behind one group. Until a body's time is known only `pipeline_bodies` bounds a group; a lead whose own expected time is over it runs alone.")] = 1.0
     boot_failure_limit: Annotated[PositiveInt, msgspec.Meta(description="Circuit breaker: this many consecutive boot failures open it.")] = 3
     breaker_cooldown_s: Annotated[NonNegativeFloat, msgspec.Meta(description="How long an open circuit breaker refuses boots before one trial boot.")] = 30.0
     min_warm: Annotated[NonNegativeInt, msgspec.Meta(description="Start this many workers (with no header) at startup.")] = 1

@@ -19,8 +19,9 @@ anonymous client, which behaves as a plain FIFO.
 
 Riders (`riders`): a job about to run may take queued jobs of its own client
 and stream along (pool/runner.py pipelines their bodies on its worker). That
-serves one stream several jobs in one turn; `pool.pipeline_bodies` bounds it,
-so another client waits for at most one group of that many bodies.
+serves one stream several jobs in one turn; `pool.pipeline_bodies` bounds it by
+count and `pool.pipeline_group_s` by expected time (pool/pipeline.py
+`within_time`), so another client waits for about one group's time at most.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Pipelined bodies: several body jobs of one stream on one worker, one fence, one audit.
 
 Owns: which jobs may lead a group and which queued jobs may ride with a lead
-(`take_riders`: `may_lead`, `fits`, `rider_limit`), the group's commands (each body, then its
+(`take_riders`: `may_lead`, `fits`, `rider_limit`, `within_time`), the group's commands (each body, then its
 after-body checks naming the env the body will get: `Group`), its one
 exchange and each body's outcome (`run_group`: riders answered here, the
 lead's outcome returned to the runner), and which bodies a failed group runs
 again (`Group.lead_failed`, `Group.owner`, `again`, `GroupBroken`,
 `RiderTimedOut`). May import: repl, errors (WorkerTimeout), config and worker
-(types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.loader,
+(types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.cost, pool.loader,
 pool.ports and pool.stats (types). It reads the frozen jobs and writes the
 tickets' bookkeeping (attempts, uncharged, solo, future). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from ..worker.worker import Worker
     from .admission import Admission
     from .attempt import Attempt
+    from .cost import BodyCostModel
     from .loader import Prepared
     from .ports import RunnerPort
     from .stats import PoolStats
@@ -79,6 +80,7 @@ __all__ = [
     "rider_limit",
     "run_group",
     "take_riders",
+    "within_time",
 ]
 
 
@@ -137,15 +139,17 @@ def take_riders(
     workers: list[Worker],
     config: Config,
     stats: PoolStats,
+    cost: BodyCostModel,
     lead: Ticket,
     worker: Worker,
 ) -> list[Ticket]:
     """Queued jobs that run pipelined with `lead` on `worker`, taken out of the
-    queue: at most `pool.pipeline_bodies` - 1, and no more than the lead's share
+    queue: at most `pool.pipeline_bodies` - 1, no more than the lead's share
     of its stream over `worker` and the idle workers of its profile
-    (`rider_limit`). Workers busy with other jobs take no share: spreading a
-    stream over them would only cut it into more groups, each with its own
-    fence, audit and memory polls, whose bodies still wait for a worker."""
+    (`rider_limit`), and no more than fit the group's time (`within_time`). Workers
+    busy with other jobs take no share: spreading a stream over them would only
+    cut it into more groups, each with its own fence, audit and memory polls,
+    whose bodies still wait for a worker."""
     if not may_lead(lead):
         return []
     profile = lead.job.profile
@@ -157,7 +161,10 @@ def take_riders(
     limit = rider_limit(config.pool.pipeline_bodies - 1, admission.stream_length(lead), 1 + idle)
     if not limit:
         return []
-    riders = admission.riders(lead, limit, lambda ticket: fits(lead, ticket, worker.name))
+    in_time = within_time(cost, config.pool.pipeline_group_s, lead)
+    riders = admission.riders(
+        lead, limit, lambda ticket: fits(lead, ticket, worker.name) and in_time(ticket)
+    )
     if riders:
         stats.pipelined_groups += 1
         stats.pipelined_bodies += 1 + len(riders)
@@ -174,6 +181,28 @@ def rider_limit(most: int, queued: int, workers: int) -> int:
     if most <= 0 or queued <= 0:
         return 0
     return min(most, math.ceil(queued / max(1, workers)))
+
+
+def within_time(cost: BodyCostModel, budget_s: float, lead: Ticket) -> Callable[[Ticket], bool]:
+    """A rider's test that the group's expected REPL time, the lead's and the riders' taken
+    so far by the pool's body cost model (pool/cost.py), stays within `budget_s`
+    (`pool.pipeline_group_s`): the wait another client may have behind one group is about
+    `budget_s` whatever the bodies cost, where a count alone made it a group of the slowest
+    bodies. A GRPO group of fast bodies still runs as one group. Before any body was
+    observed, every rider fits (`pipeline_bodies` alone bounds the group)."""
+    if not cost.known:
+        return lambda ticket: True
+    left = budget_s - cost.seconds(len(lead.job.text))
+
+    def in_time(ticket: Ticket) -> bool:
+        nonlocal left
+        seconds = cost.seconds(len(ticket.job.text))
+        if seconds > left:
+            return False
+        left -= seconds
+        return True
+
+    return in_time
 
 
 class Piece(NamedTuple):
