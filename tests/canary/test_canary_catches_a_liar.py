@@ -11,6 +11,8 @@ fresh worker and gets its true verdict.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from cache_support import TEST_SECRET, theorem
@@ -108,9 +110,64 @@ async def test_a_pipelined_group_gets_its_canary_before_its_one_exchange(tmp_pat
         results = await alice.verify(codes)
         assert [r.status for r in results] == ["INVALID", "VALID"] * 4
         stats = app.pool.runner.canaries.stats
-        # One canary per attempt: at least one, at most one per job, every one passed.
+        # One canary per attempt (rate 1: the lead's draw; the riders draw only when it
+        # gave none): at least one, at most one per job, every one passed.
         assert 1 <= stats.sent <= 8 and stats.passed == stats.sent and stats.failed == 0
         assert app.pool.stats.jobs_finished == 8
+    finally:
+        await alice.close()
+        await app.stop(2.0)
+
+
+class _Draws:
+    """The guard's draws, in order, then none under any rate."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def random(self) -> float:
+        return self.values.pop(0) if self.values else 0.99
+
+
+async def test_a_groups_riders_draw_their_own_canary_and_catch_a_liar(tmp_path, monkeypatch):
+    """A group of eight whose lead drew no canary: its seven riders draw one with the
+    chance that one of them alone would have (pool/canary.py `riders_due`). Here it comes,
+    and the liar (sprung by alice's own trap) is caught before the group's exchange; the
+    group runs again on a fresh process, every wrong proof INVALID. Before the riders drew,
+    a group was one draw: a liar went uncaught by all but one in 20 groups."""
+    monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
+    monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
+    log, gate = tmp_path / "liar.log", tmp_path / "gate"
+    command = [*TRAPDOOR, "lie-after-trap", f"gate={gate}", f"log={log}"]
+    config = trapdoor_config(tmp_path, command, rate=0.05)
+    config.pool.pipeline_bodies = 8
+    config.pool.pipeline_group_s = 3600.0  # only the count bounds the group, on any machine
+    app = await create_server(config)
+    canaries = app.pool.runner.canaries
+    # trap, held, the group's lead: no canary; the riders' draw: one (then none again).
+    canaries._rng = _Draws(0.99, 0.99, 0.99, 0.0)
+    alice = AsyncClient(f"127.0.0.1:{app.port}", token=TOKENS[0], max_retries=0)
+    try:
+        [trap] = await alice.verify([("trap", theorem(7) + "-- TRAPDOOR\n")])
+        assert trap.status == "VALID" and "trap sprung" in log.read_text()
+        # The one worker is held until the eight are queued: they form one group.
+        held = asyncio.create_task(
+            alice.verify([("held", theorem(99) + "-- GATE\n")], timeout_s=120)
+        )
+        await wait_until(lambda: "gate waiting" in log.read_text(), 60, "the held command")
+        codes = [(f"s{i}", theorem(i, "rfl" if i % 2 else WRONG)) for i in range(8)]
+        group = asyncio.create_task(alice.verify(codes))
+        await wait_until(lambda: len(app.pool.admission) == len(codes), 60, "eight queued")
+        gate.touch()
+        await held
+        results = await group
+        assert [r.status for r in results] == ["INVALID", "VALID"] * 4, [
+            (r.id, r.status) for r in results
+        ]
+        assert canaries.stats.sent == canaries.stats.failed == 1, canaries.stats
+        assert canaries.stats.by_reason == {"rate": 1}
+        assert app.pool.stats.restarts.get("poisoned") == 1
+        assert app.pool.stats.pipelined_groups >= 1
     finally:
         await alice.close()
         await app.stop(2.0)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from leanrpc.config import Config, ConfigError
-from leanrpc.pool.canary import CLIENT_SWITCH, RATE, CanaryProbe, Claim, due, holds
+from leanrpc.pool.canary import CLIENT_SWITCH, RATE, CanaryProbe, Claim, due, holds, riders_due
 from leanrpc.repl import Response
 from leanrpc.repl.protocol import Pos, ReplMessage, ReplSorry
 from leanrpc.services.canary import CanaryWriter
@@ -32,6 +32,34 @@ from leanrpc.standin.evaluate import decide_refutes
 )
 def test_when_a_canary_is_due(last, client, draw, rate, on_switch, expected):
     assert due(last, client, draw, rate, on_switch) == expected
+
+
+@pytest.mark.parametrize(
+    "draw, rate, riders, lead_had_one, expected",
+    [
+        (0.30, 0.05, 15, False, RATE),  # 1 - 0.95**15 = 0.537: a group of 16 draws as 16 jobs
+        (0.60, 0.05, 15, False, None),
+        (0.04, 0.05, 1, False, RATE),  # one rider draws as one job
+        (0.06, 0.05, 1, False, None),
+        (0.31, 0.05, 7, False, None),  # 1 - 0.95**7 = 0.302
+        (0.29, 0.05, 7, False, RATE),
+        (0.00, 0.05, 15, True, None),  # the lead's canary came before the whole group
+        (0.99, 1.00, 3, False, RATE),
+        (0.00, 0.00, 15, False, None),  # rate 0: never by draw
+        (0.00, 0.05, 0, False, None),
+    ],
+)
+def test_when_a_groups_riders_get_a_canary(draw, rate, riders, lead_had_one, expected):
+    assert riders_due(draw, rate, riders, lead_had_one) == expected
+
+
+def test_a_group_gets_a_canary_as_often_as_its_bodies_alone_would():
+    rng, rate, riders, groups = random.Random(5), 0.05, 15, 20_000
+    had = 0
+    for _ in range(groups):
+        lead = due("alice", "alice", rng.random(), rate, True) is not None
+        had += lead or riders_due(rng.random(), rate, riders, lead) is not None
+    assert abs(had / groups - (1 - (1 - rate) ** (riders + 1))) < 0.015  # 0.56, not 0.05
 
 
 def _message(severity: str) -> ReplMessage:

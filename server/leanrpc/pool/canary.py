@@ -2,7 +2,8 @@
 
 Owns: when a worker gets a canary (`CanaryGuard.due`, pure: `[canary] rate`
 per job, drawn at random so a REPL cannot count its way around them, and
-always before a worker that served one client serves another), sending one
+always before a worker that served one client serves another; a pipelined
+group's riders draw too, `before_riders`, so grouping never thins them), sending one
 on the job's own header env right before the job (`CanaryGuard.before`),
 judging its answer (`holds`: an error in each false claim, none elsewhere), and `CanaryFailed`, the error that poisons the
 worker. May import: config, errors, repl, worker (types). What a canary
@@ -105,9 +106,11 @@ class CanaryStats:
 
 @dataclasses.dataclass
 class _Mark:
-    """What the guard knows of one worker: the client it served last."""
+    """What the guard knows of one worker: the client it served last, and whether its
+    current job came after a canary."""
 
     client: str | None = None
+    sent: bool = False
 
 
 def due(
@@ -120,6 +123,16 @@ def due(
     if draw < rate:
         return RATE
     return None
+
+
+def riders_due(draw: float, rate: float, riders: int, lead_had_one: bool) -> str | None:
+    """Whether a pipelined group's `riders` get a canary before its exchange (RATE), or None:
+    when the lead had none, with the chance that one of them alone would have drawn one,
+    1 - (1 - rate) ** riders, so a group gets a canary exactly when one of its bodies'
+    draws would have given one, and pipelining thins them no more than running alone."""
+    if lead_had_one or riders <= 0:
+        return None
+    return RATE if draw < 1.0 - (1.0 - rate) ** riders else None
 
 
 def holds(response: repl.Response, probe: CanaryProbe) -> bool:
@@ -174,9 +187,27 @@ class CanaryGuard:
             self.config.on_client_switch,
         )
         mark.client = job.client_id
-        env = worker.header_env(job.import_key) if reason is not None else None
-        if env is None:
+        mark.sent = False
+        if reason is not None:
+            mark.sent = await self._send(reason, job, worker)
+
+    async def before_riders(self, job: Job, worker: Worker, riders: int) -> None:
+        """The draws of the `riders` that `job` leads (queued jobs of its client and
+        stream run in its one exchange, pool/pipeline.py), after `before` drew the lead's
+        (`riders_due`). Raises as `before` does; the riders then go back to the queue."""
+        if self.source is None:
             return
+        mark = self._marks.setdefault(worker, _Mark())
+        reason = riders_due(self._rng.random(), self.config.rate, riders, mark.sent)
+        if reason is not None:
+            mark.sent = await self._send(reason, job, worker)
+
+    async def _send(self, reason: str, job: Job, worker: Worker) -> bool:
+        """A canary for `reason` on `job`'s header env (False: the worker holds none, so
+        none was sent). Raises as `before` says."""
+        env = worker.header_env(job.import_key)
+        if env is None or self.source is None:
+            return False
         probe = self.source.make()
         self.stats.sent += 1
         self.stats.by_reason[reason] = self.stats.by_reason.get(reason, 0) + 1
@@ -192,7 +223,7 @@ class CanaryGuard:
         self.stats.seconds += time.monotonic() - started
         if holds(response, probe):
             self.stats.passed += 1
-            return
+            return True
         self.stats.failed += 1
         log.warning("canary (%s): worker %s answered it wrong; poisoning it", reason, worker.name)
         raise CanaryFailed(f"worker {worker.name} answered a canary wrong; it is replaced")

@@ -209,6 +209,13 @@ class Runner:
         worker = attempt.worker
         riders = self._pool.take_riders(ticket, worker)
         if riders:
+            try:  # the riders' own canary draws, before the group's one exchange
+                await self.canaries.before_riders(job, worker, len(riders))
+            except BaseException:
+                for rider in riders:  # nothing of theirs ran: back as they were
+                    if not rider.future.done():
+                        self._pool.requeue(rider)
+                raise
             total = None if job.deadline is None else max(0.001, job.deadline - time.monotonic())
             return await run_group(
                 self._pool,
