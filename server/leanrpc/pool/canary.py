@@ -3,10 +3,11 @@
 Owns: when a worker gets a canary (`CanaryGuard.due`, pure: `[canary] rate`
 per job, drawn at random so a REPL cannot count its way around them, and
 always before a worker that served one client serves another; a pipelined
-group's riders draw too, `before_riders`, so grouping never thins them), sending one
-on the job's own header env right before the job (`CanaryGuard.before`),
-judging its answer (`holds`: an error in each false claim, none elsewhere), and `CanaryFailed`, the error that poisons the
-worker. May import: config, errors, repl, worker (types). What a canary
+group's riders draw too, `riders_due`, so grouping never thins them), sending
+one on the job's own header env right before the job (`CanaryGuard.before`,
+`before_riders`), judging its answer (`holds`: an error in each false claim,
+none elsewhere), and `CanaryFailed`, the error that poisons the worker. May
+import: config, errors, repl, worker (types). What a canary
 says comes through a narrow port, `CanarySource` (the services' writer,
 services/canary.py, handed to the Pool by the composition root): the pool
 knows the text and whether it holds, nothing else.

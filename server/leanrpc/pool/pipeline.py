@@ -1,14 +1,15 @@
 """Pipelined bodies: several body jobs of one stream on one worker, one fence, one audit.
 
 Owns: which jobs may lead a group and which queued jobs may ride with a lead
-(`take_riders`: `may_lead`, `fits`, `rider_limit`, `within_time`), the group's commands (each body, then its
-after-body checks naming the env the body will get: `Group`), its one
+(`take_riders`: `may_lead`, `fits`, `rider_limit`, `within_time`), the group's
+commands (each body, then its after-body checks naming the env the body will
+get: `Group`), its one
 exchange and each body's outcome (`run_group`: riders answered here, the
 lead's outcome returned to the runner), and which bodies a failed group runs
 again (`Group.lead_failed`, `Group.owner`, `again`, `GroupBroken`,
 `RiderTimedOut`). May import: repl, errors (WorkerTimeout), config and worker
-(types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.cost, pool.loader,
-pool.ports and pool.stats (types). It reads the frozen jobs and writes the
+(types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.cost,
+pool.loader, pool.ports and pool.stats (types). It reads the frozen jobs and writes the
 tickets' bookkeeping (attempts, uncharged, solo, future). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
 
