@@ -16,6 +16,7 @@ import contextlib
 import functools
 import json
 import os
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -24,6 +25,9 @@ import psutil
 import pytest
 
 from leanrpc.config import Config
+
+# tests/hostile/trapdoor_repl.py: the stand-in behind a REPL that misbehaves on cue (its modes).
+TRAPDOOR = [sys.executable, str(Path(__file__).resolve().parent / "hostile" / "trapdoor_repl.py")]
 
 # The project's shared/ folder (fixtures, datasets) sits next to the checkout.
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -118,6 +122,19 @@ async def wait_until(predicate, timeout: float, what: str, interval: float = 0.0
         if time.monotonic() > end:
             raise AssertionError(f"timed out after {timeout:.1f} s waiting for {what}")
         await asyncio.sleep(interval)
+
+
+async def queued_behind_gate(pool, log: Path, gate: Path, held, queued, count: int):
+    """Awaits `held` and `queued` (two calls' coroutines) so that `queued`'s jobs form one
+    queue whatever the machine's speed: `held`'s command holds `GATE`, and trapdoor_repl.py's
+    `gate=<gate>` mode (logging to `log`) keeps the worker on it until `count` jobs wait in
+    `pool`'s queue. Returns (held's answer, queued's answer)."""
+    first = asyncio.create_task(held)
+    await wait_until(lambda: log.exists() and "gate waiting" in log.read_text(), 60, "the gate")
+    rest = asyncio.create_task(queued)
+    await wait_until(lambda: len(pool.admission) == count, 60, f"{count} jobs queued")
+    gate.touch()
+    return await first, await rest
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@ entries takes them back from memory, disk and Redis (leanrpc.cache.provenance)."
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import redis
@@ -12,12 +11,7 @@ from cache_support import TEST_SECRET, cached_config, theorem
 from leanrpc.app import create_server
 from leanrpc.cache import codec
 from leanrpc.client import AsyncClient
-from testkit import wait_until
-
-TRAPDOOR = [
-    sys.executable,
-    str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"),
-]
+from testkit import TRAPDOOR, wait_until
 
 
 def _disk_entries(root: Path) -> set[str]:

@@ -1,21 +1,15 @@
-"""Shared by tests/canary: the planted hostile REPL (tests/hostile/trapdoor_repl.py),
-two clients' tokens, a wrong proof, a one-worker server config with a result cache in
-front of that REPL, and that server with its two clients (`serving`)."""
+"""Shared by tests/canary: two clients' tokens, a wrong proof, a one-worker server config
+with a result cache in front of a planted hostile REPL (testkit.TRAPDOOR), and that server
+with its two clients (`serving`)."""
 
 from __future__ import annotations
 
 import contextlib
-import sys
-from pathlib import Path
 
 from cache_support import TEST_SECRET, cached_config
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
 
-TRAPDOOR = [
-    sys.executable,
-    str(Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"),
-]
 TOKENS = ["alice-token-1", "bob-token-2"]
 WRONG = "exact Nat.nonexistent_lemma x"  # the stand-in's unknown identifier: INVALID
 

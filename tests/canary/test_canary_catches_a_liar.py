@@ -11,15 +11,13 @@ fresh worker and gets its true verdict.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from cache_support import TEST_SECRET, theorem
-from canary_support import TOKENS, TRAPDOOR, WRONG, trapdoor_config
+from canary_support import TOKENS, WRONG, trapdoor_config
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
-from testkit import wait_until
+from testkit import TRAPDOOR, queued_behind_gate, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -151,16 +149,15 @@ async def test_a_groups_riders_draw_their_own_canary_and_catch_a_liar(tmp_path, 
         [trap] = await alice.verify([("trap", theorem(7) + "-- TRAPDOOR\n")])
         assert trap.status == "VALID" and "trap sprung" in log.read_text()
         # The one worker is held until the eight are queued: they form one group.
-        held = asyncio.create_task(
-            alice.verify([("held", theorem(99) + "-- GATE\n")], timeout_s=120)
-        )
-        await wait_until(lambda: "gate waiting" in log.read_text(), 60, "the held command")
         codes = [(f"s{i}", theorem(i, "rfl" if i % 2 else WRONG)) for i in range(8)]
-        group = asyncio.create_task(alice.verify(codes))
-        await wait_until(lambda: len(app.pool.admission) == len(codes), 60, "eight queued")
-        gate.touch()
-        await held
-        results = await group
+        _held, results = await queued_behind_gate(
+            app.pool,
+            log,
+            gate,
+            alice.verify([("held", theorem(99) + "-- GATE\n")], timeout_s=120),
+            alice.verify(codes),
+            len(codes),
+        )
         assert [r.status for r in results] == ["INVALID", "VALID"] * 4, [
             (r.id, r.status) for r in results
         ]

@@ -25,14 +25,14 @@ What must hold (docs/SECURITY.md, "Pipelined bodies"):
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
 import pytest
 
 from cache_support import theorem
-from canary_support import TRAPDOOR, WRONG, serving, trapdoor_config
+from canary_support import WRONG, serving, trapdoor_config
+from testkit import TRAPDOOR, queued_behind_gate
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -49,11 +49,6 @@ def _config(tmp_path, log: Path, pipeline_bodies: int):
     return config
 
 
-async def _until(seen) -> None:
-    while not seen():
-        await asyncio.sleep(0.01)
-
-
 async def test_a_stall_left_in_a_group_times_out_at_most_two_siblings(tmp_path, monkeypatch):
     log = tmp_path / "trap.log"
     config = _config(tmp_path, log, pipeline_bodies=8)
@@ -65,13 +60,15 @@ async def test_a_stall_left_in_a_group_times_out_at_most_two_siblings(tmp_path, 
         # queued, so they form one group whatever the machine's speed, and the command
         # after the trap, the one that stalls, is a rider's.
         hold = [("hold", theorem(99) + "-- GATE\n")]
-        held = asyncio.create_task(alice.verify(hold, timeout_s=10 * LIMIT_S))
-        await _until(lambda: log.exists() and "gate waiting" in log.read_text())
-        batch = asyncio.create_task(alice.verify(codes, timeout_s=LIMIT_S))
-        await _until(lambda: len(app.pool.admission) == len(codes))
-        (tmp_path / "gate").touch()
-        assert [r.status for r in await held] == ["VALID"]
-        results = await batch
+        held, results = await queued_behind_gate(
+            app.pool,
+            log,
+            tmp_path / "gate",
+            alice.verify(hold, timeout_s=10 * LIMIT_S),
+            alice.verify(codes, timeout_s=LIMIT_S),
+            len(codes),
+        )
+        assert [r.status for r in held] == ["VALID"]
         stats = app.pool.stats
     assert [r.id for r in results] == list(truth)  # exactly one answer each
     assert stats.pipelined_rider_timeouts == 1, stats  # the stall hit the rider after the trap

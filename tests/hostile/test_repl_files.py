@@ -12,9 +12,8 @@ from pathlib import Path
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, ClientError
 from leanrpc.services.prover.pickles import _read_regular
-from testkit import loopback_config
+from testkit import TRAPDOOR, loopback_config
 
-TRAPDOOR = [sys.executable, str(Path(__file__).with_name("trapdoor_repl.py"))]
 AND_STATEMENT = "theorem and_intro_t (p q : Prop) (hp : p) (hq : q) : p ∧ q"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from cli_support import Served  # noqa: E402

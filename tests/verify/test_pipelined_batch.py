@@ -9,6 +9,7 @@ tests/hostile/test_pipelined_forgers.py.
 
 from __future__ import annotations
 
+from testkit import TRAPDOOR, queued_behind_gate
 from verify_support import running_server
 
 HEADER = "import Mathlib\n\n"
@@ -123,14 +124,9 @@ async def _group_shape(tmp_path, group_s: float) -> tuple[int, int]:
     """(groups, bodies pipelined) of five bodies of at least 0.15 s each, all queued behind
     a held first body of the same cost (tests/hostile/trapdoor_repl.py `gate=`: the one
     worker answers it once the five wait, so they are one stream's queue on any machine)."""
-    import asyncio
-    import sys
-    from pathlib import Path
-
     gate, log = tmp_path / f"gate-{group_s}", tmp_path / f"log-{group_s}"
-    repl = Path(__file__).resolve().parents[1] / "hostile" / "trapdoor_repl.py"
     overrides = {
-        "repl__command": [sys.executable, str(repl), f"gate={gate}", f"log={log}"],
+        "repl__command": [*TRAPDOOR, f"gate={gate}", f"log={log}"],
         "sandbox__mode": "off",
         "pool__pipeline_bodies": 16,
         "pool__pipeline_group_s": group_s,
@@ -139,14 +135,15 @@ async def _group_shape(tmp_path, group_s: float) -> tuple[int, int]:
     held = [("held", HEADER + "theorem h : True := trivial\n" + slow + "-- GATE\n")]
     bodies = [(f"s{i}", HEADER + f"theorem t{i} : True := trivial\n" + slow) for i in range(5)]
     async with running_server(1, **overrides) as (app, client):
-        first = asyncio.create_task(client.verify_batch(held, timeout_s=120))
-        while not (log.exists() and "gate waiting" in log.read_text()):
-            await asyncio.sleep(0.01)
-        rest = asyncio.create_task(client.verify_batch(bodies, timeout_s=60))
-        while len(app.pool.admission) < len(bodies):
-            await asyncio.sleep(0.01)
-        gate.touch()
-        results = [*(await first), *(await rest)]
+        first, rest = await queued_behind_gate(
+            app.pool,
+            log,
+            gate,
+            client.verify_batch(held, timeout_s=120),
+            client.verify_batch(bodies, timeout_s=60),
+            len(bodies),
+        )
+        results = [*first, *rest]
         stats = app.pool.stats
     assert [r.status for r in results] == ["VALID"] * 6, [(r.status, r.error) for r in results]
     return stats.pipelined_groups, stats.pipelined_bodies
