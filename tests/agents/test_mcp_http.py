@@ -9,6 +9,7 @@ import httpx2
 import pytest
 
 from agents_support import AND_CODE, call, exercise_every_tool, http_agent, ok
+from testkit import free_port
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
@@ -100,11 +101,7 @@ async def test_allowed_axioms_only_narrow_the_servers_list(served):
 
 
 async def test_tool_calls_count_in_the_metrics_with_door_mcp(served):
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     door = await served(workers=1, server__metrics_port=port)
     async with http_agent(door.url) as agent:
         await ok(agent, "lean_check", code="theorem m1 : True := trivial")

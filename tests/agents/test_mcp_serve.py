@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 
@@ -12,16 +11,11 @@ from agents_support import http_agent, ok
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "cli"))
 from cli_support import Served, leanrpc  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from testkit import free_port
 
 
 async def test_serve_mcp_port_serves_the_tools_and_stops_on_sigterm():
-    port = _free_port()
+    port = free_port()
     served = Served("--mcp-port", str(port))
     try:
         line = served.process.stdout.readline().strip()

@@ -13,7 +13,7 @@ import pytest
 
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
-from testkit import loopback_config
+from testkit import free_port, loopback_config
 
 TEST_SECRET = "test-cluster-secret-0123456789abcdef"
 
@@ -40,12 +40,6 @@ async def cached_server(workers: int = 1, **cache):
 
 def theorem(i: int, proof: str = "rfl", header: str = "import Mathlib") -> str:
     return f"{header}\n\ntheorem t{i} (x : Nat) : x + {i} = x + {i} := by\n  {proof}\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RedisServer:

@@ -169,7 +169,8 @@ async def test_a_forged_entry_is_counted_in_the_metrics(tmp_path, monkeypatch):
     import asyncio
     import urllib.request
 
-    from cache_support import cached_server, free_port, theorem
+    from cache_support import cached_server, theorem
+    from testkit import free_port
 
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     cache_dir = tmp_path / "cache"

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from cli_support import BAD, GOOD, LEANRPC, Served, clean_env, leanrpc
+from testkit import free_port
 
 
 @pytest.fixture(scope="module")
@@ -341,11 +342,7 @@ def test_every_wrong_config_value_is_named_at_once(tmp_path):
 
 
 def test_verify_pointed_at_the_rest_port_says_it_is_an_http_port(tmp_path):
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        http_port = sock.getsockname()[1]
+    http_port = free_port()
     served = Served("--http-port", str(http_port))
     try:
         (tmp_path / "a.lean").write_text(GOOD)

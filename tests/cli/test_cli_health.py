@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import socket
 import sys
 import urllib.error
 import urllib.request
@@ -18,12 +17,7 @@ from leanrpc.client import Client, ClientError
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from test_cli_logging import LoggedServer
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from testkit import free_port
 
 
 def _rest_health(port: int) -> tuple[int, dict]:
@@ -35,7 +29,7 @@ def _rest_health(port: int) -> tuple[int, dict]:
 
 
 def test_nonexistent_repl_is_not_serving_from_the_start_with_the_exec_error(tmp_path):
-    http = _free_port()
+    http = free_port()
     server = LoggedServer(tmp_path, "--repl-cmd", "/nonexistent/repl", "--http-port", str(http))
     try:
         # The first answers after "listening", before any request: not 200.
@@ -70,7 +64,7 @@ def test_nonexistent_repl_is_not_serving_from_the_start_with_the_exec_error(tmp_
 def test_a_repl_that_segfaults_at_boot_is_named_by_its_signal(tmp_path):
     # A real fault (a null read), not a self-sent signal: a REPL is PID 1 of its
     # sandbox, and PID 1 ignores signals it sends itself.
-    http = _free_port()
+    http = free_port()
     command = shlex.join([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"])
     server = LoggedServer(tmp_path, "--repl-cmd", command, "--http-port", str(http))
     try:
@@ -90,7 +84,7 @@ def test_a_repl_that_segfaults_at_boot_is_named_by_its_signal(tmp_path):
 
 
 def test_a_working_repl_serves_once_booted(tmp_path):
-    http = _free_port()
+    http = free_port()
     server = LoggedServer(tmp_path, "--http-port", str(http))
     try:
         status, body = _rest_health(http)

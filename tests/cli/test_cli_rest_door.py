@@ -12,17 +12,12 @@ import pytest
 from cli_support import GOOD
 from leanrpc.client import Client
 from test_cli_logging import LoggedServer
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from testkit import free_port
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    http, metrics = _free_port(), _free_port()
+    http, metrics = free_port(), free_port()
     server = LoggedServer(
         tmp_path_factory.mktemp("rest"), "--http-port", str(http), "--metrics-port", str(metrics)
     )

@@ -12,6 +12,7 @@ import pytest
 
 from cli_support import LEANRPC, clean_env, leanrpc
 from leanrpc.client import Client
+from testkit import free_port
 
 
 @pytest.mark.parametrize("flag", ["--http-port", "--metrics-port"])
@@ -46,18 +47,12 @@ def test_taken_side_port_is_one_line_exit_2(flag):
     ],
 )
 def test_two_doors_on_one_port_is_one_line_exit_2(flags, says):
-    port = str(_free_port())
+    port = str(free_port())
     done = leanrpc("serve", "--workers", "1", *(port if f == "PORT" else f for f in flags))
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert (
         done.stderr == f"leanrpc serve: error: {says.replace('PORT', port)}\n"
     )  # nothing started, no traceback
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _serve_then_stop(*args: str) -> tuple[str, str, int]:
@@ -88,7 +83,7 @@ def _serve_then_stop(*args: str) -> tuple[str, str, int]:
 
 
 def test_log_json_makes_every_line_json_on_stdout_and_stderr():
-    http = _free_port()
+    http = free_port()
     out, err, status = _serve_then_stop("--log-json", "--http-port", str(http))
     assert status == 0, err
     said = [json.loads(line) for line in out.splitlines()]  # every stdout line is JSON

@@ -6,7 +6,6 @@ import fcntl
 import json
 import os
 import pty
-import socket
 import struct
 import termios
 import threading
@@ -17,6 +16,7 @@ import pytest
 from cli_support import BAD, GOOD, Served, leanrpc
 from leanrpc.client import Client
 from leanrpc.commands.verify import server_address
+from testkit import free_port
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +24,6 @@ def server():
     served = Served()
     yield served
     served.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_all_valid_exits_0(server, tmp_path):
@@ -110,7 +104,7 @@ def test_folders_are_searched_recursively(server, tmp_path):
 
 def test_no_server_is_one_line_with_the_address_and_a_hint(tmp_path):
     (tmp_path / "a.lean").write_text(GOOD)
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     started = time.monotonic()
     done = leanrpc("verify", str(tmp_path / "a.lean"), "--server", address, "--retries", "1")
     assert done.returncode == 2

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-
 from leanrpc.app import create_server
 from leanrpc.config import Config
 
 HEADERS = ["import Mathlib", "import Mathlib.Tactic"]
 EXPECTED_BY_KIND = {0: "VALID", 1: "SORRY", 2: "INVALID"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def snippet(i: int) -> tuple[str, str, str]:

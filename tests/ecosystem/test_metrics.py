@@ -10,8 +10,9 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from eco_support import free_port, snippet, start_app
+from eco_support import snippet, start_app
 from leanrpc.client import AsyncClient, ClientError
+from testkit import free_port
 
 STREAMED = 60
 BATCHED = 18

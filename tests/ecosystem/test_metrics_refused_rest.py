@@ -10,10 +10,9 @@ import urllib.request
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from eco_support import free_port
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient
-from testkit import loopback_config
+from testkit import free_port, loopback_config
 
 
 def _rejected(port: int) -> dict[str, float]:

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from eco_support import free_port
 from leanrpc.app import create_server
 from leanrpc.config import Config
-from testkit import loopback_config
+from testkit import free_port, loopback_config
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = REPO / "clients" / "node"

@@ -205,7 +205,7 @@ async def test_sigterm_with_two_streams_of_300_answers_all_600():
 
     import psutil
 
-    from verify_support import free_port
+    from testkit import free_port
 
     port = free_port()
     tests = str(Path(__file__).resolve().parent.parent)

@@ -7,7 +7,6 @@ import collections
 import os
 import random
 import signal
-import socket
 
 import aiohttp
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from leanrpc.app import create_server
 from leanrpc.edge.auth import AccessConfigError
 from leanrpc.gateway import start_gateway
-from testkit import loopback_config
+from testkit import free_port, loopback_config
 
 HEADER = "import Mathlib\n\n"
 BOOTED = ("idle", "busy", "warming", "reserved", "running", "loading")
@@ -171,15 +170,9 @@ async def test_per_client_limit_and_batch_limit(served):
     assert status == 422 and "over the limit" in body["detail"][0]["msg"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def test_create_server_starts_the_gateway_when_http_port_is_set_and_stop_closes_it():
     config = loopback_config(workers=1)
-    config.gateway.http_port = _free_port()
+    config.gateway.http_port = free_port()
     app = await create_server(config)
     url = f"http://127.0.0.1:{config.gateway.http_port}"
     try:

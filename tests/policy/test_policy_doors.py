@@ -17,7 +17,7 @@ import pytest
 
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, ClientError
-from testkit import loopback_config, stop_server
+from testkit import free_port, loopback_config, stop_server
 
 FAKE = [sys.executable, str(Path(__file__).with_name("forging_repl.py"))]
 HEADER = "import Mathlib\n\n"
@@ -34,18 +34,10 @@ ATTACKS = [
 ]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def _start(tmp_path, *repl_args, **overrides):
     log = tmp_path / "fired.jsonl"
     log.write_text("")
-    port = _free_port()
+    port = free_port()
     config = loopback_config(1, sandbox__mode="off", **overrides)  # the log file is the test's
     config.repl.command = FAKE + [str(log), *repl_args]
     config.gateway.http_port = port

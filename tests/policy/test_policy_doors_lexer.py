@@ -17,7 +17,7 @@ import pytest
 from lean_reference import code_running
 from leanrpc.app import create_server
 from leanrpc.client import AsyncClient, ClientError
-from testkit import loopback_config, stop_server
+from testkit import free_port, loopback_config, stop_server
 
 FORGER = [sys.executable, str(Path(__file__).with_name("lean_forging_repl.py"))]
 HEADER = "import Mathlib\n\n"
@@ -63,14 +63,6 @@ def test_the_forger_reads_every_cause_as_code():
     assert not code_running(BRACES)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _refused(error: ClientError) -> bool:
     return error.code == grpc.StatusCode.INVALID_ARGUMENT and "code policy" in error.details
 
@@ -78,7 +70,7 @@ def _refused(error: ClientError) -> bool:
 async def test_every_cause_is_refused_at_every_door(tmp_path):
     log = tmp_path / "fired.jsonl"
     log.write_text("")
-    port = _free_port()
+    port = free_port()
     config = loopback_config(1, sandbox__mode="off")
     config.repl.command = FORGER + [str(log)]
     config.gateway.http_port = port

@@ -13,7 +13,6 @@ import pathlib
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import yaml
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
 from security_support import HEADER, unprivileged_argv
+from testkit import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -74,12 +74,6 @@ def test_kubernetes_pod_runs_non_root_without_capabilities_and_says_why_seccomp_
     assert "add" not in container["securityContext"]["capabilities"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to the container's uid needs root")
 def test_the_container_launch_runs_the_sandbox_as_its_non_root_uid():
     text = _dockerfile()
@@ -97,7 +91,7 @@ def test_the_container_launch_runs_the_sandbox_as_its_non_root_uid():
     os.chown(home, uid, uid)
     os.chown(config, uid, uid)
 
-    port, metrics_port = _free_port(), _free_port()
+    port, metrics_port = free_port(), free_port()
     cmd = _cmd(text).replace("50051", str(port)).replace("9090", str(metrics_port))
     bin_dir = os.path.dirname(sys.executable)
     assert os.path.exists(os.path.join(bin_dir, "leanrpc"))

@@ -5,7 +5,6 @@ same text, each client on its own."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import aiohttp
 import grpc
@@ -17,7 +16,7 @@ from leanrpc.edge.limiter import ClientLimiter, LimitExceeded
 from leanrpc.gateway.server import KiminaGateway
 from leanrpc.v1 import verifier_pb2 as pb
 from security_support import HEADER, bearer, make_config, one_snippet, running_server, stub
-from testkit import wait_until
+from testkit import free_port, wait_until
 
 CODE = HEADER + "theorem t : 1 = 1 := rfl\n"
 SLOW = HEADER + "theorem s : True := trivial\n--@standin: burn=2\n"
@@ -52,12 +51,6 @@ def test_both_doors_use_the_one_limiter_class():
     assert interceptor.limiter.limit == gateway.limiter.limit == 3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def _post(url: str, body: dict, token: str):
     async with aiohttp.ClientSession() as session:
         async with session.post(
@@ -69,7 +62,7 @@ async def _post(url: str, body: dict, token: str):
 async def test_grpc_and_gateway_refuse_the_same_way(monkeypatch):
     monkeypatch.delenv("LEANRPC_TOKENS", raising=False)
     config = make_config(server__max_concurrent_per_client=1, server__auth_tokens=["alice", "bob"])
-    config.gateway.http_port = _free_port()
+    config.gateway.http_port = free_port()
     async with running_server(config) as app:
         url = f"http://127.0.0.1:{config.gateway.http_port}"
         async with grpc.aio.insecure_channel(f"127.0.0.1:{app.port}") as channel:

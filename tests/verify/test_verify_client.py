@@ -15,8 +15,8 @@ import pytest
 from leanrpc import cli
 from leanrpc.client import AsyncClient, Client, ClientError, Message, Result
 from leanrpc.config import Config, to_toml
-from testkit import stop_app
-from verify_support import free_port, small_config
+from testkit import free_port, stop_app
+from verify_support import small_config
 
 GOOD = "import Mathlib\n\ntheorem g (a b : Nat) : a + b = b + a := by\n  omega\n"
 SORRY = "import Mathlib\n\ntheorem s (n : Nat) : n = n := by\n  sorry\n"

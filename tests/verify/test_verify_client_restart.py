@@ -20,8 +20,8 @@ from leanrpc.client import AsyncClient, ClientError
 from leanrpc.client._retry import LOCAL_WRITE_RACE, client_error, stream_code
 from leanrpc.v1 import verifier_pb2 as pb
 from leanrpc.v1 import verifier_pb2_grpc as pb_grpc
-from testkit import stop_app, wait_until
-from verify_support import free_port, small_config
+from testkit import free_port, stop_app, wait_until
+from verify_support import small_config
 
 pytestmark = pytest.mark.timeout(240)
 

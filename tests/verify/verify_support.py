@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 
 import testkit
 from leanrpc.client import AsyncClient
@@ -26,9 +25,3 @@ async def running_server(workers: int = 1, **overrides):
             yield app, client
         finally:
             await client.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
