@@ -1,6 +1,7 @@
 """A real leanrpc server in its own process (gRPC and the REST gateway), so that
 its RSS is its own and not the caller's, and the peak-RSS reading that
-tests/memory and benchmarks/memory_bench.py share (issue 44). Stdlib, psutil."""
+tests/memory and benchmarks/memory_bench.py share (issue 44). Stdlib, psutil,
+benchmarks.ports (its port)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,14 +16,10 @@ import threading
 
 import psutil
 
+from benchmarks.ports import free_port
+
 TOKEN = "memory-test-token"
 _MB = 2**20
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerProcess:

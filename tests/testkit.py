@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import itertools
 import json
 import os
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+# free_port is the tests' one port picker (benchmarks/ports.py: the benchmarks use it too).
+from benchmarks.ports import free_port as free_port
 from leanrpc.config import Config
 
 # tests/hostile/trapdoor_repl.py: the stand-in behind a REPL that misbehaves on cue (its modes).
@@ -85,53 +86,6 @@ def loopback_config(workers: int = 1, **overrides) -> Config:
             raise AttributeError(key)
         setattr(getattr(config, section), name, value)
     return config
-
-
-def _unassigned_ports() -> range:
-    """Loopback ports the kernel never picks on its own: those below (or above)
-    ip_local_port_range, the range every bind to port 0 and every outbound
-    connect draws from."""
-    try:
-        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    except (OSError, ValueError):
-        return range(0)
-    if low - 1024 >= 2000:
-        return range(max(1024, low - 8000), low)
-    if 65535 - high >= 2000:
-        return range(high + 1, min(65536, high + 8001))
-    return range(0)
-
-
-_PORTS = _unassigned_ports()
-_next_port = itertools.count(os.getpid() * 7919) if _PORTS else None
-
-
-def free_port() -> int:
-    """A loopback TCP port nobody holds, for a door the test names before it binds.
-
-    Why not bind port 0 and close it: the kernel hands that port out again to
-    the next bind to port 0 or outbound connect, and a gRPC server or client
-    started between the pick and the test's bind could take it (stop 57's CI:
-    the REST gateway's bind failed with EADDRINUSE). So the port comes from
-    outside ip_local_port_range, where nothing lands unless asked for by
-    number: a counter walks that span from an offset drawn from the pid (so
-    two pytest processes on one host seldom meet) and skips a port a test
-    bind finds taken. A host whose ephemeral range covers everything falls
-    back to port 0.
-    """
-    import socket
-
-    for _ in range(len(_PORTS)):
-        port = _PORTS[next(_next_port) % len(_PORTS)]
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def descendants() -> set[int]:

@@ -1,8 +1,8 @@
-"""What every server target shares: ports, the stand-in's cost flags, process start and stop,
+"""What every server target shares: ports (benchmarks/ports.py), the stand-in's cost flags, process start and stop,
 the measured leanrpc server's config table (`leanrpc_table`) and `leanrpc serve` of a table of
 one's own (`serve_leanrpc`, with `--set` overrides): every benchmark starts its leanrpc here.
 
-May import: benchmarks.config, benchmarks.workloads, tomli_w (in `serve_leanrpc` only:
+May import: benchmarks.config, benchmarks.ports, benchmarks.workloads, tomli_w (in `serve_leanrpc` only:
 the peers' venv lacks it).
 """
 
@@ -11,19 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from .. import workloads
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from ..ports import free_port
 
 
 def standin_cost_args(scale: float) -> list[str]:

@@ -1,4 +1,4 @@
-"""testkit.free_port: a port for a door the test names before it binds,
+"""free_port (benchmarks/ports.py, re-exported by testkit): a port for a door the test names before it binds,
 drawn where the kernel never hands ports out by itself (stop 57's CI failed
 on a port picked by binding port 0, which something else took before the
 gateway bound it)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import testkit
+from benchmarks import ports
 
 
 def _ephemeral() -> tuple[int, int]:
@@ -20,26 +20,26 @@ def _ephemeral() -> tuple[int, int]:
 
 
 def test_ports_come_from_outside_the_kernels_ephemeral_range_and_differ():
-    if not testkit._PORTS:
+    if not ports._PORTS:
         pytest.skip("this host's ephemeral range leaves no span outside it; free_port uses port 0")
     low, high = _ephemeral()
-    ports = [testkit.free_port() for _ in range(50)]
-    assert len(set(ports)) == 50
-    assert all(not low <= port <= high and port >= 1024 for port in ports), ports
+    picked = [ports.free_port() for _ in range(50)]
+    assert len(set(picked)) == 50
+    assert all(not low <= port <= high and port >= 1024 for port in picked), picked
 
 
 def test_a_port_someone_listens_on_is_skipped(monkeypatch):
-    if not testkit._PORTS:
+    if not ports._PORTS:
         pytest.skip("this host's ephemeral range leaves no span outside it; free_port uses port 0")
-    for start, taken in enumerate(testkit._PORTS):  # a port free right now, to hold
+    for start, taken in enumerate(ports._PORTS):  # a port free right now, to hold
         with socket.socket() as holder:
             try:
                 holder.bind(("127.0.0.1", taken))
             except OSError:
                 continue
             holder.listen()
-            monkeypatch.setattr(testkit, "_next_port", itertools.count(start))
-            port = testkit.free_port()  # the walk starts at the held port
-        assert port != taken and port in testkit._PORTS
+            monkeypatch.setattr(ports, "_next_port", itertools.count(start))
+            port = ports.free_port()  # the walk starts at the held port
+        assert port != taken and port in ports._PORTS
         return
     pytest.fail("no free port in the span to test with")
