@@ -169,7 +169,6 @@ def test_idle_workers_share_a_stream_and_busy_ones_take_none():
     from leanrpc.config import Config
     from leanrpc.pool.cost import BodyCostModel
     from leanrpc.pool.pipeline import take_riders
-    from leanrpc.pool.stats import PoolStats
 
     config = Config()
     cost = BodyCostModel()  # nothing observed yet: only the count bounds a group
@@ -177,19 +176,17 @@ def test_idle_workers_share_a_stream_and_busy_ones_take_none():
     here = _Worker("w1", reserved=True)  # the lead's worker, held for it
     # The other worker is idle: the stream is shared, about half each.
     admission, tickets = _queued(17)
-    riders = take_riders(
-        admission, [here, _Worker("w2")], config, PoolStats(), cost, tickets[0], here
-    )
+    riders = take_riders(admission, [here, _Worker("w2")], config, cost, tickets[0], here)
     assert len(riders) == min(most, 8) and tickets[0] not in riders
     # The other worker is busy with another job: the lead takes a full group.
     admission, tickets = _queued(most + 5)
     busy = _Worker("w2", reserved=True)
-    riders = take_riders(admission, [here, busy], config, PoolStats(), cost, tickets[0], here)
+    riders = take_riders(admission, [here, busy], config, cost, tickets[0], here)
     assert len(riders) == most
     # A worker of another profile is no share of this stream.
     admission, tickets = _queued(most + 5)
     other = _Worker("w3", profile="other")
-    riders = take_riders(admission, [here, other], config, PoolStats(), cost, tickets[0], here)
+    riders = take_riders(admission, [here, other], config, cost, tickets[0], here)
     assert len(riders) == most
 
 
@@ -197,7 +194,6 @@ def test_a_group_takes_no_more_riders_than_fit_its_time():
     from leanrpc.config import Config
     from leanrpc.pool.cost import BodyCostModel
     from leanrpc.pool.pipeline import take_riders, within_time
-    from leanrpc.pool.stats import PoolStats
 
     config = Config()
     config.pool.pipeline_group_s = 1.0
@@ -207,14 +203,14 @@ def test_a_group_takes_no_more_riders_than_fit_its_time():
         cost.observe(0.3, len(_ticket("theorem t1 : True := trivial").job.text))
     # Bodies of about 0.3 s: the lead and two riders fit a second, a third does not.
     admission, tickets = _queued(10)
-    riders = take_riders(admission, [here], config, PoolStats(), cost, tickets[0], here)
+    riders = take_riders(admission, [here], config, cost, tickets[0], here)
     assert riders == tickets[1:3]
     assert len(admission) == 7  # the others wait for the next group
     # Fast bodies: the count bounds the group again.
     fast = BodyCostModel()
     fast.observe(0.002, 30)
     admission, tickets = _queued(40)
-    riders = take_riders(admission, [here], config, PoolStats(), fast, tickets[0], here)
+    riders = take_riders(admission, [here], config, fast, tickets[0], here)
     assert len(riders) == config.pool.pipeline_bodies - 1
     # A lead over the time alone takes no rider; one that fits skips a rider too long for it.
     slow = BodyCostModel()

@@ -9,7 +9,7 @@ lead's outcome returned to the runner), and which bodies a failed group runs
 again (`Group.lead_failed`, `Group.owner`, `again`, `GroupBroken`,
 `RiderTimedOut`). May import: repl, errors (WorkerTimeout), config and worker
 (types), pool.job, pool.ticket, pool.admission, pool.attempt, pool.cost,
-pool.loader, pool.ports and pool.stats (types). It reads the frozen jobs and writes the
+pool.loader and pool.ports (types). It reads the frozen jobs and writes the
 tickets' bookkeeping (attempts, uncharged, solo, future). The runner
 (pool/runner.py) starts a group and applies its failure table to the lead.
 
@@ -67,7 +67,6 @@ if TYPE_CHECKING:
     from .cost import BodyCostModel
     from .loader import Prepared
     from .ports import RunnerPort
-    from .stats import PoolStats
     from .ticket import Ticket
 
 __all__ = [
@@ -139,7 +138,6 @@ def take_riders(
     admission: Admission,
     workers: list[Worker],
     config: Config,
-    stats: PoolStats,
     cost: BodyCostModel,
     lead: Ticket,
     worker: Worker,
@@ -163,14 +161,9 @@ def take_riders(
     if not limit:
         return []
     in_time = within_time(cost, config.pool.pipeline_group_s, lead)
-    riders = admission.riders(
+    return admission.riders(
         lead, limit, lambda ticket: fits(lead, ticket, worker.name) and in_time(ticket)
     )
-    if riders:
-        stats.pipelined_groups += 1
-        stats.pipelined_bodies += 1 + len(riders)
-        stats.header_hits += len(riders)  # each rides on the worker holding its header
-    return riders
 
 
 def rider_limit(most: int, queued: int, workers: int) -> int:
@@ -307,6 +300,11 @@ async def run_group(
     worker = attempt.worker
     for rider in riders:
         rider.attempts += 1
+    # Counted here, not where the riders were taken: a riders' canary that fails first
+    # puts them back, and no group ran.
+    pool.stats.pipelined_groups += 1
+    pool.stats.pipelined_bodies += 1 + len(riders)
+    pool.stats.header_hits += len(riders)  # each rides on the worker holding its header
     tickets = [lead, *riders]
     jobs = [ticket.job for ticket in tickets]
     group = Group(jobs, worker.next_env)

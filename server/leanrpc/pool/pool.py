@@ -281,7 +281,7 @@ class Pool(PoolReport):
     def take_riders(self, lead: Ticket, worker: Worker) -> list[Ticket]:
         """Queued jobs that run pipelined with `lead` on `worker`, out of the queue."""
         return pipeline.take_riders(
-            self.admission, self.workers, self.config, self.stats, self.cost, lead, worker
+            self.admission, self.workers, self.config, self.cost, lead, worker
         )
 
     def fail_queued_not_serving(self, message: str) -> None:
