@@ -7,10 +7,11 @@
     SPAWNING / PROBING -> FAILED (could not boot) -> DEAD
 
 Owns: the one `_set_state` over the transition table (data, worker/states.py),
-the worker's Lean-level facts (import header, version), the handshake, the header load,
+the worker's Lean-level facts (import header, version), when the handshake and a header load
+run (their exchanges: worker/handshake.py),
 when the memory watch runs (worker/memwatch.py: during a request), and the pool-facing verbs
 `reserve()`, `begin_loading()`, `release()`, `drain()`, `kill()`, `stop()`.
-May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,memwatch,states},
+May import: leanrpc.repl, leanrpc.worker.{process,channel,launcher,memwatch,states,handshake},
 leanrpc.config, leanrpc.errors. Not the pool.
 Why one room: the state machine and the verbs that drive it are one lifecycle (every transition
 goes through `_set_state` here; the table is data in worker/states.py).
@@ -33,7 +34,6 @@ import time
 from .. import repl
 from ..config import LimitsConfig
 from ..errors import (
-    HeaderLoadError,
     InternalError,
     WorkerBootError,
     WorkerCrashed,
@@ -42,6 +42,7 @@ from ..errors import (
 )
 from .channel import Channel
 from .fence import FenceSettings
+from .handshake import boot_probes, import_header
 from .launcher import Launcher, LaunchSpec
 from .memwatch import MemoryWatch
 from .process import ReplProcess, ShutdownRung
@@ -190,7 +191,8 @@ class Worker:
     def memory_at_release(self, limit: int) -> int:
         """Tree memory for the release decision (ReplProcess.memory_at_release): exact ones kept."""
         value, exact = self._process.memory_at_release(limit, len(self.headers))
-        self.rss_at_release = value if exact else self.rss_at_release
+        if exact:
+            self.rss_at_release = value
         return value
 
     # -- pool verbs --------------------------------------------------------------
@@ -244,12 +246,7 @@ class Worker:
             raise WorkerCrashed(f"worker {self.name} was stopped while starting")
         self._set_state(S.PROBING)
         try:
-            response = await self._channel.exchange(repl.identity_probe(), timeout)
-            await self._channel.enable_audit()
-            if probe_fork:
-                self.is_fork = repl.is_fork(
-                    await self._channel.exchange(repl.fork_probe(), timeout)
-                )
+            version, is_fork = await boot_probes(self._channel, timeout, probe_fork)
         except WorkerError as exc:
             await self._fail_boot()
             cause = last_stderr_line(self.stderr_tail())
@@ -260,7 +257,7 @@ class Worker:
             ) from exc
         if self.state is not S.PROBING:  # killed meanwhile
             raise WorkerCrashed(f"worker {self.name} was stopped while starting")
-        self.version_string = repl.version_from_probe(response)
+        self.version_string, self.is_fork = version, is_fork
         if self._process.memory is not None:
             self._process.memory.use_own_cgroup()
         self._memory.start()
@@ -432,19 +429,9 @@ class Worker:
         started = time.monotonic()
         self.loading_key = import_key
         try:
-            response = await self.request(repl.command(imports), timeout)
+            env = await import_header(self.request, imports, timeout)
         finally:
             self.loading_key = None
-        failure = repl.header_failure(response)
-        if failure is not None:
-            raise HeaderLoadError(failure, messages=list(response.messages))
-        probe = await self.request(repl.header_probe(response.env), timeout)
-        if probe.env is None or probe.errors:
-            detail = probe.message or "; ".join(m.data for m in probe.errors)
-            raise HeaderLoadError(
-                "header failed to load: an import could not be resolved (the REPL returned an "
-                f"empty environment; probe said: {detail[:300]})"
-            )
-        self.headers[import_key] = response.env
+        self.headers[import_key] = env
         self.use_header(import_key)
         return time.monotonic() - started
