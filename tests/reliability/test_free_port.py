@@ -1,7 +1,7 @@
-"""free_port (benchmarks/ports.py, re-exported by testkit): a port for a door the test names before it binds,
-drawn where the kernel never hands ports out by itself (stop 57's CI failed
-on a port picked by binding port 0, which something else took before the
-gateway bound it)."""
+"""free_port (benchmarks/ports.py, re-exported by testkit): a port for a door
+the test names before it binds, drawn where the kernel never hands ports out
+by itself (stop 57's CI failed on a port picked by binding port 0, which
+something else took before the gateway bound it)."""
 
 from __future__ import annotations
 
