@@ -18,7 +18,16 @@ from testkit import free_port, loopback_config
 TEST_SECRET = "test-cluster-secret-0123456789abcdef"
 
 
+# A live Redis must answer within `cache.redis_timeout_s`, the event loop's own pauses
+# included; the default (0.25 s) is shorter than a collector pause in a CI process, which once
+# turned a read into a miss (tests/cache/test_cache_seal.py). Tests about what is read use this.
+REDIS_TIMEOUT_S = 5.0
+
+
 def cached_config(workers: int = 1, **cache):
+    """A loopback config with the result cache on; `cache` sets its fields (a Redis
+    timeout of REDIS_TIMEOUT_S unless given)."""
+    cache.setdefault("redis_timeout_s", REDIS_TIMEOUT_S)
     config = loopback_config(workers)
     config.cache.enabled = True
     for key, value in cache.items():

@@ -10,7 +10,7 @@ import sys
 import pytest
 import redis
 
-from cache_support import TEST_SECRET, RedisServer, cached_config
+from cache_support import REDIS_TIMEOUT_S, TEST_SECRET, RedisServer, cached_config
 from leanrpc.cache import DiskStore, MemoryStore, RedisStore, ResultCache, codec
 from leanrpc.cache.build import build_cache
 from leanrpc.config import ConfigError
@@ -18,6 +18,9 @@ from leanrpc.results import Status, VerifyResult
 
 KEY = "ab" + "0" * 62
 OTHER_SECRET = b"another-cluster-secret-fedcba9876543210"
+# The stores' Redis timeout (cache_support.REDIS_TIMEOUT_S: what is read matters here, not
+# how fast; at 0.25 s a CI run once read a "miss" and left a forged entry unremoved).
+LONG_S = REDIS_TIMEOUT_S
 
 
 def result(status=Status.INVALID) -> VerifyResult:
@@ -41,7 +44,7 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
     with pytest.raises(redis.AuthenticationError):
         redis.Redis(port=locked_redis.port).get("x")
     raw = redis.Redis(port=locked_redis.port, password=locked_redis.password)
-    store = RedisStore(locked_redis.url, secret=TEST_SECRET.encode())
+    store = RedisStore(locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=LONG_S)
     cache = ResultCache(MemoryStore(1 << 20), shared=store)
     try:
         # An attacker with write access sets VALID for a wrong proof, unsealed
@@ -59,7 +62,8 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         cache.store(KEY, "run-1", result())
         await cache.flush()
         fresh = ResultCache(
-            MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=TEST_SECRET.encode())
+            MemoryStore(1 << 20),
+            shared=RedisStore(locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=LONG_S),
         )
         hit = await fresh.lookup(KEY)
         assert hit is not None and hit[1] == "redis" and hit[0].result.status is Status.INVALID
@@ -67,7 +71,8 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         # A server with another secret never trusts it, nor even reads it: its keys
         # are its own secret's (issue 43).
         foreign = ResultCache(
-            MemoryStore(1 << 20), shared=RedisStore(locked_redis.url, secret=OTHER_SECRET)
+            MemoryStore(1 << 20),
+            shared=RedisStore(locked_redis.url, secret=OTHER_SECRET, timeout_s=LONG_S),
         )
         assert await foreign.lookup(KEY) is None and foreign.stats.forged == 0
         assert raw.get(store.prefix + KEY) is not None
