@@ -1,9 +1,10 @@
-"""What every server target shares: ports (benchmarks/ports.py), the stand-in's cost flags, process start and stop,
-the measured leanrpc server's config table (`leanrpc_table`) and `leanrpc serve` of a table of
-one's own (`serve_leanrpc`, with `--set` overrides): every benchmark starts its leanrpc here.
+"""What every server target shares: ports (benchmarks/ports.py), the stand-in's cost flags,
+process start and stop, the measured leanrpc server's config table (`leanrpc_table`) and
+`leanrpc serve` of a table of one's own (`serve_leanrpc`, with `--set` overrides): every
+benchmark starts its leanrpc here.
 
-May import: benchmarks.config, benchmarks.ports, benchmarks.workloads, tomli_w (in `serve_leanrpc` only:
-the peers' venv lacks it).
+May import: benchmarks.config, benchmarks.ports, benchmarks.workloads, tomli_w (in
+`serve_leanrpc` only: the peers' venv lacks it).
 """
 
 from __future__ import annotations

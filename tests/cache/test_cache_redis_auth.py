@@ -21,9 +21,8 @@ PASSWORD = "acl-pass-9f8e7d"
 
 
 def _section(tmp_path, url: str, **keys):
-    section = cached_config(
-        redis_url=url, redis_timeout_s=5.0, **keys
-    ).cache  # a loaded box: TLS handshakes are slow
+    # cached_config's Redis timeout (REDIS_TIMEOUT_S) leaves a loaded box its slow TLS handshakes.
+    section = cached_config(redis_url=url, **keys).cache
     secret = tmp_path / "secret"
     secret.write_text(TEST_SECRET)
     secret.chmod(0o600)

@@ -18,9 +18,6 @@ from leanrpc.results import Status, VerifyResult
 
 KEY = "ab" + "0" * 62
 OTHER_SECRET = b"another-cluster-secret-fedcba9876543210"
-# The stores' Redis timeout (cache_support.REDIS_TIMEOUT_S: what is read matters here, not
-# how fast; at 0.25 s a CI run once read a "miss" and left a forged entry unremoved).
-LONG_S = REDIS_TIMEOUT_S
 
 
 def result(status=Status.INVALID) -> VerifyResult:
@@ -44,7 +41,7 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
     with pytest.raises(redis.AuthenticationError):
         redis.Redis(port=locked_redis.port).get("x")
     raw = redis.Redis(port=locked_redis.port, password=locked_redis.password)
-    store = RedisStore(locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=LONG_S)
+    store = RedisStore(locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=REDIS_TIMEOUT_S)
     cache = ResultCache(MemoryStore(1 << 20), shared=store)
     try:
         # An attacker with write access sets VALID for a wrong proof, unsealed
@@ -63,7 +60,9 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         await cache.flush()
         fresh = ResultCache(
             MemoryStore(1 << 20),
-            shared=RedisStore(locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=LONG_S),
+            shared=RedisStore(
+                locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=REDIS_TIMEOUT_S
+            ),
         )
         hit = await fresh.lookup(KEY)
         assert hit is not None and hit[1] == "redis" and hit[0].result.status is Status.INVALID
@@ -72,7 +71,7 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         # are its own secret's (issue 43).
         foreign = ResultCache(
             MemoryStore(1 << 20),
-            shared=RedisStore(locked_redis.url, secret=OTHER_SECRET, timeout_s=LONG_S),
+            shared=RedisStore(locked_redis.url, secret=OTHER_SECRET, timeout_s=REDIS_TIMEOUT_S),
         )
         assert await foreign.lookup(KEY) is None and foreign.stats.forged == 0
         assert raw.get(store.prefix + KEY) is not None
@@ -148,7 +147,7 @@ async def test_servers_with_different_secrets_on_one_redis_never_serve_each_othe
 ):
     from cache_support import cached_server, theorem
 
-    settings = dict(redis_url=redis_server.url, redis_timeout_s=5.0)
+    settings = dict(redis_url=redis_server.url)
     monkeypatch.setenv("LEANRPC_CACHE_SECRET", TEST_SECRET)
     async with cached_server(**settings) as (app_a, client_a):
         monkeypatch.setenv(
