@@ -26,7 +26,8 @@ Run as `python trapdoor_repl.py MODE... [-- STANDIN-ARGS...]`. Modes:
   gate=PATH      hold a command containing `GATE` until PATH exists (a test holds
                  the worker busy with it while it queues the jobs it wants grouped)
   log=PATH       append one line per misdeed to PATH (the test's proof that
-                 it happened)
+                 it happened), always before the misdeed's bytes are written:
+                 a server that catches it kills this process at once
 """
 
 import json
@@ -140,7 +141,9 @@ while True:
         if STALL and "TRAPDOOR" in request["cmd"]:
             stall_in = STALL_AT
             note("stall armed")
-    write(answer)
-    if "poison-on-trap" in modes and "TRAPDOOR" in request.get("cmd", ""):
-        write(json.dumps({"env": 999}).encode() + b"\n\n")
+    forge = "poison-on-trap" in modes and "TRAPDOOR" in request.get("cmd", "")
+    if forge:  # noted first: the server kills this process as soon as it reads the frame
         note("forged frame")
+    write(answer)
+    if forge:
+        write(json.dumps({"env": 999}).encode() + b"\n\n")
