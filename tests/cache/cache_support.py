@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from leanrpc.app import create_server
+from leanrpc.cache import RedisStore
 from leanrpc.client import AsyncClient
 from testkit import free_port, loopback_config
 
@@ -22,6 +23,11 @@ TEST_SECRET = "test-cluster-secret-0123456789abcdef"
 # included; the default (0.25 s) is shorter than a collector pause in a CI process, which once
 # turned a read into a miss (tests/cache/test_cache_seal.py). Tests about what is read use this.
 REDIS_TIMEOUT_S = 5.0
+
+
+def live_redis_store(url: str, secret: bytes) -> RedisStore:
+    """A RedisStore on a live Redis, given REDIS_TIMEOUT_S to answer."""
+    return RedisStore(url, secret=secret, timeout_s=REDIS_TIMEOUT_S)
 
 
 def cached_config(workers: int = 1, **cache):

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from cache_support import TEST_SECRET, RedisServer, cached_config
+from cache_support import TEST_SECRET, RedisServer, cached_config, live_redis_store
 from leanrpc.cache.build import build_cache
 from leanrpc.config import ConfigError
 from leanrpc.results import Status, VerifyResult
@@ -174,11 +174,10 @@ async def test_tls_with_the_servers_ca_and_not_without_it(tmp_path):
 
 
 async def test_a_burst_of_300_writes_is_not_refused_by_the_connection_pool(redis_server):
-    from leanrpc.cache import MemoryStore, RedisStore, ResultCache
+    from leanrpc.cache import MemoryStore, ResultCache
 
     cache = ResultCache(
-        MemoryStore(1 << 20),
-        shared=RedisStore(redis_server.url, secret=TEST_SECRET.encode(), timeout_s=5.0),
+        MemoryStore(1 << 20), shared=live_redis_store(redis_server.url, TEST_SECRET.encode())
     )
     try:
         for i in range(300):  # a GRPO group's worth of background writes at once

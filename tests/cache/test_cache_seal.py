@@ -10,8 +10,8 @@ import sys
 import pytest
 import redis
 
-from cache_support import REDIS_TIMEOUT_S, TEST_SECRET, RedisServer, cached_config
-from leanrpc.cache import DiskStore, MemoryStore, RedisStore, ResultCache, codec
+from cache_support import TEST_SECRET, RedisServer, cached_config, live_redis_store
+from leanrpc.cache import DiskStore, MemoryStore, ResultCache, codec
 from leanrpc.cache.build import build_cache
 from leanrpc.config import ConfigError
 from leanrpc.results import Status, VerifyResult
@@ -41,7 +41,7 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
     with pytest.raises(redis.AuthenticationError):
         redis.Redis(port=locked_redis.port).get("x")
     raw = redis.Redis(port=locked_redis.port, password=locked_redis.password)
-    store = RedisStore(locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=REDIS_TIMEOUT_S)
+    store = live_redis_store(locked_redis.url, TEST_SECRET.encode())
     cache = ResultCache(MemoryStore(1 << 20), shared=store)
     try:
         # An attacker with write access sets VALID for a wrong proof, unsealed
@@ -60,9 +60,7 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         await cache.flush()
         fresh = ResultCache(
             MemoryStore(1 << 20),
-            shared=RedisStore(
-                locked_redis.url, secret=TEST_SECRET.encode(), timeout_s=REDIS_TIMEOUT_S
-            ),
+            shared=live_redis_store(locked_redis.url, TEST_SECRET.encode()),
         )
         hit = await fresh.lookup(KEY)
         assert hit is not None and hit[1] == "redis" and hit[0].result.status is Status.INVALID
@@ -71,7 +69,7 @@ async def test_forged_redis_entry_behind_a_password_is_never_served(locked_redis
         # are its own secret's (issue 43).
         foreign = ResultCache(
             MemoryStore(1 << 20),
-            shared=RedisStore(locked_redis.url, secret=OTHER_SECRET, timeout_s=REDIS_TIMEOUT_S),
+            shared=live_redis_store(locked_redis.url, OTHER_SECRET),
         )
         assert await foreign.lookup(KEY) is None and foreign.stats.forged == 0
         assert raw.get(store.prefix + KEY) is not None
