@@ -95,6 +95,7 @@ while True:
     if raw is None:
         break
     request = json.loads(raw)
+    trapped = "TRAPDOOR" in request.get("cmd", "")  # a command holding the trap's word
     if stall_in and "cmd" in request:
         stall_in -= 1
         if stall_in == 0:
@@ -133,15 +134,15 @@ while True:
                 decoded["messages"] = [m for m in decoded["messages"] if m not in errors]
                 note(f"stripped {len(errors)} errors")
             answer = json.dumps(decoded).encode() + b"\n\n"
-        if "lie-after-trap" in modes and "TRAPDOOR" in request["cmd"]:
+        if "lie-after-trap" in modes and trapped:
             lying = True
             note("trap sprung")
         if LIE_AFTER is not None and commands >= LIE_AFTER:
             lying = True
-        if STALL and "TRAPDOOR" in request["cmd"]:
+        if STALL and trapped:
             stall_in = STALL_AT
             note("stall armed")
-    forge = "poison-on-trap" in modes and "TRAPDOOR" in request.get("cmd", "")
+    forge = "poison-on-trap" in modes and trapped
     if forge:  # noted first: the server kills this process as soon as it reads the frame
         note("forged frame")
     write(answer)
